@@ -1,0 +1,151 @@
+#pragma once
+/// \file
+/// The IR: a `Graph` of `Node`s connected by SSA `Value`s, with graph inputs, constants
+/// (initializers) and outputs; topological order; and `Graph::verify` (checks V1–V4,
+/// defined in docs/architecture/ir-design.md).
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "frame/core/status.h"
+#include "frame/core/tensor.h"
+#include "frame/ir/types.h"
+
+namespace frame::ir {
+
+/// Reserved op names (ARCH-040): used by the text form for graph inputs and the output list;
+/// no op may be registered under them.
+inline constexpr std::string_view kGraphInputOp = "graph_input";
+inline constexpr std::string_view kGraphOutputMarker = "graph_output";
+
+/// The one op-name charset check, `^[a-z][a-z0-9_]*$` (ARCH-040), shared by the op registry
+/// and `Graph::create_node`.
+bool matches_op_name_charset(std::string_view name);
+
+using ValueId = int32_t;
+using NodeId = int32_t;
+/// An absent optional input (ONNX empty input name).
+inline constexpr ValueId kNoValue = -1;
+
+/// An SSA value: produced by exactly one node output, or a graph input, or a constant.
+struct Value {
+  std::string name;
+  std::optional<TensorType> type;  ///< set by import, construction or shape inference
+  NodeId producer = -1;            ///< -1 for graph inputs and constants
+  int32_t producer_output = -1;
+  bool is_graph_input = false;
+  std::optional<Tensor> constant;  ///< initializer / folded value
+  bool is_constant() const { return constant.has_value(); }
+};
+
+/// Attributes of a node, by name.
+using AttrMap = std::unordered_map<std::string, AttrValue>;
+
+/// An operation. Inputs may hold kNoValue for absent optional inputs.
+struct Node {
+  NodeId id = -1;
+  std::string name;
+  std::string op;
+  std::vector<ValueId> inputs;
+  std::vector<ValueId> outputs;
+  AttrMap attrs;
+  bool dead = false;  ///< removed; skipped by every iteration, dropped by compact()
+};
+
+/// What Graph::verify needs from the op registry (V3/V4), supplied by
+/// `ops::make_op_query()` so ir never depends on ops (ARCH-001).
+struct OpQuery {
+  /// True if `op` is registered (V3).
+  std::function<bool(std::string_view op)> op_registered;
+  /// Schema check of one node (V4): arity (incl. variadic min_input_count), required attrs,
+  /// attr types, undeclared attrs. Messages carry no "V4: " prefix; verify adds it.
+  std::function<Status(const Node& node)> check_schema;
+};
+
+/// A dataflow graph. Ids index into vectors and stay valid until compact().
+/// Not thread-safe for mutation; const methods may be called concurrently.
+class Graph {
+ public:
+  Graph() = default;
+  explicit Graph(std::string name) : name_(std::move(name)) {}
+
+  const std::string& name() const { return name_; }
+  void set_name(std::string n) { name_ = std::move(n); }
+
+  /// Adds a graph input with a known type. Returns its id.
+  ValueId add_input(std::string name, TensorType type);
+  /// Adds a constant (initializer); its type is taken from the tensor.
+  ValueId add_constant(std::string name, Tensor value);
+  /// Adds a node. `op` must match the op-name charset and not be a reserved name; the node
+  /// gets `num_outputs` fresh values named `<node name>:<i>` unless `output_names` is given.
+  /// An empty `name` gets a generated unique one. Errors: kInvalidArgument on a bad op
+  /// name, a reserved name, an out-of-range input id, or an output-name clash.
+  Result<NodeId> create_node(std::string_view op, std::string name, std::vector<ValueId> inputs,
+                             int num_outputs, AttrMap attrs = {},
+                             std::vector<std::string> output_names = {});
+  /// Marks `v` as a graph output (in order). Aborts on an invalid id.
+  void add_output(ValueId v);
+  void set_outputs(std::vector<ValueId> outputs) { outputs_ = std::move(outputs); }
+
+  const std::vector<ValueId>& inputs() const { return inputs_; }
+  const std::vector<ValueId>& outputs() const { return outputs_; }
+  Value& value(ValueId v) { return values_[static_cast<size_t>(v)]; }
+  const Value& value(ValueId v) const { return values_[static_cast<size_t>(v)]; }
+  Node& node(NodeId n) { return nodes_[static_cast<size_t>(n)]; }
+  const Node& node(NodeId n) const { return nodes_[static_cast<size_t>(n)]; }
+  /// Number of value / node slots (including dead nodes).
+  size_t num_values() const { return values_.size(); }
+  size_t num_node_slots() const { return nodes_.size(); }
+  /// Number of live nodes.
+  size_t num_nodes() const;
+  /// Ids of live nodes in insertion order.
+  std::vector<NodeId> node_ids() const;
+  /// Value id by name, or kNoValue.
+  ValueId find_value(std::string_view name) const;
+  /// Live node by name, or -1.
+  NodeId find_node(std::string_view name) const;
+  /// A value name not used yet, derived from `base`.
+  std::string unique_value_name(std::string_view base);
+  /// A node name not used yet, derived from `base`.
+  std::string unique_node_name(std::string_view base);
+
+  /// Removes a node (its outputs keep existing as dangling values until compact()).
+  void remove_node(NodeId n);
+  /// Replaces every use of `from` (node inputs and graph outputs) by `to`.
+  void replace_all_uses(ValueId from, ValueId to);
+  /// For each value, the live nodes that read it (a node reading twice appears twice).
+  std::vector<std::vector<NodeId>> use_lists() const;
+  /// True if `v` is a graph output.
+  bool is_output(ValueId v) const;
+  /// Drops dead nodes and values nothing refers to; renumbers ids (old ids become invalid).
+  void compact();
+
+  /// Live nodes in a topological order (stable: ties keep insertion order).
+  /// Errors: kInvalidArgument naming a node on a cycle.
+  Result<std::vector<NodeId>> topological_order() const;
+
+  /// Checks V1 (structure) and V2 (types present and consistent) and, with `query`, V3 (op
+  /// registered) and V4 (schema). The message starts with "V1: ".."V4: " and names the node,
+  /// op and value concerned. `query` may be null to check only V1/V2.
+  Status verify(const OpQuery* query) const;
+  Status verify(const OpQuery& query) const { return verify(&query); }
+
+ private:
+  std::string name_ = "main";
+  std::vector<Value> values_;
+  std::vector<Node> nodes_;
+  std::vector<ValueId> inputs_;
+  std::vector<ValueId> outputs_;
+  std::unordered_map<std::string, ValueId> value_by_name_;
+  std::unordered_map<std::string, NodeId> node_by_name_;
+  int64_t name_counter_ = 0;
+};
+
+}  // namespace frame::ir

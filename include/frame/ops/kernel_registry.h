@@ -1,0 +1,115 @@
+#pragma once
+/// \file
+/// `KernelRegistry`: kernels keyed by (op, backend), never by dtype (seed chapter 3); dtype is
+/// expanded inside the kernel with dispatch_dtype (ARCH-042). `FRAME_REGISTER_KERNEL`.
+
+#include <memory>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "frame/core/dtype.h"
+#include "frame/core/status.h"
+#include "frame/core/tensor.h"
+#include "frame/ops/op_schema.h"
+
+namespace frame::ops {
+
+/// Everything a kernel sees when it runs. Outputs are preallocated with the inferred shapes
+/// (from the arena or the caller); a kernel writes into them and never reallocates.
+struct KernelContext {
+  const NodeContext* node = nullptr;
+  /// Per input position; absent optional inputs are undefined Tensors.
+  std::span<const Tensor> inputs;
+  std::span<Tensor> outputs;
+  /// State built once by the kernel's prepare step (nullptr without one).
+  void* state = nullptr;
+  /// Threads the kernel may use (OpenMP), >= 1.
+  int num_threads = 1;
+
+  const Tensor& input(size_t i) const { return inputs[i]; }
+  Tensor& output(size_t i) { return outputs[i]; }
+};
+
+/// Runs a kernel. Errors: kInvalidArgument for input values the kernel rejects (e.g. an
+/// out-of-range gather index), naming node, op and input.
+using KernelFn = Status (*)(KernelContext&);
+/// Builds per-node state once at compile time (e.g. a oneDNN primitive, reordered weights).
+using PrepareFn = Result<std::shared_ptr<void>> (*)(const NodeContext&);
+
+/// A registered kernel.
+struct KernelDef {
+  std::string op;
+  std::string backend;
+  KernelFn fn = nullptr;
+  PrepareFn prepare = nullptr;
+  /// dtypes the kernel supports, checked on input `dtype_input` (or output 0 when the op has
+  /// no inputs) before it is chosen.
+  DTypeSet dtypes = kAllDTypes;
+  int dtype_input = 0;
+  std::string file;
+  int line = 0;
+
+  /// OK if this kernel can run the node; else kUnimplemented naming the dtype and the
+  /// supported set, e.g. "kernel relu@cpu does not support dtype i8 (supports {f32, f64})".
+  Status supports(const NodeContext& ctx) const;
+};
+
+/// Global kernel table. Thread-safe like OpRegistry.
+class KernelRegistry {
+ public:
+  static KernelRegistry& global();
+  /// Adds a kernel. Fatal on a duplicate (op, backend) pair, an empty backend name or a
+  /// null function (ARCH-040 exit). The op need not be registered yet (static-init order);
+  /// the self-check reports kernels of unknown ops.
+  void register_kernel(KernelDef def);
+  /// The kernel for (op, backend), or nullptr. Valid for the process lifetime.
+  const KernelDef* find(std::string_view op, std::string_view backend) const;
+  /// Kernels of one backend, sorted by op.
+  std::vector<const KernelDef*> list_backend(std::string_view backend) const;
+  /// All kernels sorted by (op, backend).
+  std::vector<const KernelDef*> list() const;
+  /// Backend names that have at least one kernel, sorted.
+  std::vector<std::string> backends() const;
+  /// Backends with a kernel for `op`, sorted.
+  std::vector<std::string> backends_of(std::string_view op) const;
+  /// JSON array of {op, backend, dtypes, dtype_input, has_prepare, file, line}.
+  std::string to_json() const;
+
+ private:
+  mutable std::shared_mutex mu_;
+  std::unordered_map<std::string, std::unique_ptr<KernelDef>> kernels_;  // key "op@backend"
+};
+
+/// Builder behind FRAME_REGISTER_KERNEL; registers when converted to KernelRegistration.
+class KernelBuilder {
+ public:
+  KernelBuilder(std::string op, std::string backend, KernelFn fn, const char* file, int line);
+  KernelBuilder& dtypes(DTypeSet s);
+  KernelBuilder& dtype_input(int i);
+  KernelBuilder& prepare(PrepareFn fn);
+  KernelDef def;
+};
+
+class KernelRegistration {
+ public:
+  KernelRegistration(KernelBuilder& b);   // NOLINT(google-explicit-constructor)
+  KernelRegistration(KernelBuilder&& b);  // NOLINT(google-explicit-constructor)
+};
+
+/// Registry self-check (the article's self-check list, ARCH-041): every op has a shape
+/// function and a "cpu" kernel, every kernel names a registered op. Returns one line per
+/// problem; empty when the registries are consistent.
+std::vector<std::string> registry_self_check();
+
+}  // namespace frame::ops
+
+/// Registers a kernel: `FRAME_REGISTER_KERNEL(relu, "cpu", relu_cpu).dtypes(kFloatDTypes);`
+/// `op` is an identifier token; the key is (op, backend), never dtype.
+#define FRAME_REGISTER_KERNEL(op, backend, fn)                               \
+  [[maybe_unused]] static ::frame::ops::KernelRegistration FRAME_CONCAT(     \
+      frame_kernel_registration_, __COUNTER__) =                             \
+      ::frame::ops::KernelBuilder(#op, backend, fn, __FILE__, __LINE__)

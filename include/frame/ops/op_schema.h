@@ -1,0 +1,224 @@
+#pragma once
+/// \file
+/// Op definitions (seed chapters 1–3): the closed `OpTrait` enum (ARCH-043), `NodeContext`
+/// (read-only view of a node for shape inference, decomposition and kernels), `OpSchema`,
+/// and the `FRAME_REGISTER_OP(name)` builder.
+
+#include <bitset>
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "frame/core/dtype.h"
+#include "frame/core/status.h"
+#include "frame/core/tensor.h"
+#include "frame/ir/graph.h"
+#include "frame/ir/types.h"
+
+namespace frame::ops {
+
+/// What passes may assume about an op (seed chapter 2). Closed: exactly these four members
+/// (ARCH-043, checked by scripts/check_iron_rules.sh). Passes ask traits, never op names.
+enum class OpTrait : uint8_t {
+  kElementwise,    // output shape = broadcast input shape, no cross-element dependence
+  kFusable,        // operator-fusion may merge it into a fused group
+  kHasSideEffect,  // never removed, merged or reordered by CSE/DCE/folding
+  kCommutative,    // inputs may be swapped (CSE normalisation)
+};
+inline constexpr int kNumOpTraits = 4;
+/// "elementwise", "fusable", "has_side_effect", "commutative".
+std::string_view op_trait_name(OpTrait t);
+
+class OpSchema;
+
+/// Read-only view of one node (seed chapter 3). `attrs` is borrowed and valid only during the
+/// call that received the context. `attr<T>` falls back to the schema's declared default.
+struct NodeContext {
+  std::string_view op;
+  std::string_view node_name;
+  /// Per input position; entries for absent optional inputs are default-constructed.
+  std::vector<ir::TensorType> input_types;
+  /// Per input position: true if the input is connected (false = absent optional input).
+  std::vector<bool> input_present;
+  /// Per input position: the value if the input is a constant (initializer), else nullptr.
+  /// Borrowed like `attrs`.
+  std::vector<const Tensor*> input_constants;
+  const std::unordered_map<std::string, ir::AttrValue>* attrs = nullptr;
+  const OpSchema* schema = nullptr;
+
+  size_t num_inputs() const { return input_types.size(); }
+  bool has_input(size_t i) const { return i < input_present.size() && input_present[i]; }
+  const Tensor* constant_input(size_t i) const {
+    return i < input_constants.size() ? input_constants[i] : nullptr;
+  }
+  /// Attribute `name` of type T (int64_t, double, std::string, std::vector<int64_t>,
+  /// std::vector<double>, std::vector<std::string>, Tensor, std::shared_ptr<const ir::Graph>):
+  /// the node's value, else the schema default, else nullptr (missing or other type).
+  template <typename T>
+  const T* attr(std::string_view name) const;
+  /// attr<T>(name) or `fallback` when absent.
+  template <typename T>
+  T attr_or(std::string_view name, T fallback) const {
+    const T* p = attr<T>(name);
+    return p ? *p : fallback;
+  }
+  /// Error prefixed with "node '<name>' (<op>): " (STYLE.md error policy).
+  template <typename... Args>
+  Status error(fmt::format_string<Args...> f, Args&&... args) const {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("node '{}' ({}): ", node_name, op) +
+                      fmt::format(f, std::forward<Args>(args)...));
+  }
+};
+
+/// Builds a NodeContext for node `n` of `g` (types from values; constants from initializers).
+/// `schema` may be null. Values without a type get a default TensorType.
+NodeContext make_node_context(const ir::Graph& g, const ir::Node& n, const OpSchema* schema);
+
+/// Output types of a node from its input types and attrs. Must return an error when a dim
+/// cannot be determined statically (ARCH-044), never an unknown dim.
+using ShapeInferFn = Result<std::vector<ir::TensorType>> (*)(const NodeContext&);
+/// Equivalent pure micro-graph: graph inputs = the op's inputs in order, graph outputs = its
+/// outputs in order (seed chapter 3, ARCH-021). Used by the decomposition pass and by the
+/// runtime fallback chain (M10).
+using DecomposeFn = Result<ir::Graph> (*)(const NodeContext&);
+
+/// One declared input or output.
+struct ArgSpec {
+  std::string name;
+  std::string doc;
+  DTypeSet dtypes = kAllDTypes;  ///< allowed dtypes
+  std::string type_var;          ///< inputs/outputs sharing a non-empty label share a dtype
+  bool optional = false;
+};
+
+/// One declared attribute.
+struct AttrSpec {
+  std::string name;
+  ir::AttrType type = ir::AttrType::kInt;
+  std::string doc;
+  bool required = false;
+  std::optional<ir::AttrValue> default_value;
+};
+
+/// Definition of an op: backend independent, globally unique by name (seed chapter 1).
+class OpSchema {
+ public:
+  const std::string& name() const { return name_; }
+  const std::string& doc() const { return doc_; }
+  const std::vector<ArgSpec>& inputs() const { return inputs_; }
+  const std::vector<ArgSpec>& outputs() const { return outputs_; }
+  /// The trailing variadic input group, if any (M9).
+  const std::optional<ArgSpec>& variadic() const { return variadic_; }
+  int variadic_min_count() const { return variadic_min_; }
+  bool has_variadic_inputs() const { return variadic_.has_value(); }
+  /// Required fixed inputs + the variadic group's min_count (M9).
+  int min_input_count() const;
+  /// Fixed inputs incl. optional ones; -1 when unbounded (variadic).
+  int max_input_count() const;
+  /// Spec of input position i (the variadic spec for positions past the fixed ones), or null.
+  const ArgSpec* input_spec(size_t i) const;
+  const std::vector<AttrSpec>& attrs() const { return attrs_; }
+  const AttrSpec* find_attr(std::string_view name) const;
+  bool has_trait(OpTrait t) const { return traits_.test(static_cast<size_t>(t)); }
+  std::vector<OpTrait> traits() const;
+  ShapeInferFn shape_fn() const { return shape_fn_; }
+  DecomposeFn decompose_fn() const { return decompose_fn_; }
+  const std::string& file() const { return file_; }
+  int line() const { return line_; }
+
+  /// V4 check of a node against this schema (arity, required attrs, attr types, undeclared
+  /// attrs). Message without the "V4: " prefix, e.g. "node 'n' (relu): expects 1 input, got 2".
+  Status check_node(const ir::Node& node) const;
+  /// Checks each present input's dtype against its allowed set and type-variable agreement.
+  /// Message: "node 'n' (add): input 1 (B) has dtype i64, expected f32 like input 0 (A)".
+  Status check_input_types(const NodeContext& ctx) const;
+  /// check_input_types, then the shape function; also checks the output count.
+  Result<std::vector<ir::TensorType>> infer(const NodeContext& ctx) const;
+
+ private:
+  friend class OpSchemaBuilder;
+  std::string name_;
+  std::string doc_;
+  std::vector<ArgSpec> inputs_;
+  std::optional<ArgSpec> variadic_;
+  int variadic_min_ = 0;
+  std::vector<ArgSpec> outputs_;
+  std::vector<AttrSpec> attrs_;
+  std::bitset<kNumOpTraits> traits_;
+  ShapeInferFn shape_fn_ = nullptr;
+  DecomposeFn decompose_fn_ = nullptr;
+  std::string file_;
+  int line_ = 0;
+};
+
+/// Fluent builder behind FRAME_REGISTER_OP. Misuse (variadic rules of M9, bad arg order)
+/// is fatal at once, through the same exit as OpRegistry::register_op (ARCH-040).
+class OpSchemaBuilder {
+ public:
+  OpSchemaBuilder(std::string name, const char* file, int line);
+  OpSchemaBuilder& doc(std::string d);
+  /// A required input. `type_var` ties dtypes of args with the same label (ONNX "T").
+  OpSchemaBuilder& input(std::string name, std::string doc, DTypeSet dtypes = kAllDTypes,
+                         std::string type_var = "");
+  /// An optional input; all optional inputs follow all required ones.
+  OpSchemaBuilder& optional_input(std::string name, std::string doc, DTypeSet dtypes = kAllDTypes,
+                                  std::string type_var = "");
+  /// The trailing variadic group (M9): at most one, after every fixed input, min_count >= 0,
+  /// not combined with optional inputs.
+  OpSchemaBuilder& variadic_input(std::string name, std::string doc, int min_count,
+                                  DTypeSet dtypes = kAllDTypes, std::string type_var = "");
+  OpSchemaBuilder& output(std::string name, std::string doc, DTypeSet dtypes = kAllDTypes,
+                          std::string type_var = "");
+  /// An optional attribute with a default.
+  OpSchemaBuilder& attr(std::string name, ir::AttrType type, std::string doc,
+                        ir::AttrValue default_value);
+  /// An optional attribute without a default (absent unless given).
+  OpSchemaBuilder& optional_attr(std::string name, ir::AttrType type, std::string doc);
+  OpSchemaBuilder& required_attr(std::string name, ir::AttrType type, std::string doc);
+  OpSchemaBuilder& traits(std::initializer_list<OpTrait> ts);
+  OpSchemaBuilder& shape_infer(ShapeInferFn fn);
+  OpSchemaBuilder& decomposition(DecomposeFn fn);
+  /// The finished schema (moves out of the builder).
+  OpSchema build();
+  const std::string& name() const { return schema_.name_; }
+
+ private:
+  [[noreturn]] void fail(std::string_view violation) const;
+  OpSchema schema_;
+};
+
+/// Registers the builder's schema on construction (static-init time).
+class OpRegistration {
+ public:
+  OpRegistration(OpSchemaBuilder& b);   // NOLINT(google-explicit-constructor)
+  OpRegistration(OpSchemaBuilder&& b);  // NOLINT(google-explicit-constructor)
+};
+
+template <typename T>
+const T* NodeContext::attr(std::string_view name) const {
+  static_assert(ir::kAttrIndex<T> >= 0, "unsupported attribute type");
+  if (attrs != nullptr) {
+    auto it = attrs->find(std::string(name));
+    if (it != attrs->end()) return std::get_if<T>(&it->second);
+  }
+  if (schema != nullptr) {
+    if (const AttrSpec* spec = schema->find_attr(name); spec && spec->default_value) {
+      return std::get_if<T>(&*spec->default_value);
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace frame::ops
+
+/// Registers an op at static-init time: `FRAME_REGISTER_OP(relu).input(...).output(...)...;`
+/// `name` is an identifier token; it must match ^[a-z][a-z0-9_]*$ (ARCH-040).
+#define FRAME_REGISTER_OP(name)                                                   \
+  [[maybe_unused]] static ::frame::ops::OpRegistration FRAME_CONCAT(              \
+      frame_op_registration_, __COUNTER__) =                                      \
+      ::frame::ops::OpSchemaBuilder(#name, __FILE__, __LINE__)

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs every Debian package frame's build, tests and tools need.
+# Idempotent: installs only what is missing; runs `apt-get update` at most once.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git clang-format
+  libprotobuf-dev protobuf-compiler libonnx-dev
+  libdnnl-dev
+  libgtest-dev libgmock-dev googletest libbenchmark-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev
+  python3-dev pybind11-dev python3-pybind11
+  python3-numpy python3-pytest python3-onnx python3-torch python3-torchvision
+  graphviz
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "bootstrap: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "bootstrap: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
