@@ -7,7 +7,7 @@ namespace frame::detail {
 [[noreturn]] void assert_fail(const char* cond, const char* file, int line, const char* msg);
 }  // namespace frame::detail
 
-#define FRAME_ASSERT(cond, msg)                                          \
-  do {                                                                   \
+#define FRAME_ASSERT(cond, msg)                                                \
+  do {                                                                         \
     if (!(cond)) ::frame::detail::assert_fail(#cond, __FILE__, __LINE__, msg); \
   } while (0)

@@ -58,30 +58,72 @@ struct BFloat16 {
 };
 
 /// C++ storage type of each DTypeCode.
-template <DTypeCode C> struct DTypeToCpp;
-template <> struct DTypeToCpp<DTypeCode::kFloat32> { using type = float; };
-template <> struct DTypeToCpp<DTypeCode::kFloat64> { using type = double; };
-template <> struct DTypeToCpp<DTypeCode::kFloat16> { using type = Half; };
-template <> struct DTypeToCpp<DTypeCode::kBFloat16> { using type = BFloat16; };
-template <> struct DTypeToCpp<DTypeCode::kInt8> { using type = int8_t; };
-template <> struct DTypeToCpp<DTypeCode::kInt16> { using type = int16_t; };
-template <> struct DTypeToCpp<DTypeCode::kInt32> { using type = int32_t; };
-template <> struct DTypeToCpp<DTypeCode::kInt64> { using type = int64_t; };
-template <> struct DTypeToCpp<DTypeCode::kUInt8> { using type = uint8_t; };
-template <> struct DTypeToCpp<DTypeCode::kBool> { using type = bool; };
-template <DTypeCode C> using cpp_type_t = typename DTypeToCpp<C>::type;
+template <DTypeCode C>
+struct DTypeToCpp;
+template <>
+struct DTypeToCpp<DTypeCode::kFloat32> {
+  using type = float;
+};
+template <>
+struct DTypeToCpp<DTypeCode::kFloat64> {
+  using type = double;
+};
+template <>
+struct DTypeToCpp<DTypeCode::kFloat16> {
+  using type = Half;
+};
+template <>
+struct DTypeToCpp<DTypeCode::kBFloat16> {
+  using type = BFloat16;
+};
+template <>
+struct DTypeToCpp<DTypeCode::kInt8> {
+  using type = int8_t;
+};
+template <>
+struct DTypeToCpp<DTypeCode::kInt16> {
+  using type = int16_t;
+};
+template <>
+struct DTypeToCpp<DTypeCode::kInt32> {
+  using type = int32_t;
+};
+template <>
+struct DTypeToCpp<DTypeCode::kInt64> {
+  using type = int64_t;
+};
+template <>
+struct DTypeToCpp<DTypeCode::kUInt8> {
+  using type = uint8_t;
+};
+template <>
+struct DTypeToCpp<DTypeCode::kBool> {
+  using type = bool;
+};
+template <DTypeCode C>
+using cpp_type_t = typename DTypeToCpp<C>::type;
 
 /// DTypeCode of a C++ storage type.
-template <typename T> inline constexpr DTypeCode kDTypeOf = DTypeCode::kFloat32;
-template <> inline constexpr DTypeCode kDTypeOf<double> = DTypeCode::kFloat64;
-template <> inline constexpr DTypeCode kDTypeOf<Half> = DTypeCode::kFloat16;
-template <> inline constexpr DTypeCode kDTypeOf<BFloat16> = DTypeCode::kBFloat16;
-template <> inline constexpr DTypeCode kDTypeOf<int8_t> = DTypeCode::kInt8;
-template <> inline constexpr DTypeCode kDTypeOf<int16_t> = DTypeCode::kInt16;
-template <> inline constexpr DTypeCode kDTypeOf<int32_t> = DTypeCode::kInt32;
-template <> inline constexpr DTypeCode kDTypeOf<int64_t> = DTypeCode::kInt64;
-template <> inline constexpr DTypeCode kDTypeOf<uint8_t> = DTypeCode::kUInt8;
-template <> inline constexpr DTypeCode kDTypeOf<bool> = DTypeCode::kBool;
+template <typename T>
+inline constexpr DTypeCode kDTypeOf = DTypeCode::kFloat32;
+template <>
+inline constexpr DTypeCode kDTypeOf<double> = DTypeCode::kFloat64;
+template <>
+inline constexpr DTypeCode kDTypeOf<Half> = DTypeCode::kFloat16;
+template <>
+inline constexpr DTypeCode kDTypeOf<BFloat16> = DTypeCode::kBFloat16;
+template <>
+inline constexpr DTypeCode kDTypeOf<int8_t> = DTypeCode::kInt8;
+template <>
+inline constexpr DTypeCode kDTypeOf<int16_t> = DTypeCode::kInt16;
+template <>
+inline constexpr DTypeCode kDTypeOf<int32_t> = DTypeCode::kInt32;
+template <>
+inline constexpr DTypeCode kDTypeOf<int64_t> = DTypeCode::kInt64;
+template <>
+inline constexpr DTypeCode kDTypeOf<uint8_t> = DTypeCode::kUInt8;
+template <>
+inline constexpr DTypeCode kDTypeOf<bool> = DTypeCode::kBool;
 
 /// Type used for arithmetic on T: float for the 16-bit floats, T otherwise.
 template <typename T>
@@ -90,8 +132,8 @@ using compute_t =
 
 /// True for float32/64/16 and bfloat16.
 template <typename T>
-inline constexpr bool kIsFloating = std::is_floating_point_v<T> || std::is_same_v<T, Half> ||
-                                    std::is_same_v<T, BFloat16>;
+inline constexpr bool kIsFloating =
+    std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
 /// Size in bytes of one element.
 constexpr size_t dtype_size(DTypeCode d) {
@@ -128,8 +170,8 @@ struct DTypeSet {
 };
 inline constexpr DTypeSet kFloatDTypes{DTypeCode::kFloat32, DTypeCode::kFloat64,
                                        DTypeCode::kFloat16, DTypeCode::kBFloat16};
-inline constexpr DTypeSet kSignedIntDTypes{DTypeCode::kInt8, DTypeCode::kInt16,
-                                           DTypeCode::kInt32, DTypeCode::kInt64};
+inline constexpr DTypeSet kSignedIntDTypes{DTypeCode::kInt8, DTypeCode::kInt16, DTypeCode::kInt32,
+                                           DTypeCode::kInt64};
 inline constexpr DTypeSet kIntDTypes = kSignedIntDTypes | DTypeSet{DTypeCode::kUInt8};
 inline constexpr DTypeSet kNumericDTypes = kFloatDTypes | kIntDTypes;
 inline constexpr DTypeSet kSignedNumericDTypes = kFloatDTypes | kSignedIntDTypes;

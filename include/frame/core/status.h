@@ -4,14 +4,14 @@
 /// Library code never throws across the C++ API; every fallible call returns one of these
 /// (DESIGN.md "Quality rules"). Only registration faults abort (ARCH-040).
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 #include <variant>
-
-#include <fmt/format.h>
 
 namespace frame {
 
@@ -81,12 +81,12 @@ Status internal_error(fmt::format_string<Args...> f, Args&&... args) {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {}  // NOLINT(google-explicit-constructor)
   template <typename U>
-    requires(std::is_constructible_v<T, U &&> && !std::is_same_v<std::decay_t<U>, Status> &&
-             !std::is_same_v<std::decay_t<U>, T>)
-  Result(U&& u) : v_(T(std::forward<U>(u))) {}  // NOLINT(google-explicit-constructor)
+  requires(std::is_constructible_v<T, U&&> && !std::is_same_v<std::decay_t<U>, Status> &&
+           !std::is_same_v<std::decay_t<U>, T>) Result(U&& u)
+      : v_(T(std::forward<U>(u))) {}  // NOLINT(google-explicit-constructor)
 
   bool is_ok() const { return std::holds_alternative<T>(v_); }
   explicit operator bool() const { return is_ok(); }
@@ -110,10 +110,10 @@ class [[nodiscard]] Result {
 #define FRAME_CONCAT(a, b) FRAME_CONCAT_IMPL(a, b)
 
 /// Returns the Status of `expr` from the enclosing function if it is an error.
-#define FRAME_RETURN_IF_ERROR(expr)                     \
-  do {                                                  \
-    ::frame::Status frame_status_ = (expr);             \
-    if (!frame_status_.is_ok()) return frame_status_;   \
+#define FRAME_RETURN_IF_ERROR(expr)                   \
+  do {                                                \
+    ::frame::Status frame_status_ = (expr);           \
+    if (!frame_status_.is_ok()) return frame_status_; \
   } while (0)
 
 /// `FRAME_ASSIGN_OR_RETURN(auto x, make())`: binds the value or returns the error.

@@ -35,23 +35,32 @@ std::string_view attr_type_name(AttrType t);
 
 /// Attribute value. Floats are stored as double (ONNX stores float32; the importer widens).
 /// A graph attribute is shared and immutable (e.g. the body of a fused group).
-using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>,
-                               std::vector<double>, std::vector<std::string>, Tensor,
-                               std::shared_ptr<const Graph>>;
+using AttrValue =
+    std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>,
+                 std::vector<std::string>, Tensor, std::shared_ptr<const Graph>>;
 
 /// The AttrType of a value (index of the variant alternative).
 inline AttrType attr_type_of(const AttrValue& v) { return static_cast<AttrType>(v.index()); }
 
 /// Maps a C++ attribute type to its AttrType (for NodeContext::attr<T>).
-template <typename T> inline constexpr int kAttrIndex = -1;
-template <> inline constexpr int kAttrIndex<int64_t> = 0;
-template <> inline constexpr int kAttrIndex<double> = 1;
-template <> inline constexpr int kAttrIndex<std::string> = 2;
-template <> inline constexpr int kAttrIndex<std::vector<int64_t>> = 3;
-template <> inline constexpr int kAttrIndex<std::vector<double>> = 4;
-template <> inline constexpr int kAttrIndex<std::vector<std::string>> = 5;
-template <> inline constexpr int kAttrIndex<Tensor> = 6;
-template <> inline constexpr int kAttrIndex<std::shared_ptr<const Graph>> = 7;
+template <typename T>
+inline constexpr int kAttrIndex = -1;
+template <>
+inline constexpr int kAttrIndex<int64_t> = 0;
+template <>
+inline constexpr int kAttrIndex<double> = 1;
+template <>
+inline constexpr int kAttrIndex<std::string> = 2;
+template <>
+inline constexpr int kAttrIndex<std::vector<int64_t>> = 3;
+template <>
+inline constexpr int kAttrIndex<std::vector<double>> = 4;
+template <>
+inline constexpr int kAttrIndex<std::vector<std::string>> = 5;
+template <>
+inline constexpr int kAttrIndex<Tensor> = 6;
+template <>
+inline constexpr int kAttrIndex<std::shared_ptr<const Graph>> = 7;
 
 /// Structural equality (tensors compared bytewise, graphs by printed text).
 bool attr_equal(const AttrValue& a, const AttrValue& b);

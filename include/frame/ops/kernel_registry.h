@@ -50,6 +50,10 @@ struct KernelDef {
   /// no inputs) before it is chosen.
   DTypeSet dtypes = kAllDTypes;
   int dtype_input = 0;
+  /// Input positions whose values the kernel never reads, only their dtype and shape (e.g.
+  /// `shape`, `size`). constant-folding evaluates such a node when its other inputs are
+  /// constants, passing a placeholder tensor of the right type for these positions.
+  std::vector<int> type_only_inputs;
   std::string file;
   int line = 0;
 
@@ -76,7 +80,7 @@ class KernelRegistry {
   std::vector<std::string> backends() const;
   /// Backends with a kernel for `op`, sorted.
   std::vector<std::string> backends_of(std::string_view op) const;
-  /// JSON array of {op, backend, dtypes, dtype_input, has_prepare, file, line}.
+  /// JSON array of {op, backend, dtypes, dtype_input, has_prepare, type_only_inputs, file, line}.
   std::string to_json() const;
 
  private:
@@ -91,6 +95,8 @@ class KernelBuilder {
   KernelBuilder& dtypes(DTypeSet s);
   KernelBuilder& dtype_input(int i);
   KernelBuilder& prepare(PrepareFn fn);
+  /// Declares inputs the kernel reads only for their type (KernelDef::type_only_inputs).
+  KernelBuilder& type_only_inputs(std::vector<int> inputs);
   KernelDef def;
 };
 
@@ -109,7 +115,7 @@ std::vector<std::string> registry_self_check();
 
 /// Registers a kernel: `FRAME_REGISTER_KERNEL(relu, "cpu", relu_cpu).dtypes(kFloatDTypes);`
 /// `op` is an identifier token; the key is (op, backend), never dtype.
-#define FRAME_REGISTER_KERNEL(op, backend, fn)                               \
-  [[maybe_unused]] static ::frame::ops::KernelRegistration FRAME_CONCAT(     \
-      frame_kernel_registration_, __COUNTER__) =                             \
+#define FRAME_REGISTER_KERNEL(op, backend, fn)                           \
+  [[maybe_unused]] static ::frame::ops::KernelRegistration FRAME_CONCAT( \
+      frame_kernel_registration_, __COUNTER__) =                         \
       ::frame::ops::KernelBuilder(#op, backend, fn, __FILE__, __LINE__)

@@ -49,6 +49,9 @@ struct NodeContext {
   std::vector<const Tensor*> input_constants;
   const std::unordered_map<std::string, ir::AttrValue>* attrs = nullptr;
   const OpSchema* schema = nullptr;
+  /// Number of outputs the node has (ops with optional trailing outputs, e.g. split, may
+  /// have fewer than declared). Shape functions return exactly this many types.
+  size_t num_outputs = 1;
 
   size_t num_inputs() const { return input_types.size(); }
   bool has_input(size_t i) const { return i < input_present.size() && input_present[i]; }
@@ -69,9 +72,8 @@ struct NodeContext {
   /// Error prefixed with "node '<name>' (<op>): " (STYLE.md error policy).
   template <typename... Args>
   Status error(fmt::format_string<Args...> f, Args&&... args) const {
-    return Status(StatusCode::kInvalidArgument,
-                  fmt::format("node '{}' ({}): ", node_name, op) +
-                      fmt::format(f, std::forward<Args>(args)...));
+    return Status(StatusCode::kInvalidArgument, fmt::format("node '{}' ({}): ", node_name, op) +
+                                                    fmt::format(f, std::forward<Args>(args)...));
   }
 };
 
@@ -137,7 +139,9 @@ class OpSchema {
   /// Checks each present input's dtype against its allowed set and type-variable agreement.
   /// Message: "node 'n' (add): input 1 (B) has dtype i64, expected f32 like input 0 (A)".
   Status check_input_types(const NodeContext& ctx) const;
-  /// check_input_types, then the shape function; also checks the output count.
+  /// Required (non-optional) outputs; a node has between this and outputs().size() outputs.
+  int min_output_count() const;
+  /// check_input_types, then the shape function; checks it returned ctx.num_outputs types.
   Result<std::vector<ir::TensorType>> infer(const NodeContext& ctx) const;
 
  private:
@@ -174,6 +178,10 @@ class OpSchemaBuilder {
                                   DTypeSet dtypes = kAllDTypes, std::string type_var = "");
   OpSchemaBuilder& output(std::string name, std::string doc, DTypeSet dtypes = kAllDTypes,
                           std::string type_var = "");
+  /// An optional output; all optional outputs follow all required ones. A node may omit
+  /// trailing optional outputs (ONNX optional outputs, e.g. max_pool Indices, split).
+  OpSchemaBuilder& optional_output(std::string name, std::string doc, DTypeSet dtypes = kAllDTypes,
+                                   std::string type_var = "");
   /// An optional attribute with a default.
   OpSchemaBuilder& attr(std::string name, ir::AttrType type, std::string doc,
                         ir::AttrValue default_value);
@@ -218,7 +226,7 @@ const T* NodeContext::attr(std::string_view name) const {
 
 /// Registers an op at static-init time: `FRAME_REGISTER_OP(relu).input(...).output(...)...;`
 /// `name` is an identifier token; it must match ^[a-z][a-z0-9_]*$ (ARCH-040).
-#define FRAME_REGISTER_OP(name)                                                   \
-  [[maybe_unused]] static ::frame::ops::OpRegistration FRAME_CONCAT(              \
-      frame_op_registration_, __COUNTER__) =                                      \
+#define FRAME_REGISTER_OP(name)                                                             \
+  [[maybe_unused]] static ::frame::ops::OpRegistration FRAME_CONCAT(frame_op_registration_, \
+                                                                    __COUNTER__) =          \
       ::frame::ops::OpSchemaBuilder(#name, __FILE__, __LINE__)

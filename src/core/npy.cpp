@@ -1,0 +1,127 @@
+#include "frame/core/npy.h"
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace frame {
+
+namespace {
+
+struct DescrEntry {
+  const char* descr;
+  DTypeCode dtype;
+};
+constexpr DescrEntry kDescrs[] = {
+    {"<f4", DTypeCode::kFloat32},  {"<f8", DTypeCode::kFloat64}, {"<f2", DTypeCode::kFloat16},
+    {"|i1", DTypeCode::kInt8},     {"<i2", DTypeCode::kInt16},   {"<i4", DTypeCode::kInt32},
+    {"<i8", DTypeCode::kInt64},    {"|u1", DTypeCode::kUInt8},   {"|b1", DTypeCode::kBool},
+    {"<u2", DTypeCode::kBFloat16},
+};
+
+// Value of `'key': <value>` in the header dict, up to the next ',' or '}' at depth 0.
+std::string header_field(const std::string& h, const std::string& key) {
+  size_t p = h.find("'" + key + "'");
+  if (p == std::string::npos) return "";
+  p = h.find(':', p);
+  if (p == std::string::npos) return "";
+  ++p;
+  int depth = 0;
+  size_t q = p;
+  for (; q < h.size(); ++q) {
+    char c = h[q];
+    if (c == '(') ++depth;
+    if (c == ')') --depth;
+    if (depth == 0 && (c == ',' || c == '}')) break;
+  }
+  std::string v = h.substr(p, q - p + (h[q] == ')' ? 1 : 0));
+  size_t a = v.find_first_not_of(" '"), b = v.find_last_not_of(" '");
+  return a == std::string::npos ? "" : v.substr(a, b - a + 1);
+}
+
+}  // namespace
+
+Result<Tensor> read_npy(const std::string& path, std::optional<DTypeCode> as_dtype) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return make_error(StatusCode::kIo, "cannot open '{}'", path);
+  char magic[8];
+  if (!f.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) {
+    return make_error(StatusCode::kIo, "'{}' is not an .npy file (bad magic)", path);
+  }
+  uint32_t hlen = 0;
+  if (magic[6] == 1) {
+    unsigned char b[2];
+    if (!f.read(reinterpret_cast<char*>(b), 2))
+      return make_error(StatusCode::kIo, "'{}': truncated header", path);
+    hlen = b[0] | (b[1] << 8);
+  } else {
+    unsigned char b[4];
+    if (!f.read(reinterpret_cast<char*>(b), 4))
+      return make_error(StatusCode::kIo, "'{}': truncated header", path);
+    hlen = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<uint32_t>(b[3]) << 24);
+  }
+  if (hlen > (1u << 20)) return make_error(StatusCode::kIo, "'{}': header too large", path);
+  std::string h(hlen, '\0');
+  if (!f.read(h.data(), hlen)) return make_error(StatusCode::kIo, "'{}': truncated header", path);
+  std::string descr = header_field(h, "descr");
+  std::string fortran = header_field(h, "fortran_order");
+  std::string shape_s = header_field(h, "shape");
+  if (fortran == "True") {
+    return unimplemented("'{}': Fortran-order arrays are not supported", path);
+  }
+  std::optional<DTypeCode> dt;
+  for (const auto& e : kDescrs) {
+    if (descr == e.descr) dt = e.dtype;
+  }
+  if (descr == "<u2" && as_dtype != DTypeCode::kBFloat16) dt.reset();
+  if (!dt) return unimplemented("'{}': unsupported npy dtype '{}'", path, descr);
+  if (as_dtype && dtype_size(*as_dtype) == dtype_size(*dt)) dt = *as_dtype;
+  Shape shape;
+  std::string digits;
+  for (char c : shape_s) {
+    if (c >= '0' && c <= '9') {
+      digits += c;
+    } else if (!digits.empty()) {
+      shape.push_back(std::stoll(digits));
+      digits.clear();
+    }
+  }
+  if (!digits.empty()) shape.push_back(std::stoll(digits));
+  FRAME_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(*dt, shape));
+  if (t.nbytes() > 0 &&
+      !f.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(t.nbytes()))) {
+    return make_error(StatusCode::kIo, "'{}': truncated data (expected {} bytes)", path,
+                      t.nbytes());
+  }
+  return t;
+}
+
+Status write_npy(const std::string& path, const Tensor& t) {
+  const char* descr = nullptr;
+  for (const auto& e : kDescrs) {
+    if (e.dtype == t.dtype()) descr = e.descr;
+  }
+  std::ostringstream hs;
+  hs << "{'descr': '" << descr << "', 'fortran_order': False, 'shape': (";
+  for (size_t i = 0; i < t.shape().size(); ++i)
+    hs << t.shape()[i] << (t.rank() == 1 ? "," : (i + 1 < t.shape().size() ? ", " : ""));
+  hs << "), }";
+  std::string h = hs.str();
+  size_t total = 10 + h.size() + 1;
+  h.append((64 - total % 64) % 64, ' ');
+  h += '\n';
+  std::ofstream f(path, std::ios::binary);
+  if (!f) return make_error(StatusCode::kIo, "cannot write '{}'", path);
+  const char magic[8] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0};
+  f.write(magic, 8);
+  uint16_t hl = static_cast<uint16_t>(h.size());
+  char b[2] = {static_cast<char>(hl & 0xff), static_cast<char>(hl >> 8)};
+  f.write(b, 2);
+  f.write(h.data(), static_cast<std::streamsize>(h.size()));
+  if (t.nbytes() > 0)
+    f.write(static_cast<const char*>(t.raw_data()), static_cast<std::streamsize>(t.nbytes()));
+  if (!f) return make_error(StatusCode::kIo, "write to '{}' failed", path);
+  return Status();
+}
+
+}  // namespace frame

@@ -1,0 +1,374 @@
+// Graph construction, mutation, compaction and topological order.
+
+#include "frame/ir/graph.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <queue>
+#include <unordered_set>
+
+#include "frame/core/assert.h"
+#include "ir/ir_internal.h"
+
+namespace frame::ir {
+
+namespace detail {
+
+std::string node_label(const Node& n) { return fmt::format("node '{}' ({})", n.name, n.op); }
+
+bool is_defined(const Graph& g, ValueId v) {
+  if (!valid_value(g, v)) return false;
+  const Value& val = g.value(v);
+  if (val.is_graph_input || val.is_constant()) return true;
+  if (val.producer < 0 || static_cast<size_t>(val.producer) >= g.num_node_slots()) return false;
+  const Node& p = g.node(val.producer);
+  return !p.dead && val.producer_output >= 0 &&
+         static_cast<size_t>(val.producer_output) < p.outputs.size() &&
+         p.outputs[static_cast<size_t>(val.producer_output)] == v;
+}
+
+}  // namespace detail
+
+bool matches_op_name_charset(std::string_view name) {
+  if (name.empty() || name[0] < 'a' || name[0] > 'z') return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+ValueId Graph::add_input(std::string name, TensorType type) {
+  if (name.empty()) name = unique_value_name("input");
+  const auto id = static_cast<ValueId>(values_.size());
+  Value v;
+  v.name = name;
+  v.type = std::move(type);
+  v.is_graph_input = true;
+  values_.push_back(std::move(v));
+  inputs_.push_back(id);
+  // A clashing name keeps pointing at the first value; verify reports the duplicate (V1).
+  value_by_name_.emplace(std::move(name), id);
+  return id;
+}
+
+ValueId Graph::add_constant(std::string name, Tensor value) {
+  if (name.empty()) name = unique_value_name("const");
+  const auto id = static_cast<ValueId>(values_.size());
+  Value v;
+  v.name = name;
+  v.type = TensorType{value.dtype(), value.shape()};
+  v.constant = std::move(value);
+  values_.push_back(std::move(v));
+  value_by_name_.emplace(std::move(name), id);
+  return id;
+}
+
+Result<NodeId> Graph::create_node(std::string_view op, std::string name,
+                                  std::vector<ValueId> inputs, int num_outputs, AttrMap attrs,
+                                  std::vector<std::string> output_names) {
+  const std::string shown = name.empty() ? std::string("<unnamed>") : name;
+  if (op == kGraphInputOp || op == kGraphOutputMarker) {
+    return invalid_argument("node '{}': op name '{}' is reserved for the IR text form", shown, op);
+  }
+  if (!matches_op_name_charset(op)) {
+    return invalid_argument(
+        "node '{}': invalid op name '{}' (op names must match ^[a-z][a-z0-9_]*$)", shown, op);
+  }
+  if (num_outputs < 0) {
+    return invalid_argument("node '{}' ({}): negative output count {}", shown, op, num_outputs);
+  }
+  if (!output_names.empty() && output_names.size() != static_cast<size_t>(num_outputs)) {
+    return invalid_argument("node '{}' ({}): {} output names given for {} outputs", shown, op,
+                            output_names.size(), num_outputs);
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i] != kNoValue && !detail::valid_value(*this, inputs[i])) {
+      return invalid_argument(
+          "node '{}' ({}): input {} has invalid value id {} (graph has {} values)", shown, op, i,
+          inputs[i], values_.size());
+    }
+  }
+  if (name.empty()) {
+    name = unique_node_name(op);
+  } else if (find_node(name) >= 0) {
+    return invalid_argument("node '{}' ({}): duplicate node name", name, op);
+  }
+  // Resolve every output name before mutating, so a failed call leaves the graph unchanged.
+  std::vector<std::string> names(static_cast<size_t>(num_outputs));
+  std::unordered_set<std::string> taken;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const bool given = !output_names.empty() && !output_names[i].empty();
+    if (given) {
+      names[i] = output_names[i];
+      if (find_value(names[i]) != kNoValue || taken.count(names[i]) != 0) {
+        return invalid_argument(
+            "node '{}' ({}): output {} name '{}' is already used by another value", name, op, i,
+            names[i]);
+      }
+    } else {
+      std::string base = fmt::format("{}:{}", name, i);
+      names[i] = base;
+      for (int64_t k = 1; find_value(names[i]) != kNoValue || taken.count(names[i]) != 0; ++k) {
+        names[i] = fmt::format("{}_{}", base, k);
+      }
+    }
+    taken.insert(names[i]);
+  }
+
+  const auto id = static_cast<NodeId>(nodes_.size());
+  Node n;
+  n.id = id;
+  n.name = name;
+  n.op = std::string(op);
+  n.inputs = std::move(inputs);
+  n.attrs = std::move(attrs);
+  for (size_t i = 0; i < names.size(); ++i) {
+    const auto v = static_cast<ValueId>(values_.size());
+    Value val;
+    val.name = names[i];
+    val.producer = id;
+    val.producer_output = static_cast<int32_t>(i);
+    values_.push_back(std::move(val));
+    value_by_name_[names[i]] = v;
+    n.outputs.push_back(v);
+  }
+  nodes_.push_back(std::move(n));
+  node_by_name_[name] = id;
+  return id;
+}
+
+void Graph::add_output(ValueId v) {
+  FRAME_ASSERT(detail::valid_value(*this, v), "Graph::add_output: invalid value id");
+  outputs_.push_back(v);
+}
+
+size_t Graph::num_nodes() const {
+  return static_cast<size_t>(
+      std::count_if(nodes_.begin(), nodes_.end(), [](const Node& n) { return !n.dead; }));
+}
+
+std::vector<NodeId> Graph::node_ids() const {
+  std::vector<NodeId> ids;
+  ids.reserve(nodes_.size());
+  for (const Node& n : nodes_) {
+    if (!n.dead) ids.push_back(n.id);
+  }
+  return ids;
+}
+
+ValueId Graph::find_value(std::string_view name) const {
+  // The index is authoritative; a name edited through value() is re-indexed by compact().
+  auto it = value_by_name_.find(std::string(name));
+  if (it != value_by_name_.end() && detail::valid_value(*this, it->second) &&
+      values_[static_cast<size_t>(it->second)].name == name) {
+    return it->second;
+  }
+  return kNoValue;
+}
+
+NodeId Graph::find_node(std::string_view name) const {
+  auto it = node_by_name_.find(std::string(name));
+  if (it != node_by_name_.end() && it->second >= 0 &&
+      static_cast<size_t>(it->second) < nodes_.size()) {
+    const Node& n = nodes_[static_cast<size_t>(it->second)];
+    if (!n.dead && n.name == name) return n.id;
+  }
+  return -1;
+}
+
+std::string Graph::unique_value_name(std::string_view base) {
+  std::string b = base.empty() ? std::string("v") : std::string(base);
+  if (find_value(b) == kNoValue) return b;
+  for (;;) {
+    std::string candidate = fmt::format("{}_{}", b, name_counter_++);
+    if (find_value(candidate) == kNoValue) return candidate;
+  }
+}
+
+std::string Graph::unique_node_name(std::string_view base) {
+  std::string b = base.empty() ? std::string("node") : std::string(base);
+  for (;;) {
+    std::string candidate = fmt::format("{}_{}", b, name_counter_++);
+    if (find_node(candidate) < 0) return candidate;
+  }
+}
+
+void Graph::remove_node(NodeId n) {
+  FRAME_ASSERT(n >= 0 && static_cast<size_t>(n) < nodes_.size(), "Graph::remove_node: bad id");
+  Node& node = nodes_[static_cast<size_t>(n)];
+  if (node.dead) return;
+  node.dead = true;
+  auto it = node_by_name_.find(node.name);
+  if (it != node_by_name_.end() && it->second == n) node_by_name_.erase(it);
+  // Output names are released so a replacement node may take them over.
+  for (ValueId v : node.outputs) {
+    if (!detail::valid_value(*this, v)) continue;
+    auto vit = value_by_name_.find(values_[static_cast<size_t>(v)].name);
+    if (vit != value_by_name_.end() && vit->second == v) value_by_name_.erase(vit);
+  }
+}
+
+void Graph::replace_all_uses(ValueId from, ValueId to) {
+  for (Node& n : nodes_) {
+    if (n.dead) continue;
+    std::replace(n.inputs.begin(), n.inputs.end(), from, to);
+  }
+  std::replace(outputs_.begin(), outputs_.end(), from, to);
+}
+
+std::vector<std::vector<NodeId>> Graph::use_lists() const {
+  std::vector<std::vector<NodeId>> uses(values_.size());
+  for (const Node& n : nodes_) {
+    if (n.dead) continue;
+    for (ValueId v : n.inputs) {
+      if (detail::valid_value(*this, v)) uses[static_cast<size_t>(v)].push_back(n.id);
+    }
+  }
+  return uses;
+}
+
+bool Graph::is_output(ValueId v) const {
+  return std::find(outputs_.begin(), outputs_.end(), v) != outputs_.end();
+}
+
+void Graph::compact() {
+  // Out-of-range ids stay out of range after renumbering instead of aliasing a real value.
+  constexpr ValueId kStale = std::numeric_limits<ValueId>::max();
+  std::vector<bool> keep(values_.size(), false);
+  auto mark = [&](ValueId v) {
+    if (detail::valid_value(*this, v)) keep[static_cast<size_t>(v)] = true;
+  };
+  for (ValueId v : inputs_) mark(v);
+  for (ValueId v : outputs_) mark(v);
+  for (const Node& n : nodes_) {
+    if (n.dead) continue;
+    for (ValueId v : n.inputs) mark(v);
+    for (ValueId v : n.outputs) mark(v);
+  }
+  for (size_t i = 0; i < values_.size(); ++i) {
+    if (values_[i].is_graph_input) keep[i] = true;
+  }
+
+  std::vector<ValueId> value_map(values_.size(), kStale);
+  std::vector<Value> values;
+  for (size_t i = 0; i < values_.size(); ++i) {
+    if (!keep[i]) continue;
+    value_map[i] = static_cast<ValueId>(values.size());
+    values.push_back(std::move(values_[i]));
+  }
+  std::vector<NodeId> node_map(nodes_.size(), -1);
+  std::vector<Node> nodes;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i].dead) continue;
+    node_map[i] = static_cast<NodeId>(nodes.size());
+    nodes.push_back(std::move(nodes_[i]));
+  }
+  auto remap = [&](ValueId v) {
+    if (v == kNoValue) return kNoValue;
+    if (v < 0 || static_cast<size_t>(v) >= value_map.size()) return kStale;
+    return value_map[static_cast<size_t>(v)];
+  };
+  for (Node& n : nodes) {
+    n.id = node_map[static_cast<size_t>(n.id)];
+    for (ValueId& v : n.inputs) v = remap(v);
+    for (ValueId& v : n.outputs) v = remap(v);
+  }
+  for (Value& v : values) {
+    const bool live_producer = v.producer >= 0 &&
+                               static_cast<size_t>(v.producer) < node_map.size() &&
+                               node_map[static_cast<size_t>(v.producer)] >= 0;
+    if (live_producer) {
+      v.producer = node_map[static_cast<size_t>(v.producer)];
+    } else {
+      v.producer = -1;
+      v.producer_output = -1;
+    }
+  }
+  for (ValueId& v : inputs_) v = remap(v);
+  for (ValueId& v : outputs_) v = remap(v);
+  values_ = std::move(values);
+  nodes_ = std::move(nodes);
+
+  value_by_name_.clear();
+  node_by_name_.clear();
+  for (size_t i = 0; i < values_.size(); ++i) {
+    value_by_name_.emplace(values_[i].name, static_cast<ValueId>(i));
+  }
+  for (const Node& n : nodes_) node_by_name_.emplace(n.name, n.id);
+}
+
+Result<std::vector<NodeId>> Graph::topological_order() const {
+  // Producer node of each input edge, or -1 when the input is not produced by a live node.
+  auto live_producer = [&](ValueId v) -> NodeId {
+    if (!detail::valid_value(*this, v)) return -1;
+    const Value& val = values_[static_cast<size_t>(v)];
+    if (val.is_graph_input || val.is_constant() || !detail::is_defined(*this, v)) return -1;
+    return val.producer;
+  };
+  std::vector<int64_t> indegree(nodes_.size(), 0);
+  std::vector<std::vector<NodeId>> consumers(nodes_.size());
+  for (const Node& n : nodes_) {
+    if (n.dead) continue;
+    for (ValueId v : n.inputs) {
+      NodeId p = live_producer(v);
+      if (p < 0) continue;
+      ++indegree[static_cast<size_t>(n.id)];
+      consumers[static_cast<size_t>(p)].push_back(n.id);
+    }
+  }
+  // Min-heap on node id: among ready nodes the earliest inserted goes first (stable order).
+  std::priority_queue<NodeId, std::vector<NodeId>, std::greater<>> ready;
+  for (const Node& n : nodes_) {
+    if (!n.dead && indegree[static_cast<size_t>(n.id)] == 0) ready.push(n.id);
+  }
+  std::vector<NodeId> order;
+  order.reserve(nodes_.size());
+  while (!ready.empty()) {
+    NodeId n = ready.top();
+    ready.pop();
+    order.push_back(n);
+    for (NodeId c : consumers[static_cast<size_t>(n)]) {
+      if (--indegree[static_cast<size_t>(c)] == 0) ready.push(c);
+    }
+  }
+  if (order.size() == num_nodes()) return order;
+
+  // Every node left has an input produced by another node left, so walking producers from
+  // any of them must revisit a node; the revisited stretch is a cycle.
+  NodeId start = -1;
+  for (const Node& n : nodes_) {
+    if (!n.dead && indegree[static_cast<size_t>(n.id)] > 0) {
+      start = n.id;
+      break;
+    }
+  }
+  std::vector<NodeId> path;
+  std::vector<int64_t> pos(nodes_.size(), -1);
+  NodeId cur = start;
+  while (pos[static_cast<size_t>(cur)] < 0) {
+    pos[static_cast<size_t>(cur)] = static_cast<int64_t>(path.size());
+    path.push_back(cur);
+    NodeId next = -1;
+    for (ValueId v : nodes_[static_cast<size_t>(cur)].inputs) {
+      NodeId p = live_producer(v);
+      if (p >= 0 && indegree[static_cast<size_t>(p)] > 0) {
+        next = p;
+        break;
+      }
+    }
+    FRAME_ASSERT(next >= 0, "topological_order: cycle walk lost its way");
+    cur = next;
+  }
+  std::vector<NodeId> cycle(path.begin() + pos[static_cast<size_t>(cur)], path.end());
+  std::reverse(cycle.begin(), cycle.end());  // producer -> consumer order
+  std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
+  std::string chain;
+  for (NodeId n : cycle) chain += nodes_[static_cast<size_t>(n)].name + " -> ";
+  chain += nodes_[static_cast<size_t>(cycle.front())].name;
+  return invalid_argument("graph '{}' is cyclic: {} is on the cycle {}", name_,
+                          detail::node_label(nodes_[static_cast<size_t>(cycle.front())]), chain);
+}
+
+}  // namespace frame::ir

@@ -1,0 +1,173 @@
+#include "frame/ops/kernel_registry.h"
+
+#include <algorithm>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "frame/ops/op_registry.h"
+
+namespace frame::ops {
+
+namespace {
+std::string key_of(std::string_view op, std::string_view backend) {
+  std::string k(op);
+  k += '@';
+  k += backend;
+  return k;
+}
+}  // namespace
+
+Status KernelDef::supports(const NodeContext& ctx) const {
+  DTypeCode d;
+  if (ctx.num_inputs() == 0 || dtype_input < 0) {
+    return Status();  // generators: dtype comes from attributes, checked by shape inference
+  }
+  auto i = static_cast<size_t>(dtype_input);
+  if (!ctx.has_input(i)) return Status();
+  d = ctx.input_types[i].dtype;
+  if (!dtypes.contains(d)) {
+    return unimplemented("kernel {}@{} does not support dtype {} on input {} (supports {})", op,
+                         backend, dtype_name(d), i, dtype_set_to_string(dtypes));
+  }
+  return Status();
+}
+
+KernelRegistry& KernelRegistry::global() {
+  static KernelRegistry* r = new KernelRegistry();
+  return *r;
+}
+
+void KernelRegistry::register_kernel(KernelDef def) {
+  if (def.backend.empty()) {
+    registration_fatal("kernel", def.op, "empty backend name", def.file, def.line);
+  }
+  if (def.fn == nullptr) {
+    registration_fatal("kernel", key_of(def.op, def.backend), "null kernel function", def.file,
+                       def.line);
+  }
+  if (!ir::matches_op_name_charset(def.op)) {
+    registration_fatal("kernel", def.op, "illegal op name (ARCH-040)", def.file, def.line);
+  }
+  std::unique_lock lock(mu_);
+  std::string key = key_of(def.op, def.backend);
+  auto it = kernels_.find(key);
+  if (it != kernels_.end()) {
+    registration_fatal("kernel", key,
+                       fmt::format("duplicate (op, backend) pair (first registered at {}:{})",
+                                   it->second->file, it->second->line),
+                       def.file, def.line);
+  }
+  kernels_.emplace(std::move(key), std::make_unique<KernelDef>(std::move(def)));
+}
+
+const KernelDef* KernelRegistry::find(std::string_view op, std::string_view backend) const {
+  std::shared_lock lock(mu_);
+  auto it = kernels_.find(key_of(op, backend));
+  return it == kernels_.end() ? nullptr : it->second.get();
+}
+
+std::vector<const KernelDef*> KernelRegistry::list() const {
+  std::vector<const KernelDef*> out;
+  {
+    std::shared_lock lock(mu_);
+    for (const auto& [k, v] : kernels_) out.push_back(v.get());
+  }
+  std::sort(out.begin(), out.end(), [](const KernelDef* a, const KernelDef* b) {
+    return std::tie(a->op, a->backend) < std::tie(b->op, b->backend);
+  });
+  return out;
+}
+
+std::vector<const KernelDef*> KernelRegistry::list_backend(std::string_view backend) const {
+  std::vector<const KernelDef*> out;
+  for (const KernelDef* k : list()) {
+    if (k->backend == backend) out.push_back(k);
+  }
+  return out;
+}
+
+std::vector<std::string> KernelRegistry::backends() const {
+  std::set<std::string> s;
+  for (const KernelDef* k : list()) s.insert(k->backend);
+  return {s.begin(), s.end()};
+}
+
+std::vector<std::string> KernelRegistry::backends_of(std::string_view op) const {
+  std::vector<std::string> out;
+  for (const KernelDef* k : list()) {
+    if (k->op == op) out.push_back(k->backend);
+  }
+  return out;
+}
+
+std::string KernelRegistry::to_json() const {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const KernelDef* k : list()) {
+    arr.push_back({{"op", k->op},
+                   {"backend", k->backend},
+                   {"dtypes", dtype_set_to_string(k->dtypes)},
+                   {"dtype_input", k->dtype_input},
+                   {"has_prepare", k->prepare != nullptr},
+                   {"type_only_inputs", k->type_only_inputs},
+                   {"registered_at", fmt::format("{}:{}", k->file, k->line)}});
+  }
+  return arr.dump(2);
+}
+
+KernelBuilder::KernelBuilder(std::string op, std::string backend, KernelFn fn, const char* file,
+                             int line) {
+  def.op = std::move(op);
+  def.backend = std::move(backend);
+  def.fn = fn;
+  def.file = file;
+  def.line = line;
+}
+KernelBuilder& KernelBuilder::dtypes(DTypeSet s) {
+  def.dtypes = s;
+  return *this;
+}
+KernelBuilder& KernelBuilder::dtype_input(int i) {
+  def.dtype_input = i;
+  return *this;
+}
+KernelBuilder& KernelBuilder::prepare(PrepareFn fn) {
+  def.prepare = fn;
+  return *this;
+}
+
+KernelBuilder& KernelBuilder::type_only_inputs(std::vector<int> inputs) {
+  def.type_only_inputs = std::move(inputs);
+  return *this;
+}
+
+KernelRegistration::KernelRegistration(KernelBuilder& b) {
+  KernelRegistry::global().register_kernel(std::move(b.def));
+}
+KernelRegistration::KernelRegistration(KernelBuilder&& b) {
+  KernelRegistry::global().register_kernel(std::move(b.def));
+}
+
+std::vector<std::string> registry_self_check() {
+  std::vector<std::string> problems;
+  const auto& kr = KernelRegistry::global();
+  for (const OpSchema* s : OpRegistry::global().list()) {
+    if (s->shape_fn() == nullptr) {
+      problems.push_back(fmt::format("op '{}' ({}:{}) has no shape function (ARCH-041)", s->name(),
+                                     s->file(), s->line()));
+    }
+    if (kr.find(s->name(), "cpu") == nullptr) {
+      problems.push_back(fmt::format("op '{}' ({}:{}) has no \"cpu\" kernel (ARCH-041)", s->name(),
+                                     s->file(), s->line()));
+    }
+  }
+  for (const KernelDef* k : kr.list()) {
+    if (OpRegistry::global().find(k->op) == nullptr) {
+      problems.push_back(fmt::format("kernel {}@{} ({}:{}) names an unregistered op", k->op,
+                                     k->backend, k->file, k->line));
+    }
+  }
+  return problems;
+}
+
+}  // namespace frame::ops

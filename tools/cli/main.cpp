@@ -1,0 +1,22 @@
+// `frame`: command line of the frame graph engine. Verbs: see `frame --help`.
+#include <cstdio>
+
+#include "commands.h"
+
+namespace frame::cli {
+std::vector<Command>& commands() {
+  static std::vector<Command> c;
+  return c;
+}
+}  // namespace frame::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{"frame: a C++20 graph engine (ONNX import, compiler passes, cpu runtime)"};
+  app.require_subcommand(1);
+  for (auto& c : frame::cli::commands()) c.sub = c.setup(app);
+  CLI11_PARSE(app, argc, argv);
+  for (auto& c : frame::cli::commands()) {
+    if (c.sub != nullptr && c.sub->parsed()) return c.run();
+  }
+  return 2;
+}
