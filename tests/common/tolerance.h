@@ -5,12 +5,12 @@
 /// applies them. A value passes when `|actual - expected| <= atol + rtol * |expected|`
 /// (numpy.isclose form); NaN equals NaN, +inf equals +inf, -inf equals -inf.
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "frame/core/dtype.h"
 #include "frame/core/tensor.h"
@@ -73,8 +73,7 @@ struct CompareResult {
 
 /// Compares `actual` with `expected` element by element (values read through
 /// Tensor::element_as_double, so every dtype works; int64 beyond 2^53 compares rounded).
-inline CompareResult compare_tensors(const Tensor& actual, const Tensor& expected,
-                                     Tolerance tol) {
+inline CompareResult compare_tensors(const Tensor& actual, const Tensor& expected, Tolerance tol) {
   CompareResult r;
   if (actual.dtype() != expected.dtype() || actual.shape() != expected.shape()) {
     r.ok = false;
@@ -94,18 +93,17 @@ inline CompareResult compare_tensors(const Tensor& actual, const Tensor& expecte
     if (!values_close(a, e, tol)) {
       if (r.mismatches == 0) {
         r.first_mismatch = i;
-        r.message = fmt::format("first mismatch at flat index {}: actual {}, expected {}", i,
-                                a, e);
+        r.message = fmt::format("first mismatch at flat index {}: actual {}, expected {}", i, a, e);
       }
       ++r.mismatches;
     }
   }
   if (r.mismatches > 0) {
     r.ok = false;
-    r.message += fmt::format(" ({} of {} elements differ; max abs error {:.3g}, max rel error "
-                             "{:.3g}; rtol {:g} atol {:g})",
-                             r.mismatches, expected.numel(), r.max_abs_error, r.max_rel_error,
-                             tol.rtol, tol.atol);
+    r.message += fmt::format(
+        " ({} of {} elements differ; max abs error {:.3g}, max rel error "
+        "{:.3g}; rtol {:g} atol {:g})",
+        r.mismatches, expected.numel(), r.max_abs_error, r.max_rel_error, tol.rtol, tol.atol);
   }
   return r;
 }

@@ -62,7 +62,7 @@ def main():
                 j = attr_to_json(v)
                 if isinstance(v, TensorAttr):
                     fn = f"{stem}_attr_{k}.npy"
-                    np.save(os.path.join(args.out, fn), np.ascontiguousarray(v.value))
+                    np.save(os.path.join(args.out, fn), np.array(v.value, order="C"))
                     j["value"] = fn
                     j["dtype"] = frame_dtype(v.value, False)
                 entry["attrs"][k] = j
@@ -73,13 +73,13 @@ def main():
                     continue
                 a = np.asarray(a)
                 fn = f"{stem}_in{j}.npy"
-                np.save(os.path.join(args.out, fn), np.ascontiguousarray(a))
+                np.save(os.path.join(args.out, fn), np.array(a, order="C"))
                 entry["inputs"].append(fn)
                 entry["input_dtypes"].append(frame_dtype(a, j in c.bf16_inputs))
             for j, a in enumerate(c.outputs):
                 a = np.asarray(a)
                 fn = f"{stem}_out{j}.npy"
-                np.save(os.path.join(args.out, fn), np.ascontiguousarray(a))
+                np.save(os.path.join(args.out, fn), np.array(a, order="C"))
                 entry["outputs"].append(fn)
                 entry["output_dtypes"].append(frame_dtype(a, j in c.bf16_outputs))
             if c.constant_inputs is None:

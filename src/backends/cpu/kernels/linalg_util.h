@@ -1,0 +1,75 @@
+#pragma once
+/// \file
+/// Matrix-product building blocks of the cpu kernels (matmul, gemm, conv, conv_transpose):
+/// B packed row-major in the accumulation type, rows computed in i-k-j order (contiguous
+/// inner loop), rows split across OpenMP threads with one accumulator row per thread.
+
+#include <cstdint>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "frame/core/dtype.h"
+#include "frame/core/tensor.h"
+
+namespace frame::cpu {
+
+/// Accumulation type of a matrix product on T: float/double for floats (float for the 16-bit
+/// ones), int64 for integers (converted back with wrap-around, like numpy's int matmul).
+template <typename T>
+using mm_acc_t = std::conditional_t<kIsFloating<T>, compute_t<T>, int64_t>;
+
+/// Element strides of a tensor of shape `in` read at the positions of `out` (right-aligned
+/// numpy broadcasting; 0 for broadcast or missing dims). Result has out.size() entries.
+inline std::vector<int64_t> batch_strides(std::span<const int64_t> in,
+                                          std::span<const int64_t> out) {
+  std::vector<int64_t> s(out.size(), 0);
+  int64_t st = 1;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const size_t di = in.size() - 1 - i, dout = out.size() - 1 - i;
+    s[dout] = in[di] == 1 ? 0 : st;
+    st *= in[di];
+  }
+  return s;
+}
+
+/// dst[r * cols + c] = src(r, c) where src is [rows, cols] row-major, or [cols, rows] when
+/// `transposed` (then dst holds its transpose).
+template <typename T, typename Acc>
+void pack_matrix(const T* src, int64_t rows, int64_t cols, bool transposed, Acc* dst) {
+  if (!transposed) {
+    for (int64_t i = 0; i < rows * cols; ++i) dst[i] = static_cast<Acc>(to_compute(src[i]));
+    return;
+  }
+  // src is [rows, cols] and dst its transpose [cols, rows].
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      dst[c * rows + r] = static_cast<Acc>(to_compute(src[r * cols + c]));
+    }
+  }
+}
+
+/// row[j] = sum_k a[k * a_step] * bp[k * n + j] for j < n (i-k-j order).
+template <typename T, typename Acc>
+void row_times_packed(const T* a, int64_t a_step, const Acc* bp, int64_t k, int64_t n, Acc* row) {
+  for (int64_t j = 0; j < n; ++j) row[j] = Acc(0);
+  for (int64_t kk = 0; kk < k; ++kk) {
+    const Acc av = static_cast<Acc>(to_compute(a[kk * a_step]));
+    const Acc* brow = bp + kk * n;
+    for (int64_t j = 0; j < n; ++j) row[j] += av * brow[j];
+  }
+}
+
+/// Calls fn(r, row) for r in [0, rows) with a per-thread scratch row of `n` Acc values,
+/// splitting rows across up to `num_threads` OpenMP threads.
+template <typename Acc, typename Fn>
+void for_rows(int64_t rows, int64_t n, int num_threads, Fn&& fn) {
+#pragma omp parallel num_threads(num_threads) if (rows > 1 && num_threads > 1)
+  {
+    std::vector<Acc> row(static_cast<size_t>(n));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) fn(r, row.data());
+  }
+}
+
+}  // namespace frame::cpu

@@ -1,0 +1,185 @@
+// cpu reference kernels for Conv (im2col + the i-k-j row product) and ConvTranspose
+// (the transposed product + col2im scatter). N-d, grouped, dilated, padded. Everything is
+// computed in compute_t<T> (float for f32/f16/bf16, double for f64) and rounded once.
+
+#include <vector>
+
+#include "backends/cpu/kernels/linalg_util.h"
+#include "frame/ops/kernel_registry.h"
+#include "ops/schemas/nn_geometry.h"
+
+namespace frame::cpu {
+namespace {
+
+using ops::KernelContext;
+using ops::nn::WindowGeometry;
+using ops::nn::WindowKind;
+
+// Per-tap spatial offsets (kernel index * dilation), tap-major: taps x rank.
+std::vector<int64_t> tap_offsets(const WindowGeometry& g, int64_t* num_taps) {
+  const size_t r = static_cast<size_t>(g.rank);
+  int64_t taps = 1;
+  for (int64_t k : g.kernel) taps *= k;
+  std::vector<int64_t> off(static_cast<size_t>(taps) * r);
+  std::vector<int64_t> idx(r, 0);
+  for (int64_t t = 0; t < taps; ++t) {
+    for (size_t d = 0; d < r; ++d) off[static_cast<size_t>(t) * r + d] = idx[d] * g.dilations[d];
+    for (size_t d = r; d-- > 0;) {
+      if (++idx[d] < g.kernel[d]) break;
+      idx[d] = 0;
+    }
+  }
+  *num_taps = taps;
+  return off;
+}
+
+// Window start coordinates (o * stride - pad_begin) per position of `grid`: positions x rank.
+std::vector<int64_t> window_starts(const WindowGeometry& g, const std::vector<int64_t>& grid,
+                                   int64_t* num_pos) {
+  const size_t r = static_cast<size_t>(g.rank);
+  int64_t n = 1;
+  for (int64_t d : grid) n *= d;
+  std::vector<int64_t> st(static_cast<size_t>(n) * r);
+  std::vector<int64_t> idx(r, 0);
+  for (int64_t p = 0; p < n; ++p) {
+    for (size_t d = 0; d < r; ++d)
+      st[static_cast<size_t>(p) * r + d] = idx[d] * g.strides[d] - g.pad_begin[d];
+    for (size_t d = r; d-- > 0;) {
+      if (++idx[d] < grid[d]) break;
+      idx[d] = 0;
+    }
+  }
+  *num_pos = n;
+  return st;
+}
+
+Result<WindowGeometry> geometry(KernelContext& ctx, WindowKind kind) {
+  const Shape& x = ctx.input(0).shape();
+  const Shape& w = ctx.input(1).shape();
+  return ops::nn::resolve_window(*ctx.node, std::span(x.data() + 2, x.size() - 2),
+                                 std::span(w.data() + 2, w.size() - 2), kind);
+}
+
+Status conv_kernel(KernelContext& ctx) {
+  FRAME_ASSIGN_OR_RETURN(WindowGeometry g, geometry(ctx, WindowKind::kConv));
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  const bool has_b = ctx.node->has_input(2);
+  Tensor& y = ctx.output(0);
+  const int64_t group = ctx.node->attr_or<int64_t>("group", 1);
+  const int64_t n_batch = x.dim(0), c_in = x.dim(1), m_out = w.dim(0);
+  const int64_t cg = c_in / group, mg = m_out / group;
+  const size_t r = static_cast<size_t>(g.rank);
+  int64_t taps = 0, npos = 0;
+  const std::vector<int64_t> toff = tap_offsets(g, &taps);
+  const std::vector<int64_t> starts = window_starts(g, g.out, &npos);
+  const std::vector<int64_t> in_strides = contiguous_strides(g.in);
+  const int64_t in_plane = numel_of(g.in), rows = cg * taps;
+  return dispatch_dtype<kFloatDTypes>(x.dtype(), [&]<typename T>() {
+    using C = compute_t<T>;
+    std::vector<C> wc(static_cast<size_t>(w.numel()));
+    pack_matrix(w.data<T>(), 1, w.numel(), false, wc.data());
+    std::vector<C> col(static_cast<size_t>(rows * npos));
+    const T* xp = x.data<T>();
+    T* yp = y.data<T>();
+    for (int64_t n = 0; n < n_batch; ++n) {
+      for (int64_t gi = 0; gi < group; ++gi) {
+        const T* xg = xp + (n * c_in + gi * cg) * in_plane;
+        // im2col: col[(c, tap)][pos] = x[c][start(pos) + offset(tap)] or 0 in the padding.
+#pragma omp parallel for num_threads(ctx.num_threads) if (rows > 1)
+        for (int64_t row = 0; row < rows; ++row) {
+          const T* xc = xg + (row / taps) * in_plane;
+          const int64_t* to = toff.data() + static_cast<size_t>(row % taps) * r;
+          C* dst = col.data() + row * npos;
+          for (int64_t p = 0; p < npos; ++p) {
+            const int64_t* st = starts.data() + static_cast<size_t>(p) * r;
+            int64_t off = 0;
+            bool inside = true;
+            for (size_t d = 0; d < r; ++d) {
+              const int64_t c = st[d] + to[d];
+              inside = inside && c >= 0 && c < g.in[d];
+              off += c * in_strides[d];
+            }
+            dst[p] = inside ? to_compute(xc[off]) : C(0);
+          }
+        }
+        for_rows<C>(mg, npos, ctx.num_threads, [&](int64_t m, C* row) {
+          const int64_t mo = gi * mg + m;
+          row_times_packed(wc.data() + mo * rows, 1, col.data(), rows, npos, row);
+          const C bias = has_b ? to_compute(ctx.input(2).data<T>()[mo]) : C(0);
+          T* out = yp + (n * m_out + mo) * npos;
+          for (int64_t p = 0; p < npos; ++p) out[p] = from_compute<T>(row[p] + bias);
+        });
+      }
+    }
+  });
+}
+
+FRAME_REGISTER_KERNEL(conv, "cpu", conv_kernel).dtypes(kFloatDTypes);
+
+Status conv_transpose_kernel(KernelContext& ctx) {
+  FRAME_ASSIGN_OR_RETURN(WindowGeometry g, geometry(ctx, WindowKind::kConvTranspose));
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  const bool has_b = ctx.node->has_input(2);
+  Tensor& y = ctx.output(0);
+  const int64_t group = ctx.node->attr_or<int64_t>("group", 1);
+  const int64_t n_batch = x.dim(0), c_in = x.dim(1), m_out = y.dim(1);
+  const int64_t cg = c_in / group, mg = m_out / group;
+  const size_t r = static_cast<size_t>(g.rank);
+  int64_t taps = 0, npos = 0;
+  const std::vector<int64_t> toff = tap_offsets(g, &taps);
+  // Input position i lands at output i * stride - pad_begin + tap offset.
+  const std::vector<int64_t> starts = window_starts(g, g.in, &npos);
+  const std::vector<int64_t> out_strides = contiguous_strides(g.out);
+  const int64_t out_plane = numel_of(g.out), rows = mg * taps;
+  return dispatch_dtype<kFloatDTypes>(x.dtype(), [&]<typename T>() {
+    using C = compute_t<T>;
+    std::vector<C> wc(static_cast<size_t>(w.numel()));
+    pack_matrix(w.data<T>(), 1, w.numel(), false, wc.data());
+    std::vector<C> xg(static_cast<size_t>(cg * npos)), col(static_cast<size_t>(rows * npos));
+    std::vector<C> acc(static_cast<size_t>(mg * out_plane));
+    T* yp = y.data<T>();
+    for (int64_t n = 0; n < n_batch; ++n) {
+      for (int64_t gi = 0; gi < group; ++gi) {
+        pack_matrix(x.data<T>() + (n * c_in + gi * cg) * npos, 1, cg * npos, false, xg.data());
+        // col[(m, tap)][i] = sum_c W[gi*cg + c][m][tap] * x[c][i].
+        const C* wg = wc.data() + gi * cg * rows;
+        for_rows<C>(rows, npos, ctx.num_threads, [&](int64_t row, C* tmp) {
+          row_times_packed(wg + row, rows, xg.data(), cg, npos, tmp);
+          std::copy(tmp, tmp + npos, col.data() + row * npos);
+        });
+        // col2im: each output channel is written by one thread only.
+#pragma omp parallel for num_threads(ctx.num_threads) if (mg > 1)
+        for (int64_t m = 0; m < mg; ++m) {
+          const int64_t mo = gi * mg + m;
+          C* a = acc.data() + m * out_plane;
+          const C bias = has_b ? to_compute(ctx.input(2).data<T>()[mo]) : C(0);
+          std::fill(a, a + out_plane, bias);
+          for (int64_t t = 0; t < taps; ++t) {
+            const int64_t* to = toff.data() + static_cast<size_t>(t) * r;
+            const C* src = col.data() + (m * taps + t) * npos;
+            for (int64_t i = 0; i < npos; ++i) {
+              const int64_t* st = starts.data() + static_cast<size_t>(i) * r;
+              int64_t off = 0;
+              bool inside = true;
+              for (size_t d = 0; d < r; ++d) {
+                const int64_t c = st[d] + to[d];
+                inside = inside && c >= 0 && c < g.out[d];
+                off += c * out_strides[d];
+              }
+              if (inside) a[off] += src[i];
+            }
+          }
+          T* out = yp + (n * m_out + mo) * out_plane;
+          for (int64_t p = 0; p < out_plane; ++p) out[p] = from_compute<T>(a[p]);
+        }
+      }
+    }
+  });
+}
+
+FRAME_REGISTER_KERNEL(conv_transpose, "cpu", conv_transpose_kernel).dtypes(kFloatDTypes);
+
+}  // namespace
+}  // namespace frame::cpu

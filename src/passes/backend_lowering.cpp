@@ -1,0 +1,134 @@
+// backend-lowering (docs/architecture/compiler-passes.md#backend-lowering): places every node
+// with the fallback chain of M10. For each node, in order:
+//   1. the first backend of ctx.backends with a kernel for the op that supports the node
+//      (KernelDef::supports: dtype) -> path "kernel";
+//   2. the op's decomposition, when every micro-graph node can itself be placed by step 1 or
+//      2 (so the decomposition keeps the work on the preferred backends) -> "decomposition";
+//      the runtime compiles and runs the micro-graph;
+//   3. the "cpu" reference kernel -> "cpu-fallback".
+// Every alternative passed over is recorded with the reason. With ctx.strict any path other
+// than "kernel" is an error naming the node, the op and the reasons.
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "frame/ops/kernel_registry.h"
+#include "frame/ops/op_registry.h"
+#include "passes/pass_factories.h"
+
+namespace frame::passes {
+namespace {
+
+// Decompositions may nest (a micro-graph op with its own decomposition); bounded so a
+// decomposition that mentions its own op cannot recurse forever.
+constexpr int kMaxDecompositionDepth = 4;
+
+bool contains(const std::vector<std::string>& v, std::string_view s) {
+  for (const std::string& x : v) {
+    if (x == s) return true;
+  }
+  return false;
+}
+
+Result<NodePlacement> place(const ir::Graph& g, const ir::Node& n,
+                            const std::vector<std::string>& backends, int depth);
+
+// Step 2: returns the backends the micro-graph would use, or why it is not taken.
+Result<std::set<std::string>> try_decomposition(const ops::OpSchema& schema,
+                                                const ops::NodeContext& nctx,
+                                                const std::vector<std::string>& backends,
+                                                int depth) {
+  if (schema.decompose_fn() == nullptr) {
+    return not_found("op '{}' has no decomposition", schema.name());
+  }
+  if (depth >= kMaxDecompositionDepth) {
+    return unimplemented("decompositions nested deeper than {}", kMaxDecompositionDepth);
+  }
+  Result<ir::Graph> micro = schema.decompose_fn()(nctx);
+  if (!micro.is_ok()) return micro.status();
+  FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, micro->topological_order());
+  std::set<std::string> used;
+  for (ir::NodeId id : order) {
+    const ir::Node& m = micro->node(id);
+    FRAME_ASSIGN_OR_RETURN(NodePlacement p, place(*micro, m, backends, depth + 1));
+    if (p.path == "cpu-fallback") {
+      return unimplemented("micro-graph node '{}' ({}) would need the cpu fallback", m.name, m.op);
+    }
+    used.insert(p.backend);
+  }
+  return used;
+}
+
+Result<NodePlacement> place(const ir::Graph& g, const ir::Node& n,
+                            const std::vector<std::string>& backends, int depth) {
+  const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
+  if (schema == nullptr) return not_found("node '{}' ({}): op is not registered", n.name, n.op);
+  const ops::NodeContext nctx = ops::make_node_context(g, n, schema);
+  NodePlacement p;
+  for (const std::string& b : backends) {
+    const ops::KernelDef* k = ops::KernelRegistry::global().find(n.op, b);
+    if (k == nullptr) {
+      p.rejected.push_back(fmt::format("{}: no kernel for op '{}'", b, n.op));
+      continue;
+    }
+    if (Status s = k->supports(nctx); !s.is_ok()) {
+      p.rejected.push_back(fmt::format("{}: {}", b, s.message()));
+      continue;
+    }
+    p.backend = b;
+    p.path = "kernel";
+    return p;
+  }
+  Result<std::set<std::string>> used = try_decomposition(*schema, nctx, backends, depth);
+  if (used.is_ok()) {
+    p.backend = fmt::format("{}", fmt::join(*used, "+"));
+    p.path = "decomposition";
+    return p;
+  }
+  p.rejected.push_back("decomposition: " + used.status().message());
+  if (!contains(backends, "cpu")) {
+    const ops::KernelDef* k = ops::KernelRegistry::global().find(n.op, "cpu");
+    Status s = k == nullptr ? not_found("no kernel for op '{}'", n.op) : k->supports(nctx);
+    if (s.is_ok()) {
+      p.backend = "cpu";
+      p.path = "cpu-fallback";
+      return p;
+    }
+    p.rejected.push_back("cpu: " + s.message());
+  }
+  return unimplemented("node '{}' ({}): no backend can run it: {}", n.name, n.op,
+                       fmt::join(p.rejected, "; "));
+}
+
+class BackendLoweringPass final : public Pass {
+ public:
+  std::string_view name() const override { return "backend-lowering"; }
+  Status run(ir::Graph& g, PassContext& ctx) override {
+    ctx.placements.clear();
+    FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, g.topological_order());
+    for (ir::NodeId id : order) {
+      const ir::Node& n = g.node(id);
+      FRAME_ASSIGN_OR_RETURN(NodePlacement p, place(g, n, ctx.backends, 0));
+      if (ctx.strict && p.path != "kernel") {
+        return unimplemented(
+            "node '{}' ({}): strict mode forbids fallback '{}' (backends: {}; rejected: {})",
+            n.name, n.op, p.path, fmt::join(ctx.backends, ", "), fmt::join(p.rejected, "; "));
+      }
+      ctx.placements[id] = std::move(p);
+    }
+    return Status();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_backend_lowering_pass() {
+  return std::make_unique<BackendLoweringPass>();
+}
+
+}  // namespace frame::passes

@@ -1,0 +1,233 @@
+// compile(): verification, the pass pipeline, the execution plan, the report and the
+// process-wide compile cache (docs/architecture/execution-model.md).
+
+#include "frame/runtime/compile.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <omp.h>
+
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unordered_map>
+
+#include "frame/ir/text.h"
+#include "frame/ops/op_registry.h"
+#include "frame/passes/pass.h"
+#include "passes/operator_fusion.h"
+#include "runtime/executable_impl.h"
+
+namespace frame::runtime {
+
+std::string CompileReport::to_json() const {
+  nlohmann::ordered_json j;
+  j["op_counts_before"] = op_counts_before;
+  j["op_counts_after"] = op_counts_after;
+  nlohmann::ordered_json times = nlohmann::ordered_json::array();
+  for (const auto& [pass, ms] : pass_times_ms) times.push_back({{"pass", pass}, {"ms", ms}});
+  j["pass_times_ms"] = times;
+  nlohmann::ordered_json pl = nlohmann::ordered_json::array();
+  for (const Placement& p : placements) {
+    pl.push_back({{"node", p.node},
+                  {"op", p.op},
+                  {"backend", p.backend},
+                  {"path", p.path},
+                  {"rejected", p.rejected}});
+  }
+  j["placements"] = pl;
+  j["fused_groups"] = fused_groups;
+  j["peak_arena_bytes"] = peak_arena_bytes;
+  j["cache_hit"] = cache_hit;
+  return j.dump(2);
+}
+
+namespace {
+
+// Process-wide cache of compiled cores. Bounded: the oldest entry goes first.
+class CompileCache {
+ public:
+  static CompileCache& global() {
+    static CompileCache* c = new CompileCache();
+    return *c;
+  }
+  std::shared_ptr<const detail::CompiledCore> find(const std::string& key) {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(key);
+    return it == entries_.end() ? nullptr : it->second;
+  }
+  void insert(const std::string& key, std::shared_ptr<const detail::CompiledCore> core) {
+    std::lock_guard lock(mu_);
+    if (!entries_.emplace(key, std::move(core)).second) return;
+    order_.push_back(key);
+    if (order_.size() > kCapacity) {
+      entries_.erase(order_.front());
+      order_.pop_front();
+    }
+  }
+
+ private:
+  static constexpr size_t kCapacity = 64;
+  std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<const detail::CompiledCore>> entries_;
+  std::deque<std::string> order_;
+};
+
+// Graph fingerprint (its full text form, which carries input types and constants) plus every
+// option; the hash only indexes, the full key is compared, so collisions are harmless.
+std::string cache_key(const ir::Graph& g, const CompileOptions& o) {
+  return fmt::format(
+      "{}\n--options--\nbackends={}\npipeline={}\ndisabled={}\nstrict={}\n"
+      "threads={}\nfold={}\ninplace={}\nreuse={}\nprint={}\n",
+      ir::print_text(g), fmt::join(o.backends, ","), o.pipeline, fmt::join(o.disabled_passes, ","),
+      o.strict, o.num_threads, o.fold_size_limit, o.allow_inplace, o.reuse_buffers,
+      fmt::join(o.print_ir_after, ","));
+}
+
+std::map<std::string, int> op_counts(const ir::Graph& g) {
+  std::map<std::string, int> counts;
+  for (ir::NodeId id : g.node_ids()) ++counts[g.node(id).op];
+  return counts;
+}
+
+std::vector<std::string> split_pipeline(std::string_view p) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : p) {
+    if (c == ',') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else if (c != ' ') {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+Status run_named(ir::Graph& g, passes::PassContext& ctx, std::string_view name) {
+  FRAME_ASSIGN_OR_RETURN(std::unique_ptr<passes::Pass> pass, passes::make_pass(name));
+  const auto t0 = std::chrono::steady_clock::now();
+  FRAME_RETURN_IF_ERROR(pass->run(g, ctx));
+  const std::chrono::duration<double, std::milli> dt = std::chrono::steady_clock::now() - t0;
+  ctx.pass_times_ms.emplace_back(std::string(name), dt.count());
+  return Status();
+}
+
+Result<std::shared_ptr<const detail::CompiledCore>> compile_core(const ir::Graph& graph,
+                                                                 const CompileOptions& options) {
+  auto core = std::make_shared<detail::CompiledCore>();
+  auto g = std::make_shared<ir::Graph>(graph);
+  core->report.op_counts_before = op_counts(graph);
+
+  passes::PassContext ctx;
+  ctx.backends = options.backends;
+  ctx.strict = options.strict;
+  ctx.fold_size_limit = options.fold_size_limit;
+  ctx.allow_inplace = options.allow_inplace;
+  ctx.reuse_buffers = options.reuse_buffers;
+  ctx.print_ir_after = options.print_ir_after;
+  if (ctx.backends.empty()) return invalid_argument("CompileOptions::backends is empty");
+  const std::string_view pipeline =
+      options.pipeline.empty() ? passes::kStandardPipeline : std::string_view(options.pipeline);
+  FRAME_RETURN_IF_ERROR(passes::run_pipeline(*g, pipeline, ctx, options.disabled_passes));
+
+  // Execution needs placements and buffers of the final graph: when the pipeline did not end
+  // with lowering and planning (custom or skipped), run them now.
+  std::vector<std::string> ran;
+  for (const std::string& p : split_pipeline(pipeline)) {
+    if (std::find(options.disabled_passes.begin(), options.disabled_passes.end(), p) ==
+        options.disabled_passes.end()) {
+      ran.push_back(p);
+    }
+  }
+  const bool planned = ran.size() >= 2 && ran[ran.size() - 2] == "backend-lowering" &&
+                       ran.back() == "memory-planning";
+  if (!planned) {
+    FRAME_RETURN_IF_ERROR(run_named(*g, ctx, "backend-lowering"));
+    FRAME_RETURN_IF_ERROR(run_named(*g, ctx, "memory-planning"));
+  }
+  const ir::OpQuery query = ops::make_op_query();
+  if (Status s = g->verify(query); !s.is_ok()) {
+    return s.with_prefix("compiled graph fails verification: ");
+  }
+
+  const int threads = options.num_threads > 0 ? options.num_threads : omp_get_max_threads();
+  core->graph = g;
+  FRAME_ASSIGN_OR_RETURN(core->plan, detail::build_plan(g, ctx, threads));
+  for (ir::ValueId v : g->inputs()) core->inputs.emplace_back(g->value(v).name, *g->value(v).type);
+  for (ir::ValueId v : g->outputs()) {
+    if (!g->value(v).type) {
+      return invalid_argument("graph output '{}' has no type", g->value(v).name);
+    }
+    core->outputs.emplace_back(g->value(v).name, *g->value(v).type);
+  }
+
+  CompileReport& r = core->report;
+  r.op_counts_after = op_counts(*g);
+  r.pass_times_ms = ctx.pass_times_ms;
+  FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, g->topological_order());
+  for (ir::NodeId id : order) {
+    const ir::Node& n = g->node(id);
+    const passes::NodePlacement& p = ctx.placements.at(id);
+    r.placements.push_back(Placement{n.name, n.op, p.backend, p.path, p.rejected});
+  }
+  r.fused_groups = passes::fused_groups(*g);
+  r.peak_arena_bytes = ctx.peak_arena_bytes;
+  return std::shared_ptr<const detail::CompiledCore>(std::move(core));
+}
+
+// V1–V4 on the caller's graph. Node outputs may still lack types (shape-inference sets them
+// and the compiled graph is verified in full), so they get a placeholder for this check only.
+Status verify_input(const ir::Graph& graph) {
+  const ir::OpQuery query = ops::make_op_query();
+  bool untyped = false;
+  for (ir::NodeId id : graph.node_ids()) {
+    for (ir::ValueId v : graph.node(id).outputs) untyped = untyped || !graph.value(v).type;
+  }
+  if (!untyped) return graph.verify(query);
+  ir::Graph probe = graph;
+  for (ir::NodeId id : probe.node_ids()) {
+    for (ir::ValueId v : probe.node(id).outputs) {
+      if (!probe.value(v).type) probe.value(v).type = ir::TensorType{};
+    }
+  }
+  return probe.verify(query);
+}
+
+}  // namespace
+
+Result<Executable> compile(const ir::Graph& graph, const CompileOptions& options) {
+  FRAME_RETURN_IF_ERROR(verify_input(graph));
+  for (ir::ValueId v : graph.inputs()) {
+    if (!graph.value(v).type) {
+      return invalid_argument(
+          "graph input '{}' has no type (ARCH-044: inputs need concrete "
+          "shapes)",
+          graph.value(v).name);
+    }
+  }
+  std::string key;
+  if (options.use_cache) {
+    key = cache_key(graph, options);
+    if (auto core = CompileCache::global().find(key)) {
+      auto impl = std::make_shared<ExecutableImpl>();
+      impl->core = core;
+      impl->report = core->report;
+      impl->report.cache_hit = true;
+      return Executable(std::move(impl));
+    }
+  }
+  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<const detail::CompiledCore> core,
+                         compile_core(graph, options));
+  if (options.use_cache) CompileCache::global().insert(key, core);
+  auto impl = std::make_shared<ExecutableImpl>();
+  impl->core = core;
+  impl->report = core->report;
+  return Executable(std::move(impl));
+}
+
+}  // namespace frame::runtime

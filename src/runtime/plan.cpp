@@ -1,0 +1,308 @@
+// Execution plans: compiling each placed node (or whole-graph run) through its backend,
+// decomposition fallbacks as nested plans (M10), binding arena views once per run slot, and
+// running the parts in topological order.
+
+#include "runtime/plan.h"
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_set>
+
+#include "frame/ops/op_registry.h"
+
+namespace frame::runtime::detail {
+namespace {
+
+size_t align_up(size_t n) {
+  return (n + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+}
+
+// The fallback chain's middle link: the op's micro-graph, lowered and planned like a graph of
+// its own, runs inside the node's workspace.
+class DecompositionPart final : public CompiledPart {
+ public:
+  static Result<std::unique_ptr<CompiledPart>> create(const ir::Graph& g, const ir::Node& n,
+                                                      const passes::PassContext& ctx,
+                                                      int num_threads);
+  Status run(const PartIO& io) const override;
+  size_t workspace_bytes() const override { return plan_.total_bytes(); }
+  std::shared_ptr<void> make_run_state() const override { return std::make_shared<State>(); }
+
+ private:
+  struct State {
+    RunState inner;
+    std::vector<Tensor> inputs;
+  };
+  Plan plan_;
+  std::vector<size_t> present_;  // node input positions that are micro-graph inputs
+  bool all_present_ = true;
+};
+
+Result<std::unique_ptr<CompiledPart>> DecompositionPart::create(const ir::Graph& g,
+                                                                const ir::Node& n,
+                                                                const passes::PassContext& ctx,
+                                                                int num_threads) {
+  const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
+  if (schema == nullptr || schema->decompose_fn() == nullptr) {
+    return internal_error("node '{}' ({}): placed on a decomposition the op does not have", n.name,
+                          n.op);
+  }
+  const ops::NodeContext nctx = ops::make_node_context(g, n, schema);
+  FRAME_ASSIGN_OR_RETURN(ir::Graph micro, schema->decompose_fn()(nctx));
+  auto part = std::make_unique<DecompositionPart>();
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (n.inputs[i] != ir::kNoValue) part->present_.push_back(i);
+  }
+  part->all_present_ = part->present_.size() == n.inputs.size();
+  if (micro.inputs().size() != part->present_.size() ||
+      micro.outputs().size() != n.outputs.size()) {
+    return internal_error(
+        "node '{}' ({}): decomposition has {} inputs / {} outputs, node has {} "
+        "/ {}",
+        n.name, n.op, micro.inputs().size(), micro.outputs().size(), part->present_.size(),
+        n.outputs.size());
+  }
+  auto mg = std::make_shared<ir::Graph>(std::move(micro));
+  passes::PassContext sub;
+  sub.backends = ctx.backends;
+  sub.allow_inplace = ctx.allow_inplace;
+  sub.reuse_buffers = ctx.reuse_buffers;
+  for (const char* name : {"backend-lowering", "memory-planning"}) {
+    FRAME_ASSIGN_OR_RETURN(std::unique_ptr<passes::Pass> pass, passes::make_pass(name));
+    Status s = pass->run(*mg, sub);
+    if (!s.is_ok()) {
+      return s.with_prefix(fmt::format("node '{}' ({}): decomposition: ", n.name, n.op));
+    }
+  }
+  FRAME_ASSIGN_OR_RETURN(part->plan_, build_plan(mg, sub, num_threads));
+  return std::unique_ptr<CompiledPart>(std::move(part));
+}
+
+Status DecompositionPart::run(const PartIO& io) const {
+  auto* st = static_cast<State*>(io.run_state);
+  if (st->inner.base != io.workspace.data()) bind(plan_, st->inner, io.workspace.data());
+  std::span<const Tensor> ins = io.inputs;
+  if (!all_present_) {
+    st->inputs.resize(present_.size());
+    for (size_t k = 0; k < present_.size(); ++k) st->inputs[k] = io.inputs[present_[k]];
+    ins = st->inputs;
+  }
+  return run_plan(plan_, st->inner, ins, io.outputs);
+}
+
+// Inputs/outputs of a run of nodes handed to a whole-graph backend.
+void part_boundary(const ir::Graph& g, PartSpec& spec,
+                   const std::vector<std::vector<ir::NodeId>>& uses) {
+  std::unordered_set<ir::NodeId> inside(spec.nodes.begin(), spec.nodes.end());
+  std::unordered_set<ir::ValueId> seen;
+  for (ir::NodeId id : spec.nodes) {
+    for (ir::ValueId v : g.node(id).inputs) {
+      if (v == ir::kNoValue) continue;
+      const ir::NodeId p = g.value(v).producer;
+      if ((p < 0 || inside.count(p) == 0) && seen.insert(v).second) spec.inputs.push_back(v);
+    }
+  }
+  for (ir::NodeId id : spec.nodes) {
+    for (ir::ValueId v : g.node(id).outputs) {
+      const auto& u = uses[static_cast<size_t>(v)];
+      const bool outside =
+          std::any_of(u.begin(), u.end(), [&](ir::NodeId c) { return inside.count(c) == 0; });
+      if (outside || g.is_output(v)) spec.outputs.push_back(v);
+    }
+  }
+}
+
+}  // namespace
+
+Result<Plan> build_plan(std::shared_ptr<const ir::Graph> graph, const passes::PassContext& ctx,
+                        int num_threads) {
+  Plan plan;
+  plan.graph = std::move(graph);
+  plan.num_threads = std::max(1, num_threads);
+  const ir::Graph& g = *plan.graph;
+  const size_t nv = g.num_values();
+  plan.home.assign(nv, ValueHome::kNone);
+  plan.offset.assign(nv, 0);
+  for (size_t i = 0; i < nv; ++i) {
+    const auto v = static_cast<ir::ValueId>(i);
+    const ir::Value& val = g.value(v);
+    if (val.is_constant()) {
+      plan.home[i] = ValueHome::kConstant;
+    } else if (val.is_graph_input || (val.producer >= 0 && g.is_output(v))) {
+      plan.home[i] = ValueHome::kExternal;
+    } else if (auto it = ctx.buffers.find(v); it != ctx.buffers.end()) {
+      plan.home[i] = ValueHome::kArena;
+      plan.offset[i] = it->second.offset;
+    }
+  }
+  plan.arena_bytes = align_up(ctx.peak_arena_bytes);
+
+  FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, g.topological_order());
+  const std::vector<std::vector<ir::NodeId>> uses = g.use_lists();
+  auto placement_of = [&](ir::NodeId id) -> const passes::NodePlacement* {
+    auto it = ctx.placements.find(id);
+    return it == ctx.placements.end() ? nullptr : &it->second;
+  };
+  for (size_t i = 0; i < order.size(); ++i) {
+    const ir::Node& n = g.node(order[i]);
+    const passes::NodePlacement* p = placement_of(order[i]);
+    if (p == nullptr) {
+      return internal_error("node '{}' ({}) has no placement (backend-lowering did not run)",
+                            n.name, n.op);
+    }
+    Step step;
+    if (p->path == "decomposition") {
+      FRAME_ASSIGN_OR_RETURN(step.part, DecompositionPart::create(g, n, ctx, plan.num_threads));
+      step.inputs = n.inputs;
+      step.outputs = n.outputs;
+    } else {
+      const Backend* be = find_backend(p->backend);
+      if (be == nullptr) {
+        return unimplemented("node '{}' ({}): backend '{}' is not available", n.name, n.op,
+                             p->backend);
+      }
+      PartSpec spec;
+      spec.graph = &g;
+      if (be->granularity() == Backend::Granularity::kWholeGraph) {
+        size_t j = i;
+        for (; j < order.size(); ++j) {
+          const passes::NodePlacement* q = placement_of(order[j]);
+          if (q == nullptr || q->backend != p->backend || q->path == "decomposition") break;
+          spec.nodes.push_back(order[j]);
+        }
+        part_boundary(g, spec, uses);
+        i = j - 1;
+      } else {
+        spec.nodes = {order[i]};
+        spec.inputs = n.inputs;
+        spec.outputs = n.outputs;
+      }
+      FRAME_ASSIGN_OR_RETURN(step.part, be->compile(spec));
+      step.inputs = spec.inputs;
+      step.outputs = spec.outputs;
+    }
+    for (const auto* list : {&step.inputs, &step.outputs}) {
+      for (ir::ValueId v : *list) {
+        if (v != ir::kNoValue && plan.home[static_cast<size_t>(v)] == ValueHome::kNone) {
+          return internal_error(
+              "node '{}' ({}): value '{}' has no buffer (memory-planning did "
+              "not run)",
+              n.name, n.op, g.value(v).name);
+        }
+      }
+    }
+    step.workspace_bytes = align_up(step.part->workspace_bytes());
+    plan.workspace_bytes = std::max(plan.workspace_bytes, step.workspace_bytes);
+    plan.steps.push_back(std::move(step));
+  }
+  plan.refs.assign(nv, {});
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const Step& step = plan.steps[s];
+    for (size_t k = 0; k < step.inputs.size(); ++k) {
+      const ir::ValueId v = step.inputs[k];
+      if (v != ir::kNoValue && plan.home[static_cast<size_t>(v)] == ValueHome::kExternal) {
+        plan.refs[static_cast<size_t>(v)].emplace_back(s, static_cast<int64_t>(k));
+      }
+    }
+    for (size_t k = 0; k < step.outputs.size(); ++k) {
+      const ir::ValueId v = step.outputs[k];
+      if (plan.home[static_cast<size_t>(v)] == ValueHome::kExternal) {
+        plan.refs[static_cast<size_t>(v)].emplace_back(s, -static_cast<int64_t>(k) - 1);
+      }
+    }
+  }
+  return plan;
+}
+
+void bind(const Plan& plan, RunState& st, std::byte* base) {
+  const ir::Graph& g = *plan.graph;
+  st.base = base;
+  st.values.assign(g.num_values(), Tensor());
+  for (size_t i = 0; i < st.values.size(); ++i) {
+    const ir::Value& val = g.value(static_cast<ir::ValueId>(i));
+    if (plan.home[i] == ValueHome::kArena) {
+      st.values[i] = Tensor::view(val.type->dtype, val.type->shape, base + plan.offset[i]).value();
+    } else if (plan.home[i] == ValueHome::kConstant) {
+      st.values[i] = *val.constant;
+    }
+  }
+  st.step_inputs.resize(plan.steps.size());
+  st.step_outputs.resize(plan.steps.size());
+  if (st.part_state.size() != plan.steps.size()) {
+    st.part_state.clear();
+    for (const Step& s : plan.steps) st.part_state.push_back(s.part->make_run_state());
+  }
+  auto fill = [&](const std::vector<ir::ValueId>& ids, std::vector<Tensor>& out) {
+    out.assign(ids.size(), Tensor());
+    for (size_t k = 0; k < ids.size(); ++k) {
+      if (ids[k] != ir::kNoValue) out[k] = st.values[static_cast<size_t>(ids[k])];
+    }
+  };
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    fill(plan.steps[s].inputs, st.step_inputs[s]);
+    fill(plan.steps[s].outputs, st.step_outputs[s]);
+  }
+}
+
+Result<std::unique_ptr<RunState>> make_run_state(const Plan& plan) {
+  auto st = std::make_unique<RunState>();
+  FRAME_ASSIGN_OR_RETURN(
+      st->owned, Tensor::empty(DTypeCode::kUInt8, {static_cast<int64_t>(plan.total_bytes())}));
+  bind(plan, *st, static_cast<std::byte*>(st->owned.raw_data()));
+  return st;
+}
+
+namespace {
+
+// Points every step slot reading or writing `v` at `t` (copy-assignment reuses the slots'
+// shape storage, so this does not allocate in the steady state).
+void set_value(const Plan& plan, RunState& st, ir::ValueId v, const Tensor& t) {
+  st.values[static_cast<size_t>(v)] = t;
+  for (const auto& [s, k] : plan.refs[static_cast<size_t>(v)]) {
+    if (k >= 0) {
+      st.step_inputs[s][static_cast<size_t>(k)] = t;
+    } else {
+      st.step_outputs[s][static_cast<size_t>(-k - 1)] = t;
+    }
+  }
+}
+
+}  // namespace
+
+Status run_plan(const Plan& plan, RunState& st, std::span<const Tensor> inputs,
+                std::span<Tensor> outputs) {
+  const ir::Graph& g = *plan.graph;
+  for (size_t i = 0; i < g.inputs().size() && i < inputs.size(); ++i) {
+    set_value(plan, st, g.inputs()[i], inputs[i]);
+  }
+  for (size_t j = 0; j < g.outputs().size() && j < outputs.size(); ++j) {
+    const ir::ValueId v = g.outputs()[j];
+    const ir::Value& val = g.value(v);
+    bool repeated = false;
+    for (size_t k = 0; k < j; ++k) repeated = repeated || g.outputs()[k] == v;
+    if (val.producer >= 0 && !val.is_constant() && !val.is_graph_input && !repeated) {
+      set_value(plan, st, v, outputs[j]);
+    }
+  }
+  std::byte* workspace = st.base + plan.arena_bytes;
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const Step& step = plan.steps[s];
+    PartIO io;
+    io.inputs = st.step_inputs[s];
+    io.outputs = st.step_outputs[s];
+    io.workspace = std::span<std::byte>(workspace, step.workspace_bytes);
+    io.run_state = st.part_state[s].get();
+    io.num_threads = plan.num_threads;
+    FRAME_RETURN_IF_ERROR(step.part->run(io));
+  }
+  // Outputs that are graph inputs, constants or repeated are copied out.
+  for (size_t j = 0; j < g.outputs().size() && j < outputs.size(); ++j) {
+    const Tensor& src = st.values[static_cast<size_t>(g.outputs()[j])];
+    if (src.raw_data() != outputs[j].raw_data() && src.nbytes() == outputs[j].nbytes()) {
+      std::memcpy(outputs[j].raw_data(), src.raw_data(), src.nbytes());
+    }
+  }
+  return Status();
+}
+
+}  // namespace frame::runtime::detail

@@ -1,0 +1,103 @@
+#pragma once
+/// \file
+/// Runs one op on concrete tensors through the registries, the way the runtime does: schema
+/// check, shape inference (OpSchema::infer), kernel lookup for (op, backend), optional prepare,
+/// preallocated outputs, kernel call. Shared by the op database harness, the property tests,
+/// the decomposition tests and backend-vs-cpu cross checks.
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "frame/core/status.h"
+#include "frame/core/tensor.h"
+#include "frame/ir/graph.h"
+#include "frame/ops/kernel_registry.h"
+#include "frame/ops/op_registry.h"
+#include "frame/ops/op_schema.h"
+
+namespace frame::test {
+
+/// One op invocation. `inputs[i]` undefined (Tensor()) marks an absent optional input.
+struct OpCall {
+  std::string op;
+  std::vector<Tensor> inputs{};
+  ir::AttrMap attrs{};
+  /// Input positions shown to shape inference as constants (NodeContext::input_constants).
+  std::vector<size_t> constant_inputs{};
+  size_t num_outputs = 1;
+  std::string node_name = "n";
+  /// OpenMP threads the kernel may use.
+  int num_threads = 1;
+};
+
+/// Runs `call` with the `backend` kernel. Errors carry the stage: "schema: ...",
+/// "shape inference: ...", "kernel: ..." (a missing op or kernel is kNotFound naming it).
+/// On success returns the outputs, allocated with the inferred types. Output buffers are
+/// pre-filled with 0xFF bytes (NaN for floats) so an element a kernel forgets to write shows.
+inline Result<std::vector<Tensor>> run_op(const OpCall& call, std::string_view backend = "cpu") {
+  const ops::OpSchema* schema = ops::OpRegistry::global().find(call.op);
+  if (schema == nullptr) return not_found("op '{}' is not registered", call.op);
+
+  // A node only for the V4 schema check (arity, attrs).
+  ir::Node node;
+  node.name = call.node_name;
+  node.op = call.op;
+  node.attrs = call.attrs;
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    node.inputs.push_back(call.inputs[i].defined() ? static_cast<ir::ValueId>(i) : ir::kNoValue);
+  }
+  for (size_t i = 0; i < call.num_outputs; ++i) {
+    node.outputs.push_back(static_cast<ir::ValueId>(call.inputs.size() + i));
+  }
+  if (Status s = schema->check_node(node); !s.is_ok()) return s.with_prefix("schema: ");
+
+  ops::NodeContext ctx;
+  ctx.op = call.op;
+  ctx.node_name = call.node_name;
+  ctx.attrs = &call.attrs;
+  ctx.schema = schema;
+  ctx.num_outputs = call.num_outputs;
+  for (const Tensor& t : call.inputs) {
+    ctx.input_types.push_back(t.defined() ? ir::TensorType{t.dtype(), t.shape()}
+                                          : ir::TensorType{});
+    ctx.input_present.push_back(t.defined());
+    ctx.input_constants.push_back(nullptr);
+  }
+  for (size_t i : call.constant_inputs) {
+    if (i < call.inputs.size() && call.inputs[i].defined()) {
+      ctx.input_constants[i] = &call.inputs[i];
+    }
+  }
+  Result<std::vector<ir::TensorType>> types = schema->infer(ctx);
+  if (!types.is_ok()) return types.status().with_prefix("shape inference: ");
+
+  const ops::KernelDef* kernel = ops::KernelRegistry::global().find(call.op, backend);
+  if (kernel == nullptr) return not_found("op '{}' has no '{}' kernel", call.op, backend);
+  if (Status s = kernel->supports(ctx); !s.is_ok()) return s.with_prefix("kernel: ");
+
+  std::vector<Tensor> outputs;
+  for (const ir::TensorType& t : *types) {
+    FRAME_ASSIGN_OR_RETURN(Tensor out, Tensor::empty(t.dtype, t.shape));
+    if (out.nbytes() > 0) std::memset(out.raw_data(), 0xFF, out.nbytes());
+    outputs.push_back(std::move(out));
+  }
+  std::shared_ptr<void> state;
+  if (kernel->prepare != nullptr) {
+    Result<std::shared_ptr<void>> st = kernel->prepare(ctx);
+    if (!st.is_ok()) return st.status().with_prefix("kernel prepare: ");
+    state = *st;
+  }
+  ops::KernelContext kctx;
+  kctx.node = &ctx;
+  kctx.inputs = call.inputs;
+  kctx.outputs = outputs;
+  kctx.state = state.get();
+  kctx.num_threads = call.num_threads;
+  if (Status s = kernel->fn(kctx); !s.is_ok()) return s.with_prefix("kernel: ");
+  return outputs;
+}
+
+}  // namespace frame::test

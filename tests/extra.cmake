@@ -1,0 +1,22 @@
+# Op test database (STYLE.md "Tests"): tests/ops/gen_op_db.py writes manifest.json + .npy files
+# from the family modules in tests/ops/op_db/; tests/cpp/ops/op_db_test.cpp runs every case
+# against the cpu kernels. Regenerated whenever a python file under tests/ops changes.
+set(FRAME_OP_DB_DIR ${CMAKE_BINARY_DIR}/op_db)
+set(FRAME_OP_DB_PYTHON /usr/bin/python3 CACHE FILEPATH
+    "Python with numpy used to generate the op test database")
+file(GLOB_RECURSE _op_db_py CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/ops/*.py)
+add_custom_command(
+  OUTPUT ${FRAME_OP_DB_DIR}/manifest.json
+  COMMAND ${FRAME_OP_DB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/ops/gen_op_db.py
+          --out ${FRAME_OP_DB_DIR}
+  DEPENDS ${_op_db_py}
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+  COMMENT "Generating the op test database in ${FRAME_OP_DB_DIR}"
+  VERBATIM)
+add_custom_target(frame_op_db DEPENDS ${FRAME_OP_DB_DIR}/manifest.json)
+
+if(TARGET frame_ops_tests)
+  add_dependencies(frame_ops_tests frame_op_db)
+  # Compiled-in default; the FRAME_OP_DB_DIR environment variable overrides it at run time.
+  target_compile_definitions(frame_ops_tests PRIVATE FRAME_OP_DB_DIR="${FRAME_OP_DB_DIR}")
+endif()
