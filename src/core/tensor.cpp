@@ -79,6 +79,7 @@ Result<Shape> broadcast_shapes(std::span<const int64_t> a, std::span<const int64
                               shape_to_string(a), shape_to_string(b), i, da, db);
     }
   }
+  FRAME_RETURN_IF_ERROR(checked_numel(out).status());
   return out;
 }
 

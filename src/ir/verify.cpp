@@ -138,6 +138,12 @@ Status check_dims(const TensorType& t, std::string_view what) {
       return invalid_argument("V2: {} has negative dim {} in type {}", what, d, t.to_string());
     }
   }
+  // Element count and byte size must fit (Tensor and the arena use int64/size_t offsets).
+  Result<size_t> bytes = checked_nbytes(t.dtype, t.shape);
+  if (!bytes.is_ok()) {
+    return invalid_argument("V2: {} has type {} that is too large: {}", what, t.to_string(),
+                            bytes.status().message());
+  }
   return Status();
 }
 

@@ -168,6 +168,11 @@ Result<std::vector<ir::TensorType>> OpSchema::infer(const NodeContext& ctx) cons
                           ctx.node_name, name_, out.size(), ctx.num_outputs);
   }
   for (size_t i = 0; i < out.size(); ++i) {
+    Result<size_t> bytes = checked_nbytes(out[i].dtype, out[i].shape);
+    if (!bytes.is_ok() && bytes.status().code() == StatusCode::kOutOfRange) {
+      return ctx.error("output {} {}{} is too large: {}", i, dtype_name(out[i].dtype),
+                       shape_to_string(out[i].shape), bytes.status().message());
+    }
     for (int64_t d : out[i].shape) {
       if (d < 0) {
         return ctx.error(

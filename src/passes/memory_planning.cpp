@@ -134,8 +134,15 @@ Status MemoryPlanningPass::run(ir::Graph& g, PassContext& ctx) {
               iv.type->dtype != ov.type->dtype || ctx.buffers.at(in).bytes != bytes) {
             continue;
           }
-          // The same value read at another position of this node is fine: elementwise kernels
-          // read every operand at position i before writing position i.
+          // The same value read at another position of this node is fine for fixed-arity
+          // elementwise kernels (they read every operand at position i before writing it), but
+          // a variadic kernel folds operands left to right through its output, so operand
+          // k >= 2 would be read after the output overwrote it.
+          bool reread_later = false;
+          if (schema->has_variadic_inputs()) {
+            for (size_t j = 2; j < n.inputs.size(); ++j) reread_later |= n.inputs[j] == in;
+          }
+          if (reread_later) continue;
           for (size_t j = 0; j < n.inputs.size(); ++j) donated[j] = donated[j] || n.inputs[j] == in;
           slot.offset = ctx.buffers.at(in).offset;
           slot.in_place = true;

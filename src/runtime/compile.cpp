@@ -8,6 +8,7 @@
 #include <omp.h>
 
 #include <chrono>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -76,15 +77,46 @@ class CompileCache {
   std::deque<std::string> order_;
 };
 
-// Graph fingerprint (its full text form, which carries input types and constants) plus every
-// option; the hash only indexes, the full key is compared, so collisions are harmless.
+// Two independent 64-bit multiply-mix hashes over a constant's bytes (8 bytes per step), so
+// the key carries a 128-bit digest of every weight instead of its printed text: printing
+// ResNet-18's 46 MB of weights cost seconds, hashing them costs milliseconds.
+std::string constant_digest(const Tensor& t) {
+  const auto* p = static_cast<const unsigned char*>(t.raw_data());
+  const size_t n = t.nbytes();
+  uint64_t h1 = 0x9e3779b97f4a7c15ull ^ n, h2 = 0xc2b2ae3d27d4eb4full ^ (n * 31);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h1 = (h1 ^ w) * 0xff51afd7ed558ccdull;
+    h1 ^= h1 >> 29;
+    h2 = (h2 + w) * 0xc4ceb9fe1a85ec53ull;
+    h2 ^= h2 >> 31;
+  }
+  for (; i < n; ++i) {
+    h1 = (h1 ^ p[i]) * 0x100000001b3ull;
+    h2 = (h2 + p[i]) * 0x9e3779b97f4a7c15ull;
+  }
+  return fmt::format("{:016x}{:016x}", h1, h2);
+}
+
+// Graph fingerprint: its text form without constant data (names, types, attrs, structure)
+// plus a digest of every constant, plus every option. The hash map only indexes; the full
+// key is compared.
 std::string cache_key(const ir::Graph& g, const CompileOptions& o) {
+  ir::PrintOptions po;
+  po.constant_data = false;
+  std::string consts;
+  for (size_t v = 0; v < g.num_values(); ++v) {
+    const ir::Value& val = g.value(static_cast<ir::ValueId>(v));
+    if (val.constant) consts += val.name + "=" + constant_digest(*val.constant) + "\n";
+  }
   return fmt::format(
-      "{}\n--options--\nbackends={}\npipeline={}\ndisabled={}\nstrict={}\n"
+      "{}\n--constants--\n{}--options--\nbackends={}\npipeline={}\ndisabled={}\nstrict={}\n"
       "threads={}\nfold={}\ninplace={}\nreuse={}\nprint={}\n",
-      ir::print_text(g), fmt::join(o.backends, ","), o.pipeline, fmt::join(o.disabled_passes, ","),
-      o.strict, o.num_threads, o.fold_size_limit, o.allow_inplace, o.reuse_buffers,
-      fmt::join(o.print_ir_after, ","));
+      ir::print_text(g, po), consts, fmt::join(o.backends, ","), o.pipeline,
+      fmt::join(o.disabled_passes, ","), o.strict, o.num_threads, o.fold_size_limit,
+      o.allow_inplace, o.reuse_buffers, fmt::join(o.print_ir_after, ","));
 }
 
 std::map<std::string, int> op_counts(const ir::Graph& g) {

@@ -23,7 +23,8 @@ struct CommandRegistration {
   explicit CommandRegistration(Command c) { commands().push_back(std::move(c)); }
 };
 
-/// Exit codes: 0 success, 1 runtime/model error, 2 usage error (CLI11 default).
+/// Exit codes: 0 success, 1 runtime/model error, 2 usage error.
 inline constexpr int kExitError = 1;
+inline constexpr int kExitUsage = 2;
 
 }  // namespace frame::cli

@@ -14,7 +14,19 @@ int main(int argc, char** argv) {
   CLI::App app{"frame: a C++20 graph engine (ONNX import, compiler passes, cpu runtime)"};
   app.require_subcommand(1);
   for (auto& c : frame::cli::commands()) c.sub = c.setup(app);
-  CLI11_PARSE(app, argc, argv);
+  // Usage errors exit with 2 (frame::cli exit codes), not CLI11's per-error codes.
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return frame::cli::kExitUsage;
+  }
   for (auto& c : frame::cli::commands()) {
     if (c.sub != nullptr && c.sub->parsed()) return c.run();
   }

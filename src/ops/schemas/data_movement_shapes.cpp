@@ -198,6 +198,11 @@ Result<PadParams> pad_params(const NodeContext& ctx, const Shape& in) {
     if (seen[ua]) return ctx.error("input 3 (axes) repeats axis {}", a);
     seen[ua] = true;
     const int64_t b = pads[i], e = pads[i + axes.size()], d = in[ua];
+    // Pads beyond +-2^60 cannot give a representable dim; reject before adding (no overflow).
+    constexpr int64_t kMaxPad = int64_t{1} << 60;
+    if (b > kMaxPad || b < -kMaxPad || e > kMaxPad || e < -kMaxPad) {
+      return ctx.error("pads {} and {} on axis {} are out of range (|pad| <= 2^60)", b, e, a);
+    }
     const int64_t o = d + b + e;
     if (o < 0)
       return ctx.error("pads {} and {} on axis {} of size {} give a negative dim", b, e, a, d);

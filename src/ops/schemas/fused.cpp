@@ -26,8 +26,17 @@ Types fused_infer(const NodeContext& ctx) {
   if (g.outputs().size() != ctx.num_outputs) {
     return ctx.error("body has {} outputs, node has {}", g.outputs().size(), ctx.num_outputs);
   }
+  // The cpu kernel evaluates the body with its declared types, so they must equal what the
+  // node's inputs imply; a mismatch is an error, never a silent reinterpretation.
   std::unordered_map<ir::ValueId, ir::TensorType> types;
-  for (size_t i = 0; i < g.inputs().size(); ++i) types[g.inputs()[i]] = ctx.input_types[i];
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const ir::Value& in = g.value(g.inputs()[i]);
+    if (in.type && *in.type != ctx.input_types[i]) {
+      return ctx.error("body input {} ('{}') is declared {}, but node input {} is {}", i, in.name,
+                       in.type->to_string(), i, ctx.input_types[i].to_string());
+    }
+    types[g.inputs()[i]] = ctx.input_types[i];
+  }
   FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, g.topological_order());
   for (ir::NodeId id : order) {
     const ir::Node& n = g.node(id);
@@ -40,12 +49,23 @@ Types fused_infer(const NodeContext& ctx) {
     }
     Result<std::vector<ir::TensorType>> out = schema->infer(inner);
     if (!out.is_ok()) return out.status().with_prefix(ctx.error("in body: ").message());
-    for (size_t k = 0; k < n.outputs.size(); ++k) types[n.outputs[k]] = (*out)[k];
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      const ir::Value& ov = g.value(n.outputs[k]);
+      if (ov.type && *ov.type != (*out)[k]) {
+        return ctx.error("body node '{}' output {} is declared {}, but infers {}", n.name, k,
+                         ov.type->to_string(), (*out)[k].to_string());
+      }
+      types[n.outputs[k]] = (*out)[k];
+    }
   }
   std::vector<ir::TensorType> result;
   for (ir::ValueId v : g.outputs()) {
+    const ir::Value& ov = g.value(v);
+    if (ov.producer < 0) {
+      return ctx.error("body output '{}' is not computed by a body node", ov.name);
+    }
     auto it = types.find(v);
-    if (it == types.end()) return ctx.error("body output '{}' is not computed", g.value(v).name);
+    if (it == types.end()) return ctx.error("body output '{}' is not computed", ov.name);
     result.push_back(it->second);
   }
   return result;

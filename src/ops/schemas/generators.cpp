@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "frame/ops/elementwise.h"
 #include "frame/ops/op_schema.h"
 #include "ops/schemas/data_movement_shapes.h"
 
@@ -25,32 +26,11 @@ constexpr DTypeSet kRangeDTypes{DTypeCode::kFloat32, DTypeCode::kFloat64, DTypeC
 
 Types one(DTypeCode d, Shape s) { return std::vector<TensorType>{TensorType{d, std::move(s)}}; }
 
-// ONNX TensorProto.DataType codes of the dtypes frame has.
+// ONNX TensorProto.DataType codes of the dtypes frame has (one table: ops::dtype_from_onnx).
 Result<DTypeCode> onnx_dtype(const NodeContext& ctx, int64_t code) {
-  switch (code) {
-    case 1:
-      return DTypeCode::kFloat32;
-    case 2:
-      return DTypeCode::kUInt8;
-    case 3:
-      return DTypeCode::kInt8;
-    case 5:
-      return DTypeCode::kInt16;
-    case 6:
-      return DTypeCode::kInt32;
-    case 7:
-      return DTypeCode::kInt64;
-    case 9:
-      return DTypeCode::kBool;
-    case 10:
-      return DTypeCode::kFloat16;
-    case 11:
-      return DTypeCode::kFloat64;
-    case 16:
-      return DTypeCode::kBFloat16;
-    default:
-      return ctx.error("attribute 'dtype' = {} is not a supported ONNX data type", code);
-  }
+  Result<DTypeCode> d = ew::dtype_from_onnx(code);
+  if (!d.is_ok()) return ctx.error("attribute 'dtype': {}", d.status().message());
+  return d;
 }
 
 Status check_shape(const NodeContext& ctx, const Shape& s) {
@@ -127,6 +107,9 @@ Types range_infer(const NodeContext& ctx) {
     const __int128 span = static_cast<__int128>(l) - s;
     __int128 q = span / d;
     if (q * d != span && ((span > 0) == (d > 0))) ++q;
+    if (q > static_cast<__int128>(std::numeric_limits<int64_t>::max())) {
+      return ctx.error("range length exceeds 2^63-1 elements");
+    }
     n = q > 0 ? static_cast<int64_t>(q) : 0;
   } else {
     const double q = std::ceil((v[1] - v[0]) / v[2]);

@@ -69,6 +69,13 @@ Result<WindowGeometry> resolve_window(const NodeContext& ctx, std::span<const in
       return ctx.error("attribute 'pads' must be non-negative, got {} and {} for spatial dim {}",
                        pads[i], pads[i + r], i);
     }
+    // Bound every term so the extent arithmetic below cannot overflow int64.
+    constexpr int64_t kMaxGeom = int64_t{1} << 40;
+    if (s > kMaxGeom || d > kMaxGeom || k > kMaxGeom || pads[i] > kMaxGeom ||
+        pads[i + r] > kMaxGeom || in[i] > kMaxGeom) {
+      return ctx.error("spatial dim {}: strides/dilations/kernel/pads/input size must be <= 2^40",
+                       i);
+    }
     const int64_t dk = (k - 1) * d + 1;  // dilated kernel extent
     if (kind == WindowKind::kConvTranspose) {
       const int64_t op = g.output_padding[i];

@@ -126,9 +126,13 @@ std::optional<Synthesized> synthesize(const ops::OpSchema& s, std::string* why) 
   return std::nullopt;
 }
 
-std::vector<std::string> all_ops() {
+// Registered ops whose traits select them for a property (so no test is instantiated only
+// to be skipped for lacking the trait).
+std::vector<std::string> ops_where(bool (*pred)(const ops::OpSchema&)) {
   std::vector<std::string> names;
-  for (const ops::OpSchema* s : ops::OpRegistry::global().list()) names.push_back(s->name());
+  for (const ops::OpSchema* s : ops::OpRegistry::global().list()) {
+    if (pred(*s)) names.push_back(s->name());
+  }
   return names;
 }
 
@@ -148,9 +152,11 @@ class OpProperties : public ::testing::TestWithParam<std::string> {
   std::string why_;
   const ops::OpSchema* schema_ = nullptr;
 };
+class DeterministicOps : public OpProperties {};
+class ElementwiseOps : public OpProperties {};
+class CommutativeOps : public OpProperties {};
 
-TEST_P(OpProperties, DeterministicWithoutSideEffects) {
-  if (schema_->has_trait(ops::OpTrait::kHasSideEffect)) GTEST_SKIP() << "has side effects";
+TEST_P(DeterministicOps, SameResultTwice) {
   Synthesized s;
   if (!synth(&s)) GTEST_SKIP() << "generic inputs rejected (skip list at the top): " << why_;
   Result<std::vector<Tensor>> a = run_op(s.call);
@@ -161,8 +167,7 @@ TEST_P(OpProperties, DeterministicWithoutSideEffects) {
   }
 }
 
-TEST_P(OpProperties, ElementwiseKeepsBroadcastShape) {
-  if (!schema_->has_trait(ops::OpTrait::kElementwise)) GTEST_SKIP() << "not elementwise";
+TEST_P(ElementwiseOps, KeepsBroadcastShape) {
   Synthesized s;
   if (!synth(&s)) GTEST_SKIP() << "generic inputs rejected (skip list at the top): " << why_;
   Shape expected;
@@ -175,8 +180,7 @@ TEST_P(OpProperties, ElementwiseKeepsBroadcastShape) {
   EXPECT_EQ(s.types[0].shape, expected);
 }
 
-TEST_P(OpProperties, CommutativeInputsSwap) {
-  if (!schema_->has_trait(ops::OpTrait::kCommutative)) GTEST_SKIP() << "not commutative";
+TEST_P(CommutativeOps, InputsSwap) {
   Synthesized s;
   if (!synth(&s)) GTEST_SKIP() << "generic inputs rejected (skip list at the top): " << why_;
   ASSERT_GE(s.call.inputs.size(), 2u);
@@ -192,8 +196,22 @@ TEST_P(OpProperties, CommutativeInputsSwap) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, OpProperties, ::testing::ValuesIn(all_ops()),
-                         [](const auto& info) { return info.param; });
+auto param_name = [](const auto& info) { return info.param; };
+INSTANTIATE_TEST_SUITE_P(Registry, DeterministicOps,
+                         ::testing::ValuesIn(ops_where([](const ops::OpSchema& s) {
+                           return !s.has_trait(ops::OpTrait::kHasSideEffect);
+                         })),
+                         param_name);
+INSTANTIATE_TEST_SUITE_P(Registry, ElementwiseOps,
+                         ::testing::ValuesIn(ops_where([](const ops::OpSchema& s) {
+                           return s.has_trait(ops::OpTrait::kElementwise);
+                         })),
+                         param_name);
+INSTANTIATE_TEST_SUITE_P(Registry, CommutativeOps,
+                         ::testing::ValuesIn(ops_where([](const ops::OpSchema& s) {
+                           return s.has_trait(ops::OpTrait::kCommutative);
+                         })),
+                         param_name);
 
 // The elementwise family must be fully covered by the generic generator.
 TEST(OpPropertiesCoverage, ElementwiseFamilyIsCovered) {

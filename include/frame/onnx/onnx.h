@@ -1,0 +1,78 @@
+#pragma once
+/// \file
+/// ONNX frontend (DESIGN.md "Real inputs"): reads an ONNX ModelProto and converts it into an
+/// `ir::Graph` through one op table keyed by (domain, op type, opset range). Frame op names
+/// are the ONNX op types in snake_case with the inputs and attributes of the latest opset;
+/// older opsets are converted by the table (docs/onnx.md lists every op and its coverage).
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "frame/core/status.h"
+#include "frame/core/tensor.h"
+#include "frame/ir/graph.h"
+
+namespace frame::onnx {
+
+/// Options of `load`.
+struct LoadOptions {
+  /// Concrete dims for graph inputs, by input name. Required for every input whose declared
+  /// shape has a symbolic (dim_param) or missing dim (ARCH-044: no unknown dims); when given
+  /// for an input with static dims it must agree with them (rank and every fixed dim).
+  std::map<std::string, Shape> input_shapes;
+  /// Graph inputs bound to fixed values at load time: each becomes a constant instead of a
+  /// graph input, so values that must be static (a Reshape target, Resize scales, axes inputs;
+  /// ARCH-044) fold. The tensor's dtype must equal the declared element type and its shape
+  /// must agree with every fixed dim. Errors name the input.
+  std::map<std::string, Tensor> constant_inputs;
+  /// Largest model file accepted, in bytes (protobuf itself caps a message at 2 GiB).
+  size_t max_model_bytes = size_t{2000} << 20;
+  /// Largest single tensor (initializer, Constant value, external data), in bytes.
+  size_t max_tensor_bytes = size_t{4} << 30;
+  /// Verify the imported graph structurally and against the op schemas (V1–V4).
+  bool verify = true;
+};
+
+/// Loads the ONNX model at `path` (external tensor data is read relative to its directory).
+/// Initializers and Constant nodes become constants; graph inputs that are also initializers
+/// are constants; every node is mapped through the op table for the model's opset.
+/// Errors: kIo (missing/unreadable file, truncated or malformed protobuf, bad external data),
+/// kInvalidArgument (bad model content: dangling names, unknown/missing dims without an
+/// entry in `input_shapes`, unsupported element types, cycles), kUnimplemented listing every
+/// unsupported (domain, op type, opset, node name) of the model in one message.
+Result<ir::Graph> load(const std::string& path, const LoadOptions& options = {});
+
+/// Like `load`, from serialized ModelProto bytes. `model_dir` resolves external data
+/// locations (empty: external data is rejected).
+Result<ir::Graph> load_from_bytes(std::string_view bytes, const LoadOptions& options = {},
+                                  const std::string& model_dir = "");
+
+/// Reads a serialized TensorProto file (the ONNX backend test `input_N.pb` / `output_N.pb`
+/// format) into a Tensor. `name_out`, when not null, receives the TensorProto name.
+/// `uint16_as`, when set (kBFloat16 or kFloat16), reinterprets UINT16 data — the form numpy
+/// based generators store bfloat16 in — as that dtype; otherwise UINT16 is an error.
+/// Errors: kIo (unreadable or malformed), kInvalidArgument (element type frame lacks).
+Result<Tensor> read_tensor_proto(const std::string& path, std::string* name_out = nullptr,
+                                 std::optional<DTypeCode> uint16_as = std::nullopt);
+
+/// One row of the op table, for documentation and `frame ops`-style listings.
+struct OpTableEntry {
+  std::string domain;    ///< "" for the default ai.onnx domain
+  std::string op_type;   ///< ONNX op type, e.g. "Conv"
+  int since_opset = 1;   ///< first opset version this row serves
+  int until_opset = 0;   ///< last opset version served; 0 = open-ended
+  std::string frame_op;  ///< frame op the node becomes ("" when it becomes a constant)
+  std::string note;      ///< conversion applied, e.g. "min/max attrs -> constant inputs"
+};
+
+/// The whole op table, sorted by (domain, op type, since_opset).
+std::vector<OpTableEntry> op_table();
+
+/// The highest default-domain opset version the table was written against.
+int max_supported_opset();
+
+}  // namespace frame::onnx

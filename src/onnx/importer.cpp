@@ -1,0 +1,561 @@
+// ONNX ModelProto -> ir::Graph. Parsing is bounded (file size, tensor bytes) and every
+// malformed input is an error, never a crash. Node conversion goes through the one op table
+// (op_table.cpp); each emitted node is shape-inferred at once so converters and later nodes
+// see concrete types (ARCH-044), and small all-constant nodes (shape arithmetic) fold away.
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <algorithm>
+#include <climits>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "frame/ops/kernel_registry.h"
+#include "frame/ops/op_registry.h"
+#include "onnx_internal.h"
+
+namespace frame::onnx {
+namespace detail {
+namespace {
+
+// Constant nodes whose outputs stay under this size are computed at import time; the
+// constant-folding pass handles the rest with the runtime's own limit.
+constexpr size_t kImportFoldBytes = size_t{1} << 20;
+
+std::string snake_case(std::string_view camel) {
+  std::string out;
+  for (size_t i = 0; i < camel.size(); ++i) {
+    const char c = camel[i];
+    const bool upper = c >= 'A' && c <= 'Z';
+    if (upper && i > 0) {
+      const bool prev_lower = camel[i - 1] >= 'a' && camel[i - 1] <= 'z';
+      const bool next_lower = i + 1 < camel.size() && camel[i + 1] >= 'a' && camel[i + 1] <= 'z';
+      const bool prev_upper = camel[i - 1] >= 'A' && camel[i - 1] <= 'Z';
+      if (prev_lower || (prev_upper && next_lower)) out += '_';
+    }
+    out += upper ? static_cast<char>(c - 'A' + 'a') : c;
+  }
+  return out;
+}
+
+Status run_cpu_kernel(const ir::Graph& g, const ir::Node& n, const ops::OpSchema& schema,
+                      const std::vector<ir::TensorType>& types, std::vector<Tensor>& outs) {
+  const ops::KernelDef* k = ops::KernelRegistry::global().find(n.op, "cpu");
+  if (k == nullptr) return not_found("no cpu kernel for '{}'", n.op);
+  ops::NodeContext ctx = ops::make_node_context(g, n, &schema);
+  FRAME_RETURN_IF_ERROR(k->supports(ctx));
+  std::vector<Tensor> ins(n.inputs.size());
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (n.inputs[i] != ir::kNoValue) ins[i] = *g.value(n.inputs[i]).constant;
+  }
+  outs.clear();
+  for (const ir::TensorType& t : types) {
+    FRAME_ASSIGN_OR_RETURN(Tensor o, Tensor::zeros(t.dtype, t.shape));
+    outs.push_back(std::move(o));
+  }
+  std::shared_ptr<void> state;
+  if (k->prepare != nullptr) {
+    FRAME_ASSIGN_OR_RETURN(state, k->prepare(ctx));
+  }
+  ops::KernelContext kc;
+  kc.node = &ctx;
+  kc.inputs = ins;
+  kc.outputs = outs;
+  kc.state = state.get();
+  kc.num_threads = 1;
+  return k->fn(kc);
+}
+
+}  // namespace
+
+Result<std::vector<ir::ValueId>> infer_and_fold(ir::Graph& g, ir::NodeId id) {
+  const ir::Node& n = g.node(id);
+  const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
+  if (schema == nullptr) return unimplemented("node '{}': op '{}' is not registered", n.name, n.op);
+  FRAME_RETURN_IF_ERROR(schema->check_node(n));
+  ops::NodeContext ctx = ops::make_node_context(g, n, schema);
+  FRAME_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, schema->infer(ctx));
+  for (size_t i = 0; i < n.outputs.size() && i < types.size(); ++i) {
+    g.value(n.outputs[i]).type = types[i];
+  }
+  std::vector<ir::ValueId> outputs = n.outputs;
+
+  bool foldable = !schema->has_trait(ops::OpTrait::kHasSideEffect);
+  for (ir::ValueId v : n.inputs) {
+    if (v != ir::kNoValue && !g.value(v).is_constant()) foldable = false;
+  }
+  size_t bytes = 0;
+  for (const ir::TensorType& t : types) {
+    Result<size_t> b = checked_nbytes(t.dtype, t.shape);
+    bytes += b.is_ok() ? *b : kImportFoldBytes + 1;
+  }
+  if (!foldable || bytes > kImportFoldBytes) return outputs;
+  std::vector<Tensor> values;
+  // A kernel that rejects the values (e.g. an out-of-range index) reports it at run time.
+  if (!run_cpu_kernel(g, n, *schema, types, values).is_ok()) return outputs;
+  std::vector<std::string> names;
+  for (ir::ValueId v : outputs) names.push_back(g.value(v).name);
+  g.remove_node(id);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    outputs[i] = g.add_constant(names[i], std::move(values[i]));
+  }
+  return outputs;
+}
+
+const ir::TensorType* NodeImporter::input_type(size_t i) const {
+  const ir::ValueId v = input(i);
+  if (v == ir::kNoValue) return nullptr;
+  const auto& t = g_.value(v).type;
+  return t ? &*t : nullptr;
+}
+
+const Tensor* NodeImporter::input_constant(size_t i) const {
+  const ir::ValueId v = input(i);
+  if (v == ir::kNoValue) return nullptr;
+  const auto& c = g_.value(v).constant;
+  return c ? &*c : nullptr;
+}
+
+std::optional<ir::AttrValue> NodeImporter::take_attr(std::string_view n) {
+  auto it = attrs_.find(std::string(n));
+  if (it == attrs_.end()) return std::nullopt;
+  ir::AttrValue v = std::move(it->second);
+  attrs_.erase(it);
+  return v;
+}
+
+ir::ValueId NodeImporter::constant(Tensor t, std::string_view suffix) {
+  return g_.add_constant(g_.unique_value_name(fmt::format("{}/{}", name_, suffix)), std::move(t));
+}
+
+Result<ir::NodeId> NodeImporter::create(std::string_view op, std::string name,
+                                        std::vector<ir::ValueId> in, int num_outputs,
+                                        ir::AttrMap attrs, std::vector<std::string> outs) {
+  Result<ir::NodeId> id = g_.create_node(op, std::move(name), std::move(in), num_outputs,
+                                         std::move(attrs), std::move(outs));
+  if (!id.is_ok()) return error("{}", id.status().message());
+  return id;
+}
+
+std::string NodeImporter::fresh_node_name() {
+  // ONNX node names are kept when unique; duplicates and empty names get a suffix.
+  return g_.find_node(name_) < 0 ? name_ : g_.unique_node_name(name_);
+}
+
+Status NodeImporter::emit(std::string_view op, std::vector<ir::ValueId> inputs, ir::AttrMap attrs) {
+  // Trailing omitted optional inputs are dropped so arity checks see the real count.
+  while (!inputs.empty() && inputs.back() == ir::kNoValue) inputs.pop_back();
+  FRAME_ASSIGN_OR_RETURN(ir::NodeId id,
+                         create(op, fresh_node_name(), std::move(inputs),
+                                static_cast<int>(outputs_.size()), std::move(attrs), outputs_));
+  Result<std::vector<ir::ValueId>> r = infer_and_fold(g_, id);
+  if (!r.is_ok()) return error("{}", r.status().message());
+  return Status();
+}
+
+Result<std::vector<ir::ValueId>> NodeImporter::emit_tmp(std::string_view op,
+                                                        std::vector<ir::ValueId> inputs,
+                                                        ir::AttrMap attrs, int num_outputs) {
+  while (!inputs.empty() && inputs.back() == ir::kNoValue) inputs.pop_back();
+  const std::string node_name = g_.unique_node_name(fmt::format("{}/{}", name_, op));
+  std::vector<std::string> outs;
+  for (int i = 0; i < num_outputs; ++i) {
+    outs.push_back(g_.unique_value_name(fmt::format("{}:{}", node_name, i)));
+  }
+  FRAME_ASSIGN_OR_RETURN(ir::NodeId id, create(op, node_name, std::move(inputs), num_outputs,
+                                               std::move(attrs), std::move(outs)));
+  Result<std::vector<ir::ValueId>> r = infer_and_fold(g_, id);
+  if (!r.is_ok()) return error("{}", r.status().message());
+  return r;
+}
+
+Status NodeImporter::bind_output(size_t i, ir::ValueId v) {
+  if (i >= outputs_.size()) return Status();
+  const ir::Value& val = g_.value(v);
+  if (val.is_constant()) {
+    Tensor t = *val.constant;
+    g_.add_constant(outputs_[i], std::move(t));
+    return Status();
+  }
+  FRAME_ASSIGN_OR_RETURN(ir::NodeId id,
+                         create("identity", fresh_node_name(), {v}, 1, {}, {outputs_[i]}));
+  Result<std::vector<ir::ValueId>> r = infer_and_fold(g_, id);
+  if (!r.is_ok()) return error("{}", r.status().message());
+  return Status();
+}
+
+namespace {
+
+bool is_default_domain(std::string_view d) { return d.empty() || d == "ai.onnx"; }
+
+// Converts one ModelProto; one instance per load.
+class Importer {
+ public:
+  Importer(const ::onnx::ModelProto& m, const LoadOptions& o, std::string dir)
+      : model_(m), opts_(o), dir_(std::move(dir)) {}
+
+  Result<ir::Graph> run() {
+    if (!model_.has_graph()) return invalid_argument("model has no graph");
+    const ::onnx::GraphProto& gp = model_.graph();
+    g_.set_name(gp.name().empty() ? "main" : gp.name());
+    FRAME_RETURN_IF_ERROR(read_opsets());
+    FRAME_RETURN_IF_ERROR(check_supported(gp));
+    FRAME_RETURN_IF_ERROR(add_initializers(gp));
+    FRAME_RETURN_IF_ERROR(add_inputs(gp));
+    FRAME_ASSIGN_OR_RETURN(std::vector<int> order, order_nodes(gp));
+    for (int i : order) FRAME_RETURN_IF_ERROR(import_node(gp.node(i)));
+    for (const auto& o : gp.output()) {
+      const ir::ValueId v = g_.find_value(o.name());
+      if (v == ir::kNoValue) {
+        return invalid_argument(
+            "graph output '{}' is not produced by any node, initializer or "
+            "input",
+            o.name());
+      }
+      g_.add_output(v);
+    }
+    if (gp.output_size() == 0) return invalid_argument("graph '{}' has no outputs", g_.name());
+    g_.compact();
+    if (opts_.verify) {
+      ir::OpQuery q = ops::make_op_query();
+      FRAME_RETURN_IF_ERROR(g_.verify(q));
+    }
+    return std::move(g_);
+  }
+
+ private:
+  int opset_of(std::string_view domain) const {
+    auto it = opsets_.find(std::string(is_default_domain(domain) ? "" : domain));
+    return it == opsets_.end() ? 0 : it->second;
+  }
+
+  Status read_opsets() {
+    for (const auto& o : model_.opset_import()) {
+      const std::string d = is_default_domain(o.domain()) ? "" : o.domain();
+      opsets_[d] = static_cast<int>(std::clamp<int64_t>(o.version(), 0, INT_MAX));
+    }
+    // IR version < 3 predates opset_import and means opset 1.
+    if (model_.opset_import_size() == 0) opsets_[""] = 1;
+    // Newer opsets may change an op's meaning under the same name: refuse rather than guess.
+    if (opset_of("") > max_supported_opset()) {
+      return unimplemented(
+          "the model imports ai.onnx opset {}; frame's op table covers opsets up "
+          "to {}",
+          opset_of(""), max_supported_opset());
+    }
+    return Status();
+  }
+
+  Status check_supported(const ::onnx::GraphProto& gp) {
+    std::vector<std::string> missing;
+    std::set<std::string> seen;
+    for (int i = 0; i < gp.node_size(); ++i) {
+      const auto& n = gp.node(i);
+      const int opset = opset_of(n.domain());
+      if (find_op(is_default_domain(n.domain()) ? "" : n.domain(), n.op_type(), opset)) continue;
+      std::string what = fmt::format("{}::{} (opset {}{}) at node '{}'",
+                                     is_default_domain(n.domain()) ? "ai.onnx" : n.domain(),
+                                     n.op_type(), opset, opset == 0 ? ", domain not imported" : "",
+                                     n.name().empty() ? fmt::format("#{}", i) : n.name());
+      missing.push_back(std::move(what));
+      seen.insert(n.op_type());
+    }
+    if (missing.empty()) return Status();
+    std::string list;
+    for (const std::string& m : missing) list += "\n  " + m;
+    return unimplemented("{} node(s) use {} op type(s) frame does not support:{}", missing.size(),
+                         seen.size(), list);
+  }
+
+  Status add_initializers(const ::onnx::GraphProto& gp) {
+    if (gp.sparse_initializer_size() > 0) {
+      return unimplemented("sparse initializers are not supported ('{}')",
+                           gp.sparse_initializer(0).values().name());
+    }
+    for (const auto& t : gp.initializer()) {
+      if (t.name().empty()) return invalid_argument("an initializer has no name");
+      if (g_.find_value(t.name()) != ir::kNoValue) {
+        return invalid_argument("duplicate initializer '{}'", t.name());
+      }
+      FRAME_ASSIGN_OR_RETURN(Tensor v, tensor_from_proto(t, dir_, opts_.max_tensor_bytes));
+      g_.add_constant(t.name(), std::move(v));
+    }
+    return Status();
+  }
+
+  Status add_inputs(const ::onnx::GraphProto& gp) {
+    // Names given for inputs the model lacks are reported first: usually a typo.
+    std::set<std::string> names;
+    std::string all;
+    for (const auto& in : gp.input()) {
+      names.insert(in.name());
+      if (g_.find_value(in.name()) == ir::kNoValue) all += (all.empty() ? "" : ", ") + in.name();
+    }
+    std::vector<std::string> given;
+    for (const auto& [name, dims] : opts_.input_shapes) given.push_back(name);
+    for (const auto& [name, t] : opts_.constant_inputs) given.push_back(name);
+    for (const std::string& name : given) {
+      if (names.count(name) == 0) {
+        return invalid_argument(
+            "a shape or value was given for '{}', which is not a graph input "
+            "(inputs: {})",
+            name, all);
+      }
+    }
+    for (const auto& in : gp.input()) {
+      // Inputs that are also initializers are constants (ONNX IR: initializer as default).
+      if (g_.find_value(in.name()) != ir::kNoValue) continue;
+      if (!in.type().has_tensor_type()) {
+        return unimplemented(
+            "graph input '{}' is not a tensor (sequence, map and optional "
+            "inputs are not supported)",
+            in.name());
+      }
+      const auto& tt = in.type().tensor_type();
+      Result<DTypeCode> dt = dtype_from_onnx(tt.elem_type());
+      if (!dt.is_ok()) {
+        return invalid_argument("graph input '{}': {}", in.name(), dt.status().message());
+      }
+      if (auto c = opts_.constant_inputs.find(in.name()); c != opts_.constant_inputs.end()) {
+        FRAME_RETURN_IF_ERROR(check_constant_input(in.name(), *dt, tt, c->second));
+        g_.add_constant(in.name(), c->second);
+        continue;
+      }
+      FRAME_ASSIGN_OR_RETURN(Shape shape, input_shape(in.name(), tt));
+      g_.add_input(in.name(), ir::TensorType{*dt, std::move(shape)});
+    }
+    return Status();
+  }
+
+  Status check_constant_input(const std::string& name, DTypeCode dt,
+                              const ::onnx::TypeProto_Tensor& tt, const Tensor& t) {
+    if (t.dtype() != dt) {
+      return invalid_argument("graph input '{}': the bound constant is {}, the model declares {}",
+                              name, dtype_name(t.dtype()), dtype_name(dt));
+    }
+    if (!tt.has_shape()) return Status();
+    const auto& dims = tt.shape().dim();
+    bool ok = dims.size() == static_cast<int>(t.shape().size());
+    for (int i = 0; ok && i < dims.size(); ++i) {
+      ok = !dims[i].has_dim_value() || dims[i].dim_value() == t.shape()[i];
+    }
+    if (!ok) {
+      return invalid_argument(
+          "graph input '{}': the bound constant has shape {}, which the "
+          "model's declared shape does not allow",
+          name, shape_to_string(t.shape()));
+    }
+    return Status();
+  }
+
+  Result<Shape> input_shape(const std::string& name, const ::onnx::TypeProto_Tensor& tt) {
+    auto given = opts_.input_shapes.find(name);
+    if (!tt.has_shape()) {
+      if (given != opts_.input_shapes.end()) return given->second;
+      return invalid_argument(
+          "graph input '{}' has no declared shape; give one with "
+          "--shape {}=d0,d1,... (LoadOptions::input_shapes)",
+          name, name);
+    }
+    const auto& dims = tt.shape().dim();
+    if (given != opts_.input_shapes.end()) {
+      const Shape& s = given->second;
+      if (static_cast<int>(s.size()) != dims.size()) {
+        return invalid_argument(
+            "graph input '{}': given shape {} has rank {}, the model declares "
+            "rank {}",
+            name, shape_to_string(s), s.size(), dims.size());
+      }
+      for (int i = 0; i < dims.size(); ++i) {
+        if (s[i] < 0) {
+          return invalid_argument("graph input '{}': given dim {} is negative ({})", name, i, s[i]);
+        }
+        if (dims[i].has_dim_value() && dims[i].dim_value() != s[i]) {
+          return invalid_argument("graph input '{}': given dim {} is {}, the model fixes it to {}",
+                                  name, i, s[i], dims[i].dim_value());
+        }
+      }
+      return s;
+    }
+    Shape s;
+    for (int i = 0; i < dims.size(); ++i) {
+      if (!dims[i].has_dim_value() || dims[i].dim_value() < 0) {
+        const std::string what = dims[i].has_dim_param()
+                                     ? fmt::format("symbolic ('{}')", dims[i].dim_param())
+                                     : std::string("unknown");
+        return invalid_argument(
+            "graph input '{}': dim {} is {}; give a concrete shape with "
+            "--shape {}=d0,d1,... (LoadOptions::input_shapes)",
+            name, i, what, name);
+      }
+      s.push_back(dims[i].dim_value());
+    }
+    return s;
+  }
+
+  // Kahn's algorithm over the node list (ONNX requires topological order; we accept any order
+  // and report dangling inputs and cycles instead of crashing later).
+  Result<std::vector<int>> order_nodes(const ::onnx::GraphProto& gp) {
+    std::unordered_map<std::string, int> producer;
+    for (int i = 0; i < gp.node_size(); ++i) {
+      for (const std::string& o : gp.node(i).output()) {
+        if (o.empty()) continue;
+        if (g_.find_value(o) != ir::kNoValue || !producer.emplace(o, i).second) {
+          return invalid_argument("value '{}' is defined more than once (node '{}' ({}))", o,
+                                  gp.node(i).name(), gp.node(i).op_type());
+        }
+      }
+    }
+    std::vector<int> indeg(gp.node_size(), 0);
+    std::vector<std::vector<int>> users(gp.node_size());
+    for (int i = 0; i < gp.node_size(); ++i) {
+      const auto& n = gp.node(i);
+      for (int k = 0; k < n.input_size(); ++k) {
+        const std::string& in = n.input(k);
+        if (in.empty()) continue;
+        auto it = producer.find(in);
+        if (it != producer.end()) {
+          ++indeg[i];
+          users[it->second].push_back(i);
+        } else if (g_.find_value(in) == ir::kNoValue) {
+          return invalid_argument(
+              "node '{}' ({}): input {} '{}' is not produced by any node, "
+              "initializer or graph input",
+              n.name(), n.op_type(), k, in);
+        }
+      }
+    }
+    std::vector<int> order;
+    std::vector<int> ready;
+    for (int i = gp.node_size() - 1; i >= 0; --i) {
+      if (indeg[i] == 0) ready.push_back(i);
+    }
+    while (!ready.empty()) {
+      const int i = ready.back();
+      ready.pop_back();
+      order.push_back(i);
+      // Reverse push keeps the original order among ready nodes.
+      for (auto it = users[i].rbegin(); it != users[i].rend(); ++it) {
+        if (--indeg[*it] == 0) ready.push_back(*it);
+      }
+    }
+    if (order.size() != static_cast<size_t>(gp.node_size())) {
+      for (int i = 0; i < gp.node_size(); ++i) {
+        if (indeg[i] > 0) {
+          return invalid_argument("the graph has a cycle through node '{}' ({})", gp.node(i).name(),
+                                  gp.node(i).op_type());
+        }
+      }
+    }
+    return order;
+  }
+
+  Status import_node(const ::onnx::NodeProto& n) {
+    const std::string domain = is_default_domain(n.domain()) ? "" : n.domain();
+    const int opset = opset_of(domain);
+    const OpRow* row = find_op(domain, n.op_type(), opset);
+    if (row == nullptr) return internal_error("op '{}' vanished from the table", n.op_type());
+    std::string name = n.name().empty() ? snake_case(n.op_type()) : n.name();
+    std::vector<ir::ValueId> inputs;
+    for (const std::string& in : n.input()) {
+      inputs.push_back(in.empty() ? ir::kNoValue : g_.find_value(in));
+    }
+    ir::AttrMap attrs;
+    for (const auto& a : n.attribute()) {
+      Result<ir::AttrValue> v = attr_from_proto(a, dir_, opts_.max_tensor_bytes);
+      if (!v.is_ok()) {
+        return Status(v.status().code(), fmt::format("node '{}' ({}, opset {}): {}", name,
+                                                     n.op_type(), opset, v.status().message()));
+      }
+      attrs.emplace(a.name(), std::move(*v));
+    }
+    NodeImporter ni(g_, n, name, opset, std::move(inputs), std::move(attrs));
+    std::vector<std::string> outs(n.output().begin(), n.output().end());
+    while (!outs.empty() && outs.back().empty()) outs.pop_back();
+    ni.set_output_names(std::move(outs));
+    return (row->convert != nullptr ? row->convert : &convert_default)(ni, row->frame_op);
+  }
+
+  const ::onnx::ModelProto& model_;
+  const LoadOptions& opts_;
+  std::string dir_;
+  std::map<std::string, int> opsets_;
+  ir::Graph g_;
+};
+
+Status parse_message(std::string_view bytes, google::protobuf::MessageLite& msg,
+                     std::string_view what) {
+  if (bytes.size() > static_cast<size_t>(INT_MAX)) {
+    return make_error(StatusCode::kIo, "{} is {} bytes; protobuf messages are limited to 2 GiB",
+                      what, bytes.size());
+  }
+  google::protobuf::io::ArrayInputStream stream(bytes.data(), static_cast<int>(bytes.size()));
+  google::protobuf::io::CodedInputStream coded(&stream);
+  coded.SetTotalBytesLimit(INT_MAX);
+  if (!msg.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
+    return make_error(StatusCode::kIo, "{} is not a valid ONNX protobuf (truncated or corrupt)",
+                      what);
+  }
+  return Status();
+}
+
+Result<std::string> read_file(const std::string& path, size_t max_bytes) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return make_error(StatusCode::kIo, "cannot open '{}': not a readable file", path);
+  }
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) return make_error(StatusCode::kIo, "cannot stat '{}': {}", path, ec.message());
+  if (size > max_bytes) {
+    return make_error(StatusCode::kIo, "'{}' is {} bytes, over the limit of {}", path, size,
+                      max_bytes);
+  }
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return make_error(StatusCode::kIo, "cannot open '{}'", path);
+  std::string bytes(static_cast<size_t>(size), '\0');
+  f.read(bytes.data(), static_cast<std::streamsize>(size));
+  if (!f) return make_error(StatusCode::kIo, "cannot read '{}'", path);
+  return bytes;
+}
+
+}  // namespace
+}  // namespace detail
+
+Result<ir::Graph> load_from_bytes(std::string_view bytes, const LoadOptions& options,
+                                  const std::string& model_dir) {
+  ::onnx::ModelProto model;
+  FRAME_RETURN_IF_ERROR(detail::parse_message(bytes, model, "the model"));
+  detail::Importer imp(model, options, model_dir);
+  return imp.run();
+}
+
+Result<ir::Graph> load(const std::string& path, const LoadOptions& options) {
+  FRAME_ASSIGN_OR_RETURN(std::string bytes, detail::read_file(path, options.max_model_bytes));
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  Result<ir::Graph> g = load_from_bytes(bytes, options, dir);
+  if (!g.is_ok()) return g.status().with_prefix(fmt::format("{}: ", path));
+  return g;
+}
+
+Result<Tensor> read_tensor_proto(const std::string& path, std::string* name_out,
+                                 std::optional<DTypeCode> uint16_as) {
+  FRAME_ASSIGN_OR_RETURN(std::string bytes, detail::read_file(path, size_t{2000} << 20));
+  ::onnx::TensorProto t;
+  FRAME_RETURN_IF_ERROR(detail::parse_message(bytes, t, path));
+  if (name_out != nullptr) *name_out = t.name();
+  if (t.data_type() == ::onnx::TensorProto::UINT16 && uint16_as && dtype_size(*uint16_as) == 2 &&
+      is_floating(*uint16_as)) {
+    // Same 16-bit storage; typed uint16 values live in int32_data like bf16/f16 bits do.
+    t.set_data_type(detail::onnx_type_from_dtype(*uint16_as));
+  }
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  return detail::tensor_from_proto(t, dir.empty() ? "." : dir, size_t{4} << 30);
+}
+
+}  // namespace frame::onnx

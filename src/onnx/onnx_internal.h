@@ -1,0 +1,137 @@
+#pragma once
+// Private interface between the ONNX importer (importer.cpp), the protobuf conversions
+// (proto_convert.cpp) and the op table (op_table.cpp). Only src/onnx includes this header:
+// ONNX names and protobuf types never leak into the public API.
+
+#include <onnx/onnx_pb.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "frame/core/status.h"
+#include "frame/core/tensor.h"
+#include "frame/ir/graph.h"
+#include "frame/onnx/onnx.h"
+
+namespace frame::onnx::detail {
+
+/// frame dtype of a TensorProto.DataType enum value. Errors: kInvalidArgument naming the
+/// ONNX type (strings, complex, unsigned 16/32/64-bit, float8 have no frame dtype).
+Result<DTypeCode> dtype_from_onnx(int32_t onnx_type);
+/// ONNX name of a TensorProto.DataType value ("FLOAT", "UINT32", ...).
+std::string_view onnx_type_name(int32_t onnx_type);
+/// TensorProto.DataType value of a frame dtype (inverse of dtype_from_onnx).
+int32_t onnx_type_from_dtype(DTypeCode d);
+
+/// Converts a TensorProto (raw_data, typed fields or external data under `model_dir`).
+/// Errors: kInvalidArgument (bad dims, size mismatch, unsupported type), kIo (external data).
+Result<Tensor> tensor_from_proto(const ::onnx::TensorProto& t, const std::string& model_dir,
+                                 size_t max_bytes);
+
+/// Converts one attribute. Graph-, sparse- and type-valued attributes are kUnimplemented.
+Result<ir::AttrValue> attr_from_proto(const ::onnx::AttributeProto& a, const std::string& model_dir,
+                                      size_t max_bytes);
+
+/// What an op-table converter sees for one ONNX node and how it emits frame nodes.
+/// Every emitted node is shape-inferred at once (and folded when all its inputs are small
+/// constants), so converters may look at the types and constant values of what they emit.
+class NodeImporter {
+ public:
+  NodeImporter(ir::Graph& g, const ::onnx::NodeProto& proto, std::string node_name, int opset,
+               std::vector<ir::ValueId> inputs, ir::AttrMap attrs)
+      : g_(g),
+        proto_(proto),
+        name_(std::move(node_name)),
+        opset_(opset),
+        inputs_(std::move(inputs)),
+        attrs_(std::move(attrs)) {}
+
+  ir::Graph& graph() { return g_; }
+  const std::string& name() const { return name_; }
+  const std::string& op_type() const { return proto_.op_type(); }
+  int opset() const { return opset_; }
+  /// ONNX inputs mapped to values; kNoValue for an empty (absent) input name.
+  const std::vector<ir::ValueId>& inputs() const { return inputs_; }
+  size_t num_inputs() const { return inputs_.size(); }
+  ir::ValueId input(size_t i) const { return i < inputs_.size() ? inputs_[i] : ir::kNoValue; }
+  /// Type of input i (every imported value is typed); nullptr when absent.
+  const ir::TensorType* input_type(size_t i) const;
+  /// Constant value of input i, or nullptr.
+  const Tensor* input_constant(size_t i) const;
+  /// All ONNX attributes, converted (floats widened to double).
+  ir::AttrMap& attrs() { return attrs_; }
+  bool has_attr(std::string_view n) const { return attrs_.count(std::string(n)) > 0; }
+  /// Removes attribute `n` and returns it, if present.
+  std::optional<ir::AttrValue> take_attr(std::string_view n);
+  /// Number of ONNX outputs (trailing omitted outputs excluded).
+  size_t num_outputs() const { return outputs_.size(); }
+  void set_output_names(std::vector<std::string> names) { outputs_ = std::move(names); }
+  const std::vector<std::string>& output_names() const { return outputs_; }
+
+  /// Adds a constant named after this node.
+  ir::ValueId constant(Tensor t, std::string_view suffix = "const");
+  ir::ValueId const_i64(const std::vector<int64_t>& v) {
+    return constant(Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v));
+  }
+  /// Emits the node that produces this ONNX node's outputs (names kept).
+  Status emit(std::string_view op, std::vector<ir::ValueId> inputs, ir::AttrMap attrs);
+  /// Emits an intermediate node; returns its outputs.
+  Result<std::vector<ir::ValueId>> emit_tmp(std::string_view op, std::vector<ir::ValueId> inputs,
+                                            ir::AttrMap attrs, int num_outputs = 1);
+  /// Binds ONNX output i to an existing value (Identity-like conversions): a constant gets a
+  /// renamed copy; a computed value goes through an `identity` node.
+  Status bind_output(size_t i, ir::ValueId v);
+
+  /// Error prefixed with "node '<name>' (<OpType>, opset N): ".
+  template <typename... Args>
+  Status error(fmt::format_string<Args...> f, Args&&... args) const {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("node '{}' ({}, opset {}): ", name_, proto_.op_type(), opset_) +
+                      fmt::format(f, std::forward<Args>(args)...));
+  }
+
+ private:
+  std::string fresh_node_name();
+  Result<ir::NodeId> create(std::string_view op, std::string name, std::vector<ir::ValueId> in,
+                            int num_outputs, ir::AttrMap attrs, std::vector<std::string> outs);
+
+  ir::Graph& g_;
+  const ::onnx::NodeProto& proto_;
+  std::string name_;
+  int opset_;
+  std::vector<ir::ValueId> inputs_;
+  ir::AttrMap attrs_;
+  std::vector<std::string> outputs_;
+  int tmp_counter_ = 0;
+};
+
+/// Shape-infers node `n` of `g` (sets its output types) and, when every input is a constant
+/// and the result is small, replaces it by constants computed with the cpu kernel. Returns
+/// the values now holding the node's outputs (the constants when it was folded).
+Result<std::vector<ir::ValueId>> infer_and_fold(ir::Graph& g, ir::NodeId n);
+
+/// Converts one ONNX node. The default (nullptr) passes inputs and attributes through.
+using ConvertFn = Status (*)(NodeImporter&, std::string_view frame_op);
+
+/// One table row (see OpTableEntry for the fields).
+struct OpRow {
+  std::string_view domain;
+  std::string_view op_type;
+  int since;
+  int until;  // 0 = open-ended
+  std::string_view frame_op;
+  ConvertFn convert;
+  std::string_view note;
+};
+
+/// Passes inputs and attributes through unchanged (the conversion of most rows).
+Status convert_default(NodeImporter& n, std::string_view frame_op);
+
+/// The row serving (domain, op_type) at `opset`, or nullptr.
+const OpRow* find_op(std::string_view domain, std::string_view op_type, int opset);
+/// All rows.
+const std::vector<OpRow>& op_rows();
+
+}  // namespace frame::onnx::detail

@@ -1,0 +1,660 @@
+// The ONNX op table: the only place ONNX op names live (STYLE.md "ONNX support is one table
+// line"). A row maps (domain, op type, opset range) to a frame op and an optional converter
+// that rewrites older-opset attributes into the latest form the frame schemas follow.
+#include <algorithm>
+#include <cmath>
+
+#include "onnx_internal.h"
+
+namespace frame::onnx::detail {
+namespace {
+
+using ir::AttrMap;
+using ir::AttrValue;
+using ir::ValueId;
+
+// A rank-0 tensor of dtype `d` holding `v` (attribute values converted to the input dtype).
+Tensor scalar_of(DTypeCode d, double v) {
+  Tensor t = Tensor::zeros(d, {}).value();
+  (void)dispatch_dtype(d, [&]<typename T>() {
+    if constexpr (std::is_same_v<T, bool>) {
+      *t.data<T>() = v != 0.0;
+    } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      *t.data<T>() = T(static_cast<float>(v));
+    } else {
+      *t.data<T>() = static_cast<T>(v);
+    }
+  });
+  return t;
+}
+
+template <typename T>
+const T* get(const AttrMap& a, const char* name) {
+  auto it = a.find(name);
+  return it == a.end() ? nullptr : std::get_if<T>(&it->second);
+}
+
+Status expect_type(NodeImporter& n, size_t i) {
+  if (n.input_type(i) == nullptr) return n.error("input {} is required", i);
+  return Status();
+}
+
+// Moves an ints attribute into a constant int64 input at position `pos`.
+Status ints_attr_to_input(NodeImporter& n, const char* attr, size_t pos,
+                          std::vector<ValueId>& inputs, bool required) {
+  std::optional<AttrValue> a = n.take_attr(attr);
+  if (!a) {
+    if (required) return n.error("attribute '{}' is required", attr);
+    return Status();
+  }
+  const auto* v = std::get_if<std::vector<int64_t>>(&*a);
+  if (v == nullptr) return n.error("attribute '{}' must be ints", attr);
+  if (inputs.size() <= pos) inputs.resize(pos + 1, ir::kNoValue);
+  inputs[pos] = n.const_i64(*v);
+  return Status();
+}
+
+}  // namespace
+
+Status convert_default(NodeImporter& n, std::string_view frame_op) {
+  // consumed_inputs (opset < 6) only described in-place buffer reuse.
+  n.take_attr("consumed_inputs");
+  return n.emit(frame_op, n.inputs(), n.attrs());
+}
+
+namespace {
+
+Status convert_constant(NodeImporter& n, std::string_view) {
+  AttrMap& a = n.attrs();
+  if (a.size() != 1) return n.error("expects exactly one value attribute, got {}", a.size());
+  const auto& [key, val] = *a.begin();
+  Tensor t;
+  if (key == "value") {
+    t = std::get<Tensor>(val);
+  } else if (key == "value_float") {
+    t = Tensor::scalar<float>(static_cast<float>(std::get<double>(val)));
+  } else if (key == "value_int") {
+    t = Tensor::scalar<int64_t>(std::get<int64_t>(val));
+  } else if (key == "value_floats") {
+    const auto& v = std::get<std::vector<double>>(val);
+    std::vector<float> f(v.begin(), v.end());
+    t = Tensor::from_vector<float>({static_cast<int64_t>(f.size())}, f);
+  } else if (key == "value_ints") {
+    const auto& v = std::get<std::vector<int64_t>>(val);
+    t = Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v);
+  } else {
+    return Status(
+        StatusCode::kUnimplemented,
+        n.error("attribute '{}' is not supported (no string or sparse tensors)", key).message());
+  }
+  if (n.num_outputs() == 0) return Status();
+  n.graph().add_constant(n.output_names()[0], std::move(t));
+  return Status();
+}
+
+// Clip-6: min/max attributes -> constant inputs of the input dtype.
+Status convert_clip_v6(NodeImporter& n, std::string_view op) {
+  FRAME_RETURN_IF_ERROR(expect_type(n, 0));
+  const DTypeCode d = n.input_type(0)->dtype;
+  std::vector<ValueId> in = {n.input(0), ir::kNoValue, ir::kNoValue};
+  if (auto v = n.take_attr("min")) in[1] = n.constant(scalar_of(d, std::get<double>(*v)), "min");
+  if (auto v = n.take_attr("max")) in[2] = n.constant(scalar_of(d, std::get<double>(*v)), "max");
+  return n.emit(op, in, n.attrs());
+}
+
+// Split-2/11: `split` attribute -> input.
+Status convert_split_v2(NodeImporter& n, std::string_view op) {
+  std::vector<ValueId> in = {n.input(0)};
+  FRAME_RETURN_IF_ERROR(ints_attr_to_input(n, "split", 1, in, false));
+  return n.emit(op, in, n.attrs());
+}
+
+// Slice-1: starts/ends/axes attributes -> inputs.
+Status convert_slice_v1(NodeImporter& n, std::string_view op) {
+  std::vector<ValueId> in = {n.input(0)};
+  FRAME_RETURN_IF_ERROR(ints_attr_to_input(n, "starts", 1, in, true));
+  FRAME_RETURN_IF_ERROR(ints_attr_to_input(n, "ends", 2, in, true));
+  FRAME_RETURN_IF_ERROR(ints_attr_to_input(n, "axes", 3, in, false));
+  return n.emit(op, in, n.attrs());
+}
+
+// Pad-2 (pads, value attrs) and Pad-1 (paddings) -> inputs.
+Status convert_pad_v2(NodeImporter& n, std::string_view op) {
+  FRAME_RETURN_IF_ERROR(expect_type(n, 0));
+  std::vector<ValueId> in = {n.input(0)};
+  const char* key = n.has_attr("paddings") ? "paddings" : "pads";
+  FRAME_RETURN_IF_ERROR(ints_attr_to_input(n, key, 1, in, true));
+  if (auto v = n.take_attr("value")) {
+    in.push_back(n.constant(scalar_of(n.input_type(0)->dtype, std::get<double>(*v)), "value"));
+  }
+  return n.emit(op, in, n.attrs());
+}
+
+// Softmax/LogSoftmax-1..12: coerce to 2-D at `axis` (default 1).
+Status convert_softmax_v1(NodeImporter& n, std::string_view op) {
+  AttrMap a = n.attrs();
+  if (a.count("axis") == 0) a["axis"] = int64_t{1};
+  a["legacy_flatten"] = int64_t{1};
+  return n.emit(op, n.inputs(), a);
+}
+
+// Upsample-7 (scales attr) / Upsample-9 and Resize-10 (scales input): asymmetric coordinates,
+// floor rounding for nearest (the pre-Resize-11 semantics).
+Status convert_upsample(NodeImporter& n, std::string_view op) {
+  std::vector<ValueId> in = {n.input(0), ir::kNoValue, n.input(1)};
+  if (auto v = n.take_attr("scales")) {
+    const auto& s = std::get<std::vector<double>>(*v);
+    std::vector<float> f(s.begin(), s.end());
+    in[2] = n.constant(Tensor::from_vector<float>({static_cast<int64_t>(f.size())}, f), "scales");
+  }
+  AttrMap a;
+  std::string mode = "nearest";
+  if (const auto* m = get<std::string>(n.attrs(), "mode")) mode = *m;
+  if (mode == "bilinear" || mode == "trilinear") mode = "linear";
+  a["mode"] = mode;
+  a["coordinate_transformation_mode"] = std::string("asymmetric");
+  a["nearest_mode"] = std::string("floor");
+  return n.emit(op, in, a);
+}
+
+// Squeeze/Unsqueeze-1..12: axes attribute -> input.
+Status convert_axes_attr(NodeImporter& n, std::string_view op) {
+  std::vector<ValueId> in = {n.input(0)};
+  FRAME_RETURN_IF_ERROR(ints_attr_to_input(n, "axes", 1, in, false));
+  return n.emit(op, in, n.attrs());
+}
+
+// Dropout-1..11: ratio attribute -> input; is_test (opset < 7) is implied by inference.
+Status convert_dropout_v1(NodeImporter& n, std::string_view op) {
+  n.take_attr("is_test");
+  n.take_attr("consumed_inputs");
+  std::vector<ValueId> in = {n.input(0)};
+  if (auto v = n.take_attr("ratio")) {
+    in.push_back(
+        n.constant(Tensor::scalar<float>(static_cast<float>(std::get<double>(*v))), "ratio"));
+  }
+  return n.emit(op, in, n.attrs());
+}
+
+// BatchNormalization-1..8: drop legacy flags that do not change inference results.
+Status convert_batchnorm_v1(NodeImporter& n, std::string_view op) {
+  n.take_attr("consumed_inputs");
+  n.take_attr("is_test");
+  if (auto v = n.take_attr("spatial"); v && std::get<int64_t>(*v) != 1) {
+    return n.error("spatial=0 (per-activation statistics) is not supported");
+  }
+  if (n.num_outputs() > 3) {
+    return n.error("training outputs saved_mean/saved_var are not supported ({} outputs)",
+                   n.num_outputs());
+  }
+  return n.emit(op, n.inputs(), n.attrs());
+}
+
+Status convert_batchnorm_v9(NodeImporter& n, std::string_view op) {
+  if (n.num_outputs() > 3) {
+    return n.error("training outputs saved_mean/saved_var are not supported ({} outputs)",
+                   n.num_outputs());
+  }
+  return n.emit(op, n.inputs(), n.attrs());
+}
+
+Status convert_cast_like(NodeImporter& n, std::string_view op) {
+  FRAME_RETURN_IF_ERROR(expect_type(n, 1));
+  AttrMap a = n.attrs();
+  a["to"] = static_cast<int64_t>(onnx_type_from_dtype(n.input_type(1)->dtype));
+  return n.emit(op, {n.input(0)}, a);
+}
+
+// Shape and Size depend only on the (concrete) input type: they become constants.
+Status convert_shape(NodeImporter& n, std::string_view) {
+  FRAME_RETURN_IF_ERROR(expect_type(n, 0));
+  const Shape& s = n.input_type(0)->shape;
+  const auto r = static_cast<int64_t>(s.size());
+  int64_t start = 0;
+  int64_t end = r;
+  if (const auto* v = get<int64_t>(n.attrs(), "start")) start = *v;
+  if (const auto* v = get<int64_t>(n.attrs(), "end")) end = *v;
+  if (start < 0) start += r;
+  if (end < 0) end += r;
+  start = std::clamp<int64_t>(start, 0, r);
+  end = std::clamp<int64_t>(end, 0, r);
+  std::vector<int64_t> dims;
+  for (int64_t i = start; i < end; ++i) dims.push_back(s[static_cast<size_t>(i)]);
+  return n.bind_output(0, n.const_i64(dims));
+}
+
+Status convert_size(NodeImporter& n, std::string_view) {
+  FRAME_RETURN_IF_ERROR(expect_type(n, 0));
+  return n.bind_output(0, n.constant(Tensor::scalar<int64_t>(numel_of(n.input_type(0)->shape))));
+}
+
+// EyeLike: ones on diagonal k of a 2-D tensor shaped like the input; a constant.
+Status convert_eye_like(NodeImporter& n, std::string_view) {
+  FRAME_RETURN_IF_ERROR(expect_type(n, 0));
+  const ir::TensorType& t = *n.input_type(0);
+  if (t.rank() != 2) return n.error("input 0 must be 2-D, got {}", t.to_string());
+  DTypeCode d = t.dtype;
+  if (const auto* v = get<int64_t>(n.attrs(), "dtype")) {
+    Result<DTypeCode> r = dtype_from_onnx(static_cast<int32_t>(*v));
+    if (!r.is_ok()) return n.error("attribute 'dtype': {}", r.status().message());
+    d = *r;
+  }
+  const int64_t k = get<int64_t>(n.attrs(), "k") ? *get<int64_t>(n.attrs(), "k") : 0;
+  FRAME_ASSIGN_OR_RETURN(Tensor out, Tensor::zeros(d, t.shape));
+  const Tensor one = scalar_of(d, 1.0);
+  const size_t es = dtype_size(d);
+  for (int64_t i = 0; i < t.shape[0]; ++i) {
+    const int64_t j = i + k;
+    if (j < 0 || j >= t.shape[1]) continue;
+    std::memcpy(static_cast<char*>(out.raw_data()) + (i * t.shape[1] + j) * es, one.raw_data(), es);
+  }
+  return n.bind_output(0, n.constant(std::move(out)));
+}
+
+// Reshape-1..4: shape attribute -> input.
+Status convert_reshape_v1(NodeImporter& n, std::string_view op) {
+  n.take_attr("consumed_inputs");
+  std::vector<ValueId> in = {n.input(0)};
+  FRAME_RETURN_IF_ERROR(ints_attr_to_input(n, "shape", 1, in, true));
+  return n.emit(op, in, n.attrs());
+}
+
+// TopK-1..9: k attribute -> input.
+Status convert_topk_v1(NodeImporter& n, std::string_view op) {
+  auto k = n.take_attr("k");
+  if (!k) return n.error("attribute 'k' is required");
+  std::vector<ValueId> in = {n.input(0), n.const_i64({std::get<int64_t>(*k)})};
+  return n.emit(op, in, n.attrs());
+}
+
+// Gemm-1..6: `broadcast` only permitted what later opsets always allow.
+Status convert_gemm_v1(NodeImporter& n, std::string_view op) {
+  n.take_attr("broadcast");
+  return n.emit(op, n.inputs(), n.attrs());
+}
+
+// ThresholdedRelu: y = x > alpha ? x : 0 (ONNX function body).
+Status convert_thresholded_relu(NodeImporter& n, std::string_view) {
+  FRAME_RETURN_IF_ERROR(expect_type(n, 0));
+  const DTypeCode d = n.input_type(0)->dtype;
+  double alpha = 1.0;
+  if (const auto* v = get<double>(n.attrs(), "alpha")) alpha = *v;
+  const ValueId a = n.constant(scalar_of(d, alpha), "alpha");
+  const ValueId zero = n.constant(scalar_of(d, 0.0), "zero");
+  FRAME_ASSIGN_OR_RETURN(auto gt, n.emit_tmp("greater", {n.input(0), a}, {}));
+  return n.emit("where", {gt[0], n.input(0), zero}, {});
+}
+
+// Shrink: x < -lambd ? x + bias : (x > lambd ? x - bias : 0).
+Status convert_shrink(NodeImporter& n, std::string_view) {
+  FRAME_RETURN_IF_ERROR(expect_type(n, 0));
+  const DTypeCode d = n.input_type(0)->dtype;
+  double lambd = 0.5;
+  double bias = 0.0;
+  if (const auto* v = get<double>(n.attrs(), "lambd")) lambd = *v;
+  if (const auto* v = get<double>(n.attrs(), "bias")) bias = *v;
+  const ValueId x = n.input(0);
+  const ValueId pl = n.constant(scalar_of(d, lambd), "lambd");
+  const ValueId nl = n.constant(scalar_of(d, -lambd), "neg_lambd");
+  const ValueId b = n.constant(scalar_of(d, bias), "bias");
+  const ValueId zero = n.constant(scalar_of(d, 0.0), "zero");
+  FRAME_ASSIGN_OR_RETURN(auto lo, n.emit_tmp("less", {x, nl}, {}));
+  FRAME_ASSIGN_OR_RETURN(auto hi, n.emit_tmp("greater", {x, pl}, {}));
+  FRAME_ASSIGN_OR_RETURN(auto xpb, n.emit_tmp("add", {x, b}, {}));
+  FRAME_ASSIGN_OR_RETURN(auto xmb, n.emit_tmp("sub", {x, b}, {}));
+  FRAME_ASSIGN_OR_RETURN(auto inner, n.emit_tmp("where", {hi[0], xmb[0], zero}, {}));
+  return n.emit("where", {lo[0], xpb[0], inner[0]}, {});
+}
+
+// MeanVarianceNormalization (ONNX function body): (X - E[X]) / (sqrt(E[X^2] - E[X]^2) + 1e-9).
+Status convert_mvn(NodeImporter& n, std::string_view) {
+  FRAME_RETURN_IF_ERROR(expect_type(n, 0));
+  const DTypeCode d = n.input_type(0)->dtype;
+  std::vector<int64_t> axes = {0, 2, 3};
+  if (const auto* v = get<std::vector<int64_t>>(n.attrs(), "axes")) axes = *v;
+  const ValueId x = n.input(0);
+  AttrMap red = {{"axes", axes}, {"keepdims", int64_t{1}}};
+  FRAME_ASSIGN_OR_RETURN(auto mean, n.emit_tmp("reduce_mean", {x}, red));
+  FRAME_ASSIGN_OR_RETURN(auto x2, n.emit_tmp("mul", {x, x}, {}));
+  FRAME_ASSIGN_OR_RETURN(auto ex2, n.emit_tmp("reduce_mean", {x2[0]}, red));
+  FRAME_ASSIGN_OR_RETURN(auto m2, n.emit_tmp("mul", {mean[0], mean[0]}, {}));
+  FRAME_ASSIGN_OR_RETURN(auto var, n.emit_tmp("sub", {ex2[0], m2[0]}, {}));
+  FRAME_ASSIGN_OR_RETURN(auto sd, n.emit_tmp("sqrt", {var[0]}, {}));
+  const ValueId eps = n.constant(scalar_of(d, 1e-9), "epsilon");
+  FRAME_ASSIGN_OR_RETURN(auto den, n.emit_tmp("add", {sd[0], eps}, {}));
+  FRAME_ASSIGN_OR_RETURN(auto num, n.emit_tmp("sub", {x, mean[0]}, {}));
+  return n.emit("div", {num[0], den[0]}, {});
+}
+
+// Hardmax: one_hot(argmax(x, axis)) in x's dtype; opset < 13 works on the 2-D coercion.
+Status convert_hardmax(NodeImporter& n, std::string_view) {
+  FRAME_RETURN_IF_ERROR(expect_type(n, 0));
+  const ir::TensorType t = *n.input_type(0);
+  const int64_t r = t.rank();
+  int64_t axis = n.opset() < 13 ? 1 : -1;
+  if (const auto* v = get<int64_t>(n.attrs(), "axis")) axis = *v;
+  if (axis < -r || axis >= std::max<int64_t>(r, 1)) return n.error("axis {} out of range", axis);
+  if (axis < 0) axis += r;
+  ValueId x = n.input(0);
+  if (n.opset() < 13) {
+    int64_t outer = 1;
+    for (int64_t i = 0; i < axis; ++i) outer *= t.shape[static_cast<size_t>(i)];
+    FRAME_ASSIGN_OR_RETURN(auto flat, n.emit_tmp("reshape", {x, n.const_i64({outer, -1})}, {}));
+    x = flat[0];
+    axis = 1;
+  }
+  const int64_t depth = n.graph().value(x).type->shape[static_cast<size_t>(axis)];
+  FRAME_ASSIGN_OR_RETURN(auto idx,
+                         n.emit_tmp("arg_max", {x}, {{"axis", axis}, {"keepdims", int64_t{0}}}));
+  Tensor values = Tensor::zeros(t.dtype, {2}).value();
+  std::memcpy(static_cast<char*>(values.raw_data()) + dtype_size(t.dtype),
+              scalar_of(t.dtype, 1.0).raw_data(), dtype_size(t.dtype));
+  const ValueId vals = n.constant(std::move(values), "values");
+  const ValueId dep = n.constant(Tensor::scalar<int64_t>(depth), "depth");
+  if (n.opset() >= 13) return n.emit("one_hot", {idx[0], dep, vals}, {{"axis", axis}});
+  FRAME_ASSIGN_OR_RETURN(auto oh, n.emit_tmp("one_hot", {idx[0], dep, vals}, {{"axis", axis}}));
+  return n.emit("reshape", {oh[0], n.const_i64(t.shape)}, {});
+}
+
+// ReverseSequence: gather_elements along time_axis with an index tensor built from the
+// (constant) sequence_lens: index t < len[b] ? len[b] - 1 - t : t.
+Status convert_reverse_sequence(NodeImporter& n, std::string_view) {
+  FRAME_RETURN_IF_ERROR(expect_type(n, 0));
+  const Tensor* lens = n.input_constant(1);
+  if (lens == nullptr) {
+    return n.error(
+        "input 1 (sequence_lens) must be a constant (ARCH-044: the gather index is "
+        "built at import)");
+  }
+  const Shape& s = n.input_type(0)->shape;
+  const int64_t r = static_cast<int64_t>(s.size());
+  const int64_t batch_axis =
+      get<int64_t>(n.attrs(), "batch_axis") ? *get<int64_t>(n.attrs(), "batch_axis") : 1;
+  const int64_t time_axis =
+      get<int64_t>(n.attrs(), "time_axis") ? *get<int64_t>(n.attrs(), "time_axis") : 0;
+  if (r < 2 || batch_axis < 0 || batch_axis > 1 || time_axis < 0 || time_axis > 1 ||
+      batch_axis == time_axis) {
+    return n.error(
+        "batch_axis {} / time_axis {} must be 0 and 1 (in either order) of a rank >= 2 "
+        "input",
+        batch_axis, time_axis);
+  }
+  const std::vector<int64_t> len = lens->to_int64_vector();
+  if (static_cast<int64_t>(len.size()) != s[static_cast<size_t>(batch_axis)]) {
+    return n.error("sequence_lens has {} values, batch dim is {}", len.size(),
+                   s[static_cast<size_t>(batch_axis)]);
+  }
+  FRAME_ASSIGN_OR_RETURN(Tensor idx, Tensor::zeros(DTypeCode::kInt64, s));
+  const std::vector<int64_t> strides = contiguous_strides(s);
+  int64_t* p = idx.data<int64_t>();
+  for (int64_t i = 0; i < idx.numel(); ++i) {
+    const int64_t b =
+        (i / strides[static_cast<size_t>(batch_axis)]) % s[static_cast<size_t>(batch_axis)];
+    const int64_t t =
+        (i / strides[static_cast<size_t>(time_axis)]) % s[static_cast<size_t>(time_axis)];
+    const int64_t l =
+        std::clamp<int64_t>(len[static_cast<size_t>(b)], 0, s[static_cast<size_t>(time_axis)]);
+    p[i] = t < l ? l - 1 - t : t;
+  }
+  return n.emit("gather_elements", {n.input(0), n.constant(std::move(idx), "index")},
+                {{"axis", time_axis}});
+}
+
+// MaxUnpool: scatter X into zeros at the flat indices I (MaxPool's Indices, relative to the
+// default unpooled shape); a larger output_shape pads zeros at the end of each dim.
+Status convert_max_unpool(NodeImporter& n, std::string_view) {
+  FRAME_RETURN_IF_ERROR(expect_type(n, 0));
+  const ir::TensorType& x = *n.input_type(0);
+  const auto* ks = get<std::vector<int64_t>>(n.attrs(), "kernel_shape");
+  if (ks == nullptr) return n.error("attribute 'kernel_shape' is required");
+  const size_t k = ks->size();
+  std::vector<int64_t> strides(k, 1);
+  std::vector<int64_t> pads(2 * k, 0);
+  if (const auto* v = get<std::vector<int64_t>>(n.attrs(), "strides")) strides = *v;
+  if (const auto* v = get<std::vector<int64_t>>(n.attrs(), "pads")) pads = *v;
+  if (x.rank() != static_cast<int64_t>(k) + 2 || strides.size() != k || pads.size() != 2 * k) {
+    return n.error("kernel_shape/strides/pads do not match input {}", x.to_string());
+  }
+  Shape def = {x.shape[0], x.shape[1]};
+  for (size_t i = 0; i < k; ++i) {
+    def.push_back((x.shape[i + 2] - 1) * strides[i] - pads[i] - pads[i + k] + (*ks)[i]);
+  }
+  Shape out = def;
+  if (const Tensor* os = n.input_constant(2)) {
+    out = os->to_int64_vector();
+  } else if (n.input(2) != ir::kNoValue) {
+    return n.error("input 2 (output_shape) must be a constant (ARCH-044)");
+  }
+  if (out.size() != def.size()) return n.error("output_shape has rank {}", out.size());
+  std::vector<int64_t> extra(2 * def.size(), 0);
+  bool padded = false;
+  for (size_t i = 0; i < def.size(); ++i) {
+    if (out[i] < def[i]) {
+      return n.error("output_shape {} is smaller than the unpooled shape {}", shape_to_string(out),
+                     shape_to_string(def));
+    }
+    extra[def.size() + i] = out[i] - def[i];
+    padded |= out[i] != def[i];
+  }
+  Result<int64_t> total = checked_numel(def);
+  if (!total.is_ok()) return n.error("bad output shape {}", shape_to_string(def));
+  Tensor zero = Tensor::zeros(x.dtype, {1}).value();
+  FRAME_ASSIGN_OR_RETURN(
+      auto zeros, n.emit_tmp("constant_of_shape", {n.const_i64({*total})}, {{"value", zero}}));
+  FRAME_ASSIGN_OR_RETURN(auto flat_x, n.emit_tmp("reshape", {n.input(0), n.const_i64({-1})}, {}));
+  FRAME_ASSIGN_OR_RETURN(auto flat_i, n.emit_tmp("reshape", {n.input(1), n.const_i64({-1})}, {}));
+  FRAME_ASSIGN_OR_RETURN(auto scat, n.emit_tmp("scatter_elements", {zeros[0], flat_i[0], flat_x[0]},
+                                               {{"axis", int64_t{0}}}));
+  if (!padded) return n.emit("reshape", {scat[0], n.const_i64(def)}, {});
+  FRAME_ASSIGN_OR_RETURN(auto y, n.emit_tmp("reshape", {scat[0], n.const_i64(def)}, {}));
+  return n.emit("pad", {y[0], n.const_i64(extra)}, {});
+}
+
+#define ROW(op, since, until, frame, fn, note) \
+  { "", op, since, until, frame, fn, note }
+#define SAME(op, frame) \
+  { "", op, 1, 0, frame, nullptr, "" }
+#define SINCE(op, since, frame) \
+  { "", op, since, 0, frame, nullptr, "" }
+
+const std::vector<OpRow> kRows = {
+    // Elementwise unary (ONNX "Operators": math).
+    SAME("Abs", "abs"),
+    SAME("Neg", "neg"),
+    SAME("Exp", "exp"),
+    SAME("Log", "log"),
+    SAME("Sqrt", "sqrt"),
+    SAME("Reciprocal", "reciprocal"),
+    SAME("Sin", "sin"),
+    SAME("Cos", "cos"),
+    SAME("Tan", "tan"),
+    SAME("Asin", "asin"),
+    SAME("Acos", "acos"),
+    SAME("Atan", "atan"),
+    SAME("Sinh", "sinh"),
+    SAME("Cosh", "cosh"),
+    SAME("Tanh", "tanh"),
+    SAME("Asinh", "asinh"),
+    SAME("Acosh", "acosh"),
+    SAME("Atanh", "atanh"),
+    SAME("Erf", "erf"),
+    SAME("Sigmoid", "sigmoid"),
+    SAME("Relu", "relu"),
+    SAME("LeakyRelu", "leaky_relu"),
+    SAME("Elu", "elu"),
+    SAME("Selu", "selu"),
+    SAME("Celu", "celu"),
+    SAME("Softplus", "softplus"),
+    SAME("Softsign", "softsign"),
+    SAME("HardSigmoid", "hard_sigmoid"),
+    SAME("HardSwish", "hard_swish"),
+    SAME("Gelu", "gelu"),
+    SAME("Mish", "mish"),
+    SAME("Floor", "floor"),
+    SAME("Ceil", "ceil"),
+    SAME("Round", "round"),
+    SAME("Sign", "sign"),
+    SAME("Not", "not"),
+    SAME("IsNaN", "is_nan"),
+    SAME("IsInf", "is_inf"),
+    SAME("Identity", "identity"),
+    ROW("ThresholdedRelu", 10, 0, "where", convert_thresholded_relu, "greater + where"),
+    ROW("Shrink", 9, 0, "where", convert_shrink, "less/greater + add/sub + where"),
+    // Elementwise binary and variadic (multidirectional broadcasting since opset 7).
+    SINCE("Add", 7, "add"),
+    SINCE("Sub", 7, "sub"),
+    SINCE("Mul", 7, "mul"),
+    SINCE("Div", 7, "div"),
+    SINCE("Mod", 10, "mod"),
+    SINCE("Pow", 7, "pow"),
+    SINCE("Equal", 7, "equal"),
+    SINCE("Less", 7, "less"),
+    SINCE("LessOrEqual", 12, "less_equal"),
+    SINCE("Greater", 7, "greater"),
+    SINCE("GreaterOrEqual", 12, "greater_equal"),
+    SINCE("And", 7, "and"),
+    SINCE("Or", 7, "or"),
+    SINCE("Xor", 7, "xor"),
+    SINCE("BitShift", 11, "bit_shift"),
+    SINCE("PRelu", 7, "prelu"),
+    SINCE("Where", 9, "where"),
+    SINCE("Sum", 6, "sum"),
+    SINCE("Mean", 6, "mean"),
+    SINCE("Max", 6, "max"),
+    SINCE("Min", 6, "min"),
+    ROW("Clip", 1, 10, "clip", convert_clip_v6, "min/max attrs -> constant inputs"),
+    SINCE("Clip", 11, "clip"),
+    // Casts and constants.
+    SINCE("Cast", 6, "cast"),
+    ROW("CastLike", 15, 0, "cast", convert_cast_like, "to = dtype of input 1"),
+    ROW("Constant", 1, 0, "", convert_constant, "becomes a constant"),
+    SINCE("ConstantOfShape", 9, "constant_of_shape"),
+    ROW("Shape", 1, 0, "", convert_shape, "constant from the concrete input shape"),
+    ROW("Size", 1, 0, "", convert_size, "constant from the concrete input shape"),
+    ROW("EyeLike", 9, 0, "", convert_eye_like, "constant from the concrete input shape"),
+    SINCE("Range", 11, "range"),
+    // Data movement.
+    ROW("Reshape", 1, 4, "reshape", convert_reshape_v1, "shape attr -> input"),
+    SINCE("Reshape", 5, "reshape"),
+    SAME("Transpose", "transpose"),
+    SINCE("Concat", 4, "concat"),
+    ROW("Split", 2, 12, "split", convert_split_v2, "split attr -> input"),
+    SINCE("Split", 13, "split"),
+    ROW("Slice", 1, 9, "slice", convert_slice_v1, "starts/ends/axes attrs -> inputs"),
+    SINCE("Slice", 10, "slice"),
+    SAME("Gather", "gather"),
+    SINCE("GatherElements", 11, "gather_elements"),
+    SINCE("GatherND", 11, "gather_nd"),
+    ROW("Scatter", 9, 10, "scatter_elements", nullptr, "same semantics as ScatterElements"),
+    SINCE("ScatterElements", 11, "scatter_elements"),
+    SINCE("ScatterND", 11, "scatter_nd"),
+    SINCE("Expand", 8, "expand"),
+    ROW("Squeeze", 1, 12, "squeeze", convert_axes_attr, "axes attr -> input"),
+    SINCE("Squeeze", 13, "squeeze"),
+    ROW("Unsqueeze", 1, 12, "unsqueeze", convert_axes_attr, "axes attr -> input"),
+    SINCE("Unsqueeze", 13, "unsqueeze"),
+    SAME("Flatten", "flatten"),
+    ROW("Pad", 1, 10, "pad", convert_pad_v2, "pads/value attrs -> inputs"),
+    SINCE("Pad", 11, "pad"),
+    SINCE("Tile", 6, "tile"),
+    SINCE("OneHot", 9, "one_hot"),
+    SAME("DepthToSpace", "depth_to_space"),
+    SAME("SpaceToDepth", "space_to_depth"),
+    ROW("Upsample", 7, 9, "resize", convert_upsample, "-> resize (asymmetric, floor)"),
+    ROW("Resize", 10, 10, "resize", convert_upsample, "-> resize (asymmetric, floor)"),
+    SINCE("Resize", 11, "resize"),
+    SINCE("Trilu", 14, "trilu"),
+    ROW("ReverseSequence", 10, 0, "gather_elements", convert_reverse_sequence,
+        "index tensor from constant sequence_lens"),
+    SINCE("NonZero", 9, "non_zero"),
+    SINCE("Unique", 11, "unique"),
+    // Linear algebra.
+    SAME("MatMul", "matmul"),
+    ROW("Gemm", 1, 6, "gemm", convert_gemm_v1, "broadcast attr dropped"),
+    SINCE("Gemm", 7, "gemm"),
+    SINCE("Einsum", 12, "einsum"),
+    // Neural network.
+    SAME("Conv", "conv"),
+    SAME("ConvTranspose", "conv_transpose"),
+    SAME("AveragePool", "average_pool"),
+    SAME("MaxPool", "max_pool"),
+    ROW("MaxUnpool", 9, 0, "scatter_elements", convert_max_unpool,
+        "constant_of_shape + reshape + scatter_elements"),
+    SAME("GlobalAveragePool", "global_average_pool"),
+    SAME("GlobalMaxPool", "global_max_pool"),
+    ROW("BatchNormalization", 1, 8, "batch_normalization", convert_batchnorm_v1,
+        "legacy spatial/is_test attrs dropped"),
+    ROW("BatchNormalization", 9, 0, "batch_normalization", convert_batchnorm_v9, ""),
+    SAME("InstanceNormalization", "instance_normalization"),
+    SINCE("LayerNormalization", 17, "layer_normalization"),
+    SAME("LRN", "lrn"),
+    ROW("MeanVarianceNormalization", 9, 0, "div", convert_mvn, "ONNX function body"),
+    ROW("Softmax", 1, 12, "softmax", convert_softmax_v1, "legacy_flatten=1, axis default 1"),
+    SINCE("Softmax", 13, "softmax"),
+    ROW("LogSoftmax", 1, 12, "log_softmax", convert_softmax_v1, "legacy_flatten=1, axis default 1"),
+    SINCE("LogSoftmax", 13, "log_softmax"),
+    ROW("Hardmax", 1, 0, "one_hot", convert_hardmax, "arg_max + one_hot"),
+    ROW("Dropout", 1, 11, "dropout", convert_dropout_v1, "ratio attr -> input"),
+    SINCE("Dropout", 12, "dropout"),
+    // Reductions (axes attribute or, from ReduceSum-13 / opset 18, input: both accepted).
+    SAME("ReduceSum", "reduce_sum"),
+    SAME("ReduceMean", "reduce_mean"),
+    SAME("ReduceMax", "reduce_max"),
+    SAME("ReduceMin", "reduce_min"),
+    SAME("ReduceProd", "reduce_prod"),
+    SAME("ReduceL1", "reduce_l1"),
+    SAME("ReduceL2", "reduce_l2"),
+    SAME("ReduceLogSum", "reduce_log_sum"),
+    SAME("ReduceLogSumExp", "reduce_log_sum_exp"),
+    SAME("ReduceSumSquare", "reduce_sum_square"),
+    SAME("ArgMax", "arg_max"),
+    SAME("ArgMin", "arg_min"),
+    SINCE("CumSum", 11, "cumsum"),
+    ROW("TopK", 1, 9, "top_k", convert_topk_v1, "k attr -> input"),
+    SINCE("TopK", 10, "top_k"),
+    // Generators.
+    SAME("RandomNormal", "random_normal"),
+    SAME("RandomUniform", "random_uniform"),
+    SAME("RandomNormalLike", "random_normal_like"),
+    SAME("RandomUniformLike", "random_uniform_like"),
+    SINCE("Bernoulli", 15, "bernoulli"),
+};
+
+#undef ROW
+#undef SAME
+#undef SINCE
+
+}  // namespace
+
+const std::vector<OpRow>& op_rows() { return kRows; }
+
+const OpRow* find_op(std::string_view domain, std::string_view op_type, int opset) {
+  for (const OpRow& r : kRows) {
+    if (r.domain == domain && r.op_type == op_type && opset >= r.since &&
+        (r.until == 0 || opset <= r.until)) {
+      return &r;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace frame::onnx::detail
+
+namespace frame::onnx {
+
+std::vector<OpTableEntry> op_table() {
+  std::vector<OpTableEntry> out;
+  for (const detail::OpRow& r : detail::op_rows()) {
+    out.push_back(OpTableEntry{std::string(r.domain), std::string(r.op_type), r.since, r.until,
+                               std::string(r.frame_op), std::string(r.note)});
+  }
+  std::sort(out.begin(), out.end(), [](const OpTableEntry& a, const OpTableEntry& b) {
+    return std::tie(a.domain, a.op_type, a.since_opset) <
+           std::tie(b.domain, b.op_type, b.since_opset);
+  });
+  return out;
+}
+
+int max_supported_opset() { return 21; }
+
+}  // namespace frame::onnx

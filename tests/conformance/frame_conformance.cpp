@@ -1,0 +1,270 @@
+// frame_conformance: runs ONNX backend node-test cases through frame on the cpu backend.
+//
+//   frame_conformance --cases CASES.tsv --results RESULTS.tsv [--timeout S] [--filter SUBSTR]
+//
+// CASES.tsv lists one case directory per line (written by run_conformance.py, which applies
+// classify.py's skip list). For each case: load model.onnx, compile for "cpu", feed
+// test_data_set_*/input_*.pb, compare with output_*.pb under the BUILD-011 op tolerance.
+// Each case runs in a forked child so a crash or hang fails that case only. RESULTS.tsv gets
+// "case<TAB>pass|fail<TAB>stage<TAB>message" per case.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "common/tolerance.h"
+#include "frame/onnx/onnx.h"
+#include "frame/runtime/compile.h"
+
+namespace fs = std::filesystem;
+using frame::Result;
+using frame::Status;
+using frame::Tensor;
+
+namespace {
+
+// The node-test generators store bfloat16 tensors as UINT16 (numpy has no bfloat16), and
+// frame has no uint16 dtype, so UINT16 data is read as bfloat16 bits.
+constexpr frame::DTypeCode kUInt16As = frame::DTypeCode::kBFloat16;
+
+struct Outcome {
+  bool pass = false;
+  std::string stage;  // load, compile, data, run, compare
+  std::string message;
+};
+
+std::vector<fs::path> sorted_files(const fs::path& dir, const std::string& prefix) {
+  std::vector<fs::path> out;
+  for (int i = 0;; ++i) {
+    fs::path p = dir / (prefix + std::to_string(i) + ".pb");
+    if (!fs::exists(p)) break;
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::string one_line(std::string s) {
+  for (char& c : s) {
+    if (c == '\n' || c == '\t' || c == '\r') c = ' ';
+  }
+  if (s.size() > 600) s = s.substr(0, 600) + "...";
+  return s;
+}
+
+// Which graph inputs to bind as constants: level 0 none; level 1 parameter-like inputs
+// (integer tensors and 1-D tensors of at most 16 elements: shapes, axes, scales, bounds)
+// after the first; level 2 those including the first; level 3 all. A case is first tried
+// with real graph inputs; values that must be static (ARCH-044) need a higher level.
+bool frozen_at(int level, size_t index, const Tensor& t) {
+  if (level == 0) return false;
+  if (level == 3) return true;
+  const bool param = frame::is_integral(t.dtype()) || (t.rank() <= 1 && t.numel() <= 16);
+  return param && (level == 2 || index > 0);
+}
+
+Outcome run_set(const fs::path& dir, const fs::path& data, int level, std::string* frozen) {
+  std::vector<std::pair<std::string, Tensor>> in_tensors;
+  for (const fs::path& f : sorted_files(data, "input_")) {
+    std::string name;
+    Result<Tensor> t = frame::onnx::read_tensor_proto(f.string(), &name, kUInt16As);
+    if (!t.is_ok()) return {false, "data", t.status().message()};
+    in_tensors.emplace_back(name, *t);
+  }
+  // Input .pb files carry the graph input name; without one, fall back to declaration order.
+  frame::onnx::LoadOptions lo;
+  std::vector<std::string> declared;
+  for (const auto& [name, t] : in_tensors) {
+    if (!name.empty()) continue;
+    Result<frame::ir::Graph> probe = frame::onnx::load((dir / "model.onnx").string());
+    if (!probe.is_ok()) return {false, "load", probe.status().message()};
+    for (frame::ir::ValueId v : probe->inputs()) declared.push_back(probe->value(v).name);
+    break;
+  }
+  frame::runtime::TensorMap feeds;
+  for (size_t i = 0; i < in_tensors.size(); ++i) {
+    std::string name = in_tensors[i].first;
+    if (name.empty() && i < declared.size()) name = declared[i];
+    if (frozen_at(level, i, in_tensors[i].second)) {
+      lo.constant_inputs[name] = in_tensors[i].second;
+      *frozen += (frozen->empty() ? "" : ",") + name;
+    } else {
+      feeds[name] = in_tensors[i].second;
+    }
+  }
+  Result<frame::ir::Graph> g = frame::onnx::load((dir / "model.onnx").string(), lo);
+  if (!g.is_ok()) return {false, "load", g.status().message()};
+  frame::runtime::CompileOptions co;
+  co.backends = {"cpu"};
+  co.num_threads = 1;
+  co.use_cache = false;
+  Result<frame::runtime::Executable> exe = frame::runtime::compile(*g, co);
+  if (!exe.is_ok()) return {false, "compile", exe.status().message()};
+  Result<frame::runtime::TensorMap> out = exe->run(feeds);
+  if (!out.is_ok()) return {false, "run", out.status().message()};
+  const auto out_files = sorted_files(data, "output_");
+  const auto& out_sig = exe->output_signature();
+  if (out_files.size() != out_sig.size()) {
+    return {false, "compare",
+            fmt::format("{} expected outputs, the model has {}", out_files.size(), out_sig.size())};
+  }
+  for (size_t i = 0; i < out_files.size(); ++i) {
+    Result<Tensor> e = frame::onnx::read_tensor_proto(out_files[i].string(), nullptr, kUInt16As);
+    if (!e.is_ok()) return {false, "data", e.status().message()};
+    const Tensor& a = out->at(out_sig[i].first);
+    frame::test::CompareResult c =
+        frame::test::compare_tensors(a, *e, frame::test::tolerance_for(e->dtype()));
+    if (!c.ok) {
+      return {false, "compare", fmt::format("output {} '{}': {}", i, out_sig[i].first, c.message)};
+    }
+  }
+  return {true, "", ""};
+}
+
+Outcome run_case(const fs::path& dir) {
+  int sets = 0;
+  std::string note;
+  for (int set = 0;; ++set) {
+    const fs::path data = dir / ("test_data_set_" + std::to_string(set));
+    if (!fs::is_directory(data)) break;
+    ++sets;
+    Outcome first;
+    Outcome o;
+    std::string frozen;
+    for (int level = 0; level <= 3; ++level) {
+      frozen.clear();
+      o = run_set(dir, data, level, &frozen);
+      if (level == 0) first = o;
+      // Only load/compile failures can be caused by inputs that must be static.
+      if (o.pass || (o.stage != "load" && o.stage != "compile")) break;
+    }
+    // Report the attempt that got furthest: a run/compare failure, else the plain one.
+    if (!o.pass) return (o.stage == "run" || o.stage == "compare") ? o : first;
+    if (!frozen.empty()) note = "inputs bound as constants: " + frozen;
+  }
+  if (sets == 0) return {false, "data", "no test_data_set_* directory"};
+  return {true, note.empty() ? "" : "frozen", note};
+}
+
+// Runs one case in a child process; a crash, abort or timeout fails the case.
+Outcome run_isolated(const fs::path& dir, int timeout_s) {
+  int fds[2];
+  if (pipe(fds) != 0) return {false, "harness", "pipe failed"};
+  const pid_t pid = fork();
+  if (pid < 0) return {false, "harness", "fork failed"};
+  if (pid == 0) {
+    close(fds[0]);
+    Outcome o = run_case(dir);
+    std::string msg = (o.pass ? "pass\t" : "fail\t") + o.stage + "\t" + one_line(o.message);
+    size_t off = 0;
+    while (off < msg.size()) {
+      const ssize_t w = write(fds[1], msg.data() + off, msg.size() - off);
+      if (w <= 0) break;
+      off += static_cast<size_t>(w);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string buf;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  bool timed_out = false;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    const int r = poll(&p, 1, static_cast<int>(left.count()));
+    if (r <= 0) continue;
+    char chunk[4096];
+    const ssize_t n = read(fds[0], chunk, sizeof chunk);
+    if (n <= 0) break;
+    buf.append(chunk, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  if (timed_out) kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (timed_out) return {false, "timeout", fmt::format("no result after {} s", timeout_s)};
+  if (WIFSIGNALED(status)) {
+    return {false, "crash",
+            fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)))};
+  }
+  if (buf.empty()) return {false, "crash", "no result from the child process"};
+  Outcome o;
+  const size_t t1 = buf.find('\t');
+  const size_t t2 = buf.find('\t', t1 + 1);
+  o.pass = buf.substr(0, t1) == "pass";
+  o.stage = buf.substr(t1 + 1, t2 - t1 - 1);
+  o.message = buf.substr(t2 + 1);
+  return o;
+}
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: frame_conformance --cases CASES.tsv --results RESULTS.tsv "
+               "[--timeout S] [--filter SUBSTR]\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string cases_path;
+  std::string results_path;
+  std::string filter;
+  int timeout_s = 120;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (i + 1 >= argc) return usage();
+    if (a == "--cases") {
+      cases_path = argv[++i];
+    } else if (a == "--results") {
+      results_path = argv[++i];
+    } else if (a == "--timeout") {
+      timeout_s = std::atoi(argv[++i]);
+    } else if (a == "--filter") {
+      filter = argv[++i];
+    } else {
+      return usage();
+    }
+  }
+  if (cases_path.empty() || results_path.empty() || timeout_s <= 0) return usage();
+  std::ifstream cases(cases_path);
+  if (!cases) {
+    std::fprintf(stderr, "frame_conformance: cannot read %s\n", cases_path.c_str());
+    return 1;
+  }
+  std::ofstream results(results_path);
+  if (!results) {
+    std::fprintf(stderr, "frame_conformance: cannot write %s\n", results_path.c_str());
+    return 1;
+  }
+  std::string line;
+  int passed = 0;
+  int failed = 0;
+  while (std::getline(cases, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const fs::path dir(line);
+    const std::string name = dir.filename().string();
+    if (!filter.empty() && name.find(filter) == std::string::npos) continue;
+    Outcome o = run_isolated(dir, timeout_s);
+    (o.pass ? passed : failed)++;
+    results << name << '\t' << (o.pass ? "pass" : "fail") << '\t' << o.stage << '\t'
+            << one_line(o.message) << '\n';
+    results.flush();
+  }
+  std::printf("frame_conformance: %d passed, %d failed\n", passed, failed);
+  return 0;
+}

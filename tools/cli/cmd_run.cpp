@@ -1,0 +1,238 @@
+// `frame run [MODEL.onnx] [--backend B] [--input NAME=FILE.npy ...] [--shape NAME=d0,d1 ...]
+// [--threads N] [--repeat N] [--output-dir DIR] [--json]`: load, compile and run a model; print
+// each output's summary and the per-stage times. Without MODEL it runs the bundled small CNN on
+// its bundled input and compares with the bundled expected output.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "frame/core/npy.h"
+#include "frame/onnx/onnx.h"
+#include "frame/runtime/compile.h"
+#include "model_util.h"
+
+namespace frame::cli {
+namespace {
+
+struct RunOptions {
+  std::string model;
+  std::string backend = "auto";
+  std::vector<std::string> inputs;
+  std::vector<std::string> shapes;
+  int threads = 0;
+  int repeat = 1;
+  std::string output_dir;
+  bool json = false;
+  bool kernels = false;
+} g_run;
+
+int fail(const Status& s) {
+  std::fprintf(stderr, "frame run: %s\n", s.message().c_str());
+  return kExitError;
+}
+
+// The bundled model's output must match its reference under the deep-network tolerance of
+// BUILD-011 (f32 rtol 1e-3, atol 1e-4).
+bool within_deep_tolerance(const Tensor& actual, const Tensor& expected) {
+  if (actual.shape() != expected.shape()) return false;
+  for (int64_t i = 0; i < actual.numel(); ++i) {
+    const double a = actual.element_as_double(i);
+    const double e = expected.element_as_double(i);
+    if (!(std::fabs(a - e) <= 1e-4 + 1e-3 * std::fabs(e))) return false;
+  }
+  return true;
+}
+
+int run_run() {
+  RunOptions& o = g_run;
+  Result<std::map<std::string, Shape>> shapes = parse_shapes(o.shapes);
+  if (!shapes.is_ok()) return fail(shapes.status());
+  Result<std::map<std::string, std::string>> files = parse_inputs(o.inputs);
+  if (!files.is_ok()) return fail(files.status());
+  Result<std::vector<std::string>> backends = backends_for(o.backend);
+  if (!backends.is_ok()) return fail(backends.status());
+
+  std::optional<BundledModel> bundled;
+  std::string model_path = o.model;
+  if (model_path.empty()) {
+    Result<BundledModel> b = find_bundled_model();
+    if (!b.is_ok()) return fail(b.status());
+    bundled = *b;
+    model_path = b->model.string();
+    if (files->empty()) (*files)["input"] = b->input.string();
+  }
+
+  // Input files first: their shapes settle dynamic dims not given with --shape (and a file
+  // whose shape contradicts the model is reported by the loader, naming the input).
+  runtime::TensorMap given;
+  onnx::LoadOptions lo;
+  lo.input_shapes = *shapes;
+  for (const auto& [name, path] : *files) {
+    Result<Tensor> t = read_npy(path);
+    if (!t.is_ok()) return fail(t.status().with_prefix(fmt::format("--input {}: ", name)));
+    given[name] = *t;
+    lo.input_shapes.emplace(name, t->shape());
+  }
+
+  auto t0 = std::chrono::steady_clock::now();
+  Result<ir::Graph> graph = [&] {
+    Progress p("loading " + model_path);
+    return onnx::load(model_path, lo);
+  }();
+  const double load_s = seconds_since(t0);
+  if (!graph.is_ok()) return fail(graph.status());
+
+  runtime::CompileOptions co;
+  co.backends = *backends;
+  co.num_threads = o.threads;
+  // One compilation per process: the compile cache cannot hit, and its key costs time.
+  co.use_cache = false;
+  t0 = std::chrono::steady_clock::now();
+  Result<runtime::Executable> exe = [&] {
+    Progress p("compiling");
+    return runtime::compile(*graph, co);
+  }();
+  const double compile_s = seconds_since(t0);
+  if (!exe.is_ok()) return fail(exe.status());
+
+  runtime::TensorMap inputs;
+  uint64_t seed = 0;
+  std::vector<std::string> random_inputs;
+  for (const auto& [name, type] : exe->input_signature()) {
+    auto it = given.find(name);
+    if (it != given.end()) {
+      inputs[name] = it->second;
+    } else {
+      inputs[name] = random_tensor(type, seed);
+      random_inputs.push_back(name);
+    }
+    ++seed;
+  }
+
+  std::vector<double> times;
+  runtime::TensorMap outputs;
+  {
+    Progress p(fmt::format("running ({} time{})", o.repeat, o.repeat == 1 ? "" : "s"));
+    for (int i = 0; i < o.repeat; ++i) {
+      const auto r0 = std::chrono::steady_clock::now();
+      Result<runtime::TensorMap> out = exe->run(inputs);
+      times.push_back(seconds_since(r0));
+      if (!out.is_ok()) return fail(out.status());
+      outputs = std::move(*out);
+    }
+  }
+  std::sort(times.begin(), times.end());
+  const double run_s = times[times.size() / 2];
+
+  if (!o.output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.output_dir, ec);
+    if (ec) {
+      return fail(make_error(StatusCode::kIo, "cannot create --output-dir '{}': {}", o.output_dir,
+                             ec.message()));
+    }
+    for (const auto& [name, t] : outputs) {
+      const auto path = std::filesystem::path(o.output_dir) / (sanitize_file_name(name) + ".npy");
+      Status s = write_npy(path.string(), t);
+      if (!s.is_ok()) return fail(s);
+    }
+  }
+
+  std::optional<double> bundled_err;
+  bool bundled_ok = true;
+  if (bundled) {
+    Result<Tensor> expected = read_npy(bundled->expected.string());
+    if (!expected.is_ok()) return fail(expected.status());
+    const Tensor& actual = outputs.begin()->second;
+    bundled_err = max_abs_error(actual, *expected);
+    bundled_ok = within_deep_tolerance(actual, *expected);
+  }
+
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["model"] = model_path;
+    j["backends"] = *backends;
+    j["times_s"] = {
+        {"load", load_s}, {"compile", compile_s}, {"run_median", run_s}, {"repeat", o.repeat}};
+    j["random_inputs"] = random_inputs;
+    for (const auto& [name, type] : exe->output_signature()) {
+      const Tensor& t = outputs.at(name);
+      Stats s = tensor_stats(t);
+      j["outputs"].push_back({{"name", name},
+                              {"dtype", std::string(dtype_name(t.dtype()))},
+                              {"shape", t.shape()},
+                              {"min", s.min},
+                              {"max", s.max},
+                              {"mean", s.mean},
+                              {"first", s.first}});
+    }
+    if (o.kernels) {
+      for (const auto& p : exe->report().placements) {
+        j["placements"].push_back(
+            {{"node", p.node}, {"op", p.op}, {"backend", p.backend}, {"path", p.path}});
+      }
+    }
+    if (bundled_err) {
+      j["expected_max_abs_error"] = *bundled_err;
+      j["expected_match"] = bundled_ok;
+    }
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("model: %s\n", model_path.c_str());
+    for (const auto& name : random_inputs) {
+      std::printf("input %s: random (fixed seed)\n", name.c_str());
+    }
+    for (const auto& [name, type] : exe->output_signature()) {
+      const Tensor& t = outputs.at(name);
+      std::printf("output %s: %s%s %s\n", name.c_str(), std::string(dtype_name(t.dtype())).c_str(),
+                  shape_to_string(t.shape()).c_str(), summarize(t).c_str());
+    }
+    std::printf("times: load %.3f ms, compile %.3f ms, run %.3f ms (median of %d)\n", load_s * 1e3,
+                compile_s * 1e3, run_s * 1e3, o.repeat);
+    if (o.kernels) {
+      for (const auto& p : exe->report().placements) {
+        std::printf("  %-32s %-22s %-8s %s\n", p.node.c_str(), p.op.c_str(), p.backend.c_str(),
+                    p.path.c_str());
+      }
+    }
+    if (bundled_err) {
+      std::printf("bundled model: max abs error vs expected %.3g (%s)\n", *bundled_err,
+                  bundled_ok ? "ok" : "MISMATCH");
+    }
+  }
+  if (!bundled_ok) {
+    std::fprintf(stderr, "frame run: the bundled model's output differs from %s\n",
+                 bundled->expected.string().c_str());
+    return kExitError;
+  }
+  return 0;
+}
+
+CommandRegistration reg{Command{
+    [](CLI::App& app) {
+      CLI::App* sub = app.add_subcommand(
+          "run", "Load, compile and run an ONNX model (default: the bundled small CNN)");
+      sub->add_option("model", g_run.model, "ONNX model file (default: models/small_cnn.onnx)");
+      sub->add_option("--backend", g_run.backend,
+                      "Backend preference: auto, cpu, onednn, cuda, intel_gpu (default auto)");
+      sub->add_option("--input", g_run.inputs, "NAME=FILE.npy; missing inputs are random");
+      sub->add_option("--shape", g_run.shapes, "NAME=d0,d1,... concrete shape of a dynamic input");
+      sub->add_option("--threads", g_run.threads, "Kernel threads (0 = all cores)")
+          ->check(CLI::NonNegativeNumber);
+      sub->add_option("--repeat", g_run.repeat, "Runs to time; the median is reported")
+          ->check(CLI::Range(1, 1000000));
+      sub->add_option("--output-dir", g_run.output_dir, "Write DIR/<output>.npy for each output");
+      sub->add_flag("--json", g_run.json, "Print the result as JSON");
+      sub->add_flag("--kernels", g_run.kernels, "Also print the backend and path of every node");
+      return sub;
+    },
+    run_run}};
+
+}  // namespace
+}  // namespace frame::cli

@@ -1,0 +1,206 @@
+// Helpers of the model verbs; see model_util.h.
+#include "model_util.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <random>
+#include <sstream>
+
+#include "frame/runtime/backend.h"
+
+namespace frame::cli {
+
+Result<std::map<std::string, Shape>> parse_shapes(const std::vector<std::string>& specs) {
+  std::map<std::string, Shape> out;
+  for (const std::string& s : specs) {
+    const size_t eq = s.rfind('=');
+    if (eq == std::string::npos || eq == 0) {
+      return invalid_argument("--shape '{}': expected NAME=d0,d1,...", s);
+    }
+    Shape dims;
+    std::stringstream ss(s.substr(eq + 1));
+    std::string tok;
+    while (std::getline(ss, tok, ',')) {
+      size_t used = 0;
+      int64_t d = -1;
+      try {
+        d = std::stoll(tok, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != tok.size() || d < 0) {
+        return invalid_argument("--shape '{}': dim '{}' is not a non-negative integer", s, tok);
+      }
+      dims.push_back(d);
+    }
+    out[s.substr(0, eq)] = std::move(dims);
+  }
+  return out;
+}
+
+Result<std::map<std::string, std::string>> parse_inputs(const std::vector<std::string>& specs) {
+  std::map<std::string, std::string> out;
+  for (const std::string& s : specs) {
+    const size_t eq = s.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == s.size()) {
+      return invalid_argument("--input '{}': expected NAME=FILE.npy", s);
+    }
+    out[s.substr(0, eq)] = s.substr(eq + 1);
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> backends_for(const std::string& flag) {
+  const std::vector<std::string> known = runtime::backend_names();
+  auto has = [&](const std::string& b) {
+    return std::find(known.begin(), known.end(), b) != known.end();
+  };
+  if (flag == "auto") {
+    // Device backends need a device; auto stays on the host backends.
+    std::vector<std::string> out;
+    for (const char* b : {"onednn", "cpu"}) {
+      if (has(b)) out.push_back(b);
+    }
+    if (out.empty()) out.push_back("cpu");
+    return out;
+  }
+  if (!has(flag)) {
+    return not_found("unknown backend '{}' (available: auto, {})", flag, fmt::join(known, ", "));
+  }
+  return std::vector<std::string>{flag};
+}
+
+namespace {
+
+std::filesystem::path self_dir() {
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path() : exe.parent_path();
+}
+
+}  // namespace
+
+Result<BundledModel> find_bundled_model() {
+  std::vector<std::filesystem::path> dirs;
+#ifdef FRAME_SOURCE_DIR
+  dirs.push_back(std::filesystem::path(FRAME_SOURCE_DIR) / "models");
+#endif
+  const std::filesystem::path exe = self_dir();
+  if (!exe.empty()) {
+    dirs.push_back(exe / "models");
+    dirs.push_back(exe.parent_path() / "share" / "frame" / "models");
+  }
+#ifdef FRAME_INSTALL_DATADIR
+  dirs.push_back(std::filesystem::path(FRAME_INSTALL_DATADIR) / "models");
+#endif
+  std::string searched;
+  for (const auto& d : dirs) {
+    std::error_code ec;
+    BundledModel m{d / "small_cnn.onnx", d / "small_cnn.input.npy", d / "small_cnn.expected.npy"};
+    if (std::filesystem::is_regular_file(m.model, ec) &&
+        std::filesystem::is_regular_file(m.input, ec)) {
+      return m;
+    }
+    searched += (searched.empty() ? "" : ", ") + d.string();
+  }
+  return not_found("the bundled model small_cnn.onnx was not found (searched: {})", searched);
+}
+
+Tensor random_tensor(const ir::TensorType& type, uint64_t seed) {
+  Tensor t = Tensor::zeros(type.dtype, type.shape).value();
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_int_distribution<int> small(0, 3);
+  (void)dispatch_dtype(type.dtype, [&]<typename T>() {
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if constexpr (std::is_same_v<T, bool>) {
+        p[i] = (small(rng) & 1) != 0;
+      } else if constexpr (kIsFloating<T>) {
+        p[i] = from_compute<T>(static_cast<compute_t<T>>(normal(rng)));
+      } else {
+        p[i] = static_cast<T>(small(rng));
+      }
+    }
+  });
+  return t;
+}
+
+Stats tensor_stats(const Tensor& t, int n_first) {
+  Stats s;
+  if (t.numel() == 0) return s;
+  s.min = std::numeric_limits<double>::infinity();
+  s.max = -std::numeric_limits<double>::infinity();
+  double sum = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const double v = t.element_as_double(i);
+    s.min = std::fmin(s.min, v);
+    s.max = std::fmax(s.max, v);
+    sum += v;
+    if (i < n_first) s.first.push_back(v);
+  }
+  s.mean = sum / static_cast<double>(t.numel());
+  return s;
+}
+
+std::string summarize(const Tensor& t, int n_first) {
+  if (t.numel() == 0) return "empty";
+  Stats s = tensor_stats(t, n_first);
+  std::string first;
+  for (double v : s.first) first += (first.empty() ? "" : ", ") + fmt::format("{:.6g}", v);
+  if (t.numel() > n_first) first += ", ...";
+  return fmt::format("min {:.6g} max {:.6g} mean {:.6g} first [{}]", s.min, s.max, s.mean, first);
+}
+
+std::string sanitize_file_name(const std::string& name) {
+  std::string out = name;
+  for (char& c : out) {
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) c = '_';
+  }
+  // "." and ".." would name directories.
+  if (out.empty() || out == "." || out == "..") out = "_" + out;
+  return out;
+}
+
+double max_abs_error(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape()) return std::numeric_limits<double>::infinity();
+  double m = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double x = a.element_as_double(i);
+    const double y = b.element_as_double(i);
+    if (std::isnan(x) != std::isnan(y)) return std::numeric_limits<double>::infinity();
+    if (!std::isnan(x)) m = std::fmax(m, std::fabs(x - y));
+  }
+  return m;
+}
+
+Progress::Progress(std::string what)
+    : what_(std::move(what)), start_(std::chrono::steady_clock::now()) {
+  watcher_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return done_; })) {
+      announced_ = true;
+      std::fprintf(stderr, "frame: %s...\n", what_.c_str());
+    }
+  });
+}
+
+Progress::~Progress() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+  }
+  cv_.notify_all();
+  watcher_.join();
+  if (announced_)
+    std::fprintf(stderr, "frame: %s done in %.2f s\n", what_.c_str(), seconds_since(start_));
+}
+
+}  // namespace frame::cli

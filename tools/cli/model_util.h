@@ -1,0 +1,81 @@
+#pragma once
+// Helpers shared by the model verbs (`frame run`, `frame inspect`): option parsing, the
+// bundled model's location, random inputs, output summaries and a progress line.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "frame/core/status.h"
+#include "frame/core/tensor.h"
+#include "frame/ir/types.h"
+
+namespace frame::cli {
+
+/// Parses "NAME=d0,d1,..." entries (an empty dim list is a scalar). Errors: kInvalidArgument
+/// naming the bad entry.
+Result<std::map<std::string, Shape>> parse_shapes(const std::vector<std::string>& specs);
+/// Parses "NAME=FILE" entries.
+Result<std::map<std::string, std::string>> parse_inputs(const std::vector<std::string>& specs);
+/// Backend preference list for --backend ("auto" = the available optimized backends, then
+/// cpu). Errors: kNotFound naming the known backends.
+Result<std::vector<std::string>> backends_for(const std::string& flag);
+
+/// Files of the model bundled with frame (models/small_cnn.*).
+struct BundledModel {
+  std::filesystem::path model;
+  std::filesystem::path input;
+  std::filesystem::path expected;
+};
+/// Looks in the source tree the binary was built from, next to the binary, and in the
+/// install share directory. Errors: kNotFound listing the places searched.
+Result<BundledModel> find_bundled_model();
+
+/// A tensor of `type` filled from a fixed-seed generator: floats ~ N(0, 1), integers in
+/// [0, 4), bools fair coin. Same seed, same values.
+Tensor random_tensor(const ir::TensorType& type, uint64_t seed);
+/// "min -0.53 max 1.2 mean 0.01 first [0.1, 0.2, ...]" over at most `n_first` values.
+std::string summarize(const Tensor& t, int n_first = 6);
+/// Summary statistics for JSON output.
+struct Stats {
+  double min = 0, max = 0, mean = 0;
+  std::vector<double> first;
+};
+Stats tensor_stats(const Tensor& t, int n_first = 6);
+/// Output file stem: characters outside [A-Za-z0-9._-] become '_'.
+std::string sanitize_file_name(const std::string& name);
+/// Largest |a - b| over elements (shapes must match; returns +inf otherwise).
+double max_abs_error(const Tensor& a, const Tensor& b);
+
+/// Prints "frame: <what>..." on stderr when the step is still running after one second, and
+/// "frame: <what> done in X s" when it then finishes. RAII; cheap for fast steps.
+class Progress {
+ public:
+  explicit Progress(std::string what);
+  ~Progress();
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+ private:
+  std::string what_;
+  std::chrono::steady_clock::time_point start_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  bool announced_ = false;
+  std::thread watcher_;
+};
+
+/// Seconds since `t0`.
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace frame::cli
