@@ -94,17 +94,17 @@ Result<WindowGeometry> resolve_window(const NodeContext& ctx, std::span<const in
       }
       if (target >= 0) {
         // ONNX ConvTranspose: pads derived from the requested output size.
+        // A negative total (output_shape larger than the full transposed size) gives negative
+        // pads: the extra positions receive only the bias. Halves use floor division, as the
+        // ONNX reference does, so the odd extra position lands at the end.
         const int64_t total = full - target;
-        if (total < 0) {
-          return ctx.error("output size {} exceeds the full transposed size {} at spatial dim {}",
-                           target, full, i);
-        }
+        const int64_t half = floor_div(total, 2);
         if (auto_pad == "SAME_UPPER") {
-          g.pad_begin[i] = total / 2;
-          g.pad_end[i] = total - total / 2;
+          g.pad_begin[i] = half;
+          g.pad_end[i] = total - half;
         } else {
-          g.pad_begin[i] = total - total / 2;
-          g.pad_end[i] = total / 2;
+          g.pad_begin[i] = total - half;
+          g.pad_end[i] = half;
         }
       } else if (auto_pad == "VALID") {
         g.pad_begin[i] = g.pad_end[i] = 0;

@@ -45,7 +45,9 @@ double source_coord(const ResizeParams& p, size_t a, int64_t o, int64_t in, int6
     case CoordMode::kPytorchHalfPixel:
       return out > 1 ? (x + 0.5) / s - 0.5 : 0.0;
     case CoordMode::kAlignCorners:
-      return out == 1 ? 0.0 : x * (din - 1.0) / (dout - 1.0);
+      // length_resized = in * scale, unrounded, as the ONNX reference computes it (with
+      // `sizes`, scale = out / in, so this is the output length).
+      return out == 1 ? 0.0 : x * (din - 1.0) / (din * s - 1.0);
     case CoordMode::kAsymmetric:
       return x / s;
     case CoordMode::kTfCropAndResize: {
