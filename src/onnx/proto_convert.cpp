@@ -5,6 +5,7 @@
 #include <fstream>
 #include <limits>
 
+#include "frame/ops/elementwise.h"
 #include "onnx_internal.h"
 
 namespace frame::onnx::detail {
@@ -157,33 +158,14 @@ std::string_view onnx_type_name(int32_t onnx_type) {
 }
 
 Result<DTypeCode> dtype_from_onnx(int32_t onnx_type) {
-  switch (onnx_type) {
-    case TensorProto::FLOAT:
-      return DTypeCode::kFloat32;
-    case TensorProto::DOUBLE:
-      return DTypeCode::kFloat64;
-    case TensorProto::FLOAT16:
-      return DTypeCode::kFloat16;
-    case TensorProto::BFLOAT16:
-      return DTypeCode::kBFloat16;
-    case TensorProto::INT8:
-      return DTypeCode::kInt8;
-    case TensorProto::INT16:
-      return DTypeCode::kInt16;
-    case TensorProto::INT32:
-      return DTypeCode::kInt32;
-    case TensorProto::INT64:
-      return DTypeCode::kInt64;
-    case TensorProto::UINT8:
-      return DTypeCode::kUInt8;
-    case TensorProto::BOOL:
-      return DTypeCode::kBool;
-    default:
-      return invalid_argument(
-          "element type {} ({}) has no frame dtype (supported: FLOAT DOUBLE "
-          "FLOAT16 BFLOAT16 INT8 INT16 INT32 INT64 UINT8 BOOL)",
-          onnx_type_name(onnx_type), onnx_type);
-  }
+  // One table of ONNX element types (ops::ew::dtype_from_onnx, shared with Cast); only the
+  // message differs here, naming the TensorProto enum.
+  Result<DTypeCode> d = ops::ew::dtype_from_onnx(onnx_type);
+  if (d.is_ok()) return d;
+  return invalid_argument(
+      "element type {} ({}) has no frame dtype (supported: FLOAT DOUBLE FLOAT16 BFLOAT16 INT8 "
+      "INT16 INT32 INT64 UINT8 BOOL)",
+      onnx_type_name(onnx_type), onnx_type);
 }
 
 int32_t onnx_type_from_dtype(DTypeCode d) {
