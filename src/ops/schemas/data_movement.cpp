@@ -272,8 +272,12 @@ Types one_hot_infer(const NodeContext& ctx) {
     return ctx.error("input 2 (values) must have shape [2], got {}",
                      shape_to_string(ctx.input_types[2].shape));
   }
-  const int64_t d = static_cast<int64_t>(std::floor(depth->element_as_double(0)));
-  if (d < 1) return ctx.error("input 1 (depth) must be >= 1, got {}", d);
+  // Range-check in double before converting: a depth past int64 must not wrap.
+  const double dd = std::floor(depth->element_as_double(0));
+  if (!(dd >= 1.0) || dd > 9.0e18) {
+    return ctx.error("input 1 (depth) must be in [1, 9e18], got {}", depth->element_as_double(0));
+  }
+  const int64_t d = static_cast<int64_t>(dd);
   const int64_t r = static_cast<int64_t>(idx.size()) + 1;
   FRAME_ASSIGN_OR_RETURN(int64_t axis,
                          normalize_axis(ctx, ctx.attr_or<int64_t>("axis", -1), r, "axis"));

@@ -9,7 +9,10 @@ namespace frame::ops {
 
 Result<int64_t> normalize_axis(const NodeContext& ctx, int64_t axis, int64_t rank,
                                std::string_view what) {
-  if (axis < -rank || axis >= rank || rank == 0) {
+  if (rank == 0) {
+    return ctx.error("{} {} cannot apply to a rank-0 (scalar) input: it has no axes", what, axis);
+  }
+  if (axis < -rank || axis >= rank) {
     return ctx.error("{} {} is out of range for rank {} (expected [{}, {}])", what, axis, rank,
                      -rank, rank - 1);
   }
