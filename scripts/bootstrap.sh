@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git clang-format
   libprotobuf-dev protobuf-compiler libonnx-dev
-  libdnnl-dev
+  libdnnl-dev libhwy-dev opencl-headers ocl-icd-opencl-dev  # dnnl-config.cmake requires OpenCL
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev
   python3-dev pybind11-dev python3-pybind11
