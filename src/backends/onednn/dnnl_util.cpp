@@ -1,0 +1,70 @@
+// Engine, streams and scratchpads of the onednn backend (see dnnl_util.h).
+
+#include "backends/onednn/dnnl_util.h"
+
+#include <cstdint>
+#include <memory>
+
+namespace frame::backends::onednn {
+
+dnnl::engine& engine() {
+  static dnnl::engine* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *e;
+}
+
+dnnl::stream& thread_stream() {
+  thread_local dnnl::stream s(engine());
+  return s;
+}
+
+std::optional<dnnl::memory::data_type> to_dnnl(DTypeCode dtype) {
+  using dt = dnnl::memory::data_type;
+  switch (dtype) {
+    case DTypeCode::kFloat32:
+      return dt::f32;
+    case DTypeCode::kFloat16:
+      return dt::f16;
+    case DTypeCode::kBFloat16:
+      return dt::bf16;
+    case DTypeCode::kInt8:
+      return dt::s8;
+    case DTypeCode::kUInt8:
+      return dt::u8;
+    case DTypeCode::kInt32:
+      return dt::s32;
+    default:
+      return std::nullopt;
+  }
+}
+
+dnnl::memory::desc plain_desc(std::span<const int64_t> shape, dnnl::memory::data_type dt) {
+  dnnl::memory::dims dims(shape.begin(), shape.end());
+  if (dims.empty()) dims.push_back(1);
+  dnnl::memory::dims strides(dims.size(), 1);
+  for (size_t i = dims.size() - 1; i-- > 0;) strides[i] = strides[i + 1] * dims[i + 1];
+  return dnnl::memory::desc(dims, dt, strides);
+}
+
+dnnl::primitive_attr default_attr() {
+  dnnl::primitive_attr a;
+  a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return a;
+}
+
+dnnl::memory scratchpad(const dnnl::memory::desc& desc) {
+  struct Buffer {
+    std::unique_ptr<std::byte[]> data;
+    size_t size = 0;
+  };
+  thread_local Buffer buf;
+  const size_t need = desc.get_size() + 64;
+  if (buf.size < need) {
+    buf.data = std::make_unique<std::byte[]>(need);
+    buf.size = need;
+  }
+  auto addr = reinterpret_cast<uintptr_t>(buf.data.get());
+  void* aligned = reinterpret_cast<void*>((addr + 63) / 64 * 64);
+  return dnnl::memory(desc, engine(), aligned);
+}
+
+}  // namespace frame::backends::onednn
