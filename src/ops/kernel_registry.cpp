@@ -19,16 +19,19 @@ std::string key_of(std::string_view op, std::string_view backend) {
 }  // namespace
 
 Status KernelDef::supports(const NodeContext& ctx) const {
-  DTypeCode d;
-  if (ctx.num_inputs() == 0 || dtype_input < 0) {
-    return Status();  // generators: dtype comes from attributes, checked by shape inference
+  if (ctx.num_inputs() > 0 && dtype_input >= 0) {
+    const auto i = static_cast<size_t>(dtype_input);
+    if (ctx.has_input(i) && !dtypes.contains(ctx.input_types[i].dtype)) {
+      return unimplemented("kernel {}@{} does not support dtype {} on input {} (supports {})", op,
+                           backend, dtype_name(ctx.input_types[i].dtype), i,
+                           dtype_set_to_string(dtypes));
+    }
   }
-  auto i = static_cast<size_t>(dtype_input);
-  if (!ctx.has_input(i)) return Status();
-  d = ctx.input_types[i].dtype;
-  if (!dtypes.contains(d)) {
-    return unimplemented("kernel {}@{} does not support dtype {} on input {} (supports {})", op,
-                         backend, dtype_name(d), i, dtype_set_to_string(dtypes));
+  // Generators (no inputs) get their dtype from attributes, checked by shape inference.
+  if (accepts != nullptr) {
+    if (Status s = accepts(ctx); !s.is_ok()) {
+      return s.with_prefix(fmt::format("kernel {}@{} declines the node: ", op, backend));
+    }
   }
   return Status();
 }
@@ -131,6 +134,11 @@ KernelBuilder& KernelBuilder::dtype_input(int i) {
   def.dtype_input = i;
   return *this;
 }
+KernelBuilder& KernelBuilder::accepts(AcceptsFn fn) {
+  def.accepts = fn;
+  return *this;
+}
+
 KernelBuilder& KernelBuilder::prepare(PrepareFn fn) {
   def.prepare = fn;
   return *this;

@@ -40,12 +40,20 @@ using KernelFn = Status (*)(KernelContext&);
 /// Builds per-node state once at compile time (e.g. a oneDNN primitive, reordered weights).
 using PrepareFn = Result<std::shared_ptr<void>> (*)(const NodeContext&);
 
+/// Whether a kernel can run one particular node beyond its dtype (attributes, ranks, optional
+/// outputs): OK, or kUnimplemented saying what it cannot do, e.g. "max_pool with an Indices
+/// output". Checked by KernelDef::supports at lowering, so a declined node falls back through
+/// the chain (M10) instead of failing at compile time.
+using AcceptsFn = Status (*)(const NodeContext&);
+
 /// A registered kernel.
 struct KernelDef {
   std::string op;
   std::string backend;
   KernelFn fn = nullptr;
   PrepareFn prepare = nullptr;
+  /// Optional node predicate beyond dtype (nullptr = every node of a supported dtype).
+  AcceptsFn accepts = nullptr;
   /// dtypes the kernel supports, checked on input `dtype_input` (or output 0 when the op has
   /// no inputs) before it is chosen.
   DTypeSet dtypes = kAllDTypes;
@@ -58,7 +66,8 @@ struct KernelDef {
   int line = 0;
 
   /// OK if this kernel can run the node; else kUnimplemented naming the dtype and the
-  /// supported set, e.g. "kernel relu@cpu does not support dtype i8 (supports {f32, f64})".
+  /// supported set, e.g. "kernel relu@cpu does not support dtype i8 (supports {f32, f64})",
+  /// or the reason `accepts` gave.
   Status supports(const NodeContext& ctx) const;
 };
 
@@ -95,6 +104,8 @@ class KernelBuilder {
   KernelBuilder& dtypes(DTypeSet s);
   KernelBuilder& dtype_input(int i);
   KernelBuilder& prepare(PrepareFn fn);
+  /// Declares which nodes the kernel can run beyond dtype (KernelDef::accepts).
+  KernelBuilder& accepts(AcceptsFn fn);
   /// Declares inputs the kernel reads only for their type (KernelDef::type_only_inputs).
   KernelBuilder& type_only_inputs(std::vector<int> inputs);
   KernelDef def;

@@ -5,9 +5,8 @@
 /// plain (row-major) memory descriptors, and a per-thread user scratchpad so concurrent
 /// Executable::run calls never share oneDNN scratch memory (Executable::run is re-entrant).
 
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include <cstddef>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
 #include <span>
 #include <vector>
