@@ -1,0 +1,380 @@
+// onednn kernels for BatchNormalization (inference), InstanceNormalization, LayerNormalization
+// and LRN: one oneDNN primitive per node, built at prepare time, on reshaped plain views:
+//   batch_normalization    [N, C, prod(D)]   batch_normalization, global statistics
+//   instance_normalization [1, N*C, prod(D)] batch_normalization computing the statistics of
+//                                            each (n, c) plane (population variance), scale
+//                                            and B tiled over N
+//   layer_normalization    [outer, inner]    layer_normalization over the last dim
+//   lrn                    [N, C, prod(D), 1] lrn_across_channels (oneDNN's alpha is ONNX's:
+//                                            both divide it by size); odd sizes only
+// Per-channel parameters are f32 vectors (nn::ParamPlan): the input itself, a copy made at
+// prepare time for constants, or a per-run conversion into thread-local staging.
+
+#include <array>
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "backends/onednn/dnnl_util.h"
+#include "backends/onednn/kernels/nn_common.h"
+#include "frame/ops/kernel_registry.h"
+#include "ops/schemas/schema_util.h"
+
+namespace frame::backends::onednn {
+namespace {
+
+using dnnl::memory;
+using dnnl::normalization_flags;
+using ops::KernelContext;
+using ops::NodeContext;
+
+constexpr DTypeSet kNormDTypes{DTypeCode::kFloat32, DTypeCode::kBFloat16};
+
+// Prepared state of batch/instance normalization and lrn; read-only at run time.
+struct NormState {
+  bool empty = false;
+  memory::desc data, scratch;
+  dnnl::primitive prim;
+  // DNNL_ARG_* of each parameter input.
+  std::vector<std::pair<int, nn::ParamPlan>> params;
+  // > 0: MEAN and VARIANCE are primitive outputs of this many floats each, discarded (staged).
+  int64_t stats = 0;
+};
+
+struct NormPlan {
+  memory::dims dims;
+  memory::data_type dt{};
+  std::vector<std::pair<int, nn::ParamPlan>> params;
+  int64_t stats = 0;
+  bool empty = false;
+};
+
+Result<memory::data_type> data_type_of(const NodeContext& node) {
+  const auto dt = to_dnnl(node.input_types[0].dtype);
+  if (!dt)
+    return unimplemented("no oneDNN data type for {}", dtype_name(node.input_types[0].dtype));
+  return *dt;
+}
+
+// [N, C, prod(D...)] of an [N, C, D...] input (prod = 1 for rank 2).
+memory::dims ncs_dims(const Shape& x) {
+  const int64_t s = numel_of(std::span(x.data() + 2, x.size() - 2));
+  return {x[0], x[1], s};
+}
+
+// Builds the batch_normalization primitive descriptor of a plan.
+Result<dnnl::batch_normalization_forward::primitive_desc> bn_pd(const NodeContext& node,
+                                                                const NormPlan& p, bool training) {
+  const float eps = static_cast<float>(node.attr_or<double>("epsilon", 1e-5));
+  normalization_flags flags = normalization_flags::use_scale | normalization_flags::use_shift;
+  if (!training) flags = flags | normalization_flags::use_global_stats;
+  try {
+    dnnl::batch_normalization_forward::desc d(
+        training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference,
+        plain_desc(p.dims, p.dt), eps, flags);
+    return dnnl::batch_normalization_forward::primitive_desc(d, default_attr(), engine());
+  } catch (const dnnl::error& e) {
+    return nn::dnnl_status(node, "batch_normalization", e);
+  }
+}
+
+Result<NormPlan> plan_batch_norm(const NodeContext& node) {
+  if (node.attr_or<int64_t>("training_mode", 0) != 0) {
+    return unimplemented("batch_normalization with training_mode=1 (batch statistics)");
+  }
+  NormPlan p;
+  FRAME_ASSIGN_OR_RETURN(p.dt, data_type_of(node));
+  p.dims = ncs_dims(node.input_types[0].shape);
+  const int64_t c = p.dims[1];
+  static constexpr int kArgs[] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
+  for (int i = 0; i < 4; ++i)
+    p.params.emplace_back(kArgs[i], nn::ParamPlan::make(node, i + 1, c, {}));
+  p.empty = numel_of(node.input_types[0].shape) == 0;
+  return p;
+}
+
+Result<NormPlan> plan_instance_norm(const NodeContext& node) {
+  NormPlan p;
+  FRAME_ASSIGN_OR_RETURN(p.dt, data_type_of(node));
+  const memory::dims ncs = ncs_dims(node.input_types[0].shape);
+  const int64_t n = ncs[0], c = ncs[1];
+  p.dims = {1, n * c, ncs[2]};
+  std::vector<int64_t> tile;
+  if (n > 1) {
+    tile.resize(static_cast<size_t>(n * c));
+    for (int64_t i = 0; i < n * c; ++i) tile[static_cast<size_t>(i)] = i % c;
+  }
+  p.params.emplace_back(DNNL_ARG_SCALE, nn::ParamPlan::make(node, 1, n * c, tile));
+  p.params.emplace_back(DNNL_ARG_SHIFT, nn::ParamPlan::make(node, 2, n * c, tile));
+  p.stats = n * c;
+  p.empty = numel_of(node.input_types[0].shape) == 0;
+  return p;
+}
+
+Result<NormPlan> plan_lrn(const NodeContext& node) {
+  const int64_t size = node.attr_or<int64_t>("size", 1);
+  if (size % 2 == 0) {
+    // ONNX sums channels [c - floor((size-1)/2), c + ceil((size-1)/2)]; oneDNN's window is
+    // symmetric (size - 1 neighbours split evenly), so they differ for even sizes.
+    return unimplemented("lrn with an even size {} (oneDNN's channel window is symmetric)", size);
+  }
+  NormPlan p;
+  FRAME_ASSIGN_OR_RETURN(p.dt, data_type_of(node));
+  const memory::dims ncs = ncs_dims(node.input_types[0].shape);
+  p.dims = {ncs[0], ncs[1], ncs[2], 1};
+  p.empty = numel_of(node.input_types[0].shape) == 0;
+  return p;
+}
+
+enum class NormKind : uint8_t { kBatch, kInstance, kLrn };
+
+// The plan and primitive descriptor of a node (pd empty for an empty input).
+Result<std::pair<NormPlan, dnnl::primitive_desc>> plan_norm(const NodeContext& node,
+                                                            NormKind kind) {
+  NormPlan p;
+  if (kind == NormKind::kBatch) {
+    FRAME_ASSIGN_OR_RETURN(p, plan_batch_norm(node));
+  } else if (kind == NormKind::kInstance) {
+    FRAME_ASSIGN_OR_RETURN(p, plan_instance_norm(node));
+  } else {
+    FRAME_ASSIGN_OR_RETURN(p, plan_lrn(node));
+  }
+  if (p.empty) return std::pair{std::move(p), dnnl::primitive_desc()};
+  if (kind != NormKind::kLrn) {
+    FRAME_ASSIGN_OR_RETURN(auto pd, bn_pd(node, p, kind == NormKind::kInstance));
+    return std::pair{std::move(p), dnnl::primitive_desc(std::move(pd))};
+  }
+  try {
+    const int64_t size = node.attr_or<int64_t>("size", 1);
+    dnnl::lrn_forward::desc d(dnnl::prop_kind::forward_inference,
+                              dnnl::algorithm::lrn_across_channels, plain_desc(p.dims, p.dt), size,
+                              static_cast<float>(node.attr_or<double>("alpha", 1e-4)),
+                              static_cast<float>(node.attr_or<double>("beta", 0.75)),
+                              static_cast<float>(node.attr_or<double>("bias", 1.0)));
+    return std::pair{std::move(p), dnnl::primitive_desc(dnnl::lrn_forward::primitive_desc(
+                                       d, default_attr(), engine()))};
+  } catch (const dnnl::error& e) {
+    return nn::dnnl_status(node, "lrn", e);
+  }
+}
+
+template <NormKind kKind>
+Status norm_accepts(const NodeContext& node) {
+  return nn::decline(plan_norm(node, kKind).status());
+}
+
+template <NormKind kKind>
+Result<std::shared_ptr<void>> norm_prepare(const NodeContext& node) {
+  FRAME_ASSIGN_OR_RETURN(auto planned, plan_norm(node, kKind));
+  auto& [p, pd] = planned;
+  auto st = std::make_shared<NormState>();
+  st->empty = p.empty;
+  st->params = std::move(p.params);
+  st->stats = p.stats;
+  if (st->empty) return std::shared_ptr<void>(st);
+  try {
+    st->data = pd.src_desc();
+    st->scratch = pd.scratchpad_desc();
+    st->prim = dnnl::primitive(pd);
+  } catch (const dnnl::error& e) {
+    return nn::dnnl_status(node, "normalization primitive", e);
+  }
+  return std::shared_ptr<void>(st);
+}
+
+Status norm_kernel(KernelContext& ctx) {
+  const auto& st = *static_cast<const NormState*>(ctx.state);
+  if (st.empty) return Status();
+  int64_t staged = 2 * st.stats;
+  for (const auto& [arg, pp] : st.params) staged += pp.staged();
+  float* stage = nn::staging_floats(static_cast<size_t>(staged));
+  try {
+    std::array<memory, 8> mems;
+    std::array<nn::Arg, 8> args;
+    size_t n = 0;
+    mems[n] = wrap(st.data, ctx.input(0));
+    args[n] = {DNNL_ARG_SRC, &mems[n]};
+    ++n;
+    mems[n] = wrap(st.data, ctx.output(0));
+    args[n] = {DNNL_ARG_DST, &mems[n]};
+    ++n;
+    for (const auto& [arg, pp] : st.params) {
+      mems[n] = nn::wrap_floats(pp.data(ctx, stage), pp.size);
+      stage += pp.staged();
+      args[n] = {arg, &mems[n]};
+      ++n;
+    }
+    if (st.stats > 0) {
+      for (int arg : {DNNL_ARG_MEAN, DNNL_ARG_VARIANCE}) {
+        mems[n] = nn::wrap_floats(stage, st.stats);
+        stage += st.stats;
+        args[n] = {arg, &mems[n]};
+        ++n;
+      }
+    }
+    return nn::execute(*ctx.node, st.prim, st.scratch, std::span<const nn::Arg>(args.data(), n));
+  } catch (const dnnl::error& e) {
+    return nn::dnnl_status(*ctx.node, "normalization memory", e);
+  }
+}
+
+FRAME_REGISTER_KERNEL(batch_normalization, "onednn", norm_kernel)
+    .dtypes(kNormDTypes)
+    .accepts(norm_accepts<NormKind::kBatch>)
+    .prepare(norm_prepare<NormKind::kBatch>);
+FRAME_REGISTER_KERNEL(instance_normalization, "onednn", norm_kernel)
+    .dtypes(kNormDTypes)
+    .accepts(norm_accepts<NormKind::kInstance>)
+    .prepare(norm_prepare<NormKind::kInstance>);
+FRAME_REGISTER_KERNEL(lrn, "onednn", norm_kernel)
+    .dtypes(kNormDTypes)
+    .accepts(norm_accepts<NormKind::kLrn>)
+    .prepare(norm_prepare<NormKind::kLrn>);
+
+// ---- layer_normalization ----
+
+struct LayerNormState {
+  bool empty = false;
+  memory::desc data, stat, scratch;
+  dnnl::primitive prim;
+  nn::ParamPlan scale, shift;
+  bool has_shift = false;
+  int64_t outer = 0;
+  float eps = 0;
+};
+
+// Source index of each of the numel(norm) elements of a parameter of shape `s` that
+// broadcasts (unidirectionally) to `norm`; empty when it is dense (no broadcast).
+std::vector<int64_t> broadcast_index(const Shape& s, std::span<const int64_t> norm) {
+  const int64_t n = numel_of(norm);
+  if (numel_of(s) == n) return {};
+  std::vector<int64_t> idx(static_cast<size_t>(n));
+  const size_t r = norm.size();
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i, off = 0, st = 1;
+    for (size_t d = 0; d < r; ++d) {
+      const int64_t v = rem % norm[r - 1 - d];
+      rem /= norm[r - 1 - d];
+      if (d < s.size()) {
+        const int64_t sd = s[s.size() - 1 - d];
+        if (sd != 1) off += v * st;
+        st *= sd;
+      }
+    }
+    idx[static_cast<size_t>(i)] = off;
+  }
+  return idx;
+}
+
+Result<
+    std::pair<std::shared_ptr<LayerNormState>, dnnl::layer_normalization_forward::primitive_desc>>
+plan_layer_norm(const NodeContext& node) {
+  const ir::TensorType& x = node.input_types[0];
+  FRAME_ASSIGN_OR_RETURN(int64_t axis, ops::normalize_axis(node, node.attr_or<int64_t>("axis", -1),
+                                                           x.rank(), "attribute 'axis'"));
+  const bool stats = node.num_outputs > 1;
+  if (stats && node.attr_or<int64_t>("stash_type", 1) != 1) {
+    return unimplemented(
+        "layer_normalization Mean/InvStdDev outputs with stash_type={} (oneDNN "
+        "gives f32 statistics only)",
+        node.attr_or<int64_t>("stash_type", 1));
+  }
+  FRAME_ASSIGN_OR_RETURN(memory::data_type dt, data_type_of(node));
+  const std::span<const int64_t> norm(x.shape.data() + axis, x.shape.size() - axis);
+  auto st = std::make_shared<LayerNormState>();
+  const int64_t inner = numel_of(norm);
+  st->outer = inner == 0 ? 0 : numel_of(x.shape) / inner;
+  st->eps = static_cast<float>(node.attr_or<double>("epsilon", 1e-5));
+  st->scale = nn::ParamPlan::make(node, 1, inner, broadcast_index(node.input_types[1].shape, norm));
+  st->has_shift = node.has_input(2);
+  if (st->has_shift) {
+    st->shift =
+        nn::ParamPlan::make(node, 2, inner, broadcast_index(node.input_types[2].shape, norm));
+  }
+  st->empty = numel_of(x.shape) == 0;
+  if (st->empty) return std::pair{st, dnnl::layer_normalization_forward::primitive_desc()};
+  normalization_flags flags = normalization_flags::use_scale;
+  if (st->has_shift) flags = flags | normalization_flags::use_shift;
+  const int64_t dims[2] = {st->outer, inner};
+  const int64_t sdims[1] = {st->outer};
+  try {
+    const memory::desc md = plain_desc(dims, dt);
+    const memory::desc sd = plain_desc(sdims, memory::data_type::f32);
+    dnnl::layer_normalization_forward::desc d(
+        stats ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference, md, sd,
+        st->eps, flags);
+    return std::pair{
+        st, dnnl::layer_normalization_forward::primitive_desc(d, default_attr(), engine())};
+  } catch (const dnnl::error& e) {
+    return nn::dnnl_status(node, "layer_normalization", e);
+  }
+}
+
+Status layer_norm_accepts(const NodeContext& node) {
+  return nn::decline(plan_layer_norm(node).status());
+}
+
+Result<std::shared_ptr<void>> layer_norm_prepare(const NodeContext& node) {
+  FRAME_ASSIGN_OR_RETURN(auto planned, plan_layer_norm(node));
+  auto& [st, pd] = planned;
+  if (st->empty) return std::shared_ptr<void>(st);
+  try {
+    st->data = pd.src_desc();
+    st->stat = plain_desc(std::span<const int64_t>(&st->outer, 1), memory::data_type::f32);
+    st->scratch = pd.scratchpad_desc();
+    st->prim = dnnl::layer_normalization_forward(pd);
+  } catch (const dnnl::error& e) {
+    return nn::dnnl_status(node, "layer_normalization primitive", e);
+  }
+  return std::shared_ptr<void>(st);
+}
+
+Status layer_norm_kernel(KernelContext& ctx) {
+  const auto& st = *static_cast<const LayerNormState*>(ctx.state);
+  if (st.empty) return Status();
+  const size_t outs = ctx.outputs.size();
+  // The variance goes to InvStdDev's buffer (then inverted in place) or to staging.
+  const int64_t staged =
+      st.scale.staged() + (st.has_shift ? st.shift.staged() : 0) + (outs == 2 ? st.outer : 0);
+  float* stage = nn::staging_floats(static_cast<size_t>(staged));
+  Status s;
+  float* var = nullptr;
+  try {
+    std::array<memory, 6> m;
+    std::array<nn::Arg, 6> args;
+    size_t n = 0;
+    auto add = [&](int arg, memory mem) {
+      m[n] = std::move(mem);
+      args[n] = {arg, &m[n]};
+      ++n;
+    };
+    add(DNNL_ARG_SRC, wrap(st.data, ctx.input(0)));
+    add(DNNL_ARG_DST, wrap(st.data, ctx.output(0)));
+    add(DNNL_ARG_SCALE, nn::wrap_floats(st.scale.data(ctx, stage), st.scale.size));
+    stage += st.scale.staged();
+    if (st.has_shift) {
+      add(DNNL_ARG_SHIFT, nn::wrap_floats(st.shift.data(ctx, stage), st.shift.size));
+      stage += st.shift.staged();
+    }
+    if (outs > 1) {
+      var = outs > 2 ? ctx.output(2).data<float>() : stage;
+      add(DNNL_ARG_MEAN, wrap(st.stat, ctx.output(1)));
+      add(DNNL_ARG_VARIANCE, nn::wrap_floats(var, st.outer));
+    }
+    s = nn::execute(*ctx.node, st.prim, st.scratch, std::span<const nn::Arg>(args.data(), n));
+  } catch (const dnnl::error& e) {
+    return nn::dnnl_status(*ctx.node, "layer_normalization memory", e);
+  }
+  if (s.is_ok() && outs > 2) {
+    for (int64_t i = 0; i < st.outer; ++i) var[i] = 1.0f / std::sqrt(var[i] + st.eps);
+  }
+  return s;
+}
+
+FRAME_REGISTER_KERNEL(layer_normalization, "onednn", layer_norm_kernel)
+    .dtypes(kNormDTypes)
+    .accepts(layer_norm_accepts)
+    .prepare(layer_norm_prepare);
+
+}  // namespace
+}  // namespace frame::backends::onednn

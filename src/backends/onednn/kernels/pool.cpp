@@ -1,0 +1,156 @@
+// onednn kernels for MaxPool, AveragePool, GlobalMaxPool and GlobalAveragePool (ONNX opset 22):
+// one oneDNN pooling_v2 primitive per node, built at prepare time. ceil_mode becomes extra end
+// padding (oneDNN sizes the output with floor); count_include_pad picks the average algorithm.
+// Declined (M10 fallback takes them): the Indices output, ranks outside 3..5, configurations
+// oneDNN has no implementation for, and count_include_pad=1 with explicit pads where ceil_mode
+// extends the last window past them (oneDNN would count those taps, ONNX does not).
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/onednn/dnnl_util.h"
+#include "backends/onednn/kernels/nn_common.h"
+#include "frame/ops/kernel_registry.h"
+#include "ops/schemas/nn_geometry.h"
+
+namespace frame::backends::onednn {
+namespace {
+
+using dnnl::algorithm;
+using dnnl::memory;
+using ops::KernelContext;
+using ops::NodeContext;
+
+constexpr DTypeSet kPoolDTypes{DTypeCode::kFloat32, DTypeCode::kBFloat16};
+constexpr DTypeSet kMaxPoolDTypes = kPoolDTypes | DTypeSet{DTypeCode::kInt8, DTypeCode::kUInt8};
+
+enum class PoolKind : uint8_t { kMax, kAverage, kGlobalMax, kGlobalAverage };
+
+// Prepared state: read-only at run time (Executable::run is re-entrant).
+struct PoolState {
+  bool empty = false;  // zero-element input: nothing to compute
+  memory::desc src, dst, scratch;
+  dnnl::pooling_v2_forward prim;
+};
+
+// The primitive descriptor of a node, or why oneDNN cannot run it exactly.
+Result<dnnl::pooling_v2_forward::primitive_desc> plan_pool(const NodeContext& node, PoolKind kind,
+                                                           bool* empty) {
+  const ir::TensorType& x = node.input_types[0];
+  const int64_t rank = x.rank();
+  if (rank < 3 || rank > 5) {
+    return unimplemented("oneDNN pooling takes 1 to 3 spatial dims, got rank {}", rank);
+  }
+  if (node.num_outputs > 1) return unimplemented("max_pool with an Indices output");
+  const std::span<const int64_t> spatial(x.shape.data() + 2, x.shape.size() - 2);
+  const size_t r = spatial.size();
+  memory::dims strides(r, 1), kernel(spatial.begin(), spatial.end()), dil(r, 0), pl(r, 0), pr(r, 0),
+      out(r, 1);
+  algorithm alg = kind == PoolKind::kGlobalAverage ? algorithm::pooling_avg_exclude_padding
+                                                   : algorithm::pooling_max;
+  if (kind == PoolKind::kMax || kind == PoolKind::kAverage) {
+    const auto* ks = node.attr<std::vector<int64_t>>("kernel_shape");
+    if (ks == nullptr) return node.error("missing required attribute 'kernel_shape'");
+    FRAME_ASSIGN_OR_RETURN(ops::nn::WindowGeometry g,
+                           ops::nn::resolve_window(node, spatial, *ks, ops::nn::WindowKind::kPool));
+    bool explicit_pads = false, extended = false;
+    for (size_t i = 0; i < r; ++i) {
+      strides[i] = g.strides[i];
+      kernel[i] = g.kernel[i];
+      dil[i] = g.dilations[i] - 1;  // oneDNN counts dilation from 0
+      pl[i] = g.pad_begin[i];
+      pr[i] = g.pad_end[i];
+      out[i] = g.out[i];
+      explicit_pads = explicit_pads || pl[i] > 0 || pr[i] > 0;
+      // oneDNN sizes the output with floor: ceil_mode's extra window needs extra end padding.
+      const int64_t extra = (g.out[i] - 1) * g.strides[i] + (g.kernel[i] - 1) * g.dilations[i] + 1 -
+                            (g.in[i] + g.pad_begin[i] + g.pad_end[i]);
+      if (extra > 0) {
+        pr[i] += extra;
+        extended = true;
+      }
+    }
+    if (kind == PoolKind::kAverage) {
+      const bool include_pad = node.attr_or<int64_t>("count_include_pad", 0) != 0;
+      // Without explicit pads, ONNX's include-pad divisor counts only taps inside X.
+      alg = include_pad && explicit_pads ? algorithm::pooling_avg_include_padding
+                                         : algorithm::pooling_avg_exclude_padding;
+      if (include_pad && explicit_pads && extended) {
+        return unimplemented(
+            "average_pool with count_include_pad=1, pads and a ceil_mode window past the pads "
+            "(oneDNN would count the extra taps)");
+      }
+    }
+  }
+  const auto dt = to_dnnl(x.dtype);
+  if (!dt) return unimplemented("no oneDNN data type for {}", dtype_name(x.dtype));
+  memory::dims dst_dims{x.shape[0], x.shape[1]};
+  dst_dims.insert(dst_dims.end(), out.begin(), out.end());
+  *empty = numel_of(x.shape) == 0;
+  if (*empty) return dnnl::pooling_v2_forward::primitive_desc();
+  try {
+    dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg,
+                                     plain_desc(x.shape, *dt), plain_desc(dst_dims, *dt), strides,
+                                     kernel, dil, pl, pr);
+    return dnnl::pooling_v2_forward::primitive_desc(d, default_attr(), engine());
+  } catch (const dnnl::error& e) {
+    return nn::dnnl_status(node, "pooling", e);
+  }
+}
+
+template <PoolKind kKind>
+Status pool_accepts(const NodeContext& node) {
+  bool empty = false;
+  return nn::decline(plan_pool(node, kKind, &empty).status());
+}
+
+template <PoolKind kKind>
+Result<std::shared_ptr<void>> pool_prepare(const NodeContext& node) {
+  auto st = std::make_shared<PoolState>();
+  FRAME_ASSIGN_OR_RETURN(dnnl::pooling_v2_forward::primitive_desc pd,
+                         plan_pool(node, kKind, &st->empty));
+  if (st->empty) return std::shared_ptr<void>(st);
+  try {
+    st->src = pd.src_desc();
+    st->dst = pd.dst_desc();
+    st->scratch = pd.scratchpad_desc();
+    st->prim = dnnl::pooling_v2_forward(pd);
+  } catch (const dnnl::error& e) {
+    return nn::dnnl_status(node, "pooling primitive", e);
+  }
+  return std::shared_ptr<void>(st);
+}
+
+Status pool_kernel(KernelContext& ctx) {
+  const auto& st = *static_cast<const PoolState*>(ctx.state);
+  if (st.empty) return Status();
+  try {
+    const memory src = wrap(st.src, ctx.input(0));
+    const memory dst = wrap(st.dst, ctx.output(0));
+    return nn::execute(*ctx.node, st.prim, st.scratch,
+                       {{DNNL_ARG_SRC, &src}, {DNNL_ARG_DST, &dst}});
+  } catch (const dnnl::error& e) {
+    return nn::dnnl_status(*ctx.node, "pooling memory", e);
+  }
+}
+
+FRAME_REGISTER_KERNEL(max_pool, "onednn", pool_kernel)
+    .dtypes(kMaxPoolDTypes)
+    .accepts(pool_accepts<PoolKind::kMax>)
+    .prepare(pool_prepare<PoolKind::kMax>);
+FRAME_REGISTER_KERNEL(average_pool, "onednn", pool_kernel)
+    .dtypes(kPoolDTypes)
+    .accepts(pool_accepts<PoolKind::kAverage>)
+    .prepare(pool_prepare<PoolKind::kAverage>);
+FRAME_REGISTER_KERNEL(global_max_pool, "onednn", pool_kernel)
+    .dtypes(kPoolDTypes)
+    .accepts(pool_accepts<PoolKind::kGlobalMax>)
+    .prepare(pool_prepare<PoolKind::kGlobalMax>);
+FRAME_REGISTER_KERNEL(global_average_pool, "onednn", pool_kernel)
+    .dtypes(kPoolDTypes)
+    .accepts(pool_accepts<PoolKind::kGlobalAverage>)
+    .prepare(pool_prepare<PoolKind::kGlobalAverage>);
+
+}  // namespace
+}  // namespace frame::backends::onednn
