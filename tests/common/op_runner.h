@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "frame/core/status.h"
@@ -33,11 +34,18 @@ struct OpCall {
   int num_threads = 1;
 };
 
-/// Runs `call` with the `backend` kernel. Errors carry the stage: "schema: ...",
-/// "shape inference: ...", "kernel: ..." (a missing op or kernel is kNotFound naming it).
-/// On success returns the outputs, allocated with the inferred types. Output buffers are
-/// pre-filled with 0xFF bytes (NaN for floats) so an element a kernel forgets to write shows.
-inline Result<std::vector<Tensor>> run_op(const OpCall& call, std::string_view backend = "cpu") {
+namespace detail {
+
+/// A call checked against its schema and shape-inferred: the node context kernels see and the
+/// inferred output types. Borrows `call` (attrs, constant inputs).
+struct CheckedCall {
+  ops::NodeContext ctx;
+  std::vector<ir::TensorType> types;
+};
+
+/// Schema check (V4) and shape inference of `call`; errors carry the stage ("schema: ",
+/// "shape inference: "), a missing op is kNotFound.
+inline Result<CheckedCall> check_call(const OpCall& call) {
   const ops::OpSchema* schema = ops::OpRegistry::global().find(call.op);
   if (schema == nullptr) return not_found("op '{}' is not registered", call.op);
 
@@ -54,7 +62,8 @@ inline Result<std::vector<Tensor>> run_op(const OpCall& call, std::string_view b
   }
   if (Status s = schema->check_node(node); !s.is_ok()) return s.with_prefix("schema: ");
 
-  ops::NodeContext ctx;
+  CheckedCall c;
+  ops::NodeContext& ctx = c.ctx;
   ctx.op = call.op;
   ctx.node_name = call.node_name;
   ctx.attrs = &call.attrs;
@@ -73,13 +82,43 @@ inline Result<std::vector<Tensor>> run_op(const OpCall& call, std::string_view b
   }
   Result<std::vector<ir::TensorType>> types = schema->infer(ctx);
   if (!types.is_ok()) return types.status().with_prefix("shape inference: ");
+  c.types = std::move(types).value();
+  return c;
+}
 
+}  // namespace detail
+
+/// Answer of kernel_supports.
+struct KernelSupport {
+  bool supported = false;
+  /// Why the kernel declines (KernelDef::supports message) when !supported.
+  std::string reason;
+};
+
+/// Whether the `backend` kernel can run `call` (KernelDef::supports: dtype and the kernel's
+/// `accepts`; a declined node takes the fallback chain, M10). Errors: schema or shape-inference
+/// failures, and kNotFound when the op has no `backend` kernel.
+inline Result<KernelSupport> kernel_supports(const OpCall& call, std::string_view backend) {
+  FRAME_ASSIGN_OR_RETURN(detail::CheckedCall c, detail::check_call(call));
+  const ops::KernelDef* kernel = ops::KernelRegistry::global().find(call.op, backend);
+  if (kernel == nullptr) return not_found("op '{}' has no '{}' kernel", call.op, backend);
+  const Status s = kernel->supports(c.ctx);
+  return KernelSupport{s.is_ok(), s.message()};
+}
+
+/// Runs `call` with the `backend` kernel. Errors carry the stage: "schema: ...",
+/// "shape inference: ...", "kernel: ..." (a missing op or kernel is kNotFound naming it).
+/// On success returns the outputs, allocated with the inferred types. Output buffers are
+/// pre-filled with 0xFF bytes (NaN for floats) so an element a kernel forgets to write shows.
+inline Result<std::vector<Tensor>> run_op(const OpCall& call, std::string_view backend = "cpu") {
+  FRAME_ASSIGN_OR_RETURN(detail::CheckedCall c, detail::check_call(call));
+  const ops::NodeContext& ctx = c.ctx;
   const ops::KernelDef* kernel = ops::KernelRegistry::global().find(call.op, backend);
   if (kernel == nullptr) return not_found("op '{}' has no '{}' kernel", call.op, backend);
   if (Status s = kernel->supports(ctx); !s.is_ok()) return s.with_prefix("kernel: ");
 
   std::vector<Tensor> outputs;
-  for (const ir::TensorType& t : *types) {
+  for (const ir::TensorType& t : c.types) {
     FRAME_ASSIGN_OR_RETURN(Tensor out, Tensor::empty(t.dtype, t.shape));
     if (out.nbytes() > 0) std::memset(out.raw_data(), 0xFF, out.nbytes());
     outputs.push_back(std::move(out));

@@ -1,17 +1,32 @@
 // The op database harness (STYLE.md "Tests", ggml test-backend-ops style): one gtest per
-// manifest case, named "OpDb.<op>/<case>" (e.g. OpDb.add/broadcast_f32). Each case runs schema
+// manifest case and backend. "OpDb.<op>/<case>" (e.g. OpDb.add/broadcast_f32) runs schema
 // check, shape inference and the cpu kernel, then compares with the independent reference
 // under the BUILD-011 tolerance of the output dtype (or the case's documented override).
+// "OpDb.<op>/<case>@<backend>" does the same with the kernel of every other backend that
+// registers one for the op (e.g. OpDb.max_pool/2d_pad_f32@onednn), placed strictly on that
+// backend and compared with the same reference under the BUILD-011 cross-backend tolerance
+// class (or the case's override where looser). A case the backend's
+// kernel declines (KernelDef::supports) is skipped for that backend only; the op x backend
+// support matrix (passed / declined / failed) is printed once after the run and written to
+// <build>/op_db_support_matrix.md.
 // The manifest comes from tests/ops/gen_op_db.py (built by the frame_op_db target); the
-// FRAME_OP_DB_DIR environment variable overrides the compiled-in directory.
+// FRAME_OP_DB_DIR environment variable overrides the compiled-in directory, and
+// FRAME_OP_DB_BACKENDS (comma-separated) limits the non-cpu backends tested.
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +34,7 @@
 #include "common/op_runner.h"
 #include "common/tolerance.h"
 #include "frame/core/npy.h"
+#include "frame/ops/kernel_registry.h"
 
 namespace frame::test {
 namespace {
@@ -58,9 +74,75 @@ Result<ir::AttrValue> load_attr(const std::string& dir, const std::string& name,
   return invalid_argument("attribute '{}' has unknown manifest type '{}'", name, type);
 }
 
+// Op x backend outcome counts of the cases that ran: passed, declined, failed.
+class SupportMatrix {
+ public:
+  enum Outcome { kPassed, kDeclined, kFailed };
+  static SupportMatrix& global() {
+    static SupportMatrix* m = new SupportMatrix();
+    return *m;
+  }
+  void record(const std::string& op, const std::string& backend, Outcome o) {
+    std::lock_guard lock(mu_);
+    backends_.emplace(backend);
+    ++counts_[op][backend][o];
+  }
+  // Markdown table, one row per op, one column per backend; "" when nothing ran.
+  std::string to_markdown() const {
+    std::lock_guard lock(mu_);
+    if (counts_.empty()) return "";
+    std::ostringstream out;
+    out << "# Op database support matrix (passed / declined / failed cases)\n\n| op |";
+    for (const std::string& b : backends_) out << " " << b << " |";
+    out << "\n|---|";
+    for (size_t i = 0; i < backends_.size(); ++i) out << "---|";
+    out << "\n";
+    for (const auto& [op, per_backend] : counts_) {
+      out << "| " << op << " |";
+      for (const std::string& b : backends_) {
+        auto it = per_backend.find(b);
+        if (it == per_backend.end()) {
+          out << " - |";
+          continue;
+        }
+        const auto& c = it->second;
+        out << " " << c[kPassed] << " / " << c[kDeclined] << " / " << c[kFailed] << " |";
+      }
+      out << "\n";
+    }
+    return out.str();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::set<std::string> backends_;
+  std::map<std::string, std::map<std::string, std::array<int, 3>>> counts_;
+};
+
+// Prints the support matrix once after all tests and writes it under the build dir.
+class SupportMatrixReport : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    const std::string md = SupportMatrix::global().to_markdown();
+    if (md.empty()) return;
+    std::cout << "\n" << md << std::flush;
+#ifdef FRAME_BINARY_DIR
+    std::ofstream(std::string(FRAME_BINARY_DIR) + "/op_db_support_matrix.md") << md;
+#endif
+  }
+};
+
 class OpDbTest : public ::testing::Test {
  public:
-  OpDbTest(std::shared_ptr<const json> c, std::string dir) : case_(std::move(c)), dir_(dir) {}
+  OpDbTest(std::shared_ptr<const json> c, std::string dir, std::string backend)
+      : case_(std::move(c)), dir_(std::move(dir)), backend_(std::move(backend)) {}
+
+  void TearDown() override {
+    const SupportMatrix::Outcome o = IsSkipped()    ? SupportMatrix::kDeclined
+                                     : HasFailure() ? SupportMatrix::kFailed
+                                                    : SupportMatrix::kPassed;
+    SupportMatrix::global().record(case_->at("op").get<std::string>(), backend_, o);
+  }
 
   void TestBody() override {
     const json& c = *case_;
@@ -88,8 +170,14 @@ class OpDbTest : public ::testing::Test {
     const json& out_dtypes = c.at("output_dtypes");
     call.num_outputs = out_files.size();
 
-    Result<std::vector<Tensor>> got = run_op(call);
-    ASSERT_TRUE(got.is_ok()) << "op '" << call.op << "': " << got.status().to_string();
+    if (backend_ != "cpu") {
+      Result<KernelSupport> sup = kernel_supports(call, backend_);
+      ASSERT_TRUE(sup.is_ok()) << "op '" << call.op << "': " << sup.status().to_string();
+      if (!sup->supported) GTEST_SKIP() << "declined: " << sup->reason;
+    }
+    Result<std::vector<Tensor>> got = run_op(call, backend_);
+    ASSERT_TRUE(got.is_ok()) << "op '" << call.op << "' on " << backend_ << ": "
+                             << got.status().to_string();
     ASSERT_EQ(got->size(), out_files.size());
 
     const std::vector<bool> check = c.at("check_values").get<std::vector<bool>>();
@@ -107,14 +195,21 @@ class OpDbTest : public ::testing::Test {
       Tolerance tol = tolerance_for(expected->dtype());
       if (c.contains("rtol")) tol.rtol = c.at("rtol").get<double>();
       if (c.contains("atol")) tol.atol = c.at("atol").get<double>();
+      if (backend_ != "cpu") {
+        // BUILD-011 cross-backend class, or the case's own override where that is looser.
+        const Tolerance x = tolerance_for(expected->dtype(), ToleranceClass::kCrossBackend);
+        tol.rtol = std::max(tol.rtol, x.rtol);
+        tol.atol = std::max(tol.atol, x.atol);
+      }
       CompareResult r = compare_tensors(actual, *expected, tol);
-      EXPECT_TRUE(r.ok) << "output " << i << ": " << r.message;
+      EXPECT_TRUE(r.ok) << "output " << i << " on " << backend_ << ": " << r.message;
     }
   }
 
  private:
   std::shared_ptr<const json> case_;
   std::string dir_;
+  std::string backend_;
 };
 
 // Fails with `why` (used when the manifest itself cannot be read).
@@ -143,7 +238,22 @@ void register_broken(const std::string& why) {
                           [why]() -> ::testing::Test* { return new OpDbBroken(why); });
 }
 
-// Registers one test per manifest case at static-init time, before gtest_main runs.
+// Non-cpu backends to cross-check: those with kernels (the frame library's registrations ran
+// before this binary's static init), limited by FRAME_OP_DB_BACKENDS when set.
+std::vector<std::string> cross_backends() {
+  std::vector<std::string> out;
+  std::string only;
+  if (const char* env = std::getenv("FRAME_OP_DB_BACKENDS"); env != nullptr) only = env;
+  for (const std::string& b : ops::KernelRegistry::global().backends()) {
+    if (b == "cpu") continue;
+    if (!only.empty() && ("," + only + ",").find("," + b + ",") == std::string::npos) continue;
+    out.push_back(b);
+  }
+  return out;
+}
+
+// Registers one test per manifest case and backend at static-init time, before gtest_main
+// runs.
 [[maybe_unused]] const bool kRegistered = [] {
   const std::string dir = op_db_dir();
   std::ifstream in(dir + "/manifest.json");
@@ -159,11 +269,22 @@ void register_broken(const std::string& why) {
     register_broken(dir + "/manifest.json is not valid JSON: " + e.what());
     return false;
   }
+  ::testing::AddGlobalTestEnvironment(new SupportMatrixReport());
+  const std::vector<std::string> others = cross_backends();
   for (const json& c : manifest.at("cases")) {
     auto shared = std::make_shared<const json>(c);
-    ::testing::RegisterTest("OpDb", sanitize(c.at("id").get<std::string>()).c_str(), nullptr,
-                            nullptr, __FILE__, __LINE__,
-                            [shared, dir]() -> OpDbTest* { return new OpDbTest(shared, dir); });
+    const std::string name = sanitize(c.at("id").get<std::string>());
+    const std::string op = c.at("op").get<std::string>();
+    std::vector<std::string> backends{"cpu"};
+    for (const std::string& b : others) {
+      if (ops::KernelRegistry::global().find(op, b) != nullptr) backends.push_back(b);
+    }
+    for (const std::string& b : backends) {
+      const std::string test = b == "cpu" ? name : name + "@" + b;
+      ::testing::RegisterTest(
+          "OpDb", test.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+          [shared, dir, b]() -> OpDbTest* { return new OpDbTest(shared, dir, b); });
+    }
   }
   return true;
 }();
