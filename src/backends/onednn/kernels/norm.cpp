@@ -1,12 +1,16 @@
 // onednn kernels for BatchNormalization (inference), InstanceNormalization, LayerNormalization
-// and LRN: one oneDNN primitive per node, built at prepare time, on reshaped plain views:
-//   batch_normalization    [N, C, prod(D)]   batch_normalization, global statistics
-//   instance_normalization [1, N*C, prod(D)] batch_normalization computing the statistics of
-//                                            each (n, c) plane (population variance), scale
-//                                            and B tiled over N
-//   layer_normalization    [outer, inner]    layer_normalization over the last dim
-//   lrn                    [N, C, prod(D), 1] lrn_across_channels (oneDNN's alpha is ONNX's:
-//                                            both divide it by size); odd sizes only
+// and LRN, built at prepare time on reshaped plain views:
+//   batch_normalization f32     y = x * a[c] + b[c], a and b folded from scale, B, mean, var
+//                               (at prepare time when they are constants); our own loop,
+//                               because oneDNN's plain-layout batch norm is slower than it
+//   batch_normalization bf16    oneDNN batch_normalization, global stats, [N, C, 1, prod(D)]
+//   instance_normalization f32  oneDNN layer_normalization of each (n, c) plane [N*C, prod(D)]
+//                               (population variance), then y * scale[c] + B[c] in place
+//   instance_normalization bf16 oneDNN batch_normalization in training mode on
+//                               [1, N*C, 1, prod(D)], scale and B tiled over N
+//   layer_normalization         oneDNN layer_normalization on [outer, inner]
+//   lrn                         oneDNN lrn_across_channels on [N, C, prod(D), 1] (oneDNN's
+//                               alpha is ONNX's: both divide it by size); odd sizes only
 // Per-channel parameters are f32 vectors (nn::ParamPlan): the input itself, a copy made at
 // prepare time for constants, or a per-run conversion into thread-local staging.
 
@@ -30,23 +34,40 @@ using ops::NodeContext;
 
 constexpr DTypeSet kNormDTypes{DTypeCode::kFloat32, DTypeCode::kBFloat16};
 
+// How a batch/instance normalization or lrn node runs (decided at prepare time).
+enum class Form : uint8_t {
+  kPrimitive,  // one oneDNN primitive (bf16 normalizations, lrn)
+  kAffine,     // f32 batch_normalization: y = x * a[c] + b[c], our own loop
+  kRowNorm,    // f32 instance_normalization: oneDNN layer_normalization of each (n, c) plane,
+               // then y = y * scale[c] + B[c] in place
+};
+
 // Prepared state of batch/instance normalization and lrn; read-only at run time.
 struct NormState {
+  Form form = Form::kPrimitive;
   bool empty = false;
   memory::desc data, scratch;
   dnnl::primitive prim;
-  // DNNL_ARG_* of each parameter input.
+  // kPrimitive: DNNL_ARG_* of each parameter input. kAffine: scale, B, mean, var. kRowNorm:
+  // scale, B.
   std::vector<std::pair<int, nn::ParamPlan>> params;
   // > 0: MEAN and VARIANCE are primitive outputs of this many floats each, discarded (staged).
   int64_t stats = 0;
+  // kAffine / kRowNorm: [n, c, s] view of the input.
+  int64_t n = 0, c = 0, s = 0;
+  float eps = 0;
+  // kAffine with constant parameters: a = scale / sqrt(var + eps), b = B - mean * a.
+  std::vector<float> a, b;
 };
 
 struct NormPlan {
+  Form form = Form::kPrimitive;
   memory::dims dims;
   memory::data_type dt{};
   std::vector<std::pair<int, nn::ParamPlan>> params;
   int64_t stats = 0;
   bool empty = false;
+  int64_t n = 0, c = 0, s = 0;
 };
 
 Result<memory::data_type> data_type_of(const NodeContext& node) {
@@ -60,6 +81,15 @@ Result<memory::data_type> data_type_of(const NodeContext& node) {
 memory::dims ncs_dims(const Shape& x) {
   const int64_t s = numel_of(std::span(x.data() + 2, x.size() - 2));
   return {x[0], x[1], s};
+}
+
+// [N, C, 1, S]: oneDNN's vectorized batch normalization takes 4-D and 5-D plain layouts only.
+memory::dims nc1s(int64_t n, int64_t c, int64_t s) { return {n, c, 1, s}; }
+
+// f32 data runs on our own loops (kAffine, kRowNorm): oneDNN's batch normalization on plain
+// layouts is slower than one fused multiply-add pass.
+bool is_f32(const NodeContext& node) {
+  return DTypeSet{DTypeCode::kFloat32}.contains(node.input_types[0].dtype);
 }
 
 // Builds the batch_normalization primitive descriptor of a plan.
@@ -84,11 +114,16 @@ Result<NormPlan> plan_batch_norm(const NodeContext& node) {
   }
   NormPlan p;
   FRAME_ASSIGN_OR_RETURN(p.dt, data_type_of(node));
-  p.dims = ncs_dims(node.input_types[0].shape);
-  const int64_t c = p.dims[1];
+  const memory::dims ncs = ncs_dims(node.input_types[0].shape);
+  p.n = ncs[0];
+  p.c = ncs[1];
+  p.s = ncs[2];
+  p.dims = nc1s(p.n, p.c, p.s);
+  p.form = is_f32(node) ? Form::kAffine : Form::kPrimitive;
   static constexpr int kArgs[] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
-  for (int i = 0; i < 4; ++i)
-    p.params.emplace_back(kArgs[i], nn::ParamPlan::make(node, i + 1, c, {}));
+  for (int i = 0; i < 4; ++i) {
+    p.params.emplace_back(kArgs[i], nn::ParamPlan::make(node, i + 1, p.c, {}));
+  }
   p.empty = numel_of(node.input_types[0].shape) == 0;
   return p;
 }
@@ -97,17 +132,26 @@ Result<NormPlan> plan_instance_norm(const NodeContext& node) {
   NormPlan p;
   FRAME_ASSIGN_OR_RETURN(p.dt, data_type_of(node));
   const memory::dims ncs = ncs_dims(node.input_types[0].shape);
-  const int64_t n = ncs[0], c = ncs[1];
-  p.dims = {1, n * c, ncs[2]};
-  std::vector<int64_t> tile;
-  if (n > 1) {
-    tile.resize(static_cast<size_t>(n * c));
-    for (int64_t i = 0; i < n * c; ++i) tile[static_cast<size_t>(i)] = i % c;
-  }
-  p.params.emplace_back(DNNL_ARG_SCALE, nn::ParamPlan::make(node, 1, n * c, tile));
-  p.params.emplace_back(DNNL_ARG_SHIFT, nn::ParamPlan::make(node, 2, n * c, tile));
-  p.stats = n * c;
+  p.n = ncs[0];
+  p.c = ncs[1];
+  p.s = ncs[2];
   p.empty = numel_of(node.input_types[0].shape) == 0;
+  if (is_f32(node)) {
+    p.form = Form::kRowNorm;
+    p.dims = {p.n * p.c, p.s};
+    p.params.emplace_back(DNNL_ARG_SCALE, nn::ParamPlan::make(node, 1, p.c, {}));
+    p.params.emplace_back(DNNL_ARG_SHIFT, nn::ParamPlan::make(node, 2, p.c, {}));
+    return p;
+  }
+  p.dims = nc1s(1, p.n * p.c, p.s);
+  std::vector<int64_t> tile;
+  if (p.n > 1) {
+    tile.resize(static_cast<size_t>(p.n * p.c));
+    for (int64_t i = 0; i < p.n * p.c; ++i) tile[static_cast<size_t>(i)] = i % p.c;
+  }
+  p.params.emplace_back(DNNL_ARG_SCALE, nn::ParamPlan::make(node, 1, p.n * p.c, tile));
+  p.params.emplace_back(DNNL_ARG_SHIFT, nn::ParamPlan::make(node, 2, p.n * p.c, tile));
+  p.stats = p.n * p.c;
   return p;
 }
 
@@ -128,7 +172,7 @@ Result<NormPlan> plan_lrn(const NodeContext& node) {
 
 enum class NormKind : uint8_t { kBatch, kInstance, kLrn };
 
-// The plan and primitive descriptor of a node (pd empty for an empty input).
+// The plan and primitive descriptor of a node (pd empty for an empty input or kAffine).
 Result<std::pair<NormPlan, dnnl::primitive_desc>> plan_norm(const NodeContext& node,
                                                             NormKind kind) {
   NormPlan p;
@@ -139,22 +183,30 @@ Result<std::pair<NormPlan, dnnl::primitive_desc>> plan_norm(const NodeContext& n
   } else {
     FRAME_ASSIGN_OR_RETURN(p, plan_lrn(node));
   }
-  if (p.empty) return std::pair{std::move(p), dnnl::primitive_desc()};
-  if (kind != NormKind::kLrn) {
-    FRAME_ASSIGN_OR_RETURN(auto pd, bn_pd(node, p, kind == NormKind::kInstance));
-    return std::pair{std::move(p), dnnl::primitive_desc(std::move(pd))};
-  }
+  if (p.empty || p.form == Form::kAffine) return std::pair{std::move(p), dnnl::primitive_desc()};
   try {
+    if (p.form == Form::kRowNorm) {
+      dnnl::layer_normalization_forward::desc d(
+          dnnl::prop_kind::forward_inference, plain_desc(p.dims, p.dt),
+          static_cast<float>(node.attr_or<double>("epsilon", 1e-5)), normalization_flags::none);
+      dnnl::primitive_desc pd =
+          dnnl::layer_normalization_forward::primitive_desc(d, default_attr(), engine());
+      return std::pair{std::move(p), std::move(pd)};
+    }
+    if (kind != NormKind::kLrn) {
+      FRAME_ASSIGN_OR_RETURN(auto pd, bn_pd(node, p, kind == NormKind::kInstance));
+      return std::pair{std::move(p), dnnl::primitive_desc(std::move(pd))};
+    }
     const int64_t size = node.attr_or<int64_t>("size", 1);
     dnnl::lrn_forward::desc d(dnnl::prop_kind::forward_inference,
                               dnnl::algorithm::lrn_across_channels, plain_desc(p.dims, p.dt), size,
                               static_cast<float>(node.attr_or<double>("alpha", 1e-4)),
                               static_cast<float>(node.attr_or<double>("beta", 0.75)),
                               static_cast<float>(node.attr_or<double>("bias", 1.0)));
-    return std::pair{std::move(p), dnnl::primitive_desc(dnnl::lrn_forward::primitive_desc(
-                                       d, default_attr(), engine()))};
+    dnnl::primitive_desc pd = dnnl::lrn_forward::primitive_desc(d, default_attr(), engine());
+    return std::pair{std::move(p), std::move(pd)};
   } catch (const dnnl::error& e) {
-    return nn::dnnl_status(node, "lrn", e);
+    return nn::dnnl_status(node, kind == NormKind::kLrn ? "lrn" : "normalization", e);
   }
 }
 
@@ -163,15 +215,64 @@ Status norm_accepts(const NodeContext& node) {
   return nn::decline(plan_norm(node, kKind).status());
 }
 
+// a = scale / sqrt(var + eps) and b = B - mean * a per channel (in double, stored as f32).
+void fold_affine(const float* scale, const float* bias, const float* mean, const float* var,
+                 float eps, int64_t c, float* a, float* b) {
+  for (int64_t i = 0; i < c; ++i) {
+    const double ai = static_cast<double>(scale[i]) / std::sqrt(static_cast<double>(var[i]) + eps);
+    a[i] = static_cast<float>(ai);
+    b[i] = static_cast<float>(static_cast<double>(bias[i]) - static_cast<double>(mean[i]) * ai);
+  }
+}
+
+// y = x * a[c] + b[c] over an [n, c, s] tensor (x may alias y), parallel over (n, c) planes.
+void channel_affine(const float* x, float* y, const float* a, const float* b, int64_t n, int64_t c,
+                    int64_t s, int threads) {
+#pragma omp parallel for collapse(2) num_threads(threads) if (n * c * s > 32768)
+  for (int64_t in = 0; in < n; ++in) {
+    for (int64_t ic = 0; ic < c; ++ic) {
+      const float av = a[ic], bv = b[ic];
+      const float* xp = x + (in * c + ic) * s;
+      float* yp = y + (in * c + ic) * s;
+      for (int64_t i = 0; i < s; ++i) yp[i] = xp[i] * av + bv;
+    }
+  }
+}
+
 template <NormKind kKind>
 Result<std::shared_ptr<void>> norm_prepare(const NodeContext& node) {
   FRAME_ASSIGN_OR_RETURN(auto planned, plan_norm(node, kKind));
   auto& [p, pd] = planned;
   auto st = std::make_shared<NormState>();
+  st->form = p.form;
   st->empty = p.empty;
   st->params = std::move(p.params);
   st->stats = p.stats;
+  st->n = p.n;
+  st->c = p.c;
+  st->s = p.s;
+  st->eps = static_cast<float>(node.attr_or<double>("epsilon", 1e-5));
   if (st->empty) return std::shared_ptr<void>(st);
+  if (st->form == Form::kAffine) {
+    const Tensor* k[4];
+    bool constant = true;
+    for (size_t i = 0; i < 4; ++i) {
+      k[i] = node.constant_input(i + 1);
+      constant = constant && k[i] != nullptr;
+    }
+    if (constant) {
+      st->a.resize(static_cast<size_t>(st->c));
+      st->b.resize(static_cast<size_t>(st->c));
+      for (int64_t i = 0; i < st->c; ++i) {
+        const double a = k[0]->element_as_double(i) /
+                         std::sqrt(k[3]->element_as_double(i) + static_cast<double>(st->eps));
+        st->a[static_cast<size_t>(i)] = static_cast<float>(a);
+        st->b[static_cast<size_t>(i)] =
+            static_cast<float>(k[1]->element_as_double(i) - k[2]->element_as_double(i) * a);
+      }
+    }
+    return std::shared_ptr<void>(st);
+  }
   try {
     st->data = pd.src_desc();
     st->scratch = pd.scratchpad_desc();
@@ -182,40 +283,69 @@ Result<std::shared_ptr<void>> norm_prepare(const NodeContext& node) {
   return std::shared_ptr<void>(st);
 }
 
+// f32 batch normalization: one multiply-add pass with folded per-channel a, b.
+Status affine_batch_norm(KernelContext& ctx, const NormState& st) {
+  const float* a = st.a.data();
+  const float* b = st.b.data();
+  if (st.a.empty()) {
+    int64_t staged = 2 * st.c;
+    for (const auto& [arg, pp] : st.params) staged += pp.staged();
+    float* stage = nn::staging_floats(static_cast<size_t>(staged));
+    const float* v[4];
+    for (size_t i = 0; i < 4; ++i) {
+      v[i] = st.params[i].second.data(ctx, stage);
+      stage += st.params[i].second.staged();
+    }
+    fold_affine(v[0], v[1], v[2], v[3], st.eps, st.c, stage, stage + st.c);
+    a = stage;
+    b = stage + st.c;
+  }
+  channel_affine(ctx.input(0).data<float>(), ctx.output(0).data<float>(), a, b, st.n, st.c, st.s,
+                 ctx.num_threads);
+  return Status();
+}
+
 Status norm_kernel(KernelContext& ctx) {
   const auto& st = *static_cast<const NormState*>(ctx.state);
   if (st.empty) return Status();
+  if (st.form == Form::kAffine) return affine_batch_norm(ctx, st);
   int64_t staged = 2 * st.stats;
   for (const auto& [arg, pp] : st.params) staged += pp.staged();
   float* stage = nn::staging_floats(static_cast<size_t>(staged));
+  Status s;
   try {
     std::array<memory, 8> mems;
     std::array<nn::Arg, 8> args;
     size_t n = 0;
-    mems[n] = wrap(st.data, ctx.input(0));
-    args[n] = {DNNL_ARG_SRC, &mems[n]};
-    ++n;
-    mems[n] = wrap(st.data, ctx.output(0));
-    args[n] = {DNNL_ARG_DST, &mems[n]};
-    ++n;
-    for (const auto& [arg, pp] : st.params) {
-      mems[n] = nn::wrap_floats(pp.data(ctx, stage), pp.size);
-      stage += pp.staged();
+    auto add = [&](int arg, memory mem) {
+      mems[n] = std::move(mem);
       args[n] = {arg, &mems[n]};
       ++n;
-    }
-    if (st.stats > 0) {
-      for (int arg : {DNNL_ARG_MEAN, DNNL_ARG_VARIANCE}) {
-        mems[n] = nn::wrap_floats(stage, st.stats);
+    };
+    add(DNNL_ARG_SRC, wrap(st.data, ctx.input(0)));
+    add(DNNL_ARG_DST, wrap(st.data, ctx.output(0)));
+    if (st.form == Form::kPrimitive) {
+      for (const auto& [arg, pp] : st.params) {
+        add(arg, nn::wrap_floats(pp.data(ctx, stage), pp.size));
+        stage += pp.staged();
+      }
+      for (int64_t k = 0; k < (st.stats > 0 ? 2 : 0); ++k) {
+        add(k == 0 ? DNNL_ARG_MEAN : DNNL_ARG_VARIANCE, nn::wrap_floats(stage, st.stats));
         stage += st.stats;
-        args[n] = {arg, &mems[n]};
-        ++n;
       }
     }
-    return nn::execute(*ctx.node, st.prim, st.scratch, std::span<const nn::Arg>(args.data(), n));
+    s = nn::execute(*ctx.node, st.prim, st.scratch, std::span<const nn::Arg>(args.data(), n));
   } catch (const dnnl::error& e) {
     return nn::dnnl_status(*ctx.node, "normalization memory", e);
   }
+  if (s.is_ok() && st.form == Form::kRowNorm) {
+    const float* scale = st.params[0].second.data(ctx, stage);
+    stage += st.params[0].second.staged();
+    const float* bias = st.params[1].second.data(ctx, stage);
+    float* y = ctx.output(0).data<float>();
+    channel_affine(y, y, scale, bias, st.n, st.c, st.s, ctx.num_threads);
+  }
+  return s;
 }
 
 FRAME_REGISTER_KERNEL(batch_normalization, "onednn", norm_kernel)

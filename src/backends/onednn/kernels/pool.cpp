@@ -2,8 +2,9 @@
 // one oneDNN pooling_v2 primitive per node, built at prepare time. ceil_mode becomes extra end
 // padding (oneDNN sizes the output with floor); count_include_pad picks the average algorithm.
 // Declined (M10 fallback takes them): the Indices output, ranks outside 3..5, configurations
-// oneDNN has no implementation for, and count_include_pad=1 with explicit pads where ceil_mode
-// extends the last window past them (oneDNN would count those taps, ONNX does not).
+// oneDNN has no implementation for, pads that make a window lie wholly in the padding, and
+// count_include_pad=1 with explicit pads where ceil_mode extends the last window past them
+// (oneDNN would count those taps, ONNX does not).
 
 #include <memory>
 #include <string>
@@ -69,6 +70,15 @@ Result<dnnl::pooling_v2_forward::primitive_desc> plan_pool(const NodeContext& no
       if (extra > 0) {
         pr[i] += extra;
         extended = true;
+      }
+      // A window wholly in the padding is -inf (max) or 0/0 (average) in ONNX; oneDNN has no
+      // such window semantics.
+      const int64_t dk = (g.kernel[i] - 1) * g.dilations[i] + 1;
+      if (pl[i] >= dk || pr[i] >= dk) {
+        return unimplemented(
+            "pads {}+{} of spatial dim {} reach the dilated kernel extent {} "
+            "(a window wholly in the padding)",
+            pl[i], pr[i], i, dk);
       }
     }
     if (kind == PoolKind::kAverage) {
