@@ -1,0 +1,69 @@
+// onednn softmax and log_softmax against the cpu reference kernel on shape families the op
+// database lacks: a non-last axis, axis 0, the opset < 13 flattened form, a BERT-sized
+// vocabulary row, large magnitudes, bf16; plus placement (runs on onednn, path "kernel").
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "nn_test_util.h"
+
+namespace frame::test::onednn {
+namespace {
+
+OpCall softmax_call(std::string op, Tensor x, int64_t axis, bool legacy = false) {
+  OpCall c;
+  c.op = std::move(op);
+  c.inputs = {std::move(x)};
+  c.attrs = {{"axis", axis}};
+  if (legacy) c.attrs["legacy_flatten"] = int64_t{1};
+  return c;
+}
+
+class OnednnSoftmax : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OnednnSoftmax, NonLastAxisMatchesCpu) {
+  expect_matches_cpu(softmax_call(GetParam(), random_tensor({2, 37, 5}, 1, 3.0), 1));
+  expect_matches_cpu(softmax_call(GetParam(), random_tensor({6, 4, 3, 2}, 2, 3.0), 0));
+  expect_matches_cpu(softmax_call(GetParam(), random_tensor({3, 8, 17, 9}, 3, 3.0), -2));
+}
+
+TEST_P(OnednnSoftmax, LastAxisMatchesCpu) {
+  expect_matches_cpu(softmax_call(GetParam(), random_tensor({32, 30522}, 4, 2.0), -1));
+  expect_matches_cpu(softmax_call(GetParam(), random_tensor({4, 12, 128, 128}, 5, 4.0), -1));
+  expect_matches_cpu(softmax_call(GetParam(), random_tensor({7, 1}, 6), 1));
+  // Large magnitudes: the max is subtracted before exp.
+  expect_matches_cpu(softmax_call(GetParam(), random_tensor({5, 33}, 7, 500.0), -1));
+}
+
+TEST_P(OnednnSoftmax, LegacyFlattenMatchesCpu) {
+  expect_matches_cpu(softmax_call(GetParam(), random_tensor({3, 4, 5}, 8, 2.0), 1, true));
+  expect_matches_cpu(softmax_call(GetParam(), random_tensor({2, 3, 4, 5}, 9, 2.0), 2, true));
+}
+
+TEST_P(OnednnSoftmax, Bf16MatchesCpu) {
+  expect_matches_cpu(
+      softmax_call(GetParam(), random_tensor({16, 100}, 10, 2.0, DTypeCode::kBFloat16), -1));
+  expect_matches_cpu(
+      softmax_call(GetParam(), random_tensor({4, 10, 6}, 11, 2.0, DTypeCode::kBFloat16), 1));
+}
+
+TEST_P(OnednnSoftmax, RunsOnOnednnWhenCompiled) {
+  expect_runs_on_onednn(softmax_call(GetParam(), random_tensor({8, 50}, 12, 2.0), -1));
+}
+
+TEST_P(OnednnSoftmax, UndeclaredDtypeDeclined) {
+  std::vector<double> v(24);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i % 5) * 0.7 - 1.0;
+  OpCall c = softmax_call(GetParam(), Tensor::from_vector<double>({4, 6}, v), -1);
+  expect_declined(c, "does not support dtype f64");
+  // softmax has no decomposition, so the node itself runs on cpu (log_softmax would be
+  // decomposed by the decomposition pass instead).
+  if (GetParam() == "softmax") expect_falls_back_to_cpu(c, "does not support dtype f64");
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, OnednnSoftmax, ::testing::Values("softmax", "log_softmax"));
+
+}  // namespace
+}  // namespace frame::test::onednn
