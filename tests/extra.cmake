@@ -1,6 +1,7 @@
 # Op test database (STYLE.md "Tests"): tests/ops/gen_op_db.py writes manifest.json + .npy files
 # from the family modules in tests/ops/op_db/; tests/cpp/ops/op_db_test.cpp runs every case
-# against the cpu kernels. Regenerated whenever a python file under tests/ops changes.
+# on the cpu kernels and on every other backend with a kernel for the op. Regenerated whenever
+# a python file under tests/ops changes.
 set(FRAME_OP_DB_DIR ${CMAKE_BINARY_DIR}/op_db)
 set(FRAME_OP_DB_PYTHON /usr/bin/python3 CACHE FILEPATH
     "Python with numpy used to generate the op test database")
@@ -19,4 +20,8 @@ if(TARGET frame_ops_tests)
   add_dependencies(frame_ops_tests frame_op_db)
   # Compiled-in default; the FRAME_OP_DB_DIR environment variable overrides it at run time.
   target_compile_definitions(frame_ops_tests PRIVATE FRAME_OP_DB_DIR="${FRAME_OP_DB_DIR}")
+  # The whole op database in one process, so the op x backend support matrix is printed once
+  # in the test log and written to <build>/op_db_support_matrix.md.
+  add_test(NAME op_db_support_matrix COMMAND frame_ops_tests --gtest_filter=OpDb.*
+           WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
 endif()

@@ -7,8 +7,8 @@
 // backend and compared with the same reference under the BUILD-011 cross-backend tolerance
 // class (or the case's override where looser). A case the backend's
 // kernel declines (KernelDef::supports) is skipped for that backend only; the op x backend
-// support matrix (passed / declined / failed) is printed once after the run and written to
-// <build>/op_db_support_matrix.md.
+// support matrix (passed / declined / failed) is printed once after a run of two or more cases
+// and written to <build>/op_db_support_matrix.md (ctest: the op_db_support_matrix test).
 // The manifest comes from tests/ops/gen_op_db.py (built by the frame_op_db target); the
 // FRAME_OP_DB_DIR environment variable overrides the compiled-in directory, and
 // FRAME_OP_DB_BACKENDS (comma-separated) limits the non-cpu backends tested.
@@ -87,10 +87,15 @@ class SupportMatrix {
     backends_.emplace(backend);
     ++counts_[op][backend][o];
   }
-  // Markdown table, one row per op, one column per backend; "" when nothing ran.
+  // Markdown table, one row per op, one column per backend; "" when fewer than two cases ran
+  // (ctest runs each discovered test in its own process: no per-test matrices).
   std::string to_markdown() const {
     std::lock_guard lock(mu_);
-    if (counts_.empty()) return "";
+    int total = 0;
+    for (const auto& [op, per_backend] : counts_) {
+      for (const auto& [b, c] : per_backend) total += c[kPassed] + c[kDeclined] + c[kFailed];
+    }
+    if (total < 2) return "";
     std::ostringstream out;
     out << "# Op database support matrix (passed / declined / failed cases)\n\n| op |";
     for (const std::string& b : backends_) out << " " << b << " |";
