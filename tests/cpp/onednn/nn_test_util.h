@@ -6,6 +6,7 @@
 /// placement (M10).
 
 #include <gtest/gtest.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <random>
 #include <string>
@@ -16,6 +17,18 @@
 #include "frame/runtime/compile.h"
 
 namespace frame::test::onednn {
+
+/// True when oneDNN runs bf16 on this CPU (AVX-512 and later); on older CPUs the onednn
+/// kernels decline bf16 nodes and the bf16 tests skip.
+inline bool onednn_has_bf16() {
+  const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+  const auto need = static_cast<unsigned>(dnnl_cpu_isa_avx512_core);
+  return (isa & need) == need;
+}
+
+/// Skips the calling test when oneDNN has no bf16 support on this CPU.
+#define FRAME_SKIP_WITHOUT_ONEDNN_BF16() \
+  if (!::frame::test::onednn::onednn_has_bf16()) GTEST_SKIP() << "oneDNN has no bf16 on this CPU"
 
 /// Normal(0, scale) values of `shape` in dtype `dt` (f32 or bf16), from `seed`.
 inline Tensor random_tensor(Shape shape, uint32_t seed, double scale = 1.0,

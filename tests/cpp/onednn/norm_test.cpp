@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "nn_test_util.h"
@@ -39,6 +40,7 @@ TEST(OnednnNorm, BatchNormConstantStatsMatchesCpu) {
 }
 
 TEST(OnednnNorm, BatchNormBf16MatchesCpu) {
+  FRAME_SKIP_WITHOUT_ONEDNN_BF16();
   // bf16 data with f32 statistics (passed as they are) and with bf16 statistics (converted
   // per run, or at prepare time when constant).
   expect_matches_cpu(bn_call({2, 32, 7, 7}, 20, DTypeCode::kBFloat16));
@@ -133,6 +135,43 @@ TEST(OnednnNorm, RunsOnOnednnWhenCompiled) {
   in.constant_inputs = {1, 2};
   expect_runs_on_onednn(in);
   expect_runs_on_onednn(lrn_call({1, 16, 5, 5}, 3, 1e-3, 0.75, 1.0, 83));
+}
+
+TEST(OnednnNorm, ConcurrentRunsAgreeWithCpu) {
+  FRAME_SKIP_WITHOUT_ONEDNN_BF16();
+  // Executable::run is re-entrant: the prepared state is shared read-only, per-run parameter
+  // staging and oneDNN scratchpads are per thread. The bf16 Scale [1, 7] (a graph input) is
+  // broadcast and converted per run into the staging buffer.
+  OpCall c = ln_call({64, 5, 7}, 1, {1, 7}, true, 85);
+  c.inputs[2] = random_tensor({7}, 86);
+  std::vector<BFloat16> sb;
+  for (int64_t k = 0; k < 7; ++k) sb.emplace_back(c.inputs[1].data<float>()[k]);
+  c.inputs[1] = Tensor::from_vector<BFloat16>({1, 7}, sb);
+  c.inputs[2] = Tensor::from_vector<BFloat16>({7}, sb);
+  // Scale and B share X's dtype (type variable T).
+  c.inputs[0] = random_tensor({64, 5, 7}, 87, 2.0, DTypeCode::kBFloat16);
+  Result<runtime::Executable> exe = compile_on_onednn(c);
+  ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+  EXPECT_EQ(placement_of(*exe, c.node_name).backend, "onednn");
+  Result<std::vector<Tensor>> want = run_op(c, "cpu");
+  ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+  const runtime::TensorMap in = graph_inputs(c);
+  std::vector<int> bad(4, 0);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < bad.size(); ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        Result<runtime::TensorMap> out = exe->run(in);
+        const bool ok = out.is_ok() && compare_tensors(out->at("out0"), (*want)[0],
+                                                       tolerance_for(DTypeCode::kBFloat16,
+                                                                     ToleranceClass::kCrossBackend))
+                                           .ok;
+        bad[t] += ok ? 0 : 1;
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (size_t t = 0; t < bad.size(); ++t) EXPECT_EQ(bad[t], 0) << "thread " << t;
 }
 
 TEST(OnednnNorm, DeclinedNodesFallBackToCpu) {

@@ -92,6 +92,7 @@ TEST(OnednnPool, DilatedMaxPoolMatchesCpu) {
 }
 
 TEST(OnednnPool, MaxPoolBf16AndInt8MatchCpu) {
+  FRAME_SKIP_WITHOUT_ONEDNN_BF16();
   const ir::AttrMap a{
       {"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}};
   expect_matches_cpu(
@@ -129,6 +130,13 @@ TEST(OnednnPool, GlobalPoolsMatchCpu) {
     expect_matches_cpu(pool_call(op, random_tensor({3, 5, 13, 11}, 22), {}));
     expect_matches_cpu(pool_call(op, random_tensor({2, 3, 29}, 23), {}));
     expect_matches_cpu(pool_call(op, random_tensor({1, 4, 3, 5, 6}, 24), {}));
+  }
+}
+
+TEST(OnednnPool, GlobalPoolsBf16MatchCpu) {
+  FRAME_SKIP_WITHOUT_ONEDNN_BF16();
+  for (const std::string op : {"global_average_pool", "global_max_pool"}) {
+    SCOPED_TRACE(op);
     expect_matches_cpu(
         pool_call(op, random_tensor({1, 8, 5, 5}, 25, 1.0, DTypeCode::kBFloat16), {}));
   }

@@ -43,6 +43,7 @@ TEST_P(OnednnSoftmax, LegacyFlattenMatchesCpu) {
 }
 
 TEST_P(OnednnSoftmax, Bf16MatchesCpu) {
+  FRAME_SKIP_WITHOUT_ONEDNN_BF16();
   expect_matches_cpu(
       softmax_call(GetParam(), random_tensor({16, 100}, 10, 2.0, DTypeCode::kBFloat16), -1));
   expect_matches_cpu(
