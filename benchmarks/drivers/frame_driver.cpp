@@ -1,6 +1,7 @@
 // frame benchmark driver: the same command line, clock and result line as the ONNX Runtime
 // driver (driver_common.h). Times ONNX load and compile (default CompileOptions, so the
-// default backend chain is measured), then warm-up and timed `Executable::run` calls.
+// default backend chain is measured), then warm-up and timed `Executable::run` calls (into
+// reused output tensors where the runtime offers that form, see common/frame_run.h).
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/frame_run.h"
 #include "driver_common.h"
 #include "frame/core/npy.h"
 #include "frame/onnx/onnx.h"
@@ -52,8 +54,12 @@ int run(const bench::DriverArgs& args) {
     if (!found) throw std::runtime_error("compiled graph has no output " + name);
   }
 
-  rt::TensorMap outputs;
-  auto run_once = [&] { outputs = value_or_throw(exe.run(inputs), "run"); };
+  // Outputs reused across runs when the runtime can write into them (common/frame_run.h).
+  rt::TensorMap outputs = value_or_throw(bench::make_outputs(exe), "allocate outputs");
+  auto run_once = [&] {
+    frame::Status st = bench::run_reusing(exe, inputs, outputs);
+    if (!st.is_ok()) throw std::runtime_error("run: " + st.message());
+  };
   for (int i = 0; i < args.warmup; ++i) run_once();
   std::vector<double> run_ms;
   for (int i = 0; i < args.runs; ++i) {
@@ -82,6 +88,7 @@ int run(const bench::DriverArgs& args) {
     extra += (i ? "," : "") + options.backends[i];
   }
   extra += "\", \"fused_groups\": " + std::to_string(exe.report().fused_groups.size());
+  extra += std::string(", \"run_form\": \"") + bench::run_form() + "\"";
   bench::print_result("frame", "0.1.0", load_ms, compile_ms, run_ms, extra);
   return 0;
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/frame_run.h"
 #include "frame/core/tensor.h"
 #include "frame/ir/graph.h"
 #include "frame/runtime/compile.h"
@@ -62,7 +63,7 @@ inline std::optional<rt::Executable> compile_or_skip(benchmark::State& state, co
   return std::move(exe).value();
 }
 
-/// "backend xN, ..." over the compiled placements, plus the fused-group count.
+/// "backendxN,..." over the compiled placements, the fused-group count and the run form.
 inline std::string placement_label(const rt::Executable& exe) {
   std::map<std::string, int> placed;
   for (const auto& p : exe.report().placements) ++placed[p.backend];
@@ -72,26 +73,28 @@ inline std::string placement_label(const rt::Executable& exe) {
   if (!exe.report().fused_groups.empty()) {
     s += " fused_groups=" + std::to_string(exe.report().fused_groups.size());
   }
-  return s;
+  return s + (RunsIntoOutputs<rt::Executable> ? " run=into" : " run=alloc");
 }
 
 /// Runs `exe` once untimed, then once per benchmark iteration with manual timing (use with
 /// ->UseManualTime()). Returns the total timed seconds, or a negative value after an error.
+/// Outputs are reused across runs where the runtime can write into them (frame_run.h).
 inline double run_timed(benchmark::State& state, const rt::Executable& exe,
                         const rt::TensorMap& inputs) {
-  frame::Result<rt::TensorMap> warm = exe.run(inputs);
-  if (!warm.is_ok()) {
-    state.SkipWithError(("run: " + warm.status().message()).c_str());
+  frame::Result<rt::TensorMap> outputs = make_outputs(exe);
+  frame::Status st = outputs.is_ok() ? run_reusing(exe, inputs, *outputs) : outputs.status();
+  if (!st.is_ok()) {
+    state.SkipWithError(("run: " + st.message()).c_str());
     return -1.0;
   }
   double total = 0.0;
   for (auto _ : state) {
     auto t0 = std::chrono::steady_clock::now();
-    frame::Result<rt::TensorMap> out = exe.run(inputs);
+    st = run_reusing(exe, inputs, *outputs);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    benchmark::DoNotOptimize(out);
-    if (!out.is_ok()) {
-      state.SkipWithError(("run: " + out.status().message()).c_str());
+    benchmark::DoNotOptimize(outputs);
+    if (!st.is_ok()) {
+      state.SkipWithError(("run: " + st.message()).c_str());
       return -1.0;
     }
     state.SetIterationTime(s);
