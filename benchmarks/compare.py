@@ -124,6 +124,109 @@ def ensure_build(build_dir, jobs):
     return os.path.join(bdir, "benchmarks")
 
 
+def build_micro(drivers_dir, jobs):
+    """Builds frame_micro_benchmarks; returns its path or None when Google Benchmark is absent."""
+    bdir = os.path.dirname(drivers_dir)
+    r = subprocess.run(["cmake", "--build", bdir, "-j", str(jobs), "--target",
+                        "frame_micro_benchmarks"], cwd=ROOT, capture_output=True, text=True)
+    exe = os.path.join(drivers_dir, "frame_micro_benchmarks")
+    if r.returncode != 0 or not os.path.exists(exe):
+        log("frame_micro_benchmarks not built (libbenchmark-dev missing?): %s" %
+            (r.stdout + r.stderr).strip()[-300:])
+        return None
+    return exe
+
+
+def run_micro(exe, min_time, timeout):
+    """Runs every micro-benchmark; returns {name: {counters..., 'ms', 'label'}} or an error."""
+    cmd = [exe, "--benchmark_format=json", "--benchmark_min_time=%g" % min_time]
+    try:
+        r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+        data = json.loads(r.stdout)
+    except (subprocess.TimeoutExpired, ValueError) as e:
+        return {"error": "frame_micro_benchmarks: %s" % e}
+    out = {}
+    for b in data.get("benchmarks", []):
+        name = b["name"].replace("/manual_time", "")
+        if b.get("error_occurred"):
+            out[name] = {"error": b.get("error_message", "error")}
+            continue
+        out[name] = {k: v for k, v in b.items() if k in ("GB/s", "GFLOP/s", "ns_per_node", "nodes")}
+        out[name]["ms"] = b["real_time"] if b.get("time_unit") == "ms" else b["real_time"] / 1e6
+        out[name]["label"] = b.get("label", "")
+    return out
+
+
+def micro_section(micro):
+    if micro is None:
+        return []
+    L = ["\n## Micro-benchmarks (frame_micro_benchmarks)\n"]
+    if "error" in micro:
+        return L + ["error: %s" % micro["error"]]
+
+    def val(name, key, fmt="%.3g"):
+        b = micro.get(name, {})
+        if "error" in b:
+            return "error: " + b["error"]
+        return fmt % b[key] if key in b else "–"
+
+    L.append("Same binary, same thread count per row. GB/s = bytes read + written / time "
+             "(decimal). Labels say where frame placed the nodes.\n")
+    L.append("| measure | 1 thread | 2 threads | frame placement |")
+    L.append("|---|---:|---:|---|")
+    for title, bench, key in (
+            ("per-node overhead, 10,000 add nodes on f32[1] (ns/node)", "BM_NodeOverhead",
+             "ns_per_node"),
+            ("fused chain of 8 elementwise ops, 16M f32 (GB/s)", "BM_FusedChain8", "GB/s"),
+            ("tanh-GELU + bias + ReLU, 1024x4096 (GB/s)", "BM_GeluBiasRelu", "GB/s"),
+            ("STREAM copy, 16M f32 (GB/s)", "BM_StreamCopy", "GB/s"),
+            ("STREAM triad, 16M f32 (GB/s)", "BM_StreamTriad", "GB/s")):
+        L.append("| %s | %s | %s | %s |" % (
+            title, val(bench + "/threads:1", key), val(bench + "/threads:2", key),
+            micro.get(bench + "/threads:1", {}).get("label", "")))
+    shares = []
+    for t in (1, 2):
+        chain = micro.get("BM_FusedChain8/threads:%d" % t, {}).get("GB/s")
+        copy = micro.get("BM_StreamCopy/threads:%d" % t, {}).get("GB/s")
+        if chain and copy:
+            shares.append("%.1f%% at %d thread(s)" % (100.0 * chain / copy, t))
+    if shares:
+        L.append("\nFused chain / STREAM copy bandwidth: %s (target: at least 70%% at 2)." %
+                 ", ".join(shares))
+    L.append("\nsgemm GFLOP/s (2*M*N*K / time); frame: a one-node matmul graph (B constant).\n")
+    L.append("| M x K x N | threads | frame default backends | frame cpu | oneDNN dnnl_sgemm | "
+             "frame default / oneDNN |")
+    L.append("|---|---:|---:|---:|---:|---:|")
+    for t in (1, 2):
+        for m, k, n in ((64, 784, 512), (128, 768, 768), (1024, 1024, 1024)):
+            suffix = "/M:%d/K:%d/N:%d/threads:%d" % (m, k, n, t)
+            d = micro.get("BM_SgemmFrameDefault" + suffix, {}).get("GFLOP/s")
+            o = micro.get("BM_SgemmOneDnn" + suffix, {}).get("GFLOP/s")
+            L.append("| %dx%dx%d | %d | %s | %s | %s | %s |" % (
+                m, k, n, t, val("BM_SgemmFrameDefault" + suffix, "GFLOP/s", "%.1f"),
+                val("BM_SgemmFrameCpu" + suffix, "GFLOP/s", "%.1f"),
+                val("BM_SgemmOneDnn" + suffix, "GFLOP/s", "%.1f"), ratio(d, o)))
+    return L
+
+
+def micro_targets(micro):
+    if not micro or "error" in micro:
+        return []
+    out = []
+    for t in (1, 2):
+        b = micro.get("BM_NodeOverhead/threads:%d" % t, {})
+        if "ns_per_node" in b:
+            out.append("| per-node overhead <= 1 us, %dT | %.0f ns | %s |" % (
+                t, b["ns_per_node"], "met" if b["ns_per_node"] <= 1000 else "**missed**"))
+    chain = micro.get("BM_FusedChain8/threads:2", {}).get("GB/s")
+    copy = micro.get("BM_StreamCopy/threads:2", {}).get("GB/s")
+    if chain and copy:
+        out.append("| fused 8-op chain >= 70%% of copy GB/s, 2T | %.1f of %.1f GB/s (%.0f%%) | %s |"
+                   % (chain, copy, 100 * chain / copy,
+                      "met" if chain >= 0.7 * copy else "**missed**"))
+    return out
+
+
 def export_model(name, out_dir):
     """Exports `name` to out_dir/<name>.onnx with input/expected .npy; cached by a stamp."""
     import numpy as np
@@ -222,7 +325,16 @@ def machine_facts():
     except OSError:
         pass
     facts["affinity"] = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    facts["loadavg"] = load_average()
     return facts
+
+
+def load_average():
+    """1-minute load average: other work on the machine skews timings, 2-thread ones most."""
+    try:
+        return float(open("/proc/loadavg").read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def git_rev():
@@ -263,7 +375,7 @@ def ratio(a, b):
     return "%.2f" % (a / b) if a and b else "–"
 
 
-def write_report(path, args, facts, plan, summary, checks, elapsed):
+def write_report(path, args, facts, plan, summary, checks, elapsed, micro):
     import models
     threads = plan["threads"]
     L = []
@@ -276,13 +388,16 @@ def write_report(path, args, facts, plan, summary, checks, elapsed):
     L.append("- machine: %s; %s logical CPUs (%s usable), %s GiB; ISA: %s" % (
         facts["cpu"], facts["cores"], facts.get("affinity"), facts.get("memory_gib"),
         facts["flags"]))
+    L.append("- 1-minute load average: %s at start, %s at the end (other processes competing for "
+             "the cores: a load near the core count before the run means the machine was shared)" % (plan.get("load_start"), facts.get("loadavg")))
     vers = {}
     for (m, t, e), s in summary.items():
         if "version" in s:
             vers.setdefault(e, s["version"])
-    L.append("- engines: frame (default backends: %s), ONNX Runtime %s (CPU, C API, inputs and "
+    L.append("- engines: frame (default backends: %s; runs %s), ONNX Runtime %s (CPU, C API, inputs and "
              "outputs bound to caller memory), PyTorch %s eager (no_grad)" % (
-                 plan.get("frame_backends", "?"), vers.get("ort", "?"), vers.get("torch", "?")))
+                 plan.get("frame_backends", "?"), plan.get("frame_run_form", "?"),
+                 vers.get("ort", "?"), vers.get("torch", "?")))
     L.append("- timing: per model and thread count, %d process(es) per engine run round-robin; "
              "each process %d warm-up + %d timed runs; median and min over all timed runs; "
              "total wall time %.0f s\n" % (plan["processes"], plan["warmup"], plan["repeat"],
@@ -367,13 +482,15 @@ def write_report(path, args, facts, plan, summary, checks, elapsed):
         for (m, t, e), msg in sorted(errors):
             L.append("- %s, %s, %d thread(s): %s" % (m, e, t, msg.replace("|", "\\|")))
 
+    L += micro_section(micro)
+
     L.append("\n## Targets (issue 8)\n")
-    L += targets(plan, summary)
+    L += targets(plan, summary, micro)
     with open(path, "w") as f:
         f.write("\n".join(L) + "\n")
 
 
-def targets(plan, summary):
+def targets(plan, summary, micro):
     def med(m, t, e):
         return summary.get((m, t, e), {}).get("median")
 
@@ -409,8 +526,10 @@ def targets(plan, summary):
         if rf and ro:
             out.append("| ResNet-18 peak RSS <= ORT | %.0f vs %.0f MiB | %s |" % (
                 rf, ro, verdict(rf <= ro)))
-    out.append("\nThe elementwise-bandwidth and per-node-overhead targets are measured by "
-               "`frame_micro_benchmarks` (benchmarks/README.md), not by this script.")
+    out += micro_targets(micro)
+    if micro is None:
+        out.append("\nThe elementwise-bandwidth and per-node-overhead targets come from "
+                   "`frame_micro_benchmarks`, skipped in this run (--no-micro).")
     return out
 
 
@@ -433,9 +552,14 @@ def main():
     p.add_argument("--work-dir", default=os.path.join(BENCH, ".work"),
                    help="exported models and outputs (benchmarks/.work)")
     p.add_argument("--timeout", type=int, default=900, help="seconds per driver process (900)")
+    p.add_argument("--no-micro", action="store_true",
+                   help="skip frame_micro_benchmarks (per-node overhead, GB/s, sgemm)")
+    p.add_argument("--micro-min-time", type=float, default=0.5,
+                   help="Google Benchmark min time per micro-benchmark, s (0.5; --quick 0.1)")
     args = p.parse_args()
     if args.quick:
         args.processes, args.warmup, args.repeat = 1, 2, 5
+        args.micro_min_time = min(args.micro_min_time, 0.1)
 
     sys.path.insert(0, BENCH)
     try:
@@ -451,8 +575,8 @@ def main():
             p.error("--engines takes a subset of " + ",".join(ENGINES))
         threads = [int(t) for t in args.threads.split(",")]
         ort_lib = ensure_ort() if "ort" in engines else None
-        drivers = ensure_build(args.build_dir, args.jobs) \
-            if ("frame" in engines or "ort" in engines) else None
+        drivers = ensure_build(args.build_dir, args.jobs)
+        micro_exe = None if args.no_micro else build_micro(drivers, args.jobs)
     except Missing as e:
         print("compare.py: missing prerequisite: %s" % e, file=sys.stderr)
         return 2
@@ -463,12 +587,19 @@ def main():
     start = time.time()
     model_dir = os.path.join(args.work_dir, "models")
     os.makedirs(model_dir, exist_ok=True)
-    plan = {"models": names, "threads": threads, "engines": engines,
+    plan = {"models": names, "threads": threads, "engines": engines, "load_start": load_average(),
             "processes": args.processes, "warmup": args.warmup, "repeat": args.repeat,
             "command": "/usr/bin/python3 benchmarks/compare.py " + " ".join(sys.argv[1:])}
     results, summary, checks = {}, {}, {}
     for m in names:
-        paths = export_model(m, model_dir)
+        try:
+            paths = export_model(m, model_dir)
+        except Exception as e:  # report the model as failed, go on with the others
+            log("%s: export failed: %s" % (m, e))
+            for t in threads:
+                for eng in engines:
+                    summary[(m, t, eng)] = {"error": "export failed: %s" % str(e)[:300]}
+            continue
         expected = np.load(paths["expected.npy"])
         for t in threads:
             for rnd in range(args.processes):
@@ -494,15 +625,23 @@ def main():
                             m, t, e, statistics.median(res["run_ms"]), res["process_s"]))
                         if e == "frame":
                             plan["frame_backends"] = res.get("backends", "?")
+                            plan["frame_run_form"] = res.get("run_form", "?")
             for e in engines:
                 summary[(m, t, e)] = summarize(results[(m, t, e)])
+    micro = None
+    if micro_exe:
+        log("running frame_micro_benchmarks (min time %g s each)" % args.micro_min_time)
+        micro = run_micro(micro_exe, args.micro_min_time, args.timeout)
+    elif not args.no_micro:
+        micro = {"error": "frame_micro_benchmarks could not be built (libbenchmark-dev?)"}
     elapsed = time.time() - start
     with open(os.path.join(args.work_dir, "raw_results.json"), "w") as f:
         json.dump({"%s/%d/%s" % k: v for k, v in results.items()}, f, indent=1)
-    write_report(args.out, args, machine_facts(), plan, summary, checks, elapsed)
+    write_report(args.out, args, machine_facts(), plan, summary, checks, elapsed, micro)
     log("wrote %s (%.0f s)" % (args.out, elapsed))
     bad = [k for k, s in summary.items() if "error" in s or "partial" in s]
     bad += [k for k, c in checks.items() if not c.get("ok")]
+    bad += [k for k, b in (micro or {}).items() if k == "error" or "error" in b]
     return 1 if bad else 0
 
 
