@@ -137,11 +137,12 @@ def build_micro(drivers_dir, jobs):
     return exe
 
 
-def run_micro(exe, min_time, timeout):
+def run_micro(exe, min_time, timeout, env):
     """Runs every micro-benchmark; returns {name: {counters..., 'ms', 'label'}} or an error."""
     cmd = [exe, "--benchmark_format=json", "--benchmark_min_time=%g" % min_time]
     try:
-        r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+        r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                           env=env)
         data = json.loads(r.stdout)
     except (subprocess.TimeoutExpired, ValueError) as e:
         return {"error": "frame_micro_benchmarks: %s" % e}
@@ -263,11 +264,12 @@ def export_model(name, out_dir):
     return paths
 
 
-def run_driver(cmd, timeout):
+def run_driver(cmd, timeout, env=None):
     """Runs one driver process; returns its RESULT dict or {'error': message}."""
     t0 = time.time()
     try:
-        r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+        r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                           env=env)
     except subprocess.TimeoutExpired:
         return {"error": "timed out after %d s" % timeout}
     for line in r.stdout.splitlines():
@@ -552,6 +554,9 @@ def main():
     p.add_argument("--work-dir", default=os.path.join(BENCH, ".work"),
                    help="exported models and outputs (benchmarks/.work)")
     p.add_argument("--timeout", type=int, default=900, help="seconds per driver process (900)")
+    p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                   help="set in every driver's environment (repeatable), e.g. "
+                        "OMP_WAIT_POLICY=PASSIVE to compare thread wait policies")
     p.add_argument("--no-micro", action="store_true",
                    help="skip frame_micro_benchmarks (per-node overhead, GB/s, sgemm)")
     p.add_argument("--micro-min-time", type=float, default=0.5,
@@ -581,6 +586,11 @@ def main():
         print("compare.py: missing prerequisite: %s" % e, file=sys.stderr)
         return 2
 
+    env = dict(os.environ)
+    for kv in args.env:
+        if "=" not in kv:
+            p.error("--env takes KEY=VALUE, got %r" % kv)
+        env[kv.split("=", 1)[0]] = kv.split("=", 1)[1]
     import numpy as np
     import torch
     torch.set_num_threads(min(2, os.cpu_count() or 1))
@@ -613,7 +623,7 @@ def main():
                             os.remove(old)
                     cmd = engine_cmd(e, drivers, ort_lib, m, paths, expected.shape, t,
                                      args.warmup, args.repeat, save)
-                    res = run_driver(cmd, args.timeout)
+                    res = run_driver(cmd, args.timeout, env)
                     results.setdefault((m, t, e), []).append(res)
                     if save:
                         checks[(m, e)] = check_output(os.path.join(save, "output.npy"), expected) \
@@ -631,7 +641,7 @@ def main():
     micro = None
     if micro_exe:
         log("running frame_micro_benchmarks (min time %g s each)" % args.micro_min_time)
-        micro = run_micro(micro_exe, args.micro_min_time, args.timeout)
+        micro = run_micro(micro_exe, args.micro_min_time, args.timeout, env)
     elif not args.no_micro:
         micro = {"error": "frame_micro_benchmarks could not be built (libbenchmark-dev?)"}
     elapsed = time.time() - start

@@ -60,6 +60,7 @@ class GptBlock(nn.Module):
     def __init__(self, d=512, heads=8, seq=128):
         super().__init__()
         self.heads = heads
+        self.scale = 1.0 / math.sqrt(d // heads)  # a Python constant, not traced
         self.ln1 = nn.LayerNorm(d)
         self.qkv = nn.Linear(d, 3 * d)
         self.proj = nn.Linear(d, d)
@@ -75,7 +76,7 @@ class GptBlock(nn.Module):
         q = q.view(b, t, h, d // h).transpose(1, 2)
         k = k.view(b, t, h, d // h).transpose(1, 2)
         v = v.view(b, t, h, d // h).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d // h))
+        att = (q @ k.transpose(-2, -1)) * self.scale
         att = att.masked_fill(~self.causal[:t, :t], float("-inf"))
         y = torch.softmax(att, dim=-1) @ v
         x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
