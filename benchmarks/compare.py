@@ -434,10 +434,11 @@ def write_report(path, args, facts, plan, summary, checks, elapsed, micro):
              "high-water mark (VmHWM), largest over processes and thread counts.%s\n" % (
                  t0, " %dT/%dT: median at %d threads over median at %d (below 1 = faster)." % (
                      threads[-1], t0, threads[-1], t0) if len(threads) > 1 else ""))
+    multi = len(threads) > 1
+    scaling = " frame %dT/%dT | ORT %dT/%dT |" % (threads[-1], t0, threads[-1], t0) if multi else ""
     L.append("| model | frame load+compile | ORT session | frame/ORT | frame RSS | ORT RSS | "
-             "torch RSS | frame/ORT RSS | frame %dT/%dT | ORT %dT/%dT | frame placement |" % (
-                 threads[-1], t0, threads[-1], t0))
-    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+             "torch RSS | frame/ORT RSS |%s frame placement |" % scaling)
+    L.append("|---|---:|---:|---:|---:|---:|---:|---:|%s---|" % ("---:|---:|" if multi else ""))
     for m in plan["models"]:
         f = summary.get((m, t0, "frame"), {})
         o = summary.get((m, t0, "ort"), {})
@@ -448,16 +449,15 @@ def write_report(path, args, facts, plan, summary, checks, elapsed, micro):
         place = ", ".join("%s %d" % kv for kv in sorted(f.get("placements", {}).items()))
         if f.get("fused_groups"):
             place += "; %d fused group(s)" % f["fused_groups"]
-        L.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        scale_cells = " %s | %s |" % (ratio(fl.get("median"), f.get("median")),
+                                      ratio(ol.get("median"), o.get("median"))) if multi else ""
+        L.append("| %s | %s | %s | %s | %s | %s | %s | %s |%s %s |" % (
             m, fmt_ms(f["setup"]) if "setup" in f else "–",
             fmt_ms(o["setup"]) if "setup" in o else "–", ratio(f.get("setup"), o.get("setup")),
             "%.0f MiB" % rss["frame"] if rss["frame"] else "–",
             "%.0f MiB" % rss["ort"] if rss["ort"] else "–",
             "%.0f MiB" % rss["torch"] if rss["torch"] else "–",
-            ratio(rss["frame"], rss["ort"]),
-            ratio(fl.get("median"), f.get("median")) if len(threads) > 1 else "–",
-            ratio(ol.get("median"), o.get("median")) if len(threads) > 1 else "–",
-            place or "–"))
+            ratio(rss["frame"], rss["ort"]), scale_cells, place or "–"))
 
     L.append("\n## Outputs agree?\n")
     L.append("Each engine's output against PyTorch's (exported reference), BUILD-011 "
