@@ -175,15 +175,15 @@ def micro_section(micro):
              "(decimal). Labels say where frame placed the nodes.\n")
     L.append("| measure | 1 thread | 2 threads | frame placement |")
     L.append("|---|---:|---:|---|")
-    for title, bench, key in (
+    for title, bench, key, f in (
             ("per-node overhead, 10,000 add nodes on f32[1] (ns/node)", "BM_NodeOverhead",
-             "ns_per_node"),
-            ("fused chain of 8 elementwise ops, 16M f32 (GB/s)", "BM_FusedChain8", "GB/s"),
-            ("tanh-GELU + bias + ReLU, 1024x4096 (GB/s)", "BM_GeluBiasRelu", "GB/s"),
-            ("STREAM copy, 16M f32 (GB/s)", "BM_StreamCopy", "GB/s"),
-            ("STREAM triad, 16M f32 (GB/s)", "BM_StreamTriad", "GB/s")):
+             "ns_per_node", "%.0f"),
+            ("fused chain of 8 elementwise ops, 16M f32 (GB/s)", "BM_FusedChain8", "GB/s", "%.3g"),
+            ("tanh-GELU + bias + ReLU, 1024x4096 (GB/s)", "BM_GeluBiasRelu", "GB/s", "%.3g"),
+            ("STREAM copy, 16M f32 (GB/s)", "BM_StreamCopy", "GB/s", "%.3g"),
+            ("STREAM triad, 16M f32 (GB/s)", "BM_StreamTriad", "GB/s", "%.3g")):
         L.append("| %s | %s | %s | %s |" % (
-            title, val(bench + "/threads:1", key), val(bench + "/threads:2", key),
+            title, val(bench + "/threads:1", key, f), val(bench + "/threads:2", key, f),
             micro.get(bench + "/threads:1", {}).get("label", "")))
     shares = []
     for t in (1, 2):
@@ -308,6 +308,30 @@ def check_output(path, expected):
     err = np.abs(got.astype(np.float64) - expected.astype(np.float64))
     ok = bool(np.all(np.isclose(got, expected, rtol=RTOL, atol=ATOL, equal_nan=True)))
     return {"ok": ok, "max_abs": float(np.nanmax(err)) if err.size else 0.0}
+
+
+def merge_checks(a, b):
+    """The worse of two output checks of one engine (thread counts are checked separately)."""
+    if a is None:
+        return b
+    if "max_abs" not in a or "max_abs" not in b:
+        return a if "max_abs" not in a else b
+    return {"ok": a["ok"] and b["ok"], "max_abs": max(a["max_abs"], b["max_abs"])}
+
+
+def frame_vs_ort(work_dir, m, threads):
+    """Max abs difference between frame's and ORT's outputs over the thread counts, or None."""
+    import numpy as np
+    worst = None
+    for t in threads:
+        f = os.path.join(work_dir, "outputs", m, "frame-%dT" % t, "output.npy")
+        o = os.path.join(work_dir, "outputs", m, "ort-%dT" % t, "output.npy")
+        if os.path.exists(f) and os.path.exists(o):
+            a, b = np.load(f), np.load(o)
+            if a.shape == b.shape:
+                d = float(np.nanmax(np.abs(a.astype(np.float64) - b))) if a.size else 0.0
+                worst = d if worst is None else max(worst, d)
+    return worst
 
 
 def machine_facts():
@@ -460,11 +484,12 @@ def write_report(path, args, facts, plan, summary, checks, elapsed, micro):
             ratio(rss["frame"], rss["ort"]), scale_cells, place or "–"))
 
     L.append("\n## Outputs agree?\n")
-    L.append("Each engine's output against PyTorch's (exported reference), BUILD-011 "
-             "deep-network tolerance for f32 (|a-e| <= %g + %g*|e|); max abs error.\n" % (
-                 ATOL, RTOL))
-    L.append("| model | frame | ORT | torch |")
-    L.append("|---|---|---|---|")
+    L.append("Each engine's output at every thread count (first process) against PyTorch's "
+             "exported reference, BUILD-011 deep-network tolerance for f32 (|a-e| <= %g + "
+             "%g*|e|); in parentheses the largest abs error over thread counts. Last column: "
+             "largest abs difference between frame's and ORT's outputs.\n" % (ATOL, RTOL))
+    L.append("| model | frame | ORT | torch | frame vs ORT |")
+    L.append("|---|---|---|---|---|")
     for m in plan["models"]:
         cells = []
         for e in ENGINES:
@@ -475,6 +500,8 @@ def write_report(path, args, facts, plan, summary, checks, elapsed, micro):
                 cells.append("%s (%.2g)" % ("ok" if c["ok"] else "**differs**", c["max_abs"]))
             else:
                 cells.append("**%s**" % c["note"])
+        d = frame_vs_ort(plan["work_dir"], m, threads)
+        cells.append("%.2g" % d if d is not None else "–")
         L.append("| %s | %s |" % (m, " | ".join(cells)))
 
     errors = [(k, s["error"]) for k, s in summary.items() if "error" in s]
@@ -598,6 +625,7 @@ def main():
     model_dir = os.path.join(args.work_dir, "models")
     os.makedirs(model_dir, exist_ok=True)
     plan = {"models": names, "threads": threads, "engines": engines, "load_start": load_average(),
+            "work_dir": args.work_dir,
             "processes": args.processes, "warmup": args.warmup, "repeat": args.repeat,
             "command": "/usr/bin/python3 benchmarks/compare.py " + " ".join(sys.argv[1:])}
     results, summary, checks = {}, {}, {}
@@ -616,8 +644,8 @@ def main():
                 order = engines[rnd % len(engines):] + engines[:rnd % len(engines)]
                 for e in order:
                     save = None
-                    if rnd == 0 and t == threads[0]:
-                        save = os.path.join(args.work_dir, "outputs", m, e)
+                    if rnd == 0:  # outputs of the first round, at every thread count
+                        save = os.path.join(args.work_dir, "outputs", m, "%s-%dT" % (e, t))
                         os.makedirs(save, exist_ok=True)
                         for old in glob.glob(os.path.join(save, "*.npy")):
                             os.remove(old)
@@ -626,8 +654,9 @@ def main():
                     res = run_driver(cmd, args.timeout, env)
                     results.setdefault((m, t, e), []).append(res)
                     if save:
-                        checks[(m, e)] = check_output(os.path.join(save, "output.npy"), expected) \
+                        c = check_output(os.path.join(save, "output.npy"), expected) \
                             if "error" not in res else {"ok": False, "note": "did not run"}
+                        checks[(m, e)] = merge_checks(checks.get((m, e)), c)
                     if "error" in res:
                         log("%s %dT %s: ERROR %s" % (m, t, e, res["error"]))
                     else:
