@@ -335,7 +335,8 @@ def frame_vs_ort(work_dir, m, threads):
 
 
 def machine_facts():
-    facts = {"cpu": platform.processor() or platform.machine(), "flags": "", "cores": os.cpu_count()}
+    facts = {"cpu": platform.processor() or platform.machine(), "flags": "",
+             "cores": os.cpu_count()}
     try:
         info = open("/proc/cpuinfo").read()
         for line in info.splitlines():
@@ -414,14 +415,15 @@ def write_report(path, args, facts, plan, summary, checks, elapsed, micro):
     L.append("- machine: %s; %s logical CPUs (%s usable), %s GiB; ISA: %s" % (
         facts["cpu"], facts["cores"], facts.get("affinity"), facts.get("memory_gib"),
         facts["flags"]))
-    L.append("- 1-minute load average: %s at start, %s at the end (other processes competing for "
-             "the cores: a load near the core count before the run means the machine was shared)" % (plan.get("load_start"), facts.get("loadavg")))
+    L.append("- 1-minute load average: %s at start, %s at the end (a load near the core count "
+             "before the run means other processes shared the cores)" % (
+                 plan.get("load_start"), facts.get("loadavg")))
     vers = {}
     for (m, t, e), s in summary.items():
         if "version" in s:
             vers.setdefault(e, s["version"])
-    L.append("- engines: frame (default backends: %s; runs %s), ONNX Runtime %s (CPU, C API, inputs and "
-             "outputs bound to caller memory), PyTorch %s eager (no_grad)" % (
+    L.append("- engines: frame (default backends: %s; runs %s), ONNX Runtime %s (CPU, C API, "
+             "inputs and outputs bound to caller memory), PyTorch %s eager (no_grad)" % (
                  plan.get("frame_backends", "?"), plan.get("frame_run_form", "?"),
                  vers.get("ort", "?"), vers.get("torch", "?")))
     L.append("- timing: per model and thread count, %d process(es) per engine run round-robin; "
@@ -533,7 +535,8 @@ def targets(plan, summary, micro):
             f, o = med(m, t, "frame"), med(m, t, "ort")
             r = f / o if f and o else None
             out.append("| frame/ORT <= %.1f, %s, %dT | %s | %s |" % (
-                limit, m, t, "%.2f" % r if r else "–", verdict(None if r is None else r <= limit)))
+                limit, m, t, "%.2f" % r if r else "–",
+                verdict(None if r is None else r <= limit)))
     if 1 in plan["threads"] and 2 in plan["threads"]:
         for m in plan["models"]:
             a, b = med(m, 1, "frame"), med(m, 2, "frame")
