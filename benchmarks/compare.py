@@ -1,0 +1,691 @@
+#!/usr/bin/python3
+"""frame side by side with ONNX Runtime (CPU) and PyTorch eager on the benchmark model set.
+
+Usage (from anywhere; run with /usr/bin/python3, which has torch, onnx and numpy):
+  benchmarks/compare.py [--models a,b] [--threads 1,2] [--repeat R] [--processes P] [--quick]
+
+What it does (benchmarks/README.md says more):
+ 1. builds frame_bench_driver and ort_bench_driver (in build/ when scripts/test.sh made it,
+    else in build-bench/), installs onnxruntime-node 1.30.0 from npm into benchmarks/.ort/
+    when absent (its libonnxruntime.so.1 is what ort_bench_driver loads);
+ 2. exports every model of benchmarks/models.py with torch 1.13 (fixed seeds, static shapes,
+    opset 14) into benchmarks/.work/models/, with the input and PyTorch's output as .npy;
+ 3. for each model and thread count, runs P processes of each engine round-robin (the engine
+    order rotates per round, so drift in the machine hits every engine alike); each process
+    loads, compiles, warms up and times R runs;
+ 4. checks every engine's output against PyTorch's (BUILD-011 deep-network tolerance, f32:
+    rtol 1e-3, atol 1e-4) and writes benchmarks/RESULTS.md: median and min latency, the
+    ratios frame/ORT and frame/torch, load+compile vs ORT session creation, peak RSS.
+Exit status: 0 when every engine ran every model and every output agreed, 1 otherwise (the
+report is written either way), 2 when a prerequisite is missing (the message names it).
+"""
+
+import argparse
+import datetime
+import glob
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH = os.path.join(ROOT, "benchmarks")
+ORT_VERSION = "1.30.0"
+ORT_DIR = os.path.join(BENCH, ".ort")
+# BUILD-011 kDeepNetwork tolerance for f32 (tests/common/tolerance.h).
+RTOL, ATOL = 1e-3, 1e-4
+ENGINES = ("frame", "ort", "torch")
+
+
+class Missing(Exception):
+    """A prerequisite is absent; the message says which and how to get it."""
+
+
+def log(msg):
+    print("[compare] " + msg, flush=True)
+
+
+def require_python_modules():
+    missing = []
+    for mod in ("numpy", "onnx", "torch", "torchvision"):
+        try:
+            __import__(mod)
+        except ImportError:
+            missing.append(mod)
+    if missing:
+        raise Missing("Python modules %s are missing from %s; run scripts/bootstrap.sh (Debian "
+                      "python3-numpy python3-onnx python3-torch python3-torchvision) and use "
+                      "/usr/bin/python3" % (", ".join(missing), sys.executable))
+
+
+def find_ort_lib():
+    hits = sorted(glob.glob(os.path.join(ORT_DIR, "node_modules", "onnxruntime-node", "bin",
+                                         "napi-v*", "linux", "x64", "libonnxruntime.so.1")))
+    return hits[-1] if hits else None
+
+
+def ensure_ort():
+    """Path of libonnxruntime.so.1 from npm onnxruntime-node, installing it when absent."""
+    lib = find_ort_lib()
+    pkg = os.path.join(ORT_DIR, "node_modules", "onnxruntime-node", "package.json")
+    if lib and os.path.exists(pkg) and json.load(open(pkg)).get("version") == ORT_VERSION:
+        return lib
+    if platform.machine() not in ("x86_64", "AMD64"):
+        raise Missing("ONNX Runtime comparison needs linux x64 (this is %s)" % platform.machine())
+    npm = shutil.which("npm")
+    if npm is None:
+        raise Missing("npm is missing: install Debian package npm (or nodejs) to fetch "
+                      "onnxruntime-node %s, or put it under %s yourself" % (ORT_VERSION, ORT_DIR))
+    os.makedirs(ORT_DIR, exist_ok=True)
+    log("installing onnxruntime-node@%s into %s (npm, --ignore-scripts)" % (ORT_VERSION, ORT_DIR))
+    r = subprocess.run([npm, "install", "--ignore-scripts", "--no-audit", "--no-fund",
+                        "--prefix", ORT_DIR, "onnxruntime-node@" + ORT_VERSION],
+                       capture_output=True, text=True)
+    lib = find_ort_lib()
+    if r.returncode != 0 or lib is None:
+        raise Missing("npm install onnxruntime-node@%s failed (exit %d): %s" %
+                      (ORT_VERSION, r.returncode, (r.stderr or r.stdout).strip()[-800:]))
+    return lib
+
+
+def run_checked(cmd, what):
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise Missing("%s failed (exit %d): %s\n%s" % (what, r.returncode, " ".join(cmd),
+                                                       (r.stdout + r.stderr).strip()[-3000:]))
+    return r
+
+
+def ensure_build(build_dir, jobs):
+    """Configures (FRAME_BUILD_BENCHMARKS=ON) and builds the two drivers; returns their dir."""
+    for tool in ("cmake", "ninja"):
+        if shutil.which(tool) is None:
+            raise Missing("%s is missing: run scripts/bootstrap.sh (README 'Set up')" % tool)
+    if build_dir is None:
+        build_dir = "build" if os.path.exists(os.path.join(ROOT, "build", "CMakeCache.txt")) \
+            else "build-bench"
+    bdir = os.path.join(ROOT, build_dir)
+    cmd = ["cmake", "-S", ROOT, "-B", bdir, "-DFRAME_BUILD_BENCHMARKS=ON"]
+    if not os.path.exists(os.path.join(bdir, "CMakeCache.txt")):
+        cmd += ["-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", "-DFRAME_BUILD_TESTS=OFF"]
+        if shutil.which("ccache"):
+            cmd += ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
+    log("configuring %s" % bdir)
+    run_checked(cmd, "cmake configure")
+    log("building frame_bench_driver ort_bench_driver in %s (-j%d)" % (bdir, jobs))
+    t0 = time.time()
+    run_checked(["cmake", "--build", bdir, "-j", str(jobs), "--target", "frame_bench_driver",
+                 "ort_bench_driver"], "build")
+    log("built in %.0f s" % (time.time() - t0))
+    return os.path.join(bdir, "benchmarks")
+
+
+def build_micro(drivers_dir, jobs):
+    """Builds frame_micro_benchmarks; returns its path or None when Google Benchmark is absent."""
+    bdir = os.path.dirname(drivers_dir)
+    r = subprocess.run(["cmake", "--build", bdir, "-j", str(jobs), "--target",
+                        "frame_micro_benchmarks"], cwd=ROOT, capture_output=True, text=True)
+    exe = os.path.join(drivers_dir, "frame_micro_benchmarks")
+    if r.returncode != 0 or not os.path.exists(exe):
+        log("frame_micro_benchmarks not built (libbenchmark-dev missing?): %s" %
+            (r.stdout + r.stderr).strip()[-300:])
+        return None
+    return exe
+
+
+def run_micro(exe, min_time, timeout, env):
+    """Runs every micro-benchmark; returns {name: {counters..., 'ms', 'label'}} or an error."""
+    cmd = [exe, "--benchmark_format=json", "--benchmark_min_time=%g" % min_time]
+    try:
+        r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                           env=env)
+        data = json.loads(r.stdout)
+    except (subprocess.TimeoutExpired, ValueError) as e:
+        return {"error": "frame_micro_benchmarks: %s" % e}
+    out = {}
+    for b in data.get("benchmarks", []):
+        name = b["name"].replace("/manual_time", "")
+        if b.get("error_occurred"):
+            out[name] = {"error": b.get("error_message", "error")}
+            continue
+        out[name] = {k: v for k, v in b.items() if k in ("GB/s", "GFLOP/s", "ns_per_node", "nodes")}
+        out[name]["ms"] = b["real_time"] if b.get("time_unit") == "ms" else b["real_time"] / 1e6
+        out[name]["label"] = b.get("label", "")
+    return out
+
+
+def micro_section(micro):
+    if micro is None:
+        return []
+    L = ["\n## Micro-benchmarks (frame_micro_benchmarks)\n"]
+    if "error" in micro:
+        return L + ["error: %s" % micro["error"]]
+
+    def val(name, key, fmt="%.3g"):
+        b = micro.get(name, {})
+        if "error" in b:
+            return "error: " + b["error"]
+        return fmt % b[key] if key in b else "–"
+
+    L.append("Same binary, same thread count per row. GB/s = bytes read + written / time "
+             "(decimal). Labels say where frame placed the nodes.\n")
+    L.append("| measure | 1 thread | 2 threads | frame placement |")
+    L.append("|---|---:|---:|---|")
+    for title, bench, key, f in (
+            ("per-node overhead, 10,000 add nodes on f32[1] (ns/node)", "BM_NodeOverhead",
+             "ns_per_node", "%.0f"),
+            ("fused chain of 8 elementwise ops, 16M f32 (GB/s)", "BM_FusedChain8", "GB/s", "%.3g"),
+            ("tanh-GELU + bias + ReLU, 1024x4096 (GB/s)", "BM_GeluBiasRelu", "GB/s", "%.3g"),
+            ("STREAM copy, 16M f32 (GB/s)", "BM_StreamCopy", "GB/s", "%.3g"),
+            ("STREAM triad, 16M f32 (GB/s)", "BM_StreamTriad", "GB/s", "%.3g")):
+        L.append("| %s | %s | %s | %s |" % (
+            title, val(bench + "/threads:1", key, f), val(bench + "/threads:2", key, f),
+            micro.get(bench + "/threads:1", {}).get("label", "")))
+    shares = []
+    for t in (1, 2):
+        chain = micro.get("BM_FusedChain8/threads:%d" % t, {}).get("GB/s")
+        copy = micro.get("BM_StreamCopy/threads:%d" % t, {}).get("GB/s")
+        if chain and copy:
+            shares.append("%.1f%% at %d thread(s)" % (100.0 * chain / copy, t))
+    if shares:
+        L.append("\nFused chain / STREAM copy bandwidth: %s (target: at least 70%% at 2)." %
+                 ", ".join(shares))
+    L.append("\nsgemm GFLOP/s (2*M*N*K / time); frame: a one-node matmul graph (B constant).\n")
+    L.append("| M x K x N | threads | frame default backends | frame cpu | oneDNN dnnl_sgemm | "
+             "frame default / oneDNN |")
+    L.append("|---|---:|---:|---:|---:|---:|")
+    for t in (1, 2):
+        for m, k, n in ((64, 784, 512), (128, 768, 768), (1024, 1024, 1024)):
+            suffix = "/M:%d/K:%d/N:%d/threads:%d" % (m, k, n, t)
+            d = micro.get("BM_SgemmFrameDefault" + suffix, {}).get("GFLOP/s")
+            o = micro.get("BM_SgemmOneDnn" + suffix, {}).get("GFLOP/s")
+            L.append("| %dx%dx%d | %d | %s | %s | %s | %s |" % (
+                m, k, n, t, val("BM_SgemmFrameDefault" + suffix, "GFLOP/s", "%.1f"),
+                val("BM_SgemmFrameCpu" + suffix, "GFLOP/s", "%.1f"),
+                val("BM_SgemmOneDnn" + suffix, "GFLOP/s", "%.1f"), ratio(d, o)))
+    return L
+
+
+def micro_targets(micro):
+    if not micro or "error" in micro:
+        return []
+    out = []
+    for t in (1, 2):
+        b = micro.get("BM_NodeOverhead/threads:%d" % t, {})
+        if "ns_per_node" in b:
+            out.append("| per-node overhead <= 1 us, %dT | %.0f ns | %s |" % (
+                t, b["ns_per_node"], "met" if b["ns_per_node"] <= 1000 else "**missed**"))
+    chain = micro.get("BM_FusedChain8/threads:2", {}).get("GB/s")
+    copy = micro.get("BM_StreamCopy/threads:2", {}).get("GB/s")
+    if chain and copy:
+        out.append("| fused 8-op chain >= 70%% of copy GB/s, 2T | %.1f of %.1f GB/s (%.0f%%) | %s |"
+                   % (chain, copy, 100 * chain / copy,
+                      "met" if chain >= 0.7 * copy else "**missed**"))
+    return out
+
+
+def export_model(name, out_dir):
+    """Exports `name` to out_dir/<name>.onnx with input/expected .npy; cached by a stamp."""
+    import numpy as np
+    import onnx
+    import torch
+    import models
+
+    paths = {k: os.path.join(out_dir, "%s.%s" % (name, k))
+             for k in ("onnx", "input.npy", "expected.npy", "stamp")}
+    stamp = "torch %s opset %d models.py %d" % (
+        torch.__version__, models.OPSET,
+        int(os.path.getmtime(os.path.join(BENCH, "models.py"))))
+    if all(os.path.exists(p) for p in paths.values()) and open(paths["stamp"]).read() == stamp:
+        return paths
+    model, x = models.build(name)
+    with torch.no_grad():
+        expected = model(x)
+    if name == "transformer":
+        # Under no_grad torch 1.13 takes the fused encoder path; export traces the composite
+        # one: check they agree before trusting `expected` (as scripts/export_models.py does).
+        diff = float((model(x).detach() - expected).abs().max())
+        if diff > 1e-4:
+            raise RuntimeError("transformer fast path and composite path differ by %g" % diff)
+    t0 = time.time()
+    torch.onnx.export(model, (x,), paths["onnx"], opset_version=models.OPSET,
+                      do_constant_folding=True, input_names=["input"], output_names=["output"])
+    onnx.checker.check_model(onnx.load(paths["onnx"]), full_check=True)
+    np.save(paths["input.npy"], x.numpy())
+    np.save(paths["expected.npy"], expected.numpy())
+    with open(paths["stamp"], "w") as f:
+        f.write(stamp)
+    log("exported %s in %.1f s (%d bytes)" % (name, time.time() - t0,
+                                                os.path.getsize(paths["onnx"])))
+    return paths
+
+
+def run_driver(cmd, timeout, env=None):
+    """Runs one driver process; returns its RESULT dict or {'error': message}."""
+    t0 = time.time()
+    try:
+        r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                           env=env)
+    except subprocess.TimeoutExpired:
+        return {"error": "timed out after %d s" % timeout}
+    for line in r.stdout.splitlines():
+        if line.startswith("RESULT "):
+            res = json.loads(line[len("RESULT "):])
+            res["process_s"] = time.time() - t0
+            return res
+    msg = (r.stderr.strip() or r.stdout.strip() or "no output").splitlines()
+    return {"error": "exit %d: %s" % (r.returncode, msg[-1][:300] if msg else "")}
+
+
+def engine_cmd(engine, drivers, ort_lib, model, paths, out_shape, threads, warmup, runs,
+               save_dir):
+    common = ["--threads", str(threads), "--warmup", str(warmup), "--runs", str(runs)]
+    if save_dir:
+        common += ["--save-dir", save_dir]
+    shape = ",".join(str(d) for d in out_shape)
+    if engine == "frame":
+        return [os.path.join(drivers, "frame_bench_driver"), "--model", paths["onnx"],
+                "--input", "input=" + paths["input.npy"], "--output", "output=" + shape] + common
+    if engine == "ort":
+        return [os.path.join(drivers, "ort_bench_driver"), "--lib", ort_lib, "--model",
+                paths["onnx"], "--input", "input=" + paths["input.npy"], "--output",
+                "output=" + shape] + common
+    return [sys.executable, os.path.join(BENCH, "drivers", "torch_driver.py"), "--model", model,
+            "--input", paths["input.npy"]] + common
+
+
+def check_output(path, expected):
+    import numpy as np
+    if not os.path.exists(path):
+        return {"ok": False, "note": "no output written"}
+    got = np.load(path)
+    if got.shape != expected.shape:
+        return {"ok": False, "note": "shape %s, expected %s" % (got.shape, expected.shape)}
+    err = np.abs(got.astype(np.float64) - expected.astype(np.float64))
+    ok = bool(np.all(np.isclose(got, expected, rtol=RTOL, atol=ATOL, equal_nan=True)))
+    return {"ok": ok, "max_abs": float(np.nanmax(err)) if err.size else 0.0}
+
+
+def merge_checks(a, b):
+    """The worse of two output checks of one engine (thread counts are checked separately)."""
+    if a is None:
+        return b
+    if "max_abs" not in a or "max_abs" not in b:
+        return a if "max_abs" not in a else b
+    return {"ok": a["ok"] and b["ok"], "max_abs": max(a["max_abs"], b["max_abs"])}
+
+
+def frame_vs_ort(work_dir, m, threads):
+    """Max abs difference between frame's and ORT's outputs over the thread counts, or None."""
+    import numpy as np
+    worst = None
+    for t in threads:
+        f = os.path.join(work_dir, "outputs", m, "frame-%dT" % t, "output.npy")
+        o = os.path.join(work_dir, "outputs", m, "ort-%dT" % t, "output.npy")
+        if os.path.exists(f) and os.path.exists(o):
+            a, b = np.load(f), np.load(o)
+            if a.shape == b.shape:
+                d = float(np.nanmax(np.abs(a.astype(np.float64) - b))) if a.size else 0.0
+                worst = d if worst is None else max(worst, d)
+    return worst
+
+
+def machine_facts():
+    facts = {"cpu": platform.processor() or platform.machine(), "flags": "",
+             "cores": os.cpu_count()}
+    try:
+        info = open("/proc/cpuinfo").read()
+        for line in info.splitlines():
+            if line.startswith("model name"):
+                facts["cpu"] = line.split(":", 1)[1].strip()
+            if line.startswith("flags"):
+                flags = line.split(":", 1)[1].split()
+                keep = [f for f in flags if f.startswith(("avx", "fma", "f16c", "amx", "sse4"))]
+                facts["flags"] = " ".join(sorted(keep))
+                break
+        mem = [l for l in open("/proc/meminfo").read().splitlines() if l.startswith("MemTotal")]
+        facts["memory_gib"] = round(int(mem[0].split()[1]) / 2**20, 1) if mem else None
+    except OSError:
+        pass
+    facts["affinity"] = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    facts["loadavg"] = load_average()
+    return facts
+
+
+def load_average():
+    """1-minute load average: other work on the machine skews timings, 2-thread ones most."""
+    try:
+        return float(open("/proc/loadavg").read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def git_rev():
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                             capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True).stdout.strip()
+        return rev + (" (with uncommitted changes)" if dirty else "")
+    except OSError:
+        return "unknown"
+
+
+def summarize(results):
+    """Median/min over every timed run of every process, median setup, max RSS."""
+    ok = [r for r in results if "error" not in r]
+    if not ok:
+        return {"error": results[0]["error"] if results else "not run"}
+    runs = [t for r in ok for t in r["run_ms"]]
+    s = {"median": statistics.median(runs), "min": min(runs), "n": len(runs),
+         "setup": statistics.median(r["load_ms"] + r["compile_ms"] for r in ok),
+         "load": statistics.median(r["load_ms"] for r in ok),
+         "rss_mib": max(r["max_rss_kib"] for r in ok) / 1024.0,
+         "version": ok[0].get("version", "")}
+    for key in ("placements", "backends", "fused_groups"):
+        if key in ok[0]:
+            s[key] = ok[0][key]
+    if len(ok) < len(results):
+        s["partial"] = next(r["error"] for r in results if "error" in r)
+    return s
+
+
+def fmt_ms(v):
+    return "%.3g ms" % v if v < 100 else "%.0f ms" % v
+
+
+def ratio(a, b):
+    return "%.2f" % (a / b) if a and b else "–"
+
+
+def write_report(path, args, facts, plan, summary, checks, elapsed, micro):
+    import models
+    threads = plan["threads"]
+    L = []
+    L.append("# frame vs ONNX Runtime vs PyTorch: latest results\n")
+    L.append("Written by `benchmarks/compare.py` (see benchmarks/README.md for what each number "
+             "means). Compare ratios, not absolute times: machines of this kind differ.\n")
+    L.append("- date (UTC): %s" % datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"))
+    L.append("- command: `%s`" % plan["command"])
+    L.append("- frame commit: %s" % git_rev())
+    L.append("- machine: %s; %s logical CPUs (%s usable), %s GiB; ISA: %s" % (
+        facts["cpu"], facts["cores"], facts.get("affinity"), facts.get("memory_gib"),
+        facts["flags"]))
+    L.append("- 1-minute load average: %s at start, %s at the end (a load near the core count "
+             "before the run means other processes shared the cores)" % (
+                 plan.get("load_start"), facts.get("loadavg")))
+    vers = {}
+    for (m, t, e), s in summary.items():
+        if "version" in s:
+            vers.setdefault(e, s["version"])
+    L.append("- engines: frame (default backends: %s; runs %s), ONNX Runtime %s (CPU, C API, "
+             "inputs and outputs bound to caller memory), PyTorch %s eager (no_grad)" % (
+                 plan.get("frame_backends", "?"), plan.get("frame_run_form", "?"),
+                 vers.get("ort", "?"), vers.get("torch", "?")))
+    L.append("- timing: per model and thread count, %d process(es) per engine run round-robin; "
+             "each process %d warm-up + %d timed runs; median and min over all timed runs; "
+             "total wall time %.0f s\n" % (plan["processes"], plan["warmup"], plan["repeat"],
+                                           elapsed))
+
+    L.append("## Latency (median, min in parentheses)\n")
+    head = "| model |"
+    sep = "|---|"
+    for t in threads:
+        head += " frame %dT | ORT %dT | torch %dT | frame/ORT | frame/torch |" % (t, t, t)
+        sep += "---:|---:|---:|---:|---:|"
+    L += [head, sep]
+    for m in plan["models"]:
+        row = "| %s |" % models.MODELS[m][1]
+        for t in threads:
+            cells = []
+            for e in ENGINES:
+                s = summary.get((m, t, e), {"error": "not run"})
+                if "error" in s:
+                    cells.append("error" if e in plan["engines"] else "–")
+                else:
+                    cells.append("%s (%s)" % (fmt_ms(s["median"]), fmt_ms(s["min"])))
+            f, o, p = (summary.get((m, t, e), {}).get("median") for e in ENGINES)
+            row += " %s | %s | %s | %s | %s |" % (cells[0], cells[1], cells[2], ratio(f, o),
+                                                 ratio(f, p))
+        L.append(row)
+
+    L.append("\n## Load + compile, peak memory, threads\n")
+    t0 = threads[0]
+    L.append("frame: ONNX load + compile; ORT: session creation (load, optimize, prepare), "
+             "both at %d thread(s), median over processes. Peak RSS: the driver process's "
+             "high-water mark (VmHWM), largest over processes and thread counts.%s\n" % (
+                 t0, " %dT/%dT: median at %d threads over median at %d (below 1 = faster)." % (
+                     threads[-1], t0, threads[-1], t0) if len(threads) > 1 else ""))
+    multi = len(threads) > 1
+    scaling = " frame %dT/%dT | ORT %dT/%dT |" % (threads[-1], t0, threads[-1], t0) if multi else ""
+    L.append("| model | frame load+compile | ORT session | frame/ORT | frame RSS | ORT RSS | "
+             "torch RSS | frame/ORT RSS |%s frame placement |" % scaling)
+    L.append("|---|---:|---:|---:|---:|---:|---:|---:|%s---|" % ("---:|---:|" if multi else ""))
+    for m in plan["models"]:
+        f = summary.get((m, t0, "frame"), {})
+        o = summary.get((m, t0, "ort"), {})
+        rss = {e: max([summary.get((m, t, e), {}).get("rss_mib", 0) for t in threads])
+               for e in ENGINES}
+        fl = summary.get((m, threads[-1], "frame"), {})
+        ol = summary.get((m, threads[-1], "ort"), {})
+        place = ", ".join("%s %d" % kv for kv in sorted(f.get("placements", {}).items()))
+        if f.get("fused_groups"):
+            place += "; %d fused group(s)" % f["fused_groups"]
+        scale_cells = " %s | %s |" % (ratio(fl.get("median"), f.get("median")),
+                                      ratio(ol.get("median"), o.get("median"))) if multi else ""
+        L.append("| %s | %s | %s | %s | %s | %s | %s | %s |%s %s |" % (
+            m, fmt_ms(f["setup"]) if "setup" in f else "–",
+            fmt_ms(o["setup"]) if "setup" in o else "–", ratio(f.get("setup"), o.get("setup")),
+            "%.0f MiB" % rss["frame"] if rss["frame"] else "–",
+            "%.0f MiB" % rss["ort"] if rss["ort"] else "–",
+            "%.0f MiB" % rss["torch"] if rss["torch"] else "–",
+            ratio(rss["frame"], rss["ort"]), scale_cells, place or "–"))
+
+    L.append("\n## Outputs agree?\n")
+    L.append("Each engine's output at every thread count (first process) against PyTorch's "
+             "exported reference, BUILD-011 deep-network tolerance for f32 (|a-e| <= %g + "
+             "%g*|e|); in parentheses the largest abs error over thread counts. Last column: "
+             "largest abs difference between frame's and ORT's outputs.\n" % (ATOL, RTOL))
+    L.append("| model | frame | ORT | torch | frame vs ORT |")
+    L.append("|---|---|---|---|---|")
+    for m in plan["models"]:
+        cells = []
+        for e in ENGINES:
+            c = checks.get((m, e))
+            if c is None:
+                cells.append("–")
+            elif "max_abs" in c:
+                cells.append("%s (%.2g)" % ("ok" if c["ok"] else "**differs**", c["max_abs"]))
+            else:
+                cells.append("**%s**" % c["note"])
+        d = frame_vs_ort(plan["work_dir"], m, threads)
+        cells.append("%.2g" % d if d is not None else "–")
+        L.append("| %s | %s |" % (m, " | ".join(cells)))
+
+    errors = [(k, s["error"]) for k, s in summary.items() if "error" in s]
+    errors += [(k, s["partial"]) for k, s in summary.items() if "partial" in s]
+    if errors:
+        L.append("\n## Errors\n")
+        for (m, t, e), msg in sorted(errors):
+            L.append("- %s, %s, %d thread(s): %s" % (m, e, t, msg.replace("|", "\\|")))
+
+    L += micro_section(micro)
+
+    L.append("\n## Targets (issue 8)\n")
+    L += targets(plan, summary, micro)
+    with open(path, "w") as f:
+        f.write("\n".join(L) + "\n")
+
+
+def targets(plan, summary, micro):
+    def med(m, t, e):
+        return summary.get((m, t, e), {}).get("median")
+
+    def verdict(ok):
+        return "n/a" if ok is None else ("met" if ok else "**missed**")
+
+    out = ["| target | measured | verdict |", "|---|---|---|"]
+    for m in plan["models"]:
+        limit = 0.5 if m == "gelu" else 1.0
+        for t in plan["threads"]:
+            f, o = med(m, t, "frame"), med(m, t, "ort")
+            r = f / o if f and o else None
+            out.append("| frame/ORT <= %.1f, %s, %dT | %s | %s |" % (
+                limit, m, t, "%.2f" % r if r else "–",
+                verdict(None if r is None else r <= limit)))
+    if 1 in plan["threads"] and 2 in plan["threads"]:
+        for m in plan["models"]:
+            a, b = med(m, 1, "frame"), med(m, 2, "frame")
+            need = 1.6 if m in ("resnet18", "conv3") else 1.0
+            sp = a / b if a and b else None
+            out.append("| frame 2T speed-up >= %.1f, %s | %s | %s |" % (
+                need, m, "%.2f" % sp if sp else "–", verdict(None if sp is None else sp >= need)))
+    t0 = plan["threads"][0]
+    if "resnet18" in plan["models"]:
+        f = summary.get(("resnet18", t0, "frame"), {})
+        o = summary.get(("resnet18", t0, "ort"), {})
+        if "setup" in f and "setup" in o:
+            out.append("| ResNet-18 load+compile <= ORT session | %s vs %s | %s |" % (
+                fmt_ms(f["setup"]), fmt_ms(o["setup"]), verdict(f["setup"] <= o["setup"])))
+        rf = max([summary.get(("resnet18", t, "frame"), {}).get("rss_mib", 0)
+                  for t in plan["threads"]])
+        ro = max([summary.get(("resnet18", t, "ort"), {}).get("rss_mib", 0)
+                  for t in plan["threads"]])
+        if rf and ro:
+            out.append("| ResNet-18 peak RSS <= ORT | %.0f vs %.0f MiB | %s |" % (
+                rf, ro, verdict(rf <= ro)))
+    out += micro_targets(micro)
+    if micro is None:
+        out.append("\nThe elementwise-bandwidth and per-node-overhead targets come from "
+                   "`frame_micro_benchmarks`, skipped in this run (--no-micro).")
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog=__doc__.split("\n", 2)[2])
+    p.add_argument("--models", default=None, help="comma-separated subset of the model set")
+    p.add_argument("--threads", default="1,2", help="comma-separated thread counts (1,2)")
+    p.add_argument("--repeat", type=int, default=20, help="timed runs per process (20)")
+    p.add_argument("--warmup", type=int, default=5, help="untimed runs per process (5)")
+    p.add_argument("--processes", type=int, default=3, help="processes per engine (3)")
+    p.add_argument("--quick", action="store_true",
+                   help="1 process, 2 warm-up, 5 timed runs: proves the harness in minutes")
+    p.add_argument("--engines", default=",".join(ENGINES), help="subset of frame,ort,torch")
+    p.add_argument("--build-dir", default=None,
+                   help="build directory (default: build/ if configured, else build-bench/)")
+    p.add_argument("--jobs", type=int, default=2, help="parallel compile jobs (2)")
+    p.add_argument("--out", default=os.path.join(BENCH, "RESULTS.md"), help="report path")
+    p.add_argument("--work-dir", default=os.path.join(BENCH, ".work"),
+                   help="exported models and outputs (benchmarks/.work)")
+    p.add_argument("--timeout", type=int, default=900, help="seconds per driver process (900)")
+    p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                   help="set in every driver's environment (repeatable), e.g. "
+                        "OMP_WAIT_POLICY=PASSIVE to compare thread wait policies")
+    p.add_argument("--no-micro", action="store_true",
+                   help="skip frame_micro_benchmarks (per-node overhead, GB/s, sgemm)")
+    p.add_argument("--micro-min-time", type=float, default=0.5,
+                   help="Google Benchmark min time per micro-benchmark, s (0.5; --quick 0.1)")
+    args = p.parse_args()
+    if args.quick:
+        args.processes, args.warmup, args.repeat = 1, 2, 5
+        args.micro_min_time = min(args.micro_min_time, 0.1)
+
+    sys.path.insert(0, BENCH)
+    try:
+        require_python_modules()
+        import models
+        names = list(models.MODELS) if args.models is None else \
+            [n.strip() for n in args.models.split(",") if n.strip()]
+        unknown = [n for n in names if n not in models.MODELS]
+        if unknown:
+            p.error("unknown model(s) %s; choose from %s" % (unknown, ", ".join(models.MODELS)))
+        engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+        if any(e not in ENGINES for e in engines):
+            p.error("--engines takes a subset of " + ",".join(ENGINES))
+        threads = [int(t) for t in args.threads.split(",")]
+        ort_lib = ensure_ort() if "ort" in engines else None
+        drivers = ensure_build(args.build_dir, args.jobs)
+        micro_exe = None if args.no_micro else build_micro(drivers, args.jobs)
+    except Missing as e:
+        print("compare.py: missing prerequisite: %s" % e, file=sys.stderr)
+        return 2
+
+    env = dict(os.environ)
+    for kv in args.env:
+        if "=" not in kv:
+            p.error("--env takes KEY=VALUE, got %r" % kv)
+        env[kv.split("=", 1)[0]] = kv.split("=", 1)[1]
+    import numpy as np
+    import torch
+    torch.set_num_threads(min(2, os.cpu_count() or 1))
+    start = time.time()
+    model_dir = os.path.join(args.work_dir, "models")
+    os.makedirs(model_dir, exist_ok=True)
+    plan = {"models": names, "threads": threads, "engines": engines, "load_start": load_average(),
+            "work_dir": args.work_dir,
+            "processes": args.processes, "warmup": args.warmup, "repeat": args.repeat,
+            "command": "/usr/bin/python3 benchmarks/compare.py " + " ".join(sys.argv[1:])}
+    results, summary, checks = {}, {}, {}
+    for m in names:
+        try:
+            paths = export_model(m, model_dir)
+        except Exception as e:  # report the model as failed, go on with the others
+            log("%s: export failed: %s" % (m, e))
+            for t in threads:
+                for eng in engines:
+                    summary[(m, t, eng)] = {"error": "export failed: %s" % str(e)[:300]}
+            continue
+        expected = np.load(paths["expected.npy"])
+        for t in threads:
+            for rnd in range(args.processes):
+                order = engines[rnd % len(engines):] + engines[:rnd % len(engines)]
+                for e in order:
+                    save = None
+                    if rnd == 0:  # outputs of the first round, at every thread count
+                        save = os.path.join(args.work_dir, "outputs", m, "%s-%dT" % (e, t))
+                        os.makedirs(save, exist_ok=True)
+                        for old in glob.glob(os.path.join(save, "*.npy")):
+                            os.remove(old)
+                    cmd = engine_cmd(e, drivers, ort_lib, m, paths, expected.shape, t,
+                                     args.warmup, args.repeat, save)
+                    res = run_driver(cmd, args.timeout, env)
+                    results.setdefault((m, t, e), []).append(res)
+                    if save:
+                        c = check_output(os.path.join(save, "output.npy"), expected) \
+                            if "error" not in res else {"ok": False, "note": "did not run"}
+                        checks[(m, e)] = merge_checks(checks.get((m, e)), c)
+                    if "error" in res:
+                        log("%s %dT %s: ERROR %s" % (m, t, e, res["error"]))
+                    else:
+                        log("%s %dT %s: median %.3f ms (%.1f s)" % (
+                            m, t, e, statistics.median(res["run_ms"]), res["process_s"]))
+                        if e == "frame":
+                            plan["frame_backends"] = res.get("backends", "?")
+                            plan["frame_run_form"] = res.get("run_form", "?")
+            for e in engines:
+                summary[(m, t, e)] = summarize(results[(m, t, e)])
+    micro = None
+    if micro_exe:
+        log("running frame_micro_benchmarks (min time %g s each)" % args.micro_min_time)
+        micro = run_micro(micro_exe, args.micro_min_time, args.timeout, env)
+    elif not args.no_micro:
+        micro = {"error": "frame_micro_benchmarks could not be built (libbenchmark-dev?)"}
+    elapsed = time.time() - start
+    with open(os.path.join(args.work_dir, "raw_results.json"), "w") as f:
+        json.dump({"%s/%d/%s" % k: v for k, v in results.items()}, f, indent=1)
+    write_report(args.out, args, machine_facts(), plan, summary, checks, elapsed, micro)
+    log("wrote %s (%.0f s)" % (args.out, elapsed))
+    bad = [k for k, s in summary.items() if "error" in s or "partial" in s]
+    bad += [k for k, c in checks.items() if not c.get("ok")]
+    bad += [k for k, b in (micro or {}).items() if k == "error" or "error" in b]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

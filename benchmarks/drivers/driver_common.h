@@ -1,0 +1,131 @@
+#pragma once
+/// \file
+/// What the frame and ONNX Runtime benchmark drivers share, so both measure the same way:
+/// the command line, the clock, peak RSS, and the one result line compare.py parses.
+///
+/// Command line (both drivers):
+///   --model PATH          the .onnx file
+///   --threads N           intra-op threads (default 1)
+///   --warmup W --runs R   untimed then timed runs (defaults 3 and 10)
+///   --input NAME=FILE     a graph input from an .npy file (repeat per input)
+///   --output NAME=D0,D1   a graph output and its shape (the ORT driver binds a buffer of
+///                         that shape; the frame driver checks it)
+///   --save-dir DIR        after the last run, write each output to DIR/NAME.npy
+///   --lib PATH            the ORT driver: libonnxruntime.so.1 to load
+/// Result: one line `RESULT {json}` on stdout with engine, version, load_ms, compile_ms,
+/// run_ms (every timed run, in order) and max_rss_kib (peak RSS, see max_rss_kib()).
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace bench {
+
+/// Parsed driver command line.
+struct DriverArgs {
+  std::string model;
+  int threads = 1;
+  int warmup = 3;
+  int runs = 10;
+  std::vector<std::pair<std::string, std::string>> inputs;            ///< name, .npy path
+  std::vector<std::pair<std::string, std::vector<int64_t>>> outputs;  ///< name, shape
+  std::string save_dir;
+  std::string lib;
+};
+
+/// Splits "NAME=VALUE" at the last '=' (ONNX names may contain '=' rarely, paths never do).
+inline std::pair<std::string, std::string> split_pair(const std::string& s) {
+  size_t p = s.rfind('=');
+  if (p == std::string::npos) throw std::runtime_error("expected NAME=VALUE, got '" + s + "'");
+  return {s.substr(0, p), s.substr(p + 1)};
+}
+
+/// Parses argv; throws std::runtime_error with a usage hint on a bad command line.
+inline DriverArgs parse_args(int argc, char** argv) {
+  DriverArgs a;
+  for (int i = 1; i < argc; ++i) {
+    std::string k = argv[i];
+    if (i + 1 >= argc) throw std::runtime_error("option " + k + " needs a value");
+    std::string v = argv[++i];
+    if (k == "--model") {
+      a.model = v;
+    } else if (k == "--threads") {
+      a.threads = std::stoi(v);
+    } else if (k == "--warmup") {
+      a.warmup = std::stoi(v);
+    } else if (k == "--runs") {
+      a.runs = std::stoi(v);
+    } else if (k == "--input") {
+      a.inputs.push_back(split_pair(v));
+    } else if (k == "--output") {
+      auto [name, dims] = split_pair(v);
+      std::vector<int64_t> shape;
+      size_t start = 0;
+      while (start < dims.size()) {
+        size_t end = dims.find(',', start);
+        if (end == std::string::npos) end = dims.size();
+        shape.push_back(std::stoll(dims.substr(start, end - start)));
+        start = end + 1;
+      }
+      a.outputs.emplace_back(name, shape);
+    } else if (k == "--save-dir") {
+      a.save_dir = v;
+    } else if (k == "--lib") {
+      a.lib = v;
+    } else {
+      throw std::runtime_error("unknown option " + k);
+    }
+  }
+  if (a.model.empty() || a.inputs.empty() || a.runs < 1) {
+    throw std::runtime_error(
+        "usage: --model PATH --input NAME=FILE.npy [--output NAME=D0,D1] [--threads N] "
+        "[--warmup W] [--runs R] [--save-dir DIR]");
+  }
+  return a;
+}
+
+/// Milliseconds since `t0` on the monotonic clock.
+inline double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// Peak resident set size of this process so far, in KiB: VmHWM of /proc/self/status.
+/// Not getrusage's ru_maxrss: Linux keeps that across fork + exec, so a driver started by a
+/// large parent (compare.py with torch loaded) would report the parent's peak.
+inline long max_rss_kib() {
+  if (FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    long kib = -1;
+    while (std::fgets(line, sizeof line, f) != nullptr) {
+      if (std::sscanf(line, "VmHWM: %ld kB", &kib) == 1) break;
+    }
+    std::fclose(f);
+    if (kib >= 0) return kib;
+  }
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;
+}
+
+/// Prints the RESULT line. `extra` is a JSON fragment without braces appended as-is
+/// (e.g. "\"placements\": {...}") or empty.
+inline void print_result(const std::string& engine, const std::string& version, double load_ms,
+                         double compile_ms, const std::vector<double>& run_ms,
+                         const std::string& extra) {
+  std::string runs;
+  for (double r : run_ms) runs += (runs.empty() ? "" : ",") + std::to_string(r);
+  std::printf(
+      "RESULT {\"engine\": \"%s\", \"version\": \"%s\", \"load_ms\": %.4f, \"compile_ms\": "
+      "%.4f, \"run_ms\": [%s], \"max_rss_kib\": %ld%s%s}\n",
+      engine.c_str(), version.c_str(), load_ms, compile_ms, runs.c_str(), max_rss_kib(),
+      extra.empty() ? "" : ", ", extra.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace bench

@@ -1,0 +1,105 @@
+// frame benchmark driver: the same command line, clock and result line as the ONNX Runtime
+// driver (driver_common.h). Times ONNX load and compile (default CompileOptions, so the
+// default backend chain is measured), then warm-up and timed `Executable::run` calls (into
+// reused output tensors where the runtime offers that form, see common/frame_run.h).
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/frame_run.h"
+#include "driver_common.h"
+#include "frame/core/npy.h"
+#include "frame/onnx/onnx.h"
+#include "frame/runtime/compile.h"
+
+namespace {
+
+template <typename T>
+T value_or_throw(frame::Result<T> r, const std::string& what) {
+  if (!r.is_ok()) throw std::runtime_error(what + ": " + r.status().message());
+  return std::move(r).value();
+}
+
+int run(const bench::DriverArgs& args) {
+  namespace rt = frame::runtime;
+  auto t0 = std::chrono::steady_clock::now();
+  frame::ir::Graph graph = value_or_throw(frame::onnx::load(args.model), "load " + args.model);
+  const double load_ms = bench::ms_since(t0);
+
+  rt::CompileOptions options;  // default backends and pipeline: what a user gets
+  options.num_threads = args.threads;
+  options.use_cache = false;
+  t0 = std::chrono::steady_clock::now();
+  rt::Executable exe = value_or_throw(rt::compile(graph, options), "compile " + args.model);
+  const double compile_ms = bench::ms_since(t0);
+
+  rt::TensorMap inputs;
+  for (const auto& [name, path] : args.inputs) {
+    inputs[name] = value_or_throw(frame::read_npy(path), "read " + path);
+  }
+  for (const auto& [name, shape] : args.outputs) {
+    bool found = false;
+    for (const auto& [oname, type] : exe.output_signature()) {
+      if (oname != name) continue;
+      found = true;
+      if (type.shape != shape) {
+        throw std::runtime_error("output " + name + " has shape " +
+                                 frame::shape_to_string(type.shape) + ", expected " +
+                                 frame::shape_to_string(shape));
+      }
+    }
+    if (!found) throw std::runtime_error("compiled graph has no output " + name);
+  }
+
+  // Outputs reused across runs when the runtime can write into them (common/frame_run.h).
+  rt::TensorMap outputs = value_or_throw(bench::make_outputs(exe), "allocate outputs");
+  auto run_once = [&] {
+    frame::Status st = bench::run_reusing(exe, inputs, outputs);
+    if (!st.is_ok()) throw std::runtime_error("run: " + st.message());
+  };
+  for (int i = 0; i < args.warmup; ++i) run_once();
+  std::vector<double> run_ms;
+  for (int i = 0; i < args.runs; ++i) {
+    auto t = std::chrono::steady_clock::now();
+    run_once();
+    run_ms.push_back(bench::ms_since(t));
+  }
+  if (!args.save_dir.empty()) {
+    for (const auto& [name, t] : outputs) {
+      frame::Status st = frame::write_npy(args.save_dir + "/" + name + ".npy", t);
+      if (!st.is_ok()) throw std::runtime_error(st.message());
+    }
+  }
+
+  // Where the nodes ran (backend -> node count), so a result names the backends measured.
+  std::map<std::string, int> placed;
+  for (const auto& p : exe.report().placements) ++placed[p.backend];
+  std::string extra = "\"placements\": {";
+  bool first = true;
+  for (const auto& [backend, n] : placed) {
+    extra += (first ? "\"" : ", \"") + backend + "\": " + std::to_string(n);
+    first = false;
+  }
+  extra += "}, \"backends\": \"";
+  for (size_t i = 0; i < options.backends.size(); ++i) {
+    extra += (i ? "," : "") + options.backends[i];
+  }
+  extra += "\", \"fused_groups\": " + std::to_string(exe.report().fused_groups.size());
+  extra += std::string(", \"run_form\": \"") + bench::run_form() + "\"";
+  bench::print_result("frame", "0.1.0", load_ms, compile_ms, run_ms, extra);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(bench::parse_args(argc, argv));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "frame_driver: %s\n", e.what());
+    return 1;
+  }
+}
