@@ -5,7 +5,6 @@
 // layout oneDNN picks (format_tag::any), and constant weights reordered into the primitive's
 // preferred layout. docs/backends/onednn.md#convolution-matmul-and-gemm.
 
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -21,13 +20,11 @@ using dnnl::memory;
 using ops::KernelContext;
 using ops::NodeContext;
 
-// Activations in the layout the primitive prefers (blocked nChw8c/16c on AVX2/AVX-512), with a
-// reorder from/to plain NCHW around each conv; measured faster than a plain-layout conv on
-// ResNet-18 (docs/backends/onednn.md).
-bool blocked_activations() {
-  static const bool plain = std::getenv("FRAME_ONEDNN_PLAIN_CONV") != nullptr;
-  return !plain;
-}
+// Activations in the layout the primitive prefers (format_tag::any: nhwc or nChw16c on
+// AVX-512), with a reorder from/to plain NCHW around each conv: on ResNet-18 this ran the convs
+// about 3x faster than a plain-layout conv (oneDNN then picks its gemm implementation), reorders
+// included (docs/backends/onednn.md). false selects the plain-layout conv.
+constexpr bool kBlockedActivations = true;
 
 // A reorder primitive with a user scratchpad (so the prepared state holds no mutable memory).
 struct Reorder {
@@ -58,10 +55,11 @@ class ConvPrimitive final : public LinearPrimitive {
   dnnl::primitive prim;
   memory::desc src_user, src_md, dst_user, dst_md, w_user, w_md, bias_md, res_md, scratch_md;
   Reorder src_reorder, dst_reorder, w_reorder;
-  memory w_packed;  // constant weights already in w_md's layout
+  Reorder res_reorder;  // residual (plain) -> dst layout, for the sum post-op
+  memory w_packed;      // constant weights already in w_md's layout
   bool weights_packed = false;
   bool has_bias = false;
-  int residual_post = -1;  // post-op index of the residual add, or -1
+  bool residual_sum = false;  // the residual is added by a sum post-op onto dst
 
   Status run(KernelContext& ctx) const override {
     const NodeContext& node = *ctx.node;
@@ -78,8 +76,15 @@ class ConvPrimitive final : public LinearPrimitive {
       const memory y_user = wrap(dst_user, ctx.output(0));
       const memory dst = dst_reorder.active ? thread_buffer(BufferSlot::kDst, dst_md) : y_user;
       const memory bias = has_bias ? wrap(bias_md, ctx.input(2)) : memory();
-      const memory res =
-          residual_post >= 0 ? wrap(res_md, ctx.input(ops::fused::kResidualInput)) : memory();
+      if (residual_sum) {
+        // The sum post-op adds onto what dst holds: put the residual there first.
+        const Tensor& r = ctx.input(ops::fused::kResidualInput);
+        if (res_reorder.active) {
+          FRAME_RETURN_IF_ERROR(run_reorder(node, res_reorder, wrap(res_md, r), dst));
+        } else if (r.raw_data() != ctx.output(0).raw_data()) {
+          std::memcpy(ctx.output(0).raw_data(), r.raw_data(), r.nbytes());
+        }
+      }
       const memory scratch = scratchpad(scratch_md);
       const ExecArg args[] = {
           {DNNL_ARG_SRC, &src},
@@ -87,8 +92,6 @@ class ConvPrimitive final : public LinearPrimitive {
           {DNNL_ARG_BIAS, has_bias ? &bias : nullptr},
           {DNNL_ARG_DST, &dst},
           {DNNL_ARG_SCRATCHPAD, &scratch},
-          {DNNL_ARG_ATTR_MULTIPLE_POST_OP(residual_post) | DNNL_ARG_SRC_1,
-           residual_post >= 0 ? &res : nullptr},
       };
       FRAME_RETURN_IF_ERROR(execute(node, prim, args));
       if (dst_reorder.active) FRAME_RETURN_IF_ERROR(run_reorder(node, dst_reorder, dst, y_user));
@@ -173,7 +176,7 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
   p->has_bias = ctx.has_input(2);
   p->bias_md = p->has_bias ? plain_desc(std::vector<int64_t>{m}, dt) : memory::desc();
   p->res_md = p->dst_user;
-  const bool blocked = blocked_activations();
+  const bool blocked = kBlockedActivations;
   const memory::desc src_any =
       blocked ? memory::desc(to_dims(x), dt, memory::format_tag::any) : p->src_user;
   const memory::desc dst_any =
@@ -181,7 +184,7 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
   const memory::desc w_any(w_dims, dt, memory::format_tag::any);
   dnnl::primitive_attr attr = default_attr();
   dnnl::post_ops pops;
-  p->residual_post = append_post_ops(pops, post, p->res_md);
+  p->residual_sum = append_post_ops(pops, post, nullptr) >= 0;
   if (pops.len() > 0) attr.set_post_ops(pops);
   const auto pk = dnnl::prop_kind::forward_inference;
   memory::desc src_pd, w_pd, dst_pd;
@@ -216,6 +219,7 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
     if (src_pd != p->src_user) p->src_reorder = make_reorder(p->src_user, src_pd);
     if (dst_pd != p->dst_user) p->dst_reorder = make_reorder(dst_pd, p->dst_user);
     if (w_pd != w_user) p->w_reorder = make_reorder(w_user, w_pd);
+    if (p->residual_sum && dst_pd != p->dst_user) p->res_reorder = make_reorder(p->res_md, dst_pd);
     if (const Tensor* wc = ctx.constant_input(1); wc != nullptr) {
       // Constant weights: reordered once here, read-only afterwards (shared by all runs).
       p->w_packed = memory(w_pd, engine());

@@ -119,7 +119,7 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
   p->b_user = b_user;
   p->y_md = y_md;
   p->res_md = y_md;
-  const int res = append_post_ops(pops, post, y_md);
+  const int res = append_post_ops(pops, post, &y_md);
   p->residual_post = res;
   if (pops.len() > 0) attr.set_post_ops(pops);
   const Tensor* bc = ctx.constant_input(1);

@@ -26,7 +26,7 @@ dnnl::memory thread_buffer(BufferSlot slot, const dnnl::memory::desc& desc) {
 }
 
 int append_post_ops(dnnl::post_ops& ops, std::span<const ops::fused::PostOp> post,
-                    const dnnl::memory::desc& residual) {
+                    const dnnl::memory::desc* residual) {
   using dnnl::algorithm;
   using ops::fused::PostOpKind;
   int add_index = -1;
@@ -35,7 +35,11 @@ int append_post_ops(dnnl::post_ops& ops, std::span<const ops::fused::PostOp> pos
     switch (p.kind) {
       case PostOpKind::kAdd:
         add_index = ops.len();
-        ops.append_binary(algorithm::binary_add, residual);
+        if (residual != nullptr) {
+          ops.append_binary(algorithm::binary_add, *residual);
+        } else {
+          ops.append_sum(1.f);
+        }
         break;
       case PostOpKind::kRelu:
         ops.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f);

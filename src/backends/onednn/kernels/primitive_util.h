@@ -23,11 +23,13 @@ enum class BufferSlot : int { kSrc = 0, kDst = 1, kWeights = 2 };
 /// aligned): no allocation per run in the steady state, and concurrent runs never share one.
 dnnl::memory thread_buffer(BufferSlot slot, const dnnl::memory::desc& desc);
 
-/// Appends the oneDNN form of `post` to `ops`: "add" becomes a binary add whose src1 is
-/// `residual` (plain, the dst shape), the activations eltwise post-ops. Returns the post-op
-/// index of the binary add (its DNNL_ARG_ATTR_MULTIPLE_POST_OP position), or -1.
+/// Appends the oneDNN form of `post` to `ops`, the activations as eltwise post-ops. "add"
+/// becomes a binary add whose src1 is `*residual` (plain, the dst shape), or, with `residual`
+/// null, a sum post-op (the caller puts the residual into dst before the primitive runs: a
+/// plain binary operand would make oneDNN drop to a plain-layout implementation for a conv
+/// with blocked dst). Returns the post-op index of the add, or -1.
 int append_post_ops(dnnl::post_ops& ops, std::span<const ops::fused::PostOp> post,
-                    const dnnl::memory::desc& residual);
+                    const dnnl::memory::desc* residual);
 
 /// One argument of a primitive execution.
 struct ExecArg {
