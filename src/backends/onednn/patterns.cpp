@@ -6,9 +6,11 @@
 //     W' = W * s and B' = (B - mean) * s + bias, s = scale / sqrt(var + epsilon);
 //   fuse_post_ops: conv / matmul / gemm -> a single-use chain of a residual add (other operand
 //     of the output's shape) and activations -> one fused_post_ops_internal node run with
-//     oneDNN post-ops.
+//     oneDNN post-ops. A fused_elementwise_internal whose body is such a chain (operator-fusion
+//     runs earlier) is taken as its post-ops.
 // Each fires only when the onednn kernel supports the node it creates.
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -194,6 +196,48 @@ std::optional<PostOp> as_post_op(const Graph& g, const ir::Node& n, ValueId cur,
   return std::nullopt;
 }
 
+// The post-ops of a fused_elementwise_internal node `f` whose body is a chain of post-ops
+// starting at the body input fed by `cur` (operator-fusion may have grouped an add and an
+// activation before lowering), or nullopt.
+std::optional<std::vector<PostOp>> body_post_ops(const Graph& g, const ir::Node& f, ValueId cur,
+                                                 ValueId* residual) {
+  auto it = f.attrs.find("body");
+  if (it == f.attrs.end() || f.outputs.size() != 1) return std::nullopt;
+  const auto* body = std::get_if<std::shared_ptr<const ir::Graph>>(&it->second);
+  if (body == nullptr || *body == nullptr || (*body)->outputs().size() != 1) return std::nullopt;
+  const Graph& b = **body;
+  if (b.inputs().size() != f.inputs.size()) return std::nullopt;
+  // Body value -> outer value: body inputs map to the node's inputs; the chain value to `cur`.
+  ValueId chain = ir::kNoValue;
+  for (size_t i = 0; i < f.inputs.size(); ++i) {
+    if (f.inputs[i] != cur) continue;
+    if (chain != ir::kNoValue) return std::nullopt;
+    chain = b.inputs()[i];
+  }
+  Result<std::vector<NodeId>> order = b.topological_order();
+  if (chain == ir::kNoValue || !order.is_ok()) return std::nullopt;
+  std::vector<PostOp> out;
+  for (NodeId id : *order) {
+    ir::Node n = b.node(id);
+    for (ValueId& v : n.inputs) {
+      if (v == ir::kNoValue) continue;
+      if (v == chain) {
+        v = cur;
+        continue;
+      }
+      const auto pos = std::find(b.inputs().begin(), b.inputs().end(), v);
+      if (pos == b.inputs().end()) return std::nullopt;  // reads another body value: no chain
+      v = f.inputs[static_cast<size_t>(pos - b.inputs().begin())];
+    }
+    const std::optional<PostOp> p = as_post_op(g, n, cur, residual);
+    if (!p) return std::nullopt;
+    out.push_back(*p);
+    chain = b.node(id).outputs[0];
+  }
+  if (chain != b.outputs()[0]) return std::nullopt;
+  return out;
+}
+
 Result<bool> fuse_post_ops(Graph& g, NodeId id) {
   const ir::Node base = g.node(id);
   if (base.outputs.size() != 1 || !g.value(base.outputs[0]).type) return false;
@@ -205,6 +249,22 @@ Result<bool> fuse_post_ops(Graph& g, NodeId id) {
   while (names.size() < kMaxPostOps) {
     const std::optional<NodeId> u = sole_user(g, cur);
     if (!u) break;
+    if (g.node(*u).op == "fused_elementwise_internal") {
+      const ValueId saved = residual;
+      const std::optional<std::vector<PostOp>> ps = body_post_ops(g, g.node(*u), cur, &residual);
+      if (!ps || names.size() + ps->size() > kMaxPostOps) {
+        residual = saved;
+        break;
+      }
+      for (const PostOp& p : *ps) {
+        names.emplace_back(ops::fused::post_op_name(p.kind));
+        params.push_back(p.alpha);
+        params.push_back(p.beta);
+      }
+      chain.push_back(*u);
+      cur = g.node(*u).outputs[0];
+      continue;
+    }
     const std::optional<PostOp> p = as_post_op(g, g.node(*u), cur, &residual);
     if (!p) break;
     chain.push_back(*u);

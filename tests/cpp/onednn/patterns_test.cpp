@@ -151,6 +151,34 @@ TEST(OnednnPatterns, ConvResidualAddReluFused) {
   expect_same_as_cpu(g, {{"x", grid_tensor({2, 8, 7, 7}, 3)}, {"r", grid_tensor({2, 8, 7, 7}, 4)}});
 }
 
+// operator-fusion runs before lowering and may have grouped add + relu already: the group's
+// body is taken as the post-op chain.
+TEST(OnednnPatterns, FusedElementwiseGroupTakenAsPostOps) {
+  auto body = std::make_shared<ir::Graph>("body");
+  const ir::TensorType t{DTypeCode::kFloat32, {1, 4, 5, 5}};
+  const ir::ValueId b0 = body->add_input("in0", t);
+  const ir::ValueId b1 = body->add_input("in1", t);
+  const ir::NodeId ba = *body->create_node("add", "ba", {b1, b0}, 1);
+  body->value(body->node(ba).outputs[0]).type = t;
+  const ir::NodeId br = *body->create_node("relu", "br", {body->node(ba).outputs[0]}, 1);
+  body->value(body->node(br).outputs[0]).type = t;
+  body->add_output(body->node(br).outputs[0]);
+  ir::Graph g("grouped");
+  const ir::ValueId x = g.add_input("x", t);
+  const ir::ValueId r = g.add_input("r", t);
+  const ir::NodeId c =
+      *g.create_node("conv", "c", {x, g.add_constant("w", grid_tensor({4, 4, 3, 3}, 1))}, 1,
+                     {{"pads", ints{1, 1, 1, 1}}});
+  const ir::NodeId f = *g.create_node("fused_elementwise_internal", "f", {g.node(c).outputs[0], r},
+                                      1, {{"body", std::shared_ptr<const ir::Graph>(body)}});
+  g.add_output(g.node(f).outputs[0]);
+  ir::Graph lowered = g;
+  EXPECT_EQ(lower(lowered, {"onednn", "cpu"}).size(), 1u);
+  EXPECT_EQ(lowered.num_nodes(), 1u);
+  EXPECT_EQ(count_op(lowered, "fused_post_ops_internal"), 1);
+  expect_same_as_cpu(g, {{"x", grid_tensor({1, 4, 5, 5}, 3)}, {"r", grid_tensor({1, 4, 5, 5}, 4)}});
+}
+
 TEST(OnednnPatterns, NoFusionWhenIntermediateHasASecondUse) {
   ir::Graph g("two_uses");
   const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {4, 16}});
