@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "cpp/onednn/linear_test_util.h"
 #include "frame/ops/kernel_registry.h"
 
@@ -93,6 +96,13 @@ TEST(OnednnConvTranspose, StridedPaddedOutputPadding) {
       {1});
 }
 
+TEST(OnednnConvTranspose, OutputPaddingBeyondEndPad) {
+  // output_padding larger than the end pad: oneDNN sees a negative right pad.
+  expect_onednn_matches_cpu(conv_call("conv_transpose", {1, 3, 5, 5}, {3, 4, 3, 3}, true,
+                                      {{"strides", ints{2, 3}}, {"output_padding", ints{1, 2}}}),
+                            {1});
+}
+
 TEST(OnednnConvTranspose, GroupedDilated) {
   expect_onednn_matches_cpu(
       conv_call("conv_transpose", {1, 6, 7, 5}, {6, 2, 3, 2}, false,
@@ -155,6 +165,53 @@ TEST(OnednnConv, RunsOnOnednnThroughCompile) {
   const CompareResult c =
       compare_tensors(a->begin()->second, e->begin()->second, tolerance_for(DTypeCode::kFloat32));
   EXPECT_TRUE(c.ok) << c.message;
+}
+
+// Executable::run is re-entrant: concurrent runs share the prepared primitive and packed
+// weights, each with its own stream and scratch buffers.
+TEST(OnednnConv, ConcurrentRunsAgree) {
+  ir::Graph g("conv");
+  const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {1, 16, 20, 20}});
+  const ir::ValueId w = g.add_constant("w", grid_tensor({16, 16, 3, 3}, 5));
+  const ir::NodeId n = *g.create_node("conv", "c0", {x, w}, 1, {{"pads", ints{1, 1, 1, 1}}});
+  const ir::NodeId r = *g.create_node("relu", "r0", {g.node(n).outputs[0]}, 1);
+  g.add_output(g.node(r).outputs[0]);
+  runtime::CompileOptions on;
+  on.backends = {"onednn", "cpu"};
+  on.use_cache = false;
+  on.num_threads = 1;
+  Result<runtime::Executable> exe = runtime::compile(g, on);
+  ASSERT_TRUE(exe.is_ok()) << exe.status().message();
+  runtime::CompileOptions ref;
+  ref.use_cache = false;
+  Result<runtime::Executable> slow = runtime::compile(g, ref);
+  ASSERT_TRUE(slow.is_ok());
+  constexpr int kThreads = 4;
+  std::vector<runtime::TensorMap> in(kThreads), out(kThreads);
+  std::vector<std::thread> pool;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    in[static_cast<size_t>(t)] = {{"x", grid_tensor({1, 16, 20, 20}, 100 + t)}};
+    pool.emplace_back([&, t] {
+      for (int rep = 0; rep < 10; ++rep) {
+        Result<runtime::TensorMap> o = exe->run(in[static_cast<size_t>(t)]);
+        if (!o.is_ok()) {
+          ++failures;
+          return;
+        }
+        out[static_cast<size_t>(t)] = *o;
+      }
+    });
+  }
+  for (std::thread& th : pool) th.join();
+  ASSERT_EQ(failures.load(), 0);
+  for (int t = 0; t < kThreads; ++t) {
+    Result<runtime::TensorMap> e = slow->run(in[static_cast<size_t>(t)]);
+    ASSERT_TRUE(e.is_ok());
+    const CompareResult c = compare_tensors(out[static_cast<size_t>(t)].begin()->second,
+                                            e->begin()->second, tolerance_for(DTypeCode::kFloat32));
+    EXPECT_TRUE(c.ok) << "thread " << t << ": " << c.message;
+  }
 }
 
 }  // namespace
