@@ -179,6 +179,28 @@ TEST(OnednnPatterns, FusedElementwiseGroupTakenAsPostOps) {
   expect_same_as_cpu(g, {{"x", grid_tensor({1, 4, 5, 5}, 3)}, {"r", grid_tensor({1, 4, 5, 5}, 4)}});
 }
 
+// matmul (batched, binary-add residual) and gemm (C and residual both binary adds).
+TEST(OnednnPatterns, MatmulAndGemmResidualFused) {
+  for (const char* base : {"matmul", "gemm"}) {
+    const bool gemm = std::string(base) == "gemm";
+    const Shape xs = gemm ? Shape{6, 10} : Shape{2, 6, 10};
+    const Shape ys = gemm ? Shape{6, 5} : Shape{2, 6, 5};
+    ir::Graph g("res");
+    const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, xs});
+    const ir::ValueId r = g.add_input("r", ir::TensorType{DTypeCode::kFloat32, ys});
+    std::vector<ir::ValueId> in{x, g.add_constant("w", grid_tensor({10, 5}, 1))};
+    if (gemm) in.push_back(g.add_constant("c", grid_tensor({5}, 2)));
+    const ir::NodeId m = *g.create_node(base, "m", in, 1);
+    const ir::NodeId t = *g.create_node("tanh", "t", {g.node(m).outputs[0]}, 1);
+    const ir::NodeId a = *g.create_node("add", "a", {g.node(t).outputs[0], r}, 1);
+    g.add_output(g.node(a).outputs[0]);
+    ir::Graph lowered = g;
+    EXPECT_EQ(lower(lowered, {"onednn", "cpu"}).size(), 1u) << base;
+    EXPECT_EQ(lowered.num_nodes(), 1u) << base;
+    expect_same_as_cpu(g, {{"x", grid_tensor(xs, 3)}, {"r", grid_tensor(ys, 4)}});
+  }
+}
+
 TEST(OnednnPatterns, NoFusionWhenIntermediateHasASecondUse) {
   ir::Graph g("two_uses");
   const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {4, 16}});
