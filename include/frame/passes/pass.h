@@ -46,12 +46,12 @@ struct PassContext {
 
   // Results.
   std::map<ir::NodeId, NodePlacement> placements;  ///< backend-lowering
+  std::map<ir::ValueId, BufferSlot> buffers;       ///< memory-planning (non-constant values)
+  size_t peak_arena_bytes = 0;                     ///< memory-planning
+  std::vector<std::pair<std::string, double>> pass_times_ms;  ///< pass manager
   /// backend-lowering: each lowering-pattern rewrite, in order, as
   /// "<backend>/<pattern> at node '<name>' (<op>)" (include/frame/ops/lowering_pattern.h).
   std::vector<std::string> lowering_rewrites;
-  std::map<ir::ValueId, BufferSlot> buffers;  ///< memory-planning (non-constant values)
-  size_t peak_arena_bytes = 0;                ///< memory-planning
-  std::vector<std::pair<std::string, double>> pass_times_ms;  ///< pass manager
 };
 
 /// One pass. Implementations live one per file in src/passes/.
