@@ -8,6 +8,10 @@
 //   3. the "cpu" reference kernel -> "cpu-fallback".
 // Every alternative passed over is recorded with the reason. With ctx.strict any path other
 // than "kernel" is an error naming the node, the op and the reasons.
+// Before placement, the lowering patterns of the backends in ctx.backends (op-specific
+// rewrites each backend owns, include/frame/ops/lowering_pattern.h) run to a fixed point, each
+// only at nodes of its anchor op that its backend would run; rewrites go to
+// ctx.lowering_rewrites.
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -18,6 +22,7 @@
 #include <vector>
 
 #include "frame/ops/kernel_registry.h"
+#include "frame/ops/lowering_pattern.h"
 #include "frame/ops/op_registry.h"
 #include "passes/pass_factories.h"
 
@@ -105,11 +110,57 @@ Result<NodePlacement> place(const ir::Graph& g, const ir::Node& n,
                        fmt::join(p.rejected, "; "));
 }
 
+// Rewrites are finite (each removes nodes); the bound only guards against a faulty pattern.
+constexpr int kMaxPatternSweeps = 16;
+
+// The backend of ctx.backends whose kernel would run `n` (step 1 of place()), or "".
+std::string kernel_backend(const ir::Graph& g, const ir::Node& n,
+                           const std::vector<std::string>& backends) {
+  const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
+  if (schema == nullptr) return "";
+  const ops::NodeContext nctx = ops::make_node_context(g, n, schema);
+  for (const std::string& b : backends) {
+    const ops::KernelDef* k = ops::KernelRegistry::global().find(n.op, b);
+    if (k != nullptr && k->supports(nctx).is_ok()) return b;
+  }
+  return "";
+}
+
+Status apply_lowering_patterns(ir::Graph& g, PassContext& ctx) {
+  const ops::LoweringPatternRegistry& reg = ops::LoweringPatternRegistry::global();
+  for (int sweep = 0; sweep < kMaxPatternSweeps; ++sweep) {
+    bool changed = false;
+    FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, g.topological_order());
+    for (ir::NodeId id : order) {
+      if (g.node(id).dead || !reg.has_anchor(g.node(id).op)) continue;
+      const std::string backend = kernel_backend(g, g.node(id), ctx.backends);
+      if (backend.empty()) continue;
+      for (const ops::LoweringPattern* p : reg.find(backend, g.node(id).op)) {
+        const std::string label = fmt::format("node '{}' ({})", g.node(id).name, g.node(id).op);
+        Result<bool> fired = p->fn(g, id);
+        if (!fired.is_ok()) {
+          return fired.status().with_prefix(
+              fmt::format("lowering pattern {}/{}: ", p->backend, p->name));
+        }
+        if (*fired) {
+          ctx.lowering_rewrites.push_back(fmt::format("{}/{} at {}", p->backend, p->name, label));
+          changed = true;
+          break;  // the node may be gone; the next sweep looks again
+        }
+      }
+    }
+    if (!changed) return Status();
+  }
+  return Status();
+}
+
 class BackendLoweringPass final : public Pass {
  public:
   std::string_view name() const override { return "backend-lowering"; }
   Status run(ir::Graph& g, PassContext& ctx) override {
     ctx.placements.clear();
+    ctx.lowering_rewrites.clear();
+    FRAME_RETURN_IF_ERROR(apply_lowering_patterns(g, ctx));
     FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, g.topological_order());
     for (ir::NodeId id : order) {
       const ir::Node& n = g.node(id);

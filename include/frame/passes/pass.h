@@ -49,6 +49,9 @@ struct PassContext {
   std::map<ir::ValueId, BufferSlot> buffers;       ///< memory-planning (non-constant values)
   size_t peak_arena_bytes = 0;                     ///< memory-planning
   std::vector<std::pair<std::string, double>> pass_times_ms;  ///< pass manager
+  /// backend-lowering: each lowering-pattern rewrite, in order, as
+  /// "<backend>/<pattern> at node '<name>' (<op>)" (include/frame/ops/lowering_pattern.h).
+  std::vector<std::string> lowering_rewrites;
 };
 
 /// One pass. Implementations live one per file in src/passes/.

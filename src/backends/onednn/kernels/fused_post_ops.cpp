@@ -1,0 +1,30 @@
+// onednn kernel of fused_post_ops_internal (src/ops/schemas/nn_fused_internal.h): the base
+// conv / matmul / gemm primitive with the post-ops attached as oneDNN post-ops (eltwise for the
+// activations, binary add for the residual), so the result is written once.
+
+#include "backends/onednn/kernels/linear_kernels.h"
+#include "frame/ops/kernel_registry.h"
+
+namespace frame::backends::onednn {
+namespace {
+
+Result<std::shared_ptr<LinearPrimitive>> make_fused(const ops::NodeContext& ctx, bool reorder) {
+  FRAME_ASSIGN_OR_RETURN(ops::fused::FusedSpec spec, ops::fused::decode_fused(ctx));
+  if (spec.base_op == "conv") return make_conv(ctx, false, spec.post_ops, reorder);
+  return make_matmul(ctx, spec.base_op == "gemm", spec.post_ops, reorder);
+}
+
+Status accepts_fused(const ops::NodeContext& ctx) { return make_fused(ctx, false).status(); }
+
+Result<std::shared_ptr<void>> prepare_fused(const ops::NodeContext& ctx) {
+  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<LinearPrimitive> p, make_fused(ctx, true));
+  return std::shared_ptr<void>(std::move(p));
+}
+
+FRAME_REGISTER_KERNEL(fused_post_ops_internal, "onednn", run_linear)
+    .dtypes(DTypeSet{DTypeCode::kFloat32})
+    .accepts(accepts_fused)
+    .prepare(prepare_fused);
+
+}  // namespace
+}  // namespace frame::backends::onednn

@@ -1,0 +1,296 @@
+// Lowering patterns of the onednn backend (include/frame/ops/lowering_pattern.h,
+// docs/backends/onednn.md#lowering-patterns). Op-specific rewrites live here, with the backend
+// that knows the ops, not in the generic passes (which ask traits only):
+//   fold_batch_norm_into_conv: conv -> batch_normalization (inference form), every parameter
+//     constant and the conv output read only by the batch norm -> one conv with
+//     W' = W * s and B' = (B - mean) * s + bias, s = scale / sqrt(var + epsilon);
+//   fuse_post_ops: conv / matmul / gemm -> a single-use chain of a residual add (other operand
+//     of the output's shape) and activations -> one fused_post_ops_internal node run with
+//     oneDNN post-ops. A fused_elementwise_internal whose body is such a chain (operator-fusion
+//     runs earlier) is taken as its post-ops.
+// Each fires only when the onednn kernel supports the node it creates.
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "frame/ops/kernel_registry.h"
+#include "frame/ops/lowering_pattern.h"
+#include "frame/ops/op_registry.h"
+#include "ops/schemas/nn_fused_internal.h"
+
+namespace frame::backends::onednn {
+namespace {
+
+using ir::Graph;
+using ir::NodeId;
+using ir::ValueId;
+using ops::fused::PostOp;
+using ops::fused::PostOpKind;
+
+// Longest post-op chain fused into one node (oneDNN allows more; real models use 1-2).
+constexpr size_t kMaxPostOps = 4;
+
+// The only live node reading `v`, when `v` is not a graph output and is read exactly once.
+std::optional<NodeId> sole_user(const Graph& g, ValueId v) {
+  if (g.is_output(v)) return std::nullopt;
+  std::optional<NodeId> user;
+  for (NodeId id : g.node_ids()) {
+    for (ValueId in : g.node(id).inputs) {
+      if (in != v) continue;
+      if (user) return std::nullopt;
+      user = id;
+    }
+  }
+  return user;
+}
+
+const Tensor* constant_of(const Graph& g, ValueId v) {
+  if (v == ir::kNoValue || !g.value(v).is_constant()) return nullptr;
+  return &*g.value(v).constant;
+}
+
+// Whether the onednn kernel of `op` would run a node with these inputs and attributes;
+// `overrides` replace inputs by constants not yet in the graph.
+bool onednn_runs(const Graph& g, std::string_view op, std::string_view name,
+                 const std::vector<ValueId>& inputs, const ir::AttrMap& attrs,
+                 const std::vector<std::pair<size_t, const Tensor*>>& overrides = {}) {
+  const ops::OpSchema* schema = ops::OpRegistry::global().find(op);
+  const ops::KernelDef* k = ops::KernelRegistry::global().find(op, "onednn");
+  if (schema == nullptr || k == nullptr) return false;
+  ops::NodeContext ctx;
+  ctx.op = op;
+  ctx.node_name = name;
+  ctx.attrs = &attrs;
+  ctx.schema = schema;
+  for (ValueId v : inputs) {
+    const bool present = v != ir::kNoValue && g.value(v).type.has_value();
+    ctx.input_types.push_back(present ? *g.value(v).type : ir::TensorType{});
+    ctx.input_present.push_back(present);
+    ctx.input_constants.push_back(constant_of(g, v));
+  }
+  for (const auto& [i, t] : overrides) {
+    ctx.input_types[i] = ir::TensorType{t->dtype(), t->shape()};
+    ctx.input_present[i] = true;
+    ctx.input_constants[i] = t;
+  }
+  return schema->infer(ctx).is_ok() && k->supports(ctx).is_ok();
+}
+
+// Replaces the nodes `removed` by one new node whose output takes over value `out` (its name,
+// type and uses), so graph outputs keep their names.
+Result<bool> replace_with(Graph& g, const std::vector<NodeId>& removed, ValueId out,
+                          std::string_view op, const std::string& name, std::vector<ValueId> inputs,
+                          ir::AttrMap attrs) {
+  const std::string out_name = g.value(out).name;
+  const std::optional<ir::TensorType> type = g.value(out).type;
+  for (NodeId r : removed) g.remove_node(r);  // releases the node and value names
+  FRAME_ASSIGN_OR_RETURN(
+      NodeId n, g.create_node(op, name, std::move(inputs), 1, std::move(attrs), {out_name}));
+  const ValueId nv = g.node(n).outputs[0];
+  g.value(nv).type = type;
+  g.replace_all_uses(out, nv);
+  return true;
+}
+
+Result<bool> fold_batch_norm_into_conv(Graph& g, NodeId id) {
+  const ir::Node conv = g.node(id);
+  if (conv.outputs.size() != 1 || conv.inputs.size() < 2) return false;
+  const std::optional<NodeId> bn_id = sole_user(g, conv.outputs[0]);
+  if (!bn_id) return false;
+  const ir::Node bn = g.node(*bn_id);
+  if (bn.op != "batch_normalization" || bn.outputs.size() != 1 || bn.inputs.size() != 5 ||
+      bn.inputs[0] != conv.outputs[0]) {
+    return false;
+  }
+  const ops::NodeContext bctx =
+      ops::make_node_context(g, bn, ops::OpRegistry::global().find(bn.op));
+  if (bctx.attr_or<int64_t>("training_mode", 0) != 0) return false;
+  const double eps = bctx.attr_or<double>("epsilon", 1e-5);
+  const Tensor* w = constant_of(g, conv.inputs[1]);
+  const bool has_b = conv.inputs.size() > 2 && conv.inputs[2] != ir::kNoValue;
+  const Tensor* b = has_b ? constant_of(g, conv.inputs[2]) : nullptr;
+  const Tensor* p[4];
+  for (size_t i = 0; i < 4; ++i) p[i] = constant_of(g, bn.inputs[i + 1]);
+  if (w == nullptr || (has_b && b == nullptr)) return false;
+  for (const Tensor* t : {w, b, p[0], p[1], p[2], p[3]}) {
+    if (t != nullptr && t->dtype() != DTypeCode::kFloat32) return false;
+  }
+  for (const Tensor* t : p) {
+    if (t == nullptr) return false;
+  }
+  const int64_t m = w->dim(0);
+  if (m == 0 || p[0]->numel() != m) return false;
+  const int64_t per = w->numel() / m;
+  FRAME_ASSIGN_OR_RETURN(Tensor w2, Tensor::empty(DTypeCode::kFloat32, w->shape()));
+  FRAME_ASSIGN_OR_RETURN(Tensor b2, Tensor::empty(DTypeCode::kFloat32, Shape{m}));
+  const float* scale = p[0]->data<float>();
+  const float* shift = p[1]->data<float>();
+  const float* mean = p[2]->data<float>();
+  const float* var = p[3]->data<float>();
+  for (int64_t o = 0; o < m; ++o) {
+    // In double, rounded once: the folded conv stays within BUILD-011 of conv + batch norm.
+    const double s = static_cast<double>(scale[o]) / std::sqrt(static_cast<double>(var[o]) + eps);
+    const float* src = w->data<float>() + o * per;
+    float* dst = w2.data<float>() + o * per;
+    for (int64_t i = 0; i < per; ++i) dst[i] = static_cast<float>(src[i] * s);
+    const double bias = b != nullptr ? static_cast<double>(b->data<float>()[o]) : 0.0;
+    b2.data<float>()[o] = static_cast<float>((bias - mean[o]) * s + shift[o]);
+  }
+  std::vector<ValueId> inputs{conv.inputs[0], conv.inputs[1], ir::kNoValue};
+  if (!onednn_runs(g, "conv", conv.name, inputs, conv.attrs, {{1, &w2}, {2, &b2}})) return false;
+  inputs[1] = g.add_constant(g.unique_value_name(conv.name + "_w_bn_folded"), std::move(w2));
+  inputs[2] = g.add_constant(g.unique_value_name(conv.name + "_b_bn_folded"), std::move(b2));
+  return replace_with(g, {id, *bn_id}, bn.outputs[0], "conv", conv.name, std::move(inputs),
+                      conv.attrs);
+}
+
+// The post-op node `n` applies to value `cur`, or nullopt. An add takes its other operand as
+// the residual (at most one, of `cur`'s dtype and shape).
+std::optional<PostOp> as_post_op(const Graph& g, const ir::Node& n, ValueId cur,
+                                 ValueId* residual) {
+  if (n.outputs.size() != 1 || n.inputs.empty()) return std::nullopt;
+  if (n.op == "add") {
+    if (n.inputs.size() != 2 || *residual != ir::kNoValue) return std::nullopt;
+    const ValueId other = n.inputs[0] == cur ? n.inputs[1] : n.inputs[0];
+    if (other == cur || other == ir::kNoValue || g.value(other).type != g.value(cur).type) {
+      return std::nullopt;
+    }
+    *residual = other;
+    return PostOp{PostOpKind::kAdd};
+  }
+  if (n.inputs[0] != cur) return std::nullopt;
+  const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
+  if (schema == nullptr) return std::nullopt;
+  const ops::NodeContext ctx = ops::make_node_context(g, n, schema);
+  if (n.op == "relu") return PostOp{PostOpKind::kRelu};
+  if (n.op == "sigmoid") return PostOp{PostOpKind::kSigmoid};
+  if (n.op == "tanh") return PostOp{PostOpKind::kTanh};
+  if (n.op == "hard_swish") return PostOp{PostOpKind::kHardSwish};
+  if (n.op == "leaky_relu") {
+    return PostOp{PostOpKind::kLeakyRelu, ctx.attr_or<double>("alpha", 0.01)};
+  }
+  if (n.op == "elu") return PostOp{PostOpKind::kElu, ctx.attr_or<double>("alpha", 1.0)};
+  if (n.op == "gelu") {
+    const bool tanh = ctx.attr_or<std::string>("approximate", "none") == "tanh";
+    return PostOp{tanh ? PostOpKind::kGeluTanh : PostOpKind::kGelu};
+  }
+  if (n.op == "clip") {
+    // Bounds must be constant scalars (or absent: unbounded).
+    double bound[2] = {-std::numeric_limits<double>::infinity(),
+                       std::numeric_limits<double>::infinity()};
+    for (size_t i = 1; i < n.inputs.size() && i < 3; ++i) {
+      if (n.inputs[i] == ir::kNoValue) continue;
+      const Tensor* t = constant_of(g, n.inputs[i]);
+      if (t == nullptr || t->numel() != 1 || t->dtype() != DTypeCode::kFloat32) {
+        return std::nullopt;
+      }
+      bound[i - 1] = t->data<float>()[0];
+    }
+    return PostOp{PostOpKind::kClip, bound[0], bound[1]};
+  }
+  return std::nullopt;
+}
+
+// The post-ops of a fused_elementwise_internal node `f` whose body is a chain of post-ops
+// starting at the body input fed by `cur` (operator-fusion may have grouped an add and an
+// activation before lowering), or nullopt.
+std::optional<std::vector<PostOp>> body_post_ops(const Graph& g, const ir::Node& f, ValueId cur,
+                                                 ValueId* residual) {
+  auto it = f.attrs.find("body");
+  if (it == f.attrs.end() || f.outputs.size() != 1) return std::nullopt;
+  const auto* body = std::get_if<std::shared_ptr<const ir::Graph>>(&it->second);
+  if (body == nullptr || *body == nullptr || (*body)->outputs().size() != 1) return std::nullopt;
+  const Graph& b = **body;
+  if (b.inputs().size() != f.inputs.size()) return std::nullopt;
+  // Body value -> outer value: body inputs map to the node's inputs; the chain value to `cur`.
+  ValueId chain = ir::kNoValue;
+  for (size_t i = 0; i < f.inputs.size(); ++i) {
+    if (f.inputs[i] != cur) continue;
+    if (chain != ir::kNoValue) return std::nullopt;
+    chain = b.inputs()[i];
+  }
+  Result<std::vector<NodeId>> order = b.topological_order();
+  if (chain == ir::kNoValue || !order.is_ok()) return std::nullopt;
+  std::vector<PostOp> out;
+  for (NodeId id : *order) {
+    ir::Node n = b.node(id);
+    for (ValueId& v : n.inputs) {
+      if (v == ir::kNoValue) continue;
+      if (v == chain) {
+        v = cur;
+        continue;
+      }
+      const auto pos = std::find(b.inputs().begin(), b.inputs().end(), v);
+      if (pos == b.inputs().end()) return std::nullopt;  // reads another body value: no chain
+      v = f.inputs[static_cast<size_t>(pos - b.inputs().begin())];
+    }
+    const std::optional<PostOp> p = as_post_op(g, n, cur, residual);
+    if (!p) return std::nullopt;
+    out.push_back(*p);
+    chain = b.node(id).outputs[0];
+  }
+  if (chain != b.outputs()[0]) return std::nullopt;
+  return out;
+}
+
+Result<bool> fuse_post_ops(Graph& g, NodeId id) {
+  const ir::Node base = g.node(id);
+  if (base.outputs.size() != 1 || !g.value(base.outputs[0]).type) return false;
+  ValueId cur = base.outputs[0];
+  ValueId residual = ir::kNoValue;
+  std::vector<NodeId> chain{id};
+  std::vector<std::string> names;
+  std::vector<double> params;
+  while (names.size() < kMaxPostOps) {
+    const std::optional<NodeId> u = sole_user(g, cur);
+    if (!u) break;
+    if (g.node(*u).op == "fused_elementwise_internal") {
+      const ValueId saved = residual;
+      const std::optional<std::vector<PostOp>> ps = body_post_ops(g, g.node(*u), cur, &residual);
+      if (!ps || names.size() + ps->size() > kMaxPostOps) {
+        residual = saved;
+        break;
+      }
+      for (const PostOp& p : *ps) {
+        names.emplace_back(ops::fused::post_op_name(p.kind));
+        params.push_back(p.alpha);
+        params.push_back(p.beta);
+      }
+      chain.push_back(*u);
+      cur = g.node(*u).outputs[0];
+      continue;
+    }
+    const std::optional<PostOp> p = as_post_op(g, g.node(*u), cur, &residual);
+    if (!p) break;
+    chain.push_back(*u);
+    names.emplace_back(ops::fused::post_op_name(p->kind));
+    params.push_back(p->alpha);
+    params.push_back(p->beta);
+    cur = g.node(*u).outputs[0];
+  }
+  if (names.empty()) return false;
+  std::vector<ValueId> inputs = base.inputs;
+  inputs.resize(3, ir::kNoValue);
+  if (residual != ir::kNoValue) inputs.push_back(residual);
+  ir::AttrMap attrs = base.attrs;
+  attrs["base_op"] = base.op;
+  attrs["post_ops"] = std::move(names);
+  attrs["post_op_params"] = std::move(params);
+  const std::string_view op = ops::fused::kFusedPostOpsOp;
+  if (!onednn_runs(g, op, base.name, inputs, attrs)) return false;
+  return replace_with(g, chain, cur, op, base.name, std::move(inputs), std::move(attrs));
+}
+
+FRAME_REGISTER_LOWERING_PATTERN("onednn", fold_batch_norm_into_conv, conv,
+                                fold_batch_norm_into_conv);
+FRAME_REGISTER_LOWERING_PATTERN("onednn", fuse_post_ops, conv, fuse_post_ops);
+FRAME_REGISTER_LOWERING_PATTERN("onednn", fuse_post_ops, matmul, fuse_post_ops);
+FRAME_REGISTER_LOWERING_PATTERN("onednn", fuse_post_ops, gemm, fuse_post_ops);
+
+}  // namespace
+}  // namespace frame::backends::onednn

@@ -1,0 +1,218 @@
+// onednn conv / conv_transpose kernels against the cpu reference kernels (BUILD-011 op class):
+// 1-d/2-d/3-d, odd sizes, groups, depthwise, dilation, stride, asymmetric pads, auto_pad, bias,
+// constant and non-constant weights; plus placement through runtime::compile.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "cpp/onednn/linear_test_util.h"
+#include "frame/ops/kernel_registry.h"
+
+namespace frame::test::linear {
+namespace {
+
+using ints = std::vector<int64_t>;
+
+OpCall conv_call(const std::string& op, Shape x, Shape w, bool bias, ir::AttrMap attrs) {
+  OpCall c{op};
+  const int64_t m =
+      op == "conv" ? w[0]
+                   : w[1] * std::get<int64_t>(attrs.count("group") ? attrs.at("group")
+                                                                   : ir::AttrValue(int64_t{1}));
+  c.inputs = {grid_tensor(x, 1), grid_tensor(w, 2), bias ? grid_tensor({m}, 3) : Tensor()};
+  c.attrs = std::move(attrs);
+  return c;
+}
+
+TEST(OnednnConv, Plain2dWithBias) {
+  expect_onednn_matches_cpu(conv_call("conv", {1, 3, 9, 11}, {5, 3, 3, 3}, true, {}), {1});
+}
+
+TEST(OnednnConv, StridedPaddedAsymmetric2d) {
+  expect_onednn_matches_cpu(conv_call("conv", {2, 4, 13, 10}, {6, 4, 3, 2}, true,
+                                      {{"strides", ints{2, 3}}, {"pads", ints{1, 0, 2, 1}}}),
+                            {1});
+}
+
+TEST(OnednnConv, Dilated2d) {
+  expect_onednn_matches_cpu(conv_call("conv", {1, 8, 15, 15}, {16, 8, 3, 3}, false,
+                                      {{"dilations", ints{2, 3}}, {"pads", ints{2, 3, 2, 3}}}),
+                            {1});
+}
+
+TEST(OnednnConv, Grouped2d) {
+  expect_onednn_matches_cpu(conv_call("conv", {1, 12, 7, 9}, {18, 4, 3, 3}, true,
+                                      {{"group", int64_t{3}}, {"pads", ints{1, 1, 1, 1}}}),
+                            {1});
+}
+
+TEST(OnednnConv, Depthwise2d) {
+  expect_onednn_matches_cpu(
+      conv_call("conv", {2, 16, 11, 11}, {16, 1, 3, 3}, true,
+                {{"group", int64_t{16}}, {"strides", ints{2, 2}}, {"pads", ints{1, 1, 1, 1}}}),
+      {1});
+}
+
+TEST(OnednnConv, AutoPadSameUpperAndLower) {
+  for (const char* mode : {"SAME_UPPER", "SAME_LOWER"}) {
+    expect_onednn_matches_cpu(conv_call("conv", {1, 5, 10, 7}, {7, 5, 4, 3}, true,
+                                        {{"auto_pad", std::string(mode)}, {"strides", ints{2, 2}}}),
+                              {1});
+  }
+}
+
+TEST(OnednnConv, AutoPadValid) {
+  expect_onednn_matches_cpu(
+      conv_call("conv", {1, 5, 10, 7}, {7, 5, 3, 3}, false, {{"auto_pad", std::string("VALID")}}),
+      {1});
+}
+
+TEST(OnednnConv, OneD) {
+  expect_onednn_matches_cpu(conv_call("conv", {3, 6, 17}, {4, 3, 5}, true,
+                                      {{"group", int64_t{2}},
+                                       {"pads", ints{2, 1}},
+                                       {"strides", ints{2}},
+                                       {"dilations", ints{2}}}),
+                            {1});
+}
+
+TEST(OnednnConv, ThreeD) {
+  expect_onednn_matches_cpu(
+      conv_call("conv", {1, 4, 5, 6, 7}, {8, 4, 3, 3, 3}, true, {{"pads", ints{1, 0, 1, 1, 1, 0}}}),
+      {1});
+}
+
+TEST(OnednnConvTranspose, Plain2d) {
+  expect_onednn_matches_cpu(conv_call("conv_transpose", {1, 4, 5, 6}, {4, 3, 3, 3}, true, {}), {1});
+}
+
+TEST(OnednnConvTranspose, StridedPaddedOutputPadding) {
+  expect_onednn_matches_cpu(
+      conv_call(
+          "conv_transpose", {2, 6, 5, 4}, {6, 2, 3, 4}, true,
+          {{"strides", ints{2, 3}}, {"pads", ints{1, 0, 1, 2}}, {"output_padding", ints{1, 2}}}),
+      {1});
+}
+
+TEST(OnednnConvTranspose, OutputPaddingBeyondEndPad) {
+  // output_padding larger than the end pad: oneDNN sees a negative right pad.
+  expect_onednn_matches_cpu(conv_call("conv_transpose", {1, 3, 5, 5}, {3, 4, 3, 3}, true,
+                                      {{"strides", ints{2, 3}}, {"output_padding", ints{1, 2}}}),
+                            {1});
+}
+
+TEST(OnednnConvTranspose, GroupedDilated) {
+  expect_onednn_matches_cpu(
+      conv_call("conv_transpose", {1, 6, 7, 5}, {6, 2, 3, 2}, false,
+                {{"group", int64_t{3}}, {"dilations", ints{2, 1}}, {"strides", ints{1, 2}}}),
+      {1});
+}
+
+TEST(OnednnConvTranspose, OutputShapeAndAutoPad) {
+  expect_onednn_matches_cpu(conv_call("conv_transpose", {1, 3, 4, 5}, {3, 2, 3, 3}, true,
+                                      {{"strides", ints{2, 2}}, {"output_shape", ints{9, 10}}}),
+                            {1});
+  expect_onednn_matches_cpu(
+      conv_call("conv_transpose", {1, 3, 4, 5}, {3, 2, 3, 3}, true,
+                {{"strides", ints{2, 2}}, {"auto_pad", std::string("SAME_UPPER")}}),
+      {1});
+}
+
+TEST(OnednnConvTranspose, OneDAndThreeD) {
+  expect_onednn_matches_cpu(
+      conv_call("conv_transpose", {2, 4, 9}, {4, 3, 3}, true, {{"strides", ints{2}}}), {1});
+  expect_onednn_matches_cpu(
+      conv_call("conv_transpose", {1, 2, 3, 4, 3}, {2, 3, 2, 2, 2}, false, {}), {1});
+}
+
+TEST(OnednnConv, DeclinesF64SoTheChainFallsBack) {
+  const ops::KernelDef* k = ops::KernelRegistry::global().find("conv", "onednn");
+  ASSERT_NE(k, nullptr);
+  OpCall c{"conv"};
+  c.inputs = {Tensor::from_vector<double>({1, 1, 3, 3}, std::vector<double>(9, 1.0)),
+              Tensor::from_vector<double>({1, 1, 1, 1}, {2.0}), Tensor()};
+  Result<std::vector<Tensor>> r = run_op(c, "onednn");
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("f64"), std::string::npos) << r.status().message();
+}
+
+TEST(OnednnConv, RunsOnOnednnThroughCompile) {
+  ir::Graph g("conv");
+  const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {1, 8, 12, 12}});
+  const ir::ValueId w = g.add_constant("w", grid_tensor({16, 8, 3, 3}, 5));
+  const ir::ValueId b = g.add_constant("b", grid_tensor({16}, 6));
+  Result<ir::NodeId> n = g.create_node("conv", "c0", {x, w, b}, 1,
+                                       {{"pads", ints{1, 1, 1, 1}}, {"strides", ints{2, 2}}});
+  ASSERT_TRUE(n.is_ok()) << n.status().message();
+  g.add_output(g.node(*n).outputs[0]);
+  runtime::CompileOptions on;
+  on.backends = {"onednn", "cpu"};
+  on.use_cache = false;
+  Result<runtime::Executable> fast = runtime::compile(g, on);
+  ASSERT_TRUE(fast.is_ok()) << fast.status().message();
+  const runtime::Placement p = placement_of(*fast, "c0");
+  EXPECT_EQ(p.backend, "onednn");
+  EXPECT_EQ(p.path, "kernel");
+  runtime::CompileOptions ref;
+  ref.use_cache = false;
+  Result<runtime::Executable> slow = runtime::compile(g, ref);
+  ASSERT_TRUE(slow.is_ok()) << slow.status().message();
+  const runtime::TensorMap in{{"x", grid_tensor({1, 8, 12, 12}, 7)}};
+  Result<runtime::TensorMap> a = fast->run(in), e = slow->run(in);
+  ASSERT_TRUE(a.is_ok() && e.is_ok());
+  const CompareResult c =
+      compare_tensors(a->begin()->second, e->begin()->second, tolerance_for(DTypeCode::kFloat32));
+  EXPECT_TRUE(c.ok) << c.message;
+}
+
+// Executable::run is re-entrant: concurrent runs share the prepared primitive and packed
+// weights, each with its own stream and scratch buffers.
+TEST(OnednnConv, ConcurrentRunsAgree) {
+  ir::Graph g("conv");
+  const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {1, 16, 20, 20}});
+  const ir::ValueId w = g.add_constant("w", grid_tensor({16, 16, 3, 3}, 5));
+  const ir::NodeId n = *g.create_node("conv", "c0", {x, w}, 1, {{"pads", ints{1, 1, 1, 1}}});
+  const ir::NodeId r = *g.create_node("relu", "r0", {g.node(n).outputs[0]}, 1);
+  g.add_output(g.node(r).outputs[0]);
+  runtime::CompileOptions on;
+  on.backends = {"onednn", "cpu"};
+  on.use_cache = false;
+  on.num_threads = 1;
+  Result<runtime::Executable> exe = runtime::compile(g, on);
+  ASSERT_TRUE(exe.is_ok()) << exe.status().message();
+  runtime::CompileOptions ref;
+  ref.use_cache = false;
+  Result<runtime::Executable> slow = runtime::compile(g, ref);
+  ASSERT_TRUE(slow.is_ok());
+  constexpr int kThreads = 4;
+  std::vector<runtime::TensorMap> in(kThreads), out(kThreads);
+  std::vector<std::thread> pool;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    in[static_cast<size_t>(t)] = {{"x", grid_tensor({1, 16, 20, 20}, 100 + t)}};
+    pool.emplace_back([&, t] {
+      for (int rep = 0; rep < 10; ++rep) {
+        Result<runtime::TensorMap> o = exe->run(in[static_cast<size_t>(t)]);
+        if (!o.is_ok()) {
+          ++failures;
+          return;
+        }
+        out[static_cast<size_t>(t)] = *o;
+      }
+    });
+  }
+  for (std::thread& th : pool) th.join();
+  ASSERT_EQ(failures.load(), 0);
+  for (int t = 0; t < kThreads; ++t) {
+    Result<runtime::TensorMap> e = slow->run(in[static_cast<size_t>(t)]);
+    ASSERT_TRUE(e.is_ok());
+    const CompareResult c = compare_tensors(out[static_cast<size_t>(t)].begin()->second,
+                                            e->begin()->second, tolerance_for(DTypeCode::kFloat32));
+    EXPECT_TRUE(c.ok) << "thread " << t << ": " << c.message;
+  }
+}
+
+}  // namespace
+}  // namespace frame::test::linear

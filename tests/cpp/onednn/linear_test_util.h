@@ -1,0 +1,55 @@
+#pragma once
+// Helpers of the onednn conv / matmul / pattern tests: exactly representable inputs and
+// onednn-vs-cpu comparison of one op (the cpu kernel is the reference, BUILD-011 op class).
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/op_runner.h"
+#include "common/tolerance.h"
+#include "frame/runtime/compile.h"
+
+namespace frame::test::linear {
+
+/// f32 tensor of multiples of 1/8 in [-2, 2]: products and sums of a few thousand terms are
+/// exact in f32, so a mismatch is a wrong element, not a summation order.
+inline Tensor grid_tensor(Shape shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> dist(-16, 16);
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = static_cast<float>(dist(rng)) / 8.0F;
+  return Tensor::from_vector(std::move(shape), v);
+}
+
+/// Runs `call` on onednn and on cpu, with the weight inputs `constant` shown as constants
+/// (prepare reorders them once) and without, and expects equal outputs (BUILD-011 op class).
+inline void expect_onednn_matches_cpu(OpCall call, const std::vector<size_t>& constant) {
+  Result<std::vector<Tensor>> ref = run_op(call, "cpu");
+  ASSERT_TRUE(ref.is_ok()) << ref.status().message();
+  for (int pass = 0; pass < 2; ++pass) {
+    call.constant_inputs = pass == 0 ? std::vector<size_t>{} : constant;
+    for (int threads : {1, 2}) {
+      call.num_threads = threads;
+      Result<std::vector<Tensor>> got = run_op(call, "onednn");
+      ASSERT_TRUE(got.is_ok()) << got.status().message();
+      CompareResult c = compare_tensors((*got)[0], (*ref)[0], tolerance_for(DTypeCode::kFloat32));
+      EXPECT_TRUE(c.ok) << call.op << " (constant weights: " << pass << "): " << c.message;
+    }
+  }
+}
+
+/// The placement of node `name` in a compiled executable's report.
+inline runtime::Placement placement_of(const runtime::Executable& exe, const std::string& name) {
+  for (const runtime::Placement& p : exe.report().placements) {
+    if (p.node == name) return p;
+  }
+  return runtime::Placement{};
+}
+
+}  // namespace frame::test::linear

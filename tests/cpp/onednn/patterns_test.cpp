@@ -1,0 +1,304 @@
+// onednn lowering patterns (src/backends/onednn/patterns.cpp): batch-norm folding into conv and
+// post-op fusion into fused_post_ops_internal. Each rewritten graph is checked against the
+// unrewritten graph run on cpu (BUILD-011), for its node count, for V1-V4 after every pass, and
+// for not firing with backends {"cpu"} or when an intermediate value has a second use.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "cpp/onednn/linear_test_util.h"
+#include "frame/ops/op_registry.h"
+#include "frame/passes/pass.h"
+
+namespace frame::test::linear {
+namespace {
+
+using ints = std::vector<int64_t>;
+
+// Runs the standard pipeline (verifying after every pass) and returns the rewrites.
+std::vector<std::string> lower(ir::Graph& g, std::vector<std::string> backends,
+                               const std::vector<std::string>& skip = {}) {
+  passes::PassContext ctx;
+  ctx.backends = std::move(backends);
+  ctx.verify_after_each = true;
+  Status s = passes::run_pipeline(g, passes::kStandardPipeline, ctx, skip);
+  EXPECT_TRUE(s.is_ok()) << s.message();
+  EXPECT_TRUE(g.verify(ops::make_op_query()).is_ok());
+  return ctx.lowering_rewrites;
+}
+
+int count_op(const ir::Graph& g, std::string_view op) {
+  int n = 0;
+  for (ir::NodeId id : g.node_ids()) n += g.node(id).op == op ? 1 : 0;
+  return n;
+}
+
+// Compiles `g` with onednn first and with cpu only, runs both on `inputs` and compares.
+// `tol` is the BUILD-011 class: rewrites that reassociate (folded weights) use kDeepNetwork.
+void expect_same_as_cpu(const ir::Graph& g, const runtime::TensorMap& inputs,
+                        ToleranceClass tol = ToleranceClass::kOp,
+                        const std::vector<std::string>& skip = {}) {
+  runtime::CompileOptions on;
+  on.backends = {"onednn", "cpu"};
+  on.disabled_passes = skip;
+  on.use_cache = false;
+  runtime::CompileOptions ref;
+  ref.use_cache = false;
+  Result<runtime::Executable> fast = runtime::compile(g, on);
+  Result<runtime::Executable> slow = runtime::compile(g, ref);
+  ASSERT_TRUE(fast.is_ok()) << fast.status().message();
+  ASSERT_TRUE(slow.is_ok()) << slow.status().message();
+  for (const runtime::Placement& p : fast->report().placements) {
+    if (p.op == "fused_post_ops_internal" || p.op == "conv") {
+      EXPECT_EQ(p.backend, "onednn") << p.node;
+      EXPECT_EQ(p.path, "kernel") << p.node;
+    }
+  }
+  Result<runtime::TensorMap> a = fast->run(inputs), e = slow->run(inputs);
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  ASSERT_TRUE(e.is_ok()) << e.status().message();
+  for (const auto& [name, t] : *e) {
+    const CompareResult c =
+        compare_tensors(a->at(name), t, tolerance_for(DTypeCode::kFloat32, tol));
+    EXPECT_TRUE(c.ok) << name << ": " << c.message;
+  }
+}
+
+Tensor positive(Shape s, uint32_t seed) {
+  Tensor t = grid_tensor(std::move(s), seed);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = std::fabs(t.data<float>()[i]) + 0.5F;
+  return t;
+}
+
+// x -> conv(W, B) -> batch_normalization -> [relu] -> output.
+ir::Graph conv_bn(bool relu, bool conv_bias) {
+  ir::Graph g("conv_bn");
+  const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {1, 6, 10, 9}});
+  const ir::ValueId w = g.add_constant("w", grid_tensor({8, 6, 3, 3}, 1));
+  std::vector<ir::ValueId> in{x, w};
+  if (conv_bias) in.push_back(g.add_constant("b", grid_tensor({8}, 2)));
+  const ir::NodeId c = *g.create_node("conv", "conv0", in, 1, {{"pads", ints{1, 1, 1, 1}}});
+  const ir::ValueId bn_in[] = {g.node(c).outputs[0], g.add_constant("scale", positive({8}, 3)),
+                               g.add_constant("shift", grid_tensor({8}, 4)),
+                               g.add_constant("mean", grid_tensor({8}, 5)),
+                               g.add_constant("var", positive({8}, 6))};
+  const ir::NodeId bn = *g.create_node("batch_normalization", "bn0",
+                                       std::vector<ir::ValueId>(std::begin(bn_in), std::end(bn_in)),
+                                       1, {{"epsilon", 1e-3}});
+  ir::ValueId out = g.node(bn).outputs[0];
+  if (relu) out = g.node(*g.create_node("relu", "relu0", {out}, 1)).outputs[0];
+  g.add_output(out);
+  return g;
+}
+
+TEST(OnednnPatterns, BatchNormFoldedIntoConv) {
+  for (bool bias : {false, true}) {
+    ir::Graph g = conv_bn(false, bias);
+    ir::Graph lowered = g;
+    const std::vector<std::string> rw = lower(lowered, {"onednn", "cpu"});
+    ASSERT_EQ(rw.size(), 1u);
+    EXPECT_NE(rw[0].find("fold_batch_norm_into_conv"), std::string::npos) << rw[0];
+    EXPECT_EQ(lowered.num_nodes(), 1u);
+    EXPECT_EQ(count_op(lowered, "batch_normalization"), 0);
+    // Folding rounds W*s once instead of conv then normalize: deep-network class (BUILD-011).
+    expect_same_as_cpu(g, {{"x", grid_tensor({1, 6, 10, 9}, 9)}}, ToleranceClass::kDeepNetwork);
+  }
+}
+
+TEST(OnednnPatterns, BatchNormThenReluBecomesOneFusedConv) {
+  ir::Graph g = conv_bn(true, true);
+  ir::Graph lowered = g;
+  const std::vector<std::string> rw = lower(lowered, {"onednn", "cpu"});
+  EXPECT_EQ(rw.size(), 2u);
+  EXPECT_EQ(lowered.num_nodes(), 1u);
+  EXPECT_EQ(count_op(lowered, "fused_post_ops_internal"), 1);
+  expect_same_as_cpu(g, {{"x", grid_tensor({1, 6, 10, 9}, 9)}}, ToleranceClass::kDeepNetwork);
+}
+
+TEST(OnednnPatterns, NothingFiresWithCpuOnly) {
+  ir::Graph g = conv_bn(true, true);
+  const std::vector<std::string> rw = lower(g, {"cpu"});
+  EXPECT_TRUE(rw.empty());
+  EXPECT_EQ(g.num_nodes(), 3u);
+}
+
+TEST(OnednnPatterns, NoFoldWhenConvOutputHasASecondUse) {
+  ir::Graph g = conv_bn(false, true);
+  g.add_output(g.node(g.find_node("conv0")).outputs[0]);
+  ir::Graph lowered = g;
+  const std::vector<std::string> rw = lower(lowered, {"onednn", "cpu"});
+  EXPECT_TRUE(rw.empty());
+  EXPECT_EQ(count_op(lowered, "batch_normalization"), 1);
+  expect_same_as_cpu(g, {{"x", grid_tensor({1, 6, 10, 9}, 9)}});
+}
+
+// x -> conv -> add(residual r) -> relu -> output.
+TEST(OnednnPatterns, ConvResidualAddReluFused) {
+  ir::Graph g("res");
+  const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {2, 8, 7, 7}});
+  const ir::ValueId r = g.add_input("r", ir::TensorType{DTypeCode::kFloat32, {2, 8, 7, 7}});
+  const ir::ValueId w = g.add_constant("w", grid_tensor({8, 8, 3, 3}, 1));
+  const ir::ValueId b = g.add_constant("b", grid_tensor({8}, 2));
+  const ir::NodeId c = *g.create_node("conv", "c", {x, w, b}, 1, {{"pads", ints{1, 1, 1, 1}}});
+  const ir::NodeId a = *g.create_node("add", "a", {r, g.node(c).outputs[0]}, 1);
+  const ir::NodeId y = *g.create_node("relu", "y", {g.node(a).outputs[0]}, 1);
+  g.add_output(g.node(y).outputs[0]);
+  ir::Graph lowered = g;
+  const std::vector<std::string> rw = lower(lowered, {"onednn", "cpu"});
+  EXPECT_EQ(rw.size(), 1u);
+  EXPECT_EQ(lowered.num_nodes(), 1u);
+  expect_same_as_cpu(g, {{"x", grid_tensor({2, 8, 7, 7}, 3)}, {"r", grid_tensor({2, 8, 7, 7}, 4)}});
+}
+
+// operator-fusion runs before lowering and may have grouped add + relu already: the group's
+// body is taken as the post-op chain.
+TEST(OnednnPatterns, FusedElementwiseGroupTakenAsPostOps) {
+  auto body = std::make_shared<ir::Graph>("body");
+  const ir::TensorType t{DTypeCode::kFloat32, {1, 4, 5, 5}};
+  const ir::ValueId b0 = body->add_input("in0", t);
+  const ir::ValueId b1 = body->add_input("in1", t);
+  const ir::NodeId ba = *body->create_node("add", "ba", {b1, b0}, 1);
+  body->value(body->node(ba).outputs[0]).type = t;
+  const ir::NodeId br = *body->create_node("relu", "br", {body->node(ba).outputs[0]}, 1);
+  body->value(body->node(br).outputs[0]).type = t;
+  body->add_output(body->node(br).outputs[0]);
+  ir::Graph g("grouped");
+  const ir::ValueId x = g.add_input("x", t);
+  const ir::ValueId r = g.add_input("r", t);
+  const ir::NodeId c =
+      *g.create_node("conv", "c", {x, g.add_constant("w", grid_tensor({4, 4, 3, 3}, 1))}, 1,
+                     {{"pads", ints{1, 1, 1, 1}}});
+  const ir::NodeId f = *g.create_node("fused_elementwise_internal", "f", {g.node(c).outputs[0], r},
+                                      1, {{"body", std::shared_ptr<const ir::Graph>(body)}});
+  g.add_output(g.node(f).outputs[0]);
+  ir::Graph lowered = g;
+  EXPECT_EQ(lower(lowered, {"onednn", "cpu"}).size(), 1u);
+  EXPECT_EQ(lowered.num_nodes(), 1u);
+  EXPECT_EQ(count_op(lowered, "fused_post_ops_internal"), 1);
+  expect_same_as_cpu(g, {{"x", grid_tensor({1, 4, 5, 5}, 3)}, {"r", grid_tensor({1, 4, 5, 5}, 4)}});
+}
+
+// matmul (batched, binary-add residual) and gemm (C and residual both binary adds).
+TEST(OnednnPatterns, MatmulAndGemmResidualFused) {
+  for (const char* base : {"matmul", "gemm"}) {
+    const bool gemm = std::string(base) == "gemm";
+    const Shape xs = gemm ? Shape{6, 10} : Shape{2, 6, 10};
+    const Shape ys = gemm ? Shape{6, 5} : Shape{2, 6, 5};
+    ir::Graph g("res");
+    const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, xs});
+    const ir::ValueId r = g.add_input("r", ir::TensorType{DTypeCode::kFloat32, ys});
+    std::vector<ir::ValueId> in{x, g.add_constant("w", grid_tensor({10, 5}, 1))};
+    if (gemm) in.push_back(g.add_constant("c", grid_tensor({5}, 2)));
+    const ir::NodeId m = *g.create_node(base, "m", in, 1);
+    const ir::NodeId t = *g.create_node("tanh", "t", {g.node(m).outputs[0]}, 1);
+    const ir::NodeId a = *g.create_node("add", "a", {g.node(t).outputs[0], r}, 1);
+    g.add_output(g.node(a).outputs[0]);
+    ir::Graph lowered = g;
+    EXPECT_EQ(lower(lowered, {"onednn", "cpu"}).size(), 1u) << base;
+    EXPECT_EQ(lowered.num_nodes(), 1u) << base;
+    expect_same_as_cpu(g, {{"x", grid_tensor(xs, 3)}, {"r", grid_tensor(ys, 4)}});
+  }
+}
+
+TEST(OnednnPatterns, NoFusionWhenIntermediateHasASecondUse) {
+  ir::Graph g("two_uses");
+  const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {4, 16}});
+  const ir::ValueId w = g.add_constant("w", grid_tensor({16, 8}, 1));
+  const ir::NodeId m = *g.create_node("matmul", "m", {x, w}, 1);
+  const ir::NodeId y = *g.create_node("relu", "y", {g.node(m).outputs[0]}, 1);
+  const ir::NodeId z = *g.create_node("sigmoid", "z", {g.node(m).outputs[0]}, 1);
+  g.add_output(g.node(y).outputs[0]);
+  g.add_output(g.node(z).outputs[0]);
+  ir::Graph lowered = g;
+  EXPECT_TRUE(lower(lowered, {"onednn", "cpu"}).empty());
+  EXPECT_EQ(lowered.num_nodes(), 3u);
+}
+
+// matmul / gemm followed by each activation of the list; outputs against the cpu run. The
+// decomposition pass is skipped: it expands elu, hard_swish and gelu into primitive ops when
+// the preferred backend has no kernel for them, and then there is no activation to fuse.
+TEST(OnednnPatterns, MatmulAndGemmActivationsFused) {
+  struct Act {
+    std::string op;
+    ir::AttrMap attrs;
+  };
+  const std::vector<Act> acts = {{"relu", {}},
+                                 {"leaky_relu", {{"alpha", 0.125}}},
+                                 {"sigmoid", {}},
+                                 {"tanh", {}},
+                                 {"elu", {{"alpha", 0.5}}},
+                                 {"hard_swish", {}},
+                                 {"gelu", {}},
+                                 {"gelu", {{"approximate", std::string("tanh")}}},
+                                 {"clip", {}}};
+  for (const Act& act : acts) {
+    for (const char* base : {"matmul", "gemm"}) {
+      ir::Graph g("act");
+      const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {5, 12}});
+      const ir::ValueId w = g.add_constant("w", grid_tensor({12, 7}, 1));
+      std::vector<ir::ValueId> in{x, w};
+      ir::AttrMap battrs;
+      if (std::string(base) == "gemm") {
+        in.push_back(g.add_constant("c", grid_tensor({7}, 2)));
+        battrs = {{"alpha", 0.5}};
+      }
+      const ir::NodeId m = *g.create_node(base, "m", in, 1, battrs);
+      std::vector<ir::ValueId> ain{g.node(m).outputs[0]};
+      if (act.op == "clip") {
+        ain.push_back(g.add_constant("lo", Tensor::from_vector<float>({}, {-0.75F})));
+        ain.push_back(g.add_constant("hi", Tensor::from_vector<float>({}, {1.5F})));
+      }
+      const ir::NodeId y = *g.create_node(act.op, "y", ain, 1, act.attrs);
+      g.add_output(g.node(y).outputs[0]);
+      ir::Graph lowered = g;
+      const std::vector<std::string> skip{"decomposition"};
+      const std::vector<std::string> rw = lower(lowered, {"onednn", "cpu"}, skip);
+      EXPECT_EQ(rw.size(), 1u) << base << " + " << act.op;
+      EXPECT_EQ(count_op(lowered, "fused_post_ops_internal"), 1) << base << " + " << act.op;
+      SCOPED_TRACE(std::string(base) + " + " + act.op);
+      expect_same_as_cpu(g, {{"x", grid_tensor({5, 12}, 3)}}, ToleranceClass::kOp, skip);
+    }
+  }
+}
+
+// The cpu reference kernel of the fused op against the unfused ops (the pattern never
+// creates a cpu-placed fused node, so it is checked directly through run_op).
+TEST(OnednnPatterns, FusedOpCpuKernelMatchesTheChain) {
+  OpCall fused{"fused_post_ops_internal"};
+  fused.inputs = {grid_tensor({1, 4, 6, 6}, 1), grid_tensor({4, 2, 3, 3}, 2), grid_tensor({4}, 3),
+                  grid_tensor({1, 4, 6, 6}, 4)};
+  fused.attrs = {{"base_op", std::string("conv")},
+                 {"group", int64_t{2}},
+                 {"pads", ints{1, 1, 1, 1}},
+                 {"post_ops", std::vector<std::string>{"add", "leaky_relu"}},
+                 {"post_op_params", std::vector<double>{0, 0, 0.25, 0}}};
+  Result<std::vector<Tensor>> got = run_op(fused, "cpu");
+  ASSERT_TRUE(got.is_ok()) << got.status().message();
+  Result<std::vector<Tensor>> onednn = run_op(fused, "onednn");
+  ASSERT_TRUE(onednn.is_ok()) << onednn.status().message();
+  OpCall conv{"conv"};
+  conv.inputs = {fused.inputs[0], fused.inputs[1], fused.inputs[2]};
+  conv.attrs = {{"group", int64_t{2}}, {"pads", ints{1, 1, 1, 1}}};
+  Result<std::vector<Tensor>> c = run_op(conv, "cpu");
+  ASSERT_TRUE(c.is_ok());
+  OpCall add{"add"};
+  add.inputs = {(*c)[0], fused.inputs[3]};
+  Result<std::vector<Tensor>> a = run_op(add, "cpu");
+  ASSERT_TRUE(a.is_ok());
+  OpCall lr{"leaky_relu"};
+  lr.inputs = {(*a)[0]};
+  lr.attrs = {{"alpha", 0.25}};
+  Result<std::vector<Tensor>> e = run_op(lr, "cpu");
+  ASSERT_TRUE(e.is_ok());
+  const Tolerance tol = tolerance_for(DTypeCode::kFloat32);
+  EXPECT_TRUE(compare_tensors((*got)[0], (*e)[0], tol).ok);
+  EXPECT_TRUE(compare_tensors((*onednn)[0], (*e)[0], tol).ok);
+}
+
+TEST(OnednnPatterns, RegistrySelfCheckStaysClean) {
+  EXPECT_TRUE(ops::registry_self_check().empty());
+}
+
+}  // namespace
+}  // namespace frame::test::linear
