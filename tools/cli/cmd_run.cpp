@@ -226,7 +226,8 @@ CommandRegistration reg{Command{
           "run", "Load, compile and run an ONNX model (default: the bundled small CNN)");
       sub->add_option("model", g_run.model, "ONNX model file (default: models/small_cnn.onnx)");
       sub->add_option("--backend", g_run.backend,
-                      "Backend preference, comma-separated: auto or cpu (the backends built here)");
+                      "Backend chain, comma-separated, most preferred first (e.g. onednn,cpu); "
+                      "default auto = the optimized backends built here, then cpu");
       sub->add_option("--input", g_run.inputs, "NAME=FILE.npy; missing inputs are random");
       sub->add_option("--shape", g_run.shapes, "NAME=d0,d1,... concrete shape of a dynamic input");
       sub->add_option("--threads", g_run.threads, "Kernel threads (0 = all cores)")

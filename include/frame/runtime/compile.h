@@ -21,7 +21,10 @@ namespace frame::runtime {
 struct CompileOptions {
   /// Backend preference list, most preferred first; "cpu" is always appended as the end of
   /// the fallback chain unless `strict` is set. Names as in DESIGN.md ("cpu", "onednn", ...).
-  std::vector<std::string> backends = {"cpu"};
+  /// "auto" (the default) stands for the optimized backends of this build, then "cpu"
+  /// (kAutoBackends in backend.h; M10): every node such a backend can run goes there, the
+  /// rest falls back through the chain. An unknown name is a kNotFound error of compile().
+  std::vector<std::string> backends = {"auto"};
   /// Comma-separated pass names; empty = the standard pipeline
   /// "shape-inference,constant-folding,cse,dce,decomposition,operator-fusion,backend-lowering,memory-planning".
   std::string pipeline;
@@ -62,6 +65,8 @@ struct CompileReport {
   std::map<std::string, int> op_counts_before;  ///< op -> node count of the input graph
   std::map<std::string, int> op_counts_after;   ///< after the pipeline
   std::vector<std::pair<std::string, double>> pass_times_ms;  ///< in pipeline order
+  /// The backend chain used: CompileOptions::backends with "auto" expanded.
+  std::vector<std::string> backends;
   std::vector<Placement> placements;
   std::vector<std::vector<std::string>> fused_groups;  ///< op names per fused group
   size_t peak_arena_bytes = 0;
