@@ -3,7 +3,7 @@
 /// Loop helpers shared by the cpu kernels: broadcast plans (numpy broadcasting, ONNX
 /// "Broadcasting in ONNX") with dims collapsed so equal shapes and scalar operands become one
 /// contiguous run, row iteration with precomputed strides (no per-element index division and
-/// no per-element allocation), and OpenMP splitting above a size threshold.
+/// no per-element allocation), and OpenMP splitting by a cost model (small work runs inline).
 
 #include <algorithm>
 #include <array>
@@ -17,12 +17,54 @@
 
 namespace frame::backends::cpu {
 
-/// Below this many output elements kernels run single-threaded (thread start-up costs more).
-inline constexpr int64_t kParallelThreshold = int64_t{1} << 15;
+/// Cost model of threads_for_cost (docs/backends/onednn.md, "Threads and the wait policy"):
+/// single-thread throughput of a plain (not hand-vectorized) cpu kernel loop...
+inline constexpr double kBytesPerNs = 4.0;  ///< ... streaming bytes per ns (~4 GB/s)
+inline constexpr double kFlopsPerNs = 2.0;  ///< ... arithmetic operations per ns
+/// Work (ns on one thread) each thread must get before waking it pays: waking a sleeping
+/// OpenMP worker and joining it cost 8-17 us per region on the 2-core reference machine, so a
+/// thread is added only per 25 us of work, and smaller loops run inline on the caller.
+inline constexpr double kMinNsPerThread = 25000.0;
 
-/// Threads to use for `n` elements given the kernel's budget `num_threads`.
+/// Threads for a loop of `items` independent items costing `bytes_per_item` bytes moved and
+/// `flops_per_item` operations each, within the kernel's budget `num_threads`: 1 (run inline
+/// on the caller, no parallel region) for small work, more threads as the work grows, never
+/// more than `items`. Always in [1, max(1, num_threads)].
+inline int threads_for_cost(int64_t items, double bytes_per_item, double flops_per_item,
+                            int num_threads) {
+  if (num_threads <= 1 || items <= 1) return 1;
+  const double ns =
+      static_cast<double>(items) * (bytes_per_item / kBytesPerNs + flops_per_item / kFlopsPerNs);
+  const double fit = ns / kMinNsPerThread;
+  if (fit < 2.0) return 1;
+  return static_cast<int>(
+      std::min<double>({fit, static_cast<double>(num_threads), static_cast<double>(items)}));
+}
+
+/// Threads to use for `n` elements given the kernel's budget `num_threads`: threads_for_cost
+/// with 8 bytes per element (a 4-byte read and a 4-byte write).
 inline int threads_for(int64_t n, int num_threads) {
-  return (n >= kParallelThreshold && num_threads > 1) ? num_threads : 1;
+  return threads_for_cost(n, 8.0, 0.0, num_threads);
+}
+
+/// Calls fn(begin, end) over [0, items) split into contiguous ranges, one per thread, with
+/// the thread count from threads_for_cost; a single range runs inline on the caller.
+template <typename Fn>
+void parallel_ranges(int64_t items, double bytes_per_item, double flops_per_item, int num_threads,
+                     Fn&& fn) {
+  if (items <= 0) return;
+  const int nt = threads_for_cost(items, bytes_per_item, flops_per_item, num_threads);
+  if (nt <= 1) {
+    fn(int64_t{0}, items);
+    return;
+  }
+  const int64_t per = (items + nt - 1) / nt;
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int t = 0; t < nt; ++t) {
+    const int64_t b = t * per;
+    const int64_t e = std::min(items, b + per);
+    if (b < e) fn(b, e);
+  }
 }
 
 /// Element strides of an input of shape `in` read at the positions of `out` (right-aligned,
