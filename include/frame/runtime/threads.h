@@ -9,8 +9,8 @@
 /// How idle workers wait is fixed by libgomp once, when it is loaded, from OMP_WAIT_POLICY and
 /// GOMP_SPINCOUNT; any program linked to frame loads it before main(), so the policy can only
 /// be chosen before the process starts. use_recommended_wait_policy() does that by
-/// re-executing the program once; the Python entry point sets the variables before it imports
-/// the extension.
+/// re-executing the program once; a Python entry point has to set the variables before it
+/// imports the extension.
 
 #include <string>
 

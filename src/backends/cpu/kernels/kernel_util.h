@@ -41,6 +41,9 @@ inline int threads_for_cost(int64_t items, double bytes_per_item, double flops_p
       std::min<double>({fit, static_cast<double>(num_threads), static_cast<double>(items)}));
 }
 
+/// Elements from which threads_for uses two threads (2 * kMinNsPerThread of 8-byte elements).
+inline constexpr int64_t kParallelThreshold = 25000;
+
 /// Threads to use for `n` elements given the kernel's budget `num_threads`: threads_for_cost
 /// with 8 bytes per element (a 4-byte read and a 4-byte write).
 inline int threads_for(int64_t n, int num_threads) {
@@ -123,8 +126,9 @@ struct BroadcastPlan {
 
 /// Visits the output as rows of the innermost collapsed dim:
 /// `row(out_offset, n, in_offset, in_step)` where in_offset/in_step are std::array<int64_t, N>
-/// (step is 0 for a broadcast operand, 1 otherwise). Rows are split across `num_threads`
-/// OpenMP threads above kParallelThreshold; a single long row is split into chunks.
+/// (step is 0 for a broadcast operand, 1 otherwise). Rows are split across up to `num_threads`
+/// OpenMP threads by threads_for (inline on the caller below it); a single long row is split
+/// into chunks.
 template <size_t N, typename RowFn>
 void for_each_row(const BroadcastPlan<N>& p, int num_threads, RowFn&& row) {
   if (p.numel == 0) return;
@@ -135,6 +139,12 @@ void for_each_row(const BroadcastPlan<N>& p, int num_threads, RowFn&& row) {
   const int nt = threads_for(p.numel, num_threads);
   const int64_t outer = p.numel / inner;
 
+  // One thread: no parallel region at all (even an `if(false)` region costs ~0.3-2 us, more
+  // than a small node's work).
+  if (nt == 1 && outer == 1) {
+    row(0, inner, std::array<int64_t, N>{}, step);
+    return;
+  }
   if (outer == 1) {
     const int64_t chunks = nt;
     const int64_t per = (inner + chunks - 1) / chunks;
@@ -150,13 +160,12 @@ void for_each_row(const BroadcastPlan<N>& p, int num_threads, RowFn&& row) {
     return;
   }
 
-  const int64_t chunks = std::min<int64_t>(outer, int64_t{nt} * 4);
+  const int64_t chunks = nt == 1 ? 1 : std::min<int64_t>(outer, int64_t{nt} * 4);
   const int64_t per = (outer + chunks - 1) / chunks;
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
+  auto chunk = [&](int64_t c) {
     const int64_t r0 = c * per;
     const int64_t r1 = std::min(outer, r0 + per);
-    if (r0 >= r1) continue;
+    if (r0 >= r1) return;
     // Odometer over the outer dims; one division per chunk, none per element.
     std::vector<int64_t> idx(r - 1, 0);
     std::array<int64_t, N> off{};
@@ -176,14 +185,25 @@ void for_each_row(const BroadcastPlan<N>& p, int num_threads, RowFn&& row) {
         idx[d] = 0;
       }
     }
+  };
+  if (nt == 1) {
+    chunk(0);
+    return;
   }
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) chunk(c);
 }
 
-/// out[i] = f(in[i]) over `n` contiguous elements, OpenMP-split above the threshold.
+/// out[i] = f(in[i]) over `n` contiguous elements, OpenMP-split by threads_for (inline on the
+/// caller below it).
 template <typename In, typename Out, typename F>
 void map_contiguous(const In* in, Out* out, int64_t n, int num_threads, const F& f) {
   const int nt = threads_for(n, num_threads);
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+  if (nt == 1) {  // inline: no parallel region
+    for (int64_t i = 0; i < n; ++i) out[i] = f(in[i]);
+    return;
+  }
+#pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t i = 0; i < n; ++i) out[i] = f(in[i]);
 }
 
