@@ -33,6 +33,7 @@ std::string CompileReport::to_json() const {
   for (const auto& [pass, ms] : pass_times_ms) times.push_back({{"pass", pass}, {"ms", ms}});
   j["pass_times_ms"] = times;
   j["backends"] = backends;
+  j["num_threads"] = num_threads;
   nlohmann::ordered_json pl = nlohmann::ordered_json::array();
   for (const Placement& p : placements) {
     pl.push_back({{"node", p.node},
@@ -201,6 +202,7 @@ Result<std::shared_ptr<const detail::CompiledCore>> compile_core(const ir::Graph
 
   CompileReport& r = core->report;
   r.backends = options.backends;
+  r.num_threads = core->plan.num_threads;
   r.op_counts_after = op_counts(*g);
   r.pass_times_ms = ctx.pass_times_ms;
   FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, g->topological_order());

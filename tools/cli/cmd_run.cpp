@@ -20,6 +20,7 @@
 #include "frame/core/npy.h"
 #include "frame/onnx/onnx.h"
 #include "frame/runtime/compile.h"
+#include "frame/runtime/threads.h"
 #include "model_util.h"
 
 namespace frame::cli {
@@ -203,6 +204,8 @@ int run_run() {
     nlohmann::ordered_json j;
     j["model"] = model_path;
     j["backends"] = *backends;
+    j["threads"] = exe->report().num_threads;
+    j["wait_policy"] = runtime::openmp_wait_policy();
     j["times_s"] = {
         {"load", load_s}, {"compile", compile_s}, {"run_median", run_s}, {"repeat", o.repeat}};
     j["random_inputs"] = random_inputs;
@@ -247,6 +250,9 @@ int run_run() {
     }
     std::printf("times: load %.3f ms, compile %.3f ms, run %.3f ms (median of %d)\n", load_s * 1e3,
                 compile_s * 1e3, run_s * 1e3, o.repeat);
+    std::printf("backends: %s; threads: %d; OpenMP wait policy: %s\n",
+                fmt::format("{}", fmt::join(*backends, ", ")).c_str(), exe->report().num_threads,
+                runtime::openmp_wait_policy().c_str());
     if (o.kernels) {
       for (const auto& p : exe->report().placements) {
         std::printf("  %-32s %-22s %-8s %s\n", p.node.c_str(), p.op.c_str(), p.backend.c_str(),

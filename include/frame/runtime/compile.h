@@ -69,6 +69,8 @@ struct CompileReport {
   std::vector<std::pair<std::string, double>> pass_times_ms;  ///< in pipeline order
   /// The backend chain used: CompileOptions::backends with "auto" expanded.
   std::vector<std::string> backends;
+  /// Threads every run uses (CompileOptions::num_threads; 0 resolved to the OpenMP default).
+  int num_threads = 0;
   std::vector<Placement> placements;
   std::vector<std::vector<std::string>> fused_groups;  ///< op names per fused group
   size_t peak_arena_bytes = 0;

@@ -58,6 +58,7 @@ TEST(Threads, NumThreadsSetsTheOpenMpIcvOfTheRunningThreadAndIsRestored) {
   const int caller = omp_get_max_threads();
   for (int n : {1, 3, 5}) {
     Executable exe = probe_executable(n);
+    EXPECT_EQ(exe.report().num_threads, n);
     g_seen_icv = g_seen_budget = -1;
     run_and_check(exe);
     EXPECT_EQ(g_seen_icv.load(), n);
