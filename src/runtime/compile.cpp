@@ -250,6 +250,8 @@ Result<Executable> compile(const ir::Graph& graph, const CompileOptions& options
   // where another backend became available must not hit the old entry.
   CompileOptions resolved = options;
   FRAME_ASSIGN_OR_RETURN(resolved.backends, resolve_backends(options.backends));
+  // Likewise the thread count: 0 means the OpenMP default of the compiling thread.
+  if (resolved.num_threads <= 0) resolved.num_threads = omp_get_max_threads();
   std::string key;
   if (options.use_cache) {
     key = cache_key(graph, resolved);
