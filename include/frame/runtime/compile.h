@@ -88,8 +88,9 @@ struct NodeProfile {
   std::string backend;  ///< backend that runs it (a decomposition: the backends it uses)
   /// Placement path: "kernel", "decomposition" or "cpu-fallback" (Placement::path).
   std::string path;
-  /// Type of each input and output, e.g. "f32[1,3,224,224]"; "" for an absent optional input.
+  /// Type of each input, e.g. "f32[1,3,224,224]"; "" for an absent optional input.
   std::vector<std::string> input_types;
+  /// Type of each output, e.g. "f32[1,1000]".
   std::vector<std::string> output_types;
   /// For a fused_elementwise_internal node: the body's ops in body order; otherwise empty.
   std::vector<std::string> fused_ops;
@@ -101,20 +102,24 @@ struct NodeProfile {
 struct TraceEvent {
   size_t node = 0;       ///< index into Profile::nodes
   int64_t start_ns = 0;  ///< steady_clock ns since the Profile was made
-  int64_t dur_ns = 0;
-  int thread = 0;  ///< small id of the calling thread, in order of first appearance
+  int64_t dur_ns = 0;    ///< duration of the call in ns
+  int thread = 0;        ///< small id of the calling thread, in order of first appearance
 };
 
 /// Per-node timings of the runs given this Profile through RunOptions::profile, summed over
 /// those runs. Runs on several threads may share one Profile (each run merges its times under
-/// a lock when it ends). `nodes` is filled by the first profiled run, in execution order.
+/// a lock when it ends). `nodes` is filled by the first profiled run, in execution order. Read
+/// the public fields once no run using the Profile is in flight; by_time() and to_json() lock.
 class Profile {
  public:
   /// At most this many trace events are kept (the first ones); totals keep counting.
   static constexpr size_t kMaxTraceEvents = size_t{1} << 18;
 
+  /// An empty profile; trace timestamps count from its construction.
   Profile();
+  /// Copies the timings (under `other`'s lock), keeping `other`'s clock origin.
   Profile(const Profile& other);
+  /// Replaces the timings with a copy of `other`'s.
   Profile& operator=(const Profile& other);
 
   std::vector<NodeProfile> nodes;  ///< per plan step, in execution order
@@ -126,10 +131,11 @@ class Profile {
   /// Forgets every timing (keeps the clock origin).
   void clear();
   /// JSON: {"traceEvents": [...], "displayTimeUnit": "ms", "runs": N, "run_ms": total,
-  /// "nodes": [{"node", "op", "backend", "path", "inputs", "outputs", "fused_ops", "ms",
-  /// "percent", "calls"}, ...] largest first}. The object is a valid Chrome trace (Trace
-  /// Event Format: "X" events with "ts"/"dur" in microseconds, one "tid" per calling thread),
-  /// so it opens in chrome://tracing and Perfetto; the extra keys are ignored there.
+  /// "nodes_ms": time inside nodes, "nodes": [{"node", "op", "backend", "path", "inputs",
+  /// "outputs", "fused_ops", "ms", "percent", "calls"}, ...] largest first}. The object is a valid
+  /// Chrome trace (Trace Event Format: "X" events with "ts"/"dur" in microseconds, one "tid" per
+  /// calling thread), so it opens in chrome://tracing and Perfetto; the extra keys are ignored
+  /// there.
   std::string to_json() const;
 
  private:
