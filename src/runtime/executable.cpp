@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <span>
 
 #include "runtime/executable_impl.h"
 
@@ -146,6 +147,33 @@ Status check_outputs(const detail::CompiledCore& core, const TensorMap& outputs)
   return Status();
 }
 
+bool overlaps(const Tensor& a, const Tensor& b) {
+  const auto* pa = static_cast<const std::byte*>(a.raw_data());
+  const auto* pb = static_cast<const std::byte*>(b.raw_data());
+  return a.nbytes() > 0 && b.nbytes() > 0 && pa < pb + b.nbytes() && pb < pa + a.nbytes();
+}
+
+// Caller buffers must be distinct: kernels write outputs while reading inputs, and the memory
+// plan assumes every output has its own storage.
+Status check_aliasing(const detail::CompiledCore& core, std::span<const Tensor> in,
+                      std::span<const Tensor> out) {
+  for (size_t j = 0; j < out.size(); ++j) {
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (overlaps(out[j], in[i])) {
+        return invalid_argument("output '{}' shares memory with input '{}'", core.outputs[j].first,
+                                core.inputs[i].first);
+      }
+    }
+    for (size_t k = 0; k < j; ++k) {
+      if (core.outputs[k].first != core.outputs[j].first && overlaps(out[j], out[k])) {
+        return invalid_argument("output '{}' shares memory with output '{}'", core.outputs[j].first,
+                                core.outputs[k].first);
+      }
+    }
+  }
+  return Status();
+}
+
 }  // namespace
 
 Result<TensorMap> Executable::run(const TensorMap& inputs) const {
@@ -177,6 +205,9 @@ Status Executable::run(const TensorMap& inputs, TensorMap& outputs,
     for (size_t j = 0; j < core.outputs.size(); ++j) {
       state->run_outputs[j] = outputs.find(core.outputs[j].first)->second;
     }
+    s = check_aliasing(core, state->run_inputs, state->run_outputs);
+  }
+  if (s.is_ok()) {
     ThreadCountScope threads(core.plan.num_threads);
     if (options.profile == nullptr) {
       s = detail::run_plan(core.plan, *state, state->run_inputs, state->run_outputs);

@@ -145,6 +145,17 @@ TEST(IoBinding, ErrorsNameTheOutputWithExpectedAndActual) {
   EXPECT_EQ(bind_error(exe, {{"p", ok()}, {"s", ok()}, {"x", Tensor()}}),
             "invalid_argument: output 'x': expected f32[2,3], got an undefined tensor");
   for (float v : buf) EXPECT_EQ(v, -7.0F);  // nothing was written on error
+  // Buffers must not overlap an input or each other.
+  std::vector<float> p(6), s2(6);
+  const TensorMap in = inputs();
+  TensorMap aliased = {{"p", *Tensor::view(kF32, {2, 3}, p.data())},
+                       {"s", *Tensor::view(kF32, {2, 3}, s2.data())},
+                       {"x", in.at("y")}};
+  EXPECT_EQ(exe.run(in, aliased).to_string(),
+            "invalid_argument: output 'x' shares memory with input 'y'");
+  aliased["x"] = *Tensor::view(kF32, {2, 3}, p.data() + 3);
+  EXPECT_EQ(exe.run(in, aliased).to_string(),
+            "invalid_argument: output 'x' shares memory with output 'p'");
   // Input errors keep their messages.
   TensorMap out = {{"p", ok()}, {"s", ok()}, {"x", ok()}};
   Status s = exe.run({{"x", Tensor::from_vector<float>({2, 3}, kX)}}, out);
