@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <string>
 
 #include "frame/ops/kernel_registry.h"
 #include "frame/runtime/backend.h"
@@ -142,7 +143,8 @@ TEST(Backends, ExplicitChainWithAutoPlacesPreferredFirstAndFallsBack) {
 }
 
 TEST(Backends, CacheKeyHoldsTheExpandedChain) {
-  ir::Graph g = add_sigmoid("auto_cache_key");
+  static int round = 0;  // a fresh graph per call, so --gtest_repeat does not hit old entries
+  ir::Graph g = add_sigmoid("auto_cache_key_" + std::to_string(round++));
   auto first = compile(g);  // {"auto"}
   ASSERT_TRUE(first.is_ok());
   EXPECT_FALSE(first->report().cache_hit);
