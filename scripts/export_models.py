@@ -12,6 +12,7 @@ Models (all eval mode, torch.manual_seed(0) before each is built):
   resnet18     torchvision resnet18(weights=None), input f32[1,3,224,224]
   transformer  nn.TransformerEncoderLayer(256, 4, 1024, dropout=0, batch_first), f32[1,128,256]
   cnn          two Conv-BatchNorm-ReLU-MaxPool blocks + linear head, input f32[2,3,64,64]
+  mobilenet_v2 torchvision mobilenet_v2(weights=None) (depthwise convs), input f32[1,3,224,224]
 
 Eval-mode export folds BatchNormalization into the preceding Conv, so the
 resnet18 and cnn graphs contain no BatchNormalization node.
@@ -65,6 +66,11 @@ def build_resnet18():
     return torchvision.models.resnet18(weights=None), (1, 3, 224, 224)
 
 
+def build_mobilenet_v2():
+    import torchvision
+    return torchvision.models.mobilenet_v2(weights=None), (1, 3, 224, 224)
+
+
 def build_transformer():
     layer = nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024, dropout=0.0,
                                        batch_first=True)
@@ -89,6 +95,7 @@ MODELS = collections.OrderedDict([
     ("resnet18", build_resnet18),
     ("transformer", build_transformer),
     ("cnn", build_cnn),
+    ("mobilenet_v2", build_mobilenet_v2),
 ])
 
 

@@ -1,6 +1,9 @@
 // Backend registry and the generic per-kernel backend: a part is one node, compiled by looking
 // up its (op, backend) kernel and running the kernel's prepare step once.
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -117,6 +120,50 @@ std::vector<std::string> backend_names() {
   std::shared_lock lock(r.mu);
   for (const auto& [name, b] : r.backends) names.insert(name);
   return {names.begin(), names.end()};
+}
+
+Result<std::vector<std::string>> parse_backend_list(std::string_view list) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool empty_item = false;
+  for (size_t i = 0; i <= list.size(); ++i) {
+    if (i == list.size() || list[i] == ',') {
+      if (cur.empty()) empty_item = true;
+      out.push_back(std::move(cur));
+      cur.clear();
+    } else if (list[i] != ' ') {
+      cur += list[i];
+    }
+  }
+  if (empty_item) {
+    return invalid_argument(
+        "backend list '{}' has an empty item (expected comma-separated names, e.g. "
+        "'onednn,cpu' or 'auto')",
+        list);
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> resolve_backends(const std::vector<std::string>& backends) {
+  if (backends.empty()) return invalid_argument("the backend list is empty (use \"auto\")");
+  std::vector<std::string> out;
+  auto add = [&](std::string_view b) {
+    if (std::find(out.begin(), out.end(), b) == out.end()) out.emplace_back(b);
+  };
+  for (const std::string& b : backends) {
+    if (b == "auto") {
+      for (std::string_view opt : kAutoBackends) {
+        if (find_backend(opt) != nullptr) add(opt);
+      }
+      add("cpu");
+    } else if (find_backend(b) != nullptr) {
+      add(b);
+    } else {
+      return not_found("unknown backend '{}' (available: auto, {})", b,
+                       fmt::join(backend_names(), ", "));
+    }
+  }
+  return out;
 }
 
 }  // namespace frame::runtime

@@ -19,6 +19,7 @@
 #include "frame/ir/text.h"
 #include "frame/ops/op_registry.h"
 #include "frame/passes/pass.h"
+#include "frame/runtime/backend.h"
 #include "passes/operator_fusion.h"
 #include "runtime/executable_impl.h"
 
@@ -31,6 +32,8 @@ std::string CompileReport::to_json() const {
   nlohmann::ordered_json times = nlohmann::ordered_json::array();
   for (const auto& [pass, ms] : pass_times_ms) times.push_back({{"pass", pass}, {"ms", ms}});
   j["pass_times_ms"] = times;
+  j["backends"] = backends;
+  j["num_threads"] = num_threads;
   nlohmann::ordered_json pl = nlohmann::ordered_json::array();
   for (const Placement& p : placements) {
     pl.push_back({{"node", p.node},
@@ -162,7 +165,6 @@ Result<std::shared_ptr<const detail::CompiledCore>> compile_core(const ir::Graph
   ctx.allow_inplace = options.allow_inplace;
   ctx.reuse_buffers = options.reuse_buffers;
   ctx.print_ir_after = options.print_ir_after;
-  if (ctx.backends.empty()) return invalid_argument("CompileOptions::backends is empty");
   const std::string_view pipeline =
       options.pipeline.empty() ? passes::kStandardPipeline : std::string_view(options.pipeline);
   FRAME_RETURN_IF_ERROR(passes::run_pipeline(*g, pipeline, ctx, options.disabled_passes));
@@ -199,6 +201,8 @@ Result<std::shared_ptr<const detail::CompiledCore>> compile_core(const ir::Graph
   }
 
   CompileReport& r = core->report;
+  r.backends = options.backends;
+  r.num_threads = core->plan.num_threads;
   r.op_counts_after = op_counts(*g);
   r.pass_times_ms = ctx.pass_times_ms;
   FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, g->topological_order());
@@ -242,9 +246,15 @@ Result<Executable> compile(const ir::Graph& graph, const CompileOptions& options
           graph.value(v).name);
     }
   }
+  // "auto" is expanded before the cache key is made: the same graph compiled in a process
+  // where another backend became available must not hit the old entry.
+  CompileOptions resolved = options;
+  FRAME_ASSIGN_OR_RETURN(resolved.backends, resolve_backends(options.backends));
+  // Likewise the thread count: 0 means the OpenMP default of the compiling thread.
+  if (resolved.num_threads <= 0) resolved.num_threads = omp_get_max_threads();
   std::string key;
   if (options.use_cache) {
-    key = cache_key(graph, options);
+    key = cache_key(graph, resolved);
     if (auto core = CompileCache::global().find(key)) {
       auto impl = std::make_shared<ExecutableImpl>();
       impl->core = core;
@@ -254,7 +264,7 @@ Result<Executable> compile(const ir::Graph& graph, const CompileOptions& options
     }
   }
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<const detail::CompiledCore> core,
-                         compile_core(graph, options));
+                         compile_core(graph, resolved));
   if (options.use_cache) CompileCache::global().insert(key, core);
   auto impl = std::make_shared<ExecutableImpl>();
   impl->core = core;

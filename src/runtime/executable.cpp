@@ -3,8 +3,11 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <omp.h>
 
 #include <algorithm>
+#include <chrono>
+#include <span>
 
 #include "runtime/executable_impl.h"
 
@@ -61,12 +64,36 @@ const ir::Graph& Executable::compiled_graph() const {
   return impl_ ? *impl_->core->graph : kEmptyGraph;
 }
 
-Result<TensorMap> Executable::run(const TensorMap& inputs) const {
-  if (!impl_) return make_error(StatusCode::kFailedPrecondition, "Executable is empty");
-  const detail::CompiledCore& core = *impl_->core;
-  std::vector<Tensor> in;
-  in.reserve(core.inputs.size());
-  for (const auto& [name, type] : core.inputs) {
+namespace {
+
+// Sets the OpenMP nthreads ICV of the calling thread to the compiled thread count for one run
+// and restores the caller's value: oneDNN sizes its parallel regions by omp_get_max_threads()
+// of the calling thread, the cpu kernels by PartIO::num_threads; both then agree ("One
+// thread pool"). Two TLS reads/writes when the value differs, nothing otherwise.
+class ThreadCountScope {
+ public:
+  explicit ThreadCountScope(int n) : saved_(omp_get_max_threads()) {
+    if (saved_ != n) omp_set_num_threads(n);
+    changed_ = saved_ != n;
+  }
+  ~ThreadCountScope() {
+    if (changed_) omp_set_num_threads(saved_);
+  }
+  ThreadCountScope(const ThreadCountScope&) = delete;
+  ThreadCountScope& operator=(const ThreadCountScope&) = delete;
+
+ private:
+  int saved_;
+  bool changed_ = false;
+};
+
+// Checks the caller's inputs and stages them in `staged` (copy-assignment into a reused
+// vector, so the steady state does not allocate).
+Status stage_inputs(const detail::CompiledCore& core, const TensorMap& inputs,
+                    std::vector<Tensor>& staged) {
+  staged.resize(core.inputs.size());
+  for (size_t i = 0; i < core.inputs.size(); ++i) {
+    const auto& [name, type] = core.inputs[i];
     auto it = inputs.find(name);
     if (it == inputs.end()) {
       return invalid_argument("missing input '{}' (expected {})", name, type.to_string());
@@ -76,31 +103,127 @@ Result<TensorMap> Executable::run(const TensorMap& inputs) const {
       return invalid_argument("input '{}': expected {}, got {}", name, type.to_string(),
                               t.defined() ? type_of(t) : std::string("an undefined tensor"));
     }
-    in.push_back(t);
+    staged[i] = t;
   }
-  for (const auto& [name, t] : inputs) {
-    const bool known = std::any_of(core.inputs.begin(), core.inputs.end(),
+  if (inputs.size() != core.inputs.size()) {
+    for (const auto& [name, t] : inputs) {
+      const bool known = std::any_of(core.inputs.begin(), core.inputs.end(),
+                                     [&](const auto& s) { return s.first == name; });
+      if (!known) {
+        std::vector<std::string> names;
+        for (const auto& s : core.inputs) names.push_back(s.first);
+        return invalid_argument("unknown input '{}' (graph inputs: {})", name,
+                                fmt::join(names, ", "));
+      }
+    }
+  }
+  return Status();
+}
+
+// Checks caller-provided output tensors against the output signature.
+Status check_outputs(const detail::CompiledCore& core, const TensorMap& outputs) {
+  for (const auto& [name, type] : core.outputs) {
+    auto it = outputs.find(name);
+    if (it == outputs.end()) {
+      return invalid_argument("missing output '{}' (expected a tensor {} to write into)", name,
+                              type.to_string());
+    }
+    const Tensor& t = it->second;
+    if (!t.defined() || t.dtype() != type.dtype || t.shape() != type.shape) {
+      return invalid_argument("output '{}': expected {}, got {}", name, type.to_string(),
+                              t.defined() ? type_of(t) : std::string("an undefined tensor"));
+    }
+  }
+  for (const auto& [name, t] : outputs) {
+    const bool known = std::any_of(core.outputs.begin(), core.outputs.end(),
                                    [&](const auto& s) { return s.first == name; });
     if (!known) {
       std::vector<std::string> names;
-      for (const auto& s : core.inputs) names.push_back(s.first);
-      return invalid_argument("unknown input '{}' (graph inputs: {})", name,
+      for (const auto& s : core.outputs) names.push_back(s.first);
+      return invalid_argument("unknown output '{}' (graph outputs: {})", name,
                               fmt::join(names, ", "));
     }
   }
-  std::vector<Tensor> out;
-  out.reserve(core.outputs.size());
-  for (const auto& [name, type] : core.outputs) {
-    FRAME_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(type.dtype, type.shape));
-    out.push_back(std::move(t));
+  return Status();
+}
+
+bool overlaps(const Tensor& a, const Tensor& b) {
+  const auto* pa = static_cast<const std::byte*>(a.raw_data());
+  const auto* pb = static_cast<const std::byte*>(b.raw_data());
+  return a.nbytes() > 0 && b.nbytes() > 0 && pa < pb + b.nbytes() && pb < pa + a.nbytes();
+}
+
+// Caller buffers must be distinct: kernels write outputs while reading inputs, and the memory
+// plan assumes every output has its own storage.
+Status check_aliasing(const detail::CompiledCore& core, std::span<const Tensor> in,
+                      std::span<const Tensor> out) {
+  for (size_t j = 0; j < out.size(); ++j) {
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (overlaps(out[j], in[i])) {
+        return invalid_argument("output '{}' shares memory with input '{}'", core.outputs[j].first,
+                                core.inputs[i].first);
+      }
+    }
+    for (size_t k = 0; k < j; ++k) {
+      if (core.outputs[k].first != core.outputs[j].first && overlaps(out[j], out[k])) {
+        return invalid_argument("output '{}' shares memory with output '{}'", core.outputs[j].first,
+                                core.outputs[k].first);
+      }
+    }
   }
-  FRAME_ASSIGN_OR_RETURN(std::unique_ptr<detail::RunState> state, core.acquire());
-  Status s = detail::run_plan(core.plan, *state, in, out);
-  core.release(std::move(state));
-  FRAME_RETURN_IF_ERROR(s);
+  return Status();
+}
+
+}  // namespace
+
+Result<TensorMap> Executable::run(const TensorMap& inputs) const {
+  return run(inputs, RunOptions{});
+}
+
+Result<TensorMap> Executable::run(const TensorMap& inputs, const RunOptions& options) const {
+  if (!impl_) return make_error(StatusCode::kFailedPrecondition, "Executable is empty");
+  const detail::CompiledCore& core = *impl_->core;
   TensorMap result;
-  for (size_t j = 0; j < out.size(); ++j) result.emplace(core.outputs[j].first, std::move(out[j]));
+  for (const auto& [name, type] : core.outputs) {
+    if (result.count(name) != 0) continue;  // a name listed twice is one tensor
+    FRAME_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(type.dtype, type.shape));
+    result.emplace(name, std::move(t));
+  }
+  FRAME_RETURN_IF_ERROR(run(inputs, result, options));
   return result;
+}
+
+Status Executable::run(const TensorMap& inputs, TensorMap& outputs,
+                       const RunOptions& options) const {
+  if (!impl_) return make_error(StatusCode::kFailedPrecondition, "Executable is empty");
+  const detail::CompiledCore& core = *impl_->core;
+  FRAME_RETURN_IF_ERROR(check_outputs(core, outputs));
+  FRAME_ASSIGN_OR_RETURN(std::unique_ptr<detail::RunState> state, core.acquire());
+  Status s = stage_inputs(core, inputs, state->run_inputs);
+  if (s.is_ok()) {
+    state->run_outputs.resize(core.outputs.size());
+    for (size_t j = 0; j < core.outputs.size(); ++j) {
+      state->run_outputs[j] = outputs.find(core.outputs[j].first)->second;
+    }
+    s = check_aliasing(core, state->run_inputs, state->run_outputs);
+  }
+  if (s.is_ok()) {
+    ThreadCountScope threads(core.plan.num_threads);
+    if (options.profile == nullptr) {
+      s = detail::run_plan(core.plan, *state, state->run_inputs, state->run_outputs);
+    } else {
+      const auto t0 = std::chrono::steady_clock::now();
+      s = detail::run_plan(core.plan, *state, state->run_inputs, state->run_outputs, true);
+      const auto dt = std::chrono::steady_clock::now() - t0;
+      if (s.is_ok()) {
+        options.profile->merge_run(
+            core.plan.profile_layout, state->start_ns, state->dur_ns,
+            std::chrono::duration_cast<std::chrono::nanoseconds>(dt).count());
+      }
+    }
+  }
+  core.release(std::move(state));
+  return s;
 }
 
 }  // namespace frame::runtime

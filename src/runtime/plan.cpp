@@ -5,10 +5,12 @@
 #include "runtime/plan.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <unordered_set>
 
 #include "frame/ops/op_registry.h"
+#include "passes/operator_fusion.h"
 
 namespace frame::runtime::detail {
 namespace {
@@ -112,6 +114,42 @@ void part_boundary(const ir::Graph& g, PartSpec& spec,
   }
 }
 
+std::string type_text(const ir::Graph& g, ir::ValueId v) {
+  if (v == ir::kNoValue || !g.value(v).type) return std::string();
+  return g.value(v).type->to_string();
+}
+
+// The profile's description of a step: its nodes' names and ops, placement, value types and
+// a fused node's body ops. Made once at compile time.
+NodeProfile step_info(const ir::Graph& g, const passes::PassContext& ctx,
+                      const std::vector<ir::NodeId>& nodes, const Step& step) {
+  NodeProfile info;
+  for (ir::NodeId id : nodes) {
+    const ir::Node& n = g.node(id);
+    info.node += (info.node.empty() ? "" : "+") + n.name;
+    info.op += (info.op.empty() ? "" : "+") + n.op;
+    if (n.op == passes::kFusedElementwiseOp) {
+      auto it = n.attrs.find("body");
+      const auto* body = it == n.attrs.end()
+                             ? nullptr
+                             : std::get_if<std::shared_ptr<const ir::Graph>>(&it->second);
+      if (body != nullptr && *body != nullptr) {
+        Result<std::vector<ir::NodeId>> inner = (*body)->topological_order();
+        if (inner.is_ok()) {
+          for (ir::NodeId b : *inner) info.fused_ops.push_back((*body)->node(b).op);
+        }
+      }
+    }
+  }
+  if (auto it = ctx.placements.find(nodes.front()); it != ctx.placements.end()) {
+    info.backend = it->second.backend;
+    info.path = it->second.path;
+  }
+  for (ir::ValueId v : step.inputs) info.input_types.push_back(type_text(g, v));
+  for (ir::ValueId v : step.outputs) info.output_types.push_back(type_text(g, v));
+  return info;
+}
+
 }  // namespace
 
 Result<Plan> build_plan(std::shared_ptr<const ir::Graph> graph, const passes::PassContext& ctx,
@@ -151,6 +189,7 @@ Result<Plan> build_plan(std::shared_ptr<const ir::Graph> graph, const passes::Pa
                             n.name, n.op);
     }
     Step step;
+    std::vector<ir::NodeId> step_nodes = {order[i]};
     if (p->path == "decomposition") {
       FRAME_ASSIGN_OR_RETURN(step.part, DecompositionPart::create(g, n, ctx, plan.num_threads));
       step.inputs = n.inputs;
@@ -171,6 +210,7 @@ Result<Plan> build_plan(std::shared_ptr<const ir::Graph> graph, const passes::Pa
           spec.nodes.push_back(order[j]);
         }
         part_boundary(g, spec, uses);
+        step_nodes = spec.nodes;
         i = j - 1;
       } else {
         spec.nodes = {order[i]};
@@ -191,10 +231,12 @@ Result<Plan> build_plan(std::shared_ptr<const ir::Graph> graph, const passes::Pa
         }
       }
     }
+    step.info = step_info(g, ctx, step_nodes, step);
     step.workspace_bytes = align_up(step.part->workspace_bytes());
     plan.workspace_bytes = std::max(plan.workspace_bytes, step.workspace_bytes);
     plan.steps.push_back(std::move(step));
   }
+  for (const Step& step : plan.steps) plan.profile_layout.push_back(step.info);
   plan.refs.assign(nv, {});
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const Step& step = plan.steps[s];
@@ -270,7 +312,7 @@ void set_value(const Plan& plan, RunState& st, ir::ValueId v, const Tensor& t) {
 }  // namespace
 
 Status run_plan(const Plan& plan, RunState& st, std::span<const Tensor> inputs,
-                std::span<Tensor> outputs) {
+                std::span<Tensor> outputs, bool timed) {
   const ir::Graph& g = *plan.graph;
   for (size_t i = 0; i < g.inputs().size() && i < inputs.size(); ++i) {
     set_value(plan, st, g.inputs()[i], inputs[i]);
@@ -285,6 +327,11 @@ Status run_plan(const Plan& plan, RunState& st, std::span<const Tensor> inputs,
     }
   }
   std::byte* workspace = st.base + plan.arena_bytes;
+  if (timed) {
+    st.start_ns.resize(plan.steps.size());
+    st.dur_ns.resize(plan.steps.size());
+  }
+  using Clock = std::chrono::steady_clock;
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const Step& step = plan.steps[s];
     PartIO io;
@@ -293,7 +340,17 @@ Status run_plan(const Plan& plan, RunState& st, std::span<const Tensor> inputs,
     io.workspace = std::span<std::byte>(workspace, step.workspace_bytes);
     io.run_state = st.part_state[s].get();
     io.num_threads = plan.num_threads;
-    FRAME_RETURN_IF_ERROR(step.part->run(io));
+    if (!timed) {
+      FRAME_RETURN_IF_ERROR(step.part->run(io));
+      continue;
+    }
+    const Clock::time_point t0 = Clock::now();
+    Status status = step.part->run(io);
+    const Clock::time_point t1 = Clock::now();
+    st.start_ns[s] =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(t0.time_since_epoch()).count();
+    st.dur_ns[s] = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
+    FRAME_RETURN_IF_ERROR(status);
   }
   // Outputs that are graph inputs, constants or repeated are copied out.
   for (size_t j = 0; j < g.outputs().size() && j < outputs.size(); ++j) {

@@ -16,6 +16,7 @@
 #include "frame/ir/graph.h"
 #include "frame/passes/pass.h"
 #include "frame/runtime/backend.h"
+#include "frame/runtime/compile.h"
 
 namespace frame::runtime::detail {
 
@@ -25,6 +26,8 @@ struct Step {
   std::vector<ir::ValueId> inputs;  ///< kNoValue for absent optional inputs
   std::vector<ir::ValueId> outputs;
   size_t workspace_bytes = 0;
+  /// What a profile reports for this step (names, placement, types, fused body; no times).
+  NodeProfile info;
 };
 
 /// Where a value's tensor comes from at run time.
@@ -42,6 +45,8 @@ struct Plan {
   /// Per external value (graph inputs and outputs): the step slots that read it (k >= 0: input
   /// k) or write it (k < 0: output -k-1), so binding a run's tensors touches only those.
   std::vector<std::vector<std::pair<size_t, int64_t>>> refs;
+  /// Step infos in step order: the layout a Profile is filled with.
+  std::vector<NodeProfile> profile_layout;
   /// Bytes one run needs: planned region + workspace.
   size_t total_bytes() const { return arena_bytes + workspace_bytes; }
 };
@@ -61,6 +66,12 @@ struct RunState {
   std::vector<std::vector<Tensor>> step_inputs;
   std::vector<std::vector<Tensor>> step_outputs;
   std::vector<std::shared_ptr<void>> part_state;
+  /// Executable::run's staging of the caller's tensors, reused so runs do not allocate.
+  std::vector<Tensor> run_inputs;
+  std::vector<Tensor> run_outputs;
+  /// Per step: steady_clock start (ns since its epoch) and duration of a timed run.
+  std::vector<int64_t> start_ns;
+  std::vector<int64_t> dur_ns;
 };
 
 /// Makes a run state for `plan` with its own arena. Errors: allocation failure.
@@ -70,8 +81,9 @@ void bind(const Plan& plan, RunState& state, std::byte* base);
 
 /// Runs `plan`: `inputs` per graph input, `outputs` per graph output (preallocated with the
 /// output types; produced outputs are written in place, others copied in). Errors from parts
-/// pass through (they name node and op).
+/// pass through (they name node and op). With `timed`, each step's start and duration go to
+/// state.start_ns / state.dur_ns; without, no clock is read.
 Status run_plan(const Plan& plan, RunState& state, std::span<const Tensor> inputs,
-                std::span<Tensor> outputs);
+                std::span<Tensor> outputs, bool timed = false);
 
 }  // namespace frame::runtime::detail

@@ -3,6 +3,7 @@
 // and path of every node, fallbacks and why, peak arena bytes and per-pass times.
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -94,6 +95,13 @@ int run_inspect() {
                 p.path.c_str());
     if (p.path != "kernel") ++fallbacks;
   }
+  std::map<std::string, int> per_backend;
+  for (const auto& p : r.placements) ++per_backend[p.backend];
+  std::string counts;
+  for (const auto& [b, n] : per_backend) {
+    counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", b, n);
+  }
+  std::printf("nodes per backend: %s\n", counts.c_str());
   std::printf("\nfallbacks: %d\n", fallbacks);
   for (const auto& p : r.placements) {
     if (p.path == "kernel") continue;
@@ -117,7 +125,9 @@ CommandRegistration reg{Command{
       CLI::App* sub = app.add_subcommand(
           "inspect", "Show what the compiler does to a model (counts, fusion, placement, memory)");
       sub->add_option("model", g_inspect.model, "ONNX model file")->required();
-      sub->add_option("--backend", g_inspect.backend, "Backend preference (default auto)");
+      sub->add_option("--backend", g_inspect.backend,
+                      "Backend chain, comma-separated (e.g. onednn,cpu); default auto = "
+                      "the optimized backends built here, then cpu");
       sub->add_option("--shape", g_inspect.shapes,
                       "NAME=d0,d1,... concrete shape of a dynamic input");
       sub->add_flag("--json", g_inspect.json, "Print the report as JSON");

@@ -1,11 +1,16 @@
 // `frame run [MODEL.onnx] [--backend B] [--input NAME=FILE.npy ...] [--shape NAME=d0,d1 ...]
-// [--threads N] [--repeat N] [--output-dir DIR] [--json]`: load, compile and run a model; print
-// each output's summary and the per-stage times. Without MODEL it runs the bundled small CNN on
-// its bundled input and compares with the bundled expected output.
+// [--threads N] [--repeat N] [--output-dir DIR] [--json] [--profile] [--profile-json FILE]`:
+// load, compile and run a model; print each output's summary, the per-stage times and, with
+// --profile, per-node times. Without MODEL it runs the bundled small CNN on its bundled input
+// and compares with the bundled expected output.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -15,6 +20,7 @@
 #include "frame/core/npy.h"
 #include "frame/onnx/onnx.h"
 #include "frame/runtime/compile.h"
+#include "frame/runtime/threads.h"
 #include "model_util.h"
 
 namespace frame::cli {
@@ -30,6 +36,8 @@ struct RunOptions {
   std::string output_dir;
   bool json = false;
   bool kernels = false;
+  bool profile = false;
+  std::string profile_json;
 } g_run;
 
 int fail(const Status& s) {
@@ -47,6 +55,29 @@ bool within_deep_tolerance(const Tensor& actual, const Tensor& expected) {
     if (!(std::fabs(a - e) <= 1e-4 + 1e-3 * std::fabs(e))) return false;
   }
   return true;
+}
+
+// Per-node times summed over the timed runs, top nodes first.
+void print_profile(const runtime::Profile& prof) {
+  const double run_ms = static_cast<double>(prof.run_ns) / 1e6;
+  std::printf("profile: %lld timed run%s, %.3f ms in all; per node, top first:\n",
+              static_cast<long long>(prof.runs), prof.runs == 1 ? "" : "s", run_ms);
+  std::printf("  %10s %6s %6s  %-28s %-24s %-8s %-12s %s\n", "ms", "%", "calls", "node", "op",
+              "backend", "kernel", "inputs -> outputs");
+  double node_ms = 0;
+  for (size_t i : prof.by_time()) {
+    const runtime::NodeProfile& n = prof.nodes[i];
+    const double ms = static_cast<double>(n.total_ns) / 1e6;
+    node_ms += ms;
+    std::string io =
+        fmt::format("{} -> {}", fmt::join(n.input_types, ", "), fmt::join(n.output_types, ", "));
+    if (!n.fused_ops.empty()) io += fmt::format("  [fused: {}]", fmt::join(n.fused_ops, " + "));
+    std::printf("  %10.3f %5.1f%% %6lld  %-28s %-24s %-8s %-12s %s\n", ms,
+                run_ms > 0 ? 100.0 * ms / run_ms : 0.0, static_cast<long long>(n.calls),
+                n.node.c_str(), n.op.c_str(), n.backend.c_str(), n.path.c_str(), io.c_str());
+  }
+  std::printf("  %10.3f %5.1f%%         (outside nodes: binding, output copies)\n",
+              run_ms - node_ms, run_ms > 0 ? 100.0 * (run_ms - node_ms) / run_ms : 0.0);
 }
 
 int run_run() {
@@ -117,19 +148,29 @@ int run_run() {
 
   std::vector<double> times;
   runtime::TensorMap outputs;
+  runtime::Profile profile;
+  runtime::RunOptions ro;
+  if (o.profile || !o.profile_json.empty()) ro.profile = &profile;
   {
     Progress p(fmt::format("running ({} time{})", o.repeat, o.repeat == 1 ? "" : "s"));
     // One untimed warm-up run (thread pool start, first-touch of the arena) so the reported
-    // median measures steady-state runs even with --repeat 1.
-    if (Result<runtime::TensorMap> warm = exe->run(inputs); !warm.is_ok()) {
-      return fail(warm.status());
-    }
+    // median measures steady-state runs even with --repeat 1. Its outputs are the buffers the
+    // timed runs write into, so they allocate nothing.
+    Result<runtime::TensorMap> warm = exe->run(inputs);
+    if (!warm.is_ok()) return fail(warm.status());
+    outputs = std::move(*warm);
     for (int i = 0; i < o.repeat; ++i) {
       const auto r0 = std::chrono::steady_clock::now();
-      Result<runtime::TensorMap> out = exe->run(inputs);
+      Status s = exe->run(inputs, outputs, ro);
       times.push_back(seconds_since(r0));
-      if (!out.is_ok()) return fail(out.status());
-      outputs = std::move(*out);
+      if (!s.is_ok()) return fail(s);
+    }
+  }
+  if (!o.profile_json.empty()) {
+    std::ofstream f(o.profile_json);
+    f << profile.to_json() << "\n";
+    if (!f) {
+      return fail(make_error(StatusCode::kIo, "cannot write --profile-json '{}'", o.profile_json));
     }
   }
   std::sort(times.begin(), times.end());
@@ -163,6 +204,8 @@ int run_run() {
     nlohmann::ordered_json j;
     j["model"] = model_path;
     j["backends"] = *backends;
+    j["threads"] = exe->report().num_threads;
+    j["wait_policy"] = runtime::openmp_wait_policy();
     j["times_s"] = {
         {"load", load_s}, {"compile", compile_s}, {"run_median", run_s}, {"repeat", o.repeat}};
     j["random_inputs"] = random_inputs;
@@ -183,6 +226,12 @@ int run_run() {
             {{"node", p.node}, {"op", p.op}, {"backend", p.backend}, {"path", p.path}});
       }
     }
+    if (o.profile) {
+      nlohmann::ordered_json pj = nlohmann::ordered_json::parse(profile.to_json());
+      pj.erase("traceEvents");
+      pj.erase("displayTimeUnit");
+      j["profile"] = std::move(pj);
+    }
     if (bundled_err) {
       j["expected_max_abs_error"] = *bundled_err;
       j["expected_match"] = bundled_ok;
@@ -201,12 +250,16 @@ int run_run() {
     }
     std::printf("times: load %.3f ms, compile %.3f ms, run %.3f ms (median of %d)\n", load_s * 1e3,
                 compile_s * 1e3, run_s * 1e3, o.repeat);
+    std::printf("backends: %s; threads: %d; OpenMP wait policy: %s\n",
+                fmt::format("{}", fmt::join(*backends, ", ")).c_str(), exe->report().num_threads,
+                runtime::openmp_wait_policy().c_str());
     if (o.kernels) {
       for (const auto& p : exe->report().placements) {
         std::printf("  %-32s %-22s %-8s %s\n", p.node.c_str(), p.op.c_str(), p.backend.c_str(),
                     p.path.c_str());
       }
     }
+    if (o.profile) print_profile(profile);
     if (bundled_err) {
       std::printf("bundled model: max abs error vs expected %.3g (%s)\n", *bundled_err,
                   bundled_ok ? "ok" : "MISMATCH");
@@ -226,7 +279,8 @@ CommandRegistration reg{Command{
           "run", "Load, compile and run an ONNX model (default: the bundled small CNN)");
       sub->add_option("model", g_run.model, "ONNX model file (default: models/small_cnn.onnx)");
       sub->add_option("--backend", g_run.backend,
-                      "Backend preference, comma-separated: auto or cpu (the backends built here)");
+                      "Backend chain, comma-separated, most preferred first (e.g. onednn,cpu); "
+                      "default auto = the optimized backends built here, then cpu");
       sub->add_option("--input", g_run.inputs, "NAME=FILE.npy; missing inputs are random");
       sub->add_option("--shape", g_run.shapes, "NAME=d0,d1,... concrete shape of a dynamic input");
       sub->add_option("--threads", g_run.threads, "Kernel threads (0 = all cores)")
@@ -236,6 +290,12 @@ CommandRegistration reg{Command{
       sub->add_option("--output-dir", g_run.output_dir, "Write DIR/<output>.npy for each output");
       sub->add_flag("--json", g_run.json, "Print the result as JSON");
       sub->add_flag("--kernels", g_run.kernels, "Also print the backend and path of every node");
+      sub->add_flag("--profile", g_run.profile,
+                    "Print per-node time (ms, % of the run, op, backend, kernel, shapes, fused "
+                    "body) summed over the timed runs, top nodes first");
+      sub->add_option("--profile-json", g_run.profile_json,
+                      "Write the per-node profile as JSON to FILE (also a Chrome trace: open it "
+                      "in chrome://tracing or Perfetto)");
       return sub;
     },
     run_run}};

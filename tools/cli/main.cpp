@@ -1,10 +1,9 @@
 // `frame`: command line of the frame graph engine. Verbs: see `frame --help`.
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
 
 #include "commands.h"
+#include "frame/runtime/threads.h"
 
 namespace frame::cli {
 std::vector<Command>& commands() {
@@ -14,14 +13,9 @@ std::vector<Command>& commands() {
 }  // namespace frame::cli
 
 int main(int argc, char** argv) {
-  // Idle OpenMP workers sleep instead of spinning: spinning workers starve each other when
-  // cores are shared (measured 85x slower runs on a loaded 2-core machine). libgomp reads the
-  // variable when it is loaded, before main, so set it and re-execute once. An explicit
-  // OMP_WAIT_POLICY in the environment still wins.
-  if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
-    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-    execv("/proc/self/exe", argv);  // returns only on failure; then run with the default
-  }
+  // The wait policy must be chosen before the OpenMP runtime loads (threads.h): this
+  // re-executes once with it; an explicit OMP_WAIT_POLICY or GOMP_SPINCOUNT still wins.
+  frame::runtime::use_recommended_wait_policy(argv);
   CLI::App app{"frame: a C++20 graph engine (ONNX import, compiler passes, cpu runtime)"};
   app.require_subcommand(1);
   for (auto& c : frame::cli::commands()) c.sub = c.setup(app);

@@ -56,23 +56,10 @@ Result<std::map<std::string, std::string>> parse_inputs(const std::vector<std::s
 }
 
 Result<std::vector<std::string>> backends_for(const std::string& flag) {
-  const std::vector<std::string> known = runtime::backend_names();
-  auto has = [&](const std::string& b) {
-    return std::find(known.begin(), known.end(), b) != known.end();
-  };
-  if (flag == "auto") {
-    // Device backends need a device; auto stays on the host backends.
-    std::vector<std::string> out;
-    for (const char* b : {"onednn", "cpu"}) {
-      if (has(b)) out.push_back(b);
-    }
-    if (out.empty()) out.push_back("cpu");
-    return out;
-  }
-  if (!has(flag)) {
-    return not_found("unknown backend '{}' (available: auto, {})", flag, fmt::join(known, ", "));
-  }
-  return std::vector<std::string>{flag};
+  FRAME_ASSIGN_OR_RETURN(std::vector<std::string> list, runtime::parse_backend_list(flag));
+  Result<std::vector<std::string>> chain = runtime::resolve_backends(list);
+  if (!chain.is_ok()) return chain.status().with_prefix("--backend: ");
+  return chain;
 }
 
 namespace {

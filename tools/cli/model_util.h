@@ -24,8 +24,9 @@ namespace frame::cli {
 Result<std::map<std::string, Shape>> parse_shapes(const std::vector<std::string>& specs);
 /// Parses "NAME=FILE" entries.
 Result<std::map<std::string, std::string>> parse_inputs(const std::vector<std::string>& specs);
-/// Backend preference list for --backend ("auto" = the available optimized backends, then
-/// cpu). Errors: kNotFound naming the known backends.
+/// Backend chain for --backend: a comma-separated list ("onednn,cpu"); "auto" = the optimized
+/// backends of this build, then cpu (runtime::resolve_backends). Errors: kInvalidArgument for
+/// an empty item, kNotFound for an unknown name listing the available backends.
 Result<std::vector<std::string>> backends_for(const std::string& flag);
 
 /// Files of the model bundled with frame (models/small_cnn.*).

@@ -90,4 +90,19 @@ const Backend* find_backend(std::string_view name);
 /// Names of registered backend objects and of backends with kernels, sorted, unique.
 std::vector<std::string> backend_names();
 
+/// The optimized host backends "auto" stands for, most preferred first (M10: each falls back
+/// through the chain to "cpu"). Only those present in this build (find_backend non-null) are
+/// used, so "auto" quietly means {"cpu"} in a build without them.
+inline constexpr std::string_view kAutoBackends[] = {"onednn"};
+
+/// Splits a `--backend` value: comma-separated names, spaces ignored ("onednn,cpu",
+/// "auto"). Errors: kInvalidArgument for an empty list or an empty item, naming the value.
+Result<std::vector<std::string>> parse_backend_list(std::string_view list);
+
+/// The backend chain a compilation uses: "auto" becomes the kAutoBackends present in this
+/// build followed by "cpu"; other names are kept; duplicates are dropped (first one wins).
+/// Errors: kInvalidArgument for an empty list; kNotFound for a name that is neither "auto"
+/// nor an available backend, listing the available ones. Thread-safe.
+Result<std::vector<std::string>> resolve_backends(const std::vector<std::string>& backends);
+
 }  // namespace frame::runtime

@@ -8,7 +8,9 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "frame/core/status.h"
@@ -21,7 +23,10 @@ namespace frame::runtime {
 struct CompileOptions {
   /// Backend preference list, most preferred first; "cpu" is always appended as the end of
   /// the fallback chain unless `strict` is set. Names as in DESIGN.md ("cpu", "onednn", ...).
-  std::vector<std::string> backends = {"cpu"};
+  /// "auto" (the default) stands for the optimized backends of this build, then "cpu"
+  /// (kAutoBackends in backend.h; M10): every node such a backend can run goes there, the
+  /// rest falls back through the chain. An unknown name is a kNotFound error of compile().
+  std::vector<std::string> backends = {"auto"};
   /// Comma-separated pass names; empty = the standard pipeline
   /// "shape-inference,constant-folding,cse,dce,decomposition,operator-fusion,backend-lowering,memory-planning".
   std::string pipeline;
@@ -62,11 +67,95 @@ struct CompileReport {
   std::map<std::string, int> op_counts_before;  ///< op -> node count of the input graph
   std::map<std::string, int> op_counts_after;   ///< after the pipeline
   std::vector<std::pair<std::string, double>> pass_times_ms;  ///< in pipeline order
+  /// The backend chain used: CompileOptions::backends with "auto" expanded.
+  std::vector<std::string> backends;
+  /// Threads every run uses (CompileOptions::num_threads; 0 resolved to the OpenMP default).
+  int num_threads = 0;
   std::vector<Placement> placements;
   std::vector<std::vector<std::string>> fused_groups;  ///< op names per fused group
   size_t peak_arena_bytes = 0;
   bool cache_hit = false;
   std::string to_json() const;
+};
+
+/// Time spent in one node of the compiled graph (one step of the execution plan), summed over
+/// the profiled runs.
+struct NodeProfile {
+  /// Node name; for a part holding several nodes (whole-graph backends) their names joined
+  /// with "+".
+  std::string node;
+  std::string op;       ///< op name (joined with "+" like `node` for a multi-node part)
+  std::string backend;  ///< backend that runs it (a decomposition: the backends it uses)
+  /// Placement path: "kernel", "decomposition" or "cpu-fallback" (Placement::path).
+  std::string path;
+  /// Type of each input, e.g. "f32[1,3,224,224]"; "" for an absent optional input.
+  std::vector<std::string> input_types;
+  /// Type of each output, e.g. "f32[1,1000]".
+  std::vector<std::string> output_types;
+  /// For a fused_elementwise_internal node: the body's ops in body order; otherwise empty.
+  std::vector<std::string> fused_ops;
+  int64_t total_ns = 0;  ///< steady_clock nanoseconds in the node, summed over calls
+  int64_t calls = 0;     ///< times it ran
+};
+
+/// One call of one node, as a Chrome trace "complete" event.
+struct TraceEvent {
+  size_t node = 0;       ///< index into Profile::nodes
+  int64_t start_ns = 0;  ///< steady_clock ns since the Profile was made
+  int64_t dur_ns = 0;    ///< duration of the call in ns
+  int thread = 0;        ///< small id of the calling thread, in order of first appearance
+};
+
+/// Per-node timings of the runs given this Profile through RunOptions::profile, summed over
+/// those runs. Runs on several threads may share one Profile (each run merges its times under
+/// a lock when it ends). `nodes` is filled by the first profiled run, in execution order. Read
+/// the public fields once no run using the Profile is in flight; by_time() and to_json() lock.
+class Profile {
+ public:
+  /// At most this many trace events are kept (the first ones); totals keep counting.
+  static constexpr size_t kMaxTraceEvents = size_t{1} << 18;
+
+  /// An empty profile; trace timestamps count from its construction.
+  Profile();
+  /// Copies the timings (under `other`'s lock), keeping `other`'s clock origin.
+  Profile(const Profile& other);
+  /// Replaces the timings with a copy of `other`'s.
+  Profile& operator=(const Profile& other);
+
+  std::vector<NodeProfile> nodes;  ///< per plan step, in execution order
+  std::vector<TraceEvent> events;  ///< per node call, in completion order per run
+  int64_t runs = 0;                ///< profiled runs merged
+  int64_t run_ns = 0;              ///< wall ns of those runs (plan execution), summed
+  /// Node indices sorted by total_ns, largest first.
+  std::vector<size_t> by_time() const;
+  /// Forgets every timing (keeps the clock origin).
+  void clear();
+  /// JSON: {"traceEvents": [...], "displayTimeUnit": "ms", "runs": N, "run_ms": total,
+  /// "nodes_ms": time inside nodes, "nodes": [{"node", "op", "backend", "path", "inputs",
+  /// "outputs", "fused_ops", "ms", "percent", "calls"}, ...] largest first}. The object is a valid
+  /// Chrome trace (Trace Event Format: "X" events with "ts"/"dur" in microseconds, one "tid" per
+  /// calling thread), so it opens in chrome://tracing and Perfetto; the extra keys are ignored
+  /// there.
+  std::string to_json() const;
+
+ private:
+  friend class Executable;
+  // Adds one run made on the calling thread: per step its steady_clock start (ns since the
+  // clock's epoch) and duration; `layout` names the steps. Thread-safe.
+  void merge_run(const std::vector<NodeProfile>& layout, const std::vector<int64_t>& start_ns,
+                 const std::vector<int64_t>& dur_ns, int64_t run_ns);
+
+  mutable std::mutex mu_;
+  std::chrono::steady_clock::time_point origin_;
+  std::vector<std::thread::id> threads_;
+};
+
+/// Options of one Executable::run call.
+struct RunOptions {
+  /// When set, this run's per-node times are added to it (steady_clock around each step);
+  /// when null (the default) nothing is timed and the run costs nothing extra. The Profile
+  /// must outlive the call.
+  Profile* profile = nullptr;
 };
 
 class ExecutableImpl;
@@ -85,8 +174,20 @@ class Executable {
   /// Errors: kInvalidArgument naming the input and expected vs actual (missing input,
   /// unknown name, wrong dtype or shape); kernel errors with node and op.
   Result<TensorMap> run(const TensorMap& inputs) const;
-  /// Names, dtypes and shapes of the compiled graph inputs / outputs, in graph order.
+  /// Same, with options (profiling).
+  Result<TensorMap> run(const TensorMap& inputs, const RunOptions& options) const;
+  /// Runs the graph writing into caller-provided output tensors (ONNX Runtime's IoBinding):
+  /// `outputs` must name every graph output with a defined tensor of the compiled dtype and
+  /// shape (e.g. Tensor::view over the caller's memory, reused across runs), not aliasing an
+  /// input. A caller who reuses its input and output tensors makes the runtime allocate
+  /// nothing per run in the steady state (kernels that need scratch may still allocate).
+  /// Errors: kInvalidArgument for inputs as in run(), and naming the output and expected vs
+  /// actual for a missing output, an unknown output name, an undefined tensor or a wrong
+  /// dtype or shape (outputs are then untouched); kernel errors with node and op.
+  Status run(const TensorMap& inputs, TensorMap& outputs, const RunOptions& options = {}) const;
+  /// Names, dtypes and shapes of the compiled graph inputs, in graph order.
   const std::vector<std::pair<std::string, ir::TensorType>>& input_signature() const;
+  /// Names, dtypes and shapes of the compiled graph outputs, in graph order.
   const std::vector<std::pair<std::string, ir::TensorType>>& output_signature() const;
   const CompileReport& report() const;
   /// The graph after the pipeline (for printing).

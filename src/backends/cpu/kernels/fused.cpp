@@ -208,7 +208,8 @@ Status fused_kernel(KernelContext& ctx) {
     if (!m.contiguous) m.strides = broadcast_strides(in.shape(), out_shape);
   }
   const int64_t blocks = (total + kBlock - 1) / kBlock;
-  const int nt = threads_for(total, ctx.num_threads);
+  const int nt =
+      threads_for_cost(total, 4.0 * (maps.size() + 1), 4.0 * st->steps.size(), ctx.num_threads);
   Status first_error;
   std::mutex mu;
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)

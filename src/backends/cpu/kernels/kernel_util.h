@@ -3,7 +3,7 @@
 /// Loop helpers shared by the cpu kernels: broadcast plans (numpy broadcasting, ONNX
 /// "Broadcasting in ONNX") with dims collapsed so equal shapes and scalar operands become one
 /// contiguous run, row iteration with precomputed strides (no per-element index division and
-/// no per-element allocation), and OpenMP splitting above a size threshold.
+/// no per-element allocation), and OpenMP splitting by a cost model (small work runs inline).
 
 #include <algorithm>
 #include <array>
@@ -17,12 +17,57 @@
 
 namespace frame::backends::cpu {
 
-/// Below this many output elements kernels run single-threaded (thread start-up costs more).
-inline constexpr int64_t kParallelThreshold = int64_t{1} << 15;
+/// Cost model of threads_for_cost (docs/backends/onednn.md, "Threads and the wait policy"):
+/// single-thread throughput of a plain (not hand-vectorized) cpu kernel loop...
+inline constexpr double kBytesPerNs = 4.0;  ///< ... streaming bytes per ns (~4 GB/s)
+inline constexpr double kFlopsPerNs = 2.0;  ///< ... arithmetic operations per ns
+/// Work (ns on one thread) each thread must get before waking it pays: waking a sleeping
+/// OpenMP worker and joining it cost 8-17 us per region on the 2-core reference machine, so a
+/// thread is added only per 25 us of work, and smaller loops run inline on the caller.
+inline constexpr double kMinNsPerThread = 25000.0;
 
-/// Threads to use for `n` elements given the kernel's budget `num_threads`.
+/// Threads for a loop of `items` independent items costing `bytes_per_item` bytes moved and
+/// `flops_per_item` operations each, within the kernel's budget `num_threads`: 1 (run inline
+/// on the caller, no parallel region) for small work, more threads as the work grows, never
+/// more than `items`. Always in [1, max(1, num_threads)].
+inline int threads_for_cost(int64_t items, double bytes_per_item, double flops_per_item,
+                            int num_threads) {
+  if (num_threads <= 1 || items <= 1) return 1;
+  const double ns =
+      static_cast<double>(items) * (bytes_per_item / kBytesPerNs + flops_per_item / kFlopsPerNs);
+  const double fit = ns / kMinNsPerThread;
+  if (fit < 2.0) return 1;
+  return static_cast<int>(
+      std::min<double>({fit, static_cast<double>(num_threads), static_cast<double>(items)}));
+}
+
+/// Elements from which threads_for uses two threads (2 * kMinNsPerThread of 8-byte elements).
+inline constexpr int64_t kParallelThreshold = 25000;
+
+/// Threads to use for `n` elements given the kernel's budget `num_threads`: threads_for_cost
+/// with 8 bytes per element (a 4-byte read and a 4-byte write).
 inline int threads_for(int64_t n, int num_threads) {
-  return (n >= kParallelThreshold && num_threads > 1) ? num_threads : 1;
+  return threads_for_cost(n, 8.0, 0.0, num_threads);
+}
+
+/// Calls fn(begin, end) over [0, items) split into contiguous ranges, one per thread, with
+/// the thread count from threads_for_cost; a single range runs inline on the caller.
+template <typename Fn>
+void parallel_ranges(int64_t items, double bytes_per_item, double flops_per_item, int num_threads,
+                     Fn&& fn) {
+  if (items <= 0) return;
+  const int nt = threads_for_cost(items, bytes_per_item, flops_per_item, num_threads);
+  if (nt <= 1) {
+    fn(int64_t{0}, items);
+    return;
+  }
+  const int64_t per = (items + nt - 1) / nt;
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int t = 0; t < nt; ++t) {
+    const int64_t b = t * per;
+    const int64_t e = std::min(items, b + per);
+    if (b < e) fn(b, e);
+  }
 }
 
 /// Element strides of an input of shape `in` read at the positions of `out` (right-aligned,
@@ -81,8 +126,9 @@ struct BroadcastPlan {
 
 /// Visits the output as rows of the innermost collapsed dim:
 /// `row(out_offset, n, in_offset, in_step)` where in_offset/in_step are std::array<int64_t, N>
-/// (step is 0 for a broadcast operand, 1 otherwise). Rows are split across `num_threads`
-/// OpenMP threads above kParallelThreshold; a single long row is split into chunks.
+/// (step is 0 for a broadcast operand, 1 otherwise). Rows are split across up to `num_threads`
+/// OpenMP threads by threads_for (inline on the caller below it); a single long row is split
+/// into chunks.
 template <size_t N, typename RowFn>
 void for_each_row(const BroadcastPlan<N>& p, int num_threads, RowFn&& row) {
   if (p.numel == 0) return;
@@ -93,6 +139,12 @@ void for_each_row(const BroadcastPlan<N>& p, int num_threads, RowFn&& row) {
   const int nt = threads_for(p.numel, num_threads);
   const int64_t outer = p.numel / inner;
 
+  // One thread: no parallel region at all (even an `if(false)` region costs ~0.3-2 us, more
+  // than a small node's work).
+  if (nt == 1 && outer == 1) {
+    row(0, inner, std::array<int64_t, N>{}, step);
+    return;
+  }
   if (outer == 1) {
     const int64_t chunks = nt;
     const int64_t per = (inner + chunks - 1) / chunks;
@@ -108,13 +160,12 @@ void for_each_row(const BroadcastPlan<N>& p, int num_threads, RowFn&& row) {
     return;
   }
 
-  const int64_t chunks = std::min<int64_t>(outer, int64_t{nt} * 4);
+  const int64_t chunks = nt == 1 ? 1 : std::min<int64_t>(outer, int64_t{nt} * 4);
   const int64_t per = (outer + chunks - 1) / chunks;
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
+  auto chunk = [&](int64_t c) {
     const int64_t r0 = c * per;
     const int64_t r1 = std::min(outer, r0 + per);
-    if (r0 >= r1) continue;
+    if (r0 >= r1) return;
     // Odometer over the outer dims; one division per chunk, none per element.
     std::vector<int64_t> idx(r - 1, 0);
     std::array<int64_t, N> off{};
@@ -134,14 +185,25 @@ void for_each_row(const BroadcastPlan<N>& p, int num_threads, RowFn&& row) {
         idx[d] = 0;
       }
     }
+  };
+  if (nt == 1) {
+    chunk(0);
+    return;
   }
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) chunk(c);
 }
 
-/// out[i] = f(in[i]) over `n` contiguous elements, OpenMP-split above the threshold.
+/// out[i] = f(in[i]) over `n` contiguous elements, OpenMP-split by threads_for (inline on the
+/// caller below it).
 template <typename In, typename Out, typename F>
 void map_contiguous(const In* in, Out* out, int64_t n, int num_threads, const F& f) {
   const int nt = threads_for(n, num_threads);
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+  if (nt == 1) {  // inline: no parallel region
+    for (int64_t i = 0; i < n; ++i) out[i] = f(in[i]);
+    return;
+  }
+#pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t i = 0; i < n; ++i) out[i] = f(in[i]);
 }
 

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "backends/cpu/kernels/kernel_util.h"
 #include "backends/cpu/kernels/linalg_util.h"
 #include "frame/ops/kernel_registry.h"
 #include "ops/schemas/nn_geometry.h"
@@ -86,7 +87,9 @@ Status conv_kernel(KernelContext& ctx) {
       for (int64_t gi = 0; gi < group; ++gi) {
         const T* xg = xp + (n * c_in + gi * cg) * in_plane;
         // im2col: col[(c, tap)][pos] = x[c][start(pos) + offset(tap)] or 0 in the padding.
-#pragma omp parallel for num_threads(ctx.num_threads) if (rows > 1)
+        const int nt =
+            backends::cpu::threads_for_cost(rows, 8.0 * npos, 2.0 * r * npos, ctx.num_threads);
+#pragma omp parallel for num_threads(nt) if (nt > 1)
         for (int64_t row = 0; row < rows; ++row) {
           const T* xc = xg + (row / taps) * in_plane;
           const int64_t* to = toff.data() + static_cast<size_t>(row % taps) * r;

@@ -1,0 +1,195 @@
+// Profiling: per-node records (names, placement, types, fused body), totals and calls summed
+// over runs, the JSON / Chrome trace form, and one Profile shared by concurrent runs.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "frame/runtime/compile.h"
+
+namespace frame::runtime {
+namespace {
+
+constexpr int64_t kN = 4096;
+
+ir::ValueId node(ir::Graph& g, std::string_view op, std::string name,
+                 std::vector<ir::ValueId> ins) {
+  auto id = g.create_node(op, name, std::move(ins), 1, {}, {name});
+  EXPECT_TRUE(id.is_ok()) << id.status().to_string();
+  return g.node(*id).outputs[0];
+}
+
+// y = neg(relu(x)), z = exp(y) over f32[4096].
+ir::Graph chain(std::string name) {
+  ir::Graph g(std::move(name));
+  ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {kN}});
+  ir::ValueId y = node(g, "neg", "n", {node(g, "relu", "r", {x})});
+  g.add_output(node(g, "exp", "e", {y}));
+  return g;
+}
+
+CompileOptions unfused() {
+  CompileOptions o;
+  o.backends = {"cpu"};
+  o.disabled_passes = {"operator-fusion"};
+  o.use_cache = false;
+  return o;
+}
+
+Tensor input(float scale) {
+  std::vector<float> v(kN);
+  for (int64_t i = 0; i < kN; ++i) v[i] = std::sin(static_cast<float>(i)) * scale;
+  return Tensor::from_vector<float>({kN}, v);
+}
+
+void check_output(const Tensor& x, const Tensor& z) {
+  for (int64_t i = 0; i < kN; ++i) {
+    const double want = std::exp(-std::max(0.0, static_cast<double>(x.data<float>()[i])));
+    ASSERT_NEAR(z.data<float>()[i], want, 1e-6 * want) << i;
+  }
+}
+
+TEST(Profile, PerNodeRecordsTotalsAndCalls) {
+  auto exe = compile(chain("profile_nodes"), unfused());
+  ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+  Profile prof;
+  RunOptions ro;
+  ro.profile = &prof;
+  const Tensor x = input(1.0F);
+  for (int i = 0; i < 3; ++i) {
+    auto out = exe->run({{"x", x}}, ro);
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    check_output(x, out->at("e"));
+  }
+  ASSERT_TRUE(exe->run({{"x", x}}).is_ok());  // not profiled: changes nothing
+  EXPECT_EQ(prof.runs, 3);
+  ASSERT_EQ(prof.nodes.size(), 3U);
+  const char* names[] = {"r", "n", "e"};
+  const char* ops[] = {"relu", "neg", "exp"};
+  int64_t sum = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    const NodeProfile& n = prof.nodes[i];
+    EXPECT_EQ(n.node, names[i]);
+    EXPECT_EQ(n.op, ops[i]);
+    EXPECT_EQ(n.backend, "cpu");
+    EXPECT_EQ(n.path, "kernel");
+    EXPECT_EQ(n.input_types, std::vector<std::string>{"f32[4096]"});
+    EXPECT_EQ(n.output_types, std::vector<std::string>{"f32[4096]"});
+    EXPECT_TRUE(n.fused_ops.empty());
+    EXPECT_EQ(n.calls, 3);
+    EXPECT_GE(n.total_ns, 0);
+    sum += n.total_ns;
+  }
+  EXPECT_LE(sum, prof.run_ns);  // node times lie inside the run
+  ASSERT_EQ(prof.events.size(), 9U);
+  for (size_t k = 0; k < prof.events.size(); ++k) {
+    EXPECT_EQ(prof.events[k].node, k % 3);
+    EXPECT_EQ(prof.events[k].thread, 0);
+    if (k % 3 != 0) {  // steps of one run start in order, each after the previous ended
+      EXPECT_GE(prof.events[k].start_ns, prof.events[k - 1].start_ns + prof.events[k - 1].dur_ns);
+    }
+  }
+  const std::vector<size_t> order = prof.by_time();
+  ASSERT_EQ(order.size(), 3U);
+  EXPECT_GE(prof.nodes[order[0]].total_ns, prof.nodes[order[1]].total_ns);
+  EXPECT_GE(prof.nodes[order[1]].total_ns, prof.nodes[order[2]].total_ns);
+  Profile copy = prof;
+  EXPECT_EQ(copy.runs, 3);
+  prof.clear();
+  EXPECT_EQ(prof.runs, 0);
+  EXPECT_TRUE(prof.nodes.empty());
+  EXPECT_EQ(copy.nodes.size(), 3U);
+}
+
+TEST(Profile, FusedNodeListsItsBody) {
+  CompileOptions o = unfused();
+  o.disabled_passes.clear();
+  auto exe = compile(chain("profile_fused"), o);
+  ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+  Profile prof;
+  auto out = exe->run({{"x", input(1.0F)}}, RunOptions{&prof});
+  ASSERT_TRUE(out.is_ok());
+  ASSERT_EQ(prof.nodes.size(), 1U);
+  EXPECT_EQ(prof.nodes[0].op, "fused_elementwise_internal");
+  EXPECT_EQ(prof.nodes[0].fused_ops, (std::vector<std::string>{"relu", "neg", "exp"}));
+}
+
+TEST(Profile, JsonIsAChromeTraceWithTheSummary) {
+  auto exe = compile(chain("profile_json"), unfused());
+  ASSERT_TRUE(exe.is_ok());
+  Profile prof;
+  for (int i = 0; i < 2; ++i)
+    ASSERT_TRUE(exe->run({{"x", input(1.0F)}}, RunOptions{&prof}).is_ok());
+  const nlohmann::json j = nlohmann::json::parse(prof.to_json());
+  ASSERT_TRUE(j["traceEvents"].is_array());
+  ASSERT_EQ(j["traceEvents"].size(), 6U);
+  std::set<std::string> names;
+  for (const auto& e : j["traceEvents"]) {
+    EXPECT_EQ(e["ph"], "X");
+    EXPECT_TRUE(e["ts"].is_number());
+    EXPECT_TRUE(e["dur"].is_number());
+    EXPECT_GE(e["dur"].get<double>(), 0.0);
+    EXPECT_EQ(e["pid"], 1);
+    EXPECT_EQ(e["tid"], 0);
+    EXPECT_EQ(e["args"]["backend"], "cpu");
+    names.insert(e["name"].get<std::string>());
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"r", "n", "e"}));
+  EXPECT_EQ(j["runs"], 2);
+  ASSERT_EQ(j["nodes"].size(), 3U);
+  double percent = 0;
+  double prev = 1e300;
+  for (const auto& n : j["nodes"]) {
+    EXPECT_EQ(n["calls"], 2);
+    EXPECT_LE(n["ms"].get<double>(), prev);  // largest first
+    prev = n["ms"].get<double>();
+    percent += n["percent"].get<double>();
+    EXPECT_EQ(n["inputs"][0], "f32[4096]");
+  }
+  EXPECT_LE(percent, 100.0 + 1e-9);
+  EXPECT_NEAR(j["run_ms"].get<double>(), static_cast<double>(prof.run_ns) / 1e6, 1e-9);
+}
+
+TEST(Profile, ConcurrentRunsShareOneProfile) {
+  auto exe = compile(chain("profile_concurrent"), unfused());
+  ASSERT_TRUE(exe.is_ok());
+  Profile prof;
+  constexpr int kThreads = 4;
+  constexpr int kRuns = 10;
+  std::vector<int> failures(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const Tensor x = input(static_cast<float>(t + 1));
+      for (int r = 0; r < kRuns; ++r) {
+        auto out = exe->run({{"x", x}}, RunOptions{&prof});
+        if (!out.is_ok()) {
+          ++failures[t];
+          continue;
+        }
+        for (int64_t i = 0; i < kN; ++i) {
+          const double want = std::exp(-std::max(0.0, static_cast<double>(x.data<float>()[i])));
+          if (std::fabs(out->at("e").data<float>()[i] - want) > 1e-6 * want) {
+            ++failures[t];
+            break;
+          }
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], 0) << "thread " << t;
+  EXPECT_EQ(prof.runs, kThreads * kRuns);
+  ASSERT_EQ(prof.nodes.size(), 3U);
+  for (const NodeProfile& n : prof.nodes) EXPECT_EQ(n.calls, kThreads * kRuns);
+  EXPECT_EQ(prof.events.size(), 3U * kThreads * kRuns);
+  std::set<int> tids;
+  for (const TraceEvent& e : prof.events) tids.insert(e.thread);
+  EXPECT_EQ(tids.size(), static_cast<size_t>(kThreads));
+}
+
+}  // namespace
+}  // namespace frame::runtime

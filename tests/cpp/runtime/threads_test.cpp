@@ -1,0 +1,135 @@
+// Threads: CompileOptions::num_threads reaches kernels both as KernelContext::num_threads and
+// as the OpenMP nthreads ICV of the running thread (what oneDNN follows), the caller's ICV is
+// restored; the cost-based split helper of the cpu kernels; the wait-policy report.
+
+#include "frame/runtime/threads.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <thread>
+
+#include "../../../src/backends/cpu/kernels/kernel_util.h"
+#include "frame/ops/kernel_registry.h"
+#include "frame/runtime/compile.h"
+
+namespace frame::runtime {
+namespace {
+
+std::atomic<int> g_seen_icv{-1};
+std::atomic<int> g_seen_budget{-1};
+
+// relu that records the thread budget it was given and the ICV of the thread running it.
+Status probe_relu(ops::KernelContext& ctx) {
+  g_seen_icv = omp_get_max_threads();
+  g_seen_budget = ctx.num_threads;
+  const float* x = ctx.input(0).data<float>();
+  float* y = ctx.output(0).data<float>();
+  for (int64_t i = 0; i < ctx.output(0).numel(); ++i) y[i] = x[i] > 0 ? x[i] : 0.0F;
+  return Status();
+}
+FRAME_REGISTER_KERNEL(relu, "rt_omp_probe", probe_relu).dtypes({DTypeCode::kFloat32});
+
+Executable probe_executable(int threads) {
+  ir::Graph g("omp_probe");
+  ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {3}});
+  auto id = g.create_node("relu", "r", {x}, 1, {}, {"r"});
+  EXPECT_TRUE(id.is_ok());
+  g.add_output(g.node(*id).outputs[0]);
+  CompileOptions o;
+  o.backends = {"rt_omp_probe"};
+  o.num_threads = threads;
+  o.use_cache = false;
+  auto exe = compile(g, o);
+  EXPECT_TRUE(exe.is_ok()) << exe.status().to_string();
+  return *exe;
+}
+
+void run_and_check(const Executable& exe) {
+  auto out = exe.run({{"x", Tensor::from_vector<float>({3}, {-1, 2, -3})}});
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  EXPECT_EQ(out->at("r").data<float>()[1], 2.0F);
+  EXPECT_EQ(out->at("r").data<float>()[0], 0.0F);
+}
+
+TEST(Threads, NumThreadsSetsTheOpenMpIcvOfTheRunningThreadAndIsRestored) {
+  const int caller = omp_get_max_threads();
+  for (int n : {1, 3, 5}) {
+    Executable exe = probe_executable(n);
+    EXPECT_EQ(exe.report().num_threads, n);
+    g_seen_icv = g_seen_budget = -1;
+    run_and_check(exe);
+    EXPECT_EQ(g_seen_icv.load(), n);
+    EXPECT_EQ(g_seen_budget.load(), n);
+    EXPECT_EQ(omp_get_max_threads(), caller);  // the caller's ICV is back
+
+    // A thread that never touched OpenMP gets the same.
+    g_seen_icv = g_seen_budget = -1;
+    int after = -1;
+    std::thread t([&] {
+      run_and_check(exe);
+      after = omp_get_max_threads();
+    });
+    t.join();
+    EXPECT_EQ(g_seen_icv.load(), n);
+    EXPECT_EQ(g_seen_budget.load(), n);
+    EXPECT_EQ(after, caller);
+  }
+}
+
+TEST(Threads, ZeroMeansTheOpenMpDefault) {
+  Executable exe = probe_executable(0);
+  g_seen_icv = g_seen_budget = -1;
+  run_and_check(exe);
+  EXPECT_EQ(g_seen_budget.load(), omp_get_max_threads());
+  EXPECT_EQ(g_seen_icv.load(), omp_get_max_threads());
+}
+
+TEST(Threads, CostBasedSplit) {
+  using backends::cpu::threads_for_cost;
+  // Model: ns = items * (bytes / 4 + flops / 2); one thread per 25 us, at least 2 to split.
+  EXPECT_EQ(threads_for_cost(1000, 8.0, 0.0, 4), 1);     // 2 us: inline
+  EXPECT_EQ(threads_for_cost(24999, 8.0, 0.0, 4), 1);    // 49.998 us
+  EXPECT_EQ(threads_for_cost(25000, 8.0, 0.0, 4), 2);    // 50 us
+  EXPECT_EQ(threads_for_cost(37500, 8.0, 0.0, 4), 3);    // 75 us
+  EXPECT_EQ(threads_for_cost(1000000, 8.0, 0.0, 4), 4);  // capped by the budget
+  EXPECT_EQ(threads_for_cost(1000, 0.0, 100.0, 8), 2);   // 50 us of arithmetic
+  EXPECT_EQ(threads_for_cost(3, 1e9, 0.0, 8), 3);        // never more threads than items
+  EXPECT_EQ(threads_for_cost(1000000, 8.0, 0.0, 1), 1);  // budget 1
+  EXPECT_EQ(threads_for_cost(1000000, 8.0, 0.0, 0), 1);  // budget 0
+  EXPECT_EQ(threads_for_cost(0, 8.0, 0.0, 4), 1);        // nothing to do
+  EXPECT_EQ(backends::cpu::threads_for(25000, 2), 2);    // 8 bytes per element
+  EXPECT_EQ(backends::cpu::threads_for(20000, 2), 1);
+}
+
+TEST(Threads, ParallelRangesCoverEveryItemOnce) {
+  for (int64_t items : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{100000}}) {
+    std::vector<int> hits(static_cast<size_t>(items), 0);
+    backends::cpu::parallel_ranges(items, 8.0, 0.0, 2, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) ++hits[static_cast<size_t>(i)];
+    });
+    for (int64_t i = 0; i < items; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)], 1) << i;
+  }
+}
+
+TEST(Threads, WaitPolicyReportFollowsTheEnvironmentAtLoad) {
+  // Nothing in this process changes the variables, so the environment now is the one at load.
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  const char* spin = std::getenv("GOMP_SPINCOUNT");
+  const std::string report = openmp_wait_policy();
+  if (policy == nullptr && spin == nullptr) {
+    EXPECT_EQ(report, "libgomp default (spin ~300000 iterations, then sleep)");
+  } else {
+    if (policy != nullptr) {
+      EXPECT_NE(report.find(policy), std::string::npos) << report;
+    }
+    if (spin != nullptr) {
+      EXPECT_NE(report.find(std::string("GOMP_SPINCOUNT=") + spin), std::string::npos) << report;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace frame::runtime
