@@ -44,6 +44,7 @@ std::string CompileReport::to_json() const {
   }
   j["placements"] = pl;
   j["fused_groups"] = fused_groups;
+  j["lowering_rewrites"] = lowering_rewrites;
   j["peak_arena_bytes"] = peak_arena_bytes;
   j["cache_hit"] = cache_hit;
   return j.dump(2);
@@ -212,6 +213,7 @@ Result<std::shared_ptr<const detail::CompiledCore>> compile_core(const ir::Graph
     r.placements.push_back(Placement{n.name, n.op, p.backend, p.path, p.rejected});
   }
   r.fused_groups = passes::fused_groups(*g);
+  r.lowering_rewrites = ctx.lowering_rewrites;
   r.peak_arena_bytes = ctx.peak_arena_bytes;
   return std::shared_ptr<const detail::CompiledCore>(std::move(core));
 }

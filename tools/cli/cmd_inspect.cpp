@@ -88,6 +88,8 @@ int run_inspect() {
     std::printf("  group %zu: %s\n", i,
                 fmt::format("{}", fmt::join(r.fused_groups[i], " + ")).c_str());
   }
+  std::printf("\nlowering-pattern rewrites: %zu\n", r.lowering_rewrites.size());
+  for (const std::string& rw : r.lowering_rewrites) std::printf("  %s\n", rw.c_str());
   std::printf("\nplacement (node, op, backend, path):\n");
   int fallbacks = 0;
   for (const auto& p : r.placements) {

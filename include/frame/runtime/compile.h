@@ -73,6 +73,9 @@ struct CompileReport {
   int num_threads = 0;
   std::vector<Placement> placements;
   std::vector<std::vector<std::string>> fused_groups;  ///< op names per fused group
+  /// Backend lowering-pattern rewrites in order, as "<backend>/<pattern> at node '<name>'
+  /// (<op>)" (include/frame/ops/lowering_pattern.h), e.g. batch-norm folded into a conv.
+  std::vector<std::string> lowering_rewrites;
   size_t peak_arena_bytes = 0;
   bool cache_hit = false;
   std::string to_json() const;

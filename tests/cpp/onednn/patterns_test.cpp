@@ -44,6 +44,7 @@ void expect_same_as_cpu(const ir::Graph& g, const runtime::TensorMap& inputs,
   on.disabled_passes = skip;
   on.use_cache = false;
   runtime::CompileOptions ref;
+  ref.backends = {"cpu"};
   ref.use_cache = false;
   Result<runtime::Executable> fast = runtime::compile(g, on);
   Result<runtime::Executable> slow = runtime::compile(g, ref);
@@ -104,6 +105,22 @@ TEST(OnednnPatterns, BatchNormFoldedIntoConv) {
     // Folding rounds W*s once instead of conv then normalize: deep-network class (BUILD-011).
     expect_same_as_cpu(g, {{"x", grid_tensor({1, 6, 10, 9}, 9)}}, ToleranceClass::kDeepNetwork);
   }
+}
+
+TEST(OnednnPatterns, CompileReportListsTheRewrites) {
+  runtime::CompileOptions o;
+  o.backends = {"onednn", "cpu"};
+  o.use_cache = false;
+  Result<runtime::Executable> exe = runtime::compile(conv_bn(false, true), o);
+  ASSERT_TRUE(exe.is_ok()) << exe.status().message();
+  ASSERT_EQ(exe->report().lowering_rewrites.size(), 1u);
+  EXPECT_NE(exe->report().lowering_rewrites[0].find("onednn/fold_batch_norm_into_conv"),
+            std::string::npos);
+  EXPECT_NE(exe->report().to_json().find("fold_batch_norm_into_conv"), std::string::npos);
+  o.backends = {"cpu"};
+  Result<runtime::Executable> ref = runtime::compile(conv_bn(false, true), o);
+  ASSERT_TRUE(ref.is_ok()) << ref.status().message();
+  EXPECT_TRUE(ref->report().lowering_rewrites.empty());
 }
 
 TEST(OnednnPatterns, BatchNormThenReluBecomesOneFusedConv) {
