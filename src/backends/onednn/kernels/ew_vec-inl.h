@@ -1,0 +1,362 @@
+// Vector forms of the elementwise ops (Highway), keyed by the scalar functor type of
+// include/frame/ops/elementwise.h: `VecOf<ew::AddOp>` computes what `ew::AddOp<float>`
+// computes, on one vector, reading attributes from the scalar functor so each formula and
+// attribute default has one home. An op without a specialization has `kHasVec<F> == false` and
+// runs through its cpu kernel instead (detected at compile time).
+//
+// Included once per Highway target by ew_vec.cpp (foreach_target.h), hence the toggle guard.
+//
+// Accuracy (fp32, vs the double-precision function; asserted in tests/cpp/onednn_ew):
+//  * exp: Highway Exp (1 ulp), +inf above 88.72, NaN kept;
+//  * tanh: Highway Tanh (expm1 based, <= 4 ulp);
+//  * erf: two polynomial pieces (ErfV), max abs error kErfMaxAbsError below.
+
+// NOLINTNEXTLINE(build/header_guard): per-target re-inclusion guard required by Highway.
+#if defined(FRAME_ONEDNN_EW_VEC_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef FRAME_ONEDNN_EW_VEC_INL_H_
+#undef FRAME_ONEDNN_EW_VEC_INL_H_
+#else
+#define FRAME_ONEDNN_EW_VEC_INL_H_
+#endif
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <numbers>
+#include <type_traits>
+
+#include "backends/onednn/kernels/ew_vec.h"
+#include "frame/ops/elementwise.h"
+#include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace frame::backends::onednn::HWY_NAMESPACE {
+
+namespace hn = hwy::HWY_NAMESPACE;
+namespace ew = ::frame::ops::ew;
+
+/// Max |erf_vec(x) - erf(x)| over all finite fp32 x, measured against double precision.
+inline constexpr double kErfMaxAbsError = 2e-7;
+
+/// The vector form of scalar functor template F: `kArity` inputs, `operator()(d, f, v...)`
+/// with `f` the scalar functor `F<float>` (attributes). Primary: no vector form.
+template <template <typename> class F>
+struct VecOf {
+  static constexpr int kArity = 0;
+};
+
+/// True when F has a vector form.
+template <template <typename> class F>
+inline constexpr bool kHasVec = VecOf<F>::kArity != 0;
+
+// Upper bound of fp32 lanes on the compiled targets (AVX-512: 16), for tail buffers.
+inline constexpr size_t kMaxLanes = 16;
+
+// ---- shared pieces ----
+
+/// r where x is not NaN, else x (NaN propagates like the scalar functors).
+template <class D, class V>
+HWY_INLINE V KeepNaN(D, V x, V r) {
+  return hn::IfThenElse(hn::IsNaN(x), x, r);
+}
+
+/// e^x: Highway Exp plus the edges it leaves open (overflow to +inf, NaN).
+template <class D, class V>
+HWY_INLINE V ExpV(D d, V x) {
+  const V y = hn::Exp(d, x);
+  const V r = hn::IfThenElse(hn::Gt(x, hn::Set(d, 88.72283935546875f)),
+                             hn::Set(d, std::numeric_limits<float>::infinity()), y);
+  return KeepNaN(d, x, r);
+}
+
+/// e^x - 1 (std::expm1): Highway Expm1 plus overflow, the -1 floor and NaN.
+template <class D, class V>
+HWY_INLINE V Expm1V(D d, V x) {
+  V r = hn::Expm1(d, x);
+  r = hn::IfThenElse(hn::Gt(x, hn::Set(d, 88.72283935546875f)),
+                     hn::Set(d, std::numeric_limits<float>::infinity()), r);
+  r = hn::IfThenElse(hn::Lt(x, hn::Set(d, -88.0f)), hn::Set(d, -1.0f), r);
+  return KeepNaN(d, x, r);
+}
+
+/// ln x (std::log): Highway Log on (0, inf), with 0 -> -inf, x < 0 -> NaN, +inf -> +inf.
+template <class D, class V>
+HWY_INLINE V LogV(D d, V x) {
+  const V zero = hn::Zero(d);
+  const V inf = hn::Set(d, std::numeric_limits<float>::infinity());
+  V r = hn::Log(d, x);
+  r = hn::IfThenElse(hn::Eq(x, inf), inf, r);
+  r = hn::IfThenElse(hn::Eq(x, zero), hn::Neg(inf), r);
+  r = hn::IfThenElse(hn::Lt(x, zero), hn::Set(d, std::numeric_limits<float>::quiet_NaN()), r);
+  return KeepNaN(d, x, r);
+}
+
+/// tanh x: Highway Tanh (exact sign, saturates to +-1, NaN kept).
+template <class D, class V>
+HWY_INLINE V TanhV(D d, V x) {
+  return KeepNaN(d, x, hn::Tanh(d, x));
+}
+
+/// erf x in two pieces, both least-squares fits on Chebyshev nodes: |x| < 1: x * P(x^2)
+/// (degree 6); |x| >= 1: 1 - e^(-x^2) * Q(1 / |x|) with Q ~ erfc(x) e^(x^2) (degree 9) on [1, 4]
+/// (erf rounds to +-1 beyond 4). The tail is erfc to ~1e-6 relative, so 1 + erf(x) for negative
+/// x (erf-GELU) keeps its relative accuracy. Max abs error kErfMaxAbsError.
+template <class D, class V>
+HWY_INLINE V ErfV(D d, V x) {
+  const V one = hn::Set(d, 1.0f);
+  const V ax = hn::Abs(x);
+  const V x2 = hn::Mul(x, x);
+  V p = hn::Set(d, 7.933399319881573e-05f);
+  p = hn::MulAdd(p, x2, hn::Set(d, -0.0008034820202738047f));
+  p = hn::MulAdd(p, x2, hn::Set(d, 0.00519121577963233f));
+  p = hn::MulAdd(p, x2, hn::Set(d, -0.02685539796948433f));
+  p = hn::MulAdd(p, x2, hn::Set(d, 0.11283625662326813f));
+  p = hn::MulAdd(p, x2, hn::Set(d, -0.3761262893676758f));
+  p = hn::MulAdd(p, x2, hn::Set(d, 1.128379225730896f));
+  const V small = hn::Mul(x, p);
+  const V a = hn::Min(ax, hn::Set(d, 4.0f));
+  const V u = hn::Div(one, hn::Max(a, one));
+  V q = hn::Set(d, 0.028221357613801956f);
+  q = hn::MulAdd(q, u, hn::Set(d, -0.16585257649421692f));
+  q = hn::MulAdd(q, u, hn::Set(d, 0.40478044748306274f));
+  q = hn::MulAdd(q, u, hn::Set(d, -0.49099504947662354f));
+  q = hn::MulAdd(q, u, hn::Set(d, 0.19882731139659882f));
+  q = hn::MulAdd(q, u, hn::Set(d, 0.2524098753929138f));
+  q = hn::MulAdd(q, u, hn::Set(d, -0.38380396366119385f));
+  q = hn::MulAdd(q, u, hn::Set(d, 0.02232181653380394f));
+  q = hn::MulAdd(q, u, hn::Set(d, 0.5615408420562744f));
+  q = hn::MulAdd(q, u, hn::Set(d, 0.0001335152192041278f));
+  const V erfc = hn::Mul(hn::Exp(d, hn::Neg(hn::Mul(a, a))), q);
+  const V big = hn::CopySign(hn::Sub(one, erfc), x);
+  return KeepNaN(d, x, hn::IfThenElse(hn::Lt(ax, one), small, big));
+}
+
+/// ln(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|) (ew::stable_softplus).
+template <class D, class V>
+HWY_INLINE V SoftplusV(D d, V x) {
+  const V e = ExpV(d, hn::Neg(hn::Abs(x)));
+  const V r = hn::Add(hn::IfThenElseZero(hn::Gt(x, hn::Zero(d)), x), hn::Log1p(d, e));
+  return KeepNaN(d, x, r);
+}
+
+/// lo where x < lo, hi where x > hi, else x (NaN stays NaN): ew::ClipOp / HardSigmoid clamp.
+template <class D, class V>
+HWY_INLINE V Clamp(D, V x, V lo, V hi) {
+  const V y = hn::IfThenElse(hn::Lt(x, lo), lo, x);
+  return hn::IfThenElse(hn::Gt(y, hi), hi, y);
+}
+
+/// Applies std function `fn` lane by lane (sin/cos outside Highway's valid range, inf, NaN).
+template <class D, class V, class Fn>
+HWY_NOINLINE V ScalarLanes(D d, V x, Fn fn) {
+  alignas(64) float buf[kMaxLanes];
+  hn::Store(x, d, buf);
+  for (size_t i = 0; i < hn::Lanes(d); ++i) buf[i] = fn(buf[i]);
+  return hn::Load(d, buf);
+}
+
+// Highway Sin/Cos are accurate (3 ulp) for |x| <= 39000; other lanes take std::sin/cos.
+inline constexpr float kTrigRange = 39000.0f;
+
+// ---- unary ----
+#define FRAME_VEC_UNARY(Functor, expr)                                     \
+  template <>                                                              \
+  struct VecOf<ew::Functor> {                                              \
+    static constexpr int kArity = 1;                                       \
+    template <class D, class V>                                            \
+    HWY_INLINE V operator()(D d, const ew::Functor<float>& f, V x) const { \
+      (void)d;                                                             \
+      (void)f;                                                             \
+      return (expr);                                                       \
+    }                                                                      \
+  };
+
+FRAME_VEC_UNARY(AbsOp, hn::Abs(x))
+FRAME_VEC_UNARY(NegOp, hn::Neg(x))
+FRAME_VEC_UNARY(IdentityOp, x)
+FRAME_VEC_UNARY(ExpOp, ExpV(d, x))
+FRAME_VEC_UNARY(LogOp, LogV(d, x))
+FRAME_VEC_UNARY(SqrtOp, hn::Sqrt(x))
+FRAME_VEC_UNARY(ReciprocalOp, hn::Div(hn::Set(d, 1.0f), x))
+FRAME_VEC_UNARY(TanhOp, TanhV(d, x))
+FRAME_VEC_UNARY(ErfOp, ErfV(d, x))
+FRAME_VEC_UNARY(FloorOp, hn::Floor(x))
+FRAME_VEC_UNARY(CeilOp, hn::Ceil(x))
+FRAME_VEC_UNARY(RoundOp, hn::Round(x))
+FRAME_VEC_UNARY(SoftsignOp, hn::Div(x, hn::Add(hn::Set(d, 1.0f), hn::Abs(x))))
+FRAME_VEC_UNARY(ReluOp, hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Zero(d), x))
+FRAME_VEC_UNARY(LeakyReluOp,
+                hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Mul(hn::Set(d, f.alpha), x), x))
+FRAME_VEC_UNARY(EluOp, hn::IfThenElse(hn::Lt(x, hn::Zero(d)),
+                                      hn::Mul(hn::Set(d, f.alpha), Expm1V(d, x)), x))
+FRAME_VEC_UNARY(SeluOp, hn::IfThenElse(hn::Gt(x, hn::Zero(d)), hn::Mul(hn::Set(d, f.gamma), x),
+                                       hn::Mul(hn::Set(d, f.gamma* f.alpha), Expm1V(d, x))))
+FRAME_VEC_UNARY(CeluOp, hn::IfThenElse(hn::Gt(x, hn::Zero(d)), x,
+                                       hn::Mul(hn::Set(d, f.alpha),
+                                               Expm1V(d, hn::Div(x, hn::Set(d, f.alpha))))))
+FRAME_VEC_UNARY(SoftplusOp, SoftplusV(d, x))
+FRAME_VEC_UNARY(MishOp, hn::Mul(x, TanhV(d, SoftplusV(d, x))))
+FRAME_VEC_UNARY(HardSigmoidOp,
+                Clamp(d, hn::Add(hn::Mul(hn::Set(d, f.alpha), x), hn::Set(d, f.beta)), hn::Zero(d),
+                      hn::Set(d, 1.0f)))
+FRAME_VEC_UNARY(HardSwishOp,
+                hn::Mul(x, Clamp(d, hn::Add(hn::Div(x, hn::Set(d, 6.0f)), hn::Set(d, 0.5f)),
+                                 hn::Zero(d), hn::Set(d, 1.0f))))
+FRAME_VEC_UNARY(SignOp,
+                hn::IfThenElse(hn::Gt(x, hn::Zero(d)), hn::Set(d, 1.0f),
+                               hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Set(d, -1.0f), x)))
+FRAME_VEC_UNARY(ClipOp, Clamp(d, x, hn::Set(d, f.lo), hn::Set(d, f.hi)))
+#undef FRAME_VEC_UNARY
+
+// Two branches like the scalar functor, so exp never overflows: e / (1 + e) with e = e^-|x|
+// for x < 0, 1 / (1 + e) otherwise.
+template <>
+struct VecOf<ew::SigmoidOp> {
+  static constexpr int kArity = 1;
+  template <class D, class V>
+  HWY_INLINE V operator()(D d, const ew::SigmoidOp<float>&, V x) const {
+    const V one = hn::Set(d, 1.0f);
+    const V e = ExpV(d, hn::Neg(hn::Abs(x)));
+    return hn::Div(hn::IfThenElse(hn::Ge(x, hn::Zero(d)), one, e), hn::Add(one, e));
+  }
+};
+
+template <>
+struct VecOf<ew::GeluOp> {
+  static constexpr int kArity = 1;
+  template <class D, class V>
+  HWY_INLINE V operator()(D d, const ew::GeluOp<float>& f, V x) const {
+    const V half_x = hn::Mul(hn::Set(d, 0.5f), x);
+    const V one = hn::Set(d, 1.0f);
+    if (f.tanh_approx) {  // uniform per call: the branch is hoisted out of the loop
+      const V cube = hn::Mul(hn::Mul(hn::Mul(hn::Set(d, 0.044715f), x), x), x);
+      const V inner = hn::Mul(hn::Set(d, 0.7978845608028654f), hn::Add(x, cube));
+      return hn::Mul(half_x, hn::Add(one, TanhV(d, inner)));
+    }
+    const V s = hn::Mul(x, hn::Set(d, static_cast<float>(std::numbers::sqrt2 / 2)));
+    return hn::Mul(half_x, hn::Add(one, ErfV(d, s)));
+  }
+};
+
+template <>
+struct VecOf<ew::SinOp> {
+  static constexpr int kArity = 1;
+  template <class D, class V>
+  HWY_INLINE V operator()(D d, const ew::SinOp<float>&, V x) const {
+    if (!hn::AllTrue(d, hn::Le(hn::Abs(x), hn::Set(d, kTrigRange)))) {
+      return ScalarLanes(d, x, [](float v) { return std::sin(v); });
+    }
+    return hn::Sin(d, x);
+  }
+};
+template <>
+struct VecOf<ew::CosOp> {
+  static constexpr int kArity = 1;
+  template <class D, class V>
+  HWY_INLINE V operator()(D d, const ew::CosOp<float>&, V x) const {
+    if (!hn::AllTrue(d, hn::Le(hn::Abs(x), hn::Set(d, kTrigRange)))) {
+      return ScalarLanes(d, x, [](float v) { return std::cos(v); });
+    }
+    return hn::Cos(d, x);
+  }
+};
+
+// ---- binary ----
+#define FRAME_VEC_BINARY(Functor, expr)                                         \
+  template <>                                                                   \
+  struct VecOf<ew::Functor> {                                                   \
+    static constexpr int kArity = 2;                                            \
+    template <class D, class V>                                                 \
+    HWY_INLINE V operator()(D d, const ew::Functor<float>& f, V a, V b) const { \
+      (void)d;                                                                  \
+      (void)f;                                                                  \
+      return (expr);                                                            \
+    }                                                                           \
+  };
+FRAME_VEC_BINARY(AddOp, hn::Add(a, b))
+FRAME_VEC_BINARY(SubOp, hn::Sub(a, b))
+FRAME_VEC_BINARY(MulOp, hn::Mul(a, b))
+FRAME_VEC_BINARY(DivOp, hn::Div(a, b))
+// numpy.minimum/maximum: a NaN operand wins (a's first), else b < a ? b : a.
+FRAME_VEC_BINARY(MinOp, KeepNaN(d, a, KeepNaN(d, b, hn::IfThenElse(hn::Lt(b, a), b, a))))
+FRAME_VEC_BINARY(MaxOp, KeepNaN(d, a, KeepNaN(d, b, hn::IfThenElse(hn::Lt(a, b), b, a))))
+#undef FRAME_VEC_BINARY
+
+// Mean's last step: sum / count (ew::MeanFinish).
+template <>
+struct VecOf<ew::MeanFinish> {
+  static constexpr int kArity = 1;
+  template <class D, class V>
+  HWY_INLINE V operator()(D d, const MeanFinishArgs& f, V x) const {
+    return hn::Div(x, hn::Set(d, static_cast<float>(f.count)));
+  }
+};
+
+// ---- loops over contiguous arrays; the tail goes through a padded vector ----
+
+/// Functor argument type of VecOf<F>: the scalar functor, or MeanFinishArgs for mean.
+template <template <typename> class F>
+using VecArg =
+    std::conditional_t<std::is_same_v<F<float>, ew::MeanFinish<float>>, MeanFinishArgs, F<float>>;
+
+template <template <typename> class F>
+HWY_NOINLINE void UnaryLoop(const float* x, float* y, size_t n, const void* functor) {
+  const hn::ScalableTag<float> d;
+  const auto& f = *static_cast<const VecArg<F>*>(functor);
+  const VecOf<F> op;
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) hn::StoreU(op(d, f, hn::LoadU(d, x + i)), d, y + i);
+  if (i < n) {
+    alignas(64) float buf[kMaxLanes] = {};
+    for (size_t k = 0; k < n - i; ++k) buf[k] = x[i + k];
+    hn::Store(op(d, f, hn::Load(d, buf)), d, buf);
+    for (size_t k = 0; k < n - i; ++k) y[i + k] = buf[k];
+  }
+}
+
+template <template <typename> class F>
+HWY_NOINLINE void BinaryLoop(const float* a, const float* b, float* y, size_t n,
+                             const void* functor) {
+  const hn::ScalableTag<float> d;
+  const auto& f = *static_cast<const F<float>*>(functor);
+  const VecOf<F> op;
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    hn::StoreU(op(d, f, hn::LoadU(d, a + i), hn::LoadU(d, b + i)), d, y + i);
+  }
+  if (i < n) {
+    alignas(64) float ba[kMaxLanes] = {};
+    alignas(64) float bb[kMaxLanes] = {};
+    for (size_t k = 0; k < n - i; ++k) {
+      ba[k] = a[i + k];
+      bb[k] = b[i + k];
+    }
+    hn::Store(op(d, f, hn::Load(d, ba), hn::Load(d, bb)), d, ba);
+    for (size_t k = 0; k < n - i; ++k) y[i + k] = ba[k];
+  }
+}
+
+template <template <typename> class F>
+constexpr VecUnaryFn UnaryEntry() {
+  if constexpr (VecOf<F>::kArity == 1) {
+    return &UnaryLoop<F>;
+  } else {
+    return nullptr;
+  }
+}
+template <template <typename> class F>
+constexpr VecBinaryFn BinaryEntry() {
+  if constexpr (VecOf<F>::kArity == 2) {
+    return &BinaryLoop<F>;
+  } else {
+    return nullptr;
+  }
+}
+
+}  // namespace frame::backends::onednn::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // FRAME_ONEDNN_EW_VEC_INL_H_ toggle
