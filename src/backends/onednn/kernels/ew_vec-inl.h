@@ -21,6 +21,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <numbers>
 #include <type_traits>
@@ -29,6 +30,10 @@
 #include "frame/ops/elementwise.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
+
+#if HWY_ARCH_X86
+#include <immintrin.h>  // _mm_sfence after streaming stores
+#endif
 
 HWY_BEFORE_NAMESPACE();
 namespace frame::backends::onednn::HWY_NAMESPACE {
@@ -337,6 +342,22 @@ HWY_NOINLINE void BinaryLoop(const float* a, const float* b, float* y, size_t n,
     hn::Store(op(d, f, hn::Load(d, ba), hn::Load(d, bb)), d, ba);
     for (size_t k = 0; k < n - i; ++k) y[i + k] = ba[k];
   }
+}
+
+/// dst[i] = src[i] with non-temporal stores where dst is vector-aligned: a large output is not
+/// read back by this kernel, so it bypasses the caches (no read-for-ownership). Ends with a
+/// store fence so the data is visible to other threads once the call returns.
+HWY_NOINLINE void StreamCopy(const float* src, float* dst, size_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  if (reinterpret_cast<uintptr_t>(dst) % (lanes * sizeof(float)) == 0) {
+    for (; i + lanes <= n; i += lanes) hn::Stream(hn::LoadU(d, src + i), d, dst + i);
+  }
+  for (; i < n; ++i) dst[i] = src[i];
+#if HWY_ARCH_X86
+  _mm_sfence();
+#endif
 }
 
 template <template <typename> class F>

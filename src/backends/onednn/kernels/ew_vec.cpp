@@ -32,6 +32,7 @@ const VecTable* GetVecTable() {
 #undef FRAME_VEC_VARIADIC_ENTRY
     t.clip = UnaryEntry<ew::ClipOp>();
     t.mean_finish = UnaryEntry<ew::MeanFinish>();
+    t.stream_copy = &StreamCopy;
     t.target = hwy::TargetName(HWY_TARGET);
     return t;
   }();

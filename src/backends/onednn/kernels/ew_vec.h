@@ -49,6 +49,8 @@ struct VecTable {
   VecUnaryFn clip = nullptr;
   /// Mean's final step y = x / count; functor is MeanFinishArgs.
   VecUnaryFn mean_finish = nullptr;
+  /// dst[i] = src[i] with non-temporal stores (outputs too large to stay in cache).
+  void (*stream_copy)(const float* src, float* dst, size_t n) = nullptr;
   /// Name of the Highway target these loops were compiled for (e.g. "AVX2").
   const char* target = "";
 };
