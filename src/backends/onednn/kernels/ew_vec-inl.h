@@ -267,6 +267,43 @@ struct VecOf<ew::CosOp> {
   }
 };
 
+/// vec(x) where every lane lies in [lo, hi] (Highway's valid range), else std_fn lane by lane
+/// (NaN and infinities included): the fast path is branch-free, edges stay exact.
+template <class D, class V, class VecFn, class StdFn>
+HWY_INLINE V InRangeOr(D d, V x, float lo, float hi, VecFn vec, StdFn std_fn) {
+  const auto ok = hn::And(hn::Ge(x, hn::Set(d, lo)), hn::Le(x, hn::Set(d, hi)));
+  if (!hn::AllTrue(d, ok)) return ScalarLanes(d, x, std_fn);
+  return vec(x);
+}
+
+// Inverse and hyperbolic trig: Highway contrib (2-4 ulp) inside its valid ranges; sinh/cosh
+// overflow between 88.7 and 89.4 where e^x already does, so those lanes take std.
+#define FRAME_VEC_RANGED(Functor, lo, hi, vec_expr, std_fn)                                  \
+  template <>                                                                                \
+  struct VecOf<ew::Functor> {                                                                \
+    static constexpr int kArity = 1;                                                         \
+    template <class D, class V>                                                              \
+    HWY_INLINE V operator()(D d, const ew::Functor<float>&, V x) const {                     \
+      return InRangeOr(                                                                      \
+          d, x, lo, hi, [d](V v) { return (vec_expr); }, [](float v) { return std_fn(v); }); \
+    }                                                                                        \
+  };
+FRAME_VEC_RANGED(AsinOp, -1.0f, 1.0f, hn::Asin(d, v), std::asin)
+FRAME_VEC_RANGED(AcosOp, -1.0f, 1.0f, hn::Acos(d, v), std::acos)
+FRAME_VEC_RANGED(AtanOp, -3.0e38f, 3.0e38f, hn::Atan(d, v), std::atan)
+FRAME_VEC_RANGED(AsinhOp, -3.0e38f, 3.0e38f, hn::Asinh(d, v), std::asinh)
+FRAME_VEC_RANGED(AcoshOp, 1.0f, 3.0e38f, hn::Acosh(d, v), std::acosh)
+FRAME_VEC_RANGED(AtanhOp, -0.99999994f, 0.99999994f, hn::Atanh(d, v), std::atanh)
+FRAME_VEC_RANGED(SinhOp, -88.0f, 88.0f, hn::Sinh(d, v), std::sinh)
+// cosh x = (e^|x| + e^-|x|) / 2.
+FRAME_VEC_RANGED(CoshOp, -88.0f, 88.0f,
+                 hn::Mul(hn::Set(d, 0.5f),
+                         hn::Add(hn::Exp(d, hn::Abs(v)), hn::Exp(d, hn::Neg(hn::Abs(v))))),
+                 std::cosh)
+// tan x = sin x / cos x (each 3 ulp) within Highway's trig range.
+FRAME_VEC_RANGED(TanOp, -kTrigRange, kTrigRange, hn::Div(hn::Sin(d, v), hn::Cos(d, v)), std::tan)
+#undef FRAME_VEC_RANGED
+
 // ---- binary ----
 #define FRAME_VEC_BINARY(Functor, expr)                                         \
   template <>                                                                   \
