@@ -157,6 +157,23 @@ TEST(FusedOnednn, LargeOutputStreamedPastTheCaches) {
   EXPECT_TRUE(fused_on_onednn(expect_same_as_cpu(b, t)));
 }
 
+// tanh-GELU as torch 1.13 exports it (Pow(x, 3) and the constants as scalar inputs), + ReLU.
+TEST(FusedOnednn, ExportedTanhGeluWithPowAndPRelu) {
+  Builder b;
+  const ir::ValueId x = b.input({64, 1000});
+  const ir::ValueId three = b.input({}, DTypeCode::kFloat32, 3.0f, 3.0f);
+  const ir::ValueId c = b.input({}, DTypeCode::kFloat32, 0.044715f, 0.044715f);
+  const ir::ValueId k = b.input({}, DTypeCode::kFloat32, 0.7978845f, 0.7978845f);
+  const ir::ValueId half = b.input({}, DTypeCode::kFloat32, 0.5f, 0.5f);
+  const ir::ValueId one = b.input({}, DTypeCode::kFloat32, 1.0f, 1.0f);
+  const ir::ValueId slope = b.input({1000}, DTypeCode::kFloat32, 0.0f, 0.3f);
+  ir::ValueId cube = b.op("pow", {x, three});
+  ir::ValueId inner = b.op("mul", {b.op("add", {x, b.op("mul", {cube, c})}), k});
+  ir::ValueId t = b.op("mul", {b.op("mul", {x, half}), b.op("add", {b.op("tanh", {inner}), one})});
+  t = b.op("prelu", {t, slope});
+  EXPECT_TRUE(fused_on_onednn(expect_same_as_cpu(b, t)));
+}
+
 TEST(FusedOnednn, GeneralBroadcastIsGathered) {
   Builder b;
   const ir::ValueId x = b.input({4, 8, 16, 17});

@@ -189,11 +189,12 @@ TEST(VectorForms, RegisteredForExactlyTheOpsWithAVectorForm) {
   for (const UnaryCase& c : unary_cases()) {
     EXPECT_NE(kr.find(c.op, "onednn"), nullptr) << c.op;
   }
-  for (const char* op : {"add", "sub", "mul", "div", "sum", "mean", "max", "min", "clip"}) {
+  for (const char* op :
+       {"add", "sub", "mul", "div", "sum", "mean", "max", "min", "clip", "prelu", "pow"}) {
     EXPECT_NE(kr.find(op, "onednn"), nullptr) << op;
   }
   // No vector form (yet): these stay on the cpu kernels.
-  for (const char* op : {"mod", "equal", "is_nan", "not", "bit_shift", "prelu", "pow"}) {
+  for (const char* op : {"mod", "equal", "is_nan", "not", "bit_shift", "where"}) {
     EXPECT_EQ(kr.find(op, "onednn"), nullptr) << op;
   }
 }
@@ -229,6 +230,39 @@ TEST(VectorForms, BinaryOpsWithEveryBroadcastKind) {
       expect_matches_cpu(call, std::string(op) + " " + fmt::format("{} vs {}", s.a, s.b));
     }
   }
+}
+
+TEST(VectorForms, PReluWithBroadcastSlopes) {
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (const Shape& slope : {Shape{}, Shape{3, 1, 1}, Shape{17}, Shape{2, 3, 5, 17}}) {
+      OpCall call{"prelu", {vec_tensor({2, 3, 5, 17}, 1), vec_tensor(slope, 2)}};
+      call.num_threads = 2;
+      expect_matches_cpu(
+          call, std::string(hwy::TargetName(target)) + fmt::format(" prelu slope {}", slope));
+    }
+    hwy::SetSupportedTargetsForTest(0);
+  }
+}
+
+// Pow with a scalar exponent: integer exponents (repeated squaring), 0.5 (sqrt) and others
+// (std::pow per lane), over special bases; a tensor exponent is declined (cpu runs it).
+TEST(VectorForms, PowWithScalarExponent) {
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (float e : {0.0f, 1.0f, 2.0f, 3.0f, 4.0f, -1.0f, -2.0f, -3.0f, 7.0f, 0.5f, 1.7f, -2.5f,
+                    kNaN, kInf, -kInf}) {
+      for (int64_t n : {7, 1000}) {
+        OpCall call{"pow", {vec_tensor({n}, 9), Tensor::scalar<float>(e)}};
+        expect_matches_cpu(call, std::string(hwy::TargetName(target)) +
+                                     " pow e=" + std::to_string(e) + " n=" + std::to_string(n));
+      }
+    }
+    hwy::SetSupportedTargetsForTest(0);
+  }
+  auto r = run_op({"pow", {vec_tensor({8}, 1), vec_tensor({8}, 2)}}, "onednn");
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented) << r.status().to_string();
 }
 
 TEST(VectorForms, MinMaxPropagateNaNAndKeepSignedZeros) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstring>
 #include <mutex>
@@ -34,7 +35,7 @@ constexpr double kGrainUnits = 1 << 16;
 // saves the read-for-ownership of every output line.
 constexpr int64_t kStreamBytes = int64_t{16} << 20;
 
-enum class StepKind : uint8_t { kUnary, kBinary, kClip, kCopy, kGeneric };
+enum class StepKind : uint8_t { kUnary, kBinary, kClip, kPow, kCopy, kGeneric };
 
 struct Step {
   StepKind kind = StepKind::kCopy;
@@ -82,6 +83,7 @@ struct Program {
   bool has_generic = false;
   // Last step writes a scratch slot, then stream_copy moves the tile to the output.
   void (*stream_copy)(const float*, float*, size_t) = nullptr;
+  const VecTable* table = nullptr;  // the target chosen at prepare (pow picks a loop per tile)
 };
 
 namespace {
@@ -129,6 +131,9 @@ class Builder {
     return static_cast<int32_t>(p_.dtype.size() - 1);
   }
 
+  /// Element counts of the program inputs (values 0..n-1), known before the steps are built.
+  void set_input_numels(std::vector<int64_t> numels) { input_numel_ = std::move(numels); }
+
   // Adds node `c` reading program values `ins` (-1 = absent) and writing `out`. `generic_ok`:
   // a node without a vector form may run its cpu kernel (fused bodies, whose contexts live as
   // long as the program); otherwise it is an error.
@@ -164,6 +169,24 @@ class Builder {
           i >= 0 && t.variadic[static_cast<size_t>(i)] != nullptr &&
           std::all_of(ins.begin(), ins.end(), [](int32_t v) { return v >= 0; })) {
         return add_variadic(c, ins, out, t, i);
+      }
+      if (c.op == "prelu" && ins.size() == 2 && ins[1] >= 0) {
+        Step s;
+        s.kind = StepKind::kBinary;
+        s.binary = t.prelu;
+        s.functor = std::make_shared<ew::PReluOp<float>>();
+        s.in = {ins[0], ins[1], -1};
+        s.out = out;
+        return push(std::move(s), 1.0);
+      }
+      // Pow with a scalar exponent (the common x^2, x^3, x^0.5 of exported graphs); the loop is
+      // picked per tile from the exponent's value.
+      if (c.op == "pow" && ins.size() == 2 && scalar_input(ins[1])) {
+        Step s;
+        s.kind = StepKind::kPow;
+        s.in = {ins[0], ins[1], -1};
+        s.out = out;
+        return push(std::move(s), 8.0);
       }
       if (c.op == "clip" && t.clip != nullptr) {
         Step s;
@@ -233,6 +256,11 @@ class Builder {
     return Status();
   }
 
+  bool scalar_input(int32_t v) const {
+    return v >= 0 && static_cast<size_t>(v) < input_numel_.size() &&
+           input_numel_[static_cast<size_t>(v)] == 1;
+  }
+
   Status push(Step s, double cost) {
     p_.cost_per_elem += cost;
     p_.steps.push_back(std::move(s));
@@ -240,7 +268,14 @@ class Builder {
   }
 
   Program& p_;
+  std::vector<int64_t> input_numel_;
 };
+
+std::vector<int64_t> numels_of(const std::vector<ir::TensorType>& types) {
+  std::vector<int64_t> n;
+  for (const ir::TensorType& t : types) n.push_back(numel_of(t.shape));
+  return n;
+}
 
 // numpy broadcast of `shapes` (already checked by shape inference).
 Shape broadcast_all(const std::vector<Shape>& shapes) {
@@ -390,6 +425,8 @@ Result<std::shared_ptr<const Program>> compile_body(const ops::NodeContext& ctx)
     in_types.push_back(t);
   }
   p->num_inputs = in_types.size();
+  p->table = &vec_table();
+  b.set_input_numels(numels_of(in_types));
   FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, g.topological_order());
   // The output value is created first among the non-inputs so it is never a scratch slot.
   p->output = b.new_value(g.value(body_out).type->dtype);
@@ -446,7 +483,10 @@ Result<std::shared_ptr<const Program>> compile_single(const ops::NodeContext& ct
   if (in_types.empty()) return ctx.error("no inputs");
   // Absent optional inputs are not program inputs; renumber the present ones densely.
   p->num_inputs = in_types.size();
-  p->out_shape = ctx.op == "clip" ? in_types[0].shape : broadcast_all(shapes);
+  p->table = &vec_table();
+  b.set_input_numels(numels_of(in_types));
+  // Clip's bounds and PRelu's slope do not widen the output.
+  p->out_shape = ctx.op == "clip" || ctx.op == "prelu" ? in_types[0].shape : broadcast_all(shapes);
   p->output = b.new_value(in_types[0].dtype);
   FRAME_RETURN_IF_ERROR(b.add_node(ctx, ins, p->output, /*generic_ok=*/false));
   FRAME_RETURN_IF_ERROR(finish(*p, in_types, ctx));
@@ -639,6 +679,20 @@ Status run_tiles(const Program& p, std::span<const std::byte* const> in_data, st
           if (s.in[1] >= 0) clip.lo = *f32(sc.ptr[static_cast<size_t>(s.in[1])]);
           if (s.in[2] >= 0) clip.hi = *f32(sc.ptr[static_cast<size_t>(s.in[2])]);
           s.unary(f32(sc.ptr[static_cast<size_t>(s.in[0])]), f32(o), un, &clip);
+          break;
+        }
+        case StepKind::kPow: {
+          PowArgs args;
+          args.e = *f32(sc.ptr[static_cast<size_t>(s.in[1])]);
+          const VecTable& t = *p.table;
+          VecUnaryFn fn = t.pow_any;
+          if (std::nearbyint(args.e) == args.e && std::fabs(args.e) <= 64.0f) {
+            args.ie = static_cast<int64_t>(args.e);
+            fn = t.pow_int;
+          } else if (args.e == 0.5f) {
+            fn = t.pow_half;
+          }
+          fn(f32(sc.ptr[static_cast<size_t>(s.in[0])]), f32(o), un, &args);
           break;
         }
         case StepKind::kCopy: {

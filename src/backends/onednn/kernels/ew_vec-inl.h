@@ -323,6 +323,7 @@ FRAME_VEC_BINARY(DivOp, hn::Div(a, b))
 // numpy.minimum/maximum: a NaN operand wins (a's first), else b < a ? b : a.
 FRAME_VEC_BINARY(MinOp, KeepNaN(d, a, KeepNaN(d, b, hn::IfThenElse(hn::Lt(b, a), b, a))))
 FRAME_VEC_BINARY(MaxOp, KeepNaN(d, a, KeepNaN(d, b, hn::IfThenElse(hn::Lt(a, b), b, a))))
+FRAME_VEC_BINARY(PReluOp, hn::IfThenElse(hn::Lt(a, hn::Zero(d)), hn::Mul(b, a), a))
 #undef FRAME_VEC_BINARY
 
 // Mean's last step: sum / count (ew::MeanFinish).
@@ -379,6 +380,54 @@ HWY_NOINLINE void BinaryLoop(const float* a, const float* b, float* y, size_t n,
     hn::Store(op(d, f, hn::Load(d, ba), hn::Load(d, bb)), d, ba);
     for (size_t k = 0; k < n - i; ++k) y[i + k] = ba[k];
   }
+}
+
+// ---- pow with a scalar exponent (ew::PowOp<float, float> computes std::pow in float) ----
+
+/// x^e for an integer e (|e| small) by repeated squaring, 1 / x^|e| for negative e: x^0 = 1
+/// even for NaN, 0^-k = inf with the sign of x for odd k, like std::pow.
+HWY_NOINLINE void PowIntLoop(const float* x, float* y, size_t n, const void* functor) {
+  const hn::ScalableTag<float> d;
+  const auto& a = *static_cast<const PowArgs*>(functor);
+  const uint64_t k = static_cast<uint64_t>(a.ie < 0 ? -a.ie : a.ie);
+  auto powv = [&](hn::Vec<decltype(d)> v) {
+    auto r = hn::Set(d, 1.0f);
+    auto b = v;
+    for (uint64_t q = k; q != 0; q >>= 1) {
+      if (q & 1u) r = hn::Mul(r, b);
+      if (q > 1) b = hn::Mul(b, b);
+    }
+    return a.ie < 0 ? hn::Div(hn::Set(d, 1.0f), r) : r;
+  };
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) hn::StoreU(powv(hn::LoadU(d, x + i)), d, y + i);
+  if (i < n) {
+    alignas(64) float buf[kMaxLanes] = {};
+    for (size_t k2 = 0; k2 < n - i; ++k2) buf[k2] = x[i + k2];
+    hn::Store(powv(hn::Load(d, buf)), d, buf);
+    for (size_t k2 = 0; k2 < n - i; ++k2) y[i + k2] = buf[k2];
+  }
+}
+
+/// x^0.5 = sqrt(x), except pow(-inf, 0.5) = +inf (std::pow); -0 gives -0 (equal to +0).
+HWY_NOINLINE void PowHalfLoop(const float* x, float* y, size_t n, const void*) {
+  const hn::ScalableTag<float> d;
+  const auto ninf = hn::Set(d, -std::numeric_limits<float>::infinity());
+  const auto inf = hn::Set(d, std::numeric_limits<float>::infinity());
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto v = hn::LoadU(d, x + i);
+    hn::StoreU(hn::IfThenElse(hn::Eq(v, ninf), inf, hn::Sqrt(v)), d, y + i);
+  }
+  for (; i < n; ++i) y[i] = std::pow(x[i], 0.5f);
+}
+
+/// std::pow lane by lane for other exponents (a direct call, no indirection per element).
+HWY_NOINLINE void PowAnyLoop(const float* x, float* y, size_t n, const void* functor) {
+  const float e = static_cast<const PowArgs*>(functor)->e;
+  for (size_t i = 0; i < n; ++i) y[i] = std::pow(x[i], e);
 }
 
 /// dst[i] = src[i] with non-temporal stores where dst is vector-aligned: a large output is not

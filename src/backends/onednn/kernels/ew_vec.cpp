@@ -32,6 +32,10 @@ const VecTable* GetVecTable() {
 #undef FRAME_VEC_VARIADIC_ENTRY
     t.clip = UnaryEntry<ew::ClipOp>();
     t.mean_finish = UnaryEntry<ew::MeanFinish>();
+    t.prelu = BinaryEntry<ew::PReluOp>();
+    t.pow_int = &PowIntLoop;
+    t.pow_half = &PowHalfLoop;
+    t.pow_any = &PowAnyLoop;
     t.stream_copy = &StreamCopy;
     t.target = hwy::TargetName(HWY_TARGET);
     return t;
@@ -78,6 +82,8 @@ bool has_vec_form(std::string_view op) {
   // The static target's table: every target has the same specializations.
   const VecTable& t = *HWY_STATIC_DISPATCH(GetVecTable)();
   if (op == "clip") return t.clip != nullptr;
+  if (op == "prelu") return t.prelu != nullptr;
+  if (op == "pow") return t.pow_int != nullptr;
   if (int i = unary_index(op); i >= 0) return t.unary[static_cast<size_t>(i)] != nullptr;
   if (int i = binary_index(op); i >= 0) return t.binary[static_cast<size_t>(i)] != nullptr;
   if (int i = variadic_index(op); i >= 0) return t.variadic[static_cast<size_t>(i)] != nullptr;

@@ -2,7 +2,8 @@
 /// \file
 /// Target-independent face of the vector forms of the elementwise ops (ew_vec-inl.h): loops
 /// over contiguous fp32 arrays, one per op of FRAME_EW_UNARY_OPS / FRAME_EW_BINARY_OPS /
-/// FRAME_EW_VARIADIC_OPS that has a vector form, plus clip and mean's final division. The
+/// FRAME_EW_VARIADIC_OPS that has a vector form, plus clip, prelu, pow with a scalar exponent
+/// and mean's final division. The
 /// formulas live once, in the scalar functors of include/frame/ops/elementwise.h; a loop reads
 /// the functor (and so its attributes) through `functor`, an `ew::F<float>` built at prepare.
 
@@ -38,6 +39,12 @@ struct MeanFinishArgs {
   int64_t count = 1;
 };
 
+/// Argument of the pow loops: ONNX Pow with an fp32 scalar exponent (ew::PowOp<float, float>).
+struct PowArgs {
+  float e = 1.0f;
+  int64_t ie = 1;  ///< e as an integer (pow_int only)
+};
+
 /// The vector loops of one Highway target, indexed like the X-macro lists; nullptr where an
 /// op has no vector form (it then runs through its cpu kernel, see fused.cpp).
 struct VecTable {
@@ -47,6 +54,13 @@ struct VecTable {
   std::array<VecBinaryFn, kNumVariadicOps> variadic{};
   /// ONNX Clip with scalar bounds; functor is ew::ClipOp<float>.
   VecUnaryFn clip = nullptr;
+  /// ONNX PRelu x < 0 ? slope * x : x; functor is ew::PReluOp<float>.
+  VecBinaryFn prelu = nullptr;
+  /// Pow with a scalar exponent (functor PowArgs): integer exponents by repeated squaring,
+  /// 0.5 by sqrt, any other by std::pow lane by lane (no per-element indirection).
+  VecUnaryFn pow_int = nullptr;
+  VecUnaryFn pow_half = nullptr;
+  VecUnaryFn pow_any = nullptr;
   /// Mean's final step y = x / count; functor is MeanFinishArgs.
   VecUnaryFn mean_finish = nullptr;
   /// dst[i] = src[i] with non-temporal stores (outputs too large to stay in cache).
@@ -63,8 +77,8 @@ int unary_index(std::string_view op);
 int binary_index(std::string_view op);
 int variadic_index(std::string_view op);
 
-/// True when `op` (an elementwise list op or clip) has a vector form. Known at compile time
-/// (the VecOf specializations of ew_vec-inl.h); same answer on every target.
+/// True when `op` (an elementwise list op, clip, prelu or pow) has a vector form. Known at compile
+/// time (the VecOf specializations of ew_vec-inl.h); same answer on every target.
 bool has_vec_form(std::string_view op);
 
 }  // namespace frame::backends::onednn

@@ -60,10 +60,14 @@ Status single_accepts(const NodeContext& ctx) {
                            dtype_name(ctx.input_types[i].dtype));
     }
   }
+  if (ctx.op == "pow" && (ctx.input_types.size() < 2 || numel_of(ctx.input_types[1].shape) != 1)) {
+    return unimplemented("pow runs vectorized with a scalar exponent only");
+  }
   return fused_accepts(ctx);
 }
 
-// The plain kernels are registered for exactly the list ops with a vector form (plus clip):
+// The plain kernels are registered for exactly the list ops with a vector form (plus clip,
+// prelu and pow with a scalar exponent):
 // an op gains one by specializing VecOf in ew_vec-inl.h, nothing here changes.
 const bool kSingleRegistered = [] {
   auto reg = [](const char* op) {
@@ -78,6 +82,8 @@ const bool kSingleRegistered = [] {
   FRAME_EW_VARIADIC_OPS(FRAME_ONEDNN_EW_REGISTER)
 #undef FRAME_ONEDNN_EW_REGISTER
   reg("clip");
+  reg("prelu");
+  reg("pow");
   return true;
 }();
 
