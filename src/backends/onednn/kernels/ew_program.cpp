@@ -26,7 +26,9 @@ namespace ew = ::frame::ops::ew;
 namespace {
 
 constexpr size_t kMaxElemBytes = 8;
-constexpr size_t kSlotBytes = static_cast<size_t>(kTile) * kMaxElemBytes;
+// Slots are spaced by a non-multiple of 4 KiB so a step reading one slot and writing another
+// at the same offset does not hit 4K aliasing.
+constexpr size_t kSlotBytes = static_cast<size_t>(kTile) * kMaxElemBytes + 320;
 // Work units (about one cheap vector op on one element) below which a program runs on the
 // calling thread, and per extra thread: a thread's share must outweigh its wake-up.
 constexpr double kGrainUnits = 1 << 16;
@@ -709,6 +711,7 @@ Status run_tiles(const Program& p, std::span<const std::byte* const> in_data, st
       p.stream_copy(f32(sc.ptr[static_cast<size_t>(p.output)]), f32(out_tile), un);
     }
   }
+  if (p.stream_copy != nullptr) p.table->stream_fence();
   return Status();
 }
 

@@ -22,9 +22,9 @@
 
 namespace frame::backends::onednn {
 
-/// Output elements per tile: 1024 fp32 = 4 KiB per live value, so a chain's intermediates stay
+/// Output elements per tile: 512 fp32 = 2 KiB per live value, so a chain's intermediates stay
 /// in L1/L2 while the inputs and output stream through once.
-inline constexpr int64_t kTile = 1024;
+inline constexpr int64_t kTile = 512;
 /// Highest output rank a program handles (the odometer's fixed-size index).
 inline constexpr size_t kMaxProgramRank = 12;
 

@@ -431,8 +431,8 @@ HWY_NOINLINE void PowAnyLoop(const float* x, float* y, size_t n, const void* fun
 }
 
 /// dst[i] = src[i] with non-temporal stores where dst is vector-aligned: a large output is not
-/// read back by this kernel, so it bypasses the caches (no read-for-ownership). Ends with a
-/// store fence so the data is visible to other threads once the call returns.
+/// read back by this kernel, so it bypasses the caches (no read-for-ownership). Callers end a
+/// run of these with StreamFence.
 HWY_NOINLINE void StreamCopy(const float* src, float* dst, size_t n) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
@@ -441,6 +441,11 @@ HWY_NOINLINE void StreamCopy(const float* src, float* dst, size_t n) {
     for (; i + lanes <= n; i += lanes) hn::Stream(hn::LoadU(d, src + i), d, dst + i);
   }
   for (; i < n; ++i) dst[i] = src[i];
+}
+
+/// Orders the streamed stores before anything the thread does next (x86: sfence), so the
+/// output is complete when the parallel region joins.
+HWY_NOINLINE void StreamFence() {
 #if HWY_ARCH_X86
   _mm_sfence();
 #endif

@@ -37,6 +37,7 @@ const VecTable* GetVecTable() {
     t.pow_half = &PowHalfLoop;
     t.pow_any = &PowAnyLoop;
     t.stream_copy = &StreamCopy;
+    t.stream_fence = &StreamFence;
     t.target = hwy::TargetName(HWY_TARGET);
     return t;
   }();

@@ -65,6 +65,8 @@ struct VecTable {
   VecUnaryFn mean_finish = nullptr;
   /// dst[i] = src[i] with non-temporal stores (outputs too large to stay in cache).
   void (*stream_copy)(const float* src, float* dst, size_t n) = nullptr;
+  /// Store fence after a thread's last stream_copy.
+  void (*stream_fence)() = nullptr;
   /// Name of the Highway target these loops were compiled for (e.g. "AVX2").
   const char* target = "";
 };
