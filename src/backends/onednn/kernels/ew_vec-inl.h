@@ -9,7 +9,7 @@
 // Accuracy (fp32, vs the double-precision function; asserted in tests/cpp/onednn_ew):
 //  * exp: Highway Exp (1 ulp), +inf above 88.72, NaN kept;
 //  * tanh: Highway Tanh (expm1 based, <= 4 ulp);
-//  * erf: two polynomial pieces (ErfV), max abs error kErfMaxAbsError below.
+//  * erf: two polynomial pieces (erf_v), max abs error kErfMaxAbsError below.
 
 // NOLINTNEXTLINE(build/header_guard): per-target re-inclusion guard required by Highway.
 #if defined(FRAME_ONEDNN_EW_VEC_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -62,45 +62,45 @@ inline constexpr size_t kMaxLanes = 16;
 
 /// r where x is not NaN, else x (NaN propagates like the scalar functors).
 template <class D, class V>
-HWY_INLINE V KeepNaN(D, V x, V r) {
+HWY_INLINE V keep_nan(D, V x, V r) {
   return hn::IfThenElse(hn::IsNaN(x), x, r);
 }
 
 /// e^x: Highway Exp plus the edges it leaves open (overflow to +inf, NaN).
 template <class D, class V>
-HWY_INLINE V ExpV(D d, V x) {
+HWY_INLINE V exp_v(D d, V x) {
   const V y = hn::Exp(d, x);
   const V r = hn::IfThenElse(hn::Gt(x, hn::Set(d, 88.72283935546875f)),
                              hn::Set(d, std::numeric_limits<float>::infinity()), y);
-  return KeepNaN(d, x, r);
+  return keep_nan(d, x, r);
 }
 
 /// e^x - 1 (std::expm1): Highway Expm1 plus overflow, the -1 floor and NaN.
 template <class D, class V>
-HWY_INLINE V Expm1V(D d, V x) {
+HWY_INLINE V expm1_v(D d, V x) {
   V r = hn::Expm1(d, x);
   r = hn::IfThenElse(hn::Gt(x, hn::Set(d, 88.72283935546875f)),
                      hn::Set(d, std::numeric_limits<float>::infinity()), r);
   r = hn::IfThenElse(hn::Lt(x, hn::Set(d, -88.0f)), hn::Set(d, -1.0f), r);
-  return KeepNaN(d, x, r);
+  return keep_nan(d, x, r);
 }
 
 /// ln x (std::log): Highway Log on (0, inf), with 0 -> -inf, x < 0 -> NaN, +inf -> +inf.
 template <class D, class V>
-HWY_INLINE V LogV(D d, V x) {
+HWY_INLINE V log_v(D d, V x) {
   const V zero = hn::Zero(d);
   const V inf = hn::Set(d, std::numeric_limits<float>::infinity());
   V r = hn::Log(d, x);
   r = hn::IfThenElse(hn::Eq(x, inf), inf, r);
   r = hn::IfThenElse(hn::Eq(x, zero), hn::Neg(inf), r);
   r = hn::IfThenElse(hn::Lt(x, zero), hn::Set(d, std::numeric_limits<float>::quiet_NaN()), r);
-  return KeepNaN(d, x, r);
+  return keep_nan(d, x, r);
 }
 
 /// tanh x: Highway Tanh (exact sign, saturates to +-1, NaN kept).
 template <class D, class V>
-HWY_INLINE V TanhV(D d, V x) {
-  return KeepNaN(d, x, hn::Tanh(d, x));
+HWY_INLINE V tanh_v(D d, V x) {
+  return keep_nan(d, x, hn::Tanh(d, x));
 }
 
 /// erf x in two pieces, both least-squares fits on Chebyshev nodes: |x| < 1: x * P(x^2)
@@ -108,7 +108,7 @@ HWY_INLINE V TanhV(D d, V x) {
 /// (erf rounds to +-1 beyond 4). The tail is erfc to ~1e-6 relative, so 1 + erf(x) for negative
 /// x (erf-GELU) keeps its relative accuracy. Max abs error kErfMaxAbsError.
 template <class D, class V>
-HWY_INLINE V ErfV(D d, V x) {
+HWY_INLINE V erf_v(D d, V x) {
   const V one = hn::Set(d, 1.0f);
   const V ax = hn::Abs(x);
   const V x2 = hn::Mul(x, x);
@@ -134,27 +134,27 @@ HWY_INLINE V ErfV(D d, V x) {
   q = hn::MulAdd(q, u, hn::Set(d, 0.0001335152192041278f));
   const V erfc = hn::Mul(hn::Exp(d, hn::Neg(hn::Mul(a, a))), q);
   const V big = hn::CopySign(hn::Sub(one, erfc), x);
-  return KeepNaN(d, x, hn::IfThenElse(hn::Lt(ax, one), small, big));
+  return keep_nan(d, x, hn::IfThenElse(hn::Lt(ax, one), small, big));
 }
 
 /// ln(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|) (ew::stable_softplus).
 template <class D, class V>
-HWY_INLINE V SoftplusV(D d, V x) {
-  const V e = ExpV(d, hn::Neg(hn::Abs(x)));
+HWY_INLINE V softplus_v(D d, V x) {
+  const V e = exp_v(d, hn::Neg(hn::Abs(x)));
   const V r = hn::Add(hn::IfThenElseZero(hn::Gt(x, hn::Zero(d)), x), hn::Log1p(d, e));
-  return KeepNaN(d, x, r);
+  return keep_nan(d, x, r);
 }
 
 /// lo where x < lo, hi where x > hi, else x (NaN stays NaN): ew::ClipOp / HardSigmoid clamp.
 template <class D, class V>
-HWY_INLINE V Clamp(D, V x, V lo, V hi) {
+HWY_INLINE V clamp_v(D, V x, V lo, V hi) {
   const V y = hn::IfThenElse(hn::Lt(x, lo), lo, x);
   return hn::IfThenElse(hn::Gt(y, hi), hi, y);
 }
 
 /// Applies std function `fn` lane by lane (sin/cos outside Highway's valid range, inf, NaN).
 template <class D, class V, class Fn>
-HWY_NOINLINE V ScalarLanes(D d, V x, Fn fn) {
+HWY_NOINLINE V scalar_lanes(D d, V x, Fn fn) {
   alignas(64) float buf[kMaxLanes];
   hn::Store(x, d, buf);
   for (size_t i = 0; i < hn::Lanes(d); ++i) buf[i] = fn(buf[i]);
@@ -180,12 +180,12 @@ inline constexpr float kTrigRange = 39000.0f;
 FRAME_VEC_UNARY(AbsOp, hn::Abs(x))
 FRAME_VEC_UNARY(NegOp, hn::Neg(x))
 FRAME_VEC_UNARY(IdentityOp, x)
-FRAME_VEC_UNARY(ExpOp, ExpV(d, x))
-FRAME_VEC_UNARY(LogOp, LogV(d, x))
+FRAME_VEC_UNARY(ExpOp, exp_v(d, x))
+FRAME_VEC_UNARY(LogOp, log_v(d, x))
 FRAME_VEC_UNARY(SqrtOp, hn::Sqrt(x))
 FRAME_VEC_UNARY(ReciprocalOp, hn::Div(hn::Set(d, 1.0f), x))
-FRAME_VEC_UNARY(TanhOp, TanhV(d, x))
-FRAME_VEC_UNARY(ErfOp, ErfV(d, x))
+FRAME_VEC_UNARY(TanhOp, tanh_v(d, x))
+FRAME_VEC_UNARY(ErfOp, erf_v(d, x))
 FRAME_VEC_UNARY(FloorOp, hn::Floor(x))
 FRAME_VEC_UNARY(CeilOp, hn::Ceil(x))
 FRAME_VEC_UNARY(RoundOp, hn::Round(x))
@@ -194,24 +194,24 @@ FRAME_VEC_UNARY(ReluOp, hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Zero(d), x))
 FRAME_VEC_UNARY(LeakyReluOp,
                 hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Mul(hn::Set(d, f.alpha), x), x))
 FRAME_VEC_UNARY(EluOp, hn::IfThenElse(hn::Lt(x, hn::Zero(d)),
-                                      hn::Mul(hn::Set(d, f.alpha), Expm1V(d, x)), x))
+                                      hn::Mul(hn::Set(d, f.alpha), expm1_v(d, x)), x))
 FRAME_VEC_UNARY(SeluOp, hn::IfThenElse(hn::Gt(x, hn::Zero(d)), hn::Mul(hn::Set(d, f.gamma), x),
-                                       hn::Mul(hn::Set(d, f.gamma* f.alpha), Expm1V(d, x))))
+                                       hn::Mul(hn::Set(d, f.gamma* f.alpha), expm1_v(d, x))))
 FRAME_VEC_UNARY(CeluOp, hn::IfThenElse(hn::Gt(x, hn::Zero(d)), x,
                                        hn::Mul(hn::Set(d, f.alpha),
-                                               Expm1V(d, hn::Div(x, hn::Set(d, f.alpha))))))
-FRAME_VEC_UNARY(SoftplusOp, SoftplusV(d, x))
-FRAME_VEC_UNARY(MishOp, hn::Mul(x, TanhV(d, SoftplusV(d, x))))
+                                               expm1_v(d, hn::Div(x, hn::Set(d, f.alpha))))))
+FRAME_VEC_UNARY(SoftplusOp, softplus_v(d, x))
+FRAME_VEC_UNARY(MishOp, hn::Mul(x, tanh_v(d, softplus_v(d, x))))
 FRAME_VEC_UNARY(HardSigmoidOp,
-                Clamp(d, hn::Add(hn::Mul(hn::Set(d, f.alpha), x), hn::Set(d, f.beta)), hn::Zero(d),
-                      hn::Set(d, 1.0f)))
+                clamp_v(d, hn::Add(hn::Mul(hn::Set(d, f.alpha), x), hn::Set(d, f.beta)),
+                        hn::Zero(d), hn::Set(d, 1.0f)))
 FRAME_VEC_UNARY(HardSwishOp,
-                hn::Mul(x, Clamp(d, hn::Add(hn::Div(x, hn::Set(d, 6.0f)), hn::Set(d, 0.5f)),
-                                 hn::Zero(d), hn::Set(d, 1.0f))))
+                hn::Mul(x, clamp_v(d, hn::Add(hn::Div(x, hn::Set(d, 6.0f)), hn::Set(d, 0.5f)),
+                                   hn::Zero(d), hn::Set(d, 1.0f))))
 FRAME_VEC_UNARY(SignOp,
                 hn::IfThenElse(hn::Gt(x, hn::Zero(d)), hn::Set(d, 1.0f),
                                hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Set(d, -1.0f), x)))
-FRAME_VEC_UNARY(ClipOp, Clamp(d, x, hn::Set(d, f.lo), hn::Set(d, f.hi)))
+FRAME_VEC_UNARY(ClipOp, clamp_v(d, x, hn::Set(d, f.lo), hn::Set(d, f.hi)))
 #undef FRAME_VEC_UNARY
 
 // Two branches like the scalar functor, so exp never overflows: e / (1 + e) with e = e^-|x|
@@ -222,7 +222,7 @@ struct VecOf<ew::SigmoidOp> {
   template <class D, class V>
   HWY_INLINE V operator()(D d, const ew::SigmoidOp<float>&, V x) const {
     const V one = hn::Set(d, 1.0f);
-    const V e = ExpV(d, hn::Neg(hn::Abs(x)));
+    const V e = exp_v(d, hn::Neg(hn::Abs(x)));
     return hn::Div(hn::IfThenElse(hn::Ge(x, hn::Zero(d)), one, e), hn::Add(one, e));
   }
 };
@@ -237,10 +237,10 @@ struct VecOf<ew::GeluOp> {
     if (f.tanh_approx) {  // uniform per call: the branch is hoisted out of the loop
       const V cube = hn::Mul(hn::Mul(hn::Mul(hn::Set(d, 0.044715f), x), x), x);
       const V inner = hn::Mul(hn::Set(d, 0.7978845608028654f), hn::Add(x, cube));
-      return hn::Mul(half_x, hn::Add(one, TanhV(d, inner)));
+      return hn::Mul(half_x, hn::Add(one, tanh_v(d, inner)));
     }
     const V s = hn::Mul(x, hn::Set(d, static_cast<float>(std::numbers::sqrt2 / 2)));
-    return hn::Mul(half_x, hn::Add(one, ErfV(d, s)));
+    return hn::Mul(half_x, hn::Add(one, erf_v(d, s)));
   }
 };
 
@@ -250,7 +250,7 @@ struct VecOf<ew::SinOp> {
   template <class D, class V>
   HWY_INLINE V operator()(D d, const ew::SinOp<float>&, V x) const {
     if (!hn::AllTrue(d, hn::Le(hn::Abs(x), hn::Set(d, kTrigRange)))) {
-      return ScalarLanes(d, x, [](float v) { return std::sin(v); });
+      return scalar_lanes(d, x, [](float v) { return std::sin(v); });
     }
     return hn::Sin(d, x);
   }
@@ -261,7 +261,7 @@ struct VecOf<ew::CosOp> {
   template <class D, class V>
   HWY_INLINE V operator()(D d, const ew::CosOp<float>&, V x) const {
     if (!hn::AllTrue(d, hn::Le(hn::Abs(x), hn::Set(d, kTrigRange)))) {
-      return ScalarLanes(d, x, [](float v) { return std::cos(v); });
+      return scalar_lanes(d, x, [](float v) { return std::cos(v); });
     }
     return hn::Cos(d, x);
   }
@@ -270,9 +270,9 @@ struct VecOf<ew::CosOp> {
 /// vec(x) where every lane lies in [lo, hi] (Highway's valid range), else std_fn lane by lane
 /// (NaN and infinities included): the fast path is branch-free, edges stay exact.
 template <class D, class V, class VecFn, class StdFn>
-HWY_INLINE V InRangeOr(D d, V x, float lo, float hi, VecFn vec, StdFn std_fn) {
+HWY_INLINE V in_range_or(D d, V x, float lo, float hi, VecFn vec, StdFn std_fn) {
   const auto ok = hn::And(hn::Ge(x, hn::Set(d, lo)), hn::Le(x, hn::Set(d, hi)));
-  if (!hn::AllTrue(d, ok)) return ScalarLanes(d, x, std_fn);
+  if (!hn::AllTrue(d, ok)) return scalar_lanes(d, x, std_fn);
   return vec(x);
 }
 
@@ -284,7 +284,7 @@ HWY_INLINE V InRangeOr(D d, V x, float lo, float hi, VecFn vec, StdFn std_fn) {
     static constexpr int kArity = 1;                                                         \
     template <class D, class V>                                                              \
     HWY_INLINE V operator()(D d, const ew::Functor<float>&, V x) const {                     \
-      return InRangeOr(                                                                      \
+      return in_range_or(                                                                    \
           d, x, lo, hi, [d](V v) { return (vec_expr); }, [](float v) { return std_fn(v); }); \
     }                                                                                        \
   };
@@ -321,8 +321,8 @@ FRAME_VEC_BINARY(SubOp, hn::Sub(a, b))
 FRAME_VEC_BINARY(MulOp, hn::Mul(a, b))
 FRAME_VEC_BINARY(DivOp, hn::Div(a, b))
 // numpy.minimum/maximum: a NaN operand wins (a's first), else b < a ? b : a.
-FRAME_VEC_BINARY(MinOp, KeepNaN(d, a, KeepNaN(d, b, hn::IfThenElse(hn::Lt(b, a), b, a))))
-FRAME_VEC_BINARY(MaxOp, KeepNaN(d, a, KeepNaN(d, b, hn::IfThenElse(hn::Lt(a, b), b, a))))
+FRAME_VEC_BINARY(MinOp, keep_nan(d, a, keep_nan(d, b, hn::IfThenElse(hn::Lt(b, a), b, a))))
+FRAME_VEC_BINARY(MaxOp, keep_nan(d, a, keep_nan(d, b, hn::IfThenElse(hn::Lt(a, b), b, a))))
 FRAME_VEC_BINARY(PReluOp, hn::IfThenElse(hn::Lt(a, hn::Zero(d)), hn::Mul(b, a), a))
 #undef FRAME_VEC_BINARY
 
@@ -344,7 +344,7 @@ using VecArg =
     std::conditional_t<std::is_same_v<F<float>, ew::MeanFinish<float>>, MeanFinishArgs, F<float>>;
 
 template <template <typename> class F>
-HWY_NOINLINE void UnaryLoop(const float* x, float* y, size_t n, const void* functor) {
+HWY_NOINLINE void unary_loop(const float* x, float* y, size_t n, const void* functor) {
   const hn::ScalableTag<float> d;
   const auto& f = *static_cast<const VecArg<F>*>(functor);
   const VecOf<F> op;
@@ -360,8 +360,8 @@ HWY_NOINLINE void UnaryLoop(const float* x, float* y, size_t n, const void* func
 }
 
 template <template <typename> class F>
-HWY_NOINLINE void BinaryLoop(const float* a, const float* b, float* y, size_t n,
-                             const void* functor) {
+HWY_NOINLINE void binary_loop(const float* a, const float* b, float* y, size_t n,
+                              const void* functor) {
   const hn::ScalableTag<float> d;
   const auto& f = *static_cast<const F<float>*>(functor);
   const VecOf<F> op;
@@ -386,7 +386,7 @@ HWY_NOINLINE void BinaryLoop(const float* a, const float* b, float* y, size_t n,
 
 /// x^e for an integer e (|e| small) by repeated squaring, 1 / x^|e| for negative e: x^0 = 1
 /// even for NaN, 0^-k = inf with the sign of x for odd k, like std::pow.
-HWY_NOINLINE void PowIntLoop(const float* x, float* y, size_t n, const void* functor) {
+HWY_NOINLINE void pow_int_loop(const float* x, float* y, size_t n, const void* functor) {
   const hn::ScalableTag<float> d;
   const auto& a = *static_cast<const PowArgs*>(functor);
   const uint64_t k = static_cast<uint64_t>(a.ie < 0 ? -a.ie : a.ie);
@@ -411,7 +411,7 @@ HWY_NOINLINE void PowIntLoop(const float* x, float* y, size_t n, const void* fun
 }
 
 /// x^0.5 = sqrt(x), except pow(-inf, 0.5) = +inf (std::pow); -0 gives -0 (equal to +0).
-HWY_NOINLINE void PowHalfLoop(const float* x, float* y, size_t n, const void*) {
+HWY_NOINLINE void pow_half_loop(const float* x, float* y, size_t n, const void*) {
   const hn::ScalableTag<float> d;
   const auto ninf = hn::Set(d, -std::numeric_limits<float>::infinity());
   const auto inf = hn::Set(d, std::numeric_limits<float>::infinity());
@@ -425,15 +425,15 @@ HWY_NOINLINE void PowHalfLoop(const float* x, float* y, size_t n, const void*) {
 }
 
 /// std::pow lane by lane for other exponents (a direct call, no indirection per element).
-HWY_NOINLINE void PowAnyLoop(const float* x, float* y, size_t n, const void* functor) {
+HWY_NOINLINE void pow_any_loop(const float* x, float* y, size_t n, const void* functor) {
   const float e = static_cast<const PowArgs*>(functor)->e;
   for (size_t i = 0; i < n; ++i) y[i] = std::pow(x[i], e);
 }
 
 /// dst[i] = src[i] with non-temporal stores where dst is vector-aligned: a large output is not
 /// read back by this kernel, so it bypasses the caches (no read-for-ownership). Callers end a
-/// run of these with StreamFence.
-HWY_NOINLINE void StreamCopy(const float* src, float* dst, size_t n) {
+/// run of these with stream_fence_loop.
+HWY_NOINLINE void stream_copy_loop(const float* src, float* dst, size_t n) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
   size_t i = 0;
@@ -445,24 +445,24 @@ HWY_NOINLINE void StreamCopy(const float* src, float* dst, size_t n) {
 
 /// Orders the streamed stores before anything the thread does next (x86: sfence), so the
 /// output is complete when the parallel region joins.
-HWY_NOINLINE void StreamFence() {
+HWY_NOINLINE void stream_fence_loop() {
 #if HWY_ARCH_X86
   _mm_sfence();
 #endif
 }
 
 template <template <typename> class F>
-constexpr VecUnaryFn UnaryEntry() {
+constexpr VecUnaryFn unary_entry() {
   if constexpr (VecOf<F>::kArity == 1) {
-    return &UnaryLoop<F>;
+    return &unary_loop<F>;
   } else {
     return nullptr;
   }
 }
 template <template <typename> class F>
-constexpr VecBinaryFn BinaryEntry() {
+constexpr VecBinaryFn binary_entry() {
   if constexpr (VecOf<F>::kArity == 2) {
-    return &BinaryLoop<F>;
+    return &binary_loop<F>;
   } else {
     return nullptr;
   }

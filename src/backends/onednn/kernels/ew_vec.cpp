@@ -14,30 +14,30 @@
 HWY_BEFORE_NAMESPACE();
 namespace frame::backends::onednn::HWY_NAMESPACE {
 
-const VecTable* GetVecTable() {
+const VecTable* get_vec_table() {
   static const VecTable table = [] {
     VecTable t;
     size_t i = 0;
-#define FRAME_VEC_UNARY_ENTRY(name, F, types, traits, doc) t.unary[i++] = UnaryEntry<ew::F>();
+#define FRAME_VEC_UNARY_ENTRY(name, F, types, traits, doc) t.unary[i++] = unary_entry<ew::F>();
     FRAME_EW_UNARY_OPS(FRAME_VEC_UNARY_ENTRY)
 #undef FRAME_VEC_UNARY_ENTRY
     i = 0;
-#define FRAME_VEC_BINARY_ENTRY(name, F, types, traits, doc) t.binary[i++] = BinaryEntry<ew::F>();
+#define FRAME_VEC_BINARY_ENTRY(name, F, types, traits, doc) t.binary[i++] = binary_entry<ew::F>();
     FRAME_EW_BINARY_OPS(FRAME_VEC_BINARY_ENTRY)
 #undef FRAME_VEC_BINARY_ENTRY
     i = 0;
 #define FRAME_VEC_VARIADIC_ENTRY(name, F, types, traits, doc) \
-  t.variadic[i++] = BinaryEntry<ew::F>();
+  t.variadic[i++] = binary_entry<ew::F>();
     FRAME_EW_VARIADIC_OPS(FRAME_VEC_VARIADIC_ENTRY)
 #undef FRAME_VEC_VARIADIC_ENTRY
-    t.clip = UnaryEntry<ew::ClipOp>();
-    t.mean_finish = UnaryEntry<ew::MeanFinish>();
-    t.prelu = BinaryEntry<ew::PReluOp>();
-    t.pow_int = &PowIntLoop;
-    t.pow_half = &PowHalfLoop;
-    t.pow_any = &PowAnyLoop;
-    t.stream_copy = &StreamCopy;
-    t.stream_fence = &StreamFence;
+    t.clip = unary_entry<ew::ClipOp>();
+    t.mean_finish = unary_entry<ew::MeanFinish>();
+    t.prelu = binary_entry<ew::PReluOp>();
+    t.pow_int = &pow_int_loop;
+    t.pow_half = &pow_half_loop;
+    t.pow_any = &pow_any_loop;
+    t.stream_copy = &stream_copy_loop;
+    t.stream_fence = &stream_fence_loop;
     t.target = hwy::TargetName(HWY_TARGET);
     return t;
   }();
@@ -50,11 +50,11 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace frame::backends::onednn {
 
-HWY_EXPORT(GetVecTable);
+HWY_EXPORT(get_vec_table);
 
 // Not cached: prepare calls it once per node, and tests switch targets in between
 // (hwy::SetSupportedTargetsForTest) to cover every compiled target on one machine.
-const VecTable& vec_table() { return *HWY_DYNAMIC_DISPATCH(GetVecTable)(); }
+const VecTable& vec_table() { return *HWY_DYNAMIC_DISPATCH(get_vec_table)(); }
 
 namespace {
 #define FRAME_VEC_NAME(name, F, types, traits, doc) #name,
@@ -81,7 +81,7 @@ int variadic_index(std::string_view op) { return index_of(kVariadicNames, op); }
 
 bool has_vec_form(std::string_view op) {
   // The static target's table: every target has the same specializations.
-  const VecTable& t = *HWY_STATIC_DISPATCH(GetVecTable)();
+  const VecTable& t = *HWY_STATIC_DISPATCH(get_vec_table)();
   if (op == "clip") return t.clip != nullptr;
   if (op == "prelu") return t.prelu != nullptr;
   if (op == "pow") return t.pow_int != nullptr;

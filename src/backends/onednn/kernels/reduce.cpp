@@ -232,11 +232,11 @@ using ContigFn = void (*)(const float*, float*, int64_t, int64_t);
 using ColumnFn = void (*)(const float*, float*, int64_t, int64_t, int64_t, int64_t);
 
 // One switch per node at prepare, never per element.
-ContigFn GetContig(ReduceKind kind) {
+ContigFn get_contig(ReduceKind kind) {
   FRAME_REDUCE_SWITCH(&contig_rows)
   return nullptr;
 }
-ColumnFn GetColumn(ReduceKind kind) {
+ColumnFn get_column(ReduceKind kind) {
   FRAME_REDUCE_SWITCH(&column_block)
   return nullptr;
 }
@@ -261,8 +261,8 @@ HWY_AFTER_NAMESPACE();
 namespace frame::backends::onednn {
 namespace {
 
-HWY_EXPORT(GetContig);
-HWY_EXPORT(GetColumn);
+HWY_EXPORT(get_contig);
+HWY_EXPORT(get_column);
 
 using ContigFn = void (*)(const float*, float*, int64_t, int64_t);
 using ColumnFn = void (*)(const float*, float*, int64_t, int64_t, int64_t, int64_t);
@@ -321,8 +321,8 @@ Result<std::shared_ptr<void>> reduce_prepare(const ops::NodeContext& ctx) {
   FRAME_ASSIGN_OR_RETURN(std::vector<bool> reduced, reduced_axes(ctx));
   std::optional<ReducePlan> p = plan_shape(ctx.input_types[0].shape, reduced);
   if (!p) return ctx.error("reduced axes are not one contiguous block of dims");
-  p->contig = HWY_DYNAMIC_DISPATCH(GetContig)(K);
-  p->column = HWY_DYNAMIC_DISPATCH(GetColumn)(K);
+  p->contig = HWY_DYNAMIC_DISPATCH(get_contig)(K);
+  p->column = HWY_DYNAMIC_DISPATCH(get_column)(K);
   return std::shared_ptr<void>(std::make_shared<ReducePlan>(*p));
 }
 
