@@ -24,7 +24,10 @@ using ops::NodeContext;
 
 // Bytes per thread below which a copy uses fewer threads.
 constexpr int64_t kCopyGrainBytes = int64_t{1} << 18;
-// Square block of the tiled transpose (elements per side): 32 x 32 x 8 bytes = 8 KiB in L1.
+// Block of the tiled transpose: kBlockA elements along the source's contiguous dim (long
+// contiguous reads per source row) x kBlock along the output's; at most 128 x 32 x 8 bytes =
+// 32 KiB, within L1.
+constexpr int64_t kBlockA = 128;
 constexpr int64_t kBlock = 32;
 
 int threads_for_bytes(int64_t bytes, int budget) {
@@ -113,8 +116,7 @@ void strided_rows(const StridedPlan& p, const E* src, E* dst, int64_t r0, int64_
 }
 
 // Output dims [..., J (source stride 1), ..., K (last)]: items are (other dims, J block); each
-// copies a kBlock x K panel in kBlock x kBlock squares, reading source columns of the square
-// from a few cache lines.
+// copies a kBlockA x K panel in kBlockA x kBlock blocks.
 template <typename E>
 void tiled_items(const StridedPlan& p, const E* src, E* dst, int64_t i0, int64_t i1) {
   const auto j = static_cast<size_t>(p.tiled_dim);
@@ -122,11 +124,11 @@ void tiled_items(const StridedPlan& p, const E* src, E* dst, int64_t i0, int64_t
   const int64_t dj = p.dims[j], dk = p.dims[last], sk = p.strides[last];
   int64_t out_stride_j = 1;  // output element stride of dim j
   for (size_t d = j + 1; d < p.dims.size(); ++d) out_stride_j *= p.dims[d];
-  const int64_t jblocks = (dj + kBlock - 1) / kBlock;
+  const int64_t jblocks = (dj + kBlockA - 1) / kBlockA;
   for (int64_t item = i0; item < i1; ++item) {
     const int64_t outer = item / jblocks;  // index over dims other than j and last
-    const int64_t a0 = (item % jblocks) * kBlock;
-    const int64_t a1 = std::min(dj, a0 + kBlock);
+    const int64_t a0 = (item % jblocks) * kBlockA;
+    const int64_t a1 = std::min(dj, a0 + kBlockA);
     // Output base and source base of this (outer) position.
     int64_t rem = outer, src_off = p.offset, dst_off = 0, out_stride = dk;
     for (size_t d = last; d-- > 0;) {
@@ -140,12 +142,28 @@ void tiled_items(const StridedPlan& p, const E* src, E* dst, int64_t i0, int64_t
       dst_off += idx * out_stride;
       out_stride *= p.dims[d];
     }
+    const int64_t na = a1 - a0;
+    if (dk <= kBlockA) {
+      // A short K: the dk source lines a row touches stay in L1 across the block's rows.
+      for (int64_t a = 0; a < na; ++a) {
+        const E* s = src + src_off + a0 + a;
+        E* d = dst + dst_off + (a0 + a) * out_stride_j;
+        for (int64_t b = 0; b < dk; ++b) d[b] = s[b * sk];
+      }
+      continue;
+    }
+    // A long K: each block goes through an L1 buffer, read along the source's contiguous dim
+    // (a) and written along the output's (b), so both memory sides are contiguous runs.
+    E buf[kBlockA][kBlock];
     for (int64_t b0 = 0; b0 < dk; b0 += kBlock) {
-      const int64_t b1 = std::min(dk, b0 + kBlock);
-      for (int64_t a = a0; a < a1; ++a) {
-        const E* s = src + src_off + a;
-        E* d = dst + dst_off + a * out_stride_j;
-        for (int64_t b = b0; b < b1; ++b) d[b] = s[b * sk];
+      const int64_t nb = std::min(dk, b0 + kBlock) - b0;
+      for (int64_t b = 0; b < nb; ++b) {
+        const E* s = src + src_off + a0 + (b0 + b) * sk;
+        for (int64_t a = 0; a < na; ++a) buf[a][b] = s[a];
+      }
+      for (int64_t a = 0; a < na; ++a) {
+        E* d = dst + dst_off + (a0 + a) * out_stride_j + b0;
+        for (int64_t b = 0; b < nb; ++b) d[b] = buf[a][b];
       }
     }
   }
@@ -158,7 +176,7 @@ void run_strided(const StridedPlan& p, const void* src_v, void* dst_v, int threa
   const int nt = threads_for_bytes(p.numel * static_cast<int64_t>(sizeof(E)), threads);
   if (p.tiled_dim >= 0) {
     const int64_t dj = p.dims[static_cast<size_t>(p.tiled_dim)];
-    const int64_t items = p.numel / (dj * p.dims.back()) * ((dj + kBlock - 1) / kBlock);
+    const int64_t items = p.numel / (dj * p.dims.back()) * ((dj + kBlockA - 1) / kBlockA);
     parallel_ranges(items, nt, [&](int64_t a, int64_t b) { tiled_items(p, src, dst, a, b); });
   } else {
     const int64_t rows = p.numel / p.dims.back();
