@@ -82,7 +82,6 @@ struct Program {
   size_t slots_offset = 0;  // scratch layout: input buffers, then slots
   size_t scratch_bytes = 0;
   double cost_per_elem = 0;
-  bool has_generic = false;
   // Last step writes a scratch slot, then stream_copy moves the tile to the output.
   void (*stream_copy)(const float*, float*, size_t) = nullptr;
   const VecTable* table = nullptr;  // the target chosen at prepare (pow picks a loop per tile)
@@ -213,7 +212,6 @@ class Builder {
     }
     s.inputs = ins;
     s.out = out;
-    p_.has_generic = true;
     return push(std::move(s), 30.0);
   }
 
