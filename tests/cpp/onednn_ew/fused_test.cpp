@@ -215,6 +215,14 @@ TEST(FusedOnednn, BoolIntermediateAndWhere) {
   EXPECT_TRUE(fused_on_onednn(expect_same_as_cpu(b, t)));
 }
 
+TEST(FusedOnednn, BoolOutputOfAComparisonSink) {
+  Builder b;
+  const ir::ValueId x = b.input({3001});
+  const ir::ValueId y = b.input({3001});
+  const ir::ValueId t = b.op("exp", {b.op("add", {x, y})});
+  EXPECT_TRUE(fused_on_onednn(expect_same_as_cpu(b, b.op("less", {t, y}))));
+}
+
 TEST(FusedOnednn, Float64BodyRunsThroughCpuKernels) {
   Builder b;
   const ir::ValueId x = b.input({5000}, DTypeCode::kFloat64);

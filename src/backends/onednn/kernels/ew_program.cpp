@@ -396,7 +396,8 @@ Status finish(Program& p, const std::vector<ir::TensorType>& in_types, const ops
     p.slot[ou] = num_slots++;
   }
   p.slots_offset = off;
-  p.scratch_bytes = off + static_cast<size_t>(num_slots) * kSlotBytes;
+  // The streamed output's slot is the last one, with 4 KiB of room to be placed per run.
+  p.scratch_bytes = off + static_cast<size_t>(num_slots) * kSlotBytes + 4096;
   return Status();
 }
 
@@ -625,6 +626,14 @@ Status run_tiles(const Program& p, std::span<const std::byte* const> in_data, st
     if (p.slot[v] >= 0) {
       sc.ptr[v] = base + p.slots_offset + static_cast<size_t>(p.slot[v]) * kSlotBytes;
     }
+  }
+  if (p.stream_copy != nullptr) {
+    // stream_copy loads the slot just ahead of its stores to the output: keep the slot 1 KiB
+    // off the output tiles modulo 4 KiB (tiles advance by 2 KiB), so no load waits on a store
+    // with the same low address bits (4K aliasing).
+    std::byte*& s = sc.ptr[static_cast<size_t>(p.output)];
+    const auto want = (reinterpret_cast<uintptr_t>(out_data) + 1024) % 4096;
+    s += (want + 4096 - reinterpret_cast<uintptr_t>(s) % 4096) % 4096;
   }
   const size_t out_elem = dtype_size(p.dtype[static_cast<size_t>(p.output)]);
   for (int64_t t = t0; t < t1; ++t) {
