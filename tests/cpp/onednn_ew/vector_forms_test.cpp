@@ -7,9 +7,11 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -190,11 +192,11 @@ TEST(VectorForms, RegisteredForExactlyTheOpsWithAVectorForm) {
     EXPECT_NE(kr.find(c.op, "onednn"), nullptr) << c.op;
   }
   for (const char* op :
-       {"add", "sub", "mul", "div", "sum", "mean", "max", "min", "clip", "prelu", "pow"}) {
+       {"add", "sub", "mul", "div", "sum", "mean", "max", "min", "clip", "prelu", "pow", "where"}) {
     EXPECT_NE(kr.find(op, "onednn"), nullptr) << op;
   }
   // No vector form (yet): these stay on the cpu kernels.
-  for (const char* op : {"mod", "equal", "is_nan", "not", "bit_shift", "where"}) {
+  for (const char* op : {"mod", "equal", "is_nan", "not", "bit_shift"}) {
     EXPECT_EQ(kr.find(op, "onednn"), nullptr) << op;
   }
 }
@@ -263,6 +265,38 @@ TEST(VectorForms, PowWithScalarExponent) {
   auto r = run_op({"pow", {vec_tensor({8}, 1), vec_tensor({8}, 2)}}, "onednn");
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented) << r.status().to_string();
+}
+
+Tensor bool_tensor(const Shape& shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> bytes(static_cast<size_t>(numel_of(shape)));
+  for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng() % 2);
+  Tensor t = *Tensor::empty(DTypeCode::kBool, shape);
+  if (!bytes.empty()) std::memcpy(t.raw_data(), bytes.data(), bytes.size());
+  return t;
+}
+
+TEST(VectorForms, WhereWithBroadcastConditionAndValues) {
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    const std::vector<std::array<Shape, 3>> shapes = {
+        {Shape{1001}, Shape{1001}, Shape{1001}},
+        {Shape{40, 1}, Shape{40, 33}, Shape{}},
+        {Shape{1, 4, 1, 9}, Shape{2, 4, 9, 9}, Shape{9}}};
+    for (const auto& s : shapes) {
+      OpCall call{"where", {bool_tensor(s[0], 4), vec_tensor(s[1], 5), vec_tensor(s[2], 6)}};
+      call.num_threads = 2;
+      expect_matches_cpu(call, std::string(hwy::TargetName(target)) +
+                                   fmt::format(" where {} {} {}", s[0], s[1], s[2]));
+    }
+    hwy::SetSupportedTargetsForTest(0);
+  }
+  // f64 values: declined, the cpu kernel runs it.
+  auto r = run_op({"where",
+                   {bool_tensor({4}, 1), Tensor::from_vector<double>({4}, {1, 2, 3, 4}),
+                    Tensor::from_vector<double>({4}, {5, 6, 7, 8})}},
+                  "onednn");
+  EXPECT_FALSE(r.is_ok());
 }
 
 TEST(VectorForms, MinMaxPropagateNaNAndKeepSignedZeros) {

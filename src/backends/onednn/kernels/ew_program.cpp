@@ -37,7 +37,7 @@ constexpr double kGrainUnits = 1 << 16;
 // saves the read-for-ownership of every output line.
 constexpr int64_t kStreamBytes = int64_t{16} << 20;
 
-enum class StepKind : uint8_t { kUnary, kBinary, kClip, kPow, kCopy, kGeneric };
+enum class StepKind : uint8_t { kUnary, kBinary, kClip, kPow, kWhere, kCopy, kGeneric };
 
 struct Step {
   StepKind kind = StepKind::kCopy;
@@ -197,6 +197,18 @@ class Builder {
         s.out = out;
         return push(std::move(s), 1.0);
       }
+    }
+    // where: a bool condition selecting between fp32 values.
+    if (c.op == "where" && ins.size() == 3 && ins[0] >= 0 && ins[1] >= 0 && ins[2] >= 0 &&
+        kBoolDType.contains(p_.dtype[static_cast<size_t>(ins[0])]) &&
+        kVecDTypes.contains(p_.dtype[static_cast<size_t>(ins[1])]) &&
+        kVecDTypes.contains(p_.dtype[static_cast<size_t>(ins[2])]) &&
+        kVecDTypes.contains(p_.dtype[static_cast<size_t>(out)])) {
+      Step s;
+      s.kind = StepKind::kWhere;
+      s.in = {ins[0], ins[1], ins[2]};
+      s.out = out;
+      return push(std::move(s), 1.0);
     }
     if (!generic_ok) {
       return c.error("no vector form for op '{}' with these dtypes (onednn needs fp32)", c.op);
@@ -488,7 +500,8 @@ Result<std::shared_ptr<const Program>> compile_single(const ops::NodeContext& ct
   b.set_input_numels(numels_of(in_types));
   // Clip's bounds and PRelu's slope do not widen the output.
   p->out_shape = ctx.op == "clip" || ctx.op == "prelu" ? in_types[0].shape : broadcast_all(shapes);
-  p->output = b.new_value(in_types[0].dtype);
+  // The result has the values' dtype (where's input 0 is its bool condition).
+  p->output = b.new_value(in_types[ctx.op == "where" ? 1 : 0].dtype);
   FRAME_RETURN_IF_ERROR(b.add_node(ctx, ins, p->output, /*generic_ok=*/false));
   FRAME_RETURN_IF_ERROR(finish(*p, in_types, ctx));
   return std::shared_ptr<const Program>(std::move(p));
@@ -704,6 +717,11 @@ Status run_tiles(const Program& p, std::span<const std::byte* const> in_data, st
           fn(f32(sc.ptr[static_cast<size_t>(s.in[0])]), f32(o), un, &args);
           break;
         }
+        case StepKind::kWhere:
+          p.table->where(reinterpret_cast<const uint8_t*>(sc.ptr[static_cast<size_t>(s.in[0])]),
+                         f32(sc.ptr[static_cast<size_t>(s.in[1])]),
+                         f32(sc.ptr[static_cast<size_t>(s.in[2])]), f32(o), un);
+          break;
         case StepKind::kCopy: {
           const std::byte* src = sc.ptr[static_cast<size_t>(s.in[0])];
           if (src != o) std::memmove(o, src, un * dtype_size(p.dtype[static_cast<size_t>(s.out)]));

@@ -430,6 +430,22 @@ HWY_NOINLINE void pow_any_loop(const float* x, float* y, size_t n, const void* f
   for (size_t i = 0; i < n; ++i) y[i] = std::pow(x[i], e);
 }
 
+/// out[i] = cond[i] ? x[i] : y[i] (ONNX Where; bool is one byte, nonzero = true).
+HWY_NOINLINE void where_loop(const uint8_t* cond, const float* x, const float* y, float* out,
+                             size_t n) {
+  const hn::ScalableTag<float> d;
+  const hn::Rebind<uint8_t, decltype(d)> d8;
+  const hn::Rebind<uint32_t, decltype(d)> d32;
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto c = hn::PromoteTo(d32, hn::LoadU(d8, cond + i));
+    const auto m = hn::RebindMask(d, hn::Ne(c, hn::Zero(d32)));
+    hn::StoreU(hn::IfThenElse(m, hn::LoadU(d, x + i), hn::LoadU(d, y + i)), d, out + i);
+  }
+  for (; i < n; ++i) out[i] = cond[i] != 0 ? x[i] : y[i];
+}
+
 /// dst[i] = src[i] with non-temporal stores where dst is vector-aligned: a large output is not
 /// read back by this kernel, so it bypasses the caches (no read-for-ownership). Callers end a
 /// run of these with stream_fence_loop.

@@ -36,6 +36,7 @@ const VecTable* get_vec_table() {
     t.pow_int = &pow_int_loop;
     t.pow_half = &pow_half_loop;
     t.pow_any = &pow_any_loop;
+    t.where = &where_loop;
     t.stream_copy = &stream_copy_loop;
     t.stream_fence = &stream_fence_loop;
     t.target = hwy::TargetName(HWY_TARGET);
@@ -85,6 +86,7 @@ bool has_vec_form(std::string_view op) {
   if (op == "clip") return t.clip != nullptr;
   if (op == "prelu") return t.prelu != nullptr;
   if (op == "pow") return t.pow_int != nullptr;
+  if (op == "where") return t.where != nullptr;
   if (int i = unary_index(op); i >= 0) return t.unary[static_cast<size_t>(i)] != nullptr;
   if (int i = binary_index(op); i >= 0) return t.binary[static_cast<size_t>(i)] != nullptr;
   if (int i = variadic_index(op); i >= 0) return t.variadic[static_cast<size_t>(i)] != nullptr;

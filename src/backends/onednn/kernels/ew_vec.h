@@ -61,6 +61,9 @@ struct VecTable {
   VecUnaryFn pow_int = nullptr;
   VecUnaryFn pow_half = nullptr;
   VecUnaryFn pow_any = nullptr;
+  /// ONNX Where on a bool condition and fp32 values: out[i] = cond[i] ? x[i] : y[i].
+  void (*where)(const uint8_t* cond, const float* x, const float* y, float* out,
+                size_t n) = nullptr;
   /// Mean's final step y = x / count; functor is MeanFinishArgs.
   VecUnaryFn mean_finish = nullptr;
   /// dst[i] = src[i] with non-temporal stores (outputs too large to stay in cache).
@@ -79,8 +82,8 @@ int unary_index(std::string_view op);
 int binary_index(std::string_view op);
 int variadic_index(std::string_view op);
 
-/// True when `op` (an elementwise list op, clip, prelu or pow) has a vector form. Known at compile
-/// time (the VecOf specializations of ew_vec-inl.h); same answer on every target.
+/// True when `op` (an elementwise list op, clip, prelu, pow or where) has a vector form. Known at
+/// compile time (the VecOf specializations of ew_vec-inl.h); same answer on every target.
 bool has_vec_form(std::string_view op);
 
 }  // namespace frame::backends::onednn

@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "backends/onednn/kernels/ew_program.h"
 #include "backends/onednn/kernels/ew_vec.h"
@@ -55,6 +56,11 @@ Status fused_accepts(const NodeContext& ctx) {
 Status single_accepts(const NodeContext& ctx) {
   if (!has_vec_form(ctx.op)) return unimplemented("op '{}' has no vector form", ctx.op);
   for (size_t i = 0; i < ctx.input_types.size(); ++i) {
+    if (ctx.op == "where" && i == 0) {  // the condition
+      if (!kBoolDType.contains(ctx.input_types[0].dtype))
+        return unimplemented("condition not bool");
+      continue;
+    }
     if (ctx.has_input(i) && !kVecDTypes.contains(ctx.input_types[i].dtype)) {
       return unimplemented("input {} is {}, the vector form is fp32 only", i,
                            dtype_name(ctx.input_types[i].dtype));
@@ -67,13 +73,14 @@ Status single_accepts(const NodeContext& ctx) {
 }
 
 // The plain kernels are registered for exactly the list ops with a vector form (plus clip,
-// prelu and pow with a scalar exponent):
+// prelu, where and pow with a scalar exponent):
 // an op gains one by specializing VecOf in ew_vec-inl.h, nothing here changes.
 const bool kSingleRegistered = [] {
   auto reg = [](const char* op) {
     if (!has_vec_form(op)) return;
     ops::KernelBuilder b(op, "onednn", program_kernel, __FILE__, __LINE__);
     b.dtypes(kVecDTypes).prepare(single_prepare).accepts(single_accepts);
+    if (std::string_view(op) == "where") b.dtype_input(1);  // input 0 is the bool condition
     ops::KernelRegistration r(b);
   };
 #define FRAME_ONEDNN_EW_REGISTER(name, F, types, traits, doc) reg(#name);
@@ -84,6 +91,7 @@ const bool kSingleRegistered = [] {
   reg("clip");
   reg("prelu");
   reg("pow");
+  reg("where");
   return true;
 }();
 
