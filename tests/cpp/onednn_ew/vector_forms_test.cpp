@@ -176,7 +176,8 @@ TEST(VectorForms, RangedFormsInsideTheirValidRange) {
 TEST(VectorForms, BinaryFormsOnEveryTarget) {
   for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
     hwy::SetSupportedTargetsForTest(target);
-    for (const char* op : {"add", "sub", "mul", "div", "min", "max"}) {
+    for (const char* op : {"add", "sub", "mul", "div", "min", "max", "equal", "less", "less_equal",
+                           "greater", "greater_equal"}) {
       for (int64_t n : {1, 7, 1000}) {
         expect_matches_cpu({op, {vec_tensor({n}, 3), vec_tensor({n}, 4)}},
                            std::string(hwy::TargetName(target)) + " " + op);
@@ -192,11 +193,12 @@ TEST(VectorForms, RegisteredForExactlyTheOpsWithAVectorForm) {
     EXPECT_NE(kr.find(c.op, "onednn"), nullptr) << c.op;
   }
   for (const char* op :
-       {"add", "sub", "mul", "div", "sum", "mean", "max", "min", "clip", "prelu", "pow", "where"}) {
+       {"add", "sub", "mul", "div", "sum", "mean", "max", "min", "clip", "prelu", "pow", "where",
+        "equal", "less", "less_equal", "greater", "greater_equal"}) {
     EXPECT_NE(kr.find(op, "onednn"), nullptr) << op;
   }
   // No vector form (yet): these stay on the cpu kernels.
-  for (const char* op : {"mod", "equal", "is_nan", "not", "bit_shift"}) {
+  for (const char* op : {"mod", "is_nan", "not", "and", "bit_shift"}) {
     EXPECT_EQ(kr.find(op, "onednn"), nullptr) << op;
   }
 }
@@ -225,7 +227,8 @@ TEST(VectorForms, BinaryOpsWithEveryBroadcastKind) {
       {{2, 3, 17, 19}, {3, 1, 1}},  // per-channel: gathered
       {{5, 1, 7}, {1, 6, 1}},       // both sides broadcast
   };
-  for (const char* op : {"add", "sub", "mul", "div", "min", "max"}) {
+  for (const char* op : {"add", "sub", "mul", "div", "min", "max", "equal", "less", "less_equal",
+                         "greater", "greater_equal"}) {
     for (const BroadcastCase& s : shapes) {
       OpCall call{op, {vec_tensor(s.a, 1), vec_tensor(s.b, 2)}};
       call.num_threads = 2;

@@ -37,12 +37,13 @@ constexpr double kGrainUnits = 1 << 16;
 // saves the read-for-ownership of every output line.
 constexpr int64_t kStreamBytes = int64_t{16} << 20;
 
-enum class StepKind : uint8_t { kUnary, kBinary, kClip, kPow, kWhere, kCopy, kGeneric };
+enum class StepKind : uint8_t { kUnary, kBinary, kCompare, kClip, kPow, kWhere, kCopy, kGeneric };
 
 struct Step {
   StepKind kind = StepKind::kCopy;
   VecUnaryFn unary = nullptr;
   VecBinaryFn binary = nullptr;
+  VecCompareFn compare = nullptr;
   std::shared_ptr<void> functor;  // ew::F<float> or MeanFinishArgs, read by the loop
   std::array<int32_t, 3> in{-1, -1, -1};
   int32_t out = -1;
@@ -198,6 +199,19 @@ class Builder {
         return push(std::move(s), 1.0);
       }
     }
+    // Comparisons: fp32 operands, bool result.
+    if (int i = binary_index(c.op); i >= 0 && t.compare[static_cast<size_t>(i)] != nullptr &&
+                                    ins.size() == 2 && ins[0] >= 0 && ins[1] >= 0 &&
+                                    kVecDTypes.contains(p_.dtype[static_cast<size_t>(ins[0])]) &&
+                                    kVecDTypes.contains(p_.dtype[static_cast<size_t>(ins[1])]) &&
+                                    kBoolDType.contains(p_.dtype[static_cast<size_t>(out)])) {
+      Step s;
+      s.kind = StepKind::kCompare;
+      s.compare = t.compare[static_cast<size_t>(i)];
+      s.in = {ins[0], ins[1], -1};
+      s.out = out;
+      return push(std::move(s), 1.0);
+    }
     // where: a bool condition selecting between fp32 values.
     if (c.op == "where" && ins.size() == 3 && ins[0] >= 0 && ins[1] >= 0 && ins[2] >= 0 &&
         kBoolDType.contains(p_.dtype[static_cast<size_t>(ins[0])]) &&
@@ -287,21 +301,6 @@ std::vector<int64_t> numels_of(const std::vector<ir::TensorType>& types) {
   std::vector<int64_t> n;
   for (const ir::TensorType& t : types) n.push_back(numel_of(t.shape));
   return n;
-}
-
-// numpy broadcast of `shapes` (already checked by shape inference).
-Shape broadcast_all(const std::vector<Shape>& shapes) {
-  size_t r = 0;
-  for (const Shape& s : shapes) r = std::max(r, s.size());
-  Shape out(r, 1);
-  for (const Shape& s : shapes) {
-    for (size_t k = 0; k < s.size(); ++k) {
-      int64_t& o = out[r - s.size() + k];
-      if (s[k] != 1) o = s[k];
-      if (s[k] == 0) o = 0;
-    }
-  }
-  return out;
 }
 
 // Input plans, scratch slots and layout, once the steps exist.
@@ -482,7 +481,6 @@ Result<std::shared_ptr<const Program>> compile_single(const ops::NodeContext& ct
   Builder b(*p);
   std::vector<int32_t> ins;
   std::vector<ir::TensorType> in_types;
-  std::vector<Shape> shapes;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
     const bool present = i >= ctx.input_present.size() || ctx.input_present[i];
     if (!present) {
@@ -491,17 +489,19 @@ Result<std::shared_ptr<const Program>> compile_single(const ops::NodeContext& ct
     }
     ins.push_back(b.new_value(ctx.input_types[i].dtype));
     in_types.push_back(ctx.input_types[i]);
-    shapes.push_back(ctx.input_types[i].shape);
   }
   if (in_types.empty()) return ctx.error("no inputs");
   // Absent optional inputs are not program inputs; renumber the present ones densely.
   p->num_inputs = in_types.size();
   p->table = &vec_table();
   b.set_input_numels(numels_of(in_types));
-  // Clip's bounds and PRelu's slope do not widen the output.
-  p->out_shape = ctx.op == "clip" || ctx.op == "prelu" ? in_types[0].shape : broadcast_all(shapes);
-  // The result has the values' dtype (where's input 0 is its bool condition).
-  p->output = b.new_value(in_types[ctx.op == "where" ? 1 : 0].dtype);
+  // Output type from the op's own shape inference (clip's bounds and prelu's slope do not widen
+  // it, comparisons give bool, where takes its values' dtype).
+  if (ctx.schema == nullptr) return ctx.error("no schema");
+  FRAME_ASSIGN_OR_RETURN(std::vector<ir::TensorType> out_types, ctx.schema->infer(ctx));
+  if (out_types.size() != 1) return ctx.error("expected one output, got {}", out_types.size());
+  p->out_shape = out_types[0].shape;
+  p->output = b.new_value(out_types[0].dtype);
   FRAME_RETURN_IF_ERROR(b.add_node(ctx, ins, p->output, /*generic_ok=*/false));
   FRAME_RETURN_IF_ERROR(finish(*p, in_types, ctx));
   return std::shared_ptr<const Program>(std::move(p));
@@ -717,6 +717,10 @@ Status run_tiles(const Program& p, std::span<const std::byte* const> in_data, st
           fn(f32(sc.ptr[static_cast<size_t>(s.in[0])]), f32(o), un, &args);
           break;
         }
+        case StepKind::kCompare:
+          s.compare(f32(sc.ptr[static_cast<size_t>(s.in[0])]),
+                    f32(sc.ptr[static_cast<size_t>(s.in[1])]), reinterpret_cast<uint8_t*>(o), un);
+          break;
         case StepKind::kWhere:
           p.table->where(reinterpret_cast<const uint8_t*>(sc.ptr[static_cast<size_t>(s.in[0])]),
                          f32(sc.ptr[static_cast<size_t>(s.in[1])]),

@@ -326,6 +326,29 @@ FRAME_VEC_BINARY(MaxOp, keep_nan(d, a, keep_nan(d, b, hn::IfThenElse(hn::Lt(a, b
 FRAME_VEC_BINARY(PReluOp, hn::IfThenElse(hn::Lt(a, hn::Zero(d)), hn::Mul(b, a), a))
 #undef FRAME_VEC_BINARY
 
+// ---- comparisons (fp32 in, bool out), keyed like VecOf; NaN compares false like C++ ----
+
+/// The vector form of comparison functor F: `apply(a, b)` gives the lane mask.
+template <template <typename> class F>
+struct VecCmpOf {
+  static constexpr bool kDefined = false;
+};
+#define FRAME_VEC_CMP(Functor, fn)           \
+  template <>                                \
+  struct VecCmpOf<ew::Functor> {             \
+    static constexpr bool kDefined = true;   \
+    template <class V>                       \
+    static HWY_INLINE auto apply(V a, V b) { \
+      return fn(a, b);                       \
+    }                                        \
+  };
+FRAME_VEC_CMP(EqualOp, hn::Eq)
+FRAME_VEC_CMP(LessOp, hn::Lt)
+FRAME_VEC_CMP(LessOrEqualOp, hn::Le)
+FRAME_VEC_CMP(GreaterOp, hn::Gt)
+FRAME_VEC_CMP(GreaterOrEqualOp, hn::Ge)
+#undef FRAME_VEC_CMP
+
 // Mean's last step: sum / count (ew::MeanFinish).
 template <>
 struct VecOf<ew::MeanFinish> {
@@ -465,6 +488,31 @@ HWY_NOINLINE void stream_fence_loop() {
 #if HWY_ARCH_X86
   _mm_sfence();
 #endif
+}
+
+template <template <typename> class F>
+HWY_NOINLINE void compare_loop(const float* a, const float* b, uint8_t* out, size_t n) {
+  const hn::ScalableTag<float> d;
+  const hn::Rebind<int32_t, decltype(d)> di;
+  const hn::Rebind<uint8_t, decltype(d)> d8;
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto m = VecCmpOf<F>::apply(hn::LoadU(d, a + i), hn::LoadU(d, b + i));
+    const auto one = hn::IfThenElseZero(hn::RebindMask(di, m), hn::Set(di, 1));
+    hn::StoreU(hn::DemoteTo(d8, one), d8, out + i);
+  }
+  const F<float> f{};  // the tail through the scalar functor itself
+  for (; i < n; ++i) out[i] = f(a[i], b[i]) ? 1 : 0;
+}
+
+template <template <typename> class F>
+constexpr VecCompareFn compare_entry() {
+  if constexpr (VecCmpOf<F>::kDefined) {
+    return &compare_loop<F>;
+  } else {
+    return nullptr;
+  }
 }
 
 template <template <typename> class F>

@@ -22,7 +22,9 @@ const VecTable* get_vec_table() {
     FRAME_EW_UNARY_OPS(FRAME_VEC_UNARY_ENTRY)
 #undef FRAME_VEC_UNARY_ENTRY
     i = 0;
-#define FRAME_VEC_BINARY_ENTRY(name, F, types, traits, doc) t.binary[i++] = binary_entry<ew::F>();
+#define FRAME_VEC_BINARY_ENTRY(name, F, types, traits, doc) \
+  t.compare[i] = compare_entry<ew::F>();                    \
+  t.binary[i++] = binary_entry<ew::F>();
     FRAME_EW_BINARY_OPS(FRAME_VEC_BINARY_ENTRY)
 #undef FRAME_VEC_BINARY_ENTRY
     i = 0;
@@ -88,7 +90,10 @@ bool has_vec_form(std::string_view op) {
   if (op == "pow") return t.pow_int != nullptr;
   if (op == "where") return t.where != nullptr;
   if (int i = unary_index(op); i >= 0) return t.unary[static_cast<size_t>(i)] != nullptr;
-  if (int i = binary_index(op); i >= 0) return t.binary[static_cast<size_t>(i)] != nullptr;
+  if (int i = binary_index(op); i >= 0) {
+    return t.binary[static_cast<size_t>(i)] != nullptr ||
+           t.compare[static_cast<size_t>(i)] != nullptr;
+  }
   if (int i = variadic_index(op); i >= 0) return t.variadic[static_cast<size_t>(i)] != nullptr;
   return false;
 }

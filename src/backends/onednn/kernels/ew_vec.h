@@ -45,11 +45,16 @@ struct PowArgs {
   int64_t ie = 1;  ///< e as an integer (pow_int only)
 };
 
+/// out[i] = f(a[i], b[i]) as bool (one byte, 0 or 1) for the comparison ops.
+using VecCompareFn = void (*)(const float* a, const float* b, uint8_t* out, size_t n);
+
 /// The vector loops of one Highway target, indexed like the X-macro lists; nullptr where an
 /// op has no vector form (it then runs through its cpu kernel, see fused.cpp).
 struct VecTable {
   std::array<VecUnaryFn, kNumUnaryOps> unary{};
   std::array<VecBinaryFn, kNumBinaryOps> binary{};
+  /// The comparisons among the binary ops (fp32 in, bool out); nullptr for the others.
+  std::array<VecCompareFn, kNumBinaryOps> compare{};
   /// The pairwise fold of each variadic op (sum/mean: add, max, min).
   std::array<VecBinaryFn, kNumVariadicOps> variadic{};
   /// ONNX Clip with scalar bounds; functor is ew::ClipOp<float>.
