@@ -52,9 +52,10 @@ std::shared_ptr<void> variadic_functor(int idx, const ops::NodeContext& c) {
 
 // Relative per-element cost of a vector step (memory-bound ops ~1, transcendental ~8).
 double vec_cost(std::string_view op) {
-  static constexpr std::array<std::string_view, 17> kHeavy = {
-      "exp",  "log",  "tanh", "erf", "sigmoid", "gelu", "softplus",   "mish", "elu",
-      "selu", "celu", "sin",  "cos", "div",     "sqrt", "reciprocal", "mean"};
+  static constexpr std::array<std::string_view, 26> kHeavy = {
+      "exp",  "log",   "tanh",  "erf",   "sigmoid", "gelu", "softplus",   "mish", "elu",
+      "selu", "celu",  "sin",   "cos",   "tan",     "asin", "acos",       "atan", "sinh",
+      "cosh", "asinh", "acosh", "atanh", "div",     "sqrt", "reciprocal", "mean"};
   return std::find(kHeavy.begin(), kHeavy.end(), op) != kHeavy.end() ? 8.0 : 1.0;
 }
 
