@@ -35,7 +35,6 @@ namespace {
 struct Scratch {
   std::vector<std::byte> bytes;
   std::vector<std::byte*> ptr;
-  std::vector<Tensor> views;
   std::vector<Tensor> ins;
 };
 
