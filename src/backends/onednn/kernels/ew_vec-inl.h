@@ -1,0 +1,538 @@
+// Vector forms of the elementwise ops (Highway), keyed by the scalar functor type of
+// include/frame/ops/elementwise.h: `VecOf<ew::AddOp>` computes what `ew::AddOp<float>`
+// computes, on one vector, reading attributes from the scalar functor so each formula and
+// attribute default has one home. An op without a specialization has `kHasVec<F> == false` and
+// runs through its cpu kernel instead (detected at compile time).
+//
+// Included once per Highway target by ew_vec.cpp (foreach_target.h), hence the toggle guard.
+//
+// Accuracy (fp32, vs the double-precision function; asserted in tests/cpp/onednn_ew):
+//  * exp: Highway Exp (1 ulp), +inf above 88.72, NaN kept;
+//  * tanh: Highway Tanh (expm1 based, <= 4 ulp);
+//  * erf: two polynomial pieces (erf_v), max abs error kErfMaxAbsError below.
+
+// NOLINTNEXTLINE(build/header_guard): per-target re-inclusion guard required by Highway.
+#if defined(FRAME_ONEDNN_EW_VEC_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef FRAME_ONEDNN_EW_VEC_INL_H_
+#undef FRAME_ONEDNN_EW_VEC_INL_H_
+#else
+#define FRAME_ONEDNN_EW_VEC_INL_H_
+#endif
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <numbers>
+#include <type_traits>
+
+#include "backends/onednn/kernels/ew_vec.h"
+#include "frame/ops/elementwise.h"
+#include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
+
+#if HWY_ARCH_X86
+#include <immintrin.h>  // _mm_sfence after streaming stores
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace frame::backends::onednn::HWY_NAMESPACE {
+
+namespace hn = hwy::HWY_NAMESPACE;
+namespace ew = ::frame::ops::ew;
+
+/// Max |erf_vec(x) - erf(x)| over all finite fp32 x, measured against double precision.
+inline constexpr double kErfMaxAbsError = 2e-7;
+
+/// The vector form of scalar functor template F: `kArity` inputs, `operator()(d, f, v...)`
+/// with `f` the scalar functor `F<float>` (attributes). Primary: no vector form.
+template <template <typename> class F>
+struct VecOf {
+  static constexpr int kArity = 0;
+};
+
+/// True when F has a vector form.
+template <template <typename> class F>
+inline constexpr bool kHasVec = VecOf<F>::kArity != 0;
+
+// Upper bound of fp32 lanes on the compiled targets (AVX-512: 16), for tail buffers.
+inline constexpr size_t kMaxLanes = 16;
+
+// ---- shared pieces ----
+
+/// r where x is not NaN, else x (NaN propagates like the scalar functors).
+template <class D, class V>
+HWY_INLINE V keep_nan(D, V x, V r) {
+  return hn::IfThenElse(hn::IsNaN(x), x, r);
+}
+
+/// e^x: Highway Exp plus the edges it leaves open (overflow to +inf, NaN).
+template <class D, class V>
+HWY_INLINE V exp_v(D d, V x) {
+  const V y = hn::Exp(d, x);
+  const V r = hn::IfThenElse(hn::Gt(x, hn::Set(d, 88.72283935546875f)),
+                             hn::Set(d, std::numeric_limits<float>::infinity()), y);
+  return keep_nan(d, x, r);
+}
+
+/// e^x - 1 (std::expm1): Highway Expm1 plus overflow, the -1 floor and NaN.
+template <class D, class V>
+HWY_INLINE V expm1_v(D d, V x) {
+  V r = hn::Expm1(d, x);
+  r = hn::IfThenElse(hn::Gt(x, hn::Set(d, 88.72283935546875f)),
+                     hn::Set(d, std::numeric_limits<float>::infinity()), r);
+  r = hn::IfThenElse(hn::Lt(x, hn::Set(d, -88.0f)), hn::Set(d, -1.0f), r);
+  return keep_nan(d, x, r);
+}
+
+/// ln x (std::log): Highway Log on (0, inf), with 0 -> -inf, x < 0 -> NaN, +inf -> +inf.
+template <class D, class V>
+HWY_INLINE V log_v(D d, V x) {
+  const V zero = hn::Zero(d);
+  const V inf = hn::Set(d, std::numeric_limits<float>::infinity());
+  V r = hn::Log(d, x);
+  r = hn::IfThenElse(hn::Eq(x, inf), inf, r);
+  r = hn::IfThenElse(hn::Eq(x, zero), hn::Neg(inf), r);
+  r = hn::IfThenElse(hn::Lt(x, zero), hn::Set(d, std::numeric_limits<float>::quiet_NaN()), r);
+  return keep_nan(d, x, r);
+}
+
+/// tanh x: Highway Tanh (exact sign, saturates to +-1, NaN kept).
+template <class D, class V>
+HWY_INLINE V tanh_v(D d, V x) {
+  return keep_nan(d, x, hn::Tanh(d, x));
+}
+
+/// erf x in two pieces, both least-squares fits on Chebyshev nodes: |x| < 1: x * P(x^2)
+/// (degree 6); |x| >= 1: 1 - e^(-x^2) * Q(1 / |x|) with Q ~ erfc(x) e^(x^2) (degree 9) on [1, 4]
+/// (erf rounds to +-1 beyond 4). The tail is erfc to ~1e-6 relative, so 1 + erf(x) for negative
+/// x (erf-GELU) keeps its relative accuracy. Max abs error kErfMaxAbsError.
+template <class D, class V>
+HWY_INLINE V erf_v(D d, V x) {
+  const V one = hn::Set(d, 1.0f);
+  const V ax = hn::Abs(x);
+  const V x2 = hn::Mul(x, x);
+  V p = hn::Set(d, 7.933399319881573e-05f);
+  p = hn::MulAdd(p, x2, hn::Set(d, -0.0008034820202738047f));
+  p = hn::MulAdd(p, x2, hn::Set(d, 0.00519121577963233f));
+  p = hn::MulAdd(p, x2, hn::Set(d, -0.02685539796948433f));
+  p = hn::MulAdd(p, x2, hn::Set(d, 0.11283625662326813f));
+  p = hn::MulAdd(p, x2, hn::Set(d, -0.3761262893676758f));
+  p = hn::MulAdd(p, x2, hn::Set(d, 1.128379225730896f));
+  const V small = hn::Mul(x, p);
+  const V a = hn::Min(ax, hn::Set(d, 4.0f));
+  const V u = hn::Div(one, hn::Max(a, one));
+  V q = hn::Set(d, 0.028221357613801956f);
+  q = hn::MulAdd(q, u, hn::Set(d, -0.16585257649421692f));
+  q = hn::MulAdd(q, u, hn::Set(d, 0.40478044748306274f));
+  q = hn::MulAdd(q, u, hn::Set(d, -0.49099504947662354f));
+  q = hn::MulAdd(q, u, hn::Set(d, 0.19882731139659882f));
+  q = hn::MulAdd(q, u, hn::Set(d, 0.2524098753929138f));
+  q = hn::MulAdd(q, u, hn::Set(d, -0.38380396366119385f));
+  q = hn::MulAdd(q, u, hn::Set(d, 0.02232181653380394f));
+  q = hn::MulAdd(q, u, hn::Set(d, 0.5615408420562744f));
+  q = hn::MulAdd(q, u, hn::Set(d, 0.0001335152192041278f));
+  const V erfc = hn::Mul(hn::Exp(d, hn::Neg(hn::Mul(a, a))), q);
+  const V big = hn::CopySign(hn::Sub(one, erfc), x);
+  return keep_nan(d, x, hn::IfThenElse(hn::Lt(ax, one), small, big));
+}
+
+/// ln(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|) (ew::stable_softplus).
+template <class D, class V>
+HWY_INLINE V softplus_v(D d, V x) {
+  const V e = exp_v(d, hn::Neg(hn::Abs(x)));
+  const V r = hn::Add(hn::IfThenElseZero(hn::Gt(x, hn::Zero(d)), x), hn::Log1p(d, e));
+  return keep_nan(d, x, r);
+}
+
+/// lo where x < lo, hi where x > hi, else x (NaN stays NaN): ew::ClipOp / HardSigmoid clamp.
+template <class D, class V>
+HWY_INLINE V clamp_v(D, V x, V lo, V hi) {
+  const V y = hn::IfThenElse(hn::Lt(x, lo), lo, x);
+  return hn::IfThenElse(hn::Gt(y, hi), hi, y);
+}
+
+/// Applies std function `fn` lane by lane (sin/cos outside Highway's valid range, inf, NaN).
+template <class D, class V, class Fn>
+HWY_NOINLINE V scalar_lanes(D d, V x, Fn fn) {
+  alignas(64) float buf[kMaxLanes];
+  hn::Store(x, d, buf);
+  for (size_t i = 0; i < hn::Lanes(d); ++i) buf[i] = fn(buf[i]);
+  return hn::Load(d, buf);
+}
+
+// Highway Sin/Cos are accurate (3 ulp) for |x| <= 39000; other lanes take std::sin/cos.
+inline constexpr float kTrigRange = 39000.0f;
+
+// ---- unary ----
+#define FRAME_VEC_UNARY(Functor, expr)                                     \
+  template <>                                                              \
+  struct VecOf<ew::Functor> {                                              \
+    static constexpr int kArity = 1;                                       \
+    template <class D, class V>                                            \
+    HWY_INLINE V operator()(D d, const ew::Functor<float>& f, V x) const { \
+      (void)d;                                                             \
+      (void)f;                                                             \
+      return (expr);                                                       \
+    }                                                                      \
+  };
+
+FRAME_VEC_UNARY(AbsOp, hn::Abs(x))
+FRAME_VEC_UNARY(NegOp, hn::Neg(x))
+FRAME_VEC_UNARY(IdentityOp, x)
+FRAME_VEC_UNARY(ExpOp, exp_v(d, x))
+FRAME_VEC_UNARY(LogOp, log_v(d, x))
+FRAME_VEC_UNARY(SqrtOp, hn::Sqrt(x))
+FRAME_VEC_UNARY(ReciprocalOp, hn::Div(hn::Set(d, 1.0f), x))
+FRAME_VEC_UNARY(TanhOp, tanh_v(d, x))
+FRAME_VEC_UNARY(ErfOp, erf_v(d, x))
+FRAME_VEC_UNARY(FloorOp, hn::Floor(x))
+FRAME_VEC_UNARY(CeilOp, hn::Ceil(x))
+FRAME_VEC_UNARY(RoundOp, hn::Round(x))
+FRAME_VEC_UNARY(SoftsignOp, hn::Div(x, hn::Add(hn::Set(d, 1.0f), hn::Abs(x))))
+FRAME_VEC_UNARY(ReluOp, hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Zero(d), x))
+FRAME_VEC_UNARY(LeakyReluOp,
+                hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Mul(hn::Set(d, f.alpha), x), x))
+FRAME_VEC_UNARY(EluOp, hn::IfThenElse(hn::Lt(x, hn::Zero(d)),
+                                      hn::Mul(hn::Set(d, f.alpha), expm1_v(d, x)), x))
+FRAME_VEC_UNARY(SeluOp, hn::IfThenElse(hn::Gt(x, hn::Zero(d)), hn::Mul(hn::Set(d, f.gamma), x),
+                                       hn::Mul(hn::Set(d, f.gamma* f.alpha), expm1_v(d, x))))
+FRAME_VEC_UNARY(CeluOp, hn::IfThenElse(hn::Gt(x, hn::Zero(d)), x,
+                                       hn::Mul(hn::Set(d, f.alpha),
+                                               expm1_v(d, hn::Div(x, hn::Set(d, f.alpha))))))
+FRAME_VEC_UNARY(SoftplusOp, softplus_v(d, x))
+FRAME_VEC_UNARY(MishOp, hn::Mul(x, tanh_v(d, softplus_v(d, x))))
+FRAME_VEC_UNARY(HardSigmoidOp,
+                clamp_v(d, hn::Add(hn::Mul(hn::Set(d, f.alpha), x), hn::Set(d, f.beta)),
+                        hn::Zero(d), hn::Set(d, 1.0f)))
+FRAME_VEC_UNARY(HardSwishOp,
+                hn::Mul(x, clamp_v(d, hn::Add(hn::Div(x, hn::Set(d, 6.0f)), hn::Set(d, 0.5f)),
+                                   hn::Zero(d), hn::Set(d, 1.0f))))
+FRAME_VEC_UNARY(SignOp,
+                hn::IfThenElse(hn::Gt(x, hn::Zero(d)), hn::Set(d, 1.0f),
+                               hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Set(d, -1.0f), x)))
+FRAME_VEC_UNARY(ClipOp, clamp_v(d, x, hn::Set(d, f.lo), hn::Set(d, f.hi)))
+#undef FRAME_VEC_UNARY
+
+// Two branches like the scalar functor, so exp never overflows: e / (1 + e) with e = e^-|x|
+// for x < 0, 1 / (1 + e) otherwise.
+template <>
+struct VecOf<ew::SigmoidOp> {
+  static constexpr int kArity = 1;
+  template <class D, class V>
+  HWY_INLINE V operator()(D d, const ew::SigmoidOp<float>&, V x) const {
+    const V one = hn::Set(d, 1.0f);
+    const V e = exp_v(d, hn::Neg(hn::Abs(x)));
+    return hn::Div(hn::IfThenElse(hn::Ge(x, hn::Zero(d)), one, e), hn::Add(one, e));
+  }
+};
+
+template <>
+struct VecOf<ew::GeluOp> {
+  static constexpr int kArity = 1;
+  template <class D, class V>
+  HWY_INLINE V operator()(D d, const ew::GeluOp<float>& f, V x) const {
+    const V half_x = hn::Mul(hn::Set(d, 0.5f), x);
+    const V one = hn::Set(d, 1.0f);
+    if (f.tanh_approx) {  // uniform per call: the branch is hoisted out of the loop
+      const V cube = hn::Mul(hn::Mul(hn::Mul(hn::Set(d, 0.044715f), x), x), x);
+      const V inner = hn::Mul(hn::Set(d, 0.7978845608028654f), hn::Add(x, cube));
+      return hn::Mul(half_x, hn::Add(one, tanh_v(d, inner)));
+    }
+    const V s = hn::Mul(x, hn::Set(d, static_cast<float>(std::numbers::sqrt2 / 2)));
+    return hn::Mul(half_x, hn::Add(one, erf_v(d, s)));
+  }
+};
+
+template <>
+struct VecOf<ew::SinOp> {
+  static constexpr int kArity = 1;
+  template <class D, class V>
+  HWY_INLINE V operator()(D d, const ew::SinOp<float>&, V x) const {
+    if (!hn::AllTrue(d, hn::Le(hn::Abs(x), hn::Set(d, kTrigRange)))) {
+      return scalar_lanes(d, x, [](float v) { return std::sin(v); });
+    }
+    return hn::Sin(d, x);
+  }
+};
+template <>
+struct VecOf<ew::CosOp> {
+  static constexpr int kArity = 1;
+  template <class D, class V>
+  HWY_INLINE V operator()(D d, const ew::CosOp<float>&, V x) const {
+    if (!hn::AllTrue(d, hn::Le(hn::Abs(x), hn::Set(d, kTrigRange)))) {
+      return scalar_lanes(d, x, [](float v) { return std::cos(v); });
+    }
+    return hn::Cos(d, x);
+  }
+};
+
+/// vec(x) where every lane lies in [lo, hi] (Highway's valid range), else std_fn lane by lane
+/// (NaN and infinities included): the fast path is branch-free, edges stay exact.
+template <class D, class V, class VecFn, class StdFn>
+HWY_INLINE V in_range_or(D d, V x, float lo, float hi, VecFn vec, StdFn std_fn) {
+  const auto ok = hn::And(hn::Ge(x, hn::Set(d, lo)), hn::Le(x, hn::Set(d, hi)));
+  if (!hn::AllTrue(d, ok)) return scalar_lanes(d, x, std_fn);
+  return vec(x);
+}
+
+// Inverse and hyperbolic trig: Highway contrib (2-4 ulp) inside its valid ranges; sinh/cosh
+// overflow between 88.7 and 89.4 where e^x already does, so those lanes take std.
+#define FRAME_VEC_RANGED(Functor, lo, hi, vec_expr, std_fn)                                  \
+  template <>                                                                                \
+  struct VecOf<ew::Functor> {                                                                \
+    static constexpr int kArity = 1;                                                         \
+    template <class D, class V>                                                              \
+    HWY_INLINE V operator()(D d, const ew::Functor<float>&, V x) const {                     \
+      return in_range_or(                                                                    \
+          d, x, lo, hi, [d](V v) { return (vec_expr); }, [](float v) { return std_fn(v); }); \
+    }                                                                                        \
+  };
+FRAME_VEC_RANGED(AsinOp, -1.0f, 1.0f, hn::Asin(d, v), std::asin)
+FRAME_VEC_RANGED(AcosOp, -1.0f, 1.0f, hn::Acos(d, v), std::acos)
+FRAME_VEC_RANGED(AtanOp, -3.0e38f, 3.0e38f, hn::Atan(d, v), std::atan)
+FRAME_VEC_RANGED(AsinhOp, -3.0e38f, 3.0e38f, hn::Asinh(d, v), std::asinh)
+FRAME_VEC_RANGED(AcoshOp, 1.0f, 3.0e38f, hn::Acosh(d, v), std::acosh)
+FRAME_VEC_RANGED(AtanhOp, -0.99999994f, 0.99999994f, hn::Atanh(d, v), std::atanh)
+FRAME_VEC_RANGED(SinhOp, -88.0f, 88.0f, hn::Sinh(d, v), std::sinh)
+// cosh x = (e^|x| + e^-|x|) / 2.
+FRAME_VEC_RANGED(CoshOp, -88.0f, 88.0f,
+                 hn::Mul(hn::Set(d, 0.5f),
+                         hn::Add(hn::Exp(d, hn::Abs(v)), hn::Exp(d, hn::Neg(hn::Abs(v))))),
+                 std::cosh)
+// tan x = sin x / cos x (each 3 ulp) within Highway's trig range.
+FRAME_VEC_RANGED(TanOp, -kTrigRange, kTrigRange, hn::Div(hn::Sin(d, v), hn::Cos(d, v)), std::tan)
+#undef FRAME_VEC_RANGED
+
+// ---- binary ----
+#define FRAME_VEC_BINARY(Functor, expr)                                         \
+  template <>                                                                   \
+  struct VecOf<ew::Functor> {                                                   \
+    static constexpr int kArity = 2;                                            \
+    template <class D, class V>                                                 \
+    HWY_INLINE V operator()(D d, const ew::Functor<float>& f, V a, V b) const { \
+      (void)d;                                                                  \
+      (void)f;                                                                  \
+      return (expr);                                                            \
+    }                                                                           \
+  };
+FRAME_VEC_BINARY(AddOp, hn::Add(a, b))
+FRAME_VEC_BINARY(SubOp, hn::Sub(a, b))
+FRAME_VEC_BINARY(MulOp, hn::Mul(a, b))
+FRAME_VEC_BINARY(DivOp, hn::Div(a, b))
+// numpy.minimum/maximum: a NaN operand wins (a's first), else b < a ? b : a.
+FRAME_VEC_BINARY(MinOp, keep_nan(d, a, keep_nan(d, b, hn::IfThenElse(hn::Lt(b, a), b, a))))
+FRAME_VEC_BINARY(MaxOp, keep_nan(d, a, keep_nan(d, b, hn::IfThenElse(hn::Lt(a, b), b, a))))
+FRAME_VEC_BINARY(PReluOp, hn::IfThenElse(hn::Lt(a, hn::Zero(d)), hn::Mul(b, a), a))
+#undef FRAME_VEC_BINARY
+
+// ---- comparisons (fp32 in, bool out), keyed like VecOf; NaN compares false like C++ ----
+
+/// The vector form of comparison functor F: `apply(a, b)` gives the lane mask.
+template <template <typename> class F>
+struct VecCmpOf {
+  static constexpr bool kDefined = false;
+};
+#define FRAME_VEC_CMP(Functor, fn)           \
+  template <>                                \
+  struct VecCmpOf<ew::Functor> {             \
+    static constexpr bool kDefined = true;   \
+    template <class V>                       \
+    static HWY_INLINE auto apply(V a, V b) { \
+      return fn(a, b);                       \
+    }                                        \
+  };
+FRAME_VEC_CMP(EqualOp, hn::Eq)
+FRAME_VEC_CMP(LessOp, hn::Lt)
+FRAME_VEC_CMP(LessOrEqualOp, hn::Le)
+FRAME_VEC_CMP(GreaterOp, hn::Gt)
+FRAME_VEC_CMP(GreaterOrEqualOp, hn::Ge)
+#undef FRAME_VEC_CMP
+
+// Mean's last step: sum / count (ew::MeanFinish).
+template <>
+struct VecOf<ew::MeanFinish> {
+  static constexpr int kArity = 1;
+  template <class D, class V>
+  HWY_INLINE V operator()(D d, const MeanFinishArgs& f, V x) const {
+    return hn::Div(x, hn::Set(d, static_cast<float>(f.count)));
+  }
+};
+
+// ---- loops over contiguous arrays; the tail goes through a padded vector ----
+
+/// Functor argument type of VecOf<F>: the scalar functor, or MeanFinishArgs for mean.
+template <template <typename> class F>
+using VecArg =
+    std::conditional_t<std::is_same_v<F<float>, ew::MeanFinish<float>>, MeanFinishArgs, F<float>>;
+
+template <template <typename> class F>
+HWY_NOINLINE void unary_loop(const float* x, float* y, size_t n, const void* functor) {
+  const hn::ScalableTag<float> d;
+  const auto& f = *static_cast<const VecArg<F>*>(functor);
+  const VecOf<F> op;
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) hn::StoreU(op(d, f, hn::LoadU(d, x + i)), d, y + i);
+  if (i < n) {
+    alignas(64) float buf[kMaxLanes] = {};
+    for (size_t k = 0; k < n - i; ++k) buf[k] = x[i + k];
+    hn::Store(op(d, f, hn::Load(d, buf)), d, buf);
+    for (size_t k = 0; k < n - i; ++k) y[i + k] = buf[k];
+  }
+}
+
+template <template <typename> class F>
+HWY_NOINLINE void binary_loop(const float* a, const float* b, float* y, size_t n,
+                              const void* functor) {
+  const hn::ScalableTag<float> d;
+  const auto& f = *static_cast<const F<float>*>(functor);
+  const VecOf<F> op;
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    hn::StoreU(op(d, f, hn::LoadU(d, a + i), hn::LoadU(d, b + i)), d, y + i);
+  }
+  if (i < n) {
+    alignas(64) float ba[kMaxLanes] = {};
+    alignas(64) float bb[kMaxLanes] = {};
+    for (size_t k = 0; k < n - i; ++k) {
+      ba[k] = a[i + k];
+      bb[k] = b[i + k];
+    }
+    hn::Store(op(d, f, hn::Load(d, ba), hn::Load(d, bb)), d, ba);
+    for (size_t k = 0; k < n - i; ++k) y[i + k] = ba[k];
+  }
+}
+
+// ---- pow with a scalar exponent (ew::PowOp<float, float> computes std::pow in float) ----
+
+/// x^e for an integer e (|e| small) by repeated squaring, 1 / x^|e| for negative e: x^0 = 1
+/// even for NaN, 0^-k = inf with the sign of x for odd k, like std::pow.
+HWY_NOINLINE void pow_int_loop(const float* x, float* y, size_t n, const void* functor) {
+  const hn::ScalableTag<float> d;
+  const auto& a = *static_cast<const PowArgs*>(functor);
+  const uint64_t k = static_cast<uint64_t>(a.ie < 0 ? -a.ie : a.ie);
+  auto powv = [&](hn::Vec<decltype(d)> v) {
+    auto r = hn::Set(d, 1.0f);
+    auto b = v;
+    for (uint64_t q = k; q != 0; q >>= 1) {
+      if (q & 1u) r = hn::Mul(r, b);
+      if (q > 1) b = hn::Mul(b, b);
+    }
+    return a.ie < 0 ? hn::Div(hn::Set(d, 1.0f), r) : r;
+  };
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) hn::StoreU(powv(hn::LoadU(d, x + i)), d, y + i);
+  if (i < n) {
+    alignas(64) float buf[kMaxLanes] = {};
+    for (size_t k2 = 0; k2 < n - i; ++k2) buf[k2] = x[i + k2];
+    hn::Store(powv(hn::Load(d, buf)), d, buf);
+    for (size_t k2 = 0; k2 < n - i; ++k2) y[i + k2] = buf[k2];
+  }
+}
+
+/// x^0.5 = sqrt(x), except pow(-inf, 0.5) = +inf (std::pow); -0 gives -0 (equal to +0).
+HWY_NOINLINE void pow_half_loop(const float* x, float* y, size_t n, const void*) {
+  const hn::ScalableTag<float> d;
+  const auto ninf = hn::Set(d, -std::numeric_limits<float>::infinity());
+  const auto inf = hn::Set(d, std::numeric_limits<float>::infinity());
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto v = hn::LoadU(d, x + i);
+    hn::StoreU(hn::IfThenElse(hn::Eq(v, ninf), inf, hn::Sqrt(v)), d, y + i);
+  }
+  for (; i < n; ++i) y[i] = std::pow(x[i], 0.5f);
+}
+
+/// std::pow lane by lane for other exponents (a direct call, no indirection per element).
+HWY_NOINLINE void pow_any_loop(const float* x, float* y, size_t n, const void* functor) {
+  const float e = static_cast<const PowArgs*>(functor)->e;
+  for (size_t i = 0; i < n; ++i) y[i] = std::pow(x[i], e);
+}
+
+/// out[i] = cond[i] ? x[i] : y[i] (ONNX Where; bool is one byte, nonzero = true).
+HWY_NOINLINE void where_loop(const uint8_t* cond, const float* x, const float* y, float* out,
+                             size_t n) {
+  const hn::ScalableTag<float> d;
+  const hn::Rebind<uint8_t, decltype(d)> d8;
+  const hn::Rebind<uint32_t, decltype(d)> d32;
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto c = hn::PromoteTo(d32, hn::LoadU(d8, cond + i));
+    const auto m = hn::RebindMask(d, hn::Ne(c, hn::Zero(d32)));
+    hn::StoreU(hn::IfThenElse(m, hn::LoadU(d, x + i), hn::LoadU(d, y + i)), d, out + i);
+  }
+  for (; i < n; ++i) out[i] = cond[i] != 0 ? x[i] : y[i];
+}
+
+/// dst[i] = src[i] with non-temporal stores where dst is vector-aligned: a large output is not
+/// read back by this kernel, so it bypasses the caches (no read-for-ownership). Callers end a
+/// run of these with stream_fence_loop.
+HWY_NOINLINE void stream_copy_loop(const float* src, float* dst, size_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  if (reinterpret_cast<uintptr_t>(dst) % (lanes * sizeof(float)) == 0) {
+    for (; i + lanes <= n; i += lanes) hn::Stream(hn::LoadU(d, src + i), d, dst + i);
+  }
+  for (; i < n; ++i) dst[i] = src[i];
+}
+
+/// Orders the streamed stores before anything the thread does next (x86: sfence), so the
+/// output is complete when the parallel region joins.
+HWY_NOINLINE void stream_fence_loop() {
+#if HWY_ARCH_X86
+  _mm_sfence();
+#endif
+}
+
+template <template <typename> class F>
+HWY_NOINLINE void compare_loop(const float* a, const float* b, uint8_t* out, size_t n) {
+  const hn::ScalableTag<float> d;
+  const hn::Rebind<int32_t, decltype(d)> di;
+  const hn::Rebind<uint8_t, decltype(d)> d8;
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto m = VecCmpOf<F>::apply(hn::LoadU(d, a + i), hn::LoadU(d, b + i));
+    const auto one = hn::IfThenElseZero(hn::RebindMask(di, m), hn::Set(di, 1));
+    hn::StoreU(hn::DemoteTo(d8, one), d8, out + i);
+  }
+  const F<float> f{};  // the tail through the scalar functor itself
+  for (; i < n; ++i) out[i] = f(a[i], b[i]) ? 1 : 0;
+}
+
+template <template <typename> class F>
+constexpr VecCompareFn compare_entry() {
+  if constexpr (VecCmpOf<F>::kDefined) {
+    return &compare_loop<F>;
+  } else {
+    return nullptr;
+  }
+}
+
+template <template <typename> class F>
+constexpr VecUnaryFn unary_entry() {
+  if constexpr (VecOf<F>::kArity == 1) {
+    return &unary_loop<F>;
+  } else {
+    return nullptr;
+  }
+}
+template <template <typename> class F>
+constexpr VecBinaryFn binary_entry() {
+  if constexpr (VecOf<F>::kArity == 2) {
+    return &binary_loop<F>;
+  } else {
+    return nullptr;
+  }
+}
+
+}  // namespace frame::backends::onednn::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // FRAME_ONEDNN_EW_VEC_INL_H_ toggle

@@ -1,0 +1,94 @@
+#pragma once
+/// \file
+/// Target-independent face of the vector forms of the elementwise ops (ew_vec-inl.h): loops
+/// over contiguous fp32 arrays, one per op of FRAME_EW_UNARY_OPS / FRAME_EW_BINARY_OPS /
+/// FRAME_EW_VARIADIC_OPS that has a vector form, plus clip, prelu, pow with a scalar exponent
+/// and mean's final division. The
+/// formulas live once, in the scalar functors of include/frame/ops/elementwise.h; a loop reads
+/// the functor (and so its attributes) through `functor`, an `ew::F<float>` built at prepare.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "frame/core/dtype.h"
+#include "frame/ops/elementwise.h"
+
+namespace frame::backends::onednn {
+
+/// The dtypes the vector forms compute in (fp32).
+inline constexpr DTypeSet kVecDTypes{DTypeCode::kFloat32};
+
+/// y[i] = f(x[i]) for i < n; `functor` points at the op's `ew::F<float>`. x may equal y.
+using VecUnaryFn = void (*)(const float* x, float* y, size_t n, const void* functor);
+/// y[i] = f(a[i], b[i]) for i < n; a or b may equal y.
+using VecBinaryFn = void (*)(const float* a, const float* b, float* y, size_t n,
+                             const void* functor);
+
+#define FRAME_EW_VEC_COUNT(name, F, types, traits, doc) +1
+/// Number of ops in each list (table sizes).
+inline constexpr size_t kNumUnaryOps = 0 FRAME_EW_UNARY_OPS(FRAME_EW_VEC_COUNT);
+inline constexpr size_t kNumBinaryOps = 0 FRAME_EW_BINARY_OPS(FRAME_EW_VEC_COUNT);
+inline constexpr size_t kNumVariadicOps = 0 FRAME_EW_VARIADIC_OPS(FRAME_EW_VEC_COUNT);
+#undef FRAME_EW_VEC_COUNT
+
+/// Argument of the mean-finish loop: the scalar functor and the input count it divides by.
+struct MeanFinishArgs {
+  ops::ew::MeanFinish<float> finish;
+  int64_t count = 1;
+};
+
+/// Argument of the pow loops: ONNX Pow with an fp32 scalar exponent (ew::PowOp<float, float>).
+struct PowArgs {
+  float e = 1.0f;
+  int64_t ie = 1;  ///< e as an integer (pow_int only)
+};
+
+/// out[i] = f(a[i], b[i]) as bool (one byte, 0 or 1) for the comparison ops.
+using VecCompareFn = void (*)(const float* a, const float* b, uint8_t* out, size_t n);
+
+/// The vector loops of one Highway target, indexed like the X-macro lists; nullptr where an
+/// op has no vector form (it then runs through its cpu kernel, see fused.cpp).
+struct VecTable {
+  std::array<VecUnaryFn, kNumUnaryOps> unary{};
+  std::array<VecBinaryFn, kNumBinaryOps> binary{};
+  /// The comparisons among the binary ops (fp32 in, bool out); nullptr for the others.
+  std::array<VecCompareFn, kNumBinaryOps> compare{};
+  /// The pairwise fold of each variadic op (sum/mean: add, max, min).
+  std::array<VecBinaryFn, kNumVariadicOps> variadic{};
+  /// ONNX Clip with scalar bounds; functor is ew::ClipOp<float>.
+  VecUnaryFn clip = nullptr;
+  /// ONNX PRelu x < 0 ? slope * x : x; functor is ew::PReluOp<float>.
+  VecBinaryFn prelu = nullptr;
+  /// Pow with a scalar exponent (functor PowArgs): integer exponents by repeated squaring,
+  /// 0.5 by sqrt, any other by std::pow lane by lane (no per-element indirection).
+  VecUnaryFn pow_int = nullptr;
+  VecUnaryFn pow_half = nullptr;
+  VecUnaryFn pow_any = nullptr;
+  /// ONNX Where on a bool condition and fp32 values: out[i] = cond[i] ? x[i] : y[i].
+  void (*where)(const uint8_t* cond, const float* x, const float* y, float* out,
+                size_t n) = nullptr;
+  /// Mean's final step y = x / count; functor is MeanFinishArgs.
+  VecUnaryFn mean_finish = nullptr;
+  /// dst[i] = src[i] with non-temporal stores (outputs too large to stay in cache).
+  void (*stream_copy)(const float* src, float* dst, size_t n) = nullptr;
+  /// Store fence after a thread's last stream_copy.
+  void (*stream_fence)() = nullptr;
+  /// Name of the Highway target these loops were compiled for (e.g. "AVX2").
+  const char* target = "";
+};
+
+/// Loops of the best target this CPU supports (HWY_DYNAMIC_DISPATCH; call at prepare).
+const VecTable& vec_table();
+
+/// Index of `op` in FRAME_EW_UNARY_OPS / _BINARY_OPS / _VARIADIC_OPS, or -1.
+int unary_index(std::string_view op);
+int binary_index(std::string_view op);
+int variadic_index(std::string_view op);
+
+/// True when `op` (an elementwise list op, clip, prelu, pow or where) has a vector form. Known at
+/// compile time (the VecOf specializations of ew_vec-inl.h); same answer on every target.
+bool has_vec_form(std::string_view op);
+
+}  // namespace frame::backends::onednn

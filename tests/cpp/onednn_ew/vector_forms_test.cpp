@@ -1,0 +1,393 @@
+// Vector forms of the elementwise ops on the `onednn` backend (src/backends/onednn/kernels/
+// ew_vec-inl.h) against the cpu kernels, i.e. the scalar functors of
+// include/frame/ops/elementwise.h, within the BUILD-011 op tolerance: special values (inf, NaN,
+// -0, denormals, overflow edges), random values, tails that are no multiple of the vector width
+// and sizes 0/1/7/1000/100003. Also the max errors of erf/exp/tanh against double precision.
+
+#include <fmt/ranges.h>
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/op_runner.h"
+#include "common/tolerance.h"
+#include "frame/ops/elementwise.h"
+#include "frame/ops/kernel_registry.h"
+// The Highway targets the onednn kernels compile (src/backends/onednn/kernels/hwy_targets.h).
+#define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_AVX3_DL)
+#include "hwy/targets.h"
+
+namespace frame {
+namespace {
+
+using test::OpCall;
+using test::run_op;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// Max |vector - double-precision function| the onednn kernels guarantee (docs/backends/
+// onednn.md, "Compiled fused elementwise kernels"): erf absolute; exp and tanh relative.
+constexpr double kErfMaxAbsError = 2e-7;
+constexpr double kExpMaxRelError = 2.5e-7;  // 2 ulp
+constexpr double kTanhMaxRelError = 5e-7;   // 4 ulp
+
+std::vector<float> special_values() {
+  return {0.0f,     -0.0f,    1.0f,    -1.0f,      0.5f,       -0.5f,  1.5f,    2.5f,
+          -2.5f,    3.5f,     kInf,    -kInf,      kNaN,       1e-40f, -1e-40f, 1.17549435e-38f,
+          3.0e38f,  -3.0e38f, 88.0f,   88.7f,      88.73f,     89.0f,  -87.0f,  -88.0f,
+          -100.0f,  -104.0f,  -110.0f, 20.0f,      -20.0f,     4.0f,   -4.0f,   3.9f,
+          1e-3f,    -1e-3f,   1e-7f,   6.0f,       -6.0f,      -3.0f,  3.0f,    38999.0f,
+          39001.0f, -1e5f,    1e20f,   8388607.5f, 8388609.0f, 1e30f,  -17.5f,  0.1f};
+}
+
+// Special values first, then random values: half in [-10, 10], half spread over magnitudes.
+std::vector<float> values(size_t n, uint32_t seed) {
+  std::vector<float> v = special_values();
+  v.resize(std::min(v.size(), n));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> small(-10.0f, 10.0f);
+  std::uniform_real_distribution<float> expo(-30.0f, 30.0f);
+  std::bernoulli_distribution sign;
+  while (v.size() < n) {
+    if (v.size() % 2 == 0) {
+      v.push_back(small(rng));
+    } else {
+      const float m = std::pow(2.0f, expo(rng));
+      v.push_back(sign(rng) ? m : -m);
+    }
+  }
+  return v;
+}
+
+Tensor vec_tensor(Shape shape, uint32_t seed) {
+  const int64_t n = numel_of(shape);
+  return Tensor::from_vector<float>(std::move(shape), values(static_cast<size_t>(n), seed));
+}
+
+// Runs `call` on onednn and cpu and compares (BUILD-011 op class).
+void expect_matches_cpu(const OpCall& call, const std::string& what) {
+  auto fast = run_op(call, "onednn");
+  ASSERT_TRUE(fast.is_ok()) << what << ": " << fast.status().to_string();
+  auto ref = run_op(call, "cpu");
+  ASSERT_TRUE(ref.is_ok()) << what << ": " << ref.status().to_string();
+  const test::CompareResult r =
+      test::compare_tensors((*fast)[0], (*ref)[0], test::tolerance_for(DTypeCode::kFloat32));
+  EXPECT_TRUE(r.ok) << what << ": " << r.message;
+}
+
+struct UnaryCase {
+  std::string op;
+  ir::AttrMap attrs;
+};
+
+std::vector<UnaryCase> unary_cases() {
+  return {{"abs", {}},
+          {"neg", {}},
+          {"identity", {}},
+          {"exp", {}},
+          {"log", {}},
+          {"sqrt", {}},
+          {"reciprocal", {}},
+          {"sin", {}},
+          {"cos", {}},
+          {"tanh", {}},
+          {"tan", {}},
+          {"asin", {}},
+          {"acos", {}},
+          {"atan", {}},
+          {"sinh", {}},
+          {"cosh", {}},
+          {"asinh", {}},
+          {"acosh", {}},
+          {"atanh", {}},
+          {"erf", {}},
+          {"sigmoid", {}},
+          {"relu", {}},
+          {"leaky_relu", {{"alpha", 0.1}}},
+          {"leaky_relu", {}},
+          {"elu", {{"alpha", 0.5}}},
+          {"selu", {}},
+          {"celu", {{"alpha", 2.0}}},
+          {"softplus", {}},
+          {"softsign", {}},
+          {"hard_sigmoid", {{"alpha", 0.3}, {"beta", 0.4}}},
+          {"hard_swish", {}},
+          {"gelu", {}},
+          {"gelu", {{"approximate", std::string("tanh")}}},
+          {"mish", {}},
+          {"floor", {}},
+          {"ceil", {}},
+          {"round", {}},
+          {"sign", {}}};
+}
+
+// Every Highway target this machine supports (the kernels pick one at prepare), so an AVX-512
+// machine also checks the AVX2, SSE4 and portable code.
+TEST(VectorForms, EveryUnaryFormMatchesItsScalarFunctorOnEveryTarget) {
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    const std::string t = hwy::TargetName(target);
+    for (const UnaryCase& c : unary_cases()) {
+      for (int64_t n : {0, 1, 7, 1000, 100003}) {
+        OpCall call{c.op, {vec_tensor({n}, 7)}, c.attrs};
+        call.num_threads = 2;
+        expect_matches_cpu(call, t + " " + c.op + " n=" + std::to_string(n));
+      }
+    }
+    hwy::SetSupportedTargetsForTest(0);
+  }
+}
+
+// Ops whose vector form only holds on part of the line (other lanes take std): inputs inside
+// that part, so the vector path itself is checked on every target.
+TEST(VectorForms, RangedFormsInsideTheirValidRange) {
+  struct Domain {
+    const char* op;
+    float lo, hi;
+  };
+  const std::vector<Domain> domains = {
+      {"asin", -1.0f, 1.0f},    {"acos", -1.0f, 1.0f},   {"atanh", -0.999f, 0.999f},
+      {"acosh", 1.0f, 1000.0f}, {"sinh", -87.0f, 87.0f}, {"cosh", -87.0f, 87.0f},
+      {"tan", -100.0f, 100.0f}, {"sin", -3e4f, 3e4f},    {"cos", -3e4f, 3e4f},
+      {"atan", -1e4f, 1e4f},    {"asinh", -1e6f, 1e6f},  {"log", 1e-30f, 1e30f}};
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (const Domain& dom : domains) {
+      std::mt19937 rng(11);
+      std::uniform_real_distribution<float> dist(dom.lo, dom.hi);
+      std::vector<float> v(4099);
+      for (float& x : v) x = dist(rng);
+      expect_matches_cpu({dom.op, {Tensor::from_vector<float>({4099}, v)}},
+                         std::string(hwy::TargetName(target)) + " " + dom.op + " in range");
+    }
+    hwy::SetSupportedTargetsForTest(0);
+  }
+}
+
+TEST(VectorForms, BinaryFormsOnEveryTarget) {
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (const char* op : {"add", "sub", "mul", "div", "min", "max", "equal", "less", "less_equal",
+                           "greater", "greater_equal"}) {
+      for (int64_t n : {1, 7, 1000}) {
+        expect_matches_cpu({op, {vec_tensor({n}, 3), vec_tensor({n}, 4)}},
+                           std::string(hwy::TargetName(target)) + " " + op);
+      }
+    }
+    hwy::SetSupportedTargetsForTest(0);
+  }
+}
+
+TEST(VectorForms, RegisteredForExactlyTheOpsWithAVectorForm) {
+  const auto& kr = ops::KernelRegistry::global();
+  for (const UnaryCase& c : unary_cases()) {
+    EXPECT_NE(kr.find(c.op, "onednn"), nullptr) << c.op;
+  }
+  for (const char* op :
+       {"add", "sub", "mul", "div", "sum", "mean", "max", "min", "clip", "prelu", "pow", "where",
+        "equal", "less", "less_equal", "greater", "greater_equal"}) {
+    EXPECT_NE(kr.find(op, "onednn"), nullptr) << op;
+  }
+  // No vector form (yet): these stay on the cpu kernels.
+  for (const char* op : {"mod", "is_nan", "not", "and", "bit_shift"}) {
+    EXPECT_EQ(kr.find(op, "onednn"), nullptr) << op;
+  }
+}
+
+TEST(VectorForms, NonFp32IsDeclinedSoTheChainFallsBack) {
+  OpCall call{
+      "add",
+      {Tensor::from_vector<double>({2}, {1.0, 2.0}), Tensor::from_vector<double>({2}, {3.0, 4.0})}};
+  auto r = run_op(call, "onednn");
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented) << r.status().to_string();
+}
+
+struct BroadcastCase {
+  Shape a, b;
+};
+
+TEST(VectorForms, BinaryOpsWithEveryBroadcastKind) {
+  const std::vector<BroadcastCase> shapes = {
+      {{1000}, {1000}},             // same shape
+      {{7}, {}},                    // scalar right
+      {{}, {100003}},               // scalar left
+      {{64, 300}, {300}},           // bias over the last dim (short row)
+      {{3, 2500}, {1, 2500}},       // long row, tiles wrap across rows
+      {{64, 33}, {64, 1}},          // column broadcast: gathered
+      {{2, 3, 17, 19}, {3, 1, 1}},  // per-channel: gathered
+      {{5, 1, 7}, {1, 6, 1}},       // both sides broadcast
+  };
+  for (const char* op : {"add", "sub", "mul", "div", "min", "max", "equal", "less", "less_equal",
+                         "greater", "greater_equal"}) {
+    for (const BroadcastCase& s : shapes) {
+      OpCall call{op, {vec_tensor(s.a, 1), vec_tensor(s.b, 2)}};
+      call.num_threads = 2;
+      expect_matches_cpu(call, std::string(op) + " " + fmt::format("{} vs {}", s.a, s.b));
+    }
+  }
+}
+
+TEST(VectorForms, PReluWithBroadcastSlopes) {
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (const Shape& slope : {Shape{}, Shape{3, 1, 1}, Shape{17}, Shape{2, 3, 5, 17}}) {
+      OpCall call{"prelu", {vec_tensor({2, 3, 5, 17}, 1), vec_tensor(slope, 2)}};
+      call.num_threads = 2;
+      expect_matches_cpu(
+          call, std::string(hwy::TargetName(target)) + fmt::format(" prelu slope {}", slope));
+    }
+    hwy::SetSupportedTargetsForTest(0);
+  }
+}
+
+// Pow with a scalar exponent: integer exponents (repeated squaring), 0.5 (sqrt) and others
+// (std::pow per lane), over special bases; a tensor exponent is declined (cpu runs it).
+TEST(VectorForms, PowWithScalarExponent) {
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (float e : {0.0f, 1.0f, 2.0f, 3.0f, 4.0f, -1.0f, -2.0f, -3.0f, 7.0f, 0.5f, 1.7f, -2.5f,
+                    kNaN, kInf, -kInf}) {
+      for (int64_t n : {7, 1000}) {
+        OpCall call{"pow", {vec_tensor({n}, 9), Tensor::scalar<float>(e)}};
+        expect_matches_cpu(call, std::string(hwy::TargetName(target)) +
+                                     " pow e=" + std::to_string(e) + " n=" + std::to_string(n));
+      }
+    }
+    hwy::SetSupportedTargetsForTest(0);
+  }
+  auto r = run_op({"pow", {vec_tensor({8}, 1), vec_tensor({8}, 2)}}, "onednn");
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented) << r.status().to_string();
+}
+
+Tensor bool_tensor(const Shape& shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> bytes(static_cast<size_t>(numel_of(shape)));
+  for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng() % 2);
+  Tensor t = *Tensor::empty(DTypeCode::kBool, shape);
+  if (!bytes.empty()) std::memcpy(t.raw_data(), bytes.data(), bytes.size());
+  return t;
+}
+
+TEST(VectorForms, WhereWithBroadcastConditionAndValues) {
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    const std::vector<std::array<Shape, 3>> shapes = {
+        {Shape{1001}, Shape{1001}, Shape{1001}},
+        {Shape{40, 1}, Shape{40, 33}, Shape{}},
+        {Shape{1, 4, 1, 9}, Shape{2, 4, 9, 9}, Shape{9}}};
+    for (const auto& s : shapes) {
+      OpCall call{"where", {bool_tensor(s[0], 4), vec_tensor(s[1], 5), vec_tensor(s[2], 6)}};
+      call.num_threads = 2;
+      expect_matches_cpu(call, std::string(hwy::TargetName(target)) +
+                                   fmt::format(" where {} {} {}", s[0], s[1], s[2]));
+    }
+    hwy::SetSupportedTargetsForTest(0);
+  }
+  // f64 values: declined, the cpu kernel runs it.
+  auto r = run_op({"where",
+                   {bool_tensor({4}, 1), Tensor::from_vector<double>({4}, {1, 2, 3, 4}),
+                    Tensor::from_vector<double>({4}, {5, 6, 7, 8})}},
+                  "onednn");
+  EXPECT_FALSE(r.is_ok());
+}
+
+TEST(VectorForms, MinMaxPropagateNaNAndKeepSignedZeros) {
+  const Tensor a = Tensor::from_vector<float>({6}, {kNaN, 1.0f, kNaN, 0.0f, -0.0f, 2.0f});
+  const Tensor b = Tensor::from_vector<float>({6}, {1.0f, kNaN, kNaN, -0.0f, 0.0f, -kInf});
+  for (const char* op : {"min", "max"}) {
+    auto fast = run_op({op, {a, b}}, "onednn");
+    ASSERT_TRUE(fast.is_ok()) << fast.status().to_string();
+    const float* y = (*fast)[0].data<float>();
+    EXPECT_TRUE(std::isnan(y[0]) && std::isnan(y[1]) && std::isnan(y[2])) << op;
+    // Equal zeros: the first operand wins, as in the scalar functor.
+    EXPECT_TRUE(std::signbit(y[3]) == false && std::signbit(y[4]) == true) << op;
+  }
+}
+
+TEST(VectorForms, VariadicFoldsAndMean) {
+  for (const char* op : {"sum", "mean", "max", "min"}) {
+    for (size_t k : {1, 2, 3, 5}) {
+      std::vector<Tensor> ins;
+      for (size_t i = 0; i < k; ++i) {
+        ins.push_back(i % 2 == 0 ? vec_tensor({33, 77}, static_cast<uint32_t>(i))
+                                 : vec_tensor({77}, static_cast<uint32_t>(i)));
+      }
+      OpCall call{op, ins};
+      call.num_threads = 2;
+      expect_matches_cpu(call, std::string(op) + " k=" + std::to_string(k));
+    }
+  }
+}
+
+TEST(VectorForms, ClipWithPresentAndAbsentBounds) {
+  const Tensor x = vec_tensor({1003}, 5);
+  const Tensor lo = Tensor::scalar<float>(-2.0f);
+  const Tensor hi = Tensor::scalar<float>(3.0f);
+  expect_matches_cpu({"clip", {x, lo, hi}}, "clip both");
+  expect_matches_cpu({"clip", {x, lo}}, "clip min");
+  expect_matches_cpu({"clip", {x, Tensor(), hi}}, "clip max");
+  expect_matches_cpu({"clip", {x}}, "clip none");
+  expect_matches_cpu({"clip", {x, hi, lo}}, "clip min > max");
+}
+
+TEST(VectorForms, AttributeDefaultsComeFromTheScalarFunctor) {
+  // leaky_relu without alpha: the functor's default 0.01, by hand.
+  auto r = run_op({"leaky_relu", {Tensor::from_vector<float>({2}, {-2.0f, 3.0f})}}, "onednn");
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_FLOAT_EQ((*r)[0].data<float>()[0], -0.02f);
+  EXPECT_FLOAT_EQ((*r)[0].data<float>()[1], 3.0f);
+}
+
+// Dense sweep of [-lim, lim] plus every special value; returns max abs and rel error vs `ref`.
+template <typename Ref>
+std::pair<double, double> max_error(const std::string& op, float lim, Ref ref) {
+  std::vector<float> xs;
+  const int n = 400001;
+  for (int i = 0; i < n; ++i) xs.push_back(-lim + 2.0f * lim * static_cast<float>(i) / (n - 1));
+  for (float s : special_values()) {
+    if (std::isfinite(s) && std::fabs(s) <= lim) xs.push_back(s);
+  }
+  const auto count = static_cast<int64_t>(xs.size());
+  auto r = run_op({op, {Tensor::from_vector<float>({count}, xs)}}, "onednn");
+  EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+  if (!r.is_ok()) return {1e9, 1e9};
+  double abs_err = 0, rel_err = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double e = ref(static_cast<double>(xs[i]));
+    const double a = (*r)[0].data<float>()[i];
+    abs_err = std::max(abs_err, std::fabs(a - e));
+    if (e != 0 && std::isfinite(e)) rel_err = std::max(rel_err, std::fabs(a - e) / std::fabs(e));
+  }
+  return {abs_err, rel_err};
+}
+
+TEST(VectorForms, ErfExpTanhMaxErrorAgainstDouble) {
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    const std::string t = hwy::TargetName(target);
+    const auto [erf_abs, erf_rel] = max_error("erf", 6.0f, [](double x) { return std::erf(x); });
+    EXPECT_LE(erf_abs, kErfMaxAbsError) << t << " rel " << erf_rel;
+    const auto [exp_abs, exp_rel] = max_error("exp", 88.0f, [](double x) { return std::exp(x); });
+    EXPECT_LE(exp_rel, kExpMaxRelError) << t << " abs " << exp_abs;
+    const auto [tanh_abs, tanh_rel] =
+        max_error("tanh", 20.0f, [](double x) { return std::tanh(x); });
+    EXPECT_LE(tanh_rel, kTanhMaxRelError) << t << " abs " << tanh_abs;
+    std::printf("%s: erf max abs %.3g, exp max rel %.3g, tanh max rel %.3g\n", t.c_str(), erf_abs,
+                exp_rel, tanh_rel);
+    hwy::SetSupportedTargetsForTest(0);
+  }
+}
+
+}  // namespace
+}  // namespace frame
