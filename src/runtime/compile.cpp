@@ -22,6 +22,7 @@
 #include "frame/runtime/backend.h"
 #include "passes/operator_fusion.h"
 #include "runtime/executable_impl.h"
+#include "runtime/thread_count_scope.h"
 
 namespace frame::runtime {
 
@@ -192,7 +193,11 @@ Result<std::shared_ptr<const detail::CompiledCore>> compile_core(const ir::Graph
 
   const int threads = options.num_threads > 0 ? options.num_threads : omp_get_max_threads();
   core->graph = g;
-  FRAME_ASSIGN_OR_RETURN(core->plan, detail::build_plan(g, ctx, threads));
+  {
+    // Kernels prepare (oneDNN primitives are created) for the thread count they will run with.
+    detail::ThreadCountScope scope(threads);
+    FRAME_ASSIGN_OR_RETURN(core->plan, detail::build_plan(g, ctx, threads));
+  }
   for (ir::ValueId v : g->inputs()) core->inputs.emplace_back(g->value(v).name, *g->value(v).type);
   for (ir::ValueId v : g->outputs()) {
     if (!g->value(v).type) {

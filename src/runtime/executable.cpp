@@ -10,6 +10,7 @@
 #include <span>
 
 #include "runtime/executable_impl.h"
+#include "runtime/thread_count_scope.h"
 
 namespace frame::runtime {
 
@@ -65,27 +66,6 @@ const ir::Graph& Executable::compiled_graph() const {
 }
 
 namespace {
-
-// Sets the OpenMP nthreads ICV of the calling thread to the compiled thread count for one run
-// and restores the caller's value: oneDNN sizes its parallel regions by omp_get_max_threads()
-// of the calling thread, the cpu kernels by PartIO::num_threads; both then agree ("One
-// thread pool"). Two TLS reads/writes when the value differs, nothing otherwise.
-class ThreadCountScope {
- public:
-  explicit ThreadCountScope(int n) : saved_(omp_get_max_threads()) {
-    if (saved_ != n) omp_set_num_threads(n);
-    changed_ = saved_ != n;
-  }
-  ~ThreadCountScope() {
-    if (changed_) omp_set_num_threads(saved_);
-  }
-  ThreadCountScope(const ThreadCountScope&) = delete;
-  ThreadCountScope& operator=(const ThreadCountScope&) = delete;
-
- private:
-  int saved_;
-  bool changed_ = false;
-};
 
 // Checks the caller's inputs and stages them in `staged` (copy-assignment into a reused
 // vector, so the steady state does not allocate).
@@ -208,7 +188,7 @@ Status Executable::run(const TensorMap& inputs, TensorMap& outputs,
     s = check_aliasing(core, state->run_inputs, state->run_outputs);
   }
   if (s.is_ok()) {
-    ThreadCountScope threads(core.plan.num_threads);
+    detail::ThreadCountScope threads(core.plan.num_threads);
     if (options.profile == nullptr) {
       s = detail::run_plan(core.plan, *state, state->run_inputs, state->run_outputs);
     } else {
