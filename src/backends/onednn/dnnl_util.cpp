@@ -2,6 +2,9 @@
 
 #include "backends/onednn/dnnl_util.h"
 
+#include <fmt/format.h>
+
+#include <array>
 #include <cstdint>
 #include <memory>
 
@@ -51,12 +54,13 @@ dnnl::primitive_attr default_attr() {
   return a;
 }
 
-dnnl::memory scratchpad(const dnnl::memory::desc& desc) {
+dnnl::memory thread_buffer(BufferSlot slot, const dnnl::memory::desc& desc) {
   struct Buffer {
     std::unique_ptr<std::byte[]> data;
     size_t size = 0;
   };
-  thread_local Buffer buf;
+  thread_local std::array<Buffer, 4> buffers;
+  Buffer& buf = buffers[static_cast<size_t>(slot)];
   const size_t need = desc.get_size() + 64;
   if (buf.size < need) {
     buf.data = std::make_unique<std::byte[]>(need);
@@ -65,6 +69,37 @@ dnnl::memory scratchpad(const dnnl::memory::desc& desc) {
   auto addr = reinterpret_cast<uintptr_t>(buf.data.get());
   void* aligned = reinterpret_cast<void*>((addr + 63) / 64 * 64);
   return dnnl::memory(desc, engine(), aligned);
+}
+
+Status execute(const ops::NodeContext& node, const dnnl::primitive& prim,
+               std::span<const ExecArg> args) {
+  std::array<dnnl_exec_arg_t, 8> c_args{};
+  size_t n = 0;
+  for (const ExecArg& a : args) {
+    if (a.mem == nullptr || n == c_args.size()) continue;
+    c_args[n++] = dnnl_exec_arg_t{a.arg, a.mem->get()};
+  }
+  dnnl::stream& s = thread_stream();
+  dnnl_status_t st =
+      dnnl_primitive_execute(prim.get(), s.get(), static_cast<int>(n), c_args.data());
+  if (st == dnnl_success) st = dnnl_stream_wait(s.get());
+  if (st != dnnl_success) {
+    return Status(StatusCode::kInternal,
+                  fmt::format("node '{}' ({}): oneDNN execution failed with status {}",
+                              node.node_name, node.op, static_cast<int>(st)));
+  }
+  return Status();
+}
+
+Status dnnl_failure(const ops::NodeContext& node, std::string_view what, const dnnl::error& e) {
+  const StatusCode code =
+      e.status == dnnl_unimplemented ? StatusCode::kUnimplemented : StatusCode::kInternal;
+  return Status(
+      code, fmt::format("node '{}' ({}): oneDNN {}: {}", node.node_name, node.op, what, e.what()));
+}
+
+Status dnnl_declines(std::string_view what, const dnnl::error& e) {
+  return unimplemented("oneDNN has no {} for this node: {}", what, e.what());
 }
 
 }  // namespace frame::backends::onednn

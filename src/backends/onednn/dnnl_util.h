@@ -9,10 +9,13 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "frame/core/dtype.h"
+#include "frame/core/status.h"
 #include "frame/core/tensor.h"
+#include "frame/ops/op_schema.h"
 
 namespace frame::backends::onednn {
 
@@ -32,13 +35,42 @@ dnnl::memory::desc plain_desc(std::span<const int64_t> shape, dnnl::memory::data
 /// scratchpad()), so the primitive itself holds no mutable memory.
 dnnl::primitive_attr default_attr();
 
-/// Scratch memory of at least `desc.get_size()` bytes owned by the calling thread, reused
-/// across runs (grows, never shrinks): no allocation per run in the steady state.
-dnnl::memory scratchpad(const dnnl::memory::desc& desc);
+/// Per-thread buffers of the primitive kernels: activations reordered to and from the layout a
+/// primitive prefers, weights reordered per run, and the primitives' user scratchpad. A node
+/// uses them only during its own call.
+enum class BufferSlot : int { kSrc = 0, kDst = 1, kWeights = 2, kScratchpad = 3 };
+
+/// Memory of `desc` in the calling thread's buffer `slot` (grows, never shrinks; 64-byte
+/// aligned): no allocation per run in the steady state, and concurrent runs never share one.
+dnnl::memory thread_buffer(BufferSlot slot, const dnnl::memory::desc& desc);
+
+/// The primitive's user scratchpad: thread_buffer(BufferSlot::kScratchpad, desc).
+inline dnnl::memory scratchpad(const dnnl::memory::desc& desc) {
+  return thread_buffer(BufferSlot::kScratchpad, desc);
+}
 
 /// Wraps tensor memory for a primitive argument without copying.
 inline dnnl::memory wrap(const dnnl::memory::desc& desc, const Tensor& t) {
   return dnnl::memory(desc, engine(), const_cast<void*>(t.raw_data()));
 }
+
+/// One argument of a primitive execution.
+struct ExecArg {
+  int arg = 0;
+  const dnnl::memory* mem = nullptr;
+};
+
+/// Executes `prim` on the calling thread's stream with `args` through the C API (no argument
+/// map is built per run) and waits. Errors: kInternal naming the node, op and oneDNN status.
+Status execute(const ops::NodeContext& node, const dnnl::primitive& prim,
+               std::span<const ExecArg> args);
+
+/// "node '<n>' (<op>): oneDNN <what>: <message>": kUnimplemented when oneDNN has no
+/// implementation for the configuration (dnnl_unimplemented), else kInternal.
+Status dnnl_failure(const ops::NodeContext& node, std::string_view what, const dnnl::error& e);
+
+/// kUnimplemented "oneDNN has no <what> for this node: <message>" (an accepts() answer, so the
+/// fallback chain takes the node, M10).
+Status dnnl_declines(std::string_view what, const dnnl::error& e);
 
 }  // namespace frame::backends::onednn

@@ -21,50 +21,34 @@
 
 namespace frame::backends::onednn::nn {
 
-/// Status of a failed oneDNN call while running `node`: kUnimplemented for
-/// dnnl_unimplemented (no implementation for this configuration), else kInternal; the message
-/// names node, op, what was attempted and oneDNN's message.
-inline Status dnnl_status(const ops::NodeContext& node, std::string_view what,
-                          const dnnl::error& e) {
-  const StatusCode code =
-      e.status == dnnl_unimplemented ? StatusCode::kUnimplemented : StatusCode::kInternal;
-  return Status(
-      code, fmt::format("node '{}' ({}): oneDNN {}: {}", node.node_name, node.op, what, e.what()));
-}
-
 /// `s` as a decline for KernelDef::accepts (always kUnimplemented, M10 fallback).
 inline Status decline(const Status& s) {
   return s.is_ok() ? s : Status(StatusCode::kUnimplemented, s.message());
 }
 
 /// One primitive argument: DNNL_ARG_* and the memory bound to it.
-struct Arg {
-  int arg;
-  const dnnl::memory* mem;
-};
+using Arg = ExecArg;
 
-/// Executes `prim` on the calling thread's stream and waits. Arguments go through the C API as
-/// a stack array, so a run allocates no argument map; the primitive's user scratchpad is the
-/// calling thread's (dnnl_util.h scratchpad()). At most 15 arguments. Errors name node and op.
+/// Executes `prim` with `args` plus the calling thread's user scratchpad (dnnl_util.h
+/// scratchpad()) when `scratch_desc` is not empty, through the shared execute(). At most 15
+/// arguments. Errors name node and op.
 inline Status execute(const ops::NodeContext& node, const dnnl::primitive& prim,
                       const dnnl::memory::desc& scratch_desc, std::span<const Arg> args) {
-  try {
-    dnnl_exec_arg_t a[16];
-    int n = 0;
-    for (const Arg& x : args) a[n++] = dnnl_exec_arg_t{x.arg, x.mem->get()};
-    dnnl::memory scratch;
-    if (scratch_desc.get_size() > 0) {
-      scratch = scratchpad(scratch_desc);
-      a[n++] = dnnl_exec_arg_t{DNNL_ARG_SCRATCHPAD, scratch.get()};
-    }
-    dnnl::stream& s = thread_stream();
-    dnnl::error::wrap_c_api(dnnl_primitive_execute(prim.get(), s.get(), n, a),
-                            "could not execute a primitive");
-    s.wait();
-  } catch (const dnnl::error& e) {
-    return dnnl_status(node, "execute", e);
+  ExecArg a[16];
+  size_t n = 0;
+  for (const Arg& x : args) {
+    if (n < 15) a[n++] = x;
   }
-  return Status();
+  dnnl::memory scratch;
+  if (scratch_desc.get_size() > 0) {
+    try {
+      scratch = scratchpad(scratch_desc);
+    } catch (const dnnl::error& e) {
+      return dnnl_failure(node, "scratchpad", e);
+    }
+    a[n++] = ExecArg{DNNL_ARG_SCRATCHPAD, &scratch};
+  }
+  return onednn::execute(node, prim, std::span<const ExecArg>(a, n));
 }
 
 /// execute() with a fixed argument list.

@@ -104,7 +104,7 @@ Result<dnnl::batch_normalization_forward::primitive_desc> bn_pd(const NodeContex
         plain_desc(p.dims, p.dt), eps, flags);
     return dnnl::batch_normalization_forward::primitive_desc(d, default_attr(), engine());
   } catch (const dnnl::error& e) {
-    return nn::dnnl_status(node, "batch_normalization", e);
+    return dnnl_failure(node, "batch_normalization", e);
   }
 }
 
@@ -206,7 +206,7 @@ Result<std::pair<NormPlan, dnnl::primitive_desc>> plan_norm(const NodeContext& n
     dnnl::primitive_desc pd = dnnl::lrn_forward::primitive_desc(d, default_attr(), engine());
     return std::pair{std::move(p), std::move(pd)};
   } catch (const dnnl::error& e) {
-    return nn::dnnl_status(node, kind == NormKind::kLrn ? "lrn" : "normalization", e);
+    return dnnl_failure(node, kind == NormKind::kLrn ? "lrn" : "normalization", e);
   }
 }
 
@@ -278,7 +278,7 @@ Result<std::shared_ptr<void>> norm_prepare(const NodeContext& node) {
     st->scratch = pd.scratchpad_desc();
     st->prim = dnnl::primitive(pd);
   } catch (const dnnl::error& e) {
-    return nn::dnnl_status(node, "normalization primitive", e);
+    return dnnl_failure(node, "normalization primitive", e);
   }
   return std::shared_ptr<void>(st);
 }
@@ -336,7 +336,7 @@ Status norm_kernel(KernelContext& ctx) {
     }
     s = nn::execute(*ctx.node, st.prim, st.scratch, std::span<const nn::Arg>(args.data(), n));
   } catch (const dnnl::error& e) {
-    return nn::dnnl_status(*ctx.node, "normalization memory", e);
+    return dnnl_failure(*ctx.node, "normalization memory", e);
   }
   if (s.is_ok() && st.form == Form::kRowNorm) {
     const float* scale = st.params[0].second.data(ctx, stage);
@@ -436,7 +436,7 @@ plan_layer_norm(const NodeContext& node) {
     return std::pair{
         st, dnnl::layer_normalization_forward::primitive_desc(d, default_attr(), engine())};
   } catch (const dnnl::error& e) {
-    return nn::dnnl_status(node, "layer_normalization", e);
+    return dnnl_failure(node, "layer_normalization", e);
   }
 }
 
@@ -454,7 +454,7 @@ Result<std::shared_ptr<void>> layer_norm_prepare(const NodeContext& node) {
     st->scratch = pd.scratchpad_desc();
     st->prim = dnnl::layer_normalization_forward(pd);
   } catch (const dnnl::error& e) {
-    return nn::dnnl_status(node, "layer_normalization primitive", e);
+    return dnnl_failure(node, "layer_normalization primitive", e);
   }
   return std::shared_ptr<void>(st);
 }
@@ -493,7 +493,7 @@ Status layer_norm_kernel(KernelContext& ctx) {
     }
     s = nn::execute(*ctx.node, st.prim, st.scratch, std::span<const nn::Arg>(args.data(), n));
   } catch (const dnnl::error& e) {
-    return nn::dnnl_status(*ctx.node, "layer_normalization memory", e);
+    return dnnl_failure(*ctx.node, "layer_normalization memory", e);
   }
   if (s.is_ok() && outs > 2) {
     for (int64_t i = 0; i < st.outer; ++i) var[i] = 1.0f / std::sqrt(var[i] + st.eps);

@@ -105,7 +105,7 @@ Result<dnnl::pooling_v2_forward::primitive_desc> plan_pool(const NodeContext& no
                                      kernel, dil, pl, pr);
     return dnnl::pooling_v2_forward::primitive_desc(d, default_attr(), engine());
   } catch (const dnnl::error& e) {
-    return nn::dnnl_status(node, "pooling", e);
+    return dnnl_failure(node, "pooling", e);
   }
 }
 
@@ -127,7 +127,7 @@ Result<std::shared_ptr<void>> pool_prepare(const NodeContext& node) {
     st->scratch = pd.scratchpad_desc();
     st->prim = dnnl::pooling_v2_forward(pd);
   } catch (const dnnl::error& e) {
-    return nn::dnnl_status(node, "pooling primitive", e);
+    return dnnl_failure(node, "pooling primitive", e);
   }
   return std::shared_ptr<void>(st);
 }
@@ -141,7 +141,7 @@ Status pool_kernel(KernelContext& ctx) {
     return nn::execute(*ctx.node, st.prim, st.scratch,
                        {{DNNL_ARG_SRC, &src}, {DNNL_ARG_DST, &dst}});
   } catch (const dnnl::error& e) {
-    return nn::dnnl_status(*ctx.node, "pooling memory", e);
+    return dnnl_failure(*ctx.node, "pooling memory", e);
   }
 }
 

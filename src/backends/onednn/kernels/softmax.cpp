@@ -55,7 +55,7 @@ Result<dnnl::softmax_v2_forward::primitive_desc> plan_softmax(const NodeContext&
         log ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate, md, md, 1);
     return dnnl::softmax_v2_forward::primitive_desc(d, default_attr(), engine());
   } catch (const dnnl::error& e) {
-    return nn::dnnl_status(node, "softmax", e);
+    return dnnl_failure(node, "softmax", e);
   }
 }
 
@@ -76,7 +76,7 @@ Result<std::shared_ptr<void>> softmax_prepare(const NodeContext& node) {
     st->scratch = pd.scratchpad_desc();
     st->prim = dnnl::softmax_v2_forward(pd);
   } catch (const dnnl::error& e) {
-    return nn::dnnl_status(node, "softmax primitive", e);
+    return dnnl_failure(node, "softmax primitive", e);
   }
   return std::shared_ptr<void>(st);
 }
@@ -90,7 +90,7 @@ Status softmax_kernel(KernelContext& ctx) {
     return nn::execute(*ctx.node, st.prim, st.scratch,
                        {{DNNL_ARG_SRC, &src}, {DNNL_ARG_DST, &dst}});
   } catch (const dnnl::error& e) {
-    return nn::dnnl_status(*ctx.node, "softmax memory", e);
+    return dnnl_failure(*ctx.node, "softmax memory", e);
   }
 }
 
