@@ -16,13 +16,15 @@
 
 namespace frame::runtime {
 
-/// The wait policy frame recommends: idle workers sleep at once (OMP_WAIT_POLICY=PASSIVE,
-/// GOMP_SPINCOUNT=0). Spinning workers take the core from the thread that has work whenever
-/// the machine has no idle core, which costs up to ~0.5 ms per parallel region on the 2-core
-/// reference machine (measurements in docs/backends/onednn.md).
+/// The wait policy frame recommends: idle workers spin for a bounded time, then sleep
+/// (OMP_WAIT_POLICY=PASSIVE with GOMP_SPINCOUNT=kRecommendedSpinCount, about 0.3 ms). A short
+/// spin lets the workers catch the next parallel region of the same run (oneDNN opens several
+/// per node) without a futex wake-up; the bound limits what they take from other threads when
+/// the machine is busy. Measurements in docs/backends/onednn.md "Threads and the wait policy".
 inline constexpr const char* kRecommendedWaitPolicy = "PASSIVE";
-/// GOMP_SPINCOUNT that goes with kRecommendedWaitPolicy (iterations of busy waiting).
-inline constexpr const char* kRecommendedSpinCount = "0";
+/// GOMP_SPINCOUNT that goes with kRecommendedWaitPolicy (iterations of busy waiting, ~100 per
+/// microsecond on the reference machine).
+inline constexpr const char* kRecommendedSpinCount = "30000";
 
 /// Makes this process run with the recommended wait policy: when neither OMP_WAIT_POLICY nor
 /// GOMP_SPINCOUNT is set, sets both and re-executes /proc/self/exe with `argv` (the OpenMP
@@ -34,7 +36,7 @@ inline constexpr const char* kRecommendedSpinCount = "0";
 void use_recommended_wait_policy(char** argv);
 
 /// The OpenMP wait policy in effect, from OMP_WAIT_POLICY and GOMP_SPINCOUNT as they were when
-/// frame was loaded (after the OpenMP runtime read them), e.g. "PASSIVE, GOMP_SPINCOUNT=0" or
+/// frame was loaded (after the OpenMP runtime read them), e.g. "PASSIVE, GOMP_SPINCOUNT=30000" or
 /// "libgomp default (spin ~300000 iterations, then sleep)".
 std::string openmp_wait_policy();
 
