@@ -110,5 +110,119 @@ TEST(OnednnAttack, GemmWithTinyBetaStaysFinite) {
   }
 }
 
+// conv (+ residual add + relu, fused into one oneDNN node) whose conv output is also a graph
+// output read by the add: the pattern must leave the conv alone; outputs y and o.
+ir::Graph residual_graph() {
+  ir::Graph g("res");
+  const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {1, 16, 6, 6}});
+  const ir::ValueId q = g.add_input("q", ir::TensorType{DTypeCode::kFloat32, {1, 16, 6, 6}});
+  const ir::ValueId w = g.add_constant("w", grid({16, 16, 3, 3}, 8));
+  const ir::NodeId c1 = *g.create_node("conv", "c1", {x, w}, 1, {{"pads", ints{1, 1, 1, 1}}});
+  const ir::NodeId c2 = *g.create_node("conv", "c2", {q, w}, 1, {{"pads", ints{1, 1, 1, 1}}});
+  const ir::ValueId y = g.node(c1).outputs[0];
+  const ir::NodeId a = *g.create_node("add", "a", {g.node(c2).outputs[0], y}, 1);
+  const ir::NodeId r = *g.create_node("relu", "r", {g.node(a).outputs[0]}, 1);
+  g.add_output(y);
+  g.add_output(g.node(r).outputs[0]);
+  return g;
+}
+
+// Many threads run one Executable into their own caller buffers, half of them profiled into
+// one shared Profile; every result must equal the cpu compile's.
+TEST(OnednnAttack, ConcurrentRunsIntoBuffersWithSharedProfile) {
+  const ir::Graph g = residual_graph();
+  CompileOptions o;
+  o.use_cache = false;
+  o.num_threads = 1;
+  Result<Executable> exe = compile(g, o);
+  ASSERT_TRUE(exe.is_ok()) << exe.status().message();
+  Result<Executable> ref = compile_with(g, {"cpu"});
+  ASSERT_TRUE(ref.is_ok()) << ref.status().message();
+  constexpr int kThreads = 6;
+  constexpr int kReps = 20;
+  std::vector<TensorMap> in(kThreads), expect(kThreads), out(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    const auto i = static_cast<size_t>(t);
+    in[i] = {{"x", grid({1, 16, 6, 6}, 10 + t)}, {"q", grid({1, 16, 6, 6}, 40 + t)}};
+    Result<TensorMap> e = ref->run(in[i]);
+    ASSERT_TRUE(e.is_ok()) << e.status().message();
+    expect[i] = *e;
+    for (const auto& [name, type] : exe->output_signature()) {
+      out[i][name] = *Tensor::empty(type.dtype, type.shape);
+    }
+  }
+  Profile profile;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < kThreads; ++t) {
+    pool.emplace_back([&, t] {
+      const auto i = static_cast<size_t>(t);
+      RunOptions ro;
+      if (t % 2 == 0) ro.profile = &profile;
+      for (int rep = 0; rep < kReps; ++rep) {
+        if (!exe->run(in[i], out[i], ro).is_ok()) ++failures;
+        for (const auto& [name, e] : expect[i]) {
+          const CompareResult c =
+              compare_tensors(out[i].at(name), e,
+                              tolerance_for(DTypeCode::kFloat32, ToleranceClass::kCrossBackend));
+          if (!c.ok) ++failures;
+        }
+      }
+    });
+  }
+  for (std::thread& th : pool) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(profile.runs, (kThreads / 2) * kReps);
+  int64_t calls = 0;
+  for (const NodeProfile& n : profile.nodes) calls += n.calls;
+  EXPECT_EQ(calls, profile.runs * static_cast<int64_t>(profile.nodes.size()));
+}
+
+// Caller buffers that alias each other or an input, or have the wrong type, are refused
+// before anything is written.
+TEST(OnednnAttack, RunIntoBuffersRefusesAliasingAndWrongTypes) {
+  Result<Executable> exe = compile_with(residual_graph(), {"onednn", "cpu"});
+  ASSERT_TRUE(exe.is_ok()) << exe.status().message();
+  const TensorMap in{{"x", grid({1, 16, 6, 6}, 1)}, {"q", grid({1, 16, 6, 6}, 2)}};
+  std::vector<float> mem(2 * 16 * 36 + 1, 7.0F);
+  const Shape s{1, 16, 6, 6};
+  const std::string y = exe->output_signature()[0].first, o = exe->output_signature()[1].first;
+  auto view = [&](size_t off) { return *Tensor::view(DTypeCode::kFloat32, s, mem.data() + off); };
+  {
+    TensorMap out{{y, view(0)}, {o, view(0)}};  // both outputs in one buffer
+    EXPECT_FALSE(exe->run(in, out).is_ok());
+  }
+  {
+    TensorMap out{{y, view(0)}, {o, view(16 * 36 - 1)}};  // overlapping by one element
+    EXPECT_FALSE(exe->run(in, out).is_ok());
+  }
+  {
+    TensorMap out{{y, in.at("x")}, {o, view(0)}};  // an output over an input
+    EXPECT_FALSE(exe->run(in, out).is_ok());
+  }
+  {
+    TensorMap out{{y, view(0)}, {o, *Tensor::empty(DTypeCode::kFloat32, Shape{16, 36})}};
+    EXPECT_FALSE(exe->run(in, out).is_ok());
+    TensorMap out2{{y, view(0)}, {o, Tensor()}};
+    EXPECT_FALSE(exe->run(in, out2).is_ok());
+    TensorMap out3{{y, view(0)}, {o, *Tensor::empty(DTypeCode::kFloat64, s)}};
+    EXPECT_FALSE(exe->run(in, out3).is_ok());
+  }
+  for (float v : mem) ASSERT_EQ(v, 7.0F);  // refused runs wrote nothing
+  // Adjacent, non-overlapping views are fine and give the cpu compile's values.
+  TensorMap out{{y, view(0)}, {o, view(16 * 36)}};
+  ASSERT_TRUE(exe->run(in, out).is_ok());
+  Result<Executable> ref = compile_with(residual_graph(), {"cpu"});
+  ASSERT_TRUE(ref.is_ok());
+  Result<TensorMap> e = ref->run(in);
+  ASSERT_TRUE(e.is_ok());
+  for (const auto& [name, t] : *e) {
+    const CompareResult c = compare_tensors(
+        out.at(name), t, tolerance_for(DTypeCode::kFloat32, ToleranceClass::kCrossBackend));
+    EXPECT_TRUE(c.ok) << name << ": " << c.message;
+  }
+  EXPECT_EQ(mem.back(), 7.0F);
+}
+
 }  // namespace
 }  // namespace frame::runtime
