@@ -224,5 +224,46 @@ TEST(OnednnAttack, RunIntoBuffersRefusesAliasingAndWrongTypes) {
   EXPECT_EQ(mem.back(), 7.0F);
 }
 
+// Executables compiled concurrently (lowering patterns, primitive creation and weight packing
+// on several threads at once) give the cpu compile's values.
+TEST(OnednnAttack, ConcurrentCompilesAgree) {
+  const ir::Graph g = residual_graph();
+  Result<Executable> ref = compile_with(g, {"cpu"});
+  ASSERT_TRUE(ref.is_ok()) << ref.status().message();
+  const TensorMap in{{"x", grid({1, 16, 6, 6}, 3)}, {"q", grid({1, 16, 6, 6}, 4)}};
+  Result<TensorMap> e = ref->run(in);
+  ASSERT_TRUE(e.is_ok()) << e.status().message();
+  constexpr int kThreads = 6;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < kThreads; ++t) {
+    pool.emplace_back([&] {
+      for (int rep = 0; rep < 3; ++rep) {
+        CompileOptions o;
+        o.use_cache = false;
+        Result<Executable> exe = compile(g, o);
+        if (!exe.is_ok()) {
+          ++failures;
+          continue;
+        }
+        Result<TensorMap> a = exe->run(in);
+        if (!a.is_ok()) {
+          ++failures;
+          continue;
+        }
+        for (const auto& [name, t] : *e) {
+          if (!compare_tensors(a->at(name), t,
+                               tolerance_for(DTypeCode::kFloat32, ToleranceClass::kCrossBackend))
+                   .ok) {
+            ++failures;
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& th : pool) th.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
 }  // namespace
 }  // namespace frame::runtime
