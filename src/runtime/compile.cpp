@@ -192,7 +192,13 @@ Result<std::shared_ptr<const detail::CompiledCore>> compile_core(const ir::Graph
 
   const int threads = options.num_threads > 0 ? options.num_threads : omp_get_max_threads();
   core->graph = g;
-  FRAME_ASSIGN_OR_RETURN(core->plan, detail::build_plan(g, ctx, threads));
+  // Kernels prepare here, under the compiled thread count: oneDNN's JIT primitives fix their
+  // thread count when created, from the creating thread's OpenMP ICV. The caller's is restored.
+  const int caller_threads = omp_get_max_threads();
+  if (caller_threads != threads) omp_set_num_threads(threads);
+  Result<detail::Plan> plan = detail::build_plan(g, ctx, threads);
+  if (caller_threads != threads) omp_set_num_threads(caller_threads);
+  FRAME_ASSIGN_OR_RETURN(core->plan, std::move(plan));
   for (ir::ValueId v : g->inputs()) core->inputs.emplace_back(g->value(v).name, *g->value(v).type);
   for (ir::ValueId v : g->outputs()) {
     if (!g->value(v).type) {

@@ -4,6 +4,7 @@
 // computed here by hand.
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <atomic>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "common/tolerance.h"
+#include "frame/ops/kernel_registry.h"
 #include "frame/runtime/compile.h"
 
 namespace frame::runtime {
@@ -263,6 +265,47 @@ TEST(OnednnAttack, ConcurrentCompilesAgree) {
   }
   for (std::thread& th : pool) th.join();
   EXPECT_EQ(failures.load(), 0);
+}
+
+std::atomic<int> g_prepare_icv{-1};
+
+// relu whose prepare step records the OpenMP nthreads ICV it runs under.
+Result<std::shared_ptr<void>> probe_prepare(const ops::NodeContext&) {
+  g_prepare_icv = omp_get_max_threads();
+  return std::shared_ptr<void>();
+}
+Status probe_relu(ops::KernelContext& ctx) {
+  const float* x = ctx.input(0).data<float>();
+  float* y = ctx.output(0).data<float>();
+  for (int64_t i = 0; i < ctx.output(0).numel(); ++i) y[i] = x[i] > 0 ? x[i] : 0.0F;
+  return Status();
+}
+FRAME_REGISTER_KERNEL(relu, "onednn_attack_probe", probe_relu)
+    .dtypes({DTypeCode::kFloat32})
+    .prepare(probe_prepare);
+
+// oneDNN's JIT convolutions fix their thread count when the primitive is created (in the
+// kernel's prepare step, at compile time) from the ICV of the creating thread: prepared under
+// the compiling thread's default, `--threads 1` still ran every conv on all cores (measured:
+// both threads of the 2-core machine busy). Prepare must see CompileOptions::num_threads, and
+// the caller's ICV must be back afterwards.
+TEST(OnednnAttack, PrepareRunsUnderTheCompiledThreadCount) {
+  const int caller = omp_get_max_threads();
+  for (int n : {1, 3, 5}) {
+    ir::Graph g("probe");
+    const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {3}});
+    const ir::NodeId r = *g.create_node("relu", "r", {x}, 1);
+    g.add_output(g.node(r).outputs[0]);
+    CompileOptions o;
+    o.backends = {"onednn_attack_probe"};
+    o.num_threads = n;
+    o.use_cache = false;
+    g_prepare_icv = -1;
+    Result<Executable> exe = compile(g, o);
+    ASSERT_TRUE(exe.is_ok()) << exe.status().message();
+    EXPECT_EQ(g_prepare_icv.load(), n);
+    EXPECT_EQ(omp_get_max_threads(), caller);
+  }
 }
 
 }  // namespace
