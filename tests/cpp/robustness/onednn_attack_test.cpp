@@ -308,5 +308,39 @@ TEST(OnednnAttack, PrepareRunsUnderTheCompiledThreadCount) {
   }
 }
 
+// One Profile given to runs of two different Executables with the same number of steps: the
+// second executable's times must not be added under the first one's node names (the contract:
+// runs of another executable count only in `runs` and `run_ns`).
+TEST(OnednnAttack, ProfileSharedByTwoExecutablesKeepsTheirStepsApart) {
+  ir::Graph ga("a");
+  const ir::ValueId xa = ga.add_input("x", ir::TensorType{DTypeCode::kFloat32, {4, 6}});
+  const ir::ValueId wa = ga.add_constant("w", grid({6, 5}, 1));
+  const ir::NodeId ma = *ga.create_node("matmul", "a_matmul", {xa, wa}, 1);
+  const ir::NodeId sa = *ga.create_node("softmax", "a_softmax", {ga.node(ma).outputs[0]}, 1);
+  ga.add_output(ga.node(sa).outputs[0]);
+  ir::Graph gb("b");
+  const ir::ValueId xb = gb.add_input("x", ir::TensorType{DTypeCode::kFloat32, {1, 2, 6, 6}});
+  const ir::ValueId wb = gb.add_constant("w", grid({3, 2, 3, 3}, 2));
+  const ir::NodeId cb = *gb.create_node("conv", "b_conv", {xb, wb}, 1);
+  const ir::NodeId pb = *gb.create_node("max_pool", "b_pool", {gb.node(cb).outputs[0]}, 1,
+                                        {{"kernel_shape", ints{2, 2}}});
+  gb.add_output(gb.node(pb).outputs[0]);
+  Result<Executable> a = compile_with(ga, {"onednn", "cpu"});
+  Result<Executable> b = compile_with(gb, {"onednn", "cpu"});
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  ASSERT_TRUE(b.is_ok()) << b.status().message();
+  Profile profile;
+  RunOptions ro;
+  ro.profile = &profile;
+  ASSERT_TRUE(a->run({{"x", grid({4, 6}, 3)}}, ro).is_ok());
+  ASSERT_TRUE(b->run({{"x", grid({1, 2, 6, 6}, 4)}}, ro).is_ok());
+  ASSERT_TRUE(a->run({{"x", grid({4, 6}, 5)}}, ro).is_ok());
+  EXPECT_EQ(profile.runs, 3);
+  ASSERT_EQ(profile.nodes.size(), 2u);
+  EXPECT_EQ(profile.nodes[0].node, "a_matmul");
+  for (const NodeProfile& n : profile.nodes) EXPECT_EQ(n.calls, 2) << n.node;
+  EXPECT_EQ(profile.events.size(), 4u);
+}
+
 }  // namespace
 }  // namespace frame::runtime
