@@ -342,5 +342,51 @@ TEST(OnednnAttack, ProfileSharedByTwoExecutablesKeepsTheirStepsApart) {
   EXPECT_EQ(profile.events.size(), 4u);
 }
 
+// Two post-ops of the same kind with different parameters (conv -> clip -> clip, matmul ->
+// leaky_relu(0.1) -> leaky_relu(0.5)): the fused node must apply both, each with its own
+// parameters.
+TEST(OnednnAttack, RepeatedPostOpKindsKeepTheirOwnParameters) {
+  {
+    ir::Graph g("conv_clip_clip");
+    const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {1, 8, 5, 5}});
+    const ir::ValueId w = g.add_constant("w", grid({8, 8, 3, 3}, 1));
+    const ir::NodeId c = *g.create_node("conv", "c0", {x, w}, 1, {{"pads", ints{1, 1, 1, 1}}});
+    const ir::NodeId k1 = *g.create_node(
+        "clip", "k1",
+        {g.node(c).outputs[0], scalar_constant(g, "a", -0.1F), scalar_constant(g, "b", 1.7F)}, 1);
+    const ir::NodeId k2 = *g.create_node(
+        "clip", "k2",
+        {g.node(k1).outputs[0], scalar_constant(g, "c", -1.0F), scalar_constant(g, "d", 0.5F)}, 1);
+    g.add_output(g.node(k2).outputs[0]);
+    expect_default_matches_cpu(g, {{"x", grid({1, 8, 5, 5}, 2)}});
+  }
+  {
+    ir::Graph g("mm_leaky_leaky");
+    const ir::ValueId a = g.add_input("a", ir::TensorType{DTypeCode::kFloat32, {4, 16}});
+    const ir::ValueId b = g.add_constant("b", grid({16, 16}, 3));
+    const ir::NodeId m = *g.create_node("matmul", "m0", {a, b}, 1);
+    const ir::NodeId l1 =
+        *g.create_node("leaky_relu", "l1", {g.node(m).outputs[0]}, 1, {{"alpha", 0.1}});
+    const ir::NodeId l2 =
+        *g.create_node("leaky_relu", "l2", {g.node(l1).outputs[0]}, 1, {{"alpha", 0.5}});
+    g.add_output(g.node(l2).outputs[0]);
+    expect_default_matches_cpu(g, {{"a", grid({4, 16}, 4)}});
+  }
+  {
+    // Not adjacent, and relu after leaky_relu (both oneDNN eltwise_relu): gemm -> leaky_relu
+    // (0.1) -> sigmoid -> relu would have run the relu with slope 0.1.
+    ir::Graph g("gemm_leaky_tanh_relu");
+    const ir::ValueId a = g.add_input("a", ir::TensorType{DTypeCode::kFloat32, {4, 16}});
+    const ir::ValueId b = g.add_constant("b", grid({16, 16}, 5));
+    const ir::NodeId m = *g.create_node("gemm", "m0", {a, b}, 1);
+    const ir::NodeId l1 =
+        *g.create_node("leaky_relu", "l1", {g.node(m).outputs[0]}, 1, {{"alpha", 0.1}});
+    const ir::NodeId t = *g.create_node("tanh", "t", {g.node(l1).outputs[0]}, 1);
+    const ir::NodeId r = *g.create_node("relu", "r", {g.node(t).outputs[0]}, 1);
+    g.add_output(g.node(r).outputs[0]);
+    expect_default_matches_cpu(g, {{"a", grid({4, 16}, 6)}});
+  }
+}
+
 }  // namespace
 }  // namespace frame::runtime
