@@ -19,6 +19,7 @@ Profile::Profile(const Profile& other) {
   run_ns = other.run_ns;
   origin_ = other.origin_;
   threads_ = other.threads_;
+  layout_ = other.layout_;
 }
 
 Profile& Profile::operator=(const Profile& other) {
@@ -31,6 +32,7 @@ Profile& Profile::operator=(const Profile& other) {
   run_ns = copy.run_ns;
   origin_ = copy.origin_;
   threads_ = std::move(copy.threads_);
+  layout_ = copy.layout_;
   return *this;
 }
 
@@ -50,6 +52,7 @@ void Profile::clear() {
   runs = 0;
   run_ns = 0;
   threads_.clear();
+  layout_ = nullptr;
 }
 
 void Profile::merge_run(const std::vector<NodeProfile>& layout,
@@ -61,10 +64,13 @@ void Profile::merge_run(const std::vector<NodeProfile>& layout,
   if (nodes.empty()) {
     nodes = layout;
     for (NodeProfile& n : nodes) n.total_ns = n.calls = 0;
+    layout_ = &layout;
   }
   ++runs;
   run_ns += run_time_ns;
-  if (nodes.size() != layout.size() || dur_ns.size() != layout.size()) return;
+  if (&layout != layout_ || nodes.size() != layout.size() || dur_ns.size() != layout.size()) {
+    return;
+  }
   const std::thread::id self = std::this_thread::get_id();
   auto it = std::find(threads_.begin(), threads_.end(), self);
   const int tid = static_cast<int>(it - threads_.begin());

@@ -111,7 +111,8 @@ struct TraceEvent {
 
 /// Per-node timings of the runs given this Profile through RunOptions::profile, summed over
 /// those runs. Runs on several threads may share one Profile (each run merges its times under
-/// a lock when it ends). `nodes` is filled by the first profiled run, in execution order. Read
+/// a lock when it ends). `nodes` is filled by the first profiled run, in execution order; runs of
+/// another Executable then count only in `runs` and `run_ns`. Read
 /// the public fields once no run using the Profile is in flight; by_time() and to_json() lock.
 class Profile {
  public:
@@ -151,6 +152,9 @@ class Profile {
   mutable std::mutex mu_;
   std::chrono::steady_clock::time_point origin_;
   std::vector<std::thread::id> threads_;
+  // The executable's step layout `nodes` was taken from: runs of another one (even with as
+  // many steps) are not merged into `nodes`.
+  const std::vector<NodeProfile>* layout_ = nullptr;
 };
 
 /// Options of one Executable::run call.

@@ -238,40 +238,61 @@ std::optional<std::vector<PostOp>> body_post_ops(const Graph& g, const ir::Node&
   return out;
 }
 
+// oneDNN 2.6's JIT post-op injectors are keyed by eltwise algorithm: a second post-op of one
+// algorithm runs with the first one's alpha/beta (matmul -> leaky_relu(0.1) -> leaky_relu(0.5)
+// ran as two leaky_relu(0.1); conv -> clip -> clip as the first clip twice). So a chain never
+// holds one algorithm twice with different parameters; relu is eltwise_relu with alpha 0.
+bool clashes(const std::vector<PostOp>& taken, const PostOp& p) {
+  const auto alg = [](PostOpKind k) { return k == PostOpKind::kLeakyRelu ? PostOpKind::kRelu : k; };
+  for (const PostOp& t : taken) {
+    if (p.kind != PostOpKind::kAdd && alg(t.kind) == alg(p.kind) &&
+        (t.alpha != p.alpha || t.beta != p.beta)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 Result<bool> fuse_post_ops(Graph& g, NodeId id) {
   const ir::Node base = g.node(id);
   if (base.outputs.size() != 1 || !g.value(base.outputs[0]).type) return false;
   ValueId cur = base.outputs[0];
   ValueId residual = ir::kNoValue;
   std::vector<NodeId> chain{id};
-  std::vector<std::string> names;
-  std::vector<double> params;
-  while (names.size() < kMaxPostOps) {
+  std::vector<PostOp> taken;
+  while (taken.size() < kMaxPostOps) {
     const std::optional<NodeId> u = sole_user(g, cur);
     if (!u) break;
     if (g.node(*u).op == "fused_elementwise_internal") {
       const ValueId saved = residual;
       const std::optional<std::vector<PostOp>> ps = body_post_ops(g, g.node(*u), cur, &residual);
-      if (!ps || names.size() + ps->size() > kMaxPostOps) {
+      std::vector<PostOp> next = taken;
+      bool clash = !ps;
+      for (size_t i = 0; ps && i < ps->size() && !clash; ++i) {
+        clash = clashes(next, (*ps)[i]);
+        next.push_back((*ps)[i]);
+      }
+      if (clash || next.size() > kMaxPostOps) {
         residual = saved;
         break;
       }
-      for (const PostOp& p : *ps) {
-        names.emplace_back(ops::fused::post_op_name(p.kind));
-        params.push_back(p.alpha);
-        params.push_back(p.beta);
-      }
+      taken = std::move(next);
       chain.push_back(*u);
       cur = g.node(*u).outputs[0];
       continue;
     }
     const std::optional<PostOp> p = as_post_op(g, g.node(*u), cur, &residual);
-    if (!p) break;
+    if (!p || clashes(taken, *p)) break;  // a clashing p is never an add: residual unchanged
     chain.push_back(*u);
-    names.emplace_back(ops::fused::post_op_name(p->kind));
-    params.push_back(p->alpha);
-    params.push_back(p->beta);
+    taken.push_back(*p);
     cur = g.node(*u).outputs[0];
+  }
+  std::vector<std::string> names;
+  std::vector<double> params;
+  for (const PostOp& p : taken) {
+    names.emplace_back(ops::fused::post_op_name(p.kind));
+    params.push_back(p.alpha);
+    params.push_back(p.beta);
   }
   if (names.empty()) return false;
   std::vector<ValueId> inputs = base.inputs;

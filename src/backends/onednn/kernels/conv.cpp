@@ -183,12 +183,13 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
       blocked ? memory::desc(y_dims, dt, memory::format_tag::any) : p->dst_user;
   const memory::desc w_any(w_dims, dt, memory::format_tag::any);
   dnnl::primitive_attr attr = default_attr();
-  dnnl::post_ops pops;
-  p->residual_sum = append_post_ops(pops, post, nullptr) >= 0;
-  if (pops.len() > 0) attr.set_post_ops(pops);
   const auto pk = dnnl::prop_kind::forward_inference;
   memory::desc src_pd, w_pd, dst_pd;
   try {
+    // Inside the try: oneDNN throws on post-ops it rejects (e.g. a clip with min > max).
+    dnnl::post_ops pops;
+    p->residual_sum = append_post_ops(pops, post, nullptr) >= 0;
+    if (pops.len() > 0) attr.set_post_ops(pops);
     if (transpose) {
       dnnl::deconvolution_forward::desc d(pk, dnnl::algorithm::deconvolution_direct, src_any, w_any,
                                           p->bias_md, dst_any, strides, dilates, pad_l, pad_r);

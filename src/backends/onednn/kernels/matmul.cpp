@@ -5,6 +5,7 @@
 // docs/backends/onednn.md#convolution-matmul-and-gemm.
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -102,6 +103,10 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
     const double alpha = ctx.attr_or<double>("alpha", 1.0);
     const double beta = ctx.attr_or<double>("beta", 1.0);
     const bool use_c = ctx.has_input(2) && beta != 0.0;
+    // The 1/beta factor below would overflow f32 (inf, then inf * beta) for a tiny beta.
+    if (use_c && std::abs(beta) < 0x1p-20) {
+      return unimplemented("gemm with |beta| {} below 2^-20 (alpha / beta overflows)", beta);
+    }
     // y = alpha*AB + beta*C as beta * ((alpha/beta)*AB + C) when beta != 1: output scales act
     // on the accumulator before the post-ops.
     const double scale = use_c ? alpha / beta : alpha;
@@ -119,13 +124,13 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
   p->b_user = b_user;
   p->y_md = y_md;
   p->res_md = y_md;
-  const int res = append_post_ops(pops, post, &y_md);
-  p->residual_post = res;
-  if (pops.len() > 0) attr.set_post_ops(pops);
   const Tensor* bc = ctx.constant_input(1);
   const memory::desc b_any =
       bc != nullptr ? memory::desc(b_user.dims(), dt, memory::format_tag::any) : b_user;
   try {
+    // Inside the try: oneDNN throws on post-ops it rejects (e.g. a clip with min > max).
+    p->residual_post = append_post_ops(pops, post, &y_md);
+    if (pops.len() > 0) attr.set_post_ops(pops);
     dnnl::matmul::desc d(a_md, b_any, y_md);
     dnnl::matmul::primitive_desc pd(d, attr, engine());
     p->scratch_md = pd.scratchpad_desc();
