@@ -204,10 +204,16 @@ def micro_section(micro, mark):
         b = micro.get(name, {})
         if "error" in b:
             return "error: " + b["error"]
-        return fmt % b[key] if key in b else "–"
+        if key not in b:
+            return "–"
+        reps = [r[key] for r in b.get("reps", []) if key in r]
+        if len(reps) > 1:  # the spread says how far one repetition can be trusted
+            return "%s (%s–%s)" % (fmt % b[key], fmt % min(reps), fmt % max(reps))
+        return fmt % b[key]
 
     L.append("Same binary, one process per thread count; each benchmark repeated, the median "
-             "repetition shown (Google Benchmark's median aggregate). GB/s = bytes read + "
+             "repetition shown (Google Benchmark's median aggregate), the range over repetitions "
+             "in parentheses. GB/s = bytes read + "
              "written / time (decimal). Labels say where frame placed the nodes. † = that "
              "thread count's process ran while the machine was overloaded.\n")
     L.append("| measure | 1 thread | 2 threads | frame placement |")
@@ -519,25 +525,33 @@ class LoadMonitor:
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
 
+    @staticmethod
+    def _outside():
+        """Runnable threads on the machine now, other than compare.py's tree, or None."""
+        try:
+            total = int(open("/proc/loadavg").read().split()[3].split("/")[0])
+        except (OSError, ValueError, IndexError):
+            return None
+        return max(0, total - runnable_threads_of_tree(os.getpid()))
+
+    def _add(self, sample):
+        with self._lock:
+            if self._samples is not None and sample is not None:
+                self._samples.append(sample)
+
     def _loop(self):
-        me = os.getpid()
         while not self._stop.wait(self.SAMPLE_S):
-            try:
-                total = int(open("/proc/loadavg").read().split()[3].split("/")[0])
-            except (OSError, ValueError, IndexError):
-                continue
-            outside = max(0, total - runnable_threads_of_tree(me))
-            with self._lock:
-                if self._samples is not None:
-                    self._samples.append(outside)
+            self._add(self._outside())
 
     def begin(self):
         with self._lock:
             self._samples = []
+        self._add(self._outside())  # a section shorter than SAMPLE_S still gets samples
         return load_average()
 
     def end(self, key, threads, load_before):
         """Records section `key` run with `threads` threads; returns its record."""
+        self._add(self._outside())
         with self._lock:
             samples, self._samples = self._samples or [], None
         outside = statistics.mean(samples) if samples else None
@@ -700,7 +714,8 @@ def write_report(path, args, facts, plan, summary, checks, elapsed, micro):
             if multi else ""
         L.append("| %s | %s | %s | %s | %s | %s | %s | %s |%s %s |" % (
             m, fmt_ms(f["setup"]) if "setup" in f else "–",
-            fmt_ms(o["setup"]) if "setup" in o else "–", ratio(f.get("setup"), o.get("setup")),
+            fmt_ms(o["setup"]) if "setup" in o else "–",
+            mark(ratio(f.get("setup"), o.get("setup")), (m, t0)),
             "%.0f MiB" % rss["frame"] if rss["frame"] else "–",
             "%.0f MiB" % rss["ort"] if rss["ort"] else "–",
             "%.0f MiB" % rss["torch"] if rss["torch"] else "–",
@@ -837,12 +852,11 @@ def main():
     p.add_argument("--micro-min-time", type=float, default=0.5,
                    help="Google Benchmark min time per micro-benchmark, s (0.5; --quick 0.1)")
     p.add_argument("--micro-repetitions", type=int, default=3,
-                   help="repetitions of each micro-benchmark, median reported (3; --quick 1)")
+                   help="repetitions of each micro-benchmark, median reported (3)")
     args = p.parse_args()
     if args.quick:
         args.processes, args.warmup, args.repeat = 1, 2, 5
         args.micro_min_time = min(args.micro_min_time, 0.1)
-        args.micro_repetitions = 1
 
     sys.path.insert(0, BENCH)
     try:
