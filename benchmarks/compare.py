@@ -13,9 +13,15 @@ What it does (benchmarks/README.md says more):
  3. for each model and thread count, runs P processes of each engine round-robin (the engine
     order rotates per round, so drift in the machine hits every engine alike); each process
     loads, compiles, warms up and times R runs;
- 4. checks every engine's output against PyTorch's (BUILD-011 deep-network tolerance, f32:
-    rtol 1e-3, atol 1e-4) and writes benchmarks/RESULTS.md: median and min latency, the
-    ratios frame/ORT and frame/torch, load+compile vs ORT session creation, peak RSS.
+ 4. checks every engine's output against PyTorch's (BUILD-011 deep-network f32 tolerance,
+    scale-aware: |a - r| <= 1e-3 * |r| + 1e-4 * max|r|, output finite and not all zero) and
+    writes the report: median and min latency, the ratios frame/ORT and frame/torch,
+    load+compile vs ORT session creation, peak RSS, the micro-benchmarks (median of 3
+    repetitions), the load average around every section (ratios measured on an overloaded
+    machine are marked unreliable) and each engine's thread wait policy.
+Only a full default run (every model, threads 1,2, every engine, not --quick) writes
+benchmarks/RESULTS.md; any other run writes benchmarks/.work/RESULTS.quick.md (git-ignored)
+unless --out names a file.
 Exit status: 0 when every engine ran every model and every output agreed, 1 otherwise (the
 report is written either way), 2 when a prerequisite is missing (the message names it).
 """
@@ -23,6 +29,7 @@ report is written either way), 2 when a prerequisite is missing (the message nam
 import argparse
 import datetime
 import glob
+import hashlib
 import json
 import os
 import platform
@@ -30,14 +37,23 @@ import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(ROOT, "benchmarks")
 ORT_VERSION = "1.30.0"
 ORT_DIR = os.path.join(BENCH, ".ort")
-# BUILD-011 kDeepNetwork tolerance for f32 (tests/common/tolerance.h).
-RTOL, ATOL = 1e-3, 1e-4
+# Output agreement, scale-aware: |a - r| <= RTOL * |r| + ATOL_REL * max|r| elementwise, r the
+# PyTorch reference. RTOL and ATOL_REL are BUILD-011's kDeepNetwork f32 rtol and atol
+# (tests/common/tolerance.h), the atol taken relative to the reference's largest magnitude so
+# the check is as strict for logits of size 1e-3 as for size 5 (an absolute 1e-4 passes an
+# all-zero output whenever the reference is smaller than that). A reference whose largest
+# magnitude is below MIN_REF_SCALE, or that is not finite, cannot check anything: that model
+# fails the check (models.py must produce outputs of a sensible size); an output that is all
+# zero or has a NaN/Inf where the reference has none fails too.
+RTOL, ATOL_REL = 1e-3, 1e-4
+MIN_REF_SCALE = 1e-3
 ENGINES = ("frame", "ort", "torch")
 
 
@@ -137,28 +153,47 @@ def build_micro(drivers_dir, jobs):
     return exe
 
 
-def run_micro(exe, min_time, timeout, env):
-    """Runs every micro-benchmark; returns {name: {counters..., 'ms', 'label'}} or an error."""
-    cmd = [exe, "--benchmark_format=json", "--benchmark_min_time=%g" % min_time]
+MICRO_KEYS = ("GB/s", "GFLOP/s", "ns_per_node", "nodes")
+
+
+def run_micro(exe, min_time, repetitions, threads, timeout, env):
+    """Runs the micro-benchmarks of one thread count (names ending in /threads:T), each
+    `repetitions` times; returns {name: {counters..., 'ms', 'label', 'reps'}} with the median
+    over repetitions (Google Benchmark's `median` aggregate) and every repetition's counters in
+    'reps', or {'error': ...}."""
+    cmd = [exe, "--benchmark_format=json", "--benchmark_min_time=%g" % min_time,
+           "--benchmark_filter=/threads:%d(/|$)" % threads,
+           "--benchmark_repetitions=%d" % repetitions]
     try:
         r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
                            env=env)
         data = json.loads(r.stdout)
     except (subprocess.TimeoutExpired, ValueError) as e:
         return {"error": "frame_micro_benchmarks: %s" % e}
-    out = {}
+    out, reps = {}, {}
     for b in data.get("benchmarks", []):
-        name = b["name"].replace("/manual_time", "")
+        name = b.get("run_name", b["name"]).replace("/manual_time", "")
         if b.get("error_occurred"):
             out[name] = {"error": b.get("error_message", "error")}
             continue
-        out[name] = {k: v for k, v in b.items() if k in ("GB/s", "GFLOP/s", "ns_per_node", "nodes")}
-        out[name]["ms"] = b["real_time"] if b.get("time_unit") == "ms" else b["real_time"] / 1e6
-        out[name]["label"] = b.get("label", "")
+        counters = {k: v for k, v in b.items() if k in MICRO_KEYS}
+        ms = b["real_time"] if b.get("time_unit") == "ms" else b["real_time"] / 1e6
+        if b.get("run_type") == "aggregate":
+            if b.get("aggregate_name") == "median":
+                label = b.get("label") or out.get(name, {}).get("label", "")
+                out[name] = dict(counters, ms=ms, label=label)
+        elif repetitions == 1 or b.get("run_type") is None:
+            out[name] = dict(counters, ms=ms, label=b.get("label", ""))
+        else:
+            reps.setdefault(name, []).append(counters)
+            out.setdefault(name, {})["label"] = b.get("label", "")
+    for name, rr in reps.items():
+        if name in out and "error" not in out[name]:
+            out[name]["reps"] = rr
     return out
 
 
-def micro_section(micro):
+def micro_section(micro, mark):
     if micro is None:
         return []
     L = ["\n## Micro-benchmarks (frame_micro_benchmarks)\n"]
@@ -169,10 +204,18 @@ def micro_section(micro):
         b = micro.get(name, {})
         if "error" in b:
             return "error: " + b["error"]
-        return fmt % b[key] if key in b else "–"
+        if key not in b:
+            return "–"
+        reps = [r[key] for r in b.get("reps", []) if key in r]
+        if len(reps) > 1:  # the spread says how far one repetition can be trusted
+            return "%s (%s–%s)" % (fmt % b[key], fmt % min(reps), fmt % max(reps))
+        return fmt % b[key]
 
-    L.append("Same binary, same thread count per row. GB/s = bytes read + written / time "
-             "(decimal). Labels say where frame placed the nodes.\n")
+    L.append("Same binary, one process per thread count; each benchmark repeated, the median "
+             "repetition shown (Google Benchmark's median aggregate), the range over repetitions "
+             "in parentheses. GB/s = bytes read + "
+             "written / time (decimal). Labels say where frame placed the nodes. † = that "
+             "thread count's process ran while the machine was overloaded.\n")
     L.append("| measure | 1 thread | 2 threads | frame placement |")
     L.append("|---|---:|---:|---|")
     for title, bench, key, f in (
@@ -183,14 +226,15 @@ def micro_section(micro):
             ("STREAM copy, 16M f32 (GB/s)", "BM_StreamCopy", "GB/s", "%.3g"),
             ("STREAM triad, 16M f32 (GB/s)", "BM_StreamTriad", "GB/s", "%.3g")):
         L.append("| %s | %s | %s | %s |" % (
-            title, val(bench + "/threads:1", key, f), val(bench + "/threads:2", key, f),
+            title, mark(val(bench + "/threads:1", key, f), ("micro", 1)),
+            mark(val(bench + "/threads:2", key, f), ("micro", 2)),
             micro.get(bench + "/threads:1", {}).get("label", "")))
     shares = []
     for t in (1, 2):
         chain = micro.get("BM_FusedChain8/threads:%d" % t, {}).get("GB/s")
         copy = micro.get("BM_StreamCopy/threads:%d" % t, {}).get("GB/s")
         if chain and copy:
-            shares.append("%.1f%% at %d thread(s)" % (100.0 * chain / copy, t))
+            shares.append(mark("%.1f%% at %d thread(s)" % (100.0 * chain / copy, t), ("micro", t)))
     if shares:
         L.append("\nFused chain / STREAM copy bandwidth: %s (target: at least 70%% at 2)." %
                  ", ".join(shares))
@@ -206,11 +250,12 @@ def micro_section(micro):
             L.append("| %dx%dx%d | %d | %s | %s | %s | %s |" % (
                 m, k, n, t, val("BM_SgemmFrameDefault" + suffix, "GFLOP/s", "%.1f"),
                 val("BM_SgemmFrameCpu" + suffix, "GFLOP/s", "%.1f"),
-                val("BM_SgemmOneDnn" + suffix, "GFLOP/s", "%.1f"), ratio(d, o)))
+                val("BM_SgemmOneDnn" + suffix, "GFLOP/s", "%.1f"),
+                mark(ratio(d, o), ("micro", t))))
     return L
 
 
-def micro_targets(micro):
+def micro_targets(micro, mark):
     if not micro or "error" in micro:
         return []
     out = []
@@ -218,13 +263,14 @@ def micro_targets(micro):
         b = micro.get("BM_NodeOverhead/threads:%d" % t, {})
         if "ns_per_node" in b:
             out.append("| per-node overhead <= 1 us, %dT | %.0f ns | %s |" % (
-                t, b["ns_per_node"], "met" if b["ns_per_node"] <= 1000 else "**missed**"))
+                t, b["ns_per_node"],
+                mark("met" if b["ns_per_node"] <= 1000 else "**missed**", ("micro", t))))
     chain = micro.get("BM_FusedChain8/threads:2", {}).get("GB/s")
     copy = micro.get("BM_StreamCopy/threads:2", {}).get("GB/s")
     if chain and copy:
         out.append("| fused 8-op chain >= 70%% of copy GB/s, 2T | %.1f of %.1f GB/s (%.0f%%) | %s |"
                    % (chain, copy, 100 * chain / copy,
-                      "met" if chain >= 0.7 * copy else "**missed**"))
+                      mark("met" if chain >= 0.7 * copy else "**missed**", ("micro", 2))))
     return out
 
 
@@ -237,9 +283,13 @@ def export_model(name, out_dir):
 
     paths = {k: os.path.join(out_dir, "%s.%s" % (name, k))
              for k in ("onnx", "input.npy", "expected.npy", "stamp")}
-    stamp = "torch %s opset %d models.py %d" % (
-        torch.__version__, models.OPSET,
-        int(os.path.getmtime(os.path.join(BENCH, "models.py"))))
+    digest = hashlib.sha256()
+    for src in (os.path.join(BENCH, "models.py"),
+                os.path.join(ROOT, "scripts", "export_models.py")):
+        with open(src, "rb") as f:
+            digest.update(f.read())
+    stamp = "torch %s opset %d models %s" % (torch.__version__, models.OPSET,
+                                              digest.hexdigest()[:16])
     if all(os.path.exists(p) for p in paths.values()) and open(paths["stamp"]).read() == stamp:
         return paths
     model, x = models.build(name)
@@ -257,6 +307,9 @@ def export_model(name, out_dir):
     onnx.checker.check_model(onnx.load(paths["onnx"]), full_check=True)
     np.save(paths["input.npy"], x.numpy())
     np.save(paths["expected.npy"], expected.numpy())
+    problem = reference_problem(expected.numpy())
+    if problem:  # the output check of every engine fails on it; say why at once
+        log("%s: WARNING %s" % (name, problem))
     with open(paths["stamp"], "w") as f:
         f.write(stamp)
     log("exported %s in %.1f s (%d bytes)" % (name, time.time() - t0,
@@ -298,16 +351,43 @@ def engine_cmd(engine, drivers, ort_lib, model, paths, out_shape, threads, warmu
             "--input", paths["input.npy"]] + common
 
 
+def reference_problem(expected):
+    """Why `expected` cannot serve as a reference (not finite, or too small), else None."""
+    import numpy as np
+    if expected.size == 0:
+        return None
+    if not np.all(np.isfinite(expected)):
+        return "reference has NaN/Inf"
+    scale = float(np.max(np.abs(expected)))
+    if scale < MIN_REF_SCALE:
+        return "reference max|r| = %.2g < %g: too small to check anything" % (scale, MIN_REF_SCALE)
+    return None
+
+
 def check_output(path, expected):
+    """Scale-aware agreement of the output at `path` with `expected` (see RTOL, ATOL_REL):
+    {'ok', 'max_abs', 'scaled' (max|a - r| / max|r|)} or {'ok': False, 'note'}."""
     import numpy as np
     if not os.path.exists(path):
         return {"ok": False, "note": "no output written"}
     got = np.load(path)
     if got.shape != expected.shape:
         return {"ok": False, "note": "shape %s, expected %s" % (got.shape, expected.shape)}
-    err = np.abs(got.astype(np.float64) - expected.astype(np.float64))
-    ok = bool(np.all(np.isclose(got, expected, rtol=RTOL, atol=ATOL, equal_nan=True)))
-    return {"ok": ok, "max_abs": float(np.nanmax(err)) if err.size else 0.0}
+    if got.size == 0:
+        return {"ok": True, "max_abs": 0.0, "scaled": 0.0}
+    problem = reference_problem(expected)
+    if problem:
+        return {"ok": False, "note": problem}
+    g, r = got.astype(np.float64), expected.astype(np.float64)
+    if not np.all(np.isfinite(g)):
+        return {"ok": False, "note": "%d NaN/Inf in the output" % int(np.sum(~np.isfinite(g)))}
+    if not np.any(g):
+        return {"ok": False, "note": "output is all zero"}
+    scale = float(np.max(np.abs(r)))
+    err = np.abs(g - r)
+    ok = bool(np.all(err <= RTOL * np.abs(r) + ATOL_REL * scale))
+    max_abs = float(np.max(err))
+    return {"ok": ok, "max_abs": max_abs, "scaled": max_abs / scale}
 
 
 def merge_checks(a, b):
@@ -316,12 +396,17 @@ def merge_checks(a, b):
         return b
     if "max_abs" not in a or "max_abs" not in b:
         return a if "max_abs" not in a else b
-    return {"ok": a["ok"] and b["ok"], "max_abs": max(a["max_abs"], b["max_abs"])}
+    return {"ok": a["ok"] and b["ok"], "max_abs": max(a["max_abs"], b["max_abs"]),
+            "scaled": max(a["scaled"], b["scaled"])}
 
 
 def frame_vs_ort(work_dir, m, threads):
-    """Max abs difference between frame's and ORT's outputs over the thread counts, or None."""
+    """Max |frame - ORT| over the thread counts, divided by the reference's max|r|, or None."""
     import numpy as np
+    ref = os.path.join(work_dir, "models", "%s.expected.npy" % m)
+    scale = float(np.max(np.abs(np.load(ref)))) if os.path.exists(ref) else 0.0
+    if not scale > 0:
+        return None
     worst = None
     for t in threads:
         f = os.path.join(work_dir, "outputs", m, "frame-%dT" % t, "output.npy")
@@ -329,9 +414,19 @@ def frame_vs_ort(work_dir, m, threads):
         if os.path.exists(f) and os.path.exists(o):
             a, b = np.load(f), np.load(o)
             if a.shape == b.shape:
-                d = float(np.nanmax(np.abs(a.astype(np.float64) - b))) if a.size else 0.0
+                d = float(np.nanmax(np.abs(a.astype(np.float64) - b))) / scale if a.size else 0.0
                 worst = d if worst is None else max(worst, d)
     return worst
+
+
+def ref_scale(work_dir, m):
+    """max|r| of model m's reference output, formatted, or a dash."""
+    import numpy as np
+    ref = os.path.join(work_dir, "models", "%s.expected.npy" % m)
+    if not os.path.exists(ref):
+        return "–"
+    r = np.load(ref)
+    return "%.3g" % float(np.max(np.abs(r))) if r.size else "–"
 
 
 def machine_facts():
@@ -362,6 +457,116 @@ def load_average():
         return float(open("/proc/loadavg").read().split()[0])
     except (OSError, ValueError, IndexError):
         return None
+
+
+# ONNX Runtime's CPU thread pool is its own (not OpenMP): intra-op workers spin before they
+# sleep (session option session.intra_op.allow_spinning, default 1, which the driver leaves as
+# is); OMP_* and GOMP_* variables do not reach it.
+ORT_WAIT_POLICY = "own thread pool, spinning (allow_spinning default 1; not OMP_*)"
+
+
+def gomp_wait_policy(env):
+    """libgomp's wait policy as `env` sets it (read once when libgomp loads), in the words of
+    frame's runtime::openmp_wait_policy()."""
+    policy, spin = env.get("OMP_WAIT_POLICY"), env.get("GOMP_SPINCOUNT")
+    if policy is None and spin is None:
+        return "libgomp default (spin ~300000 iterations, then sleep)"
+    return (policy or "default") + (", GOMP_SPINCOUNT=" + spin if spin is not None else "")
+
+
+def log_section(what, rec):
+    log("%s: 1-min load %s -> %s, outside load %s%s" % (
+        what, rec["load_before"], rec["load_after"],
+        "%.2f" % rec["outside"] if rec["outside"] is not None else "?",
+        " (UNRELIABLE: load during it %.2f on %d cores)" % (rec["during"], os.cpu_count() or 1)
+        if rec["unreliable"] else ""))
+
+
+def runnable_threads_of_tree(pid):
+    """Threads in state R of process `pid` and all its descendants (compare.py's own tree)."""
+    n, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tids = os.listdir("/proc/%d/task" % p)
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open("/proc/%d/task/%s/stat" % (p, tid)) as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] == "R":
+                        n += 1
+                with open("/proc/%d/task/%s/children" % (p, tid)) as f:
+                    todo += [int(c) for c in f.read().split()]
+            except (OSError, IndexError, ValueError):
+                pass
+    return n
+
+
+class LoadMonitor:
+    """Measures how busy the machine was with other work during each section of the run.
+
+    The 1-minute load average (/proc/loadavg) before and after a section is reported as is, but
+    it also counts this run's own drivers (a 2-thread driver alone pushes it towards 2), so the
+    verdict uses a sampled figure instead: every SAMPLE_S seconds, the machine's runnable
+    threads (/proc/loadavg field 4) minus those of compare.py and its children. Its mean over
+    the section is the outside load; with the section's own threads it is the load during the
+    section, and the section is unreliable when that was at or above the core count plus half a
+    thread (the engines could not have had their threads' cores to themselves).
+    """
+    SAMPLE_S = 0.25
+
+    def __init__(self):
+        self.cores = os.cpu_count() or 1
+        self.sections = {}
+        self._samples = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _outside():
+        """Runnable threads on the machine now, other than compare.py's tree, or None."""
+        try:
+            total = int(open("/proc/loadavg").read().split()[3].split("/")[0])
+        except (OSError, ValueError, IndexError):
+            return None
+        return max(0, total - runnable_threads_of_tree(os.getpid()))
+
+    def _add(self, sample):
+        with self._lock:
+            if self._samples is not None and sample is not None:
+                self._samples.append(sample)
+
+    def _loop(self):
+        while not self._stop.wait(self.SAMPLE_S):
+            self._add(self._outside())
+
+    def begin(self):
+        with self._lock:
+            self._samples = []
+        self._add(self._outside())  # a section shorter than SAMPLE_S still gets samples
+        return load_average()
+
+    def end(self, key, threads, load_before):
+        """Records section `key` run with `threads` threads; returns its record."""
+        self._add(self._outside())
+        with self._lock:
+            samples, self._samples = self._samples or [], None
+        outside = statistics.mean(samples) if samples else None
+        rec = {"load_before": load_before, "load_after": load_average(), "threads": threads,
+               "outside": outside, "samples": len(samples)}
+        rec["during"] = None if outside is None else outside + threads
+        rec["unreliable"] = rec["during"] is not None and rec["during"] >= self.cores + 0.5
+        self.sections[key] = rec
+        return rec
+
+    def unreliable(self, *keys):
+        return any(self.sections.get(k, {}).get("unreliable") for k in keys)
+
+    def stop(self):
+        self._stop.set()
 
 
 def git_rev():
@@ -402,13 +607,32 @@ def ratio(a, b):
     return "%.2f" % (a / b) if a and b else "–"
 
 
+def unreliable_marker(plan):
+    """mark(text, *section_keys): `text` plus " †" when any of those sections was overloaded."""
+    sections = plan.get("sections", {})
+
+    def mark(text, *keys):
+        bad = any(sections.get(k, {}).get("unreliable") for k in keys)
+        return text + " †" if bad and text not in ("–", "n/a") else text
+    return mark
+
+
 def write_report(path, args, facts, plan, summary, checks, elapsed, micro):
     import models
     threads = plan["threads"]
+    mark = unreliable_marker(plan)
     L = []
-    L.append("# frame vs ONNX Runtime vs PyTorch: latest results\n")
+    if plan.get("full"):
+        L.append("# frame vs ONNX Runtime vs PyTorch: latest results\n")
+    else:
+        L.append("# frame vs ONNX Runtime vs PyTorch: partial or quick run\n")
+        L.append("A check of the harness (--quick, or a subset of models, thread counts or "
+                 "engines), not numbers to quote: only a full default run writes "
+                 "benchmarks/RESULTS.md.\n")
     L.append("Written by `benchmarks/compare.py` (see benchmarks/README.md for what each number "
-             "means). Compare ratios, not absolute times: machines of this kind differ.\n")
+             "means). Compare ratios, not absolute times: machines of this kind differ. "
+             "A ratio marked † was measured while the machine was overloaded (see \"Load "
+             "during each section\"): do not trust it.\n")
     L.append("- date (UTC): %s" % datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"))
     L.append("- command: `%s`" % plan["command"])
     L.append("- frame commit: %s" % git_rev())
@@ -426,6 +650,14 @@ def write_report(path, args, facts, plan, summary, checks, elapsed, micro):
              "inputs and outputs bound to caller memory), PyTorch %s eager (no_grad)" % (
                  plan.get("frame_backends", "?"), plan.get("frame_run_form", "?"),
                  vers.get("ort", "?"), vers.get("torch", "?")))
+    wp = plan.get("wait_policy", {})
+    L.append("- thread wait policy: frame %s (the driver's libgomp, from the environment; "
+             "`frame run` instead re-executes itself with PASSIVE, GOMP_SPINCOUNT=0); ONNX "
+             "Runtime %s; PyTorch %s (libgomp); micro-benchmarks %s (libgomp, shared by frame, "
+             "dnnl_sgemm and STREAM)%s" % (
+                 wp.get("frame", "?"), wp.get("ort", "?"), wp.get("torch", "?"),
+                 wp.get("micro", "?"),
+                 "; --env %s" % " ".join(plan["env"]) if plan.get("env") else ""))
     L.append("- timing: per model and thread count, %d process(es) per engine run round-robin; "
              "each process %d warm-up + %d timed runs; median and min over all timed runs; "
              "total wall time %.0f s\n" % (plan["processes"], plan["warmup"], plan["repeat"],
@@ -449,8 +681,9 @@ def write_report(path, args, facts, plan, summary, checks, elapsed, micro):
                 else:
                     cells.append("%s (%s)" % (fmt_ms(s["median"]), fmt_ms(s["min"])))
             f, o, p = (summary.get((m, t, e), {}).get("median") for e in ENGINES)
-            row += " %s | %s | %s | %s | %s |" % (cells[0], cells[1], cells[2], ratio(f, o),
-                                                 ratio(f, p))
+            row += " %s | %s | %s | %s | %s |" % (cells[0], cells[1], cells[2],
+                                                 mark(ratio(f, o), (m, t)),
+                                                 mark(ratio(f, p), (m, t)))
         L.append(row)
 
     L.append("\n## Load + compile, peak memory, threads\n")
@@ -475,11 +708,14 @@ def write_report(path, args, facts, plan, summary, checks, elapsed, micro):
         place = ", ".join("%s %d" % kv for kv in sorted(f.get("placements", {}).items()))
         if f.get("fused_groups"):
             place += "; %d fused group(s)" % f["fused_groups"]
-        scale_cells = " %s | %s |" % (ratio(fl.get("median"), f.get("median")),
-                                      ratio(ol.get("median"), o.get("median"))) if multi else ""
+        both = ((m, t0), (m, threads[-1]))
+        scale_cells = " %s | %s |" % (mark(ratio(fl.get("median"), f.get("median")), *both),
+                                      mark(ratio(ol.get("median"), o.get("median")), *both)) \
+            if multi else ""
         L.append("| %s | %s | %s | %s | %s | %s | %s | %s |%s %s |" % (
             m, fmt_ms(f["setup"]) if "setup" in f else "–",
-            fmt_ms(o["setup"]) if "setup" in o else "–", ratio(f.get("setup"), o.get("setup")),
+            fmt_ms(o["setup"]) if "setup" in o else "–",
+            mark(ratio(f.get("setup"), o.get("setup")), (m, t0)),
             "%.0f MiB" % rss["frame"] if rss["frame"] else "–",
             "%.0f MiB" % rss["ort"] if rss["ort"] else "–",
             "%.0f MiB" % rss["torch"] if rss["torch"] else "–",
@@ -487,11 +723,13 @@ def write_report(path, args, facts, plan, summary, checks, elapsed, micro):
 
     L.append("\n## Outputs agree?\n")
     L.append("Each engine's output at every thread count (first process) against PyTorch's "
-             "exported reference, BUILD-011 deep-network tolerance for f32 (|a-e| <= %g + "
-             "%g*|e|); in parentheses the largest abs error over thread counts. Last column: "
-             "largest abs difference between frame's and ORT's outputs.\n" % (ATOL, RTOL))
-    L.append("| model | frame | ORT | torch | frame vs ORT |")
-    L.append("|---|---|---|---|---|")
+             "exported reference r, scale-aware BUILD-011 deep-network f32 tolerance: "
+             "|a - r| <= %g * |r| + %g * max|r| for every element, the output finite and not "
+             "all zero, and max|r| >= %g (a smaller reference checks nothing). In parentheses: "
+             "max|a - r| / max|r| over thread counts. Last column: max|frame - ORT| / max|r|. "
+             "max|r| is the reference's largest magnitude.\n" % (RTOL, ATOL_REL, MIN_REF_SCALE))
+    L.append("| model | max\\|r\\| | frame | ORT | torch | frame vs ORT |")
+    L.append("|---|---:|---|---|---|---|")
     for m in plan["models"]:
         cells = []
         for e in ENGINES:
@@ -499,12 +737,12 @@ def write_report(path, args, facts, plan, summary, checks, elapsed, micro):
             if c is None:
                 cells.append("–")
             elif "max_abs" in c:
-                cells.append("%s (%.2g)" % ("ok" if c["ok"] else "**differs**", c["max_abs"]))
+                cells.append("%s (%.2g)" % ("ok" if c["ok"] else "**differs**", c["scaled"]))
             else:
                 cells.append("**%s**" % c["note"])
         d = frame_vs_ort(plan["work_dir"], m, threads)
         cells.append("%.2g" % d if d is not None else "–")
-        L.append("| %s | %s |" % (m, " | ".join(cells)))
+        L.append("| %s | %s | %s |" % (m, ref_scale(plan["work_dir"], m), " | ".join(cells)))
 
     errors = [(k, s["error"]) for k, s in summary.items() if "error" in s]
     errors += [(k, s["partial"]) for k, s in summary.items() if "partial" in s]
@@ -513,15 +751,33 @@ def write_report(path, args, facts, plan, summary, checks, elapsed, micro):
         for (m, t, e), msg in sorted(errors):
             L.append("- %s, %s, %d thread(s): %s" % (m, e, t, msg.replace("|", "\\|")))
 
-    L += micro_section(micro)
+    L += micro_section(micro, mark)
+
+    L.append("\n## Load during each section\n")
+    L.append("1-minute load average (/proc/loadavg) before and after each section, which also "
+             "counts this run's own drivers; outside load: runnable threads of other processes, "
+             "sampled every %g s during the section and averaged; load during = outside load + "
+             "the section's threads. A section is unreliable (†) when the load during it was at "
+             "or above the core count (%s) + 0.5: the engine's threads had to share cores with "
+             "other work.\n" % (LoadMonitor.SAMPLE_S, plan.get("cores")))
+    L.append("| section | threads | 1-min load before | after | outside load | load during | "
+             "verdict |")
+    L.append("|---|---:|---:|---:|---:|---:|---|")
+    for key, rec in plan.get("sections", {}).items():
+        L.append("| %s | %d | %s | %s | %s | %s | %s |" % (
+            "micro-benchmarks" if key[0] == "micro" else key[0], rec["threads"],
+            rec["load_before"], rec["load_after"],
+            "%.2f" % rec["outside"] if rec["outside"] is not None else "–",
+            "%.2f" % rec["during"] if rec["during"] is not None else "–",
+            "**unreliable** †" if rec["unreliable"] else "ok"))
 
     L.append("\n## Targets (issue 8)\n")
-    L += targets(plan, summary, micro)
+    L += targets(plan, summary, micro, mark)
     with open(path, "w") as f:
         f.write("\n".join(L) + "\n")
 
 
-def targets(plan, summary, micro):
+def targets(plan, summary, micro, mark):
     def med(m, t, e):
         return summary.get((m, t, e), {}).get("median")
 
@@ -536,21 +792,23 @@ def targets(plan, summary, micro):
             r = f / o if f and o else None
             out.append("| frame/ORT <= %.1f, %s, %dT | %s | %s |" % (
                 limit, m, t, "%.2f" % r if r else "–",
-                verdict(None if r is None else r <= limit)))
+                mark(verdict(None if r is None else r <= limit), (m, t))))
     if 1 in plan["threads"] and 2 in plan["threads"]:
         for m in plan["models"]:
             a, b = med(m, 1, "frame"), med(m, 2, "frame")
             need = 1.6 if m in ("resnet18", "conv3") else 1.0
             sp = a / b if a and b else None
             out.append("| frame 2T speed-up >= %.1f, %s | %s | %s |" % (
-                need, m, "%.2f" % sp if sp else "–", verdict(None if sp is None else sp >= need)))
+                need, m, "%.2f" % sp if sp else "–",
+                mark(verdict(None if sp is None else sp >= need), (m, 1), (m, 2))))
     t0 = plan["threads"][0]
     if "resnet18" in plan["models"]:
         f = summary.get(("resnet18", t0, "frame"), {})
         o = summary.get(("resnet18", t0, "ort"), {})
         if "setup" in f and "setup" in o:
             out.append("| ResNet-18 load+compile <= ORT session | %s vs %s | %s |" % (
-                fmt_ms(f["setup"]), fmt_ms(o["setup"]), verdict(f["setup"] <= o["setup"])))
+                fmt_ms(f["setup"]), fmt_ms(o["setup"]),
+                mark(verdict(f["setup"] <= o["setup"]), ("resnet18", t0))))
         rf = max([summary.get(("resnet18", t, "frame"), {}).get("rss_mib", 0)
                   for t in plan["threads"]])
         ro = max([summary.get(("resnet18", t, "ort"), {}).get("rss_mib", 0)
@@ -558,7 +816,7 @@ def targets(plan, summary, micro):
         if rf and ro:
             out.append("| ResNet-18 peak RSS <= ORT | %.0f vs %.0f MiB | %s |" % (
                 rf, ro, verdict(rf <= ro)))
-    out += micro_targets(micro)
+    out += micro_targets(micro, mark)
     if micro is None:
         out.append("\nThe elementwise-bandwidth and per-node-overhead targets come from "
                    "`frame_micro_benchmarks`, skipped in this run (--no-micro).")
@@ -580,7 +838,9 @@ def main():
     p.add_argument("--build-dir", default=None,
                    help="build directory (default: build/ if configured, else build-bench/)")
     p.add_argument("--jobs", type=int, default=2, help="parallel compile jobs (2)")
-    p.add_argument("--out", default=os.path.join(BENCH, "RESULTS.md"), help="report path")
+    p.add_argument("--out", default=None,
+                   help="report path (default: benchmarks/RESULTS.md for a full default run, "
+                        "else WORK_DIR/RESULTS.quick.md)")
     p.add_argument("--work-dir", default=os.path.join(BENCH, ".work"),
                    help="exported models and outputs (benchmarks/.work)")
     p.add_argument("--timeout", type=int, default=900, help="seconds per driver process (900)")
@@ -591,6 +851,8 @@ def main():
                    help="skip frame_micro_benchmarks (per-node overhead, GB/s, sgemm)")
     p.add_argument("--micro-min-time", type=float, default=0.5,
                    help="Google Benchmark min time per micro-benchmark, s (0.5; --quick 0.1)")
+    p.add_argument("--micro-repetitions", type=int, default=3,
+                   help="repetitions of each micro-benchmark, median reported (3)")
     args = p.parse_args()
     if args.quick:
         args.processes, args.warmup, args.repeat = 1, 2, 5
@@ -609,6 +871,14 @@ def main():
         if any(e not in ENGINES for e in engines):
             p.error("--engines takes a subset of " + ",".join(ENGINES))
         threads = [int(t) for t in args.threads.split(",")]
+        if any(t < 1 for t in threads):
+            p.error("--threads takes thread counts of at least 1")
+        # Only a full default run may replace the tracked RESULTS.md; partial or quick runs go
+        # to the git-ignored work directory unless --out says otherwise.
+        full = (not args.quick and set(names) == set(models.MODELS) and
+                sorted(threads) == [1, 2] and set(engines) == set(ENGINES))
+        out_path = args.out or (os.path.join(BENCH, "RESULTS.md") if full else
+                                os.path.join(args.work_dir, "RESULTS.quick.md"))
         ort_lib = ensure_ort() if "ort" in engines else None
         drivers = ensure_build(args.build_dir, args.jobs)
         micro_exe = None if args.no_micro else build_micro(drivers, args.jobs)
@@ -621,14 +891,20 @@ def main():
         if "=" not in kv:
             p.error("--env takes KEY=VALUE, got %r" % kv)
         env[kv.split("=", 1)[0]] = kv.split("=", 1)[1]
+    if not full and args.out is None:
+        log("partial or quick run: the report goes to %s (benchmarks/RESULTS.md is written "
+            "only by a full default run, or with --out)" % os.path.relpath(out_path, ROOT))
     import numpy as np
     import torch
     torch.set_num_threads(min(2, os.cpu_count() or 1))
     start = time.time()
     model_dir = os.path.join(args.work_dir, "models")
     os.makedirs(model_dir, exist_ok=True)
+    monitor = LoadMonitor()
     plan = {"models": names, "threads": threads, "engines": engines, "load_start": load_average(),
-            "work_dir": args.work_dir,
+            "work_dir": args.work_dir, "full": full, "env": args.env,
+            "wait_policy": {"ort": ORT_WAIT_POLICY, "torch": gomp_wait_policy(env),
+                            "micro": gomp_wait_policy(env)},
             "processes": args.processes, "warmup": args.warmup, "repeat": args.repeat,
             "command": "/usr/bin/python3 benchmarks/compare.py " + " ".join(sys.argv[1:])}
     results, summary, checks = {}, {}, {}
@@ -643,6 +919,7 @@ def main():
             continue
         expected = np.load(paths["expected.npy"])
         for t in threads:
+            load_before = monitor.begin()
             for rnd in range(args.processes):
                 order = engines[rnd % len(engines):] + engines[:rnd % len(engines)]
                 for e in order:
@@ -668,19 +945,36 @@ def main():
                         if e == "frame":
                             plan["frame_backends"] = res.get("backends", "?")
                             plan["frame_run_form"] = res.get("run_form", "?")
+                            plan["wait_policy"]["frame"] = res.get("wait_policy", "?")
+            log_section("%s %dT" % (m, t), monitor.end((m, t), t, load_before))
             for e in engines:
                 summary[(m, t, e)] = summarize(results[(m, t, e)])
     micro = None
     if micro_exe:
-        log("running frame_micro_benchmarks (min time %g s each)" % args.micro_min_time)
-        micro = run_micro(micro_exe, args.micro_min_time, args.timeout, env)
+        micro = {}
+        for t in (1, 2):  # one process per thread count, so each gets its own load verdict
+            log("running frame_micro_benchmarks at %d thread(s) (min time %g s, %d "
+                "repetition(s) each)" % (t, args.micro_min_time, args.micro_repetitions))
+            load_before = monitor.begin()
+            part = run_micro(micro_exe, args.micro_min_time, args.micro_repetitions, t,
+                             args.timeout, env)
+            log_section("micro %dT" % t, monitor.end(("micro", t), t, load_before))
+            if "error" in part:
+                micro = part
+                break
+            micro.update(part)
     elif not args.no_micro:
         micro = {"error": "frame_micro_benchmarks could not be built (libbenchmark-dev?)"}
     elapsed = time.time() - start
     with open(os.path.join(args.work_dir, "raw_results.json"), "w") as f:
-        json.dump({"%s/%d/%s" % k: v for k, v in results.items()}, f, indent=1)
-    write_report(args.out, args, machine_facts(), plan, summary, checks, elapsed, micro)
-    log("wrote %s (%.0f s)" % (args.out, elapsed))
+        json.dump({"runs": {"%s/%d/%s" % k: v for k, v in results.items()},
+                   "sections": {"%s/%d" % k: v for k, v in monitor.sections.items()},
+                   "micro": micro}, f, indent=1)
+    monitor.stop()
+    plan["sections"] = monitor.sections
+    plan["cores"] = monitor.cores
+    write_report(out_path, args, machine_facts(), plan, summary, checks, elapsed, micro)
+    log("wrote %s (%.0f s)" % (out_path, elapsed))
     bad = [k for k, s in summary.items() if "error" in s or "partial" in s]
     bad += [k for k, c in checks.items() if not c.get("ok")]
     bad += [k for k, b in (micro or {}).items() if k == "error" or "error" in b]

@@ -92,8 +92,26 @@ def build_gelu():
 
 
 def build_mobilenet_v2():
+    """torchvision MobileNet-V2 (unchanged architecture, weights=None) with batch-norm running
+    statistics calibrated on random inputs and the classifier re-initialised, so that in eval
+    mode every block's activations and the logits are O(1). With torchvision's initialisation
+    alone (running mean 0, var 1; depthwise convs drawn with kaiming fan_out = 9 * channels,
+    about sqrt(channels) too small each; classifier N(0, 0.01)) the logits are ~1e-9, and an
+    all-zero output would pass any absolute tolerance."""
     import torchvision
-    return torchvision.models.mobilenet_v2(weights=None), (1, 3, 224, 224)
+    model = torchvision.models.mobilenet_v2(weights=None)
+    calib = torch.Generator().manual_seed(4321)  # calibration batch, not the benchmark input
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.reset_running_stats()
+                m.momentum = None  # cumulative average: running stats = the calibration batch's
+        model.features.train()
+        model.features(torch.randn(8, 3, 224, 224, generator=calib))
+        classifier = model.classifier[1]
+        nn.init.normal_(classifier.weight, std=4.0 / math.sqrt(classifier.in_features))
+        nn.init.normal_(classifier.bias, std=0.1)
+    return model, (1, 3, 224, 224)
 
 
 def build_gpt_block():

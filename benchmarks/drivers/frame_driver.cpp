@@ -1,7 +1,11 @@
 // frame benchmark driver: the same command line, clock and result line as the ONNX Runtime
 // driver (driver_common.h). Times ONNX load and compile (default CompileOptions, so the
-// default backend chain is measured), then warm-up and timed `Executable::run` calls (into
-// reused output tensors where the runtime offers that form, see common/frame_run.h).
+// default backend chain is measured) with `num_threads` = --threads, then warm-up and timed
+// `Executable::run` calls (into reused output tensors where the runtime offers that form, see
+// common/frame_run.h). Compiling with the thread count the runs use matters: kernels are
+// prepared under the compiled count, and oneDNN fixes a primitive's thread partition when it
+// is created, so compiling with 0 (the OpenMP default) and running with another count would
+// time a mismatched partition.
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -14,6 +18,7 @@
 #include "frame/core/npy.h"
 #include "frame/onnx/onnx.h"
 #include "frame/runtime/compile.h"
+#include "frame/runtime/threads.h"
 
 namespace {
 
@@ -25,6 +30,10 @@ T value_or_throw(frame::Result<T> r, const std::string& what) {
 
 int run(const bench::DriverArgs& args) {
   namespace rt = frame::runtime;
+  if (args.threads < 1) {
+    throw std::runtime_error("--threads must be at least 1, got " + std::to_string(args.threads) +
+                             " (0 would compile for the OpenMP default thread count)");
+  }
   auto t0 = std::chrono::steady_clock::now();
   frame::ir::Graph graph = value_or_throw(frame::onnx::load(args.model), "load " + args.model);
   const double load_ms = bench::ms_since(t0);
@@ -35,6 +44,10 @@ int run(const bench::DriverArgs& args) {
   t0 = std::chrono::steady_clock::now();
   rt::Executable exe = value_or_throw(rt::compile(graph, options), "compile " + args.model);
   const double compile_ms = bench::ms_since(t0);
+  if (exe.report().num_threads != args.threads) {
+    throw std::runtime_error("compiled for " + std::to_string(exe.report().num_threads) +
+                             " threads, requested " + std::to_string(args.threads));
+  }
 
   rt::TensorMap inputs;
   for (const auto& [name, path] : args.inputs) {
@@ -84,11 +97,14 @@ int run(const bench::DriverArgs& args) {
     first = false;
   }
   extra += "}, \"backends\": \"";
-  for (size_t i = 0; i < options.backends.size(); ++i) {
-    extra += (i ? "," : "") + options.backends[i];
-  }
+  const std::vector<std::string>& chain = exe.report().backends;  // "auto" expanded
+  for (size_t i = 0; i < chain.size(); ++i) extra += (i ? "," : "") + chain[i];
   extra += "\", \"fused_groups\": " + std::to_string(exe.report().fused_groups.size());
   extra += std::string(", \"run_form\": \"") + bench::run_form() + "\"";
+  extra += ", \"threads\": " + std::to_string(exe.report().num_threads);
+  // libgomp's policy from the environment (this driver does not re-execute itself the way
+  // `frame run` does): what a library user gets, and what --env of compare.py changes.
+  extra += ", \"wait_policy\": \"" + rt::openmp_wait_policy() + "\"";
   bench::print_result("frame", "0.1.0", load_ms, compile_ms, run_ms, extra);
   return 0;
 }
