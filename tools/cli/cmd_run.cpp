@@ -226,8 +226,11 @@ int run_run() {
     }
     if (o.kernels) {
       for (const auto& p : exe->report().placements) {
-        j["placements"].push_back(
-            {{"node", p.node}, {"op", p.op}, {"backend", p.backend}, {"path", p.path}});
+        j["placements"].push_back({{"node", p.node},
+                                   {"op", p.op},
+                                   {"backend", p.backend},
+                                   {"path", p.path},
+                                   {"rejected", p.rejected}});
       }
     }
     if (o.profile) {
@@ -260,7 +263,10 @@ int run_run() {
                 runtime::openmp_wait_policy().c_str());
     if (o.kernels) {
       Table t({"node", "op", "backend", "path"});
-      for (const auto& p : exe->report().placements) t.add({p.node, p.op, p.backend, p.path});
+      for (const auto& p : exe->report().placements) {
+        t.add({p.node, p.op, p.backend, p.path});
+        for (const std::string& why : p.rejected) t.note("  rejected: " + why);
+      }
       t.print();
     }
     if (o.profile) print_profile(profile);
@@ -299,7 +305,9 @@ CommandRegistration reg{Command{
           ->check(CLI::Range(1, 1000000));
       sub->add_option("--output-dir", g_run.output_dir, "Write DIR/<output>.npy for each output");
       sub->add_flag("--json", g_run.json, "Print the result as JSON");
-      sub->add_flag("--kernels", g_run.kernels, "Also print the backend and path of every node");
+      sub->add_flag("--kernels", g_run.kernels,
+                    "Also print the backend and path of every node, and why each alternative "
+                    "was rejected");
       sub->add_flag("--profile", g_run.profile,
                     "Print per-node time (ms, % of the run, op, backend, kernel, shapes, fused "
                     "body) summed over the timed runs, top nodes first");
