@@ -20,6 +20,7 @@
 #include "frame/ops/op_registry.h"
 #include "frame/passes/pass.h"
 #include "frame/runtime/backend.h"
+#include "ops/schemas/nn_fused_internal.h"
 #include "passes/operator_fusion.h"
 #include "runtime/executable_impl.h"
 #include "runtime/thread_count_scope.h"
@@ -45,6 +46,9 @@ std::string CompileReport::to_json() const {
   }
   j["placements"] = pl;
   j["fused_groups"] = fused_groups;
+  nlohmann::ordered_json lf = nlohmann::ordered_json::array();
+  for (const auto& [node, ops] : lowering_fused) lf.push_back({{"node", node}, {"ops", ops}});
+  j["lowering_fused"] = lf;
   j["lowering_rewrites"] = lowering_rewrites;
   j["peak_arena_bytes"] = peak_arena_bytes;
   j["cache_hit"] = cache_hit;
@@ -216,6 +220,8 @@ Result<std::shared_ptr<const detail::CompiledCore>> compile_core(const ir::Graph
     const ir::Node& n = g->node(id);
     const passes::NodePlacement& p = ctx.placements.at(id);
     r.placements.push_back(Placement{n.name, n.op, p.backend, p.path, p.rejected});
+    if (n.op == ops::fused::kFusedPostOpsOp)
+      r.lowering_fused.emplace_back(n.name, detail::fused_node_ops(n));
   }
   r.fused_groups = passes::fused_groups(*g);
   r.lowering_rewrites = ctx.lowering_rewrites;

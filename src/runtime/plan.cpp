@@ -10,9 +10,35 @@
 #include <unordered_set>
 
 #include "frame/ops/op_registry.h"
+#include "ops/schemas/nn_fused_internal.h"
 #include "passes/operator_fusion.h"
 
 namespace frame::runtime::detail {
+
+std::vector<std::string> fused_node_ops(const ir::Node& n) {
+  std::vector<std::string> out;
+  if (n.op == passes::kFusedElementwiseOp) {
+    auto it = n.attrs.find("body");
+    const auto* body =
+        it == n.attrs.end() ? nullptr : std::get_if<std::shared_ptr<const ir::Graph>>(&it->second);
+    if (body == nullptr || *body == nullptr) return out;
+    Result<std::vector<ir::NodeId>> inner = (*body)->topological_order();
+    if (inner.is_ok()) {
+      for (ir::NodeId b : *inner) out.push_back((*body)->node(b).op);
+    }
+  } else if (n.op == frame::ops::fused::kFusedPostOpsOp) {
+    auto base = n.attrs.find("base_op");
+    auto post = n.attrs.find("post_ops");
+    const auto* base_op = base == n.attrs.end() ? nullptr : std::get_if<std::string>(&base->second);
+    const auto* post_ops =
+        post == n.attrs.end() ? nullptr : std::get_if<std::vector<std::string>>(&post->second);
+    if (base_op == nullptr || post_ops == nullptr) return out;
+    out.push_back(*base_op);
+    out.insert(out.end(), post_ops->begin(), post_ops->end());
+  }
+  return out;
+}
+
 namespace {
 
 size_t align_up(size_t n) {
@@ -128,18 +154,8 @@ NodeProfile step_info(const ir::Graph& g, const passes::PassContext& ctx,
     const ir::Node& n = g.node(id);
     info.node += (info.node.empty() ? "" : "+") + n.name;
     info.op += (info.op.empty() ? "" : "+") + n.op;
-    if (n.op == passes::kFusedElementwiseOp) {
-      auto it = n.attrs.find("body");
-      const auto* body = it == n.attrs.end()
-                             ? nullptr
-                             : std::get_if<std::shared_ptr<const ir::Graph>>(&it->second);
-      if (body != nullptr && *body != nullptr) {
-        Result<std::vector<ir::NodeId>> inner = (*body)->topological_order();
-        if (inner.is_ok()) {
-          for (ir::NodeId b : *inner) info.fused_ops.push_back((*body)->node(b).op);
-        }
-      }
-    }
+    std::vector<std::string> fused = fused_node_ops(n);
+    info.fused_ops.insert(info.fused_ops.end(), fused.begin(), fused.end());
   }
   if (auto it = ctx.placements.find(nodes.front()); it != ctx.placements.end()) {
     info.backend = it->second.backend;

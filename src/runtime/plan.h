@@ -51,6 +51,12 @@ struct Plan {
   size_t total_bytes() const { return arena_bytes + workspace_bytes; }
 };
 
+/// The ops a fused node holds, for the compile report and the profile: a
+/// `fused_elementwise_internal` node's body ops in body order; a `fused_post_ops_internal`
+/// node's `base_op` then its `post_ops` in order (src/ops/schemas/nn_fused_internal.h), e.g.
+/// {"conv", "add", "relu"}; empty for any other node or unreadable attributes.
+std::vector<std::string> fused_node_ops(const ir::Node& n);
+
 /// Builds the plan of `graph` from the placements and buffers in `ctx` (backend-lowering and
 /// memory-planning must have run on exactly this graph). Decomposition placements get a nested
 /// plan compiled with `ctx`'s settings.

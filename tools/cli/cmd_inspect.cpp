@@ -1,6 +1,10 @@
 // `frame inspect MODEL [--backend B] [--shape NAME=d0,..] [--json]`: what the compiler did to a
-// model — node counts per op before and after the pipeline, fused groups, the backend, kernel
-// and path of every node, fallbacks and why, peak arena bytes and per-pass times.
+// model — node counts per op before and after the pipeline, fused groups (operator-fusion and
+// lowering patterns), the backend and path of every node with the alternatives rejected and why,
+// nodes per backend, fallbacks, peak arena bytes and per-pass times.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -42,11 +46,62 @@ void print_counts(const runtime::CompileReport& r) {
     after += n;
   }
   std::printf("nodes per op (before -> after the pipeline): %d -> %d\n", before, after);
+  Table t({"op", "before", "after"}, {false, true, true});
   for (const std::string& op : ops) {
     auto b = r.op_counts_before.find(op);
     auto a = r.op_counts_after.find(op);
-    std::printf("  %-32s %6d -> %d\n", op.c_str(), b == r.op_counts_before.end() ? 0 : b->second,
-                a == r.op_counts_after.end() ? 0 : a->second);
+    t.add({op, std::to_string(b == r.op_counts_before.end() ? 0 : b->second),
+           std::to_string(a == r.op_counts_after.end() ? 0 : a->second)});
+  }
+  t.print();
+}
+
+// Fused nodes of both kinds: operator-fusion's elementwise groups and the base op + post-ops
+// nodes made by backend lowering patterns.
+void print_fused(const runtime::CompileReport& r) {
+  std::printf("\nfused groups (operator-fusion, fused_elementwise_internal): %zu\n",
+              r.fused_groups.size());
+  for (size_t i = 0; i < r.fused_groups.size(); ++i) {
+    std::printf("  group %zu: %s\n", i,
+                fmt::format("{}", fmt::join(r.fused_groups[i], " + ")).c_str());
+  }
+  std::printf("fused by lowering patterns (fused_post_ops_internal): %zu\n",
+              r.lowering_fused.size());
+  if (r.lowering_fused.empty()) return;
+  Table t({"node", "ops"});
+  for (const auto& [node, ops] : r.lowering_fused) {
+    t.add({node, fmt::format("{}", fmt::join(ops, " + "))});
+  }
+  t.print();
+}
+
+// Every node's placement; under it, each alternative passed over and why (also for nodes on
+// a later backend of the chain through its own kernel, which are not fallbacks).
+void print_placements(const runtime::CompileReport& r) {
+  std::printf("\nplacement (rejected alternatives indented under their node):\n");
+  Table t({"node", "op", "backend", "path"});
+  int fallbacks = 0;
+  int passed_over = 0;
+  for (const auto& p : r.placements) {
+    t.add({p.node, p.op, p.backend, p.path});
+    for (const std::string& why : p.rejected) t.note("  rejected: " + why);
+    if (p.path != "kernel") ++fallbacks;
+    if (!p.rejected.empty()) ++passed_over;
+  }
+  t.print();
+  std::map<std::string, int> per_backend;
+  for (const auto& p : r.placements) ++per_backend[p.backend];
+  std::string counts;
+  for (const auto& [b, n] : per_backend) {
+    counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", b, n);
+  }
+  std::printf("nodes per backend: %s\n", counts.c_str());
+  std::printf("nodes not on their first choice (rejected alternatives above): %d\n", passed_over);
+  std::printf("\nfallbacks (decomposition or cpu-fallback path): %d\n", fallbacks);
+  for (const auto& p : r.placements) {
+    if (p.path == "kernel") continue;
+    std::printf("  %s (%s) -> %s on %s: %s\n", p.node.c_str(), p.op.c_str(), p.path.c_str(),
+                p.backend.c_str(), fmt::format("{}", fmt::join(p.rejected, "; ")).c_str());
   }
 }
 
@@ -83,42 +138,21 @@ int run_inspect() {
   std::printf("model: %s\nbackends: %s\n\n", o.model.c_str(),
               fmt::format("{}", fmt::join(*backends, ", ")).c_str());
   print_counts(r);
-  std::printf("\nfused groups: %zu\n", r.fused_groups.size());
-  for (size_t i = 0; i < r.fused_groups.size(); ++i) {
-    std::printf("  group %zu: %s\n", i,
-                fmt::format("{}", fmt::join(r.fused_groups[i], " + ")).c_str());
-  }
+  print_fused(r);
   std::printf("\nlowering-pattern rewrites: %zu\n", r.lowering_rewrites.size());
   for (const std::string& rw : r.lowering_rewrites) std::printf("  %s\n", rw.c_str());
-  std::printf("\nplacement (node, op, backend, path):\n");
-  int fallbacks = 0;
-  for (const auto& p : r.placements) {
-    std::printf("  %-36s %-24s %-8s %s\n", p.node.c_str(), p.op.c_str(), p.backend.c_str(),
-                p.path.c_str());
-    if (p.path != "kernel") ++fallbacks;
-  }
-  std::map<std::string, int> per_backend;
-  for (const auto& p : r.placements) ++per_backend[p.backend];
-  std::string counts;
-  for (const auto& [b, n] : per_backend) {
-    counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", b, n);
-  }
-  std::printf("nodes per backend: %s\n", counts.c_str());
-  std::printf("\nfallbacks: %d\n", fallbacks);
-  for (const auto& p : r.placements) {
-    if (p.path == "kernel") continue;
-    std::printf("  %s (%s) -> %s on %s: %s\n", p.node.c_str(), p.op.c_str(), p.path.c_str(),
-                p.backend.c_str(), fmt::format("{}", fmt::join(p.rejected, "; ")).c_str());
-  }
+  print_placements(r);
   std::printf("\npeak arena: %zu bytes (%.2f MiB)\n", r.peak_arena_bytes,
               static_cast<double>(r.peak_arena_bytes) / (1 << 20));
   std::printf("\npass times:\n");
+  Table t({"pass", "ms"}, {false, true});
   double total = 0;
   for (const auto& [pass, ms] : r.pass_times_ms) {
-    std::printf("  %-24s %10.3f ms\n", pass.c_str(), ms);
+    t.add({pass, fmt::format("{:.3f}", ms)});
     total += ms;
   }
-  std::printf("  %-24s %10.3f ms\n", "total", total);
+  t.add({"total", fmt::format("{:.3f}", total)});
+  t.print();
   return 0;
 }
 

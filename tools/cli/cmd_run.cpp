@@ -57,13 +57,17 @@ bool within_deep_tolerance(const Tensor& actual, const Tensor& expected) {
   return true;
 }
 
-// Per-node times summed over the timed runs, top nodes first.
+// Per-node times summed over the timed runs, top nodes first; columns sized to the longest
+// entry.
 void print_profile(const runtime::Profile& prof) {
   const double run_ms = static_cast<double>(prof.run_ns) / 1e6;
   std::printf("profile: %lld timed run%s, %.3f ms in all; per node, top first:\n",
               static_cast<long long>(prof.runs), prof.runs == 1 ? "" : "s", run_ms);
-  std::printf("  %10s %6s %6s  %-28s %-24s %-8s %-12s %s\n", "ms", "%", "calls", "node", "op",
-              "backend", "kernel", "inputs -> outputs");
+  Table t({"ms", "%", "calls", "node", "op", "backend", "kernel", "inputs -> outputs"},
+          {true, true, true});
+  auto percent = [&](double ms) {
+    return fmt::format("{:.1f}%", run_ms > 0 ? 100.0 * ms / run_ms : 0.0);
+  };
   double node_ms = 0;
   for (size_t i : prof.by_time()) {
     const runtime::NodeProfile& n = prof.nodes[i];
@@ -72,12 +76,12 @@ void print_profile(const runtime::Profile& prof) {
     std::string io =
         fmt::format("{} -> {}", fmt::join(n.input_types, ", "), fmt::join(n.output_types, ", "));
     if (!n.fused_ops.empty()) io += fmt::format("  [fused: {}]", fmt::join(n.fused_ops, " + "));
-    std::printf("  %10.3f %5.1f%% %6lld  %-28s %-24s %-8s %-12s %s\n", ms,
-                run_ms > 0 ? 100.0 * ms / run_ms : 0.0, static_cast<long long>(n.calls),
-                n.node.c_str(), n.op.c_str(), n.backend.c_str(), n.path.c_str(), io.c_str());
+    t.add({fmt::format("{:.3f}", ms), percent(ms), std::to_string(n.calls), n.node, n.op, n.backend,
+           n.path, io});
   }
-  std::printf("  %10.3f %5.1f%%         (outside nodes: binding, output copies)\n",
-              run_ms - node_ms, run_ms > 0 ? 100.0 * (run_ms - node_ms) / run_ms : 0.0);
+  t.add({fmt::format("{:.3f}", run_ms - node_ms), percent(run_ms - node_ms), "", "(outside nodes)",
+         "", "", "", "binding, output copies"});
+  t.print();
 }
 
 int run_run() {
@@ -222,8 +226,11 @@ int run_run() {
     }
     if (o.kernels) {
       for (const auto& p : exe->report().placements) {
-        j["placements"].push_back(
-            {{"node", p.node}, {"op", p.op}, {"backend", p.backend}, {"path", p.path}});
+        j["placements"].push_back({{"node", p.node},
+                                   {"op", p.op},
+                                   {"backend", p.backend},
+                                   {"path", p.path},
+                                   {"rejected", p.rejected}});
       }
     }
     if (o.profile) {
@@ -232,6 +239,7 @@ int run_run() {
       pj.erase("displayTimeUnit");
       j["profile"] = std::move(pj);
     }
+    if (!o.profile_json.empty()) j["profile_json"] = o.profile_json;
     if (bundled_err) {
       j["expected_max_abs_error"] = *bundled_err;
       j["expected_match"] = bundled_ok;
@@ -254,15 +262,23 @@ int run_run() {
                 fmt::format("{}", fmt::join(*backends, ", ")).c_str(), exe->report().num_threads,
                 runtime::openmp_wait_policy().c_str());
     if (o.kernels) {
+      Table t({"node", "op", "backend", "path"});
       for (const auto& p : exe->report().placements) {
-        std::printf("  %-32s %-22s %-8s %s\n", p.node.c_str(), p.op.c_str(), p.backend.c_str(),
-                    p.path.c_str());
+        t.add({p.node, p.op, p.backend, p.path});
+        for (const std::string& why : p.rejected) t.note("  rejected: " + why);
       }
+      t.print();
     }
     if (o.profile) print_profile(profile);
     if (bundled_err) {
       std::printf("bundled model: max abs error vs expected %.3g (%s)\n", *bundled_err,
                   bundled_ok ? "ok" : "MISMATCH");
+    }
+    if (!o.profile_json.empty()) {
+      std::printf(
+          "profile written to %s (Chrome trace: open in chrome://tracing or "
+          "ui.perfetto.dev)\n",
+          o.profile_json.c_str());
     }
   }
   if (!bundled_ok) {
@@ -289,7 +305,9 @@ CommandRegistration reg{Command{
           ->check(CLI::Range(1, 1000000));
       sub->add_option("--output-dir", g_run.output_dir, "Write DIR/<output>.npy for each output");
       sub->add_flag("--json", g_run.json, "Print the result as JSON");
-      sub->add_flag("--kernels", g_run.kernels, "Also print the backend and path of every node");
+      sub->add_flag("--kernels", g_run.kernels,
+                    "Also print the backend and path of every node, and why each alternative "
+                    "was rejected");
       sub->add_flag("--profile", g_run.profile,
                     "Print per-node time (ms, % of the run, op, backend, kernel, shapes, fused "
                     "body) summed over the timed runs, top nodes first");

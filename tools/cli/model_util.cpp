@@ -190,4 +190,48 @@ Progress::~Progress() {
     std::fprintf(stderr, "frame: %s done in %.2f s\n", what_.c_str(), seconds_since(start_));
 }
 
+Table::Table(std::vector<std::string> header, std::vector<bool> right)
+    : header_(std::move(header)), right_(std::move(right)) {
+  right_.resize(header_.size(), false);
+}
+
+void Table::add(std::vector<std::string> row) {
+  row.resize(header_.size());
+  rows_.emplace_back(std::move(row), std::vector<std::string>{});
+}
+
+void Table::note(std::string line) {
+  if (!rows_.empty()) rows_.back().second.push_back(std::move(line));
+}
+
+void Table::print(const std::string& indent) const {
+  std::vector<size_t> width(header_.size(), 0);
+  auto measure = [&](const std::vector<std::string>& row) {
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  };
+  measure(header_);
+  for (const auto& [row, notes] : rows_) measure(row);
+  auto line = [&](const std::vector<std::string>& row) {
+    std::string out = indent;
+    for (size_t c = 0; c < row.size(); ++c) {
+      const bool last = c + 1 == row.size();
+      if (c > 0) out += "  ";
+      const std::string pad(width[c] - row[c].size(), ' ');
+      if (right_[c]) {
+        out += pad + row[c];
+      } else {
+        out += row[c];
+        if (!last) out += pad;
+      }
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    std::printf("%s\n", out.c_str());
+  };
+  line(header_);
+  for (const auto& [row, notes] : rows_) {
+    line(row);
+    for (const std::string& n : notes) std::printf("%s%s\n", indent.c_str(), n.c_str());
+  }
+}
+
 }  // namespace frame::cli

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "frame/core/status.h"
@@ -72,6 +73,27 @@ class Progress {
   bool done_ = false;
   bool announced_ = false;
   std::thread watcher_;
+};
+
+/// A text table whose columns are as wide as their longest cell (header included), so long
+/// op or node names never push later columns out of line. The last column is not padded.
+class Table {
+ public:
+  /// `right[i]`: column i is right-aligned (numbers); missing entries mean left-aligned.
+  explicit Table(std::vector<std::string> header, std::vector<bool> right = {});
+  /// Adds a row; missing cells print empty, extra cells are ignored.
+  void add(std::vector<std::string> row);
+  /// Adds a line printed as is (after `indent`) below the last row, outside the columns.
+  void note(std::string line);
+  /// Prints the header and the rows, each line prefixed with `indent` and cells separated by
+  /// two spaces.
+  void print(const std::string& indent = "  ") const;
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<bool> right_;
+  // Each row's cells and the notes printed after it.
+  std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> rows_;
 };
 
 /// Seconds since `t0`.

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "frame/core/status.h"
@@ -72,7 +73,12 @@ struct CompileReport {
   /// Threads every run uses (CompileOptions::num_threads; 0 resolved to the OpenMP default).
   int num_threads = 0;
   std::vector<Placement> placements;
-  std::vector<std::vector<std::string>> fused_groups;  ///< op names per fused group
+  /// Op names per fused_elementwise_internal node (operator-fusion), in execution order.
+  std::vector<std::vector<std::string>> fused_groups;
+  /// Nodes fused by backend lowering patterns (fused_post_ops_internal: a conv, matmul or gemm
+  /// with post-ops), in execution order: node name, then its ops, base op first, post-ops in
+  /// the order applied (e.g. {"conv", "add", "relu"}).
+  std::vector<std::pair<std::string, std::vector<std::string>>> lowering_fused;
   /// Backend lowering-pattern rewrites in order, as "<backend>/<pattern> at node '<name>'
   /// (<op>)" (include/frame/ops/lowering_pattern.h), e.g. batch-norm folded into a conv.
   std::vector<std::string> lowering_rewrites;
@@ -95,7 +101,9 @@ struct NodeProfile {
   std::vector<std::string> input_types;
   /// Type of each output, e.g. "f32[1,1000]".
   std::vector<std::string> output_types;
-  /// For a fused_elementwise_internal node: the body's ops in body order; otherwise empty.
+  /// The ops a fused node holds: a fused_elementwise_internal node's body ops in body order; a
+  /// fused_post_ops_internal node's base op then its post-ops (e.g. conv, add, relu); otherwise
+  /// empty.
   std::vector<std::string> fused_ops;
   int64_t total_ns = 0;  ///< steady_clock nanoseconds in the node, summed over calls
   int64_t calls = 0;     ///< times it ran

@@ -1,5 +1,6 @@
-// Profiling: per-node records (names, placement, types, fused body), totals and calls summed
-// over runs, the JSON / Chrome trace form, and one Profile shared by concurrent runs.
+// Profiling: per-node records (names, placement, types, fused body of both fused kinds), totals
+// and calls summed over runs, the JSON / Chrome trace form, and one Profile shared by concurrent
+// runs.
 
 #include <gtest/gtest.h>
 
@@ -8,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "../../../src/runtime/plan.h"
 #include "frame/runtime/compile.h"
 
 namespace frame::runtime {
@@ -115,6 +117,73 @@ TEST(Profile, FusedNodeListsItsBody) {
   ASSERT_EQ(prof.nodes.size(), 1U);
   EXPECT_EQ(prof.nodes[0].op, "fused_elementwise_internal");
   EXPECT_EQ(prof.nodes[0].fused_ops, (std::vector<std::string>{"relu", "neg", "exp"}));
+}
+
+// relu(A x B) as the fused_post_ops_internal node a lowering pattern makes (made by hand so
+// the test does not depend on which backends this build has): A f32[2,3] input, B constant.
+ir::Graph post_ops_graph() {
+  ir::Graph g("profile_post_ops");
+  ir::ValueId a = g.add_input("a", ir::TensorType{DTypeCode::kFloat32, {2, 3}});
+  ir::ValueId b = g.add_constant("b", Tensor::from_vector<float>({3, 2}, {1, -1, 2, 0, -1, 1}));
+  auto id = g.create_node("fused_post_ops_internal", "mm", {a, b}, 1,
+                          {{"base_op", std::string("matmul")},
+                           {"post_ops", std::vector<std::string>{"relu"}},
+                           {"post_op_params", std::vector<double>{0.0, 0.0}}},
+                          {"y"});
+  EXPECT_TRUE(id.is_ok()) << id.status().to_string();
+  g.add_output(g.node(*id).outputs[0]);
+  return g;
+}
+
+TEST(Profile, PostOpNodeListsBaseOpAndPostOps) {
+  CompileOptions o;
+  o.backends = {"cpu"};
+  o.use_cache = false;
+  auto exe = compile(post_ops_graph(), o);
+  ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+  // The compile report lists it with the lowering-pattern fusions, not operator-fusion's.
+  const CompileReport& r = exe->report();
+  EXPECT_TRUE(r.fused_groups.empty());
+  ASSERT_EQ(r.lowering_fused.size(), 1U);
+  EXPECT_EQ(r.lowering_fused[0].first, "mm");
+  EXPECT_EQ(r.lowering_fused[0].second, (std::vector<std::string>{"matmul", "relu"}));
+  const nlohmann::json rj = nlohmann::json::parse(r.to_json());
+  EXPECT_EQ(rj["lowering_fused"][0]["node"], "mm");
+  EXPECT_EQ(rj["lowering_fused"][0]["ops"], (std::vector<std::string>{"matmul", "relu"}));
+
+  Profile prof;
+  auto out =
+      exe->run({{"a", Tensor::from_vector<float>({2, 3}, {1, 2, 3, -1, 0, 1})}}, RunOptions{&prof});
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  // By hand: [1,2,3] x B = [2, 2] and [-1,0,1] x B = [-2, 2]; relu gives [2, 2, 0, 2].
+  const float* y = out->at("y").data<float>();
+  EXPECT_EQ(std::vector<float>(y, y + 4), (std::vector<float>{2, 2, 0, 2}));
+  ASSERT_EQ(prof.nodes.size(), 1U);
+  EXPECT_EQ(prof.nodes[0].op, "fused_post_ops_internal");
+  EXPECT_EQ(prof.nodes[0].fused_ops, (std::vector<std::string>{"matmul", "relu"}));
+  const nlohmann::json pj = nlohmann::json::parse(prof.to_json());
+  EXPECT_EQ(pj["nodes"][0]["fused_ops"], (std::vector<std::string>{"matmul", "relu"}));
+}
+
+TEST(Profile, FusedNodeOpsReadsBothFusedKinds) {
+  ir::Graph g("fused_kinds");
+  ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {2, 2}});
+  ir::ValueId w = g.add_input("w", ir::TensorType{DTypeCode::kFloat32, {2, 2}});
+  ir::ValueId r = g.add_input("r", ir::TensorType{DTypeCode::kFloat32, {2, 2}});
+  auto post = g.create_node("fused_post_ops_internal", "p", {x, w, ir::kNoValue, r}, 1,
+                            {{"base_op", std::string("gemm")},
+                             {"post_ops", std::vector<std::string>{"add", "leaky_relu"}},
+                             {"post_op_params", std::vector<double>{0, 0, 0.1, 0}}});
+  ASSERT_TRUE(post.is_ok()) << post.status().to_string();
+  EXPECT_EQ(detail::fused_node_ops(g.node(*post)),
+            (std::vector<std::string>{"gemm", "add", "leaky_relu"}));
+  auto missing = g.create_node("fused_post_ops_internal", "q", {x, w}, 1,
+                               {{"post_ops", std::vector<std::string>{"relu"}}});
+  ASSERT_TRUE(missing.is_ok());
+  EXPECT_TRUE(detail::fused_node_ops(g.node(*missing)).empty());  // no base_op: nothing
+  auto plain = g.create_node("relu", "n", {x}, 1);
+  ASSERT_TRUE(plain.is_ok());
+  EXPECT_TRUE(detail::fused_node_ops(g.node(*plain)).empty());
 }
 
 TEST(Profile, JsonIsAChromeTraceWithTheSummary) {

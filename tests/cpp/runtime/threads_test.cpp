@@ -1,6 +1,7 @@
 // Threads: CompileOptions::num_threads reaches kernels both as KernelContext::num_threads and
 // as the OpenMP nthreads ICV of the running thread (what oneDNN follows), the caller's ICV is
-// restored; the cost-based split helper of the cpu kernels; the wait-policy report.
+// restored; kernels prepare under the compiled count; the cost-based split helper of the cpu
+// kernels; the wait-policy report.
 
 #include "frame/runtime/threads.h"
 
@@ -10,6 +11,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <thread>
+#include <utility>
 
 #include "../../../src/backends/cpu/kernels/kernel_util.h"
 #include "frame/ops/kernel_registry.h"
@@ -85,6 +87,42 @@ TEST(Threads, ZeroMeansTheOpenMpDefault) {
   run_and_check(exe);
   EXPECT_EQ(g_seen_budget.load(), omp_get_max_threads());
   EXPECT_EQ(g_seen_icv.load(), omp_get_max_threads());
+}
+
+std::atomic<int> g_prepare_icv{-1};
+
+// Records the OpenMP ICV its prepare step runs under (oneDNN fixes a primitive's thread
+// partition when the primitive is made, i.e. in prepare).
+Result<std::shared_ptr<void>> probe_prepare(const ops::NodeContext&) {
+  g_prepare_icv = omp_get_max_threads();
+  return std::shared_ptr<void>();
+}
+FRAME_REGISTER_KERNEL(relu, "rt_prepare_probe", probe_relu)
+    .dtypes({DTypeCode::kFloat32})
+    .prepare(probe_prepare);
+
+TEST(Threads, KernelsPrepareUnderTheCompiledThreadCount) {
+  const int caller = omp_get_max_threads();
+  // Compiled count 1 while the process ICV is 2, and 2 while it is 1.
+  for (const auto& [icv, compiled] : {std::pair{2, 1}, std::pair{1, 2}}) {
+    omp_set_num_threads(icv);
+    ir::Graph g("prepare_probe");
+    ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {3}});
+    auto id = g.create_node("relu", "r", {x}, 1, {}, {"r"});
+    ASSERT_TRUE(id.is_ok());
+    g.add_output(g.node(*id).outputs[0]);
+    CompileOptions o;
+    o.backends = {"rt_prepare_probe"};
+    o.num_threads = compiled;
+    o.use_cache = false;
+    g_prepare_icv = -1;
+    auto exe = compile(g, o);
+    ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+    EXPECT_EQ(g_prepare_icv.load(), compiled) << "process ICV " << icv;
+    EXPECT_EQ(omp_get_max_threads(), icv);  // compile restores the caller's ICV
+    run_and_check(*exe);
+  }
+  omp_set_num_threads(caller);
 }
 
 TEST(Threads, CostBasedSplit) {
