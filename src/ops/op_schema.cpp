@@ -311,7 +311,19 @@ OpSchemaBuilder& OpSchemaBuilder::decomposition(DecomposeFn fn) {
   return *this;
 }
 
-OpSchema OpSchemaBuilder::build() { return std::move(schema_); }
+OpSchemaBuilder& OpSchemaBuilder::view_of_input(int input) {
+  schema_.view_of_input_ = input;
+  return *this;
+}
+
+OpSchema OpSchemaBuilder::build() {
+  const int v = schema_.view_of_input_;
+  if (v != -1 &&
+      (v < 0 || static_cast<size_t>(v) >= schema_.inputs_.size() || schema_.outputs_.size() != 1)) {
+    fail("view_of_input needs a declared fixed input and exactly one output");
+  }
+  return std::move(schema_);
+}
 
 OpRegistration::OpRegistration(OpSchemaBuilder& b) { OpRegistry::global().register_op(b.build()); }
 OpRegistration::OpRegistration(OpSchemaBuilder&& b) { OpRegistry::global().register_op(b.build()); }

@@ -112,6 +112,9 @@ Status MemoryPlanningPass::run(ir::Graph& g, PassContext& ctx) {
     const ir::Node& n = g.node(order[i]);
     const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
     const bool elementwise = schema != nullptr && schema->has_trait(ops::OpTrait::kElementwise);
+    // A view op (reshape, flatten, ...) may take its input's buffer as elementwise ops do, but
+    // only from that input (OpSchema::view_of_input): the kernel then copies nothing.
+    const int view = schema != nullptr ? schema->view_of_input() : -1;
     std::vector<bool> donated(n.inputs.size(), false);
     for (ir::ValueId out : n.outputs) {
       if (!planned(out)) continue;
@@ -124,9 +127,10 @@ Status MemoryPlanningPass::run(ir::Graph& g, PassContext& ctx) {
       BufferSlot slot;
       slot.bytes = bytes;
       bool placed = false;
-      if (ctx.allow_inplace && ctx.reuse_buffers && elementwise) {
+      if (ctx.allow_inplace && ctx.reuse_buffers && (elementwise || view >= 0)) {
         const size_t candidates = schema->has_variadic_inputs() ? 1 : n.inputs.size();
         for (size_t k = 0; k < candidates && k < n.inputs.size() && !placed; ++k) {
+          if (!elementwise && static_cast<int>(k) != view) continue;
           const ir::ValueId in = n.inputs[k];
           if (in == ir::kNoValue || donated[k] || !planned(in)) continue;
           const ir::Value& iv = g.value(in);

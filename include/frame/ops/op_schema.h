@@ -130,6 +130,11 @@ class OpSchema {
   std::vector<OpTrait> traits() const;
   ShapeInferFn shape_fn() const { return shape_fn_; }
   DecomposeFn decompose_fn() const { return decompose_fn_; }
+  /// Input position whose bytes output 0 holds unchanged, in the same order (a view: reshape,
+  /// flatten, squeeze, unsqueeze), or -1. memory-planning may then give output 0 that input's
+  /// buffer when this node is the input's last reader, and the kernel copies nothing (ONNX
+  /// Runtime's alias hint; an in-place hint that needs no kElementwise trait).
+  int view_of_input() const { return view_of_input_; }
   const std::string& file() const { return file_; }
   int line() const { return line_; }
 
@@ -156,6 +161,7 @@ class OpSchema {
   std::bitset<kNumOpTraits> traits_;
   ShapeInferFn shape_fn_ = nullptr;
   DecomposeFn decompose_fn_ = nullptr;
+  int view_of_input_ = -1;
   std::string file_;
   int line_ = 0;
 };
@@ -191,6 +197,9 @@ class OpSchemaBuilder {
   OpSchemaBuilder& traits(std::initializer_list<OpTrait> ts);
   OpSchemaBuilder& shape_infer(ShapeInferFn fn);
   OpSchemaBuilder& decomposition(DecomposeFn fn);
+  /// Declares output 0 a view of input `input` (OpSchema::view_of_input). Fatal unless
+  /// `input` is a declared fixed input and the schema has exactly one output.
+  OpSchemaBuilder& view_of_input(int input);
   /// The finished schema (moves out of the builder).
   OpSchema build();
   const std::string& name() const { return schema_.name_; }

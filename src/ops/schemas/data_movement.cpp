@@ -346,6 +346,7 @@ FRAME_REGISTER_OP(reshape)
     .input("shape", "int64 target shape; must be a constant (ARCH-044)", kI64)
     .output("reshaped", "data with the new shape", kAllDTypes, "T")
     .attr("allowzero", AttrType::kInt, "1: a 0 in shape means an empty dim", int64_t{0})
+    .view_of_input(0)
     .shape_infer(reshape_infer);
 
 FRAME_REGISTER_OP(transpose)
@@ -458,6 +459,7 @@ FRAME_REGISTER_OP(squeeze)
     .input("data", "input tensor", kAllDTypes, "T")
     .optional_input("axes", "int64 axes (constant)", kI64)
     .output("squeezed", "data without those axes", kAllDTypes, "T")
+    .view_of_input(0)
     .shape_infer(squeeze_infer);
 
 FRAME_REGISTER_OP(unsqueeze)
@@ -465,6 +467,7 @@ FRAME_REGISTER_OP(unsqueeze)
     .input("data", "input tensor", kAllDTypes, "T")
     .input("axes", "int64 output axes (constant)", kI64)
     .output("expanded", "data with the new axes", kAllDTypes, "T")
+    .view_of_input(0)
     .shape_infer(unsqueeze_infer);
 
 FRAME_REGISTER_OP(flatten)
@@ -472,6 +475,7 @@ FRAME_REGISTER_OP(flatten)
     .input("input", "input tensor", kAllDTypes, "T")
     .output("output", "2-D tensor", kAllDTypes, "T")
     .attr("axis", AttrType::kInt, "split point in [-rank, rank]", int64_t{1})
+    .view_of_input(0)
     .shape_infer(flatten_infer);
 
 FRAME_REGISTER_OP(pad)

@@ -57,6 +57,30 @@ TEST(MemoryPlanning, ChainInPlace) {
             "peak 64\n");
 }
 
+// x -> relu r1 [2,8] -> flatten f [2,8] -> relu r2: the flatten (OpSchema::view_of_input 0)
+// takes r1's buffer because it is r1's last reader; with r1 read again later it cannot.
+TEST(MemoryPlanning, ViewOpTakesItsInputsBufferAtItsLastUse) {
+  for (bool reread : {false, true}) {
+    ir::Graph g;
+    ir::ValueId x = g.add_input("x", TensorType{kF32, {2, 8}});
+    ir::ValueId r1 = add_node(g, "relu", "r1", {x});
+    ir::ValueId f = add_node(g, "flatten", "f", {r1});
+    ir::ValueId r2 = add_node(g, reread ? "add" : "relu", "r2",
+                              reread ? std::vector<ir::ValueId>{f, r1} : std::vector{f});
+    ir::ValueId r3 = add_node(g, "relu", "r3", {r2});
+    g.add_output(r3);
+    ASSERT_TRUE(test::infer_types(g).is_ok());
+    EXPECT_EQ(plan(g, true, true), reread ? "r1 @0 64B\n"
+                                            "f @64 64B\n"
+                                            "r2 @64 64B in-place\n"
+                                            "peak 128\n"
+                                          : "r1 @0 64B\n"
+                                            "f @0 64B in-place\n"
+                                            "r2 @0 64B in-place\n"
+                                            "peak 64\n");
+  }
+}
+
 TEST(MemoryPlanning, ChainReuseWithoutInPlace) {
   ir::Graph g = relu_chain();
   EXPECT_EQ(plan(g, false, true),
