@@ -25,6 +25,9 @@ TEST(OnednnMatmul, BatchedAndBroadcast) {
   expect_onednn_matches_cpu(matmul_call({2, 3, 5, 6}, {6, 4}), {1});
   expect_onednn_matches_cpu(matmul_call({5, 6}, {2, 3, 6, 4}), {1});
   expect_onednn_matches_cpu(matmul_call({2, 1, 5, 6}, {1, 3, 6, 4}), {1});
+  // A 2-D B with batched A folds A's batch dims into M (one GEMM): attention projections.
+  expect_onednn_matches_cpu(matmul_call({128, 1, 16}, {16, 24}), {1});
+  expect_onednn_matches_cpu(matmul_call({3, 4, 1, 7}, {7, 5}), {1});
 }
 
 TEST(OnednnMatmul, OneDOperands) {

@@ -83,6 +83,14 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
     // numpy: a 1-D A is a row, a 1-D B a column; the output buffer has the same elements.
     if (as.size() == 1) as.insert(as.begin(), 1);
     if (bs.size() == 1) bs.push_back(1);
+    // A 2-D B (a weight) is shared by every batch of A: fold A's batch dims into M, one GEMM
+    // [prod(batch) * M, K] x [K, N] instead of many small ones (a [128, 1, 256] x [256, 768]
+    // attention projection ran as 128 GEMVs, 3x slower). Same bytes for A and Y.
+    if (bs.size() == 2 && as.size() > 2) {
+      int64_t rows = 1;
+      for (size_t i = 0; i + 1 < as.size(); ++i) rows *= as[i];
+      as = Shape{rows, as.back()};
+    }
     const size_t rank = std::max(as.size(), bs.size());
     const memory::dims ad = padded(as, rank), bd = padded(bs, rank);
     memory::dims yd(rank);
