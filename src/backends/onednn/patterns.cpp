@@ -7,7 +7,12 @@
 //   fuse_post_ops: conv / matmul / gemm -> a single-use chain of a residual add (other operand
 //     of the output's shape) and activations -> one fused_post_ops_internal node run with
 //     oneDNN post-ops. A fused_elementwise_internal whose body is such a chain (operator-fusion
-//     runs earlier) is taken as its post-ops.
+//     runs earlier) is taken as its post-ops;
+//   keep_blocked_activations: a rank-4 f32 conv output, not a graph output, read only by
+//     convs (as X or as the residual R) -> producer dst_layout and the users' src_layout /
+//     residual_layout = the layout oneDNN picks for the producer's output (1 nhwc, or 16
+//     nChw16c when C % 16 == 0), so no reorder runs between them. Plain convs become
+//     fused_post_ops_internal with no post-ops to carry the attributes.
 // Each fires only when the onednn kernel supports the node it creates.
 
 #include <algorithm>
@@ -18,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/onednn/kernels/linear_kernels.h"
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/lowering_pattern.h"
 #include "frame/ops/op_registry.h"
@@ -307,11 +313,145 @@ Result<bool> fuse_post_ops(Graph& g, NodeId id) {
   return replace_with(g, chain, cur, op, base.name, std::move(inputs), std::move(attrs));
 }
 
+// A conv: a `conv` node or a fused_post_ops_internal with base_op "conv".
+bool is_conv(const ir::Node& n) {
+  if (n.op == "conv") return true;
+  if (n.op != ops::fused::kFusedPostOpsOp) return false;
+  auto it = n.attrs.find("base_op");
+  const auto* base = it == n.attrs.end() ? nullptr : std::get_if<std::string>(&it->second);
+  return base != nullptr && *base == "conv";
+}
+
+// Whether fold_batch_norm_into_conv or fuse_post_ops may still rewrite conv `n` (its output
+// read only by a batch norm, a fused elementwise body or a post-op). Such a conv is left plain
+// until they have settled: they build their node from the conv's own attributes, and
+// fuse_post_ops is not anchored at fused nodes.
+bool may_still_fuse(const Graph& g, const ir::Node& n) {
+  if (n.op != "conv" || n.outputs.size() != 1) return false;
+  const std::optional<NodeId> u = sole_user(g, n.outputs[0]);
+  if (!u) return false;
+  const ir::Node& un = g.node(*u);
+  if (un.op == "batch_normalization" || un.op == "fused_elementwise_internal") return true;
+  ValueId residual = ir::kNoValue;
+  return as_post_op(g, un, n.outputs[0], &residual).has_value();
+}
+
+// The inputs and attributes conv `n` has as a fused_post_ops_internal node.
+std::pair<std::vector<ValueId>, ir::AttrMap> as_fused(const ir::Node& n) {
+  std::vector<ValueId> inputs = n.inputs;
+  ir::AttrMap attrs = n.attrs;
+  if (n.op == "conv") {
+    inputs.resize(3, ir::kNoValue);
+    attrs["base_op"] = std::string("conv");
+    attrs["post_ops"] = std::vector<std::string>{};
+    attrs["post_op_params"] = std::vector<double>{};
+  }
+  return {std::move(inputs), std::move(attrs)};
+}
+
+// Sets int attribute `name` to `v`; true if that changed it.
+bool set_layout(ir::AttrMap& attrs, std::string_view name, int64_t v) {
+  auto it = attrs.find(std::string(name));
+  if (it != attrs.end()) {
+    const auto* cur = std::get_if<int64_t>(&it->second);
+    if (cur != nullptr && *cur == v) return false;
+  }
+  attrs[std::string(name)] = v;
+  return true;
+}
+
+// Gives node `id` the inputs and attributes `fused` (a conv becomes fused_post_ops_internal);
+// returns the value its output is now.
+Result<ValueId> apply_fused(Graph& g, NodeId id,
+                            std::pair<std::vector<ValueId>, ir::AttrMap> fused) {
+  ir::Node& n = g.node(id);
+  if (n.op != "conv") {
+    n.attrs = std::move(fused.second);
+    return n.outputs[0];
+  }
+  const std::string name = n.name;
+  FRAME_RETURN_IF_ERROR(replace_with(g, {id}, n.outputs[0], ops::fused::kFusedPostOpsOp, name,
+                                     std::move(fused.first), std::move(fused.second))
+                            .status());
+  return g.node(g.find_node(name)).outputs[0];
+}
+
+Result<bool> keep_blocked_activations(Graph& g, NodeId id) {
+  using ops::fused::ActivationLayout;
+  const ir::Node& prod = g.node(id);
+  if (!is_conv(prod) || prod.outputs.size() != 1 || may_still_fuse(g, prod)) return false;
+  const ValueId v = prod.outputs[0];
+  const std::optional<ir::TensorType>& t = g.value(v).type;
+  if (g.is_output(v) || !t || t->dtype != DTypeCode::kFloat32 || t->shape.size() != 4) {
+    return false;
+  }
+  // The layout oneDNN picks for the producer's output on this CPU (nhwc for its brgemm convs).
+  const ops::NodeContext pctx =
+      ops::make_node_context(g, prod, ops::OpRegistry::global().find(prod.op));
+  Result<ActivationLayout> layout = preferred_conv_layout(pctx);
+  // nChw16c has the plain byte size only when C % 16 == 0 (the arena stays as planned).
+  if (!layout.is_ok() || *layout == ActivationLayout::kPlain ||
+      (*layout == ActivationLayout::kNChw16c && t->shape[1] % 16 != 0)) {
+    return false;
+  }
+  const auto value = static_cast<int64_t>(*layout);
+  std::vector<std::pair<NodeId, std::pair<std::vector<ValueId>, ir::AttrMap>>> rewrites;
+  bool changed = false;
+  rewrites.emplace_back(id, as_fused(prod));
+  changed |= set_layout(rewrites[0].second.second, ops::fused::kDstLayoutAttr, value);
+  for (NodeId u : g.node_ids()) {
+    const ir::Node& un = g.node(u);
+    bool reads = false;
+    for (size_t i = 0; i < un.inputs.size(); ++i) {
+      if (un.inputs[i] != v) continue;
+      reads = true;
+      // Only X (0) or the residual R (3) of a conv; conv_transpose, pools, adds... read plain.
+      if (!is_conv(un) || (i != 0 && i != ops::fused::kResidualInput) || may_still_fuse(g, un)) {
+        return false;
+      }
+    }
+    if (!reads) continue;
+    if (u == id) return false;  // a conv reading its own output: not a DAG, never taken
+    auto fused = as_fused(un);
+    if (un.inputs[0] == v) {
+      changed |= set_layout(fused.second, ops::fused::kSrcLayoutAttr, value);
+    }
+    if (un.inputs.size() > ops::fused::kResidualInput &&
+        un.inputs[ops::fused::kResidualInput] == v) {
+      changed |= set_layout(fused.second, ops::fused::kResidualLayoutAttr, value);
+    }
+    rewrites.emplace_back(u, std::move(fused));
+  }
+  if (!changed || rewrites.size() < 2) return false;
+  // The onednn kernel must take every node with the explicit layouts (it declines where
+  // oneDNN has only its reference or gemm convolution for the layout).
+  for (const auto& [n, fused] : rewrites) {
+    if (!onednn_runs(g, ops::fused::kFusedPostOpsOp, g.node(n).name, fused.first, fused.second)) {
+      return false;
+    }
+  }
+  for (size_t i = 0; i < rewrites.size(); ++i) {
+    const ValueId old_out = g.node(rewrites[i].first).outputs[0];
+    FRAME_ASSIGN_OR_RETURN(ValueId new_out,
+                           apply_fused(g, rewrites[i].first, std::move(rewrites[i].second)));
+    // A conv replaced by a new node gave its output a new value: later rewrites read that one.
+    for (size_t k = i + 1; k < rewrites.size() && new_out != old_out; ++k) {
+      std::replace(rewrites[k].second.first.begin(), rewrites[k].second.first.end(), old_out,
+                   new_out);
+    }
+  }
+  return true;
+}
+
 FRAME_REGISTER_LOWERING_PATTERN("onednn", fold_batch_norm_into_conv, conv,
                                 fold_batch_norm_into_conv);
 FRAME_REGISTER_LOWERING_PATTERN("onednn", fuse_post_ops, conv, fuse_post_ops);
 FRAME_REGISTER_LOWERING_PATTERN("onednn", fuse_post_ops, matmul, fuse_post_ops);
 FRAME_REGISTER_LOWERING_PATTERN("onednn", fuse_post_ops, gemm, fuse_post_ops);
+// Sorted after fold_batch_norm_into_conv and fuse_post_ops at a conv (patterns run by name).
+FRAME_REGISTER_LOWERING_PATTERN("onednn", keep_blocked_activations, conv, keep_blocked_activations);
+FRAME_REGISTER_LOWERING_PATTERN("onednn", keep_blocked_activations, fused_post_ops_internal,
+                                keep_blocked_activations);
 
 }  // namespace
 }  // namespace frame::backends::onednn

@@ -31,6 +31,28 @@ constexpr std::array<std::pair<PostOpKind, std::string_view>, 10> kNames = {{
 // Number of leading inputs that belong to the base op.
 size_t base_inputs(std::string_view base) { return base == "matmul" ? 2 : 3; }
 
+// Decodes layout attribute `name` of a tensor of rank `rank` with `channels` channels
+// (`present` false: the tensor is absent, so only the plain layout is valid).
+Result<ActivationLayout> decode_layout(const NodeContext& ctx, std::string_view name,
+                                       std::string_view base, bool present, size_t rank,
+                                       int64_t channels) {
+  const int64_t v = ctx.attr_or<int64_t>(name, 0);
+  const auto layout = static_cast<ActivationLayout>(v);
+  if (layout == ActivationLayout::kPlain) return layout;
+  if (layout != ActivationLayout::kNhwc && layout != ActivationLayout::kNChw16c) {
+    return ctx.error("attribute '{}' must be 0 (plain), 1 (nhwc) or 16 (nChw16c), got {}", name, v);
+  }
+  const bool c16 = layout == ActivationLayout::kNhwc || channels % 16 == 0;
+  if (base != "conv" || !present || rank != 4 || !c16) {
+    return ctx.error(
+        "attribute '{}' = {} needs a conv with that tensor present and rank 4{}; got base_op "
+        "\"{}\", {}rank {}, {} channels",
+        name, v, layout == ActivationLayout::kNChw16c ? ", channels a multiple of 16" : "", base,
+        present ? "" : "tensor absent, ", rank, channels);
+  }
+  return layout;
+}
+
 }  // namespace
 
 std::string_view post_op_name(PostOpKind k) {
@@ -82,6 +104,17 @@ Result<FusedSpec> decode_fused(const NodeContext& ctx) {
   if (spec.base_op == "matmul" && ctx.has_input(2)) {
     return ctx.error("base_op \"matmul\" takes 2 inputs; input 2 must be absent");
   }
+  // Channels of X (dim 1 of input 0) and of Y and R (dim 0 of the conv weights W).
+  const Shape x = ctx.has_input(0) ? ctx.input_types[0].shape : Shape{};
+  const Shape w = ctx.has_input(1) ? ctx.input_types[1].shape : Shape{};
+  const int64_t cx = x.size() > 1 ? x[1] : 0;
+  const int64_t cy = w.empty() ? 0 : w[0];
+  FRAME_ASSIGN_OR_RETURN(spec.src_layout, decode_layout(ctx, kSrcLayoutAttr, spec.base_op,
+                                                        ctx.has_input(0), x.size(), cx));
+  FRAME_ASSIGN_OR_RETURN(spec.dst_layout, decode_layout(ctx, kDstLayoutAttr, spec.base_op,
+                                                        ctx.has_input(0), x.size(), cy));
+  FRAME_ASSIGN_OR_RETURN(spec.residual_layout, decode_layout(ctx, kResidualLayoutAttr, spec.base_op,
+                                                             spec.has_residual, x.size(), cy));
   return spec;
 }
 
@@ -121,7 +154,11 @@ FRAME_REGISTER_OP(fused_post_ops_internal)
         "by `post_ops` applied in order to its result: \"add\" adds input 3 (R, same shape as "
         "the output), the others are the activations relu, leaky_relu (alpha), clip (alpha = "
         "min, beta = max), sigmoid, tanh, elu (alpha), hard_swish, gelu (erf) and gelu_tanh. "
-        "Created by backend lowering patterns, not by importers.")
+        "Created by backend lowering patterns, not by importers. A conv may carry src_layout, "
+        "dst_layout and residual_layout (0 = plain NCHW; rank 4 only: 1 = nhwc, 16 = nChw16c "
+        "[N][C/16][H][W][16] with channels a multiple of 16): the memory order of X, Y and R; the "
+        "logical "
+        "shape and the values are unchanged, only the order of the elements in memory.")
     .input("A", "conv X / matmul A / gemm A", kFloatDTypes, "T")
     .input("B", "conv W / matmul B / gemm B", kFloatDTypes, "T")
     .optional_input("C", "conv bias B / gemm C (absent for matmul)", kFloatDTypes, "T")
@@ -137,6 +174,12 @@ FRAME_REGISTER_OP(fused_post_ops_internal)
     .optional_attr("kernel_shape", AttrType::kInts, "conv: must match W's spatial dims")
     .optional_attr("pads", AttrType::kInts, "conv: [x1_begin, ..., x1_end, ...]")
     .optional_attr("strides", AttrType::kInts, "conv: stride per spatial dim")
+    .attr("src_layout", AttrType::kInt, "conv: memory order of X: 0 plain, 1 nhwc, 16 nChw16c",
+          int64_t{0})
+    .attr("dst_layout", AttrType::kInt, "conv: memory order of Y: 0 plain, 1 nhwc, 16 nChw16c",
+          int64_t{0})
+    .attr("residual_layout", AttrType::kInt, "conv: memory order of R: 0 plain, 1 nhwc, 16 nChw16c",
+          int64_t{0})
     .attr("alpha", AttrType::kFloat, "gemm: scale of the product", 1.0)
     .attr("beta", AttrType::kFloat, "gemm: scale of C", 1.0)
     .attr("transA", AttrType::kInt, "gemm: transpose A when 1", int64_t{0})

@@ -9,6 +9,9 @@
 /// then optional input 3 `R`, the residual read by the "add" post-op (same dtype and shape as
 /// the output). Attributes: the base op's, plus `base_op` (string), `post_ops` (strings, applied
 /// in order to the base result) and `post_op_params` (floats, two per post-op: alpha, beta).
+/// A conv node may also carry `src_layout`, `dst_layout` and `residual_layout` (ints, see
+/// ActivationLayout): the memory order of X, Y and R. The logical shape and the values are
+/// unchanged; only the order of the elements in memory differs.
 
 #include <cstdint>
 #include <optional>
@@ -24,6 +27,35 @@ namespace frame::ops::fused {
 inline constexpr std::string_view kFusedPostOpsOp = "fused_post_ops_internal";
 /// Input position of the residual operand R.
 inline constexpr size_t kResidualInput = 3;
+
+/// Memory order of a rank-4 activation tensor [N, C, H, W] of a fused conv (attribute values of
+/// `src_layout`, `dst_layout`, `residual_layout`).
+enum class ActivationLayout : int64_t {
+  kPlain = 0,     ///< NCHW, row-major (every other op's order)
+  kNhwc = 1,      ///< channels last: [N][H][W][C], any C
+  kNChw16c = 16,  ///< oneDNN nChw16c: [N][C/16][H][W][16]; C must be a multiple of 16, so
+                  ///< the byte size equals the plain size
+};
+
+/// Attribute names of the layouts of X (input 0), Y (output 0) and R (input 3).
+inline constexpr std::string_view kSrcLayoutAttr = "src_layout";
+inline constexpr std::string_view kDstLayoutAttr = "dst_layout";
+inline constexpr std::string_view kResidualLayoutAttr = "residual_layout";
+
+/// Offset in elements of logical element (n, c, s) of a [N, C, H, W] tensor with hw = H * W
+/// and spatial index s = h * W + w, stored in `layout` (C a multiple of 16 for kNChw16c).
+inline int64_t layout_offset(ActivationLayout layout, int64_t c_total, int64_t hw, int64_t n,
+                             int64_t c, int64_t s) {
+  switch (layout) {
+    case ActivationLayout::kPlain:
+      return (n * c_total + c) * hw + s;
+    case ActivationLayout::kNhwc:
+      return (n * hw + s) * c_total + c;
+    case ActivationLayout::kNChw16c:
+      break;
+  }
+  return ((n * (c_total / 16) + c / 16) * hw + s) * 16 + c % 16;
+}
 
 /// One post-op. The ONNX op each implements is given; the cpu reference applies the scalar
 /// functor of include/frame/ops/elementwise.h named alongside.
@@ -58,11 +90,16 @@ struct FusedSpec {
   std::string_view base_op;  ///< "conv", "matmul" or "gemm" (borrowed from the attrs)
   std::vector<PostOp> post_ops;
   bool has_residual = false;  ///< input 3 present (then exactly one kAdd post-op)
+  ActivationLayout src_layout = ActivationLayout::kPlain;       ///< of X (input 0)
+  ActivationLayout dst_layout = ActivationLayout::kPlain;       ///< of Y (output 0)
+  ActivationLayout residual_layout = ActivationLayout::kPlain;  ///< of R (input 3)
 };
 
 /// Decodes and checks the attributes: base_op one of conv/matmul/gemm, every post-op name
-/// known, post_op_params two per post-op, exactly one "add" iff input 3 is present. Errors
-/// name the node and the attribute.
+/// known, post_op_params two per post-op, exactly one "add" iff input 3 is present; a layout
+/// attribute 0 or 16, and 16 only on a conv whose tensor is rank 4 with a channel count that
+/// is a multiple of 16 (X: dim 1 of input 0; Y and R: dim 0 of W), R's only when R is
+/// present. Errors name the node and the attribute.
 Result<FusedSpec> decode_fused(const NodeContext& ctx);
 
 }  // namespace frame::ops::fused

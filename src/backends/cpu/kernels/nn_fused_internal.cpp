@@ -1,12 +1,18 @@
 // cpu reference kernel of fused_post_ops_internal (src/ops/schemas/nn_fused_internal.h): runs
 // the base op's own cpu kernel (conv, matmul or gemm) into the output, then each post-op over
 // the output with the scalar functors of include/frame/ops/elementwise.h, rounding after every
-// op like the unfused chain — each formula has one home.
+// op like the unfused chain — each formula has one home. Activations stored blocked
+// (src_layout / dst_layout / residual_layout = 1 nhwc or 16 nChw16c) are converted to plain NCHW
+// before and the result back after, by index arithmetic (ARCH-041: the fallback chain may place a
+// node the onednn pattern marked on cpu).
 
 #include "ops/schemas/nn_fused_internal.h"
 
 #include <algorithm>
+#include <array>
+#include <cstddef>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "frame/ops/elementwise.h"
@@ -16,6 +22,7 @@ namespace frame::cpu {
 namespace {
 
 using ops::KernelContext;
+using ops::fused::ActivationLayout;
 using ops::fused::PostOp;
 using ops::fused::PostOpKind;
 
@@ -23,7 +30,45 @@ struct FusedState {
   const ops::KernelDef* base = nullptr;
   size_t base_inputs = 0;
   std::vector<PostOp> post_ops;
+  ActivationLayout src_layout = ActivationLayout::kPlain;
+  ActivationLayout dst_layout = ActivationLayout::kPlain;
+  ActivationLayout residual_layout = ActivationLayout::kPlain;
 };
+
+// Per-thread scratch for the plain copies (grows once; run() is re-entrant, so not in the
+// prepared state).
+enum Scratch : size_t { kSrcScratch, kResidualScratch, kDstScratch, kNumScratch };
+std::byte* scratch(Scratch slot, size_t bytes) {
+  thread_local std::vector<std::byte> bufs[kNumScratch];
+  std::vector<std::byte>& b = bufs[slot];
+  if (b.size() < bytes) b.resize(bytes);
+  return b.data();
+}
+
+// Copies the rank-4 tensor of `shape` from layout `from_l` to layout `to_l`.
+template <typename T>
+void relayout(const T* from, T* to, const Shape& shape, ActivationLayout from_l,
+              ActivationLayout to_l) {
+  const int64_t n = shape[0], c = shape[1], hw = shape[2] * shape[3];
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t ch = 0; ch < c; ++ch) {
+      for (int64_t s = 0; s < hw; ++s) {
+        to[ops::fused::layout_offset(to_l, c, hw, i, ch, s)] =
+            from[ops::fused::layout_offset(from_l, c, hw, i, ch, s)];
+      }
+    }
+  }
+}
+
+// A plain copy of tensor `t` stored in `layout`, in per-thread scratch `slot`.
+Result<Tensor> plain_copy(const Tensor& t, ActivationLayout layout, Scratch slot) {
+  std::byte* buf = scratch(slot, t.nbytes());
+  FRAME_RETURN_IF_ERROR(dispatch_dtype<kFloatDTypes>(t.dtype(), [&]<typename T>() {
+    relayout(t.data<T>(), reinterpret_cast<T*>(buf), t.shape(), layout, ActivationLayout::kPlain);
+    return Status();
+  }));
+  return Tensor::view(t.dtype(), t.shape(), buf);
+}
 
 Result<std::shared_ptr<void>> prepare_fused(const ops::NodeContext& ctx) {
   FRAME_ASSIGN_OR_RETURN(ops::fused::FusedSpec spec, ops::fused::decode_fused(ctx));
@@ -32,6 +77,9 @@ Result<std::shared_ptr<void>> prepare_fused(const ops::NodeContext& ctx) {
   if (st->base == nullptr) return ctx.error("base op '{}' has no cpu kernel", spec.base_op);
   st->base_inputs = spec.base_op == "matmul" ? 2 : 3;
   st->post_ops = std::move(spec.post_ops);
+  st->src_layout = spec.src_layout;
+  st->dst_layout = spec.dst_layout;
+  st->residual_layout = spec.residual_layout;
   return std::shared_ptr<void>(std::move(st));
 }
 
@@ -47,6 +95,22 @@ Status fused_post_ops_kernel(KernelContext& ctx) {
   KernelContext base = ctx;
   base.inputs = ctx.inputs.first(std::min(st.base_inputs, ctx.inputs.size()));
   base.state = nullptr;
+  // Blocked inputs are read through plain copies: X for the base op, R for the add.
+  std::array<Tensor, 3> base_inputs;
+  if (st.src_layout != ActivationLayout::kPlain) {
+    std::copy(base.inputs.begin(), base.inputs.end(), base_inputs.begin());
+    FRAME_ASSIGN_OR_RETURN(base_inputs[0], plain_copy(ctx.input(0), st.src_layout, kSrcScratch));
+    base.inputs = std::span<const Tensor>(base_inputs.data(), base.inputs.size());
+  }
+  const Tensor* residual = ctx.inputs.size() > ops::fused::kResidualInput
+                               ? &ctx.input(ops::fused::kResidualInput)
+                               : nullptr;
+  Tensor residual_plain;
+  if (residual != nullptr && st.residual_layout != ActivationLayout::kPlain) {
+    FRAME_ASSIGN_OR_RETURN(residual_plain,
+                           plain_copy(*residual, st.residual_layout, kResidualScratch));
+    residual = &residual_plain;
+  }
   FRAME_RETURN_IF_ERROR(st.base->fn(base));
   Tensor& out = ctx.output(0);
   const int64_t n = out.numel();
@@ -57,7 +121,7 @@ Status fused_post_ops_kernel(KernelContext& ctx) {
     for (const PostOp& p : st.post_ops) {
       switch (p.kind) {
         case PostOpKind::kAdd: {
-          const T* r = ctx.input(ops::fused::kResidualInput).data<T>();
+          const T* r = residual->data<T>();
           const ops::ew::AddOp<T> add;
 #pragma omp parallel for num_threads(th) if (n > (int64_t{1} << 15) && th > 1)
           for (int64_t i = 0; i < n; ++i)
@@ -103,6 +167,12 @@ Status fused_post_ops_kernel(KernelContext& ctx) {
           break;
         }
       }
+    }
+    if (st.dst_layout != ActivationLayout::kPlain) {
+      // The plain result goes through scratch into the output's layout.
+      T* plain = reinterpret_cast<T*>(scratch(kDstScratch, out.nbytes()));
+      std::copy(y, y + n, plain);
+      relayout(plain, y, out.shape(), ActivationLayout::kPlain, st.dst_layout);
     }
   });
 }

@@ -3,9 +3,14 @@
 // strided, padded (explicit or auto_pad, resolved by the schema's geometry). Everything is
 // built once in prepare: the primitive, reorders between the plain NCHW tensors and the
 // layout oneDNN picks (format_tag::any), and constant weights reordered into the primitive's
-// preferred layout. docs/backends/onednn.md#convolution-matmul-and-gemm.
+// preferred layout. A fused conv whose src_layout / dst_layout / residual_layout says nhwc or
+// nChw16c takes that tensor in that layout as is (explicit tag, no reorder): the onednn
+// pattern keep_blocked_activations sets them between consecutive convs.
+// docs/backends/onednn.md#convolution-matmul-and-gemm.
 
 #include <cstring>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "backends/onednn/dnnl_util.h"
@@ -81,8 +86,8 @@ class ConvPrimitive final : public LinearPrimitive {
         const Tensor& r = ctx.input(ops::fused::kResidualInput);
         if (res_reorder.active) {
           FRAME_RETURN_IF_ERROR(run_reorder(node, res_reorder, wrap(res_md, r), dst));
-        } else if (r.raw_data() != ctx.output(0).raw_data()) {
-          std::memcpy(ctx.output(0).raw_data(), r.raw_data(), r.nbytes());
+        } else if (r.raw_data() != dst.get_data_handle()) {
+          std::memcpy(dst.get_data_handle(), r.raw_data(), r.nbytes());
         }
       }
       const memory scratch = scratchpad(scratch_md);
@@ -104,11 +109,34 @@ class ConvPrimitive final : public LinearPrimitive {
 
 memory::dims to_dims(std::span<const int64_t> s) { return memory::dims(s.begin(), s.end()); }
 
+// The user-side descriptor of an activation stored in `layout`.
+memory::desc activation_desc(const memory::dims& dims, memory::data_type dt,
+                             ops::fused::ActivationLayout layout) {
+  switch (layout) {
+    case ops::fused::ActivationLayout::kPlain:
+      break;
+    case ops::fused::ActivationLayout::kNhwc:
+      return memory::desc(dims, dt, memory::format_tag::nhwc);
+    case ops::fused::ActivationLayout::kNChw16c:
+      return memory::desc(dims, dt, memory::format_tag::nChw16c);
+  }
+  return plain_desc(dims, dt);
+}
+
+// Whether oneDNN's implementation `impl` runs explicit nhwc / nChw16c activations at speed: its
+// reference and gemm convolutions accept any layout but run many times slower than a reorder
+// around the jit one (docs/backends/onednn.md).
+bool fast_blocked_impl(std::string_view impl) {
+  return impl.find("ref") == std::string_view::npos && impl.find("gemm") == std::string_view::npos;
+}
+
 }  // namespace
 
 Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool transpose,
                                                    std::span<const ops::fused::PostOp> post,
-                                                   bool reorder_weights) {
+                                                   bool reorder_weights,
+                                                   const ConvLayouts& layouts) {
+  using ops::fused::ActivationLayout;
   const ir::TensorType& xt = ctx.input_types[0];
   const ir::TensorType& wt = ctx.input_types[1];
   // The kernels register f32 only (KernelDef::dtypes), so supports() has checked it.
@@ -123,6 +151,16 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
     if (d == 0) return unimplemented("an empty input {}", shape_to_string(x));
   }
   const size_t sr = x.size() - 2;
+  // The layout of the first non-plain activation, if any.
+  ActivationLayout blocked_as = ActivationLayout::kPlain;
+  for (ActivationLayout l : {layouts.src, layouts.dst, layouts.residual}) {
+    if (blocked_as == ActivationLayout::kPlain) blocked_as = l;
+  }
+  const bool any_blocked = blocked_as != ActivationLayout::kPlain;
+  if (any_blocked && (transpose || x.size() != 4)) {
+    return unimplemented("nhwc / nChw16c activations on a rank-{} {}", x.size(),
+                         transpose ? "conv_transpose" : "conv");
+  }
   FRAME_ASSIGN_OR_RETURN(
       ops::nn::WindowGeometry g,
       ops::nn::resolve_window(
@@ -170,17 +208,28 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
     w_user = memory::desc(w_dims, dt, w_strides);
   }
   auto p = std::make_shared<ConvPrimitive>();
-  p->src_user = plain_desc(x, dt);
-  p->dst_user = plain_desc(y_dims, dt);
+  p->src_user = activation_desc(to_dims(x), dt, layouts.src);
+  p->dst_user = activation_desc(y_dims, dt, layouts.dst);
   p->w_user = w_user;
   p->has_bias = ctx.has_input(2);
   p->bias_md = p->has_bias ? plain_desc(std::vector<int64_t>{m}, dt) : memory::desc();
-  p->res_md = p->dst_user;
+  p->res_md = activation_desc(y_dims, dt, layouts.residual);
+  // A blocked side is given with its explicit tag, so the primitive reads / writes it as is.
+  // Then a plain side is given that layout too where its channels allow (reordered from / to
+  // plain): with one nChw16c side and the other `any`, oneDNN 2.6 offers only its reference
+  // depthwise conv.
   const bool blocked = kBlockedActivations;
-  const memory::desc src_any =
-      blocked ? memory::desc(to_dims(x), dt, memory::format_tag::any) : p->src_user;
-  const memory::desc dst_any =
-      blocked ? memory::desc(y_dims, dt, memory::format_tag::any) : p->dst_user;
+  const auto side = [&](const memory::dims& dims, ActivationLayout own, int64_t channels,
+                        const memory::desc& user) {
+    if (own != ActivationLayout::kPlain) return user;
+    if (any_blocked && (blocked_as == ActivationLayout::kNhwc || channels % 16 == 0)) {
+      return activation_desc(dims, dt, blocked_as);
+    }
+    return blocked ? memory::desc(dims, dt, memory::format_tag::any) : user;
+  };
+  const memory::desc src_any = side(to_dims(x), layouts.src, c, p->src_user);
+  const memory::desc dst_any = side(y_dims, layouts.dst, m, p->dst_user);
+  std::string impl;
   const memory::desc w_any(w_dims, dt, memory::format_tag::any);
   dnnl::primitive_attr attr = default_attr();
   const auto pk = dnnl::prop_kind::forward_inference;
@@ -203,6 +252,7 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
       dnnl::convolution_forward::desc d(pk, dnnl::algorithm::convolution_direct, src_any, w_any,
                                         p->bias_md, dst_any, strides, dilates, pad_l, pad_r);
       dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
+      impl = pd.impl_info_str();
       src_pd = pd.src_desc();
       w_pd = pd.weights_desc();
       dst_pd = pd.dst_desc();
@@ -212,6 +262,11 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
   } catch (const dnnl::error& e) {
     return dnnl_declines(transpose ? "deconvolution" : "convolution", e);
   }
+  if (any_blocked && !fast_blocked_impl(impl)) {
+    return unimplemented(
+        "nhwc / nChw16c activations (oneDNN offers only its {} convolution for them)", impl);
+  }
+  p->dst_md = dst_pd;
   if (!reorder_weights) return std::shared_ptr<LinearPrimitive>(p);
   try {
     p->src_md = src_pd;
@@ -220,7 +275,7 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
     if (src_pd != p->src_user) p->src_reorder = make_reorder(p->src_user, src_pd);
     if (dst_pd != p->dst_user) p->dst_reorder = make_reorder(dst_pd, p->dst_user);
     if (w_pd != w_user) p->w_reorder = make_reorder(w_user, w_pd);
-    if (p->residual_sum && dst_pd != p->dst_user) p->res_reorder = make_reorder(p->res_md, dst_pd);
+    if (p->residual_sum && dst_pd != p->res_md) p->res_reorder = make_reorder(p->res_md, dst_pd);
     if (const Tensor* wc = ctx.constant_input(1); wc != nullptr) {
       // Constant weights: reordered once here, read-only afterwards (shared by all runs).
       p->w_packed = memory(w_pd, engine());
@@ -236,6 +291,23 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
     return dnnl_failure(ctx, "weight reorder", e);
   }
   return std::shared_ptr<LinearPrimitive>(p);
+}
+
+Result<ops::fused::ActivationLayout> preferred_conv_layout(const NodeContext& ctx) {
+  using ops::fused::ActivationLayout;
+  std::vector<ops::fused::PostOp> post;
+  if (ctx.op == ops::fused::kFusedPostOpsOp) {
+    FRAME_ASSIGN_OR_RETURN(ops::fused::FusedSpec spec, ops::fused::decode_fused(ctx));
+    if (spec.base_op != "conv") return ActivationLayout::kPlain;
+    post = std::move(spec.post_ops);
+  }
+  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<LinearPrimitive> lp, make_conv(ctx, false, post, false));
+  const memory::desc& d = static_cast<const ConvPrimitive&>(*lp).dst_md;
+  if (d.dims().size() != 4) return ActivationLayout::kPlain;
+  for (ActivationLayout l : {ActivationLayout::kNhwc, ActivationLayout::kNChw16c}) {
+    if (d == activation_desc(d.dims(), d.data_type(), l)) return l;
+  }
+  return ActivationLayout::kPlain;
 }
 
 Status run_linear(KernelContext& ctx) {

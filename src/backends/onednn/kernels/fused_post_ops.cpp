@@ -10,7 +10,10 @@ namespace {
 
 Result<std::shared_ptr<LinearPrimitive>> make_fused(const ops::NodeContext& ctx, bool reorder) {
   FRAME_ASSIGN_OR_RETURN(ops::fused::FusedSpec spec, ops::fused::decode_fused(ctx));
-  if (spec.base_op == "conv") return make_conv(ctx, false, spec.post_ops, reorder);
+  if (spec.base_op == "conv") {
+    const ConvLayouts layouts{spec.src_layout, spec.dst_layout, spec.residual_layout};
+    return make_conv(ctx, false, spec.post_ops, reorder, layouts);
+  }
   return make_matmul(ctx, spec.base_op == "gemm", spec.post_ops, reorder);
 }
 

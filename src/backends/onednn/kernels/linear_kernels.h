@@ -22,13 +22,29 @@ class LinearPrimitive {
   virtual Status run(ops::KernelContext& ctx) const = 0;
 };
 
+/// Memory order of the activations of a conv (fused_post_ops_internal's src_layout,
+/// dst_layout, residual_layout); plain for every other node.
+struct ConvLayouts {
+  ops::fused::ActivationLayout src = ops::fused::ActivationLayout::kPlain;
+  ops::fused::ActivationLayout dst = ops::fused::ActivationLayout::kPlain;
+  ops::fused::ActivationLayout residual = ops::fused::ActivationLayout::kPlain;
+};
+
 /// Builds the conv (or, with `transpose`, conv_transpose) primitive of `ctx` with `post`
-/// attached. With `reorder_weights` false only the primitive descriptor is created (the
-/// accepts() check). Errors: kUnimplemented when oneDNN cannot run the node (dtype, rank,
-/// geometry), naming why.
+/// attached, its activations stored as `layouts` says (an nhwc / nChw16c side is handed to
+/// oneDNN with that explicit tag, so no reorder runs for it). With `reorder_weights` false only the
+/// primitive descriptor is created (the accepts() check). Errors: kUnimplemented when oneDNN
+/// cannot run the node (dtype, rank, geometry), or has no fast (not reference, not gemm)
+/// implementation for the explicit layouts, naming why.
 Result<std::shared_ptr<LinearPrimitive>> make_conv(const ops::NodeContext& ctx, bool transpose,
                                                    std::span<const ops::fused::PostOp> post,
-                                                   bool reorder_weights);
+                                                   bool reorder_weights,
+                                                   const ConvLayouts& layouts = {});
+
+/// The layout oneDNN picks for the output of conv node `ctx` (a `conv`, or a
+/// fused_post_ops_internal with base_op "conv", built with its post-ops and `any` layouts):
+/// kNhwc or kNChw16c, else kPlain (other layouts, other ops). Errors: as make_conv.
+Result<ops::fused::ActivationLayout> preferred_conv_layout(const ops::NodeContext& ctx);
 
 /// Builds the matmul (`gemm` false) or gemm primitive of `ctx` with `post` attached; as
 /// make_conv otherwise.
