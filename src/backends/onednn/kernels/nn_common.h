@@ -5,6 +5,7 @@
 /// argument map, turning dnnl::error into a Status that names node and op, and per-channel
 /// parameters (scale, shift, mean, variance) that oneDNN wants as dense f32 vectors.
 
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -50,6 +51,21 @@ inline Status execute(const ops::NodeContext& node, const dnnl::primitive& prim,
   }
   return onednn::execute(node, prim, std::span<const ExecArg>(a, n));
 }
+
+/// Up to N primitive arguments assembled on the stack for one execution: the memories are
+/// owned here, the Args point at them (no heap allocation per run).
+template <size_t N>
+struct ArgList {
+  std::array<dnnl::memory, N> mems;
+  std::array<Arg, N> args;
+  size_t n = 0;
+  void add(int arg, dnnl::memory mem) {
+    mems[n] = std::move(mem);
+    args[n] = {arg, &mems[n]};
+    ++n;
+  }
+  std::span<const Arg> span() const { return {args.data(), n}; }
+};
 
 /// execute() with a fixed argument list.
 inline Status execute(const ops::NodeContext& node, const dnnl::primitive& prim,

@@ -314,14 +314,8 @@ Status norm_kernel(KernelContext& ctx) {
   float* stage = nn::staging_floats(static_cast<size_t>(staged));
   Status s;
   try {
-    std::array<memory, 8> mems;
-    std::array<nn::Arg, 8> args;
-    size_t n = 0;
-    auto add = [&](int arg, memory mem) {
-      mems[n] = std::move(mem);
-      args[n] = {arg, &mems[n]};
-      ++n;
-    };
+    nn::ArgList<8> args;
+    auto add = [&](int arg, memory mem) { args.add(arg, std::move(mem)); };
     add(DNNL_ARG_SRC, wrap(st.data, ctx.input(0)));
     add(DNNL_ARG_DST, wrap(st.data, ctx.output(0)));
     if (st.form == Form::kPrimitive) {
@@ -334,7 +328,7 @@ Status norm_kernel(KernelContext& ctx) {
         stage += st.stats;
       }
     }
-    s = nn::execute(*ctx.node, st.prim, st.scratch, std::span<const nn::Arg>(args.data(), n));
+    s = nn::execute(*ctx.node, st.prim, st.scratch, args.span());
   } catch (const dnnl::error& e) {
     return dnnl_failure(*ctx.node, "normalization memory", e);
   }
@@ -470,14 +464,8 @@ Status layer_norm_kernel(KernelContext& ctx) {
   Status s;
   float* var = nullptr;
   try {
-    std::array<memory, 6> m;
-    std::array<nn::Arg, 6> args;
-    size_t n = 0;
-    auto add = [&](int arg, memory mem) {
-      m[n] = std::move(mem);
-      args[n] = {arg, &m[n]};
-      ++n;
-    };
+    nn::ArgList<6> args;
+    auto add = [&](int arg, memory mem) { args.add(arg, std::move(mem)); };
     add(DNNL_ARG_SRC, wrap(st.data, ctx.input(0)));
     add(DNNL_ARG_DST, wrap(st.data, ctx.output(0)));
     add(DNNL_ARG_SCALE, nn::wrap_floats(st.scale.data(ctx, stage), st.scale.size));
@@ -491,7 +479,7 @@ Status layer_norm_kernel(KernelContext& ctx) {
       add(DNNL_ARG_MEAN, wrap(st.stat, ctx.output(1)));
       add(DNNL_ARG_VARIANCE, nn::wrap_floats(var, st.outer));
     }
-    s = nn::execute(*ctx.node, st.prim, st.scratch, std::span<const nn::Arg>(args.data(), n));
+    s = nn::execute(*ctx.node, st.prim, st.scratch, args.span());
   } catch (const dnnl::error& e) {
     return dnnl_failure(*ctx.node, "layer_normalization memory", e);
   }
