@@ -652,8 +652,8 @@ def write_report(path, args, facts, plan, summary, checks, elapsed, micro):
                  vers.get("ort", "?"), vers.get("torch", "?")))
     wp = plan.get("wait_policy", {})
     L.append("- thread wait policy: frame %s (the driver's libgomp, from the environment; "
-             "`frame run` instead re-executes itself with PASSIVE, GOMP_SPINCOUNT=0); ONNX "
-             "Runtime %s; PyTorch %s (libgomp); micro-benchmarks %s (libgomp, shared by frame, "
+             "`frame run` instead re-executes itself with PASSIVE, GOMP_SPINCOUNT=30000, a "
+             "bounded spin); ONNX Runtime %s; PyTorch %s (libgomp); micro-benchmarks %s (libgomp, shared by frame, "
              "dnnl_sgemm and STREAM)%s" % (
                  wp.get("frame", "?"), wp.get("ort", "?"), wp.get("torch", "?"),
                  wp.get("micro", "?"),
