@@ -211,7 +211,9 @@ Result<Tensor> tensor_from_proto(const TensorProto& p, const std::string& model_
     return make_error(StatusCode::kOutOfRange, "tensor '{}': {} bytes exceeds the limit of {}",
                       p.name(), *nbytes, max_bytes);
   }
-  FRAME_ASSIGN_OR_RETURN(Tensor t, Tensor::zeros(*dt, shape));
+  // raw_data and external data overwrite every byte: no need to zero the buffer first.
+  const bool raw = p.data_location() == TensorProto::EXTERNAL || p.has_raw_data();
+  FRAME_ASSIGN_OR_RETURN(Tensor t, raw ? Tensor::empty(*dt, shape) : Tensor::zeros(*dt, shape));
   if (p.data_location() == TensorProto::EXTERNAL) {
     FRAME_RETURN_IF_ERROR(read_external(p, model_dir, t));
   } else if (p.has_raw_data()) {
