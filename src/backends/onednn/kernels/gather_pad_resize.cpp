@@ -1,0 +1,317 @@
+// `onednn` kernels of the indexed and padding data-movement ops: gather (one memcpy of the inner
+// block per (outer, index) pair) and pad (per output row: interior runs by memcpy, fills by
+// element). Every dtype: elements are moved by size (1, 2, 4 or 8 bytes), never by dtype
+// arithmetic (ARCH-042). Shapes are static, so the copy plans are built once at prepare.
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "frame/ops/kernel_registry.h"
+#include "ops/schemas/data_movement_shapes.h"
+
+namespace frame::backends::onednn {
+namespace {
+
+using ops::KernelContext;
+using ops::NodeContext;
+
+// Bytes per thread below which a copy uses fewer threads (as the layout kernels).
+constexpr int64_t kCopyGrainBytes = int64_t{1} << 18;
+
+int threads_for_bytes(int64_t bytes, int budget) {
+  return static_cast<int>(std::clamp<int64_t>(bytes / kCopyGrainBytes, 1, std::max(1, budget)));
+}
+
+// Runs f(i0, i1) over [0, n) split into `nt` contiguous ranges (inline when nt == 1).
+template <typename F>
+void parallel_ranges(int64_t n, int nt, F&& f) {
+  if (nt <= 1 || n <= 1) {
+    f(int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel num_threads(nt)
+  {
+    const int64_t id = omp_get_thread_num(), team = omp_get_num_threads();
+    f(n * id / team, n * (id + 1) / team);
+  }
+}
+
+// Calls f.template operator()<E>() with E the unsigned integer of `size` bytes (1, 2, 4, 8).
+template <typename F>
+void by_element_size(size_t size, F&& f) {
+  switch (size) {
+    case 1:
+      f.template operator()<uint8_t>();
+      break;
+    case 2:
+      f.template operator()<uint16_t>();
+      break;
+    case 4:
+      f.template operator()<uint32_t>();
+      break;
+    default:
+      f.template operator()<uint64_t>();
+      break;
+  }
+}
+
+// ---- gather (ONNX Gather, opset 13) ----
+
+// data viewed as [outer, dim, inner]; output as [outer, n_idx, inner].
+struct GatherPlan {
+  int64_t outer = 1;
+  int64_t dim = 0;
+  int64_t chunk = 0;  // bytes of one inner block
+};
+
+Result<std::shared_ptr<void>> gather_prepare(const NodeContext& ctx) {
+  const Shape& in = ctx.input_types[0].shape;
+  const int64_t rank = static_cast<int64_t>(in.size());
+  int64_t axis = ctx.attr_or<int64_t>("axis", 0);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return ctx.error("axis {} is out of range for rank {}", axis, rank);
+  GatherPlan p;
+  p.dim = in[static_cast<size_t>(axis)];
+  p.chunk = static_cast<int64_t>(dtype_size(ctx.input_types[0].dtype));
+  for (int64_t i = 0; i < axis; ++i) p.outer *= in[static_cast<size_t>(i)];
+  for (int64_t i = axis + 1; i < rank; ++i) p.chunk *= in[static_cast<size_t>(i)];
+  return std::shared_ptr<void>(std::make_shared<GatherPlan>(p));
+}
+
+// Copies output items [r0, r1) (item = (outer o, index j)); N > 0: chunk is N bytes (a
+// fixed-size move), N == 0: `chunk` bytes.
+template <size_t N, typename I>
+void gather_items(const GatherPlan& p, const I* ix, int64_t n, const std::byte* src, std::byte* dst,
+                  int64_t r0, int64_t r1) {
+  const size_t chunk = N > 0 ? N : static_cast<size_t>(p.chunk);
+  int64_t o = r0 / n, j = r0 - (r0 / n) * n;
+  for (int64_t r = r0; r < r1; ++r) {
+    int64_t x = static_cast<int64_t>(ix[j]);
+    x = x < 0 ? x + p.dim : x;  // range checked before any copy
+    std::memcpy(dst + static_cast<size_t>(r) * chunk,
+                src + static_cast<size_t>(o * p.dim + x) * chunk, chunk);
+    if (++j == n) {
+      j = 0;
+      ++o;
+    }
+  }
+}
+
+template <typename I>
+Status gather_run(KernelContext& ctx, const GatherPlan& p) {
+  const Tensor& idx = ctx.input(1);
+  const I* ix = idx.data<I>();
+  const int64_t n = idx.numel();
+  // Every index is checked before anything is written.
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t x = static_cast<int64_t>(ix[i]);
+    if (x < -p.dim || x >= p.dim) {
+      return ctx.node->error("input 1 (indices) value {} at {} out of range [{}, {}]", x, i, -p.dim,
+                             p.dim - 1);
+    }
+  }
+  const int64_t items = p.outer * n;
+  if (items == 0 || p.chunk == 0) return Status();
+  const auto* src = static_cast<const std::byte*>(ctx.input(0).raw_data());
+  auto* dst = static_cast<std::byte*>(ctx.output(0).raw_data());
+  const int nt = threads_for_bytes(items * p.chunk, ctx.num_threads);
+  auto run = [&]<size_t N>() {
+    parallel_ranges(items, nt,
+                    [&](int64_t a, int64_t b) { gather_items<N, I>(p, ix, n, src, dst, a, b); });
+  };
+  switch (p.chunk) {  // small blocks: a fixed-size move instead of a memcpy call
+    case 1:
+      run.template operator()<1>();
+      break;
+    case 2:
+      run.template operator()<2>();
+      break;
+    case 4:
+      run.template operator()<4>();
+      break;
+    case 8:
+      run.template operator()<8>();
+      break;
+    case 16:
+      run.template operator()<16>();
+      break;
+    default:
+      run.template operator()<0>();
+      break;
+  }
+  return Status();
+}
+
+Status gather_kernel(KernelContext& ctx) {
+  const auto* p = static_cast<const GatherPlan*>(ctx.state);
+  if (p == nullptr) return ctx.node->error("kernel state missing (prepare was not run)");
+  constexpr DTypeSet kIndexDTypes{DTypeCode::kInt32, DTypeCode::kInt64};
+  return dispatch_dtype<kIndexDTypes>(ctx.input(1).dtype(),
+                                      [&]<typename I>() { return gather_run<I>(ctx, *p); });
+}
+
+// ---- pad (ONNX Pad, opset 21) ----
+
+// One run of an output row: `len` elements at `dst` either filled or copied from `src` (both
+// in elements, relative to the output row and to the source row base).
+struct PadSegment {
+  int64_t dst = 0;
+  int64_t src = 0;
+  int64_t len = 0;
+  bool fill = false;
+};
+
+// The output is `rows` rows of `row` elements: the axes before the last padded one (k) index
+// the rows; axis k and the unpadded axes after it make up a row. map[a][i] is the source
+// index of output index i on axis a < k, or -1 where the row is fill.
+struct PadPlan {
+  size_t elem = 1;
+  std::vector<int64_t> out_dims;    // axes [0, k)
+  std::vector<int64_t> src_stride;  // input strides (elements) of axes [0, k)
+  std::vector<std::vector<int64_t>> map;
+  std::vector<PadSegment> segs;
+  int64_t row = 0;
+  int64_t rows = 0;
+};
+
+// Source index along one axis for output index o (pad begin b, input size d); -1 = fill.
+int64_t pad_source(ops::dm::PadMode mode, int64_t o, int64_t b, int64_t d) {
+  const int64_t i = o - b;
+  if (i >= 0 && i < d) return i;
+  switch (mode) {
+    case ops::dm::PadMode::kConstant:
+      return -1;
+    case ops::dm::PadMode::kEdge:
+      return i < 0 ? 0 : d - 1;
+    case ops::dm::PadMode::kWrap:
+      return ((i % d) + d) % d;
+    case ops::dm::PadMode::kReflect: {
+      if (d == 1) return 0;
+      const int64_t period = 2 * (d - 1);
+      const int64_t m = ((i % period) + period) % period;
+      return m < d ? m : period - m;
+    }
+  }
+  return -1;
+}
+
+Status pad_accepts(const NodeContext& ctx) {
+  if (!ops::dm::pad_params(ctx, ctx.input_types[0].shape).is_ok()) {
+    return unimplemented("pads or axes are not constants at prepare");
+  }
+  return Status();
+}
+
+Result<std::shared_ptr<void>> pad_prepare(const NodeContext& ctx) {
+  const Shape& in = ctx.input_types[0].shape;
+  FRAME_ASSIGN_OR_RETURN(ops::dm::PadParams pp, ops::dm::pad_params(ctx, in));
+  const size_t r = in.size();
+  auto p = std::make_shared<PadPlan>();
+  p->elem = dtype_size(ctx.input_types[0].dtype);
+  // k: the last axis whose output differs from the input; the axes after it are whole rows.
+  size_t k = r;
+  for (size_t a = 0; a < r; ++a) {
+    if (pp.begin[a] != 0 || pp.out_shape[a] != in[a]) k = a;
+  }
+  int64_t inner = 1;
+  for (size_t a = (k == r ? 0 : k + 1); a < r; ++a) inner *= in[a];
+  const std::vector<int64_t> st = contiguous_strides(in);
+  p->rows = 1;
+  if (k == r) {  // nothing padded: one row, one copy
+    p->row = inner;
+    if (inner > 0) p->segs.push_back({0, 0, inner, false});
+    return std::shared_ptr<void>(std::move(p));
+  }
+  for (size_t a = 0; a < k; ++a) {
+    p->out_dims.push_back(pp.out_shape[a]);
+    p->src_stride.push_back(st[a]);
+    p->rows *= pp.out_shape[a];
+    std::vector<int64_t>& m = p->map.emplace_back();
+    for (int64_t o = 0; o < pp.out_shape[a]; ++o) {
+      m.push_back(pad_source(pp.mode, o, pp.begin[a], in[a]));
+    }
+  }
+  // Axis k: runs of consecutive source indices become one copy, runs of -1 one fill.
+  const int64_t ok = pp.out_shape[k];
+  p->row = ok * inner;
+  for (int64_t o = 0; o < ok;) {
+    const int64_t s = pad_source(pp.mode, o, pp.begin[k], in[k]);
+    int64_t e = o + 1;
+    while (e < ok) {
+      const int64_t t = pad_source(pp.mode, e, pp.begin[k], in[k]);
+      if (s < 0 ? t >= 0 : t != s + (e - o)) break;
+      ++e;
+    }
+    if (inner > 0) p->segs.push_back({o * inner, s < 0 ? 0 : s * inner, (e - o) * inner, s < 0});
+    o = e;
+  }
+  return std::shared_ptr<void>(std::move(p));
+}
+
+template <typename E>
+void pad_rows(const PadPlan& p, const E* src, E* dst, E fill, int64_t r0, int64_t r1) {
+  const size_t k = p.out_dims.size();
+  for (int64_t row = r0; row < r1; ++row) {
+    int64_t rem = row, off = 0;
+    bool filled = false;
+    for (size_t a = k; a-- > 0;) {  // one division chain per row
+      const int64_t s = p.map[a][static_cast<size_t>(rem % p.out_dims[a])];
+      rem /= p.out_dims[a];
+      filled = filled || s < 0;
+      off += s * p.src_stride[a];
+    }
+    E* d = dst + row * p.row;
+    if (filled) {
+      std::fill_n(d, p.row, fill);
+      continue;
+    }
+    for (const PadSegment& g : p.segs) {
+      if (g.fill) {
+        std::fill_n(d + g.dst, g.len, fill);
+      } else {
+        std::memcpy(d + g.dst, src + off + g.src, static_cast<size_t>(g.len) * sizeof(E));
+      }
+    }
+  }
+}
+
+Status pad_kernel(KernelContext& ctx) {
+  const auto* p = static_cast<const PadPlan*>(ctx.state);
+  if (p == nullptr) return ctx.node->error("kernel state missing (prepare was not run)");
+  Tensor& out = ctx.output(0);
+  if (out.numel() != p->rows * p->row) {
+    return ctx.node->error("output has {} elements, prepared for {}", out.numel(),
+                           p->rows * p->row);
+  }
+  if (out.numel() == 0) return Status();
+  // constant_value (input 2): read once as raw bytes of the element size; default 0.
+  const bool has_value =
+      ctx.inputs.size() > 2 && ctx.node->has_input(2) && ctx.input(2).numel() > 0;
+  const void* value = has_value ? ctx.input(2).raw_data() : nullptr;
+  const int nt = threads_for_bytes(out.numel() * static_cast<int64_t>(p->elem), ctx.num_threads);
+  by_element_size(p->elem, [&]<typename E>() {
+    E fill{};
+    if (value != nullptr) std::memcpy(&fill, value, sizeof(E));
+    const E* src = static_cast<const E*>(ctx.input(0).raw_data());
+    E* dst = static_cast<E*>(out.raw_data());
+    parallel_ranges(p->rows, nt,
+                    [&](int64_t a, int64_t b) { pad_rows<E>(*p, src, dst, fill, a, b); });
+  });
+  return Status();
+}
+
+}  // namespace
+
+FRAME_REGISTER_KERNEL(gather, "onednn", gather_kernel).dtypes(kAllDTypes).prepare(gather_prepare);
+FRAME_REGISTER_KERNEL(pad, "onednn", pad_kernel)
+    .dtypes(kAllDTypes)
+    .prepare(pad_prepare)
+    .accepts(pad_accepts);
+
+}  // namespace frame::backends::onednn
