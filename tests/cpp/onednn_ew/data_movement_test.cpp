@@ -1,8 +1,9 @@
-// gather and pad kernels of the `onednn` backend
-// (src/backends/onednn/kernels/gather_pad_resize.cpp): hand-computed values, then bit-for-bit
-// against the cpu reference kernels on shapes the op database lacks (inputs large enough to
-// split across threads, odd sizes, every inner-block size, negative indices, crops), the
-// out-of-range index error, and placement through runtime::compile.
+// gather, pad and resize kernels of the `onednn` backend
+// (src/backends/onednn/kernels/gather_pad_resize.cpp): hand-computed values, then against the
+// cpu reference kernels (bit for bit; f32 linear resize within the BUILD-011 tolerance) on shapes
+// the op database lacks (inputs large enough to split across threads, odd sizes, every
+// inner-block size, negative indices, crops), the out-of-range index error, the resize forms the
+// kernel declines, and placement / fallback through runtime::compile.
 
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "common/op_runner.h"
+#include "common/tolerance.h"
 #include "frame/ir/graph.h"
 #include "frame/runtime/compile.h"
 
@@ -225,6 +227,152 @@ TEST(PadOnednn, LargeAndOddShapesMatchCpu) {
   expect_identical(zero, "constant default 0");
 }
 
+// ---- resize ----
+
+// resize call on X with `scales` (f32) or, when empty, `sizes`; attrs as given.
+OpCall resize_call(Tensor x, const std::vector<float>& scales, const std::vector<int64_t>& sizes,
+                   ir::AttrMap attrs) {
+  OpCall call{"resize", {std::move(x), Tensor()}, std::move(attrs)};
+  if (!scales.empty()) {
+    call.inputs.push_back(
+        Tensor::from_vector<float>({static_cast<int64_t>(scales.size())}, scales));
+  } else {
+    call.inputs.push_back(Tensor());
+    call.inputs.push_back(ints(sizes));
+  }
+  call.constant_inputs = {1, 2, 3};
+  return call;
+}
+
+void expect_close_to_cpu(const OpCall& call, const std::string& what) {
+  auto fast = run_op(call, "onednn");
+  ASSERT_TRUE(fast.is_ok()) << what << ": " << fast.status().to_string();
+  auto ref = run_op(call, "cpu");
+  ASSERT_TRUE(ref.is_ok()) << what << ": " << ref.status().to_string();
+  const Tensor& a = (*fast)[0];
+  const Tensor& b = (*ref)[0];
+  ASSERT_EQ(a.shape(), b.shape()) << what;
+  const test::CompareResult r = test::compare_tensors(a, b, test::tolerance_for(b.dtype()));
+  EXPECT_TRUE(r.ok) << what << ": " << r.message;
+}
+
+TEST(ResizeOnednn, HandComputedNearestAndLinear) {
+  const Tensor x = Tensor::from_vector<float>({1, 1, 2, 2}, {0, 1, 2, 3});
+  // linear, align_corners, 2x2 -> 3x3: bilinear midpoints.
+  auto lin = run_op(resize_call(x, {}, {1, 1, 3, 3},
+                                {{"mode", std::string("linear")},
+                                 {"coordinate_transformation_mode", std::string("align_corners")}}),
+                    "onednn");
+  ASSERT_TRUE(lin.is_ok()) << lin.status().to_string();
+  EXPECT_EQ(values<float>((*lin)[0]), (std::vector<float>{0, 0.5f, 1, 1, 1.5f, 2, 2, 2.5f, 3}));
+  // nearest, asymmetric, floor, 2x: every source element repeated 2 x 2.
+  auto near = run_op(resize_call(x, {1, 1, 2, 2}, {},
+                                 {{"coordinate_transformation_mode", std::string("asymmetric")},
+                                  {"nearest_mode", std::string("floor")}}),
+                     "onednn");
+  ASSERT_TRUE(near.is_ok()) << near.status().to_string();
+  EXPECT_EQ(values<float>((*near)[0]),
+            (std::vector<float>{0, 0, 1, 1, 0, 0, 1, 1, 2, 2, 3, 3, 2, 2, 3, 3}));
+}
+
+TEST(ResizeOnednn, NearestMatchesCpuBitForBit) {
+  struct Case {
+    DTypeCode dt;
+    Shape shape;
+    std::vector<float> scales;
+    std::vector<int64_t> sizes;
+  };
+  const std::vector<Case> cases = {
+      {DTypeCode::kUInt8, {2, 3, 37, 53}, {1, 1, 2, 2}, {}},         // 2x up, odd sizes
+      {DTypeCode::kFloat32, {4, 5, 300, 301}, {}, {4, 5, 97, 150}},  // down, split threads
+      {DTypeCode::kInt64, {1, 8, 64, 64}, {1, 1, 1, 3}, {}},         // W only
+      {DTypeCode::kInt16, {2, 2, 9, 11}, {1, 1, 1.7f, 0.6f}, {}},    // fractional
+      {DTypeCode::kFloat32, {1, 2, 5, 7}, {}, {1, 2, 1, 1}},         // to 1 x 1
+  };
+  const std::vector<std::string> coords = {"half_pixel", "half_pixel_symmetric",
+                                           "pytorch_half_pixel", "align_corners", "asymmetric"};
+  const std::vector<std::string> nearest = {"round_prefer_floor", "round_prefer_ceil", "floor",
+                                            "ceil"};
+  for (const Case& c : cases) {
+    for (const std::string& coord : coords) {
+      for (const std::string& nm : nearest) {
+        for (int threads : {1, 3}) {
+          OpCall call =
+              resize_call(make(c.dt, c.shape), c.scales, c.sizes,
+                          {{"coordinate_transformation_mode", coord}, {"nearest_mode", nm}});
+          call.num_threads = threads;
+          expect_identical(
+              call, fmt::format("{} {} scales {} sizes {} {} {} threads {}", dtype_name(c.dt),
+                                c.shape, c.scales, c.sizes, coord, nm, threads));
+        }
+      }
+    }
+  }
+}
+
+TEST(ResizeOnednn, LinearMatchesCpu) {
+  struct Case {
+    Shape shape;
+    std::vector<float> scales;
+    std::vector<int64_t> sizes;
+  };
+  const std::vector<Case> cases = {
+      {{2, 16, 64, 65}, {1, 1, 2, 2}, {}},      // 2x up, split threads
+      {{1, 3, 300, 299}, {}, {1, 3, 111, 57}},  // down, odd sizes
+      {{2, 2, 7, 5}, {1, 1, 0.5f, 3.3f}, {}},   // mixed
+      {{1, 1, 6, 9}, {}, {1, 1, 1, 4}},         // one output row
+  };
+  const std::vector<std::string> coords = {"half_pixel", "half_pixel_symmetric",
+                                           "pytorch_half_pixel", "align_corners", "asymmetric"};
+  for (const Case& c : cases) {
+    for (const std::string& coord : coords) {
+      for (int threads : {1, 3}) {
+        OpCall call = resize_call(
+            make(DTypeCode::kFloat32, c.shape), c.scales, c.sizes,
+            {{"mode", std::string("linear")}, {"coordinate_transformation_mode", coord}});
+        call.num_threads = threads;
+        expect_close_to_cpu(call, fmt::format("{} scales {} sizes {} {} threads {}", c.shape,
+                                              c.scales, c.sizes, coord, threads));
+      }
+    }
+  }
+  // sizes on the spatial axes only (axes attribute).
+  OpCall axes =
+      resize_call(make(DTypeCode::kFloat32, {2, 3, 10, 12}), {}, {15, 7},
+                  {{"mode", std::string("linear")}, {"axes", std::vector<int64_t>{2, 3}}});
+  expect_close_to_cpu(axes, "linear with axes [2, 3]");
+}
+
+TEST(ResizeOnednn, DeclinesWhatItDoesNotImplement) {
+  struct Case {
+    std::string what;
+    OpCall call;
+  };
+  const std::vector<Case> cases = {
+      {"cubic", resize_call(make(DTypeCode::kFloat32, {1, 1, 4, 4}), {1, 1, 2, 2}, {},
+                            {{"mode", std::string("cubic")}})},
+      {"linear f64", resize_call(Tensor::from_vector<double>({1, 1, 2, 2}, {0, 1, 2, 3}),
+                                 {1, 1, 2, 2}, {}, {{"mode", std::string("linear")}})},
+      {"rank 3", resize_call(make(DTypeCode::kFloat32, {1, 4, 4}), {1, 2, 2}, {}, {})},
+      {"channel axis", resize_call(make(DTypeCode::kFloat32, {1, 2, 4, 4}), {1, 2, 1, 1}, {}, {})},
+      {"tf_crop_and_resize",
+       resize_call(make(DTypeCode::kFloat32, {1, 1, 4, 4}), {}, {1, 1, 3, 3},
+                   {{"coordinate_transformation_mode", std::string("tf_crop_and_resize")}})},
+  };
+  for (const Case& c : cases) {
+    OpCall call = c.call;
+    if (c.what == "tf_crop_and_resize") {
+      call.inputs[1] = Tensor::from_vector<float>({8}, {0, 0, 0.1f, 0.2f, 1, 1, 0.9f, 0.8f});
+    }
+    auto s = test::kernel_supports(call, "onednn");
+    ASSERT_TRUE(s.is_ok()) << c.what << ": " << s.status().to_string();
+    EXPECT_FALSE(s->supported) << c.what;
+    // The cpu reference still runs it.
+    auto ref = run_op(call, "cpu");
+    EXPECT_TRUE(ref.is_ok()) << c.what << ": " << ref.status().to_string();
+  }
+}
+
 // ---- placement through runtime::compile ----
 
 // Compiles `g` for {"onednn"} (fallback to cpu allowed) and for {"cpu"}, runs both on `feeds`,
@@ -282,6 +430,25 @@ TEST(DataMovementOnednn, GatherAndConstantPadRunOnOnednn) {
   const auto placed = run_both(g, feeds);
   EXPECT_TRUE(has(placed, "pad@onednn")) << fmt::format("{}", fmt::join(placed, ", "));
   EXPECT_TRUE(has(placed, "gather@onednn")) << fmt::format("{}", fmt::join(placed, ", "));
+}
+
+TEST(DataMovementOnednn, NearestResizeRunsOnOnednnCubicFallsBackToCpu) {
+  ir::Graph g{"t"};
+  const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {2, 3, 20, 21}});
+  const ir::ValueId scales =
+      g.add_constant("scales", Tensor::from_vector<float>({4}, {1, 1, 2, 2}));
+  auto near = g.create_node("resize", "near", {x, ir::kNoValue, scales}, 1, {}, {"ny"});
+  ASSERT_TRUE(near.is_ok()) << near.status().to_string();
+  auto cubic = g.create_node("resize", "cubic", {x, ir::kNoValue, scales}, 1,
+                             {{"mode", std::string("cubic")}}, {"cy"});
+  ASSERT_TRUE(cubic.is_ok()) << cubic.status().to_string();
+  g.add_output(g.node(*near).outputs[0]);
+  g.add_output(g.node(*cubic).outputs[0]);
+  runtime::TensorMap feeds;
+  feeds["x"] = make(DTypeCode::kFloat32, {2, 3, 20, 21});
+  const auto placed = run_both(g, feeds);
+  EXPECT_TRUE(has(placed, "resize@onednn")) << fmt::format("{}", fmt::join(placed, ", "));
+  EXPECT_TRUE(has(placed, "resize@cpu")) << fmt::format("{}", fmt::join(placed, ", "));
 }
 
 }  // namespace

@@ -1,11 +1,13 @@
 // `onednn` kernels of the indexed and padding data-movement ops: gather (one memcpy of the inner
-// block per (outer, index) pair) and pad (per output row: interior runs by memcpy, fills by
-// element). Every dtype: elements are moved by size (1, 2, 4 or 8 bytes), never by dtype
+// block per (outer, index) pair), pad (per output row: interior runs by memcpy, fills by
+// element) and resize (nearest and f32 linear over H, W of NCHW, per output row from index and
+// weight tables). Every dtype: elements are moved by size (1, 2, 4 or 8 bytes), never by dtype
 // arithmetic (ARCH-042). Shapes are static, so the copy plans are built once at prepare.
 
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -306,6 +308,198 @@ Status pad_kernel(KernelContext& ctx) {
   return Status();
 }
 
+// ---- resize (ONNX Resize, opset 19): nearest and linear over H, W of NCHW ----
+
+using ops::dm::CoordMode;
+using ops::dm::NearestMode;
+using ops::dm::ResizeMode;
+using ops::dm::ResizeParams;
+
+// ONNX Resize coordinate transformation of output index o on axis a (the cpu kernel's formulas;
+// tf_crop_and_resize is declined).
+double resize_source_coord(const ResizeParams& p, size_t a, int64_t o, int64_t in, int64_t out) {
+  const double s = p.scale[a], x = static_cast<double>(o);
+  const double din = static_cast<double>(in), dout = static_cast<double>(out);
+  switch (p.coord) {
+    case CoordMode::kHalfPixel:
+      return (x + 0.5) / s - 0.5;
+    case CoordMode::kHalfPixelSymmetric: {
+      const double adjustment = dout / (s * din);
+      const double offset = din / 2.0 * (1.0 - adjustment);
+      return offset + (x + 0.5) / s - 0.5;
+    }
+    case CoordMode::kPytorchHalfPixel:
+      return out > 1 ? (x + 0.5) / s - 0.5 : 0.0;
+    case CoordMode::kAlignCorners:
+      return out == 1 ? 0.0 : x * (din - 1.0) / (din * s - 1.0);
+    case CoordMode::kAsymmetric:
+      return x / s;
+    case CoordMode::kTfCropAndResize:
+      break;
+  }
+  return 0.0;
+}
+
+int64_t resize_nearest_index(NearestMode m, double x) {
+  const double f = std::floor(x);
+  switch (m) {
+    case NearestMode::kRoundPreferFloor:
+      return static_cast<int64_t>(x - f == 0.5 ? f : std::round(x));
+    case NearestMode::kRoundPreferCeil:
+      return static_cast<int64_t>(x - f == 0.5 ? f + 1.0 : std::round(x));
+    case NearestMode::kFloor:
+      return static_cast<int64_t>(f);
+    case NearestMode::kCeil:
+      return static_cast<int64_t>(std::ceil(x));
+  }
+  return 0;
+}
+
+// Per output index of one spatial axis: nearest source index (i0), or the two linear taps i0, i1
+// with weights w0 = 1 - r, w1 = r.
+struct ResizeAxis {
+  std::vector<int64_t> i0, i1;
+  std::vector<float> w0, w1;
+};
+
+ResizeAxis resize_axis(const ResizeParams& p, size_t a, int64_t in, int64_t out) {
+  ResizeAxis t;
+  for (int64_t o = 0; o < out; ++o) {
+    double x = resize_source_coord(p, a, o, in, out);
+    if (p.mode == ResizeMode::kNearest) {
+      t.i0.push_back(std::clamp<int64_t>(resize_nearest_index(p.nearest, x), 0, in - 1));
+      continue;
+    }
+    x = std::clamp(x, 0.0, static_cast<double>(in - 1));
+    const double x0 = std::floor(x), r = x - x0;
+    const auto i0 = static_cast<int64_t>(x0);
+    t.i0.push_back(i0);
+    t.i1.push_back(std::min(i0 + 1, in - 1));
+    t.w0.push_back(static_cast<float>(1.0 - r));
+    t.w1.push_back(static_cast<float>(r));
+  }
+  return t;
+}
+
+// X [N, C, ih, iw] -> Y [N, C, oh, ow]; items are (plane, output row).
+struct ResizePlan {
+  size_t elem = 1;
+  bool linear = false;
+  int64_t planes = 0, ih = 0, iw = 0, oh = 0, ow = 0;
+  bool identity_w = false;  // nearest with every column mapped to itself: row memcpy
+  ResizeAxis y, x;
+};
+
+Status resize_accepts(const NodeContext& ctx) {
+  const Shape& in = ctx.input_types[0].shape;
+  if (in.size() != 4) return unimplemented("resize of rank {} (only 4-D NCHW)", in.size());
+  Result<ResizeParams> r = ops::dm::resize_params(ctx, in);
+  if (!r.is_ok()) return unimplemented("resize parameters are not constants at prepare");
+  const ResizeParams& p = *r;
+  if (p.mode == ResizeMode::kCubic) return unimplemented("mode cubic");
+  if (in[2] == 0 || in[3] == 0) return unimplemented("resize of an empty spatial axis");
+  if (p.coord == CoordMode::kTfCropAndResize) {
+    return unimplemented("coordinate_transformation_mode tf_crop_and_resize");
+  }
+  if (p.scale[0] != 1.0 || p.scale[1] != 1.0 || p.out_shape[0] != in[0] ||
+      p.out_shape[1] != in[1]) {
+    return unimplemented("resize of the N or C axis");
+  }
+  constexpr DTypeSet kLinearDTypes{DTypeCode::kFloat32};  // the linear loop is f32
+  if (p.mode == ResizeMode::kLinear && !kLinearDTypes.contains(ctx.input_types[0].dtype)) {
+    return unimplemented("mode linear on {}", dtype_name(ctx.input_types[0].dtype));
+  }
+  return Status();
+}
+
+Result<std::shared_ptr<void>> resize_prepare(const NodeContext& ctx) {
+  const Shape& in = ctx.input_types[0].shape;
+  FRAME_RETURN_IF_ERROR(resize_accepts(ctx));
+  FRAME_ASSIGN_OR_RETURN(ResizeParams p, ops::dm::resize_params(ctx, in));
+  auto plan = std::make_shared<ResizePlan>();
+  plan->elem = dtype_size(ctx.input_types[0].dtype);
+  plan->linear = p.mode == ResizeMode::kLinear;
+  plan->planes = in[0] * in[1];
+  plan->ih = in[2];
+  plan->iw = in[3];
+  plan->oh = p.out_shape[2];
+  plan->ow = p.out_shape[3];
+  if (plan->planes * plan->oh * plan->ow > 0 && plan->ih * plan->iw > 0) {
+    plan->y = resize_axis(p, 2, plan->ih, plan->oh);
+    plan->x = resize_axis(p, 3, plan->iw, plan->ow);
+  }
+  plan->identity_w = !plan->linear && plan->ow == plan->iw;
+  for (int64_t i = 0; plan->identity_w && i < plan->ow; ++i) {
+    plan->identity_w = plan->x.i0[static_cast<size_t>(i)] == i;
+  }
+  return std::shared_ptr<void>(std::move(plan));
+}
+
+template <typename E>
+void resize_nearest_rows(const ResizePlan& p, const E* src, E* dst, int64_t r0, int64_t r1) {
+  const int64_t* ix = p.x.i0.data();
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t plane = r / p.oh, oy = r - plane * p.oh;
+    const int64_t sy = p.y.i0[static_cast<size_t>(oy)];
+    E* d = dst + r * p.ow;
+    // Upsampling repeats source rows: copy the row this thread just wrote.
+    if (r > r0 && oy > 0 && p.y.i0[static_cast<size_t>(oy - 1)] == sy) {
+      std::memcpy(d, d - p.ow, static_cast<size_t>(p.ow) * sizeof(E));
+      continue;
+    }
+    const E* s = src + (plane * p.ih + sy) * p.iw;
+    if (p.identity_w) {
+      std::memcpy(d, s, static_cast<size_t>(p.ow) * sizeof(E));
+      continue;
+    }
+    for (int64_t ox = 0; ox < p.ow; ++ox) d[ox] = s[ix[ox]];
+  }
+}
+
+void resize_linear_rows(const ResizePlan& p, const float* src, float* dst, int64_t r0, int64_t r1) {
+  const int64_t *x0 = p.x.i0.data(), *x1 = p.x.i1.data();
+  const float *wx0 = p.x.w0.data(), *wx1 = p.x.w1.data();
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t plane = r / p.oh, oy = r - plane * p.oh;
+    const auto uy = static_cast<size_t>(oy);
+    const float* a = src + (plane * p.ih + p.y.i0[uy]) * p.iw;
+    const float* b = src + (plane * p.ih + p.y.i1[uy]) * p.iw;
+    const float wy0 = p.y.w0[uy], wy1 = p.y.w1[uy];
+    float* d = dst + r * p.ow;
+    for (int64_t ox = 0; ox < p.ow; ++ox) {
+      const float top = wx0[ox] * a[x0[ox]] + wx1[ox] * a[x1[ox]];
+      const float bottom = wx0[ox] * b[x0[ox]] + wx1[ox] * b[x1[ox]];
+      d[ox] = wy0 * top + wy1 * bottom;
+    }
+  }
+}
+
+Status resize_kernel(KernelContext& ctx) {
+  const auto* p = static_cast<const ResizePlan*>(ctx.state);
+  if (p == nullptr) return ctx.node->error("kernel state missing (prepare was not run)");
+  Tensor& out = ctx.output(0);
+  const int64_t rows = p->planes * p->oh;
+  if (out.numel() != rows * p->ow) {
+    return ctx.node->error("output has {} elements, prepared for {}", out.numel(), rows * p->ow);
+  }
+  if (out.numel() == 0) return Status();
+  const int nt = threads_for_bytes(out.numel() * static_cast<int64_t>(p->elem), ctx.num_threads);
+  if (p->linear) {  // f32 only (resize_accepts)
+    const auto* src = static_cast<const float*>(ctx.input(0).raw_data());
+    auto* dst = static_cast<float*>(out.raw_data());
+    parallel_ranges(rows, nt,
+                    [&](int64_t a, int64_t b) { resize_linear_rows(*p, src, dst, a, b); });
+    return Status();
+  }
+  by_element_size(p->elem, [&]<typename E>() {
+    const E* src = static_cast<const E*>(ctx.input(0).raw_data());
+    E* dst = static_cast<E*>(out.raw_data());
+    parallel_ranges(rows, nt,
+                    [&](int64_t a, int64_t b) { resize_nearest_rows<E>(*p, src, dst, a, b); });
+  });
+  return Status();
+}
+
 }  // namespace
 
 FRAME_REGISTER_KERNEL(gather, "onednn", gather_kernel).dtypes(kAllDTypes).prepare(gather_prepare);
@@ -313,5 +507,9 @@ FRAME_REGISTER_KERNEL(pad, "onednn", pad_kernel)
     .dtypes(kAllDTypes)
     .prepare(pad_prepare)
     .accepts(pad_accepts);
+FRAME_REGISTER_KERNEL(resize, "onednn", resize_kernel)
+    .dtypes(kAllDTypes)
+    .prepare(resize_prepare)
+    .accepts(resize_accepts);
 
 }  // namespace frame::backends::onednn
