@@ -120,6 +120,7 @@ TEST(GatherOnednn, EveryAxisAndBlockSizeMatchesCpu) {
       {DTypeCode::kUInt8, {70000}, 0, {100000}},      // 1-byte blocks, split across threads
       {DTypeCode::kInt16, {65, 300, 7}, 2, {}},       // scalar index
       {DTypeCode::kFloat32, {5, 6}, 0, {0}},          // no indices
+      {DTypeCode::kUInt8, {4, 3000000}, 0, {2}},      // two blocks split by bytes
   };
   for (const Case& c : cases) {
     const int64_t rank = static_cast<int64_t>(c.data.size());

@@ -105,6 +105,20 @@ void gather_items(const GatherPlan& p, const I* ix, int64_t n, const std::byte* 
   }
 }
 
+// Copies output bytes [b0, b1), which may start and end inside blocks.
+template <typename I>
+void gather_bytes(const GatherPlan& p, const I* ix, int64_t n, const std::byte* src, std::byte* dst,
+                  int64_t b0, int64_t b1) {
+  for (int64_t r = b0 / p.chunk; r * p.chunk < b1; ++r) {
+    const int64_t lo = std::max(b0, r * p.chunk), hi = std::min(b1, (r + 1) * p.chunk);
+    const int64_t o = r / n;
+    int64_t x = static_cast<int64_t>(ix[r - o * n]);
+    x = x < 0 ? x + p.dim : x;
+    std::memcpy(dst + lo, src + (o * p.dim + x) * p.chunk + (lo - r * p.chunk),
+                static_cast<size_t>(hi - lo));
+  }
+}
+
 template <typename I>
 Status gather_run(KernelContext& ctx, const GatherPlan& p) {
   const Tensor& idx = ctx.input(1);
@@ -123,6 +137,11 @@ Status gather_run(KernelContext& ctx, const GatherPlan& p) {
   const auto* src = static_cast<const std::byte*>(ctx.input(0).raw_data());
   auto* dst = static_cast<std::byte*>(ctx.output(0).raw_data());
   const int nt = threads_for_bytes(items * p.chunk, ctx.num_threads);
+  if (items < nt) {  // few large blocks: split the output bytes evenly instead
+    parallel_ranges(items * p.chunk, nt,
+                    [&](int64_t b0, int64_t b1) { gather_bytes(p, ix, n, src, dst, b0, b1); });
+    return Status();
+  }
   auto run = [&]<size_t N>() {
     parallel_ranges(items, nt,
                     [&](int64_t a, int64_t b) { gather_items<N, I>(p, ix, n, src, dst, a, b); });
@@ -256,10 +275,14 @@ Result<std::shared_ptr<void>> pad_prepare(const NodeContext& ctx) {
   return std::shared_ptr<void>(std::move(p));
 }
 
+// Writes output elements [e0, e1) (any part of any rows, so a few long rows still split
+// evenly over threads).
 template <typename E>
-void pad_rows(const PadPlan& p, const E* src, E* dst, E fill, int64_t r0, int64_t r1) {
+void pad_range(const PadPlan& p, const E* src, E* dst, E fill, int64_t e0, int64_t e1) {
   const size_t k = p.out_dims.size();
-  for (int64_t row = r0; row < r1; ++row) {
+  for (int64_t row = e0 / p.row; row * p.row < e1; ++row) {
+    const int64_t base = row * p.row;
+    const int64_t lo = std::max(e0, base) - base, hi = std::min(e1, base + p.row) - base;
     int64_t rem = row, off = 0;
     bool filled = false;
     for (size_t a = k; a-- > 0;) {  // one division chain per row
@@ -268,16 +291,18 @@ void pad_rows(const PadPlan& p, const E* src, E* dst, E fill, int64_t r0, int64_
       filled = filled || s < 0;
       off += s * p.src_stride[a];
     }
-    E* d = dst + row * p.row;
+    E* d = dst + base;
     if (filled) {
-      std::fill_n(d, p.row, fill);
+      std::fill(d + lo, d + hi, fill);
       continue;
     }
     for (const PadSegment& g : p.segs) {
+      const int64_t a = std::max(lo, g.dst), b = std::min(hi, g.dst + g.len);
+      if (a >= b) continue;
       if (g.fill) {
-        std::fill_n(d + g.dst, g.len, fill);
+        std::fill(d + a, d + b, fill);
       } else {
-        std::memcpy(d + g.dst, src + off + g.src, static_cast<size_t>(g.len) * sizeof(E));
+        std::memcpy(d + a, src + off + g.src + (a - g.dst), static_cast<size_t>(b - a) * sizeof(E));
       }
     }
   }
@@ -302,8 +327,8 @@ Status pad_kernel(KernelContext& ctx) {
     if (value != nullptr) std::memcpy(&fill, value, sizeof(E));
     const E* src = static_cast<const E*>(ctx.input(0).raw_data());
     E* dst = static_cast<E*>(out.raw_data());
-    parallel_ranges(p->rows, nt,
-                    [&](int64_t a, int64_t b) { pad_rows<E>(*p, src, dst, fill, a, b); });
+    parallel_ranges(out.numel(), nt,
+                    [&](int64_t a, int64_t b) { pad_range<E>(*p, src, dst, fill, a, b); });
   });
   return Status();
 }
