@@ -143,6 +143,11 @@ Status read_external(const TensorProto& p, const std::string& model_dir, Tensor&
                       "offset {})",
                       p.name(), path.string(), nbytes, offset);
   }
+  if (t.dtype() == DTypeCode::kBool) {
+    // One byte per bool, any nonzero byte true (as for raw_data): stored as 0 / 1.
+    auto* b = static_cast<uint8_t*>(t.raw_data());
+    for (int64_t i = 0; i < nbytes; ++i) b[i] = b[i] != 0 ? 1 : 0;
+  }
   return Status();
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/tolerance.h"
+#include "cpp/onnx/model_builder.h"
 #include "frame/onnx/onnx.h"
 #include "frame/ops/kernel_registry.h"
 #include "frame/runtime/compile.h"
@@ -327,6 +328,52 @@ TEST(LatestAttack, SpecialModelPathsAreErrorsNotHangs) {
     EXPECT_FALSE(g.is_ok());
     Result<Tensor> t = onnx::read_tensor_proto(p);
     EXPECT_TRUE(!t.is_ok() || p == empty.string());  // an empty TensorProto is a valid message
+  }
+  fs::remove_all(dir);
+}
+
+// A bool initializer whose raw_data or external data holds bytes other than 0 and 1 (ONNX
+// stores bool as one byte, any nonzero byte true). raw_data was normalised, external data was
+// copied as is: And(true, c) gave false for the byte 2, Not(c) gave 3 and 254.
+TEST(LatestAttack, BoolInitializerBytesAreNormalised) {
+  namespace fs = std::filesystem;
+  using onnx::testing::ModelBuilder;
+  using onnx::testing::node;
+  const fs::path dir =
+      fs::temp_directory_path() / ("frame_latest_bool_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  ASSERT_TRUE(fs::create_directories(dir));
+  const std::string bytes("\x02\x00\x01\xff", 4);
+  std::ofstream(dir / "c.bin", std::ios::binary) << bytes;
+  for (bool external : {false, true}) {
+    SCOPED_TRACE(external ? "external" : "raw_data");
+    ModelBuilder m(13);
+    m.input("x", {4}, ::onnx::TensorProto::BOOL).output("y", ::onnx::TensorProto::INT32);
+    ::onnx::TensorProto c;
+    c.set_name("c");
+    c.set_data_type(::onnx::TensorProto::BOOL);
+    c.add_dims(4);
+    if (external) {
+      c.set_data_location(::onnx::TensorProto::EXTERNAL);
+      auto* e = c.add_external_data();
+      e->set_key("location");
+      e->set_value("c.bin");
+    } else {
+      c.set_raw_data(bytes);
+    }
+    m.init(c);
+    m.add(node("And", {"x", "c"}, {"a"}, "and"));
+    m.add(node("Cast", {"a"}, {"y"}, "cast", {onnx::testing::attr_i("to", 6)}));
+    const fs::path model = dir / "m.onnx";
+    std::ofstream(model, std::ios::binary) << m.bytes();
+    Result<ir::Graph> g = onnx::load(model.string());
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    Tensor x = Tensor::zeros(DTypeCode::kBool, {4}).value();
+    std::memset(x.raw_data(), 1, 4);
+    const TensorMap out = run_or_die(compile_or_die(*g, {"cpu"}), {{"x", x}});
+    ASSERT_EQ(out.count("y"), 1U);
+    const int32_t* y = out.at("y").data<int32_t>();
+    EXPECT_EQ(std::vector<int32_t>(y, y + 4), (std::vector<int32_t>{1, 0, 1, 1}));
   }
   fs::remove_all(dir);
 }
