@@ -88,7 +88,8 @@ void expect_same(const TensorMap& got, const TensorMap& want, ToleranceClass cls
   }
 }
 
-// Compiles `g` with onednn first (1 and 2 threads) and cpu only; every output must agree.
+// Compiles `g` with onednn first (1 and 2 threads, and strict) and cpu only; every output must
+// agree.
 void expect_onednn_matches_cpu(const ir::Graph& g, const TensorMap& in) {
   const TensorMap want = run_or_die(compile_or_die(g, {"cpu"}), in);
   for (int threads : {1, 2}) {
@@ -96,6 +97,14 @@ void expect_onednn_matches_cpu(const ir::Graph& g, const TensorMap& in) {
     expect_same(run_or_die(compile_or_die(g, {"onednn", "cpu"}, threads), in), want,
                 ToleranceClass::kCrossBackend);
   }
+  // Strict mode: every node on a kernel of the chain, the same layouts.
+  CompileOptions o;
+  o.backends = {"onednn", "cpu"};
+  o.use_cache = false;
+  o.strict = true;
+  Result<Executable> strict = compile(g, o);
+  ASSERT_TRUE(strict.is_ok()) << strict.status().message();
+  expect_same(run_or_die(*strict, in), want, ToleranceClass::kCrossBackend);
 }
 
 ir::ValueId node(ir::Graph& g, const std::string& op, const std::string& name,
