@@ -130,6 +130,12 @@ Status read_external(const TensorProto& p, const std::string& model_dir, Tensor&
         "of {}{}",
         p.name(), offset, length, nbytes, dtype_name(t.dtype()), shape_to_string(t.shape()));
   }
+  // Opening a FIFO with no writer blocks forever; a directory opens but reads nothing.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return make_error(StatusCode::kIo, "tensor '{}': external data '{}' is not a regular file",
+                      p.name(), path.string());
+  }
   std::ifstream f(path, std::ios::binary);
   if (!f) {
     return make_error(StatusCode::kIo, "tensor '{}': cannot open external data file '{}'", p.name(),

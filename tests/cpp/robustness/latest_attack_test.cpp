@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -383,6 +385,54 @@ TEST(LatestAttack, BoolInitializerBytesAreNormalised) {
     ASSERT_EQ(out.count("y"), 1U);
     const int32_t* y = out.at("y").data<int32_t>();
     EXPECT_EQ(std::vector<int32_t>(y, y + 4), (std::vector<int32_t>{1, 0, 1, 1}));
+  }
+  fs::remove_all(dir);
+}
+
+// External data whose location is a FIFO (or a directory): the model file itself is refused
+// unless regular, but the external data file was opened as is, and opening a FIFO with no
+// writer blocks forever. Loading must fail at once, naming the tensor.
+TEST(LatestAttack, ExternalDataMustBeARegularFile) {
+  namespace fs = std::filesystem;
+  using onnx::testing::ModelBuilder;
+  using onnx::testing::node;
+  const fs::path dir =
+      fs::temp_directory_path() / ("frame_latest_fifo_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  ASSERT_TRUE(fs::create_directories(dir / "sub"));
+  ASSERT_EQ(mkfifo((dir / "w.bin").c_str(), 0600), 0);
+  for (const std::string location : {"w.bin", "sub"}) {
+    SCOPED_TRACE(location);
+    ModelBuilder m(13);
+    m.input("x", {4}).output("y");
+    ::onnx::TensorProto w;
+    w.set_name("w");
+    w.set_data_type(::onnx::TensorProto::FLOAT);
+    w.add_dims(4);
+    w.set_data_location(::onnx::TensorProto::EXTERNAL);
+    auto* e = w.add_external_data();
+    e->set_key("location");
+    e->set_value(location);
+    m.init(w);
+    m.add(node("Add", {"x", "w"}, {"y"}, "add"));
+    const fs::path model = dir / "m.onnx";
+    std::ofstream(model, std::ios::binary) << m.bytes();
+    std::atomic<bool> done{false};
+    Status st;
+    std::thread loader([&] {
+      st = onnx::load(model.string()).status();
+      done = true;
+    });
+    for (int i = 0; i < 500 && !done; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!done) {
+      ADD_FAILURE() << "loading blocked on the external data file";
+      const int fd = ::open((dir / location).c_str(), O_WRONLY | O_NONBLOCK);  // unblock it
+      if (fd >= 0) ::close(fd);
+    }
+    loader.join();
+    EXPECT_FALSE(st.is_ok());
+    EXPECT_NE(st.message().find("'w'"), std::string::npos) << st.message();
   }
   fs::remove_all(dir);
 }
