@@ -130,6 +130,12 @@ Status read_external(const TensorProto& p, const std::string& model_dir, Tensor&
         "of {}{}",
         p.name(), offset, length, nbytes, dtype_name(t.dtype()), shape_to_string(t.shape()));
   }
+  // Opening a FIFO with no writer blocks forever; a directory opens but reads nothing.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return make_error(StatusCode::kIo, "tensor '{}': external data '{}' is not a regular file",
+                      p.name(), path.string());
+  }
   std::ifstream f(path, std::ios::binary);
   if (!f) {
     return make_error(StatusCode::kIo, "tensor '{}': cannot open external data file '{}'", p.name(),
@@ -142,6 +148,11 @@ Status read_external(const TensorProto& p, const std::string& model_dir, Tensor&
                       "tensor '{}': external data file '{}' is too short (need {} bytes at "
                       "offset {})",
                       p.name(), path.string(), nbytes, offset);
+  }
+  if (t.dtype() == DTypeCode::kBool) {
+    // One byte per bool, any nonzero byte true (as for raw_data): stored as 0 / 1.
+    auto* b = static_cast<uint8_t*>(t.raw_data());
+    for (int64_t i = 0; i < nbytes; ++i) b[i] = b[i] != 0 ? 1 : 0;
   }
   return Status();
 }

@@ -220,8 +220,10 @@ Result<std::shared_ptr<const detail::CompiledCore>> compile_core(const ir::Graph
     const ir::Node& n = g->node(id);
     const passes::NodePlacement& p = ctx.placements.at(id);
     r.placements.push_back(Placement{n.name, n.op, p.backend, p.path, p.rejected});
-    if (n.op == ops::fused::kFusedPostOpsOp)
-      r.lowering_fused.emplace_back(n.name, detail::fused_node_ops(n));
+    if (n.op == ops::fused::kFusedPostOpsOp) {
+      std::vector<std::string> fused = detail::fused_node_ops(n);
+      if (!fused.empty()) r.lowering_fused.emplace_back(n.name, std::move(fused));
+    }
   }
   r.fused_groups = passes::fused_groups(*g);
   r.lowering_rewrites = ctx.lowering_rewrites;

@@ -32,7 +32,8 @@ std::vector<std::string> fused_node_ops(const ir::Node& n) {
     const auto* base_op = base == n.attrs.end() ? nullptr : std::get_if<std::string>(&base->second);
     const auto* post_ops =
         post == n.attrs.end() ? nullptr : std::get_if<std::vector<std::string>>(&post->second);
-    if (base_op == nullptr || post_ops == nullptr) return out;
+    // No post-ops: the node only carries activation layouts (keep_blocked_activations).
+    if (base_op == nullptr || post_ops == nullptr || post_ops->empty()) return out;
     out.push_back(*base_op);
     out.insert(out.end(), post_ops->begin(), post_ops->end());
   }

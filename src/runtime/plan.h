@@ -54,7 +54,8 @@ struct Plan {
 /// The ops a fused node holds, for the compile report and the profile: a
 /// `fused_elementwise_internal` node's body ops in body order; a `fused_post_ops_internal`
 /// node's `base_op` then its `post_ops` in order (src/ops/schemas/nn_fused_internal.h), e.g.
-/// {"conv", "add", "relu"}; empty for any other node or unreadable attributes.
+/// {"conv", "add", "relu"}; empty for one without post-ops (it only carries activation
+/// layouts), for any other node or unreadable attributes.
 std::vector<std::string> fused_node_ops(const ir::Node& n);
 
 /// Builds the plan of `graph` from the placements and buffers in `ctx` (backend-lowering and

@@ -103,7 +103,7 @@ struct NodeProfile {
   std::vector<std::string> output_types;
   /// The ops a fused node holds: a fused_elementwise_internal node's body ops in body order; a
   /// fused_post_ops_internal node's base op then its post-ops (e.g. conv, add, relu); otherwise
-  /// empty.
+  /// empty (also for a fused_post_ops_internal node with no post-ops).
   std::vector<std::string> fused_ops;
   int64_t total_ns = 0;  ///< steady_clock nanoseconds in the node, summed over calls
   int64_t calls = 0;     ///< times it ran
