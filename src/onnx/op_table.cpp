@@ -1,4 +1,4 @@
-// The ONNX op table: the only place ONNX op names live (STYLE.md "ONNX support is one table
+// The ONNX op table: the only place ONNX op names live (docs/onnx.md: "ONNX support is one table
 // line"). A row maps (domain, op type, opset range) to a frame op and an optional converter
 // that rewrites older-opset attributes into the latest form the frame schemas follow.
 #include <algorithm>

@@ -63,7 +63,7 @@ void print_profile(const runtime::Profile& prof) {
   const double run_ms = static_cast<double>(prof.run_ns) / 1e6;
   std::printf("profile: %lld timed run%s, %.3f ms in all; per node, top first:\n",
               static_cast<long long>(prof.runs), prof.runs == 1 ? "" : "s", run_ms);
-  Table t({"ms", "%", "calls", "node", "op", "backend", "kernel", "inputs -> outputs"},
+  Table t({"ms", "%", "calls", "node", "op", "backend", "path", "inputs -> outputs"},
           {true, true, true});
   auto percent = [&](double ms) {
     return fmt::format("{:.1f}%", run_ms > 0 ? 100.0 * ms / run_ms : 0.0);

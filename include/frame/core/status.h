@@ -15,7 +15,8 @@
 
 namespace frame {
 
-/// Error category. Python bindings map these to exception types (STYLE.md "Errors").
+/// Error category. Python bindings map these to exception types
+/// (docs/architecture/op-registration.md, errors).
 enum class StatusCode : uint8_t {
   kOk = 0,
   kInvalidArgument,     ///< bad input from the caller (shape, dtype, attr, model content)

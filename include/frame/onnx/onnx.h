@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// ONNX frontend (DESIGN.md "Real inputs"): reads an ONNX ModelProto and converts it into an
+/// ONNX frontend (docs/onnx.md): reads an ONNX ModelProto and converts it into an
 /// `ir::Graph` through one op table keyed by (domain, op type, opset range). Frame op names
 /// are the ONNX op types in snake_case with the inputs and attributes of the latest opset;
 /// older opsets are converted by the table (docs/onnx.md lists every op and its coverage).

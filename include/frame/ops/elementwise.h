@@ -1,10 +1,11 @@
 #pragma once
 /// \file
-/// The elementwise op family declared once (XNNPACK-style X-macro lists, STYLE.md "Adding an
-/// op touches few places"): each entry names the op, its scalar functor, the dtypes it accepts
-/// and its traits. The builtin schemas (src/ops/schemas/elementwise_*.cpp), the cpu kernels
-/// (src/backends/cpu/kernels/elementwise_*.cpp), the tests and the fused-kernel generators all
-/// expand the same lists, so an op cannot be declared in one place and missing in another.
+/// The elementwise op family declared once (XNNPACK-style X-macro lists; "adding an op touches
+/// few places", docs/architecture/op-registration.md): each entry names the op, its scalar functor,
+/// the dtypes it accepts and its traits. The builtin schemas (src/ops/schemas/elementwise_*.cpp),
+/// the cpu kernels (src/backends/cpu/kernels/elementwise_*.cpp), the tests and the fused-kernel
+/// generators all expand the same lists, so an op cannot be declared in one place and missing in
+/// another.
 ///
 /// Scalar functors are templates on the *storage* type T of the input. They compute in
 /// `compute_t<T>` (float for float16/bfloat16; callers round back with from_compute after

@@ -1,11 +1,12 @@
 #pragma once
 /// \file
-/// Lowering patterns: op-specific graph rewrites owned by a backend (STYLE.md "Passes": the
-/// generic passes ask traits only; a rewrite that matches op names belongs to the backend that
-/// knows the op). A backend registers `FRAME_REGISTER_LOWERING_PATTERN(backend, name, fn)`;
-/// the backend-lowering pass (src/passes/backend_lowering.cpp) applies the patterns of every
-/// backend in its preference list, before placement, to a fixed point, and records each
-/// rewrite. docs/backends/onednn.md#lowering-patterns lists the onednn ones.
+/// Lowering patterns: op-specific graph rewrites owned by a backend
+/// (docs/architecture/compiler-passes.md: the generic passes ask traits only; a rewrite that
+/// matches op names belongs to the backend that knows the op). A backend registers
+/// `FRAME_REGISTER_LOWERING_PATTERN(backend, name, fn)`; the backend-lowering pass
+/// (src/passes/backend_lowering.cpp) applies the patterns of every backend in its preference list,
+/// before placement, to a fixed point, and records each rewrite.
+/// docs/backends/onednn.md#lowering-patterns lists the onednn ones.
 
 #include <memory>
 #include <shared_mutex>

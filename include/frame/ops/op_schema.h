@@ -69,7 +69,8 @@ struct NodeContext {
     const T* p = attr<T>(name);
     return p ? *p : fallback;
   }
-  /// Error prefixed with "node '<name>' (<op>): " (STYLE.md error policy).
+  /// Error prefixed with "node '<name>' (<op>): " (docs/architecture/op-registration.md error
+  /// policy).
   template <typename... Args>
   Status error(fmt::format_string<Args...> f, Args&&... args) const {
     return Status(StatusCode::kInvalidArgument, fmt::format("node '{}' ({}): ", node_name, op) +

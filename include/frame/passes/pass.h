@@ -2,7 +2,7 @@
 /// \file
 /// Compiler passes and the pass manager (seed chapter 7; docs/architecture/compiler-passes.md).
 /// A pass transforms an ir::Graph in place, asking op traits and schemas through the
-/// registries — never matching op names (STYLE.md "Passes").
+/// registries — never matching op names (docs/architecture/compiler-passes.md).
 
 #include <map>
 #include <memory>

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The backend interface (DESIGN.md "Backends"; docs/architecture/execution-model.md).
+/// The backend interface (docs/architecture/execution-model.md).
 /// After backend-lowering has placed every node, the runtime hands each backend its part of
 /// the graph: `Backend::compile(part) -> CompiledPart`. Per-kernel backends (cpu, onednn,
 /// cuda, intel_gpu) get one node per part and assemble the registered kernel with its prepared
@@ -63,7 +63,7 @@ struct PartSpec {
   std::vector<ir::ValueId> outputs;
 };
 
-/// One backend (DESIGN.md "Backends" names: "cpu", "onednn", "cuda", "intel_gpu", ...).
+/// One backend (names: "cpu", "onednn", "cuda", "intel_gpu", ...; docs/backends/).
 class Backend {
  public:
   /// How the runtime partitions the graph for this backend.

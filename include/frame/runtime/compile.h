@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The runtime entry points (seed chapter 7, DESIGN.md "Main job and interfaces"):
+/// The runtime entry points (seed chapter 7; docs/architecture/execution-model.md):
 /// `compile(graph, options) -> Executable` runs the standard pass pipeline, lowers every node
 /// with the fallback chain (M10: backend kernel -> decomposition -> cpu), plans memory and
 /// hands each backend its part; `Executable::run(inputs) -> outputs` executes it.
@@ -23,7 +23,7 @@ namespace frame::runtime {
 /// Options of one compilation. Part of the compile-cache key.
 struct CompileOptions {
   /// Backend preference list, most preferred first; "cpu" is always appended as the end of
-  /// the fallback chain unless `strict` is set. Names as in DESIGN.md ("cpu", "onednn", ...).
+  /// the fallback chain unless `strict` is set. Names: "cpu", "onednn", ... (docs/backends/).
   /// "auto" (the default) stands for the optimized backends of this build, then "cpu"
   /// (kAutoBackends in backend.h; M10): every node such a backend can run goes there, the
   /// rest falls back through the chain. An unknown name is a kNotFound error of compile().

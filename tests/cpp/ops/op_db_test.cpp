@@ -1,4 +1,4 @@
-// The op database harness (STYLE.md "Tests", ggml test-backend-ops style): one gtest per
+// The op database harness (ggml test-backend-ops style): one gtest per
 // manifest case and backend. "OpDb.<op>/<case>" (e.g. OpDb.add/broadcast_f32) runs schema
 // check, shape inference and the cpu kernel, then compares with the independent reference
 // under the BUILD-011 tolerance of the output dtype (or the case's documented override).

@@ -1,4 +1,4 @@
-"""Shared pieces of the op test database (one harness for every op, STYLE.md "Tests").
+"""Shared pieces of the op test database (one harness for every op and backend).
 
 A family module `tests/ops/op_db/<family>.py` defines `cases() -> list[Case]`. Expected
 outputs are computed independently of frame (numpy, torch or hand values), never by the
