@@ -365,4 +365,32 @@ Result<ResizeParams> resize_params(const NodeContext& ctx, const Shape& in) {
   return p;
 }
 
+double resize_source_coord(const ResizeParams& p, size_t a, int64_t o, int64_t in, int64_t out) {
+  const double s = p.scale[a], x = static_cast<double>(o);
+  const double din = static_cast<double>(in), dout = static_cast<double>(out);
+  switch (p.coord) {
+    case CoordMode::kHalfPixel:
+      return (x + 0.5) / s - 0.5;
+    case CoordMode::kHalfPixelSymmetric: {
+      const double adjustment = dout / (s * din);
+      const double offset = din / 2.0 * (1.0 - adjustment);
+      return offset + (x + 0.5) / s - 0.5;
+    }
+    case CoordMode::kPytorchHalfPixel:
+      return out > 1 ? (x + 0.5) / s - 0.5 : 0.0;
+    case CoordMode::kAlignCorners:
+      // length_resized = in * scale, unrounded, as the ONNX reference computes it (with
+      // `sizes`, scale = out / in, so this is the output length).
+      return out == 1 ? 0.0 : x * (din - 1.0) / (din * s - 1.0);
+    case CoordMode::kAsymmetric:
+      return x / s;
+    case CoordMode::kTfCropAndResize: {
+      const double st = p.roi_start[a], en = p.roi_end[a];
+      return out > 1 ? st * (din - 1.0) + x * (en - st) * (din - 1.0) / (dout - 1.0)
+                     : 0.5 * (st + en) * (din - 1.0);
+    }
+  }
+  return 0.0;
+}
+
 }  // namespace frame::ops::dm

@@ -77,5 +77,9 @@ struct ResizeParams {
 };
 /// ONNX Resize (opset 19) attributes and inputs 1..3 of ctx.
 Result<ResizeParams> resize_params(const NodeContext& ctx, const Shape& in);
+/// ONNX Resize coordinate transformation (coordinate_transformation_mode) of output index `o`
+/// on axis `a` (input length `in`, output length `out`) to a fractional input coordinate; the
+/// one home of these formulas for every backend's resize kernel.
+double resize_source_coord(const ResizeParams& p, size_t a, int64_t o, int64_t in, int64_t out);
 
 }  // namespace frame::ops::dm

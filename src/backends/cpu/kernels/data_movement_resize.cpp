@@ -30,35 +30,6 @@ struct AxisTaps {
   std::vector<uint8_t> outside;  // per output index: tf_crop_and_resize extrapolates
 };
 
-// ONNX Resize coordinate transformation: output coordinate o -> input coordinate.
-double source_coord(const ResizeParams& p, size_t a, int64_t o, int64_t in, int64_t out) {
-  const double s = p.scale[a], x = static_cast<double>(o);
-  const double din = static_cast<double>(in), dout = static_cast<double>(out);
-  switch (p.coord) {
-    case CoordMode::kHalfPixel:
-      return (x + 0.5) / s - 0.5;
-    case CoordMode::kHalfPixelSymmetric: {
-      const double adjustment = dout / (s * din);
-      const double offset = din / 2.0 * (1.0 - adjustment);
-      return offset + (x + 0.5) / s - 0.5;
-    }
-    case CoordMode::kPytorchHalfPixel:
-      return out > 1 ? (x + 0.5) / s - 0.5 : 0.0;
-    case CoordMode::kAlignCorners:
-      // length_resized = in * scale, unrounded, as the ONNX reference computes it (with
-      // `sizes`, scale = out / in, so this is the output length).
-      return out == 1 ? 0.0 : x * (din - 1.0) / (din * s - 1.0);
-    case CoordMode::kAsymmetric:
-      return x / s;
-    case CoordMode::kTfCropAndResize: {
-      const double st = p.roi_start[a], en = p.roi_end[a];
-      return out > 1 ? st * (din - 1.0) + x * (en - st) * (din - 1.0) / (dout - 1.0)
-                     : 0.5 * (st + en) * (din - 1.0);
-    }
-  }
-  return 0.0;
-}
-
 int64_t nearest_index(NearestMode m, double x) {
   const double f = std::floor(x);
   switch (m) {
@@ -83,7 +54,7 @@ AxisTaps make_taps(const ResizeParams& p, size_t a, int64_t in, int64_t out) {
     t.w.push_back(w);
   };
   for (int64_t o = 0; o < out; ++o) {
-    double x = source_coord(p, a, o, in, out);
+    double x = ops::dm::resize_source_coord(p, a, o, in, out);
     t.outside.push_back(p.coord == CoordMode::kTfCropAndResize &&
                         (x < 0.0 || x > static_cast<double>(in - 1)));
     if (p.mode == ResizeMode::kNearest) {

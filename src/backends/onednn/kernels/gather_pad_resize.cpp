@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "backends/onednn/kernels/parallel.h"
 #include "frame/ops/kernel_registry.h"
 #include "ops/schemas/data_movement_shapes.h"
 
@@ -22,27 +23,6 @@ namespace {
 
 using ops::KernelContext;
 using ops::NodeContext;
-
-// Bytes per thread below which a copy uses fewer threads (as the layout kernels).
-constexpr int64_t kCopyGrainBytes = int64_t{1} << 18;
-
-int threads_for_bytes(int64_t bytes, int budget) {
-  return static_cast<int>(std::clamp<int64_t>(bytes / kCopyGrainBytes, 1, std::max(1, budget)));
-}
-
-// Runs f(i0, i1) over [0, n) split into `nt` contiguous ranges (inline when nt == 1).
-template <typename F>
-void parallel_ranges(int64_t n, int nt, F&& f) {
-  if (nt <= 1 || n <= 1) {
-    f(int64_t{0}, n);
-    return;
-  }
-#pragma omp parallel num_threads(nt)
-  {
-    const int64_t id = omp_get_thread_num(), team = omp_get_num_threads();
-    f(n * id / team, n * (id + 1) / team);
-  }
-}
 
 // Calls f.template operator()<E>() with E the unsigned integer of `size` bytes (1, 2, 4, 8).
 template <typename F>
@@ -340,31 +320,6 @@ using ops::dm::NearestMode;
 using ops::dm::ResizeMode;
 using ops::dm::ResizeParams;
 
-// ONNX Resize coordinate transformation of output index o on axis a (the cpu kernel's formulas;
-// tf_crop_and_resize is declined).
-double resize_source_coord(const ResizeParams& p, size_t a, int64_t o, int64_t in, int64_t out) {
-  const double s = p.scale[a], x = static_cast<double>(o);
-  const double din = static_cast<double>(in), dout = static_cast<double>(out);
-  switch (p.coord) {
-    case CoordMode::kHalfPixel:
-      return (x + 0.5) / s - 0.5;
-    case CoordMode::kHalfPixelSymmetric: {
-      const double adjustment = dout / (s * din);
-      const double offset = din / 2.0 * (1.0 - adjustment);
-      return offset + (x + 0.5) / s - 0.5;
-    }
-    case CoordMode::kPytorchHalfPixel:
-      return out > 1 ? (x + 0.5) / s - 0.5 : 0.0;
-    case CoordMode::kAlignCorners:
-      return out == 1 ? 0.0 : x * (din - 1.0) / (din * s - 1.0);
-    case CoordMode::kAsymmetric:
-      return x / s;
-    case CoordMode::kTfCropAndResize:
-      break;
-  }
-  return 0.0;
-}
-
 int64_t resize_nearest_index(NearestMode m, double x) {
   const double f = std::floor(x);
   switch (m) {
@@ -390,7 +345,7 @@ struct ResizeAxis {
 ResizeAxis resize_axis(const ResizeParams& p, size_t a, int64_t in, int64_t out) {
   ResizeAxis t;
   for (int64_t o = 0; o < out; ++o) {
-    double x = resize_source_coord(p, a, o, in, out);
+    double x = ops::dm::resize_source_coord(p, a, o, in, out);
     if (p.mode == ResizeMode::kNearest) {
       t.i0.push_back(std::clamp<int64_t>(resize_nearest_index(p.nearest, x), 0, in - 1));
       continue;

@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "backends/onednn/kernels/parallel.h"
 #include "frame/ops/kernel_registry.h"
 #include "ops/schemas/data_movement_shapes.h"
 
@@ -22,31 +23,11 @@ namespace {
 using ops::KernelContext;
 using ops::NodeContext;
 
-// Bytes per thread below which a copy uses fewer threads.
-constexpr int64_t kCopyGrainBytes = int64_t{1} << 18;
 // Block of the tiled transpose: kBlockA elements along the source's contiguous dim (long
 // contiguous reads per source row) x kBlock along the output's; at most 128 x 32 x 8 bytes =
 // 32 KiB, within L1.
 constexpr int64_t kBlockA = 128;
 constexpr int64_t kBlock = 32;
-
-int threads_for_bytes(int64_t bytes, int budget) {
-  return static_cast<int>(std::clamp<int64_t>(bytes / kCopyGrainBytes, 1, std::max(1, budget)));
-}
-
-// Runs f(i0, i1) over [0, n) split into `nt` contiguous ranges (inline when nt == 1).
-template <typename F>
-void parallel_ranges(int64_t n, int nt, F&& f) {
-  if (nt <= 1 || n <= 1) {
-    f(int64_t{0}, n);
-    return;
-  }
-#pragma omp parallel num_threads(nt)
-  {
-    const int64_t id = omp_get_thread_num(), team = omp_get_num_threads();
-    f(n * id / team, n * (id + 1) / team);
-  }
-}
 
 // ---- strided copy: transpose and slice ----
 

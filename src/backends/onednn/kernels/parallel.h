@@ -1,0 +1,36 @@
+#pragma once
+/// \file
+/// Splitting of the onednn backend's byte-moving kernels (layout.cpp, gather_pad_resize.cpp)
+/// over threads by the bytes they move: small copies run inline on the caller, never one chunk
+/// per thread regardless of size (docs/backends/onednn.md "Threads and the wait policy").
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace frame::backends::onednn {
+
+/// Bytes per thread below which a copy uses fewer threads (256 KiB).
+inline constexpr int64_t kCopyGrainBytes = int64_t{1} << 18;
+
+/// Threads for a copy of `bytes` bytes given the budget `budget` (>= 1 returned).
+inline int threads_for_bytes(int64_t bytes, int budget) {
+  return static_cast<int>(std::clamp<int64_t>(bytes / kCopyGrainBytes, 1, std::max(1, budget)));
+}
+
+/// Runs f(i0, i1) over [0, n) split into `nt` contiguous ranges (inline when nt == 1).
+template <typename F>
+void parallel_ranges(int64_t n, int nt, F&& f) {
+  if (nt <= 1 || n <= 1) {
+    f(int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel num_threads(nt)
+  {
+    const int64_t id = omp_get_thread_num(), team = omp_get_num_threads();
+    f(n * id / team, n * (id + 1) / team);
+  }
+}
+
+}  // namespace frame::backends::onednn
