@@ -61,9 +61,19 @@ void print_counts(const runtime::CompileReport& r) {
 void print_fused(const runtime::CompileReport& r) {
   std::printf("\nfused groups (operator-fusion, fused_elementwise_internal): %zu\n",
               r.fused_groups.size());
-  for (size_t i = 0; i < r.fused_groups.size(); ++i) {
-    std::printf("  group %zu: %s\n", i,
-                fmt::format("{}", fmt::join(r.fused_groups[i], " + ")).c_str());
+  // Groups and placements are both in the compiled graph's topological order, so the k-th
+  // fused_elementwise_internal placement is the node of group k.
+  std::vector<std::string> nodes;
+  for (const runtime::Placement& p : r.placements) {
+    if (p.op == "fused_elementwise_internal") nodes.push_back(p.node);
+  }
+  if (!r.fused_groups.empty()) {
+    Table t({"node", "ops"});
+    for (size_t i = 0; i < r.fused_groups.size(); ++i) {
+      t.add({i < nodes.size() ? nodes[i] : fmt::format("group {}", i),
+             fmt::format("{}", fmt::join(r.fused_groups[i], " + "))});
+    }
+    t.print();
   }
   std::printf("fused by lowering patterns (fused_post_ops_internal): %zu\n",
               r.lowering_fused.size());
