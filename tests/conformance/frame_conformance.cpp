@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -104,7 +105,18 @@ Outcome run_set(const fs::path& dir, const fs::path& data, int level, std::strin
   Result<frame::ir::Graph> g = frame::onnx::load((dir / "model.onnx").string(), lo);
   if (!g.is_ok()) return {false, "load", g.status().message()};
   frame::runtime::CompileOptions co;
+  // FRAME_CONFORMANCE_BACKENDS ("auto", "onednn,cpu", ...) runs the suite on another chain;
+  // the default is the cpu reference backend.
   co.backends = {"cpu"};
+  if (const char* b = std::getenv("FRAME_CONFORMANCE_BACKENDS"); b != nullptr && *b != '\0') {
+    co.backends.clear();
+    std::string list = b;
+    for (size_t pos = 0; pos <= list.size();) {
+      const size_t comma = std::min(list.find(',', pos), list.size());
+      if (comma > pos) co.backends.push_back(list.substr(pos, comma - pos));
+      pos = comma + 1;
+    }
+  }
   co.num_threads = 1;
   co.use_cache = false;
   Result<frame::runtime::Executable> exe = frame::runtime::compile(*g, co);

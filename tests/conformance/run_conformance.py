@@ -7,7 +7,8 @@ Usage:
 
 Steps: generate the node-test data into DIR (generate_data.sh, skipped when present);
 classify every case with classify.py (its SKIP_CATEGORIES table is the one skip list);
-run the in-scope cases with frame_conformance (cpu backend, BUILD-011 op tolerance, one
+run the in-scope cases with frame_conformance (cpu backend, or the chain in the environment
+variable FRAME_CONFORMANCE_BACKENDS, e.g. "auto"; BUILD-011 op tolerance, one
 process per case); write FILE (Markdown: summary, per-op pass/fail table, every failure
 with its stage and message, every skip with its reason); print the closing line
 "N passed, N failed, N skipped". Exits 1 when the pass rate of in-scope cases is below
@@ -98,7 +99,8 @@ def main():
     rate = passed / len(in_scope) if in_scope else 1.0
 
     with open(args.report, "w") as f:
-        f.write("# ONNX node-test conformance (cpu backend)\n\n")
+        backends = os.environ.get("FRAME_CONFORMANCE_BACKENDS") or "cpu"
+        f.write("# ONNX node-test conformance (backends: %s)\n\n" % backends)
         f.write("%d cases: %d in scope, %d skipped. In scope: %d passed, %d failed "
                 "(pass rate %.1f%%).\n\n" % (len(cases), len(in_scope), len(skipped), passed,
                                               failed, 100.0 * rate))
