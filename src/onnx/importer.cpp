@@ -21,6 +21,7 @@
 
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/op_registry.h"
+#include "frame/passes/shape_determining.h"
 #include "onnx_internal.h"
 
 namespace frame::onnx {
@@ -158,7 +159,7 @@ Status NodeImporter::emit(std::string_view op, std::vector<ir::ValueId> inputs, 
                          create(op, fresh_node_name(), std::move(inputs),
                                 static_cast<int>(outputs_.size()), std::move(attrs), outputs_));
   Result<std::vector<ir::ValueId>> r = infer_and_fold(g_, id);
-  if (!r.is_ok()) return error("{}", r.status().message());
+  if (!r.is_ok() && !keep_untyped_) return error("{}", r.status().message());
   return Status();
 }
 
@@ -174,6 +175,7 @@ Result<std::vector<ir::ValueId>> NodeImporter::emit_tmp(std::string_view op,
   FRAME_ASSIGN_OR_RETURN(ir::NodeId id, create(op, node_name, std::move(inputs), num_outputs,
                                                std::move(attrs), std::move(outs)));
   Result<std::vector<ir::ValueId>> r = infer_and_fold(g_, id);
+  if (!r.is_ok() && keep_untyped_) return g_.node(id).outputs;
   if (!r.is_ok()) return error("{}", r.status().message());
   return r;
 }
@@ -189,7 +191,7 @@ Status NodeImporter::bind_output(size_t i, ir::ValueId v) {
   FRAME_ASSIGN_OR_RETURN(ir::NodeId id,
                          create("identity", fresh_node_name(), {v}, 1, {}, {outputs_[i]}));
   Result<std::vector<ir::ValueId>> r = infer_and_fold(g_, id);
-  if (!r.is_ok()) return error("{}", r.status().message());
+  if (!r.is_ok() && !keep_untyped_) return error("{}", r.status().message());
   return Status();
 }
 
@@ -212,7 +214,11 @@ class Importer {
     FRAME_RETURN_IF_ERROR(add_initializers(gp));
     FRAME_RETURN_IF_ERROR(add_inputs(gp));
     FRAME_ASSIGN_OR_RETURN(std::vector<int> order, order_nodes(gp));
-    for (int i : order) FRAME_RETURN_IF_ERROR(import_node(gp.node(i)));
+    for (int i : order) {
+      // The partial graph ends at the failing node: name the inputs that reach it (ADR 0006).
+      Status s = import_node(gp.node(i));
+      if (!s.is_ok()) return passes::with_shape_determining_hint(g_, s);
+    }
     for (const auto& o : gp.output()) {
       const ir::ValueId v = g_.find_value(o.name());
       if (v == ir::kNoValue) {
@@ -225,7 +231,7 @@ class Importer {
     }
     if (gp.output_size() == 0) return invalid_argument("graph '{}' has no outputs", g_.name());
     g_.compact();
-    if (opts_.verify) {
+    if (opts_.verify && !opts_.keep_untyped) {
       ir::OpQuery q = ops::make_op_query();
       FRAME_RETURN_IF_ERROR(g_.verify(q));
     }
@@ -482,6 +488,7 @@ class Importer {
     std::vector<std::string> outs(n.output().begin(), n.output().end());
     while (!outs.empty() && outs.back().empty()) outs.pop_back();
     ni.set_output_names(std::move(outs));
+    ni.set_keep_untyped(opts_.keep_untyped);
     return (row->convert != nullptr ? row->convert : &convert_default)(ni, row->frame_op);
   }
 

@@ -68,6 +68,8 @@ class NodeImporter {
   /// Number of ONNX outputs (trailing omitted outputs excluded).
   size_t num_outputs() const { return outputs_.size(); }
   void set_output_names(std::vector<std::string> names) { outputs_ = std::move(names); }
+  /// LoadOptions::keep_untyped: a failed shape inference leaves the outputs untyped.
+  void set_keep_untyped(bool k) { keep_untyped_ = k; }
   const std::vector<std::string>& output_names() const { return outputs_; }
 
   /// Adds a constant named after this node.
@@ -105,6 +107,7 @@ class NodeImporter {
   ir::AttrMap attrs_;
   std::vector<std::string> outputs_;
   int tmp_counter_ = 0;
+  bool keep_untyped_ = false;
 };
 
 /// Shape-infers node `n` of `g` (sets its output types) and, when every input is a constant

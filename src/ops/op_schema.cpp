@@ -60,6 +60,11 @@ const ArgSpec* OpSchema::input_spec(size_t i) const {
   return variadic_ ? &*variadic_ : nullptr;
 }
 
+bool OpSchema::is_shape_determining(size_t i) const {
+  const ArgSpec* spec = input_spec(i);
+  return spec != nullptr && spec->shape_determining;
+}
+
 const AttrSpec* OpSchema::find_attr(std::string_view name) const {
   for (const AttrSpec& a : attrs_) {
     if (a.name == name) return &a;
@@ -212,7 +217,8 @@ OpSchemaBuilder& OpSchemaBuilder::input(std::string name, std::string doc, DType
     fail(fmt::format("required input '{}' declared after optional input '{}'", name,
                      schema_.inputs_.back().name));
   }
-  schema_.inputs_.push_back({std::move(name), std::move(doc), dtypes, std::move(type_var), false});
+  schema_.inputs_.push_back(
+      {std::move(name), std::move(doc), dtypes, std::move(type_var), false, false});
   return *this;
 }
 
@@ -224,7 +230,8 @@ OpSchemaBuilder& OpSchemaBuilder::optional_input(std::string name, std::string d
                     "group must follow every fixed input)",
                     name, schema_.variadic_->name));
   }
-  schema_.inputs_.push_back({std::move(name), std::move(doc), dtypes, std::move(type_var), true});
+  schema_.inputs_.push_back(
+      {std::move(name), std::move(doc), dtypes, std::move(type_var), true, false});
   return *this;
 }
 
@@ -248,7 +255,8 @@ OpSchemaBuilder& OpSchemaBuilder::variadic_input(std::string name, std::string d
                       name, a.name));
     }
   }
-  schema_.variadic_ = ArgSpec{std::move(name), std::move(doc), dtypes, std::move(type_var), false};
+  schema_.variadic_ =
+      ArgSpec{std::move(name), std::move(doc), dtypes, std::move(type_var), false, false};
   schema_.variadic_min_ = min_count;
   return *this;
 }
@@ -259,13 +267,15 @@ OpSchemaBuilder& OpSchemaBuilder::output(std::string name, std::string doc, DTyp
     fail(fmt::format("required output '{}' declared after optional output '{}'", name,
                      schema_.outputs_.back().name));
   }
-  schema_.outputs_.push_back({std::move(name), std::move(doc), dtypes, std::move(type_var), false});
+  schema_.outputs_.push_back(
+      {std::move(name), std::move(doc), dtypes, std::move(type_var), false, false});
   return *this;
 }
 
 OpSchemaBuilder& OpSchemaBuilder::optional_output(std::string name, std::string doc,
                                                   DTypeSet dtypes, std::string type_var) {
-  schema_.outputs_.push_back({std::move(name), std::move(doc), dtypes, std::move(type_var), true});
+  schema_.outputs_.push_back(
+      {std::move(name), std::move(doc), dtypes, std::move(type_var), true, false});
   return *this;
 }
 
@@ -308,6 +318,20 @@ OpSchemaBuilder& OpSchemaBuilder::shape_infer(ShapeInferFn fn) {
 
 OpSchemaBuilder& OpSchemaBuilder::decomposition(DecomposeFn fn) {
   schema_.decompose_fn_ = fn;
+  return *this;
+}
+
+OpSchemaBuilder& OpSchemaBuilder::shape_determining() {
+  if (!schema_.outputs_.empty()) {
+    fail("shape_determining() must directly follow the input it marks, not an output");
+  }
+  if (schema_.variadic_) {
+    schema_.variadic_->shape_determining = true;
+  } else if (!schema_.inputs_.empty()) {
+    schema_.inputs_.back().shape_determining = true;
+  } else {
+    fail("shape_determining() called before any input was declared");
+  }
   return *this;
 }
 

@@ -19,6 +19,7 @@
 #include "frame/ir/text.h"
 #include "frame/ops/op_registry.h"
 #include "frame/passes/pass.h"
+#include "frame/passes/shape_determining.h"
 #include "frame/runtime/backend.h"
 #include "ops/schemas/nn_fused_internal.h"
 #include "passes/operator_fusion.h"
@@ -278,8 +279,9 @@ Result<Executable> compile(const ir::Graph& graph, const CompileOptions& options
       return Executable(std::move(impl));
     }
   }
-  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<const detail::CompiledCore> core,
-                         compile_core(graph, resolved));
+  Result<std::shared_ptr<const detail::CompiledCore>> compiled = compile_core(graph, resolved);
+  if (!compiled.is_ok()) return passes::with_shape_determining_hint(graph, compiled.status());
+  std::shared_ptr<const detail::CompiledCore> core = std::move(compiled).value();
   if (options.use_cache) CompileCache::global().insert(key, core);
   auto impl = std::make_shared<ExecutableImpl>();
   impl->core = core;

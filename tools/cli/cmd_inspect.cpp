@@ -1,7 +1,8 @@
 // `frame inspect MODEL [--backend B] [--shape NAME=d0,..] [--json]`: what the compiler did to a
-// model — node counts per op before and after the pipeline, fused groups (operator-fusion and
-// lowering patterns), the backend and path of every node with the alternatives rejected and why,
-// nodes per backend, fallbacks, peak arena bytes and per-pass times.
+// model — the shape-determining graph inputs (ADR 0006, listed before compiling), node counts per
+// op before and after the pipeline, fused groups (operator-fusion and lowering patterns), the
+// backend and path of every node with the alternatives rejected and why, nodes per backend,
+// fallbacks, peak arena bytes and per-pass times.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -15,6 +16,7 @@
 
 #include "commands.h"
 #include "frame/onnx/onnx.h"
+#include "frame/passes/shape_determining.h"
 #include "frame/runtime/compile.h"
 #include "model_util.h"
 
@@ -115,6 +117,37 @@ void print_placements(const runtime::CompileReport& r) {
   }
 }
 
+// Graph inputs whose values decide output shapes (ADR 0006), as JSON.
+nlohmann::ordered_json sdi_json(const std::vector<passes::ShapeDeterminingInput>& sdi) {
+  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  for (const passes::ShapeDeterminingInput& in : sdi) {
+    nlohmann::ordered_json feeds = nlohmann::ordered_json::array();
+    for (const passes::ShapeDeterminingUse& u : in.uses) {
+      feeds.push_back(
+          {{"node", u.node_name}, {"op", u.op}, {"input", u.input}, {"input_name", u.input_name}});
+    }
+    arr.push_back({{"input", in.name}, {"feeds", std::move(feeds)}});
+  }
+  return arr;
+}
+
+// Printed before compiling, so it shows even when compilation fails on such an input.
+void print_sdi(const std::vector<passes::ShapeDeterminingInput>& sdi) {
+  std::printf("shape-determining graph inputs (values decide output shapes, ADR 0006): %zu\n",
+              sdi.size());
+  for (const passes::ShapeDeterminingInput& in : sdi) {
+    std::printf("  %s ->", in.name.c_str());
+    for (size_t k = 0; k < in.uses.size(); ++k) {
+      const passes::ShapeDeterminingUse& u = in.uses[k];
+      std::printf("%s %s (%s) input %zu (%s)", k == 0 ? "" : ",", u.node_name.c_str(), u.op.c_str(),
+                  u.input, u.input_name.c_str());
+    }
+    std::printf("\n");
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
 int run_inspect() {
   InspectOptions& o = g_inspect;
   Result<std::map<std::string, Shape>> shapes = parse_shapes(o.shapes);
@@ -127,7 +160,31 @@ int run_inspect() {
     Progress p("loading " + o.model);
     return onnx::load(o.model, lo);
   }();
-  if (!graph.is_ok()) return fail(graph.status());
+  if (!graph.is_ok()) {
+    // A shape function rejected a non-constant shape input at import (ARCH-044): load the
+    // structure only, to list every shape-determining input before reporting the error.
+    if (graph.status().message().find("must be a constant") == std::string::npos) {
+      return fail(graph.status());
+    }
+    onnx::LoadOptions structure = lo;
+    structure.keep_untyped = true;
+    Result<ir::Graph> partial = onnx::load(o.model, structure);
+    if (!partial.is_ok()) return fail(graph.status());
+    const std::vector<passes::ShapeDeterminingInput> sdi =
+        passes::shape_determining_inputs(*partial);
+    if (o.json) {
+      nlohmann::ordered_json j;
+      j["model"] = o.model;
+      j["shape_determining_inputs"] = sdi_json(sdi);
+      j["error"] = graph.status().message();
+      std::cout << j.dump(2) << "\n";
+    } else {
+      print_sdi(sdi);
+    }
+    return fail(graph.status());
+  }
+  const std::vector<passes::ShapeDeterminingInput> sdi = passes::shape_determining_inputs(*graph);
+  if (!o.json) print_sdi(sdi);
   runtime::CompileOptions co;
   co.backends = *backends;
   co.use_cache = false;  // the report should describe a real compilation
@@ -135,13 +192,23 @@ int run_inspect() {
     Progress p("compiling");
     return runtime::compile(*graph, co);
   }();
-  if (!exe.is_ok()) return fail(exe.status());
+  if (!exe.is_ok()) {
+    if (o.json) {
+      nlohmann::ordered_json j;
+      j["model"] = o.model;
+      j["shape_determining_inputs"] = sdi_json(sdi);
+      j["error"] = exe.status().message();
+      std::cout << j.dump(2) << "\n";
+    }
+    return fail(exe.status());
+  }
   const runtime::CompileReport& r = exe->report();
 
   if (o.json) {
     nlohmann::ordered_json j = nlohmann::ordered_json::parse(r.to_json());
     j["model"] = o.model;
     j["backends"] = *backends;
+    j["shape_determining_inputs"] = sdi_json(sdi);
     std::cout << j.dump(2) << "\n";
     return 0;
   }

@@ -35,6 +35,10 @@ struct LoadOptions {
   size_t max_tensor_bytes = size_t{4} << 30;
   /// Verify the imported graph structurally and against the op schemas (V1–V4).
   bool verify = true;
+  /// Analysis only (`frame inspect`): a node whose shape inference fails keeps untyped outputs
+  /// instead of failing the load, so the structure of a model with shape-determining inputs
+  /// (ADR 0006) can be classified. Such a graph is not verified and must not be compiled.
+  bool keep_untyped = false;
 };
 
 /// Loads the ONNX model at `path` (external tensor data is read relative to its directory).

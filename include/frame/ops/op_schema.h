@@ -97,6 +97,11 @@ struct ArgSpec {
   DTypeSet dtypes = kAllDTypes;  ///< allowed dtypes
   std::string type_var;          ///< inputs/outputs sharing a non-empty label share a dtype
   bool optional = false;
+  /// Inputs only: the input's VALUES decide an output shape (Reshape's shape, Slice's starts,
+  /// TopK's K, ...), so the shape function rejects it unless it is a constant (ARCH-044).
+  /// Not an OpTrait (ARCH-043); read by the shape-determining-input classification
+  /// (docs/adr/0006-run-time-specialization.md).
+  bool shape_determining = false;
 };
 
 /// One declared attribute.
@@ -125,6 +130,10 @@ class OpSchema {
   int max_input_count() const;
   /// Spec of input position i (the variadic spec for positions past the fixed ones), or null.
   const ArgSpec* input_spec(size_t i) const;
+  /// True if the values of input position `i` decide an output shape
+  /// (ArgSpec::shape_determining; ADR 0006, ARCH-044). False for positions past the declared
+  /// inputs.
+  bool is_shape_determining(size_t i) const;
   const std::vector<AttrSpec>& attrs() const { return attrs_; }
   const AttrSpec* find_attr(std::string_view name) const;
   bool has_trait(OpTrait t) const { return traits_.test(static_cast<size_t>(t)); }
@@ -183,6 +192,11 @@ class OpSchemaBuilder {
   /// not combined with optional inputs.
   OpSchemaBuilder& variadic_input(std::string name, std::string doc, int min_count,
                                   DTypeSet dtypes = kAllDTypes, std::string type_var = "");
+  /// Marks the input declared just before as shape-determining: its values decide an output
+  /// shape, so the shape function requires it to be a constant (ArgSpec::shape_determining;
+  /// ADR 0006, ARCH-044). E.g. `.input("shape", "...", kI64).shape_determining()`. Fatal when
+  /// no input was declared yet or an output was declared after the last input.
+  OpSchemaBuilder& shape_determining();
   OpSchemaBuilder& output(std::string name, std::string doc, DTypeSet dtypes = kAllDTypes,
                           std::string type_var = "");
   /// An optional output; all optional outputs follow all required ones. A node may omit

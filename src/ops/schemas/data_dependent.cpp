@@ -167,6 +167,7 @@ FRAME_REGISTER_OP(non_zero)
         "ONNX NonZero (opset 13): int64 [rank, nnz] indices of the non-zero elements. The "
         "output shape depends on values, so input 0 must be a constant (ARCH-044).")
     .input("X", "input tensor", kAllDTypes)
+    .shape_determining()
     .output("Y", "int64 coordinates, one column per non-zero", DTypeSet{DTypeCode::kInt64})
     .shape_infer(non_zero_infer);
 
@@ -176,6 +177,7 @@ FRAME_REGISTER_OP(unique)
         "first occurrence, with first indices, inverse indices and counts. Input 0 must be a "
         "constant (ARCH-044).")
     .input("X", "input tensor", kAllDTypes, "T")
+    .shape_determining()
     .output("Y", "unique values", kAllDTypes, "T")
     .optional_output("indices", "int64 first occurrences", DTypeSet{DTypeCode::kInt64})
     .optional_output("inverse_indices", "int64 position in Y of each input item",

@@ -184,6 +184,7 @@ FRAME_REGISTER_OP(constant)
 FRAME_REGISTER_OP(constant_of_shape)
     .doc("ONNX ConstantOfShape (opset 21): a tensor of the given shape filled with `value`.")
     .input("input", "int64 1-D output shape (constant)", kI64)
+    .shape_determining()
     .output("output", "filled tensor, dtype of `value`", kAllDTypes)
     .optional_attr("value", AttrType::kTensor, "one-element fill value (default f32 0)")
     .shape_infer(constant_of_shape_infer);
@@ -193,8 +194,11 @@ FRAME_REGISTER_OP(range)
         "ONNX Range (opset 11): start + i * delta for i < max(ceil((limit - start) / delta), "
         "0); all three operands must be constants (ARCH-044).")
     .input("start", "scalar", kRangeDTypes, "T")
+    .shape_determining()
     .input("limit", "scalar (exclusive)", kRangeDTypes, "T")
+    .shape_determining()
     .input("delta", "scalar, non-zero", kRangeDTypes, "T")
+    .shape_determining()
     .output("output", "1-D sequence", kRangeDTypes, "T")
     .shape_infer(range_infer);
 

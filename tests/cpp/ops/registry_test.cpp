@@ -58,6 +58,7 @@ FRAME_REGISTER_OP(registry_test_value_dependent)
     .doc("Output length = value of input 1.")
     .input("X", "data")
     .input("n", "length", {DTypeCode::kInt64})
+    .shape_determining()
     .output("Y", "output")
     .shape_infer(value_dependent);
 FRAME_REGISTER_KERNEL(registry_test_value_dependent, "cpu", copy_kernel);

@@ -1,0 +1,53 @@
+#pragma once
+/// \file
+/// Classification of shape-determining graph inputs (docs/adr/0006-run-time-specialization.md,
+/// ARCH-044): graph inputs whose VALUES reach an input position that an op schema marks
+/// shape-determining (ops::ArgSpec::shape_determining), directly or through value arithmetic.
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "frame/ir/graph.h"
+
+namespace frame::passes {
+
+/// One shape-determining position a graph input's value reaches.
+struct ShapeDeterminingUse {
+  ir::NodeId node = -1;
+  std::string node_name;
+  std::string op;
+  size_t input = 0;        ///< input position of `node`
+  std::string input_name;  ///< the schema's name for that position ("shape", "K", ...)
+};
+
+/// A graph input whose value decides output shapes, with every position it reaches.
+struct ShapeDeterminingInput {
+  ir::ValueId value = ir::kNoValue;
+  std::string name;
+  std::vector<ShapeDeterminingUse> uses;  ///< ordered by node id, then input position
+};
+
+/// The non-constant graph inputs of `g` whose values reach a shape-determining input position
+/// (ADR 0006), in graph-input order; inputs that reach none are left out.
+///
+/// Rule: walking forward from a graph input, a value reached by the walk makes every output of
+/// each node reading it value-dependent too, except where the node reads that position only
+/// for its dtype and shape (the cpu kernel's KernelDef::type_only_inputs, e.g. `shape`,
+/// `size`): the value path stops there, because a tensor's shape is not its value. Ops without
+/// a schema or cpu kernel propagate (conservative). Arithmetic such as Cast, Gather, Concat,
+/// Add, Mul, Slice, Unsqueeze therefore carries the dependence. Dead nodes are skipped.
+std::vector<ShapeDeterminingInput> shape_determining_inputs(const ir::Graph& g);
+
+/// One line per input for error hints and reports, e.g. "graph input 'shape' decides output
+/// shapes: node 'r' (reshape) input 1 (shape)". Empty when `inputs` is empty.
+std::vector<std::string> describe_shape_determining_inputs(
+    const std::vector<ShapeDeterminingInput>& inputs);
+
+/// `s` with hint lines naming the shape-determining graph inputs of `g` when `s` is a shape
+/// function's "must be a constant" rejection (ARCH-044) and `g` has such inputs; else `s`
+/// unchanged. `g` may be partial (an import stopped at the failing node). Used by
+/// runtime::compile and the ONNX importer (ADR 0006).
+Status with_shape_determining_hint(const ir::Graph& g, const Status& s);
+
+}  // namespace frame::passes

@@ -1,0 +1,104 @@
+// Forward value-dependence walk from graph inputs to shape-determining positions (ADR 0006).
+
+#include "frame/passes/shape_determining.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <tuple>
+
+#include "frame/ops/kernel_registry.h"
+#include "frame/ops/op_registry.h"
+
+namespace frame::passes {
+
+namespace {
+
+// True when the node reads input `i` only for its dtype and shape, so its outputs do not
+// depend on that input's values (the cpu reference kernel declares it).
+bool reads_only_type(const ir::Node& n, size_t i) {
+  const ops::KernelDef* k = ops::KernelRegistry::global().find(n.op, "cpu");
+  if (k == nullptr) return false;
+  return std::find(k->type_only_inputs.begin(), k->type_only_inputs.end(), static_cast<int>(i)) !=
+         k->type_only_inputs.end();
+}
+
+}  // namespace
+
+std::vector<ShapeDeterminingInput> shape_determining_inputs(const ir::Graph& g) {
+  const std::vector<std::vector<ir::NodeId>> uses = g.use_lists();
+  std::vector<ShapeDeterminingInput> out;
+  for (ir::ValueId in : g.inputs()) {
+    if (g.value(in).is_constant()) continue;
+    ShapeDeterminingInput sdi{in, g.value(in).name, {}};
+    std::vector<bool> reached(g.num_values(), false);
+    std::vector<ir::ValueId> stack{in};
+    reached[static_cast<size_t>(in)] = true;
+    while (!stack.empty()) {
+      const ir::ValueId v = stack.back();
+      stack.pop_back();
+      for (ir::NodeId nid : uses[static_cast<size_t>(v)]) {
+        const ir::Node& n = g.node(nid);
+        const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
+        bool propagates = false;
+        for (size_t i = 0; i < n.inputs.size(); ++i) {
+          if (n.inputs[i] != v) continue;
+          if (schema != nullptr && schema->is_shape_determining(i)) {
+            const ops::ArgSpec* spec = schema->input_spec(i);
+            sdi.uses.push_back({nid, n.name, n.op, i, spec != nullptr ? spec->name : ""});
+          }
+          if (!reads_only_type(n, i)) propagates = true;
+        }
+        if (!propagates) continue;
+        for (ir::ValueId o : n.outputs) {
+          if (o == ir::kNoValue || reached[static_cast<size_t>(o)]) continue;
+          reached[static_cast<size_t>(o)] = true;
+          stack.push_back(o);
+        }
+      }
+    }
+    if (sdi.uses.empty()) continue;
+    // A node reading the value twice is listed once per use list entry: sort and dedupe.
+    std::sort(sdi.uses.begin(), sdi.uses.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.node, a.input) < std::tie(b.node, b.input);
+    });
+    sdi.uses.erase(std::unique(sdi.uses.begin(), sdi.uses.end(),
+                               [](const auto& a, const auto& b) {
+                                 return a.node == b.node && a.input == b.input;
+                               }),
+                   sdi.uses.end());
+    out.push_back(std::move(sdi));
+  }
+  return out;
+}
+
+std::vector<std::string> describe_shape_determining_inputs(
+    const std::vector<ShapeDeterminingInput>& inputs) {
+  std::vector<std::string> lines;
+  for (const ShapeDeterminingInput& in : inputs) {
+    std::string line = fmt::format("graph input '{}' decides output shapes:", in.name);
+    for (size_t k = 0; k < in.uses.size(); ++k) {
+      const ShapeDeterminingUse& u = in.uses[k];
+      line += fmt::format("{} node '{}' ({}) input {} ({})", k == 0 ? "" : ",", u.node_name, u.op,
+                          u.input, u.input_name);
+    }
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+Status with_shape_determining_hint(const ir::Graph& g, const Status& s) {
+  if (s.is_ok() || s.message().find("must be a constant") == std::string::npos) return s;
+  const std::vector<std::string> lines =
+      describe_shape_determining_inputs(shape_determining_inputs(g));
+  if (lines.empty()) return s;
+  std::string msg = s.message();
+  for (const std::string& l : lines) msg += "\n  hint: " + l;
+  msg +=
+      "\n  hint: frame compiles static shapes only (ARCH-044); run-time specialization of such "
+      "inputs (ADR 0006) is not implemented yet, so today their values must be bound at load "
+      "time (onnx::LoadOptions::constant_inputs) or stored in the model as initializers";
+  return Status(s.code(), std::move(msg));
+}
+
+}  // namespace frame::passes
