@@ -393,4 +393,39 @@ double resize_source_coord(const ResizeParams& p, size_t a, int64_t o, int64_t i
   return 0.0;
 }
 
+int64_t pad_source_index(PadMode mode, int64_t o, int64_t begin, int64_t d) {
+  const int64_t i = o - begin;
+  if (i >= 0 && i < d) return i;
+  switch (mode) {
+    case PadMode::kConstant:
+      return -1;
+    case PadMode::kEdge:
+      return i < 0 ? 0 : d - 1;
+    case PadMode::kWrap:
+      return ((i % d) + d) % d;
+    case PadMode::kReflect: {
+      if (d == 1) return 0;
+      const int64_t period = 2 * (d - 1);
+      int64_t m = ((i % period) + period) % period;
+      return m < d ? m : period - m;
+    }
+  }
+  return -1;
+}
+
+int64_t resize_nearest_index(NearestMode m, double x) {
+  const double f = std::floor(x);
+  switch (m) {
+    case NearestMode::kRoundPreferFloor:
+      return static_cast<int64_t>(x - f == 0.5 ? f : std::round(x));
+    case NearestMode::kRoundPreferCeil:
+      return static_cast<int64_t>(x - f == 0.5 ? f + 1.0 : std::round(x));
+    case NearestMode::kFloor:
+      return static_cast<int64_t>(f);
+    case NearestMode::kCeil:
+      return static_cast<int64_t>(std::ceil(x));
+  }
+  return 0;
+}
+
 }  // namespace frame::ops::dm

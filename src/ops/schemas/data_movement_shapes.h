@@ -81,5 +81,11 @@ Result<ResizeParams> resize_params(const NodeContext& ctx, const Shape& in);
 /// on axis `a` (input length `in`, output length `out`) to a fractional input coordinate; the
 /// one home of these formulas for every backend's resize kernel.
 double resize_source_coord(const ResizeParams& p, size_t a, int64_t o, int64_t in, int64_t out);
+/// ONNX Resize nearest_mode: the input index for fractional input coordinate `x` (not clamped).
+int64_t resize_nearest_index(NearestMode m, double x);
+/// ONNX Pad: the input index read for output index `o` on an axis with `begin` padding before
+/// it and input length `d`, per `mode` (constant, reflect, edge, wrap); -1 = the constant fill.
+/// Negative `begin` crops. One home for every backend's pad kernel.
+int64_t pad_source_index(PadMode mode, int64_t o, int64_t begin, int64_t d);
 
 }  // namespace frame::ops::dm

@@ -173,27 +173,6 @@ Status split_cpu(KernelContext& ctx) {
   return Status();
 }
 
-// Source index along one axis for output position o (pad begin b, input size d); -1 = fill.
-int64_t pad_source(ops::dm::PadMode mode, int64_t o, int64_t b, int64_t d) {
-  int64_t i = o - b;
-  if (i >= 0 && i < d) return i;
-  switch (mode) {
-    case ops::dm::PadMode::kConstant:
-      return -1;
-    case ops::dm::PadMode::kEdge:
-      return i < 0 ? 0 : d - 1;
-    case ops::dm::PadMode::kWrap:
-      return ((i % d) + d) % d;
-    case ops::dm::PadMode::kReflect: {
-      if (d == 1) return 0;
-      const int64_t period = 2 * (d - 1);
-      int64_t m = ((i % period) + period) % period;
-      return m < d ? m : period - m;
-    }
-  }
-  return -1;
-}
-
 Status pad_cpu(KernelContext& ctx) {
   const Tensor& in = ctx.input(0);
   Tensor& out = ctx.output(0);
@@ -206,7 +185,7 @@ Status pad_cpu(KernelContext& ctx) {
   std::vector<std::vector<int64_t>> map(r);
   for (size_t a = 0; a < r; ++a) {
     for (int64_t o = 0; o < p.out_shape[a]; ++o) {
-      map[a].push_back(pad_source(p.mode, o, p.begin[a], in.shape()[a]));
+      map[a].push_back(ops::dm::pad_source_index(p.mode, o, p.begin[a], in.shape()[a]));
     }
   }
   const std::vector<int64_t> st = strides_of(in.shape());

@@ -30,21 +30,6 @@ struct AxisTaps {
   std::vector<uint8_t> outside;  // per output index: tf_crop_and_resize extrapolates
 };
 
-int64_t nearest_index(NearestMode m, double x) {
-  const double f = std::floor(x);
-  switch (m) {
-    case NearestMode::kRoundPreferFloor:
-      return static_cast<int64_t>(x - f == 0.5 ? f : std::round(x));
-    case NearestMode::kRoundPreferCeil:
-      return static_cast<int64_t>(x - f == 0.5 ? f + 1.0 : std::round(x));
-    case NearestMode::kFloor:
-      return static_cast<int64_t>(f);
-    case NearestMode::kCeil:
-      return static_cast<int64_t>(std::ceil(x));
-  }
-  return 0;
-}
-
 AxisTaps make_taps(const ResizeParams& p, size_t a, int64_t in, int64_t out) {
   AxisTaps t;
   t.begin.push_back(0);
@@ -58,7 +43,7 @@ AxisTaps make_taps(const ResizeParams& p, size_t a, int64_t in, int64_t out) {
     t.outside.push_back(p.coord == CoordMode::kTfCropAndResize &&
                         (x < 0.0 || x > static_cast<double>(in - 1)));
     if (p.mode == ResizeMode::kNearest) {
-      add(nearest_index(p.nearest, x), 1.0);
+      add(ops::dm::resize_nearest_index(p.nearest, x), 1.0);
     } else if (p.mode == ResizeMode::kLinear) {
       x = std::clamp(x, 0.0, static_cast<double>(in - 1));
       const double x0 = std::floor(x), r = x - x0;

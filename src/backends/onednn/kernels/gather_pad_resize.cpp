@@ -181,27 +181,6 @@ struct PadPlan {
   int64_t rows = 0;
 };
 
-// Source index along one axis for output index o (pad begin b, input size d); -1 = fill.
-int64_t pad_source(ops::dm::PadMode mode, int64_t o, int64_t b, int64_t d) {
-  const int64_t i = o - b;
-  if (i >= 0 && i < d) return i;
-  switch (mode) {
-    case ops::dm::PadMode::kConstant:
-      return -1;
-    case ops::dm::PadMode::kEdge:
-      return i < 0 ? 0 : d - 1;
-    case ops::dm::PadMode::kWrap:
-      return ((i % d) + d) % d;
-    case ops::dm::PadMode::kReflect: {
-      if (d == 1) return 0;
-      const int64_t period = 2 * (d - 1);
-      const int64_t m = ((i % period) + period) % period;
-      return m < d ? m : period - m;
-    }
-  }
-  return -1;
-}
-
 Status pad_accepts(const NodeContext& ctx) {
   if (!ops::dm::pad_params(ctx, ctx.input_types[0].shape).is_ok()) {
     return unimplemented("pads or axes are not constants at prepare");
@@ -235,17 +214,17 @@ Result<std::shared_ptr<void>> pad_prepare(const NodeContext& ctx) {
     p->rows *= pp.out_shape[a];
     std::vector<int64_t>& m = p->map.emplace_back();
     for (int64_t o = 0; o < pp.out_shape[a]; ++o) {
-      m.push_back(pad_source(pp.mode, o, pp.begin[a], in[a]));
+      m.push_back(ops::dm::pad_source_index(pp.mode, o, pp.begin[a], in[a]));
     }
   }
   // Axis k: runs of consecutive source indices become one copy, runs of -1 one fill.
   const int64_t ok = pp.out_shape[k];
   p->row = ok * inner;
   for (int64_t o = 0; o < ok;) {
-    const int64_t s = pad_source(pp.mode, o, pp.begin[k], in[k]);
+    const int64_t s = ops::dm::pad_source_index(pp.mode, o, pp.begin[k], in[k]);
     int64_t e = o + 1;
     while (e < ok) {
-      const int64_t t = pad_source(pp.mode, e, pp.begin[k], in[k]);
+      const int64_t t = ops::dm::pad_source_index(pp.mode, e, pp.begin[k], in[k]);
       if (s < 0 ? t >= 0 : t != s + (e - o)) break;
       ++e;
     }
@@ -320,21 +299,6 @@ using ops::dm::NearestMode;
 using ops::dm::ResizeMode;
 using ops::dm::ResizeParams;
 
-int64_t resize_nearest_index(NearestMode m, double x) {
-  const double f = std::floor(x);
-  switch (m) {
-    case NearestMode::kRoundPreferFloor:
-      return static_cast<int64_t>(x - f == 0.5 ? f : std::round(x));
-    case NearestMode::kRoundPreferCeil:
-      return static_cast<int64_t>(x - f == 0.5 ? f + 1.0 : std::round(x));
-    case NearestMode::kFloor:
-      return static_cast<int64_t>(f);
-    case NearestMode::kCeil:
-      return static_cast<int64_t>(std::ceil(x));
-  }
-  return 0;
-}
-
 // Per output index of one spatial axis: nearest source index (i0), or the two linear taps i0, i1
 // with weights w0 = 1 - r, w1 = r.
 struct ResizeAxis {
@@ -347,7 +311,7 @@ ResizeAxis resize_axis(const ResizeParams& p, size_t a, int64_t in, int64_t out)
   for (int64_t o = 0; o < out; ++o) {
     double x = ops::dm::resize_source_coord(p, a, o, in, out);
     if (p.mode == ResizeMode::kNearest) {
-      t.i0.push_back(std::clamp<int64_t>(resize_nearest_index(p.nearest, x), 0, in - 1));
+      t.i0.push_back(std::clamp<int64_t>(ops::dm::resize_nearest_index(p.nearest, x), 0, in - 1));
       continue;
     }
     x = std::clamp(x, 0.0, static_cast<double>(in - 1));
