@@ -14,6 +14,7 @@
 
 #include "backends/onednn/kernels/ew_program_impl.h"
 #include "backends/onednn/kernels/ew_vec.h"
+#include "backends/onednn/kernels/parallel.h"
 #include "frame/ops/elementwise.h"
 
 namespace frame::backends::onednn {
@@ -88,16 +89,7 @@ void gather(const InputPlan& ip, const Shape& out_shape, const std::byte* src_by
 
 void gather_any(const InputPlan& ip, const Shape& out_shape, const std::byte* src, int64_t b,
                 int64_t n, std::byte* dst) {
-  switch (ip.elem) {  // by element size: a byte copy, no dtype-specific arithmetic
-    case 1:
-      return gather<uint8_t>(ip, out_shape, src, b, n, dst);
-    case 2:
-      return gather<uint16_t>(ip, out_shape, src, b, n, dst);
-    case 4:
-      return gather<uint32_t>(ip, out_shape, src, b, n, dst);
-    default:
-      return gather<uint64_t>(ip, out_shape, src, b, n, dst);
-  }
+  by_element_size(ip.elem, [&]<typename E>() { gather<E>(ip, out_shape, src, b, n, dst); });
 }
 
 // Fills `count` elements of `dst` by repeating the `period` elements of `src` from index 0.

@@ -24,25 +24,6 @@ namespace {
 using ops::KernelContext;
 using ops::NodeContext;
 
-// Calls f.template operator()<E>() with E the unsigned integer of `size` bytes (1, 2, 4, 8).
-template <typename F>
-void by_element_size(size_t size, F&& f) {
-  switch (size) {
-    case 1:
-      f.template operator()<uint8_t>();
-      break;
-    case 2:
-      f.template operator()<uint16_t>();
-      break;
-    case 4:
-      f.template operator()<uint32_t>();
-      break;
-    default:
-      f.template operator()<uint64_t>();
-      break;
-  }
-}
-
 // ---- gather (ONNX Gather, opset 13) ----
 
 // data viewed as [outer, dim, inner]; output as [outer, n_idx, inner].

@@ -174,20 +174,8 @@ Status strided_kernel(KernelContext& ctx) {
   }
   if (p->numel == 0) return Status();
   const void* src = ctx.input(0).raw_data();
-  switch (p->elem) {  // by element size: a byte move, no dtype-specific arithmetic
-    case 1:
-      run_strided<uint8_t>(*p, src, out.raw_data(), ctx.num_threads);
-      break;
-    case 2:
-      run_strided<uint16_t>(*p, src, out.raw_data(), ctx.num_threads);
-      break;
-    case 4:
-      run_strided<uint32_t>(*p, src, out.raw_data(), ctx.num_threads);
-      break;
-    default:
-      run_strided<uint64_t>(*p, src, out.raw_data(), ctx.num_threads);
-      break;
-  }
+  by_element_size(p->elem,
+                  [&]<typename E>() { run_strided<E>(*p, src, out.raw_data(), ctx.num_threads); });
   return Status();
 }
 

@@ -1,12 +1,15 @@
 #pragma once
 /// \file
-/// Splitting of the onednn backend's byte-moving kernels (layout.cpp, gather_pad_resize.cpp)
-/// over threads by the bytes they move: small copies run inline on the caller, never one chunk
-/// per thread regardless of size (docs/backends/onednn.md "Threads and the wait policy").
+/// Helpers of the onednn backend's byte-moving kernels (layout.cpp, gather_pad_resize.cpp,
+/// ew_program_run.cpp): element-size dispatch (a byte move needs no per-dtype arithmetic,
+/// ARCH-042), and splitting over threads by the bytes they move: small copies run inline on the
+/// caller, never one chunk per thread regardless of size (docs/backends/onednn.md "Threads and the
+/// wait policy").
 
 #include <omp.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 
 namespace frame::backends::onednn {
@@ -30,6 +33,26 @@ void parallel_ranges(int64_t n, int nt, F&& f) {
   {
     const int64_t id = omp_get_thread_num(), team = omp_get_num_threads();
     f(n * id / team, n * (id + 1) / team);
+  }
+}
+
+/// Calls f.template operator()<E>() with E the unsigned integer of `size` bytes (1, 2, 4; any
+/// other size: 8).
+template <typename F>
+void by_element_size(size_t size, F&& f) {
+  switch (size) {
+    case 1:
+      f.template operator()<uint8_t>();
+      break;
+    case 2:
+      f.template operator()<uint16_t>();
+      break;
+    case 4:
+      f.template operator()<uint32_t>();
+      break;
+    default:
+      f.template operator()<uint64_t>();
+      break;
   }
 }
 
