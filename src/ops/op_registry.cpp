@@ -114,7 +114,12 @@ std::string OpRegistry::to_json() const {
     j["name"] = s->name();
     j["doc"] = s->doc();
     j["inputs"] = nlohmann::json::array();
-    for (const ArgSpec& a : s->inputs()) j["inputs"].push_back(arg_json(a));
+    for (const ArgSpec& a : s->inputs()) {
+      nlohmann::json aj = arg_json(a);
+      // ADR 0006: positions whose value decides an output shape (run-time specialization).
+      aj["shape_determining"] = a.shape_determining;
+      j["inputs"].push_back(std::move(aj));
+    }
     if (s->variadic()) {
       j["variadic"] = arg_json(*s->variadic());
       j["variadic"]["min_count"] = s->variadic_min_count();

@@ -298,3 +298,18 @@ TEST(Registry, JsonEntryMatchesGolden) {
 
 }  // namespace
 }  // namespace frame::ops
+
+// ADR 0006: the JSON dump names the inputs whose values decide output shapes. ONNX Reshape's
+// `shape` input decides the output shape; its `data` input does not.
+TEST(Registry, JsonMarksShapeDeterminingInputs) {
+  using frame::ops::OpRegistry;
+  nlohmann::json all = nlohmann::json::parse(OpRegistry::global().to_json());
+  nlohmann::json reshape;
+  for (const auto& op : all) {
+    if (op["name"] == "reshape") reshape = op;
+  }
+  ASSERT_FALSE(reshape.is_null());
+  ASSERT_EQ(reshape["inputs"].size(), 2u);
+  EXPECT_EQ(reshape["inputs"][0]["shape_determining"], false);
+  EXPECT_EQ(reshape["inputs"][1]["shape_determining"], true);
+}
