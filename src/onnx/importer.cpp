@@ -202,8 +202,9 @@ bool is_default_domain(std::string_view d) { return d.empty() || d == "ai.onnx";
 // Converts one ModelProto; one instance per load.
 class Importer {
  public:
-  Importer(const ::onnx::ModelProto& m, const LoadOptions& o, std::string dir)
-      : model_(m), opts_(o), dir_(std::move(dir)) {}
+  Importer(const ::onnx::ModelProto& m, const LoadOptions& o, std::string dir,
+           const std::map<std::string, Tensor>* initializers = nullptr)
+      : model_(m), opts_(o), dir_(std::move(dir)), initializers_(initializers) {}
 
   Result<ir::Graph> run() {
     if (!model_.has_graph()) return invalid_argument("model has no graph");
@@ -291,6 +292,14 @@ class Importer {
       if (t.name().empty()) return invalid_argument("an initializer has no name");
       if (g_.find_value(t.name()) != ir::kNoValue) {
         return invalid_argument("duplicate initializer '{}'", t.name());
+      }
+      // A session's re-import shares the tensors converted once at open (ADR 0006).
+      if (initializers_ != nullptr) {
+        auto it = initializers_->find(t.name());
+        if (it != initializers_->end()) {
+          g_.add_constant(t.name(), it->second);
+          continue;
+        }
       }
       FRAME_ASSIGN_OR_RETURN(Tensor v, tensor_from_proto(t, dir_, opts_.max_tensor_bytes));
       g_.add_constant(t.name(), std::move(v));
@@ -495,6 +504,7 @@ class Importer {
   const ::onnx::ModelProto& model_;
   const LoadOptions& opts_;
   std::string dir_;
+  const std::map<std::string, Tensor>* initializers_;
   std::map<std::string, int> opsets_;
   ir::Graph g_;
 };
@@ -569,6 +579,24 @@ class MappedFile {
 };
 
 }  // namespace
+
+Result<ir::Graph> import_model(const ::onnx::ModelProto& model, const LoadOptions& options,
+                               const std::string& model_dir,
+                               const std::map<std::string, Tensor>* initializers) {
+  Importer imp(model, options, model_dir, initializers);
+  return imp.run();
+}
+
+Status read_model(const std::string& path, size_t max_bytes, ::onnx::ModelProto& model) {
+  FRAME_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file, MappedFile::open(path, max_bytes));
+  Status s = parse_message(file->bytes(), model, "the model");
+  return s.is_ok() ? s : s.with_prefix(fmt::format("{}: ", path));
+}
+
+Status parse_model(std::string_view bytes, ::onnx::ModelProto& model) {
+  return parse_message(bytes, model, "the model");
+}
+
 }  // namespace detail
 
 Result<ir::Graph> load_from_bytes(std::string_view bytes, const LoadOptions& options,
