@@ -7,6 +7,10 @@ bert.onnx: token embedding + one nn.TransformerEncoderLayer (d_model 32, 4 heads
 exported by torch.onnx.export with dynamic batch and sequence axes (dim_param), so the export
 computes its attention reshapes from Shape/Gather/Concat at run time. For each sequence length
 L in SEQ_LENS: bert.ids_L.npy (int64 [2, L]) and bert.expected_L.npy (torch's output).
+
+reshape.onnx: y = Reshape(x, shape) * 2 with x: f32["n"] and the target `shape` a graph input;
+reshape.x.npy (12 values), reshape.shape_K.npy and reshape.expected_K.npy for K in a, b (two
+targets), the expected values from numpy (the onnx here predates onnx.reference).
 """
 
 import argparse
@@ -15,6 +19,7 @@ import os
 import numpy as np
 import onnx
 import torch
+from onnx import TensorProto, helper
 from torch import nn
 
 SEQ_LENS = (5, 8, 13)
@@ -31,11 +36,34 @@ class Bert(nn.Module):
         return self.layer(self.embed(ids))
 
 
+def write_reshape(out):
+    two = helper.make_tensor("two", TensorProto.FLOAT, [1], [2.0])
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["r"], name="reshape"),
+         helper.make_node("Mul", ["r", "two"], ["y"], name="mul")],
+        "reshape_by_input",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"]),
+         helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["r0", "r1"])], [two])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    path = os.path.join(out, "reshape.onnx")
+    onnx.save(model, path)
+    x = np.arange(12, dtype=np.float32) - 3.5
+    np.save(os.path.join(out, "reshape.x.npy"), x)
+    for key, target in (("a", [3, 4]), ("b", [2, 6])):
+        shape = np.array(target, dtype=np.int64)
+        np.save(os.path.join(out, "reshape.shape_%s.npy" % key), shape)
+        y = np.reshape(x, target) * np.float32(2.0)
+        np.save(os.path.join(out, "reshape.expected_%s.npy" % key), y)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    write_reshape(args.out)
     torch.manual_seed(0)
     torch.set_num_threads(1)
     model = Bert().eval()
