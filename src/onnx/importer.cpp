@@ -199,6 +199,10 @@ namespace {
 
 bool is_default_domain(std::string_view d) { return d.empty() || d == "ai.onnx"; }
 
+// Op of the stand-in a structure-only load (LoadOptions::keep_untyped) leaves for a node its
+// converter cannot take; no schema, so value paths pass through it (shape_determining.h).
+constexpr std::string_view kUnconvertedOp = "onnx_unconverted";
+
 // Converts one ModelProto; one instance per load.
 class Importer {
  public:
@@ -498,7 +502,28 @@ class Importer {
     while (!outs.empty() && outs.back().empty()) outs.pop_back();
     ni.set_output_names(std::move(outs));
     ni.set_keep_untyped(opts_.keep_untyped);
-    return (row->convert != nullptr ? row->convert : &convert_default)(ni, row->frame_op);
+    Status s = (row->convert != nullptr ? row->convert : &convert_default)(ni, row->frame_op);
+    if (s.is_ok() || !opts_.keep_untyped) return s;
+    // Analysis only: a node the converter cannot take without values (an input it needs as
+    // a constant, an untyped input) becomes an untyped stand-in reading every input, so the
+    // rest of the structure still imports and value paths through it are kept.
+    for (const std::string& o : n.output()) {
+      if (!o.empty() && g_.find_value(o) != ir::kNoValue) return s;
+    }
+    std::vector<ir::ValueId> ins;
+    for (const std::string& in : n.input()) {
+      if (!in.empty()) ins.push_back(g_.find_value(in));
+    }
+    std::vector<std::string> stand_in(n.output().begin(), n.output().end());
+    while (!stand_in.empty() && stand_in.back().empty()) stand_in.pop_back();
+    if (stand_in.empty()) return s;
+    for (std::string& o : stand_in) {
+      if (o.empty()) o = g_.unique_value_name(name + ":unused");
+    }
+    const int count = static_cast<int>(stand_in.size());
+    Result<ir::NodeId> id = g_.create_node(kUnconvertedOp, g_.unique_node_name(name),
+                                           std::move(ins), count, {}, std::move(stand_in));
+    return id.is_ok() ? Status() : s;
   }
 
   const ::onnx::ModelProto& model_;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 #include <utility>
 
 #include "frame/passes/shape_determining.h"
@@ -40,6 +41,39 @@ runtime::ValueInfo value_info(const ::onnx::ValueInfoProto& v, DTypeCode dtype) 
     vi.dims.push_back(std::move(dim));
   }
   return vi;
+}
+
+// Graph inputs whose values reach a position a converter needs as a constant at import
+// (needs_constant_at_import): walking the ONNX nodes forward, every node carries its inputs'
+// value dependence to its outputs except Shape and Size (they read only the shape).
+std::set<std::string> import_shape_determining(const ::onnx::GraphProto& gp,
+                                               const std::vector<runtime::ValueInfo>& inputs) {
+  std::map<std::string, std::set<std::string>> reach;
+  for (const runtime::ValueInfo& vi : inputs) reach[vi.name] = {vi.name};
+  std::set<std::string> out;
+  // ONNX lists nodes in topological order; repeat until stable for models that do not.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const ::onnx::NodeProto& n : gp.node()) {
+      std::set<std::string> from;
+      for (int i = 0; i < n.input_size(); ++i) {
+        auto it = reach.find(n.input(i));
+        if (it == reach.end()) continue;
+        if (detail::needs_constant_at_import(n.domain(), n.op_type(), static_cast<size_t>(i))) {
+          out.insert(it->second.begin(), it->second.end());
+        }
+        from.insert(it->second.begin(), it->second.end());
+      }
+      if (from.empty() || n.op_type() == "Shape" || n.op_type() == "Size") continue;
+      for (const std::string& o : n.output()) {
+        std::set<std::string>& r = reach[o];
+        const size_t before = r.size();
+        r.insert(from.begin(), from.end());
+        changed = changed || r.size() != before;
+      }
+    }
+  }
+  return out;
 }
 
 Result<runtime::Session> open(std::shared_ptr<ParsedModel> pm, const std::string& name,
@@ -94,8 +128,12 @@ Result<runtime::Session> open(std::shared_ptr<ParsedModel> pm, const std::string
   }
   Result<ir::Graph> structure = detail::import_model(pm->model, probe, pm->dir, &pm->initializers);
   if (!structure.is_ok()) return structure.status().with_prefix(name + ": ");
-  for (const passes::ShapeDeterminingInput& sd : passes::shape_determining_inputs(*structure)) {
-    src.shape_determining.push_back(sd.name);
+  std::set<std::string> sd = import_shape_determining(gp, src.inputs);
+  for (const passes::ShapeDeterminingInput& s : passes::shape_determining_inputs(*structure)) {
+    sd.insert(s.name);
+  }
+  for (const runtime::ValueInfo& vi : src.inputs) {
+    if (sd.count(vi.name) > 0) src.shape_determining.push_back(vi.name);
   }
   for (const auto& out : gp.output()) {
     Result<DTypeCode> dt = detail::dtype_from_onnx(out.type().tensor_type().elem_type());

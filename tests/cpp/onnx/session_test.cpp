@@ -294,3 +294,37 @@ TEST(OnnxSession, BertWithDynamicAxesAtThreeSequenceLengths) {
 
 }  // namespace
 }  // namespace frame::onnx
+
+namespace frame::onnx {
+namespace {
+
+using namespace testing;  // NOLINT(google-build-using-namespace)
+
+TEST(OnnxSession, InputTheConverterNeedsAsAValue) {
+  // ReverseSequence's sequence_lens is read at import (the gather index is built from it):
+  // fed as an input, it is shape-determining for the session and bound per run.
+  ModelBuilder m(10);
+  m.input("x", {3, 2}).input("lens", {2}, ::onnx::TensorProto::INT64).output("y");
+  m.add(node("ReverseSequence", {"x", "lens"}, {"y"}, "rev",
+             {attr_i("batch_axis", 1), attr_i("time_axis", 0)}));
+  Result<runtime::Session> s = open_session_from_bytes(m.bytes(), cpu_options());
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  EXPECT_EQ(s->shape_determining_inputs(), std::vector<std::string>{"lens"});
+  // x[t][b] = 10 t + b; batch 0 reverses its first 3 steps, batch 1 its first 2.
+  const Tensor x = Tensor::from_vector<float>({3, 2}, {0, 1, 10, 11, 20, 21});
+  Result<TensorMap> out = s->run({{"x", x}, {"lens", Tensor::from_vector<int64_t>({2}, {3, 2})}});
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  const std::vector<float> expected = {20, 11, 10, 1, 0, 21};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(out->at("y").data<float>()[i], expected[i]) << i;
+  }
+  out = s->run({{"x", x}, {"lens", Tensor::from_vector<int64_t>({2}, {1, 3})}});
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  const std::vector<float> expected2 = {0, 21, 10, 11, 20, 1};
+  for (size_t i = 0; i < expected2.size(); ++i) {
+    EXPECT_EQ(out->at("y").data<float>()[i], expected2[i]) << i;
+  }
+}
+
+}  // namespace
+}  // namespace frame::onnx
