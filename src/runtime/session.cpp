@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <future>
 #include <list>
 #include <mutex>
 #include <set>
@@ -221,30 +222,48 @@ class SessionImpl {
     return std::shared_ptr<const Compiled>(std::move(c));
   }
 
-  // The specialization for the validated inputs: a held one (an LRU touch), or a new one
-  // compiled outside the lock and inserted.
+  // The specialization for the validated inputs: a held one (an LRU touch), one another run
+  // is compiling (waited for), or a new one compiled outside the lock and inserted.
   Result<std::shared_ptr<const Compiled>> get(const std::vector<const Tensor*>& by_index) const {
     thread_local Key key;
     make_key(by_index, key);
+    std::promise<Result<std::shared_ptr<const Compiled>>> promise;
     {
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
       if (auto it = index_.find(key); it != index_.end()) {
         lru_.splice(lru_.begin(), lru_, it->second);
         ++stats_.hits;
         return it->second->compiled;
       }
+      if (auto it = inflight_.find(key); it != inflight_.end()) {
+        // Concurrent runs of a new key compile it once.
+        std::shared_future<Result<std::shared_ptr<const Compiled>>> pending = it->second;
+        ++stats_.hits;
+        lock.unlock();
+        return pending.get();
+      }
       ++stats_.misses;
+      inflight_.emplace(key, promise.get_future().share());
     }
-    FRAME_ASSIGN_OR_RETURN(std::shared_ptr<const Compiled> c, compile_for(by_index));
+    Result<std::shared_ptr<const Compiled>> compiled = compile_for(by_index);
+    {
+      std::lock_guard lock(mu_);
+      inflight_.erase(key);
+      if (compiled.is_ok()) insert(key, *compiled);
+    }
+    promise.set_value(compiled);
+    return compiled;
+  }
+
+  // Adds a compiled specialization and evicts least recently used entries beyond the bounds.
+  // Caller holds mu_.
+  void insert(const Key& key, const std::shared_ptr<const Compiled>& c) const {
+    last_report_ = c->exe.report();
     const size_t bytes =
         c->exe.report().peak_arena_bytes + owned_constant_bytes(c->exe.compiled_graph());
-    std::lock_guard lock(mu_);
-    last_report_ = c->exe.report();
-    // Another thread may have compiled the same key meanwhile: keep one entry.
-    if (auto it = index_.find(key); it != index_.end()) return it->second->compiled;
     if (bytes > options_.max_cache_bytes) {
       ++stats_.evictions;  // run once, not kept
-      return c;
+      return;
     }
     lru_.push_front(Entry{key, c, bytes});
     index_.emplace(key, lru_.begin());
@@ -256,7 +275,6 @@ class SessionImpl {
       lru_.pop_back();
       ++stats_.evictions;
     }
-    return c;
   }
 
   Result<std::shared_ptr<const Compiled>> lookup(const TensorMap& inputs) const {
@@ -283,6 +301,10 @@ class SessionImpl {
   mutable std::mutex mu_;
   mutable std::list<Entry> lru_;  // most recently used first
   mutable std::unordered_map<Key, std::list<Entry>::iterator, KeyHash> index_;
+  // Keys being compiled, so concurrent runs of one new key wait instead of compiling again.
+  mutable std::unordered_map<Key, std::shared_future<Result<std::shared_ptr<const Compiled>>>,
+                             KeyHash>
+      inflight_;
   mutable CacheStats stats_;
   mutable std::optional<CompileReport> last_report_;
 };

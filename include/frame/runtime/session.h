@@ -96,10 +96,12 @@ struct SessionOptions {
 
 /// Counters of a Session's specialization cache.
 struct CacheStats {
-  size_t entries = 0;      ///< specializations held now
-  size_t bytes = 0;        ///< their estimated bytes (SessionOptions::max_cache_bytes)
-  uint64_t hits = 0;       ///< runs served by a held specialization
-  uint64_t misses = 0;     ///< runs that compiled one
+  size_t entries = 0;  ///< specializations held now
+  size_t bytes = 0;    ///< their estimated bytes (SessionOptions::max_cache_bytes)
+  /// Runs served without compiling: by a held specialization, or by one another run was
+  /// compiling for the same key at the time (concurrent runs of a new key compile it once).
+  uint64_t hits = 0;
+  uint64_t misses = 0;     ///< runs that compiled a specialization
   uint64_t evictions = 0;  ///< entries dropped by a bound, plus ones too large to keep
 };
 

@@ -292,14 +292,6 @@ TEST(OnnxSession, BertWithDynamicAxesAtThreeSequenceLengths) {
   EXPECT_EQ(s->cache_stats().misses, 3u);
 }
 
-}  // namespace
-}  // namespace frame::onnx
-
-namespace frame::onnx {
-namespace {
-
-using namespace testing;  // NOLINT(google-build-using-namespace)
-
 TEST(OnnxSession, InputTheConverterNeedsAsAValue) {
   // ReverseSequence's sequence_lens is read at import (the gather index is built from it):
   // fed as an input, it is shape-determining for the session and bound per run.

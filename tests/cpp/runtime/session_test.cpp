@@ -126,5 +126,30 @@ TEST(Session, CreateRejectsABadSource) {
   EXPECT_FALSE(Session::create(src).is_ok());
 }
 
+TEST(Session, ConcurrentRunsOfOneNewKeyCompileItOnce) {
+  Result<Session> s = Session::from_graph(reshape_graph(), cpu());
+  ASSERT_TRUE(s.is_ok());
+  constexpr int kThreads = 8;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      Result<TensorMap> out =
+          s->run({{"x", kX}, {"target", Tensor::from_vector<int64_t>({2}, {4, 3})}});
+      bool ok = out.is_ok() && out->at("y").shape() == Shape{4, 3};
+      for (int64_t k = 0; ok && k < 12; ++k) {
+        ok = out->at("y").data<float>()[k] == static_cast<float>(k);
+      }
+      if (!ok) ++wrong;
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  const CacheStats st = s->cache_stats();
+  EXPECT_EQ(st.misses, 1u);
+  EXPECT_EQ(st.hits, static_cast<uint64_t>(kThreads - 1));
+  EXPECT_EQ(st.entries, 1u);
+}
+
 }  // namespace
 }  // namespace frame::runtime
