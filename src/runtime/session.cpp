@@ -328,6 +328,14 @@ Result<Session> Session::create(ModelSource source, SessionOptions options) {
           sd);
     }
   }
+  std::vector<std::string> in_model_order;
+  for (const ValueInfo& vi : source.inputs) {
+    if (std::find(source.shape_determining.begin(), source.shape_determining.end(), vi.name) !=
+        source.shape_determining.end()) {
+      in_model_order.push_back(vi.name);
+    }
+  }
+  source.shape_determining = std::move(in_model_order);
   return Session(std::make_shared<SessionImpl>(std::move(source), std::move(options)));
 }
 

@@ -35,6 +35,7 @@ namespace frame::runtime {
 struct Dim {
   int64_t value = -1;  ///< the size; -1 when symbolic or unknown
   std::string param;   ///< the symbolic name; empty when concrete or unknown
+  /// True when the dim has a fixed size (`value`).
   bool is_concrete() const { return value >= 0; }
 };
 
@@ -105,6 +106,7 @@ struct CacheStats {
   uint64_t evictions = 0;  ///< entries dropped by a bound, plus ones too large to keep
 };
 
+/// The shared state of a Session (src/runtime/session.cpp).
 class SessionImpl;
 
 /// An inference session (ADR 0006 decisions 3, 4, 6). Copies share the model and the cache.
@@ -119,6 +121,7 @@ class Session {
   /// constants per run, so one graph serves every value of them. Constants are shared.
   static Result<Session> from_graph(ir::Graph graph, SessionOptions options = {});
 
+  /// Copies and moves share the model and the cache (a handle).
   Session(const Session&);
   Session& operator=(const Session&);
   Session(Session&&) noexcept;
