@@ -297,8 +297,9 @@ class Importer {
       if (g_.find_value(t.name()) != ir::kNoValue) {
         return invalid_argument("duplicate initializer '{}'", t.name());
       }
-      // A session's re-import shares the tensors converted once at open (ADR 0006).
-      if (initializers_ != nullptr) {
+      // A session's re-import shares the main graph's tensors converted once at open
+      // (ADR 0006); subgraph initializers are converted as usual.
+      if (initializers_ != nullptr && &gp == &model_.graph()) {
         auto it = initializers_->find(t.name());
         if (it != initializers_->end()) {
           g_.add_constant(t.name(), it->second);

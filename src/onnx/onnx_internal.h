@@ -134,7 +134,7 @@ struct OpRow {
 Status convert_default(NodeImporter& n, std::string_view frame_op);
 
 /// Imports a parsed model (what load() does after parsing). `initializers`, when not null,
-/// maps initializer names to tensors converted before (a session's re-import per
+/// maps the main graph's initializer names to tensors converted before (a session's re-import per
 /// specialization shares them instead of converting the TensorProtos again; ADR 0006);
 /// initializers missing from it are converted.
 Result<ir::Graph> import_model(const ::onnx::ModelProto& model, const LoadOptions& options,
