@@ -25,3 +25,21 @@ if(TARGET frame_ops_tests)
   add_test(NAME op_db_support_matrix COMMAND frame_ops_tests --gtest_filter=OpDb.*
            WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
 endif()
+
+# Session test models (tests/session/gen_session_models.py, ADR 0006): a small BERT-style
+# encoder exported by torch with dynamic batch and sequence axes, with torch's outputs at three
+# sequence lengths; read by tests/cpp/onnx/session_test.cpp.
+set(FRAME_SESSION_MODELS_DIR ${CMAKE_BINARY_DIR}/session_models)
+add_custom_command(
+  OUTPUT ${FRAME_SESSION_MODELS_DIR}/bert.onnx
+  COMMAND ${FRAME_OP_DB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/session/gen_session_models.py
+          --out ${FRAME_SESSION_MODELS_DIR}
+  DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/session/gen_session_models.py
+  COMMENT "Generating the session test models in ${FRAME_SESSION_MODELS_DIR}"
+  VERBATIM)
+add_custom_target(frame_session_models DEPENDS ${FRAME_SESSION_MODELS_DIR}/bert.onnx)
+if(TARGET frame_onnx_tests)
+  add_dependencies(frame_onnx_tests frame_session_models)
+  target_compile_definitions(frame_onnx_tests PRIVATE
+    FRAME_SESSION_MODELS_DIR="${FRAME_SESSION_MODELS_DIR}")
+endif()

@@ -53,6 +53,24 @@ ValueId Graph::add_input(std::string name, TensorType type) {
   return id;
 }
 
+Status Graph::bind_input(ValueId v, Tensor value) {
+  auto it = std::find(inputs_.begin(), inputs_.end(), v);
+  if (it == inputs_.end()) {
+    return invalid_argument("bind_input: value {} is not a graph input", static_cast<int64_t>(v));
+  }
+  Value& val = values_[static_cast<size_t>(v)];
+  if (val.type && (val.type->dtype != value.dtype() || val.type->shape != value.shape())) {
+    return invalid_argument("graph input '{}': the bound value is {}{}, the input is {}{}",
+                            val.name, dtype_name(value.dtype()), shape_to_string(value.shape()),
+                            dtype_name(val.type->dtype), shape_to_string(val.type->shape));
+  }
+  inputs_.erase(it);
+  val.is_graph_input = false;
+  val.type = TensorType{value.dtype(), value.shape()};
+  val.constant = std::move(value);
+  return Status();
+}
+
 ValueId Graph::add_constant(std::string name, Tensor value) {
   if (name.empty()) name = unique_value_name("const");
   const auto id = static_cast<ValueId>(values_.size());

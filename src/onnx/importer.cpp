@@ -199,11 +199,16 @@ namespace {
 
 bool is_default_domain(std::string_view d) { return d.empty() || d == "ai.onnx"; }
 
+// Op of the stand-in a structure-only load (LoadOptions::keep_untyped) leaves for a node its
+// converter cannot take; no schema, so value paths pass through it (shape_determining.h).
+constexpr std::string_view kUnconvertedOp = "onnx_unconverted";
+
 // Converts one ModelProto; one instance per load.
 class Importer {
  public:
-  Importer(const ::onnx::ModelProto& m, const LoadOptions& o, std::string dir)
-      : model_(m), opts_(o), dir_(std::move(dir)) {}
+  Importer(const ::onnx::ModelProto& m, const LoadOptions& o, std::string dir,
+           const std::map<std::string, Tensor>* initializers = nullptr)
+      : model_(m), opts_(o), dir_(std::move(dir)), initializers_(initializers) {}
 
   Result<ir::Graph> run() {
     if (!model_.has_graph()) return invalid_argument("model has no graph");
@@ -291,6 +296,15 @@ class Importer {
       if (t.name().empty()) return invalid_argument("an initializer has no name");
       if (g_.find_value(t.name()) != ir::kNoValue) {
         return invalid_argument("duplicate initializer '{}'", t.name());
+      }
+      // A session's re-import shares the main graph's tensors converted once at open
+      // (ADR 0006); subgraph initializers are converted as usual.
+      if (initializers_ != nullptr && &gp == &model_.graph()) {
+        auto it = initializers_->find(t.name());
+        if (it != initializers_->end()) {
+          g_.add_constant(t.name(), it->second);
+          continue;
+        }
       }
       FRAME_ASSIGN_OR_RETURN(Tensor v, tensor_from_proto(t, dir_, opts_.max_tensor_bytes));
       g_.add_constant(t.name(), std::move(v));
@@ -489,12 +503,34 @@ class Importer {
     while (!outs.empty() && outs.back().empty()) outs.pop_back();
     ni.set_output_names(std::move(outs));
     ni.set_keep_untyped(opts_.keep_untyped);
-    return (row->convert != nullptr ? row->convert : &convert_default)(ni, row->frame_op);
+    Status s = (row->convert != nullptr ? row->convert : &convert_default)(ni, row->frame_op);
+    if (s.is_ok() || !opts_.keep_untyped) return s;
+    // Analysis only: a node the converter cannot take without values (an input it needs as
+    // a constant, an untyped input) becomes an untyped stand-in reading every input, so the
+    // rest of the structure still imports and value paths through it are kept.
+    for (const std::string& o : n.output()) {
+      if (!o.empty() && g_.find_value(o) != ir::kNoValue) return s;
+    }
+    std::vector<ir::ValueId> ins;
+    for (const std::string& in : n.input()) {
+      if (!in.empty()) ins.push_back(g_.find_value(in));
+    }
+    std::vector<std::string> stand_in(n.output().begin(), n.output().end());
+    while (!stand_in.empty() && stand_in.back().empty()) stand_in.pop_back();
+    if (stand_in.empty()) return s;
+    for (std::string& o : stand_in) {
+      if (o.empty()) o = g_.unique_value_name(name + ":unused");
+    }
+    const int count = static_cast<int>(stand_in.size());
+    Result<ir::NodeId> id = g_.create_node(kUnconvertedOp, g_.unique_node_name(name),
+                                           std::move(ins), count, {}, std::move(stand_in));
+    return id.is_ok() ? Status() : s;
   }
 
   const ::onnx::ModelProto& model_;
   const LoadOptions& opts_;
   std::string dir_;
+  const std::map<std::string, Tensor>* initializers_;
   std::map<std::string, int> opsets_;
   ir::Graph g_;
 };
@@ -569,6 +605,24 @@ class MappedFile {
 };
 
 }  // namespace
+
+Result<ir::Graph> import_model(const ::onnx::ModelProto& model, const LoadOptions& options,
+                               const std::string& model_dir,
+                               const std::map<std::string, Tensor>* initializers) {
+  Importer imp(model, options, model_dir, initializers);
+  return imp.run();
+}
+
+Status read_model(const std::string& path, size_t max_bytes, ::onnx::ModelProto& model) {
+  FRAME_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file, MappedFile::open(path, max_bytes));
+  Status s = parse_message(file->bytes(), model, "the model");
+  return s.is_ok() ? s : s.with_prefix(fmt::format("{}: ", path));
+}
+
+Status parse_model(std::string_view bytes, ::onnx::ModelProto& model) {
+  return parse_message(bytes, model, "the model");
+}
+
 }  // namespace detail
 
 Result<ir::Graph> load_from_bytes(std::string_view bytes, const LoadOptions& options,

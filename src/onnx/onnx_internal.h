@@ -5,6 +5,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -131,6 +132,24 @@ struct OpRow {
 
 /// Passes inputs and attributes through unchanged (the conversion of most rows).
 Status convert_default(NodeImporter& n, std::string_view frame_op);
+
+/// Imports a parsed model (what load() does after parsing). `initializers`, when not null,
+/// maps the main graph's initializer names to tensors converted before (a session's re-import per
+/// specialization shares them instead of converting the TensorProtos again; ADR 0006);
+/// initializers missing from it are converted.
+Result<ir::Graph> import_model(const ::onnx::ModelProto& model, const LoadOptions& options,
+                               const std::string& model_dir,
+                               const std::map<std::string, Tensor>* initializers = nullptr);
+/// Reads and parses the model file at `path` (memory-mapped). Errors: kIo.
+Status read_model(const std::string& path, size_t max_bytes, ::onnx::ModelProto& model);
+/// Parses serialized ModelProto bytes. Errors: kIo (truncated or corrupt).
+Status parse_model(std::string_view bytes, ::onnx::ModelProto& model);
+
+/// Whether a converter reads input `input` of (domain, op_type) as a value at import (its
+/// result is built from it: ReverseSequence sequence_lens, MaxUnpool output_shape). A graph
+/// input reaching such a position is shape-determining for a session (ADR 0006) although no
+/// frame schema sees it.
+bool needs_constant_at_import(std::string_view domain, std::string_view op_type, size_t input);
 
 /// The row serving (domain, op_type) at `opset`, or nullptr.
 const OpRow* find_op(std::string_view domain, std::string_view op_type, int opset);

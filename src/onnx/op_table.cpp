@@ -356,6 +356,15 @@ Status convert_hardmax(NodeImporter& n, std::string_view) {
   return n.emit("reshape", {oh[0], n.const_i64(t.shape)}, {});
 }
 
+}  // namespace
+
+bool needs_constant_at_import(std::string_view domain, std::string_view op_type, size_t input) {
+  if (!domain.empty() && domain != "ai.onnx") return false;
+  return (op_type == "ReverseSequence" && input == 1) || (op_type == "MaxUnpool" && input == 2);
+}
+
+namespace {
+
 // ReverseSequence: gather_elements along time_axis with an index tensor built from the
 // (constant) sequence_lens: index t < len[b] ? len[b] - 1 - t : t.
 Status convert_reverse_sequence(NodeImporter& n, std::string_view) {

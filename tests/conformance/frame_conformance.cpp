@@ -3,8 +3,9 @@
 //   frame_conformance --cases CASES.tsv --results RESULTS.tsv [--timeout S] [--filter SUBSTR]
 //
 // CASES.tsv lists one case directory per line (written by run_conformance.py, which applies
-// classify.py's skip list). For each case: load model.onnx, compile for "cpu", feed
-// test_data_set_*/input_*.pb, compare with output_*.pb under the BUILD-011 op tolerance.
+// classify.py's skip list). For each case: open model.onnx as a runtime::Session on "cpu" (or
+// FRAME_CONFORMANCE_BACKENDS), feed test_data_set_*/input_*.pb as the inputs they name, exactly
+// as the suite ships them, and compare with output_*.pb under the BUILD-011 op tolerance.
 // Each case runs in a forked child so a crash or hang fails that case only. RESULTS.tsv gets
 // "case<TAB>pass|fail<TAB>stage<TAB>message" per case.
 #include <fcntl.h>
@@ -25,7 +26,8 @@
 
 #include "common/tolerance.h"
 #include "frame/onnx/onnx.h"
-#include "frame/runtime/compile.h"
+#include "frame/onnx/session.h"
+#include "frame/runtime/session.h"
 
 namespace fs = std::filesystem;
 using frame::Result;
@@ -62,109 +64,81 @@ std::string one_line(std::string s) {
   return s;
 }
 
-// Which graph inputs to bind as constants: level 0 none; level 1 parameter-like inputs
-// (integer tensors and 1-D tensors of at most 16 elements: shapes, axes, scales, bounds)
-// after the first; level 2 those including the first; level 3 all. A case is first tried
-// with real graph inputs; values that must be static (ARCH-044) need a higher level.
-bool frozen_at(int level, size_t index, const Tensor& t) {
-  if (level == 0) return false;
-  if (level == 3) return true;
-  const bool param = frame::is_integral(t.dtype()) || (t.rank() <= 1 && t.numel() <= 16);
-  return param && (level == 2 || index > 0);
-}
-
-Outcome run_set(const fs::path& dir, const fs::path& data, int level, std::string* frozen) {
-  std::vector<std::pair<std::string, Tensor>> in_tensors;
-  for (const fs::path& f : sorted_files(data, "input_")) {
-    std::string name;
-    Result<Tensor> t = frame::onnx::read_tensor_proto(f.string(), &name, kUInt16As);
-    if (!t.is_ok()) return {false, "data", t.status().message()};
-    in_tensors.emplace_back(name, *t);
-  }
-  // Input .pb files carry the graph input name; without one, fall back to declaration order.
-  frame::onnx::LoadOptions lo;
-  std::vector<std::string> declared;
-  for (const auto& [name, t] : in_tensors) {
-    if (!name.empty()) continue;
-    Result<frame::ir::Graph> probe = frame::onnx::load((dir / "model.onnx").string());
-    if (!probe.is_ok()) return {false, "load", probe.status().message()};
-    for (frame::ir::ValueId v : probe->inputs()) declared.push_back(probe->value(v).name);
-    break;
-  }
-  frame::runtime::TensorMap feeds;
-  for (size_t i = 0; i < in_tensors.size(); ++i) {
-    std::string name = in_tensors[i].first;
-    if (name.empty() && i < declared.size()) name = declared[i];
-    if (frozen_at(level, i, in_tensors[i].second)) {
-      lo.constant_inputs[name] = in_tensors[i].second;
-      *frozen += (frozen->empty() ? "" : ",") + name;
-    } else {
-      feeds[name] = in_tensors[i].second;
-    }
-  }
-  Result<frame::ir::Graph> g = frame::onnx::load((dir / "model.onnx").string(), lo);
-  if (!g.is_ok()) return {false, "load", g.status().message()};
-  frame::runtime::CompileOptions co;
-  // FRAME_CONFORMANCE_BACKENDS ("auto", "onednn,cpu", ...) runs the suite on another chain;
-  // the default is the cpu reference backend.
-  co.backends = {"cpu"};
+// The backend chain: FRAME_CONFORMANCE_BACKENDS ("auto", "onednn,cpu", ...) runs the suite on
+// another chain; the default is the cpu reference backend.
+std::vector<std::string> backends() {
+  std::vector<std::string> out = {"cpu"};
   if (const char* b = std::getenv("FRAME_CONFORMANCE_BACKENDS"); b != nullptr && *b != '\0') {
-    co.backends.clear();
+    out.clear();
     std::string list = b;
     for (size_t pos = 0; pos <= list.size();) {
       const size_t comma = std::min(list.find(',', pos), list.size());
-      if (comma > pos) co.backends.push_back(list.substr(pos, comma - pos));
+      if (comma > pos) out.push_back(list.substr(pos, comma - pos));
       pos = comma + 1;
     }
   }
-  co.num_threads = 1;
-  co.use_cache = false;
-  Result<frame::runtime::Executable> exe = frame::runtime::compile(*g, co);
+  return out;
+}
+
+// One test_data_set: every input_N.pb is fed as the graph input it names, exactly as the suite
+// ships it (nothing is bound as a constant by the harness; the session specializes, ADR 0006).
+Outcome run_set(const frame::runtime::Session& session, const fs::path& data) {
+  frame::runtime::TensorMap feeds;
+  const auto in_files = sorted_files(data, "input_");
+  for (size_t i = 0; i < in_files.size(); ++i) {
+    std::string name;
+    Result<Tensor> t = frame::onnx::read_tensor_proto(in_files[i].string(), &name, kUInt16As);
+    if (!t.is_ok()) return {false, "data", t.status().message()};
+    // Input .pb files carry the graph input name; without one, declaration order.
+    if (name.empty() && i < session.inputs().size()) name = session.inputs()[i].name;
+    feeds[name] = *t;
+  }
+  Result<frame::runtime::Executable> exe = session.prepare(feeds);
   if (!exe.is_ok()) return {false, "compile", exe.status().message()};
-  Result<frame::runtime::TensorMap> out = exe->run(feeds);
+  Result<frame::runtime::TensorMap> out = session.run(feeds);
   if (!out.is_ok()) return {false, "run", out.status().message()};
   const auto out_files = sorted_files(data, "output_");
-  const auto& out_sig = exe->output_signature();
-  if (out_files.size() != out_sig.size()) {
-    return {false, "compare",
-            fmt::format("{} expected outputs, the model has {}", out_files.size(), out_sig.size())};
+  const auto& declared = session.outputs();
+  if (out_files.size() != declared.size()) {
+    return {
+        false, "compare",
+        fmt::format("{} expected outputs, the model has {}", out_files.size(), declared.size())};
   }
   for (size_t i = 0; i < out_files.size(); ++i) {
     Result<Tensor> e = frame::onnx::read_tensor_proto(out_files[i].string(), nullptr, kUInt16As);
     if (!e.is_ok()) return {false, "data", e.status().message()};
-    const Tensor& a = out->at(out_sig[i].first);
+    auto it = out->find(declared[i].name);
+    if (it == out->end()) {
+      return {false, "compare", fmt::format("output {} '{}' missing", i, declared[i].name)};
+    }
     frame::test::CompareResult c =
-        frame::test::compare_tensors(a, *e, frame::test::tolerance_for(e->dtype()));
+        frame::test::compare_tensors(it->second, *e, frame::test::tolerance_for(e->dtype()));
     if (!c.ok) {
-      return {false, "compare", fmt::format("output {} '{}': {}", i, out_sig[i].first, c.message)};
+      return {false, "compare", fmt::format("output {} '{}': {}", i, declared[i].name, c.message)};
     }
   }
   return {true, "", ""};
 }
 
+// One session per case, shared by its data sets (a later set with other shapes or values gets
+// its own specialization).
 Outcome run_case(const fs::path& dir) {
+  frame::runtime::SessionOptions so;
+  so.compile.backends = backends();
+  so.compile.num_threads = 1;
+  Result<frame::runtime::Session> session =
+      frame::onnx::open_session((dir / "model.onnx").string(), so);
   int sets = 0;
-  std::string note;
   for (int set = 0;; ++set) {
     const fs::path data = dir / ("test_data_set_" + std::to_string(set));
     if (!fs::is_directory(data)) break;
     ++sets;
-    Outcome first;
-    Outcome o;
-    std::string frozen;
-    for (int level = 0; level <= 3; ++level) {
-      frozen.clear();
-      o = run_set(dir, data, level, &frozen);
-      if (level == 0) first = o;
-      // Only load/compile failures can be caused by inputs that must be static.
-      if (o.pass || (o.stage != "load" && o.stage != "compile")) break;
-    }
-    // Report the attempt that got furthest: a run/compare failure, else the plain one.
-    if (!o.pass) return (o.stage == "run" || o.stage == "compare") ? o : first;
-    if (!frozen.empty()) note = "inputs bound as constants: " + frozen;
+    if (!session.is_ok()) return {false, "load", session.status().message()};
+    Outcome o = run_set(*session, data);
+    if (!o.pass) return o;
   }
   if (sets == 0) return {false, "data", "no test_data_set_* directory"};
-  return {true, note.empty() ? "" : "frozen", note};
+  return {true, "", ""};
 }
 
 // Runs one case in a child process; a crash, abort or timeout fails the case.

@@ -1,8 +1,9 @@
 // `frame run [MODEL.onnx] [--backend B] [--input NAME=FILE.npy ...] [--shape NAME=d0,d1 ...]
 // [--threads N] [--repeat N] [--output-dir DIR] [--json] [--profile] [--profile-json FILE]`:
-// load, compile and run a model; print each output's summary, the per-stage times and, with
-// --profile, per-node times. Without MODEL it runs the bundled small CNN on its bundled input
-// and compares with the bundled expected output.
+// open a model as a runtime::Session, specialize it for the given inputs (ADR 0006), run it;
+// print each output's summary, the per-stage times and, with --profile, per-node times. Without
+// MODEL it runs the bundled small CNN on its bundled input and compares with the bundled expected
+// output.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -19,7 +20,9 @@
 #include "commands.h"
 #include "frame/core/npy.h"
 #include "frame/onnx/onnx.h"
+#include "frame/onnx/session.h"
 #include "frame/runtime/compile.h"
+#include "frame/runtime/session.h"
 #include "frame/runtime/threads.h"
 #include "model_util.h"
 
@@ -84,6 +87,66 @@ void print_profile(const runtime::Profile& prof) {
   t.print();
 }
 
+// Fills `inputs` with a tensor for every model input without a file: random values (a fixed
+// seed per input position) of the --shape given, else of the declared static shape. A
+// shape-determining input needs its value from a file. Returns the names of the random inputs.
+// Errors name the input and what to pass.
+Result<std::vector<std::string>> complete_inputs(const runtime::Session& session,
+                                                 const std::map<std::string, Shape>& shapes,
+                                                 runtime::TensorMap& inputs) {
+  std::vector<std::string> names;
+  for (const runtime::ValueInfo& vi : session.inputs()) names.push_back(vi.name);
+  for (const auto& [name, t] : inputs) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      return invalid_argument("--input {}: the model has no input '{}' (inputs: {})", name, name,
+                              fmt::join(names, ", "));
+    }
+  }
+  for (const auto& [name, shape] : shapes) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      return invalid_argument("--shape {}: the model has no input '{}' (inputs: {})", name, name,
+                              fmt::join(names, ", "));
+    }
+    auto it = inputs.find(name);
+    if (it != inputs.end() && it->second.shape() != shape) {
+      return invalid_argument("--shape {}={} disagrees with the shape {} of its --input file", name,
+                              fmt::join(shape, ","), shape_to_string(it->second.shape()));
+    }
+  }
+  const std::vector<std::string>& sd = session.shape_determining_inputs();
+  std::vector<std::string> random;
+  uint64_t seed = 0;
+  for (const runtime::ValueInfo& vi : session.inputs()) {
+    const uint64_t this_seed = seed++;
+    if (inputs.count(vi.name) > 0) continue;
+    if (std::find(sd.begin(), sd.end(), vi.name) != sd.end()) {
+      return invalid_argument(
+          "input '{}' ({}) decides output shapes (ADR 0006): its value is needed; pass "
+          "--input {}=FILE.npy",
+          vi.name, vi.to_string(), vi.name);
+    }
+    Shape shape;
+    if (auto it = shapes.find(vi.name); it != shapes.end()) {
+      shape = it->second;
+    } else {
+      bool concrete = vi.has_shape;
+      for (const runtime::Dim& d : vi.dims) {
+        concrete = concrete && d.is_concrete();
+        shape.push_back(d.value);
+      }
+      if (!concrete) {
+        return invalid_argument(
+            "input '{}' is {}: give a concrete shape with --shape {}=d0,d1,... or its values "
+            "with --input {}=FILE.npy",
+            vi.name, vi.to_string(), vi.name, vi.name);
+      }
+    }
+    inputs[vi.name] = random_tensor(ir::TensorType{vi.dtype, shape}, this_seed);
+    random.push_back(vi.name);
+  }
+  return random;
+}
+
 int run_run() {
   RunOptions& o = g_run;
   Result<std::map<std::string, Shape>> shapes = parse_shapes(o.shapes);
@@ -103,52 +166,37 @@ int run_run() {
     if (files->empty()) (*files)["input"] = b->input.string();
   }
 
-  // Input files first: their shapes settle dynamic dims not given with --shape (and a file
-  // whose shape contradicts the model is reported by the loader, naming the input).
+  // Input files are fed as the run's inputs (never bound as constants by hand): the session
+  // reads symbolic dims and shape-determining values from them (ADR 0006).
   runtime::TensorMap given;
-  onnx::LoadOptions lo;
-  lo.input_shapes = *shapes;
   for (const auto& [name, path] : *files) {
     Result<Tensor> t = read_npy(path);
     if (!t.is_ok()) return fail(t.status().with_prefix(fmt::format("--input {}: ", name)));
     given[name] = *t;
-    lo.input_shapes.emplace(name, t->shape());
   }
 
+  runtime::SessionOptions so;
+  so.compile.backends = *backends;
+  so.compile.num_threads = o.threads;
   auto t0 = std::chrono::steady_clock::now();
-  Result<ir::Graph> graph = [&] {
+  Result<runtime::Session> session = [&] {
     Progress p("loading " + model_path);
-    return onnx::load(model_path, lo);
+    return onnx::open_session(model_path, so);
   }();
   const double load_s = seconds_since(t0);
-  if (!graph.is_ok()) return fail(graph.status());
+  if (!session.is_ok()) return fail(session.status());
 
-  runtime::CompileOptions co;
-  co.backends = *backends;
-  co.num_threads = o.threads;
-  // One compilation per process: the compile cache cannot hit, and its key costs time.
-  co.use_cache = false;
+  Result<std::vector<std::string>> random_inputs = complete_inputs(*session, *shapes, given);
+  if (!random_inputs.is_ok()) return fail(random_inputs.status());
+  const runtime::TensorMap& inputs = given;
+
   t0 = std::chrono::steady_clock::now();
   Result<runtime::Executable> exe = [&] {
     Progress p("compiling");
-    return runtime::compile(*graph, co);
+    return session->prepare(inputs);
   }();
   const double compile_s = seconds_since(t0);
   if (!exe.is_ok()) return fail(exe.status());
-
-  runtime::TensorMap inputs;
-  uint64_t seed = 0;
-  std::vector<std::string> random_inputs;
-  for (const auto& [name, type] : exe->input_signature()) {
-    auto it = given.find(name);
-    if (it != given.end()) {
-      inputs[name] = it->second;
-    } else {
-      inputs[name] = random_tensor(type, seed);
-      random_inputs.push_back(name);
-    }
-    ++seed;
-  }
 
   std::vector<double> times;
   runtime::TensorMap outputs;
@@ -160,12 +208,12 @@ int run_run() {
     // One untimed warm-up run (thread pool start, first-touch of the arena) so the reported
     // median measures steady-state runs even with --repeat 1. Its outputs are the buffers the
     // timed runs write into, so they allocate nothing.
-    Result<runtime::TensorMap> warm = exe->run(inputs);
+    Result<runtime::TensorMap> warm = session->run(inputs);
     if (!warm.is_ok()) return fail(warm.status());
     outputs = std::move(*warm);
     for (int i = 0; i < o.repeat; ++i) {
       const auto r0 = std::chrono::steady_clock::now();
-      Status s = exe->run(inputs, outputs, ro);
+      Status s = session->run(inputs, outputs, ro);
       times.push_back(seconds_since(r0));
       if (!s.is_ok()) return fail(s);
     }
@@ -212,7 +260,14 @@ int run_run() {
     j["wait_policy"] = runtime::openmp_wait_policy();
     j["times_s"] = {
         {"load", load_s}, {"compile", compile_s}, {"run_median", run_s}, {"repeat", o.repeat}};
-    j["random_inputs"] = random_inputs;
+    j["random_inputs"] = *random_inputs;
+    j["shape_determining_inputs"] = session->shape_determining_inputs();
+    const runtime::CacheStats cs = session->cache_stats();
+    j["specializations"] = {{"entries", cs.entries},
+                            {"bytes", cs.bytes},
+                            {"hits", cs.hits},
+                            {"misses", cs.misses},
+                            {"evictions", cs.evictions}};
     for (const auto& [name, type] : exe->output_signature()) {
       const Tensor& t = outputs.at(name);
       Stats s = tensor_stats(t);
@@ -247,7 +302,7 @@ int run_run() {
     std::cout << j.dump(2) << "\n";
   } else {
     std::printf("model: %s\n", model_path.c_str());
-    for (const auto& name : random_inputs) {
+    for (const auto& name : *random_inputs) {
       std::printf("input '%s': random values (fixed seed); pass --input %s=FILE.npy to choose\n",
                   name.c_str(), name.c_str());
     }
@@ -297,8 +352,12 @@ CommandRegistration reg{Command{
       sub->add_option("--backend", g_run.backend,
                       "Backend chain, comma-separated, most preferred first (e.g. onednn,cpu); "
                       "default auto = the optimized backends built here, then cpu");
-      sub->add_option("--input", g_run.inputs, "NAME=FILE.npy; missing inputs are random");
-      sub->add_option("--shape", g_run.shapes, "NAME=d0,d1,... concrete shape of a dynamic input");
+      sub->add_option("--input", g_run.inputs,
+                      "NAME=FILE.npy, fed as that input; inputs without a file get random "
+                      "values, except shape-determining ones, which need a file");
+      sub->add_option("--shape", g_run.shapes,
+                      "NAME=d0,d1,... shape of the random values of an input without a file "
+                      "(needed where the model's dims are symbolic)");
       sub->add_option("--threads", g_run.threads, "Kernel threads (0 = all cores)")
           ->check(CLI::Range(0, 4096));
       sub->add_option("--repeat", g_run.repeat, "Runs to time; the median is reported")

@@ -83,6 +83,11 @@ class Graph {
   ValueId add_input(std::string name, TensorType type);
   /// Adds a constant (initializer); its type is taken from the tensor.
   ValueId add_constant(std::string name, Tensor value);
+  /// Turns graph input `v` into a constant holding `value` (it leaves the input list; name and
+  /// uses are kept), e.g. a shape-determining input bound per run (ADR 0006). Errors:
+  /// kInvalidArgument when `v` is not a graph input or `value` differs from its dtype or
+  /// shape, naming the input and expected vs actual.
+  Status bind_input(ValueId v, Tensor value);
   /// Adds a node. `op` must match the op-name charset and not be a reserved name; the node
   /// gets `num_outputs` fresh values named `<node name>:<i>` unless `output_names` is given.
   /// An empty `name` gets a generated unique one. Errors: kInvalidArgument on a bad op

@@ -35,9 +35,12 @@ struct LoadOptions {
   size_t max_tensor_bytes = size_t{4} << 30;
   /// Verify the imported graph structurally and against the op schemas (V1–V4).
   bool verify = true;
-  /// Analysis only (`frame inspect`): a node whose shape inference fails keeps untyped outputs
-  /// instead of failing the load, so the structure of a model with shape-determining inputs
-  /// (ADR 0006) can be classified. Such a graph is not verified and must not be compiled.
+  /// Analysis only (`frame inspect`, onnx::open_session): a node whose shape inference fails
+  /// keeps untyped outputs instead of failing the load, and a node whose conversion fails (an
+  /// input it needs as a constant, an untyped input) becomes an untyped stand-in (op
+  /// `onnx_unconverted`) reading all its inputs, so the structure of a model with
+  /// shape-determining inputs (ADR 0006) can be classified. Such a graph is not verified and
+  /// must not be compiled.
   bool keep_untyped = false;
 };
 

@@ -1,0 +1,37 @@
+#pragma once
+/// \file
+/// Inference sessions over ONNX models (docs/adr/0006-run-time-specialization.md;
+/// docs/architecture/execution-model.md "Sessions and run-time specialization"). The model is
+/// parsed and its initializers converted once; each specialization (concrete input shapes and
+/// shape-determining input values of a run) is imported through LoadOptions::input_shapes and
+/// LoadOptions::constant_inputs, sharing those converted tensors, and compiled by the runtime.
+
+#include <string>
+#include <string_view>
+
+#include "frame/core/status.h"
+#include "frame/onnx/onnx.h"
+#include "frame/runtime/session.h"
+
+namespace frame::onnx {
+
+/// Opens the ONNX model at `path` as a session. Declared inputs and outputs come from the
+/// graph's value infos (dim_param dims are symbolic `runtime::Dim`s); the shape-determining
+/// inputs are found by a structure-only import (LoadOptions::keep_untyped) and
+/// passes::shape_determining_inputs. Of `load`, only max_model_bytes, max_tensor_bytes and
+/// verify are used (input_shapes, constant_inputs and keep_untyped must be empty/false: a
+/// session reads shapes and values from each run's tensors).
+/// Errors: as load() (kIo, kInvalidArgument, kUnimplemented listing unsupported ops), plus
+/// kInvalidArgument for a graph input whose element type frame lacks, naming the input.
+Result<runtime::Session> open_session(const std::string& path,
+                                      const runtime::SessionOptions& options = {},
+                                      const LoadOptions& load = {});
+
+/// Like open_session, from serialized ModelProto bytes; `model_dir` resolves external data
+/// (empty: external data is rejected).
+Result<runtime::Session> open_session_from_bytes(std::string_view bytes,
+                                                 const runtime::SessionOptions& options = {},
+                                                 const LoadOptions& load = {},
+                                                 const std::string& model_dir = "");
+
+}  // namespace frame::onnx

@@ -1,0 +1,167 @@
+#pragma once
+/// \file
+/// Inference sessions with run-time specialization (docs/adr/0006-run-time-specialization.md,
+/// docs/architecture/execution-model.md "Sessions and run-time specialization"). A `Session`
+/// owns a model whose input shapes or shape-determining input values are known only when a
+/// run supplies its tensors. Each run reads them, fetches or compiles the fully static graph
+/// for them (ARCH-044 holds for every compiled graph) and runs it. Compiled specializations are
+/// kept in a bounded LRU cache keyed by (dtype and shape of every input, bytes of every
+/// shape-determining input).
+///
+/// The runtime does not know model formats: a `ModelSource` describes the model and produces
+/// the static graph of a specialization (the ONNX frontend builds one in
+/// frame/onnx/session.h); `Session::from_graph` wraps a graph built in C++.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frame/core/dtype.h"
+#include "frame/core/status.h"
+#include "frame/core/tensor.h"
+#include "frame/ir/graph.h"
+#include "frame/runtime/compile.h"
+
+namespace frame::runtime {
+
+/// One declared dimension of a model input or output (ONNX Runtime style): a concrete size, or
+/// a symbolic one (ONNX `dim_param`, e.g. "batch") or unknown, settled per run by the tensor
+/// supplied.
+struct Dim {
+  int64_t value = -1;  ///< the size; -1 when symbolic or unknown
+  std::string param;   ///< the symbolic name; empty when concrete or unknown
+  /// True when the dim has a fixed size (`value`).
+  bool is_concrete() const { return value >= 0; }
+};
+
+/// A declared model input or output: name, element type and dims.
+struct ValueInfo {
+  std::string name;
+  DTypeCode dtype = DTypeCode::kFloat32;
+  /// Declared dims; meaningful only when `has_shape` (ONNX allows a value without a shape,
+  /// whose rank is then free).
+  std::vector<Dim> dims;
+  bool has_shape = true;
+  /// "f32[batch,3,224,224]"; "?" for an unknown dim, "f32[?...]" without a shape.
+  std::string to_string() const;
+};
+
+/// What a specialization fixes: the shape of every model input and the value of every
+/// shape-determining input (ADR 0006 decision 3).
+struct Specialization {
+  /// Concrete shape of every model input, by name.
+  std::map<std::string, Shape> input_shapes;
+  /// Values of the shape-determining inputs, to be bound as constants, by name.
+  std::map<std::string, Tensor> constant_inputs;
+};
+
+/// A model as the session sees it. The runtime never parses a model format: `specialize`
+/// produces the static graph for one specialization.
+struct ModelSource {
+  /// Model name for messages (e.g. the file path).
+  std::string name;
+  /// Declared inputs, in model order. Every run must supply exactly these.
+  std::vector<ValueInfo> inputs;
+  /// Declared outputs, in model order.
+  std::vector<ValueInfo> outputs;
+  /// Names of the inputs whose values decide output shapes (passes::shape_determining_inputs);
+  /// their values are part of the cache key and bound as constants in each specialization.
+  std::vector<std::string> shape_determining;
+  /// Produces the static graph for a specialization: every input of `inputs` not in
+  /// `Specialization::constant_inputs` stays a graph input with the given shape; the bound ones
+  /// are constants. Called outside the session's lock, possibly from several threads at once.
+  std::function<Result<ir::Graph>(const Specialization&)> specialize;
+  /// The model's constant tensors that specializations share (not copy): their bytes are not
+  /// counted in a cache entry's size. May be empty (then every constant counts).
+  std::vector<Tensor> shared_constants;
+};
+
+/// Options of a Session.
+struct SessionOptions {
+  /// How each specialization is compiled (backends, threads, passes). `use_cache` is ignored:
+  /// the session keeps its own bounded cache instead of the process-wide compile cache.
+  CompileOptions compile;
+  /// Most specializations kept (LRU; ADR 0006 decision 4). At least 1.
+  size_t max_specializations = 32;
+  /// Most bytes kept, estimated per entry as its arena (CompileReport::peak_arena_bytes) plus
+  /// the constants it owns that are not the model's (folded values, bound inputs). Backend
+  /// prepared state (oneDNN reordered weights) is not counted. A specialization larger than
+  /// this on its own is still run, but not kept.
+  size_t max_cache_bytes = size_t{1} << 30;
+};
+
+/// Counters of a Session's specialization cache.
+struct CacheStats {
+  size_t entries = 0;  ///< specializations held now
+  size_t bytes = 0;    ///< their estimated bytes (SessionOptions::max_cache_bytes)
+  /// Runs served without compiling: by a held specialization, or by one another run was
+  /// compiling for the same key at the time (concurrent runs of a new key compile it once).
+  uint64_t hits = 0;
+  uint64_t misses = 0;     ///< runs that compiled a specialization
+  uint64_t evictions = 0;  ///< entries dropped by a bound, plus ones too large to keep
+};
+
+/// The shared state of a Session (src/runtime/session.cpp).
+class SessionImpl;
+
+/// An inference session (ADR 0006 decisions 3, 4, 6). Copies share the model and the cache.
+/// All methods are thread-safe; concurrent runs with different shapes are correct.
+class Session {
+ public:
+  /// Wraps a model source. Errors: kInvalidArgument when `specialize` is empty, a
+  /// shape-determining name is not a declared input, or names repeat.
+  static Result<Session> create(ModelSource source, SessionOptions options = {});
+  /// A session over a graph built in C++: its inputs have static types (runs must match them
+  /// exactly); its shape-determining inputs (passes::shape_determining_inputs) are bound as
+  /// constants per run, so one graph serves every value of them. Constants are shared.
+  static Result<Session> from_graph(ir::Graph graph, SessionOptions options = {});
+
+  /// Copies and moves share the model and the cache (a handle).
+  Session(const Session&);
+  Session& operator=(const Session&);
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+  ~Session();
+
+  /// Runs the model. `inputs` must name every declared input exactly once; each tensor must
+  /// have the declared dtype and rank and agree with every concrete declared dim. A run with a
+  /// key seen before costs one hash lookup before Executable::run; a new key specializes and
+  /// compiles first. Errors: kInvalidArgument naming the input and expected vs actual (missing
+  /// input, unknown name, dtype, rank or dim mismatch); specialization and compile errors
+  /// (e.g. a Reshape target the input cannot take) prefixed with the key's shapes; kernel
+  /// errors naming node and op.
+  Result<TensorMap> run(const TensorMap& inputs, const RunOptions& options = {}) const;
+  /// Like run(), writing into caller-provided outputs (Executable::run's IoBinding form):
+  /// `outputs` must hold every output with the dtype and shape this key produces.
+  Status run(const TensorMap& inputs, TensorMap& outputs, const RunOptions& options = {}) const;
+  /// Fetches or compiles the specialization `inputs` select, without running it (e.g. to time
+  /// the compile apart from the run). Same validation and errors as run().
+  Result<Executable> prepare(const TensorMap& inputs) const;
+
+  /// Declared inputs, in model order.
+  const std::vector<ValueInfo>& inputs() const;
+  /// Declared outputs, in model order.
+  const std::vector<ValueInfo>& outputs() const;
+  /// Names of the shape-determining inputs, in model order.
+  const std::vector<std::string>& shape_determining_inputs() const;
+  /// The options the session was created with.
+  const SessionOptions& options() const;
+  /// A snapshot of the cache counters.
+  CacheStats cache_stats() const;
+  /// The compile report of the most recent specialization compiled; nullopt before the first.
+  std::optional<CompileReport> last_report() const;
+  /// The compile report of the cached specialization `inputs` select; nullopt when it is not
+  /// cached (nothing is compiled). Errors: as run()'s input validation.
+  Result<std::optional<CompileReport>> report_for(const TensorMap& inputs) const;
+
+ private:
+  explicit Session(std::shared_ptr<SessionImpl> impl);
+  std::shared_ptr<SessionImpl> impl_;
+};
+
+}  // namespace frame::runtime

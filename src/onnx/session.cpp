@@ -1,0 +1,181 @@
+// onnx::open_session: parses a model once, converts its initializers once and hands the
+// runtime a ModelSource whose specialize() re-imports the parsed model for one run's shapes
+// and shape-determining values (ADR 0006 decisions 3 and 4).
+
+#include "frame/onnx/session.h"
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+#include <utility>
+
+#include "frame/passes/shape_determining.h"
+#include "onnx_internal.h"
+
+namespace frame::onnx {
+namespace {
+
+// What every specialization of one session reads: the parsed model with its initializer
+// payloads dropped (they live in `initializers`, converted once) and the load options.
+struct ParsedModel {
+  ::onnx::ModelProto model;
+  std::map<std::string, Tensor> initializers;
+  std::string dir;
+  LoadOptions load;
+};
+
+runtime::ValueInfo value_info(const ::onnx::ValueInfoProto& v, DTypeCode dtype) {
+  runtime::ValueInfo vi;
+  vi.name = v.name();
+  vi.dtype = dtype;
+  const auto& tt = v.type().tensor_type();
+  vi.has_shape = tt.has_shape();
+  for (const auto& d : tt.shape().dim()) {
+    runtime::Dim dim;
+    if (d.has_dim_value() && d.dim_value() >= 0) {
+      dim.value = d.dim_value();
+    } else if (d.has_dim_param()) {
+      dim.param = d.dim_param();
+    }
+    vi.dims.push_back(std::move(dim));
+  }
+  return vi;
+}
+
+// Graph inputs whose values reach a position a converter needs as a constant at import
+// (needs_constant_at_import): walking the ONNX nodes forward, every node carries its inputs'
+// value dependence to its outputs except Shape and Size (they read only the shape).
+std::set<std::string> import_shape_determining(const ::onnx::GraphProto& gp,
+                                               const std::vector<runtime::ValueInfo>& inputs) {
+  std::map<std::string, std::set<std::string>> reach;
+  for (const runtime::ValueInfo& vi : inputs) reach[vi.name] = {vi.name};
+  std::set<std::string> out;
+  // ONNX lists nodes in topological order; repeat until stable for models that do not.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const ::onnx::NodeProto& n : gp.node()) {
+      std::set<std::string> from;
+      for (int i = 0; i < n.input_size(); ++i) {
+        auto it = reach.find(n.input(i));
+        if (it == reach.end()) continue;
+        if (detail::needs_constant_at_import(n.domain(), n.op_type(), static_cast<size_t>(i))) {
+          out.insert(it->second.begin(), it->second.end());
+        }
+        from.insert(it->second.begin(), it->second.end());
+      }
+      if (from.empty() || n.op_type() == "Shape" || n.op_type() == "Size") continue;
+      for (const std::string& o : n.output()) {
+        std::set<std::string>& r = reach[o];
+        const size_t before = r.size();
+        r.insert(from.begin(), from.end());
+        changed = changed || r.size() != before;
+      }
+    }
+  }
+  return out;
+}
+
+Result<runtime::Session> open(std::shared_ptr<ParsedModel> pm, const std::string& name,
+                              const runtime::SessionOptions& options) {
+  if (!pm->load.input_shapes.empty() || !pm->load.constant_inputs.empty() ||
+      pm->load.keep_untyped) {
+    return invalid_argument(
+        "{}: a session takes shapes and values from each run; LoadOptions::input_shapes, "
+        "constant_inputs and keep_untyped must be empty",
+        name);
+  }
+  if (!pm->model.has_graph()) return invalid_argument("{}: model has no graph", name);
+  ::onnx::GraphProto& gp = *pm->model.mutable_graph();
+  // Convert every initializer once; the kept proto holds only its name, type and dims.
+  for (::onnx::TensorProto& t : *gp.mutable_initializer()) {
+    if (t.name().empty() || pm->initializers.count(t.name()) > 0) continue;
+    Result<Tensor> v = detail::tensor_from_proto(t, pm->dir, pm->load.max_tensor_bytes);
+    if (!v.is_ok()) {
+      return v.status().with_prefix(fmt::format("{}: initializer '{}': ", name, t.name()));
+    }
+    pm->initializers.emplace(t.name(), std::move(*v));
+    ::onnx::TensorProto slim;
+    slim.set_name(t.name());
+    slim.set_data_type(t.data_type());
+    slim.mutable_dims()->CopyFrom(t.dims());
+    t = std::move(slim);
+  }
+
+  runtime::ModelSource src;
+  src.name = name;
+  LoadOptions probe = pm->load;
+  probe.keep_untyped = true;
+  for (const auto& in : gp.input()) {
+    if (pm->initializers.count(in.name()) > 0) continue;  // an initializer: a constant
+    if (!in.type().has_tensor_type()) {
+      return unimplemented(
+          "{}: graph input '{}' is not a tensor (sequence, map and optional inputs are not "
+          "supported)",
+          name, in.name());
+    }
+    Result<DTypeCode> dt = detail::dtype_from_onnx(in.type().tensor_type().elem_type());
+    if (!dt.is_ok()) {
+      return invalid_argument("{}: graph input '{}': {}", name, in.name(), dt.status().message());
+    }
+    runtime::ValueInfo vi = value_info(in, *dt);
+    // The structure-only import needs some shape: symbolic dims become 1 (the value path the
+    // classification follows does not depend on sizes).
+    Shape placeholder;
+    for (const runtime::Dim& d : vi.dims) placeholder.push_back(d.is_concrete() ? d.value : 1);
+    probe.input_shapes.emplace(in.name(), std::move(placeholder));
+    src.inputs.push_back(std::move(vi));
+  }
+  Result<ir::Graph> structure = detail::import_model(pm->model, probe, pm->dir, &pm->initializers);
+  if (!structure.is_ok()) return structure.status().with_prefix(name + ": ");
+  std::set<std::string> sd = import_shape_determining(gp, src.inputs);
+  for (const passes::ShapeDeterminingInput& s : passes::shape_determining_inputs(*structure)) {
+    sd.insert(s.name);
+  }
+  for (const runtime::ValueInfo& vi : src.inputs) {
+    if (sd.count(vi.name) > 0) src.shape_determining.push_back(vi.name);
+  }
+  for (const auto& out : gp.output()) {
+    Result<DTypeCode> dt = detail::dtype_from_onnx(out.type().tensor_type().elem_type());
+    const ir::ValueId v = structure->find_value(out.name());
+    DTypeCode d = dt.is_ok() ? *dt : DTypeCode::kFloat32;
+    if (!dt.is_ok() && v != ir::kNoValue && structure->value(v).type) {
+      d = structure->value(v).type->dtype;  // the value info leaves the type out
+    }
+    src.outputs.push_back(value_info(out, d));
+  }
+  for (const auto& [n, t] : pm->initializers) src.shared_constants.push_back(t);
+  src.specialize = [pm](const runtime::Specialization& spec) -> Result<ir::Graph> {
+    LoadOptions lo = pm->load;
+    lo.input_shapes = spec.input_shapes;
+    lo.constant_inputs = spec.constant_inputs;
+    return detail::import_model(pm->model, lo, pm->dir, &pm->initializers);
+  };
+  return runtime::Session::create(std::move(src), options);
+}
+
+}  // namespace
+
+Result<runtime::Session> open_session(const std::string& path,
+                                      const runtime::SessionOptions& options,
+                                      const LoadOptions& load) {
+  auto pm = std::make_shared<ParsedModel>();
+  pm->load = load;
+  FRAME_RETURN_IF_ERROR(detail::read_model(path, load.max_model_bytes, pm->model));
+  pm->dir = std::filesystem::path(path).parent_path().string();
+  if (pm->dir.empty()) pm->dir = ".";
+  return open(std::move(pm), path, options);
+}
+
+Result<runtime::Session> open_session_from_bytes(std::string_view bytes,
+                                                 const runtime::SessionOptions& options,
+                                                 const LoadOptions& load,
+                                                 const std::string& model_dir) {
+  auto pm = std::make_shared<ParsedModel>();
+  pm->load = load;
+  pm->dir = model_dir;
+  FRAME_RETURN_IF_ERROR(detail::parse_model(bytes, pm->model));
+  return open(std::move(pm), "model", options);
+}
+
+}  // namespace frame::onnx

@@ -1,0 +1,436 @@
+// Session: input validation, the specialization key, the bounded LRU cache and the
+// compile-outside-the-lock miss path (ADR 0006 decisions 3, 4, 6).
+
+#include "frame/runtime/session.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstring>
+#include <future>
+#include <list>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+#include <utility>
+
+#include "frame/passes/shape_determining.h"
+
+namespace frame::runtime {
+
+std::string ValueInfo::to_string() const {
+  if (!has_shape) return fmt::format("{}[?...]", dtype_name(dtype));
+  std::vector<std::string> d;
+  for (const Dim& x : dims) {
+    d.push_back(x.is_concrete() ? std::to_string(x.value) : (x.param.empty() ? "?" : x.param));
+  }
+  return fmt::format("{}[{}]", dtype_name(dtype), fmt::join(d, ","));
+}
+
+namespace {
+
+// The specialization key as 64-bit words: per declared input its dtype, rank and dims, then
+// per shape-determining input its byte count and bytes. Hashed once when built; equality
+// compares the words.
+struct Key {
+  std::vector<uint64_t> words;
+  size_t hash = 0;
+  bool operator==(const Key& o) const { return hash == o.hash && words == o.words; }
+};
+
+struct KeyHash {
+  size_t operator()(const Key& k) const { return k.hash; }
+};
+
+size_t hash_words(const std::vector<uint64_t>& w) {
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ w.size();
+  for (uint64_t x : w) {
+    h = (h ^ x) * 0xff51afd7ed558ccdull;
+    h ^= h >> 29;
+  }
+  return static_cast<size_t>(h);
+}
+
+// A compiled specialization and which declared inputs its executable takes.
+struct Compiled {
+  Executable exe;
+  std::vector<size_t> feed;  // indices into the declared inputs
+  bool feeds_all = false;    // feed is every declared input: pass the caller's map as is
+};
+
+struct Entry {
+  Key key;
+  std::shared_ptr<const Compiled> compiled;
+  size_t bytes = 0;
+};
+
+}  // namespace
+
+class SessionImpl {
+ public:
+  SessionImpl(ModelSource s, SessionOptions o) : source_(std::move(s)), options_(std::move(o)) {
+    options_.compile.use_cache = false;
+    options_.max_specializations = std::max<size_t>(options_.max_specializations, 1);
+    for (size_t i = 0; i < source_.inputs.size(); ++i) {
+      const bool sd = std::find(source_.shape_determining.begin(), source_.shape_determining.end(),
+                                source_.inputs[i].name) != source_.shape_determining.end();
+      if (sd) sd_index_.push_back(i);
+    }
+    for (const Tensor& t : source_.shared_constants) {
+      const auto b = reinterpret_cast<uintptr_t>(t.raw_data());
+      if (t.nbytes() > 0) shared_ranges_.emplace_back(b, b + t.nbytes());
+    }
+    std::sort(shared_ranges_.begin(), shared_ranges_.end());
+  }
+
+  // The caller's tensor for each declared input, in model order, after checking names, dtypes,
+  // ranks and concrete dims.
+  Status validate(const TensorMap& inputs, std::vector<const Tensor*>& by_index) const {
+    by_index.assign(source_.inputs.size(), nullptr);
+    size_t found = 0;
+    for (size_t i = 0; i < source_.inputs.size(); ++i) {
+      const ValueInfo& vi = source_.inputs[i];
+      auto it = inputs.find(vi.name);
+      if (it == inputs.end()) {
+        return invalid_argument("{}: missing input '{}' (expected {})", source_.name, vi.name,
+                                vi.to_string());
+      }
+      ++found;
+      const Tensor& t = it->second;
+      if (!t.defined()) {
+        return invalid_argument("{}: input '{}' is an undefined tensor (expected {})", source_.name,
+                                vi.name, vi.to_string());
+      }
+      if (t.dtype() != vi.dtype) {
+        return invalid_argument("{}: input '{}' is {}, the model expects {} ({})", source_.name,
+                                vi.name, dtype_name(t.dtype()), dtype_name(vi.dtype),
+                                vi.to_string());
+      }
+      if (vi.has_shape) {
+        if (t.rank() != static_cast<int64_t>(vi.dims.size())) {
+          return invalid_argument(
+              "{}: input '{}' has rank {} (shape {}), the model expects rank {} ({})", source_.name,
+              vi.name, t.rank(), shape_to_string(t.shape()), vi.dims.size(), vi.to_string());
+        }
+        for (size_t d = 0; d < vi.dims.size(); ++d) {
+          if (vi.dims[d].is_concrete() && vi.dims[d].value != t.shape()[d]) {
+            return invalid_argument(
+                "{}: input '{}' has shape {}, the model fixes dim {} to {} ({})", source_.name,
+                vi.name, shape_to_string(t.shape()), d, vi.dims[d].value, vi.to_string());
+          }
+        }
+      }
+      by_index[i] = &t;
+    }
+    if (found != inputs.size()) {
+      std::vector<std::string> declared;
+      for (const ValueInfo& vi : source_.inputs) declared.push_back(vi.name);
+      for (const auto& [name, t] : inputs) {
+        if (std::find(declared.begin(), declared.end(), name) == declared.end()) {
+          return invalid_argument("{}: unknown input '{}' (the model's inputs: {})", source_.name,
+                                  name, fmt::join(declared, ", "));
+        }
+      }
+    }
+    return Status();
+  }
+
+  void make_key(const std::vector<const Tensor*>& by_index, Key& key) const {
+    key.words.clear();
+    for (const Tensor* t : by_index) {
+      key.words.push_back(static_cast<uint64_t>(t->dtype()));
+      key.words.push_back(static_cast<uint64_t>(t->rank()));
+      for (int64_t d : t->shape()) key.words.push_back(static_cast<uint64_t>(d));
+    }
+    for (size_t i : sd_index_) {
+      const Tensor& t = *by_index[i];
+      const size_t n = t.nbytes();
+      key.words.push_back(n);
+      const size_t first = key.words.size();
+      key.words.resize(first + (n + 7) / 8, 0);
+      if (n > 0) std::memcpy(key.words.data() + first, t.raw_data(), n);
+    }
+    key.hash = hash_words(key.words);
+  }
+
+  // "x: f32[2,3], shape = [3,2]" for messages about one specialization.
+  std::string describe(const std::vector<const Tensor*>& by_index) const {
+    std::vector<std::string> parts;
+    for (size_t i = 0; i < by_index.size(); ++i) {
+      parts.push_back(fmt::format("{}: {}{}", source_.inputs[i].name,
+                                  dtype_name(by_index[i]->dtype()),
+                                  shape_to_string(by_index[i]->shape())));
+    }
+    for (size_t i : sd_index_) {
+      const Tensor& t = *by_index[i];
+      std::vector<std::string> vals;
+      for (int64_t k = 0; k < t.numel() && k < 16; ++k) {
+        vals.push_back(fmt::format("{:g}", t.element_as_double(k)));
+      }
+      std::string v = t.numel() <= 16 ? fmt::format("{}", fmt::join(vals, ","))
+                                      : fmt::format("{} values", t.numel());
+      if (t.rank() > 0) v = "[" + v + "]";
+      parts.push_back(fmt::format("{} = {}", source_.inputs[i].name, v));
+    }
+    return fmt::format("{}", fmt::join(parts, ", "));
+  }
+
+  // Bytes of the compiled graph's constants that are not views into the model's constants.
+  size_t owned_constant_bytes(const ir::Graph& g) const {
+    size_t bytes = 0;
+    for (size_t v = 0; v < g.num_values(); ++v) {
+      const ir::Value& val = g.value(static_cast<ir::ValueId>(v));
+      if (!val.constant || val.constant->nbytes() == 0) continue;
+      const auto p = reinterpret_cast<uintptr_t>(val.constant->raw_data());
+      auto it = std::upper_bound(shared_ranges_.begin(), shared_ranges_.end(),
+                                 std::make_pair(p, UINTPTR_MAX));
+      const bool shared =
+          it != shared_ranges_.begin() && p + val.constant->nbytes() <= std::prev(it)->second;
+      if (!shared) bytes += val.constant->nbytes();
+    }
+    return bytes;
+  }
+
+  Result<std::shared_ptr<const Compiled>> compile_for(
+      const std::vector<const Tensor*>& by_index) const {
+    Specialization spec;
+    for (size_t i = 0; i < by_index.size(); ++i) {
+      spec.input_shapes.emplace(source_.inputs[i].name, by_index[i]->shape());
+    }
+    // A copy: the caller may overwrite its input tensor for a later run (IoBinding style),
+    // and the cached specialization must keep the value its key records.
+    for (size_t i : sd_index_) {
+      spec.constant_inputs.emplace(source_.inputs[i].name, by_index[i]->clone());
+    }
+    Result<ir::Graph> g = source_.specialize(spec);
+    if (!g.is_ok()) {
+      return g.status().with_prefix(fmt::format("specializing for ({}): ", describe(by_index)));
+    }
+    Result<Executable> exe = compile(*g, options_.compile);
+    if (!exe.is_ok()) {
+      return exe.status().with_prefix(fmt::format("compiling for ({}): ", describe(by_index)));
+    }
+    auto c = std::make_shared<Compiled>();
+    c->exe = std::move(*exe);
+    for (size_t i = 0; i < source_.inputs.size(); ++i) {
+      for (const auto& [name, type] : c->exe.input_signature()) {
+        if (name == source_.inputs[i].name) c->feed.push_back(i);
+      }
+    }
+    c->feeds_all = c->feed.size() == source_.inputs.size();
+    return std::shared_ptr<const Compiled>(std::move(c));
+  }
+
+  // The specialization for the validated inputs: a held one (an LRU touch), one another run
+  // is compiling (waited for), or a new one compiled outside the lock and inserted.
+  Result<std::shared_ptr<const Compiled>> get(const std::vector<const Tensor*>& by_index) const {
+    thread_local Key key;
+    make_key(by_index, key);
+    std::promise<Result<std::shared_ptr<const Compiled>>> promise;
+    {
+      std::unique_lock lock(mu_);
+      if (auto it = index_.find(key); it != index_.end()) {
+        lru_.splice(lru_.begin(), lru_, it->second);
+        ++stats_.hits;
+        return it->second->compiled;
+      }
+      if (auto it = inflight_.find(key); it != inflight_.end()) {
+        // Concurrent runs of a new key compile it once.
+        std::shared_future<Result<std::shared_ptr<const Compiled>>> pending = it->second;
+        ++stats_.hits;
+        lock.unlock();
+        return pending.get();
+      }
+      ++stats_.misses;
+      inflight_.emplace(key, promise.get_future().share());
+    }
+    Result<std::shared_ptr<const Compiled>> compiled = compile_for(by_index);
+    {
+      std::lock_guard lock(mu_);
+      inflight_.erase(key);
+      if (compiled.is_ok()) insert(key, *compiled);
+    }
+    promise.set_value(compiled);
+    return compiled;
+  }
+
+  // Adds a compiled specialization and evicts least recently used entries beyond the bounds.
+  // Caller holds mu_.
+  void insert(const Key& key, const std::shared_ptr<const Compiled>& c) const {
+    last_report_ = c->exe.report();
+    const size_t bytes =
+        c->exe.report().peak_arena_bytes + owned_constant_bytes(c->exe.compiled_graph());
+    if (bytes > options_.max_cache_bytes) {
+      ++stats_.evictions;  // run once, not kept
+      return;
+    }
+    lru_.push_front(Entry{key, c, bytes});
+    index_.emplace(key, lru_.begin());
+    stats_.bytes += bytes;
+    while (lru_.size() > options_.max_specializations || stats_.bytes > options_.max_cache_bytes) {
+      const Entry& last = lru_.back();
+      stats_.bytes -= last.bytes;
+      index_.erase(last.key);
+      lru_.pop_back();
+      ++stats_.evictions;
+    }
+  }
+
+  Result<std::shared_ptr<const Compiled>> lookup(const TensorMap& inputs) const {
+    thread_local std::vector<const Tensor*> by_index;
+    FRAME_RETURN_IF_ERROR(validate(inputs, by_index));
+    return get(by_index);
+  }
+
+  // The executable's inputs: the caller's map when it takes every declared input, else the
+  // non-bound ones.
+  static const TensorMap& feeds(const Compiled& c, const TensorMap& inputs,
+                                const std::vector<ValueInfo>& declared, TensorMap& scratch) {
+    if (c.feeds_all) return inputs;
+    scratch.clear();
+    for (size_t i : c.feed) scratch.emplace(declared[i].name, inputs.at(declared[i].name));
+    return scratch;
+  }
+
+  ModelSource source_;
+  SessionOptions options_;
+  std::vector<size_t> sd_index_;
+  std::vector<std::pair<uintptr_t, uintptr_t>> shared_ranges_;
+
+  mutable std::mutex mu_;
+  mutable std::list<Entry> lru_;  // most recently used first
+  mutable std::unordered_map<Key, std::list<Entry>::iterator, KeyHash> index_;
+  // Keys being compiled, so concurrent runs of one new key wait instead of compiling again.
+  mutable std::unordered_map<Key, std::shared_future<Result<std::shared_ptr<const Compiled>>>,
+                             KeyHash>
+      inflight_;
+  mutable CacheStats stats_;
+  mutable std::optional<CompileReport> last_report_;
+};
+
+Result<Session> Session::create(ModelSource source, SessionOptions options) {
+  if (!source.specialize) {
+    return invalid_argument("session for '{}': the model source has no specialize function",
+                            source.name);
+  }
+  std::set<std::string> names;
+  for (const ValueInfo& vi : source.inputs) {
+    if (!names.insert(vi.name).second) {
+      return invalid_argument("session for '{}': input '{}' is declared twice", source.name,
+                              vi.name);
+    }
+  }
+  for (const std::string& sd : source.shape_determining) {
+    if (names.count(sd) == 0) {
+      return invalid_argument(
+          "session for '{}': shape-determining input '{}' is not a declared input", source.name,
+          sd);
+    }
+  }
+  std::vector<std::string> in_model_order;
+  for (const ValueInfo& vi : source.inputs) {
+    if (std::find(source.shape_determining.begin(), source.shape_determining.end(), vi.name) !=
+        source.shape_determining.end()) {
+      in_model_order.push_back(vi.name);
+    }
+  }
+  source.shape_determining = std::move(in_model_order);
+  return Session(std::make_shared<SessionImpl>(std::move(source), std::move(options)));
+}
+
+Result<Session> Session::from_graph(ir::Graph graph, SessionOptions options) {
+  ModelSource src;
+  src.name = graph.name().empty() ? "graph" : "graph '" + graph.name() + "'";
+  for (ir::ValueId v : graph.inputs()) {
+    const ir::Value& val = graph.value(v);
+    if (!val.type) {
+      return invalid_argument("{}: graph input '{}' has no type (ARCH-044)", src.name, val.name);
+    }
+    ValueInfo vi{val.name, val.type->dtype, {}, true};
+    for (int64_t d : val.type->shape) vi.dims.push_back(Dim{d, ""});
+    src.inputs.push_back(std::move(vi));
+  }
+  for (ir::ValueId v : graph.outputs()) {
+    const ir::Value& val = graph.value(v);
+    ValueInfo vi{
+        val.name, val.type ? val.type->dtype : DTypeCode::kFloat32, {}, val.type.has_value()};
+    if (val.type) {
+      for (int64_t d : val.type->shape) vi.dims.push_back(Dim{d, ""});
+    }
+    src.outputs.push_back(std::move(vi));
+  }
+  for (const passes::ShapeDeterminingInput& sd : passes::shape_determining_inputs(graph)) {
+    src.shape_determining.push_back(sd.name);
+  }
+  for (size_t v = 0; v < graph.num_values(); ++v) {
+    const ir::Value& val = graph.value(static_cast<ir::ValueId>(v));
+    if (val.constant) src.shared_constants.push_back(*val.constant);
+  }
+  auto shared = std::make_shared<const ir::Graph>(std::move(graph));
+  src.specialize = [shared](const Specialization& spec) -> Result<ir::Graph> {
+    ir::Graph g = *shared;  // constants are shared: copying a Tensor shares its storage
+    for (const auto& [name, value] : spec.constant_inputs) {
+      FRAME_RETURN_IF_ERROR(g.bind_input(g.find_value(name), value));
+    }
+    return g;
+  };
+  return create(std::move(src), std::move(options));
+}
+
+Session::Session(std::shared_ptr<SessionImpl> impl) : impl_(std::move(impl)) {}
+Session::Session(const Session&) = default;
+Session& Session::operator=(const Session&) = default;
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+Session::~Session() = default;
+
+Result<TensorMap> Session::run(const TensorMap& inputs, const RunOptions& options) const {
+  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<const Compiled> c, impl_->lookup(inputs));
+  TensorMap scratch;
+  return c->exe.run(SessionImpl::feeds(*c, inputs, impl_->source_.inputs, scratch), options);
+}
+
+Status Session::run(const TensorMap& inputs, TensorMap& outputs, const RunOptions& options) const {
+  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<const Compiled> c, impl_->lookup(inputs));
+  TensorMap scratch;
+  return c->exe.run(SessionImpl::feeds(*c, inputs, impl_->source_.inputs, scratch), outputs,
+                    options);
+}
+
+Result<Executable> Session::prepare(const TensorMap& inputs) const {
+  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<const Compiled> c, impl_->lookup(inputs));
+  return c->exe;
+}
+
+const std::vector<ValueInfo>& Session::inputs() const { return impl_->source_.inputs; }
+const std::vector<ValueInfo>& Session::outputs() const { return impl_->source_.outputs; }
+const std::vector<std::string>& Session::shape_determining_inputs() const {
+  return impl_->source_.shape_determining;
+}
+const SessionOptions& Session::options() const { return impl_->options_; }
+
+CacheStats Session::cache_stats() const {
+  std::lock_guard lock(impl_->mu_);
+  CacheStats s = impl_->stats_;
+  s.entries = impl_->lru_.size();
+  return s;
+}
+
+std::optional<CompileReport> Session::last_report() const {
+  std::lock_guard lock(impl_->mu_);
+  return impl_->last_report_;
+}
+
+Result<std::optional<CompileReport>> Session::report_for(const TensorMap& inputs) const {
+  std::vector<const Tensor*> by_index;
+  FRAME_RETURN_IF_ERROR(impl_->validate(inputs, by_index));
+  Key key;
+  impl_->make_key(by_index, key);
+  std::lock_guard lock(impl_->mu_);
+  auto it = impl_->index_.find(key);
+  if (it == impl_->index_.end()) return std::optional<CompileReport>();
+  return std::optional<CompileReport>(it->second->compiled->exe.report());
+}
+
+}  // namespace frame::runtime

@@ -1,0 +1,322 @@
+// onnx::open_session (ADR 0006): a shape input fed as an input gets one specialization per
+// value, the cache stays within its bounds, specializations share the model's initializers,
+// a torch-exported encoder with dynamic axes runs at several sequence lengths, concurrent runs
+// with different shapes are correct, and bad inputs are named. Expected values are computed
+// by hand from the model's definition or by torch (bert.expected_*.npy).
+
+#include "frame/onnx/session.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/tolerance.h"
+#include "frame/core/npy.h"
+#include "model_builder.h"
+
+namespace frame::onnx {
+namespace {
+
+using namespace testing;  // NOLINT(google-build-using-namespace)
+using runtime::TensorMap;
+
+// y = Reshape(x, shape) + 0.5, x: f32[N] (symbolic), shape: i64[2] (a graph input).
+std::string reshape_model() {
+  ModelBuilder m(17);
+  m.input("x", {-1}).input("shape", {2}, ::onnx::TensorProto::INT64).output("y");
+  m.init(float_tensor("half", {1}, {0.5f}));
+  m.add(node("Reshape", {"x", "shape"}, {"r"}, "reshape"));
+  m.add(node("Add", {"r", "half"}, {"y"}, "add"));
+  return m.bytes();
+}
+
+Tensor iota(int64_t n, float scale = 1.0f) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<float>(i) * scale;
+  return Tensor::from_vector<float>({n}, v);
+}
+
+// Checks y == Reshape(x, shape) + 0.5 element by element.
+void expect_reshaped(const Result<TensorMap>& out, const Tensor& x, const Shape& shape) {
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  const Tensor& y = out->at("y");
+  ASSERT_EQ(y.shape(), shape);
+  ASSERT_EQ(y.numel(), x.numel());
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    ASSERT_EQ(y.data<float>()[i], x.data<float>()[i] + 0.5f) << "element " << i;
+  }
+}
+
+TensorMap feeds(const Tensor& x, const std::vector<int64_t>& shape) {
+  return {{"x", x}, {"shape", Tensor::from_vector<int64_t>({2}, shape)}};
+}
+
+runtime::SessionOptions cpu_options() {
+  runtime::SessionOptions o;
+  o.compile.backends = {"cpu"};
+  o.compile.num_threads = 1;
+  return o;
+}
+
+TEST(OnnxSession, DescribesTheModel) {
+  Result<runtime::Session> s = open_session_from_bytes(reshape_model(), cpu_options());
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  ASSERT_EQ(s->inputs().size(), 2u);
+  EXPECT_EQ(s->inputs()[0].name, "x");
+  ASSERT_EQ(s->inputs()[0].dims.size(), 1u);
+  EXPECT_FALSE(s->inputs()[0].dims[0].is_concrete());
+  EXPECT_EQ(s->inputs()[0].dims[0].param, "N");
+  EXPECT_EQ(s->inputs()[1].to_string(), "i64[2]");
+  EXPECT_EQ(s->shape_determining_inputs(), std::vector<std::string>{"shape"});
+  ASSERT_EQ(s->outputs().size(), 1u);
+  EXPECT_EQ(s->outputs()[0].name, "y");
+}
+
+TEST(OnnxSession, ShapeInputRunTwiceWithTwoShapes) {
+  Result<runtime::Session> s = open_session_from_bytes(reshape_model(), cpu_options());
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  const Tensor x = iota(12);
+  expect_reshaped(s->run(feeds(x, {3, 4})), x, {3, 4});
+  expect_reshaped(s->run(feeds(x, {2, 6})), x, {2, 6});
+  runtime::CacheStats st = s->cache_stats();
+  EXPECT_EQ(st.entries, 2u);
+  EXPECT_EQ(st.misses, 2u);
+  EXPECT_EQ(st.hits, 0u);
+  // The first key again: a hit, still right.
+  expect_reshaped(s->run(feeds(x, {3, 4})), x, {3, 4});
+  st = s->cache_stats();
+  EXPECT_EQ(st.hits, 1u);
+  EXPECT_EQ(st.entries, 2u);
+  EXPECT_GT(st.bytes, 0u);
+  ASSERT_TRUE(s->last_report().has_value());
+  Result<std::optional<runtime::CompileReport>> r = s->report_for(feeds(x, {2, 6}));
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_TRUE(r->has_value());
+  r = s->report_for(feeds(x, {6, 2}));
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_FALSE(r->has_value());
+}
+
+TEST(OnnxSession, ReusedShapeTensorKeepsEachSpecializationRight) {
+  // A caller overwriting its shape tensor between runs (IoBinding style) must not change
+  // what the earlier specialization computes.
+  Result<runtime::Session> s = open_session_from_bytes(reshape_model(), cpu_options());
+  ASSERT_TRUE(s.is_ok());
+  const Tensor x = iota(12);
+  Tensor shape = Tensor::from_vector<int64_t>({2}, {3, 4});
+  TensorMap in{{"x", x}, {"shape", shape}};
+  expect_reshaped(s->run(in), x, {3, 4});
+  shape.data<int64_t>()[0] = 4;
+  shape.data<int64_t>()[1] = 3;
+  expect_reshaped(s->run(in), x, {4, 3});
+  shape.data<int64_t>()[0] = 3;
+  shape.data<int64_t>()[1] = 4;
+  expect_reshaped(s->run(in), x, {3, 4});
+  EXPECT_EQ(s->cache_stats().hits, 1u);
+}
+
+TEST(OnnxSession, StreamOfDistinctShapesStaysWithinTheBound) {
+  runtime::SessionOptions o = cpu_options();
+  o.max_specializations = 8;
+  Result<runtime::Session> s = open_session_from_bytes(reshape_model(), o);
+  ASSERT_TRUE(s.is_ok());
+  for (int64_t n = 1; n <= 100; ++n) {
+    const Tensor x = iota(n, 0.25f);
+    expect_reshaped(s->run(feeds(x, {n, 1})), x, {n, 1});
+    ASSERT_LE(s->cache_stats().entries, 8u);
+  }
+  const runtime::CacheStats st = s->cache_stats();
+  EXPECT_EQ(st.entries, 8u);
+  EXPECT_EQ(st.misses, 100u);
+  EXPECT_EQ(st.evictions, 92u);
+  // The most recent key is held; the first was evicted and compiles again.
+  const Tensor x100 = iota(100, 0.25f);
+  expect_reshaped(s->run(feeds(x100, {100, 1})), x100, {100, 1});
+  EXPECT_EQ(s->cache_stats().hits, 1u);
+  const Tensor x1 = iota(1, 0.25f);
+  expect_reshaped(s->run(feeds(x1, {1, 1})), x1, {1, 1});
+  EXPECT_EQ(s->cache_stats().misses, 101u);
+}
+
+TEST(OnnxSession, ByteBoundKeepsNothingLargerButStillRuns) {
+  runtime::SessionOptions o = cpu_options();
+  o.max_cache_bytes = 1;  // every specialization is larger
+  Result<runtime::Session> s = open_session_from_bytes(reshape_model(), o);
+  ASSERT_TRUE(s.is_ok());
+  const Tensor x = iota(6);
+  expect_reshaped(s->run(feeds(x, {2, 3})), x, {2, 3});
+  expect_reshaped(s->run(feeds(x, {2, 3})), x, {2, 3});
+  const runtime::CacheStats st = s->cache_stats();
+  EXPECT_EQ(st.entries, 0u);
+  EXPECT_EQ(st.bytes, 0u);
+  EXPECT_EQ(st.misses, 2u);
+  EXPECT_EQ(st.evictions, 2u);
+}
+
+TEST(OnnxSession, SpecializationsShareTheModelsInitializers) {
+  // y = MatMul(Reshape(x, shape), W), W: f32[4,3].
+  ModelBuilder m(17);
+  m.input("x", {-1}).input("shape", {2}, ::onnx::TensorProto::INT64).output("y");
+  std::vector<float> w(12);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i) - 5.0f;
+  m.init(float_tensor("W", {4, 3}, w, /*raw=*/true));
+  m.add(node("Reshape", {"x", "shape"}, {"r"}, "reshape"));
+  m.add(node("MatMul", {"r", "W"}, {"y"}, "matmul"));
+  Result<runtime::Session> s = open_session_from_bytes(m.bytes(), cpu_options());
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  const void* w_data[2] = {nullptr, nullptr};
+  const int64_t rows[2] = {2, 5};
+  for (int k = 0; k < 2; ++k) {
+    const Tensor x = iota(rows[k] * 4);
+    TensorMap in{{"x", x}, {"shape", Tensor::from_vector<int64_t>({2}, {rows[k], 4})}};
+    Result<runtime::Executable> exe = s->prepare(in);
+    ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+    const ir::Graph& g = exe->compiled_graph();
+    const ir::ValueId v = g.find_value("W");
+    ASSERT_NE(v, ir::kNoValue);
+    ASSERT_TRUE(g.value(v).constant.has_value());
+    w_data[k] = g.value(v).constant->raw_data();
+    Result<TensorMap> out = s->run(in);
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    const Tensor& y = out->at("y");
+    ASSERT_EQ(y.shape(), (Shape{rows[k], 3}));
+    for (int64_t i = 0; i < rows[k]; ++i) {
+      for (int64_t j = 0; j < 3; ++j) {
+        float e = 0;
+        for (int64_t c = 0; c < 4; ++c) e += static_cast<float>(i * 4 + c) * w[c * 3 + j];
+        EXPECT_EQ(y.data<float>()[i * 3 + j], e) << i << "," << j;
+      }
+    }
+  }
+  EXPECT_EQ(w_data[0], w_data[1]);
+  EXPECT_EQ(s->cache_stats().entries, 2u);
+}
+
+TEST(OnnxSession, ConcurrentRunsWithDifferentShapes) {
+  runtime::SessionOptions o = cpu_options();
+  o.max_specializations = 6;  // fewer than the distinct keys: eviction under contention too
+  Result<runtime::Session> s = open_session_from_bytes(reshape_model(), o);
+  ASSERT_TRUE(s.is_ok());
+  constexpr int kThreads = 4;
+  constexpr int kRuns = 30;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kRuns; ++i) {
+        const int64_t rows = 1 + (i + t) % 5;
+        const int64_t cols = 1 + (i * 3 + t) % 4;
+        const Tensor x = iota(rows * cols, static_cast<float>(t + 1));
+        Result<TensorMap> out = s->run(feeds(x, {rows, cols}));
+        bool ok = out.is_ok() && out->at("y").shape() == Shape{rows, cols};
+        for (int64_t k = 0; ok && k < x.numel(); ++k) {
+          ok = out->at("y").data<float>()[k] == x.data<float>()[k] + 0.5f;
+        }
+        if (!ok) ++wrong;
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  const runtime::CacheStats st = s->cache_stats();
+  EXPECT_EQ(st.hits + st.misses, static_cast<uint64_t>(kThreads * kRuns));
+  EXPECT_LE(st.entries, 6u);
+}
+
+TEST(OnnxSession, BadInputsAreNamed) {
+  // x: f32[2, N]; shape: i64[2].
+  ModelBuilder m(17);
+  m.input("x", {2, -1}).input("shape", {2}, ::onnx::TensorProto::INT64).output("y");
+  m.add(node("Reshape", {"x", "shape"}, {"y"}, "reshape"));
+  Result<runtime::Session> s = open_session_from_bytes(m.bytes(), cpu_options());
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  const Tensor shape = Tensor::from_vector<int64_t>({2}, {3, 2});
+  const Tensor x = Tensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  auto message = [&](const TensorMap& in) {
+    Result<TensorMap> out = s->run(in);
+    EXPECT_FALSE(out.is_ok());
+    return out.is_ok() ? std::string() : out.status().message();
+  };
+  std::string msg = message({{"x", x}});
+  EXPECT_NE(msg.find("missing input 'shape' (expected i64[2])"), std::string::npos) << msg;
+  msg = message({{"x", x}, {"shape", shape}, {"extra", x}});
+  EXPECT_NE(msg.find("unknown input 'extra' (the model's inputs: x, shape)"), std::string::npos)
+      << msg;
+  msg =
+      message({{"x", Tensor::from_vector<int32_t>({2, 3}, {1, 2, 3, 4, 5, 6})}, {"shape", shape}});
+  EXPECT_NE(msg.find("input 'x' is i32, the model expects f32 (f32[2,N])"), std::string::npos)
+      << msg;
+  msg = message({{"x", Tensor::from_vector<float>({6}, {1, 2, 3, 4, 5, 6})}, {"shape", shape}});
+  EXPECT_NE(msg.find("input 'x' has rank 1 (shape [6]), the model expects rank 2"),
+            std::string::npos)
+      << msg;
+  msg = message({{"x", Tensor::from_vector<float>({3, 2}, {1, 2, 3, 4, 5, 6})}, {"shape", shape}});
+  EXPECT_NE(msg.find("input 'x' has shape [3,2], the model fixes dim 0 to 2"), std::string::npos)
+      << msg;
+  // A shape value the data cannot take: the specialization fails, naming the key.
+  msg = message({{"x", x}, {"shape", Tensor::from_vector<int64_t>({2}, {4, 4})}});
+  EXPECT_NE(msg.find("specializing for (x: f32[2,3], shape: i64[2], shape = [4,4])"),
+            std::string::npos)
+      << msg;
+  // Nothing was cached by the failures; a good run still works.
+  EXPECT_EQ(s->cache_stats().entries, 0u);
+  Result<TensorMap> out = s->run({{"x", x}, {"shape", shape}});
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  EXPECT_EQ(out->at("y").shape(), (Shape{3, 2}));
+}
+
+TEST(OnnxSession, BertWithDynamicAxesAtThreeSequenceLengths) {
+  const std::string dir = FRAME_SESSION_MODELS_DIR;
+  runtime::SessionOptions o;  // the default backends ("auto")
+  Result<runtime::Session> s = open_session(dir + "/bert.onnx", o);
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  ASSERT_EQ(s->inputs().size(), 1u);
+  ASSERT_EQ(s->inputs()[0].dims.size(), 2u);
+  EXPECT_EQ(s->inputs()[0].dims[0].param, "batch");
+  EXPECT_EQ(s->inputs()[0].dims[1].param, "seq");
+  for (int len : {5, 8, 13}) {
+    Result<Tensor> ids = read_npy(dir + "/bert.ids_" + std::to_string(len) + ".npy");
+    Result<Tensor> expected = read_npy(dir + "/bert.expected_" + std::to_string(len) + ".npy");
+    ASSERT_TRUE(ids.is_ok() && expected.is_ok());
+    Result<TensorMap> out = s->run({{"ids", *ids}});
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    const test::CompareResult c = test::compare_tensors(
+        out->at("hidden"), *expected,
+        test::tolerance_for(DTypeCode::kFloat32, test::ToleranceClass::kDeepNetwork));
+    EXPECT_TRUE(c.ok) << "seq " << len << ": " << c.message;
+  }
+  EXPECT_EQ(s->cache_stats().entries, 3u);
+  EXPECT_EQ(s->cache_stats().misses, 3u);
+}
+
+TEST(OnnxSession, InputTheConverterNeedsAsAValue) {
+  // ReverseSequence's sequence_lens is read at import (the gather index is built from it):
+  // fed as an input, it is shape-determining for the session and bound per run.
+  ModelBuilder m(10);
+  m.input("x", {3, 2}).input("lens", {2}, ::onnx::TensorProto::INT64).output("y");
+  m.add(node("ReverseSequence", {"x", "lens"}, {"y"}, "rev",
+             {attr_i("batch_axis", 1), attr_i("time_axis", 0)}));
+  Result<runtime::Session> s = open_session_from_bytes(m.bytes(), cpu_options());
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  EXPECT_EQ(s->shape_determining_inputs(), std::vector<std::string>{"lens"});
+  // x[t][b] = 10 t + b; batch 0 reverses its first 3 steps, batch 1 its first 2.
+  const Tensor x = Tensor::from_vector<float>({3, 2}, {0, 1, 10, 11, 20, 21});
+  Result<TensorMap> out = s->run({{"x", x}, {"lens", Tensor::from_vector<int64_t>({2}, {3, 2})}});
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  const std::vector<float> expected = {20, 11, 10, 1, 0, 21};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(out->at("y").data<float>()[i], expected[i]) << i;
+  }
+  out = s->run({{"x", x}, {"lens", Tensor::from_vector<int64_t>({2}, {1, 3})}});
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  const std::vector<float> expected2 = {0, 21, 10, 11, 20, 1};
+  for (size_t i = 0; i < expected2.size(); ++i) {
+    EXPECT_EQ(out->at("y").data<float>()[i], expected2[i]) << i;
+  }
+}
+
+}  // namespace
+}  // namespace frame::onnx

@@ -1,0 +1,155 @@
+// runtime::Session::from_graph (ADR 0006): a graph built in C++ whose Reshape target is a graph
+// input runs with any target value, one cached specialization per value; the caller-buffer run
+// and the cache reports. Expected values are the reshape's definition (same data, new shape).
+
+#include "frame/runtime/session.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace frame::runtime {
+namespace {
+
+// y = reshape(x, target), x: f32[2,6], target: i64[2] (a graph input).
+ir::Graph reshape_graph() {
+  ir::Graph g("reshape_by_input");
+  ir::ValueId x = g.add_input("x", {DTypeCode::kFloat32, {2, 6}});
+  ir::ValueId target = g.add_input("target", {DTypeCode::kInt64, {2}});
+  Result<ir::NodeId> n = g.create_node("reshape", "r", {x, target}, 1, {}, {"y"});
+  EXPECT_TRUE(n.is_ok());
+  g.add_output(g.node(*n).outputs[0]);
+  return g;
+}
+
+const Tensor kX = Tensor::from_vector<float>({2, 6}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+
+void expect_reshape(const Tensor& y, const Shape& shape) {
+  ASSERT_EQ(y.shape(), shape);
+  for (int64_t i = 0; i < 12; ++i) ASSERT_EQ(y.data<float>()[i], static_cast<float>(i));
+}
+
+SessionOptions cpu() {
+  SessionOptions o;
+  o.compile.backends = {"cpu"};
+  o.compile.num_threads = 1;
+  return o;
+}
+
+TEST(Session, FromGraphBindsTheShapeInputPerRun) {
+  Result<Session> s = Session::from_graph(reshape_graph(), cpu());
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  EXPECT_EQ(s->shape_determining_inputs(), std::vector<std::string>{"target"});
+  ASSERT_EQ(s->inputs().size(), 2u);
+  EXPECT_EQ(s->inputs()[0].to_string(), "f32[2,6]");
+  for (const Shape& shape : {Shape{3, 4}, Shape{4, 3}, Shape{12, 1}, Shape{3, 4}}) {
+    Result<TensorMap> out =
+        s->run({{"x", kX}, {"target", Tensor::from_vector<int64_t>({2}, shape)}});
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    expect_reshape(out->at("y"), shape);
+  }
+  const CacheStats st = s->cache_stats();
+  EXPECT_EQ(st.entries, 3u);
+  EXPECT_EQ(st.misses, 3u);
+  EXPECT_EQ(st.hits, 1u);
+  EXPECT_EQ(st.evictions, 0u);
+}
+
+TEST(Session, CallerBufferRun) {
+  Result<Session> s = Session::from_graph(reshape_graph(), cpu());
+  ASSERT_TRUE(s.is_ok());
+  const TensorMap in{{"x", kX}, {"target", Tensor::from_vector<int64_t>({2}, {6, 2})}};
+  Result<Tensor> y = Tensor::zeros(DTypeCode::kFloat32, {6, 2});
+  ASSERT_TRUE(y.is_ok());
+  TensorMap outputs{{"y", *y}};
+  Status st = s->run(in, outputs);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  expect_reshape(outputs.at("y"), {6, 2});
+  // The output tensor is the caller's buffer.
+  EXPECT_EQ(outputs.at("y").raw_data(), y->raw_data());
+}
+
+TEST(Session, StaticDimsOfABuiltGraphAreChecked) {
+  Result<Session> s = Session::from_graph(reshape_graph(), cpu());
+  ASSERT_TRUE(s.is_ok());
+  Result<TensorMap> out =
+      s->run({{"x", Tensor::from_vector<float>({3, 4}, std::vector<float>(12, 1.0f))},
+              {"target", Tensor::from_vector<int64_t>({2}, {4, 3})}});
+  ASSERT_FALSE(out.is_ok());
+  EXPECT_NE(out.status().message().find("input 'x' has shape [3,4], the model fixes dim 0 to 2"),
+            std::string::npos)
+      << out.status().message();
+}
+
+TEST(Session, ConcurrentRunsWithDifferentTargets) {
+  Result<Session> s = Session::from_graph(reshape_graph(), cpu());
+  ASSERT_TRUE(s.is_ok());
+  const std::vector<Shape> shapes = {{1, 12}, {2, 6}, {3, 4}, {4, 3}, {6, 2}, {12, 1}};
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 24; ++i) {
+        const Shape& shape = shapes[static_cast<size_t>(i + t) % shapes.size()];
+        Result<TensorMap> out =
+            s->run({{"x", kX}, {"target", Tensor::from_vector<int64_t>({2}, shape)}});
+        bool ok = out.is_ok() && out->at("y").shape() == shape;
+        for (int64_t k = 0; ok && k < 12; ++k) {
+          ok = out->at("y").data<float>()[k] == static_cast<float>(k);
+        }
+        if (!ok) ++wrong;
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  const CacheStats st = s->cache_stats();
+  EXPECT_EQ(st.entries, shapes.size());
+  EXPECT_EQ(st.hits + st.misses, 96u);
+}
+
+TEST(Session, CreateRejectsABadSource) {
+  ModelSource src;
+  src.name = "m";
+  src.inputs.push_back(ValueInfo{"a", DTypeCode::kFloat32, {}, true});
+  src.shape_determining = {"b"};
+  src.specialize = [](const Specialization&) -> Result<ir::Graph> { return ir::Graph(); };
+  Result<Session> s = Session::create(src);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.status().message().find("shape-determining input 'b' is not a declared input"),
+            std::string::npos);
+  src.shape_determining.clear();
+  src.specialize = nullptr;
+  EXPECT_FALSE(Session::create(src).is_ok());
+}
+
+TEST(Session, ConcurrentRunsOfOneNewKeyCompileItOnce) {
+  Result<Session> s = Session::from_graph(reshape_graph(), cpu());
+  ASSERT_TRUE(s.is_ok());
+  constexpr int kThreads = 8;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      Result<TensorMap> out =
+          s->run({{"x", kX}, {"target", Tensor::from_vector<int64_t>({2}, {4, 3})}});
+      bool ok = out.is_ok() && out->at("y").shape() == Shape{4, 3};
+      for (int64_t k = 0; ok && k < 12; ++k) {
+        ok = out->at("y").data<float>()[k] == static_cast<float>(k);
+      }
+      if (!ok) ++wrong;
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  const CacheStats st = s->cache_stats();
+  EXPECT_EQ(st.misses, 1u);
+  EXPECT_EQ(st.hits, static_cast<uint64_t>(kThreads - 1));
+  EXPECT_EQ(st.entries, 1u);
+}
+
+}  // namespace
+}  // namespace frame::runtime

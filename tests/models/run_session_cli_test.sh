@@ -1,0 +1,27 @@
+#!/bin/sh
+# `frame run` over a runtime::Session (ADR 0006): a Reshape whose target is a graph input, fed
+# as a .npy file with two different targets, and the BERT-style encoder with dynamic axes at
+# one sequence length; outputs compared with the generator's reference values
+# (tests/session/gen_session_models.py). A shape-determining input without a file is an error
+# naming it.
+# Usage: run_session_cli_test.sh FRAME_CLI COMPARE_NPY SESSION_MODELS_DIR OUT_DIR
+set -eu
+frame=$1; compare=$2; data=$3; out=$4
+rm -rf "$out"
+for k in a b; do
+  "$frame" run "$data/reshape.onnx" --input x="$data/reshape.x.npy" \
+    --input shape="$data/reshape.shape_$k.npy" --output-dir "$out/$k"
+  "$compare" "$out/$k/y.npy" "$data/reshape.expected_$k.npy"
+done
+"$frame" run "$data/bert.onnx" --input ids="$data/bert.ids_8.npy" --output-dir "$out/bert"
+"$compare" "$out/bert/hidden.npy" "$data/bert.expected_8.npy" --class deep
+# --shape gives random values of a concrete shape to an input with symbolic dims.
+"$frame" run "$data/bert.onnx" --shape ids=1,6 > "$out/random.txt"
+grep -q "output hidden: f32\[1,6,32\]" "$out/random.txt" || { cat "$out/random.txt" >&2; exit 1; }
+if "$frame" run "$data/reshape.onnx" --input x="$data/reshape.x.npy" 2> "$out/err.txt"; then
+  echo "frame run without a value for 'shape' succeeded" >&2
+  exit 1
+fi
+grep -q "input 'shape' (i64\[2\]) decides output shapes (ADR 0006): its value is needed" \
+  "$out/err.txt" || { cat "$out/err.txt" >&2; exit 1; }
+echo "session cli: ok"
