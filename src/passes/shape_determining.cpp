@@ -95,9 +95,10 @@ Status with_shape_determining_hint(const ir::Graph& g, const Status& s) {
   std::string msg = s.message();
   for (const std::string& l : lines) msg += "\n  hint: " + l;
   msg +=
-      "\n  hint: frame compiles static shapes only (ARCH-044); run-time specialization of such "
-      "inputs (ADR 0006) is not implemented yet, so today their values must be bound at load "
-      "time (onnx::LoadOptions::constant_inputs) or stored in the model as initializers";
+      "\n  hint: frame compiles static shapes only (ARCH-044); a session (runtime::Session, "
+      "onnx::open_session, `frame run --input NAME=FILE.npy`) compiles one specialization per "
+      "value it is given (ADR 0006); a single load can bind them with "
+      "onnx::LoadOptions::constant_inputs";
   return Status(s.code(), std::move(msg));
 }
 

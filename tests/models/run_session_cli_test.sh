@@ -3,7 +3,7 @@
 # as a .npy file with two different targets, and the BERT-style encoder with dynamic axes at
 # one sequence length; outputs compared with the generator's reference values
 # (tests/session/gen_session_models.py). A shape-determining input without a file is an error
-# naming it.
+# naming it. `frame inspect --input` shows the specialization for a given value.
 # Usage: run_session_cli_test.sh FRAME_CLI COMPARE_NPY SESSION_MODELS_DIR OUT_DIR
 set -eu
 frame=$1; compare=$2; data=$3; out=$4
@@ -24,4 +24,17 @@ if "$frame" run "$data/reshape.onnx" --input x="$data/reshape.x.npy" 2> "$out/er
 fi
 grep -q "input 'shape' (i64\[2\]) decides output shapes (ADR 0006): its value is needed" \
   "$out/err.txt" || { cat "$out/err.txt" >&2; exit 1; }
+# `frame inspect --input` reports the specialization for the given value; without it, the
+# error lists the shape-determining input and says how to pass its value.
+"$frame" inspect "$data/reshape.onnx" --input x="$data/reshape.x.npy" \
+  --input shape="$data/reshape.shape_a.npy" \
+  > "$out/inspect.txt"
+grep -q "shape -> " "$out/inspect.txt" && grep -q "peak arena" "$out/inspect.txt" ||
+  { cat "$out/inspect.txt" >&2; exit 1; }
+if "$frame" inspect "$data/reshape.onnx" --shape x=6 > /dev/null 2> "$out/inspect_err.txt"; then
+  echo "frame inspect without a value for 'shape' succeeded" >&2
+  exit 1
+fi
+grep -q "hint: pass their values with --input NAME=FILE.npy" "$out/inspect_err.txt" ||
+  { cat "$out/inspect_err.txt" >&2; exit 1; }
 echo "session cli: ok"

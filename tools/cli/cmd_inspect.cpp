@@ -1,8 +1,9 @@
-// `frame inspect MODEL [--backend B] [--shape NAME=d0,..] [--json]`: what the compiler did to a
-// model — the shape-determining graph inputs (ADR 0006, listed before compiling), node counts per
-// op before and after the pipeline, fused groups (operator-fusion and lowering patterns), the
-// backend and path of every node with the alternatives rejected and why, nodes per backend,
-// fallbacks, peak arena bytes and per-pass times.
+// `frame inspect MODEL [--backend B] [--shape NAME=d0,..] [--input NAME=FILE.npy ..] [--json]`:
+// what the compiler did to a model (with --input, to the specialization a session compiles for
+// those input values and shapes, ADR 0006) — the shape-determining graph inputs (ADR 0006, listed
+// before compiling), node counts per op before and after the pipeline, fused groups
+// (operator-fusion and lowering patterns), the backend and path of every node with the alternatives
+// rejected and why, nodes per backend, fallbacks, peak arena bytes and per-pass times.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -16,6 +17,7 @@
 
 #include "commands.h"
 #include "frame/onnx/onnx.h"
+#include "frame/onnx/session.h"
 #include "frame/passes/shape_determining.h"
 #include "frame/runtime/compile.h"
 #include "model_util.h"
@@ -27,6 +29,7 @@ struct InspectOptions {
   std::string model;
   std::string backend = "auto";
   std::vector<std::string> shapes;
+  std::vector<std::string> inputs;
   bool json = false;
 } g_inspect;
 
@@ -156,42 +159,72 @@ int run_inspect() {
   if (!backends.is_ok()) return fail(backends.status());
   onnx::LoadOptions lo;
   lo.input_shapes = *shapes;
-  Result<ir::Graph> graph = [&] {
-    Progress p("loading " + o.model);
-    return onnx::load(o.model, lo);
-  }();
-  if (!graph.is_ok()) {
-    // A shape function rejected a non-constant shape input at import (ARCH-044): load the
-    // structure only, to list every shape-determining input before reporting the error.
-    if (graph.status().message().find("must be a constant") == std::string::npos) {
-      return fail(graph.status());
-    }
-    onnx::LoadOptions structure = lo;
+  std::vector<passes::ShapeDeterminingInput> sdi;
+  Result<runtime::Executable> exe = internal_error("not compiled");
+  if (!o.inputs.empty()) {
+    // The specialization a session compiles for these values and shapes (ADR 0006); inputs
+    // without a file get random values of their declared or --shape shape.
+    Result<std::map<std::string, std::string>> files = parse_inputs(o.inputs);
+    if (!files.is_ok()) return fail(files.status());
+    Result<runtime::TensorMap> given = read_input_files(*files);
+    if (!given.is_ok()) return fail(given.status());
+    runtime::SessionOptions so;
+    so.compile.backends = *backends;
+    Result<runtime::Session> session = [&] {
+      Progress p("loading " + o.model);
+      return onnx::open_session(o.model, so);
+    }();
+    if (!session.is_ok()) return fail(session.status());
+    Result<std::vector<std::string>> random = complete_inputs(*session, *shapes, *given);
+    if (!random.is_ok()) return fail(random.status());
+    onnx::LoadOptions structure;
     structure.keep_untyped = true;
-    Result<ir::Graph> partial = onnx::load(o.model, structure);
-    if (!partial.is_ok()) return fail(graph.status());
-    const std::vector<passes::ShapeDeterminingInput> sdi =
-        passes::shape_determining_inputs(*partial);
-    if (o.json) {
-      nlohmann::ordered_json j;
-      j["model"] = o.model;
-      j["shape_determining_inputs"] = sdi_json(sdi);
-      j["error"] = graph.status().message();
-      std::cout << j.dump(2) << "\n";
-    } else {
-      print_sdi(sdi);
+    for (const auto& [name, t] : *given) structure.input_shapes[name] = t.shape();
+    if (Result<ir::Graph> g = onnx::load(o.model, structure); g.is_ok()) {
+      sdi = passes::shape_determining_inputs(*g);
     }
-    return fail(graph.status());
-  }
-  const std::vector<passes::ShapeDeterminingInput> sdi = passes::shape_determining_inputs(*graph);
-  if (!o.json) print_sdi(sdi);
-  runtime::CompileOptions co;
-  co.backends = *backends;
-  co.use_cache = false;  // the report should describe a real compilation
-  Result<runtime::Executable> exe = [&] {
+    if (!o.json) print_sdi(sdi);
     Progress p("compiling");
-    return runtime::compile(*graph, co);
-  }();
+    exe = session->prepare(*given);
+  } else {
+    Result<ir::Graph> graph = [&] {
+      Progress p("loading " + o.model);
+      return onnx::load(o.model, lo);
+    }();
+    if (!graph.is_ok()) {
+      // A shape function rejected a non-constant shape input at import (ARCH-044): load the
+      // structure only, to list every shape-determining input before reporting the error.
+      if (graph.status().message().find("must be a constant") == std::string::npos) {
+        return fail(graph.status());
+      }
+      onnx::LoadOptions structure = lo;
+      structure.keep_untyped = true;
+      Result<ir::Graph> partial = onnx::load(o.model, structure);
+      if (!partial.is_ok()) return fail(graph.status());
+      sdi = passes::shape_determining_inputs(*partial);
+      const Status err(graph.status().code(),
+                       graph.status().message() +
+                           "\n  hint: pass their values with --input NAME=FILE.npy to inspect "
+                           "the specialization a session compiles for them (ADR 0006)");
+      if (o.json) {
+        nlohmann::ordered_json j;
+        j["model"] = o.model;
+        j["shape_determining_inputs"] = sdi_json(sdi);
+        j["error"] = err.message();
+        std::cout << j.dump(2) << "\n";
+      } else {
+        print_sdi(sdi);
+      }
+      return fail(err);
+    }
+    sdi = passes::shape_determining_inputs(*graph);
+    if (!o.json) print_sdi(sdi);
+    runtime::CompileOptions co;
+    co.backends = *backends;
+    co.use_cache = false;  // the report should describe a real compilation
+    Progress p("compiling");
+    exe = runtime::compile(*graph, co);
+  }
   if (!exe.is_ok()) {
     if (o.json) {
       nlohmann::ordered_json j;
@@ -243,6 +276,9 @@ CommandRegistration reg{Command{
                       "the optimized backends built here, then cpu");
       sub->add_option("--shape", g_inspect.shapes,
                       "NAME=d0,d1,... concrete shape of a dynamic input");
+      sub->add_option("--input", g_inspect.inputs,
+                      "NAME=FILE.npy: inspect the specialization for this input's value and "
+                      "shape (ADR 0006); other inputs get random values");
       sub->add_flag("--json", g_inspect.json, "Print the report as JSON");
       return sub;
     },

@@ -2,6 +2,7 @@
 #include "model_util.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,7 +12,9 @@
 #include <random>
 #include <sstream>
 
+#include "frame/core/npy.h"
 #include "frame/runtime/backend.h"
+#include "frame/runtime/session.h"
 
 namespace frame::cli {
 
@@ -232,6 +235,76 @@ void Table::print(const std::string& indent) const {
     line(row);
     for (const std::string& n : notes) std::printf("%s%s\n", indent.c_str(), n.c_str());
   }
+}
+
+// Fills `inputs` with a tensor for every model input without a file: random values (a fixed
+// seed per input position) of the --shape given, else of the declared static shape. A
+// shape-determining input needs its value from a file. Returns the names of the random inputs.
+// Errors name the input and what to pass.
+Result<std::vector<std::string>> complete_inputs(const runtime::Session& session,
+                                                 const std::map<std::string, Shape>& shapes,
+                                                 runtime::TensorMap& inputs) {
+  std::vector<std::string> names;
+  for (const runtime::ValueInfo& vi : session.inputs()) names.push_back(vi.name);
+  for (const auto& [name, t] : inputs) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      return invalid_argument("--input {}: the model has no input '{}' (inputs: {})", name, name,
+                              fmt::join(names, ", "));
+    }
+  }
+  for (const auto& [name, shape] : shapes) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      return invalid_argument("--shape {}: the model has no input '{}' (inputs: {})", name, name,
+                              fmt::join(names, ", "));
+    }
+    auto it = inputs.find(name);
+    if (it != inputs.end() && it->second.shape() != shape) {
+      return invalid_argument("--shape {}={} disagrees with the shape {} of its --input file", name,
+                              fmt::join(shape, ","), shape_to_string(it->second.shape()));
+    }
+  }
+  const std::vector<std::string>& sd = session.shape_determining_inputs();
+  std::vector<std::string> random;
+  uint64_t seed = 0;
+  for (const runtime::ValueInfo& vi : session.inputs()) {
+    const uint64_t this_seed = seed++;
+    if (inputs.count(vi.name) > 0) continue;
+    if (std::find(sd.begin(), sd.end(), vi.name) != sd.end()) {
+      return invalid_argument(
+          "input '{}' ({}) decides output shapes (ADR 0006): its value is needed; pass "
+          "--input {}=FILE.npy",
+          vi.name, vi.to_string(), vi.name);
+    }
+    Shape shape;
+    if (auto it = shapes.find(vi.name); it != shapes.end()) {
+      shape = it->second;
+    } else {
+      bool concrete = vi.has_shape;
+      for (const runtime::Dim& d : vi.dims) {
+        concrete = concrete && d.is_concrete();
+        shape.push_back(d.value);
+      }
+      if (!concrete) {
+        return invalid_argument(
+            "input '{}' is {}: give a concrete shape with --shape {}=d0,d1,... or its values "
+            "with --input {}=FILE.npy",
+            vi.name, vi.to_string(), vi.name, vi.name);
+      }
+    }
+    inputs[vi.name] = random_tensor(ir::TensorType{vi.dtype, shape}, this_seed);
+    random.push_back(vi.name);
+  }
+  return random;
+}
+
+Result<runtime::TensorMap> read_input_files(const std::map<std::string, std::string>& files) {
+  runtime::TensorMap out;
+  for (const auto& [name, path] : files) {
+    Result<Tensor> t = read_npy(path);
+    if (!t.is_ok()) return t.status().with_prefix(fmt::format("--input {}: ", name));
+    out[name] = *t;
+  }
+  return out;
 }
 
 }  // namespace frame::cli

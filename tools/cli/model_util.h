@@ -17,6 +17,7 @@
 #include "frame/core/status.h"
 #include "frame/core/tensor.h"
 #include "frame/ir/types.h"
+#include "frame/runtime/session.h"
 
 namespace frame::cli {
 
@@ -100,5 +101,18 @@ class Table {
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
+
+/// Fills `inputs` with a tensor for every input of `session` without one: random values (a
+/// fixed seed per input position, random_tensor) of the --shape given, else of the declared
+/// static shape. A shape-determining input (ADR 0006) needs its value from a file. Returns the
+/// names of the inputs given random values. Errors: kInvalidArgument naming the input and what
+/// to pass (unknown --input/--shape name, --shape disagreeing with a file, a symbolic dim
+/// without --shape, a shape-determining input without a file).
+Result<std::vector<std::string>> complete_inputs(const runtime::Session& session,
+                                                 const std::map<std::string, Shape>& shapes,
+                                                 runtime::TensorMap& inputs);
+/// Reads the `--input NAME=FILE.npy` files of `files` into a tensor map. Errors: the .npy
+/// reader's, prefixed with "--input NAME: ".
+Result<runtime::TensorMap> read_input_files(const std::map<std::string, std::string>& files);
 
 }  // namespace frame::cli
