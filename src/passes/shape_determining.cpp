@@ -43,7 +43,8 @@ std::vector<ShapeDeterminingInput> shape_determining_inputs(const ir::Graph& g) 
         bool propagates = false;
         for (size_t i = 0; i < n.inputs.size(); ++i) {
           if (n.inputs[i] != v) continue;
-          if (schema != nullptr && schema->is_shape_determining(i)) {
+          if (schema != nullptr && schema->is_shape_determining(i) &&
+              schema->decides_shape(ops::make_node_context(g, n, schema), i)) {
             const ops::ArgSpec* spec = schema->input_spec(i);
             sdi.uses.push_back({nid, n.name, n.op, i, spec != nullptr ? spec->name : ""});
           }

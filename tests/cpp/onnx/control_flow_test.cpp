@@ -1,0 +1,196 @@
+// Control flow end to end (ONNX If, Loop, Scan; ADR 0006 decision 5): models and expected
+// outputs come from tests/onnx_models/gen_control_flow.py (numpy computations of each model's
+// ONNX semantics, never frame's output), imported, compiled and run on the cpu chain and the
+// default chain.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/tolerance.h"
+#include "frame/core/npy.h"
+#include "frame/onnx/onnx.h"
+#include "frame/runtime/compile.h"
+
+namespace frame::onnx {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string case_dir(const std::string& name) {
+  return std::string(FRAME_CF_MODELS_DIR) + "/" + name;
+}
+
+// Every in_<name>.npy / out_<name>.npy of one run.
+std::map<std::string, Tensor> read_prefixed(const std::string& dir, const std::string& prefix) {
+  std::map<std::string, Tensor> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string file = e.path().filename().string();
+    if (file.rfind(prefix, 0) != 0 || e.path().extension() != ".npy") continue;
+    const std::string name = file.substr(prefix.size(), file.size() - prefix.size() - 4);
+    Result<Tensor> t = read_npy(e.path().string());
+    EXPECT_TRUE(t.is_ok()) << t.status().message();
+    if (t.is_ok()) out[name] = *t;
+  }
+  return out;
+}
+
+Result<ir::Graph> load_case(const std::string& name, const std::string& run = "",
+                            const std::vector<std::string>& bind = {}) {
+  LoadOptions o;
+  if (!bind.empty()) {
+    std::map<std::string, Tensor> ins = read_prefixed(case_dir(name) + "/" + run, "in_");
+    for (const std::string& b : bind) o.constant_inputs[b] = ins.at(b);
+  }
+  return load(case_dir(name) + "/model.onnx", o);
+}
+
+// Runs `exe` on the run's inputs (minus the bound ones) and compares every output.
+void expect_run(const runtime::Executable& exe, const std::string& name, const std::string& run,
+                const std::vector<std::string>& bound = {}) {
+  const std::string dir = case_dir(name) + "/" + run;
+  std::map<std::string, Tensor> ins = read_prefixed(dir, "in_");
+  for (const std::string& b : bound) ins.erase(b);
+  const std::map<std::string, Tensor> want = read_prefixed(dir, "out_");
+  Result<runtime::TensorMap> got = exe.run(ins);
+  ASSERT_TRUE(got.is_ok()) << name << "/" << run << ": " << got.status().message();
+  ASSERT_EQ(got->size(), want.size());
+  for (const auto& [k, e] : want) {
+    ASSERT_TRUE(got->count(k)) << k;
+    const test::CompareResult r =
+        test::compare_tensors(got->at(k), e, test::tolerance_for(e.dtype()));
+    EXPECT_TRUE(r.ok) << name << "/" << run << " output " << k << ": " << r.message;
+  }
+}
+
+runtime::Executable compile_ok(const ir::Graph& g, std::vector<std::string> backends) {
+  runtime::CompileOptions o;
+  o.backends = std::move(backends);
+  o.use_cache = false;
+  Result<runtime::Executable> exe = runtime::compile(g, o);
+  EXPECT_TRUE(exe.is_ok()) << exe.status().message();
+  return std::move(exe).value();
+}
+
+const std::vector<std::vector<std::string>> kChains = {{"cpu"}, {"auto"}};
+
+TEST(ControlFlow, IfWithRuntimeConditionRunsEitherBranch) {
+  Result<ir::Graph> g = load_case("if_runtime");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  // The else branch reads `y` from the outer graph: an explicit input of the node.
+  bool found = false;
+  for (ir::NodeId id : g->node_ids()) {
+    const ir::Node& n = g->node(id);
+    if (n.op != "if") continue;
+    found = true;
+    ASSERT_EQ(n.inputs.size(), 3u);  // cond, then the captured x and y
+    EXPECT_EQ(g->value(n.inputs[1]).name, "x");
+    EXPECT_EQ(g->value(n.inputs[2]).name, "y");
+  }
+  EXPECT_TRUE(found);
+  for (const auto& chain : kChains) {
+    runtime::Executable exe = compile_ok(*g, chain);
+    EXPECT_EQ(exe.report().op_counts_after.count("if"), 1u);
+    expect_run(exe, "if_runtime", "true");
+    expect_run(exe, "if_runtime", "false");
+    expect_run(exe, "if_runtime", "true");  // the run slot's body arenas are reused
+  }
+}
+
+TEST(ControlFlow, IfWithConstantConditionIsInlinedOnEveryChain) {
+  Result<ir::Graph> g = load_case("if_const");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  for (const auto& chain : kChains) {
+    runtime::Executable exe = compile_ok(*g, chain);
+    EXPECT_EQ(exe.report().op_counts_after.count("if"), 0u) << chain[0];
+    for (const auto& p : exe.report().placements) EXPECT_NE(p.op, "if");
+    expect_run(exe, "if_const", "run");
+  }
+}
+
+TEST(ControlFlow, IfWithBranchesOfDifferentShapesNeedsABoundCondition) {
+  for (const std::string run : {"true", "false"}) {
+    Result<ir::Graph> g = load_case("if_shapes", run, {"cond"});
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    for (const auto& chain : kChains) {
+      runtime::Executable exe = compile_ok(*g, chain);
+      EXPECT_EQ(exe.report().op_counts_after.count("if"), 0u);
+      expect_run(exe, "if_shapes", run, {"cond"});
+    }
+  }
+  Result<ir::Graph> g = load_case("if_shapes");
+  ASSERT_FALSE(g.is_ok());
+  const std::string msg = g.status().message();
+  EXPECT_NE(msg.find("input 0 (cond) must be a constant"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("the condition decides the output shape"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("then_branch (f32[3,2]), else_branch (f32[2,3])"), std::string::npos) << msg;
+}
+
+TEST(ControlFlow, LoopWithTripCountAndScanOutputs) {
+  Result<ir::Graph> g = load_case("loop_scan", "run", {"M", "cond"});
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  for (const auto& chain : kChains) {
+    runtime::Executable exe = compile_ok(*g, chain);
+    expect_run(exe, "loop_scan", "run", {"M", "cond"});
+    expect_run(exe, "loop_scan", "run", {"M", "cond"});
+  }
+  // Unbound, the trip count decides the scan output's leading dim (ARCH-044).
+  Result<ir::Graph> unbound = load_case("loop_scan");
+  ASSERT_FALSE(unbound.is_ok());
+  EXPECT_NE(unbound.status().message().find("input 0 (M) must be a constant"), std::string::npos)
+      << unbound.status().message();
+}
+
+TEST(ControlFlow, NestedIfAndLoopCaptureOuterValuesAtEveryDepth) {
+  // No scan outputs: the trip count stays a run-time input.
+  Result<ir::Graph> g = load_case("loop_nested");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  for (ir::NodeId id : g->node_ids()) {
+    const ir::Node& n = g->node(id);
+    if (n.op != "loop") continue;
+    // M, cond, acc0, then x (read two bodies down, by the inner Loop).
+    ASSERT_EQ(n.inputs.size(), 4u);
+    EXPECT_EQ(g->value(n.inputs[3]).name, "x");
+    EXPECT_EQ(std::get<int64_t>(n.attrs.at("num_captured")), 1);
+  }
+  for (const auto& chain : kChains) {
+    runtime::Executable exe = compile_ok(*g, chain);
+    expect_run(exe, "loop_nested", "m3");
+    expect_run(exe, "loop_nested", "m0");
+    expect_run(exe, "loop_nested", "m3");
+  }
+}
+
+TEST(ControlFlow, LoopCarriedValueMustKeepItsShape) {
+  Result<ir::Graph> g = load_case("loop_carried_change");
+  ASSERT_FALSE(g.is_ok());
+  const std::string msg = g.status().message();
+  EXPECT_NE(msg.find("body 'grow_body': loop-carried value 'v_in' enters iteration 1 as f32[2] "
+                     "but leaves it as f32[4]"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(ControlFlow, ScanOpset9AxesAndDirections) {
+  Result<ir::Graph> g = load_case("scan9");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  for (const auto& chain : kChains) expect_run(compile_ok(*g, chain), "scan9", "run");
+}
+
+TEST(ControlFlow, ScanOpset11NegativeAxesAndCapture) {
+  Result<ir::Graph> g = load_case("scan11");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  for (const auto& chain : kChains) expect_run(compile_ok(*g, chain), "scan11", "run");
+}
+
+TEST(ControlFlow, ScanOpset8BatchedForm) {
+  Result<ir::Graph> g = load_case("scan8");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  for (const auto& chain : kChains) expect_run(compile_ok(*g, chain), "scan8", "run");
+}
+
+}  // namespace
+}  // namespace frame::onnx
