@@ -6,12 +6,27 @@
 
 #include <fmt/format.h>
 
+#include <memory>
 #include <unordered_map>
+#include <variant>
 
 #include "frame/ops/op_registry.h"
 #include "frame/ops/op_schema.h"
 
 namespace frame::ops {
+
+bool node_has_side_effect(const ir::Node& n) {
+  const OpSchema* schema = OpRegistry::global().find(n.op);
+  if (schema == nullptr || schema->has_trait(OpTrait::kHasSideEffect)) return true;
+  for (const auto& [name, value] : n.attrs) {
+    const auto* body = std::get_if<std::shared_ptr<const ir::Graph>>(&value);
+    if (body == nullptr || *body == nullptr) continue;
+    for (ir::NodeId id : (*body)->node_ids()) {
+      if (node_has_side_effect((*body)->node(id))) return true;
+    }
+  }
+  return false;
+}
 
 Result<std::vector<ir::TensorType>> infer_subgraph(const NodeContext& ctx, std::string_view attr,
                                                    const ir::Graph& g,

@@ -36,6 +36,12 @@ class SubgraphRunner {
   virtual Status run(std::span<const Tensor> in, std::span<Tensor> out) = 0;
 };
 
+/// True if node `n` has side effects: its op has OpTrait::kHasSideEffect (or is unknown), or
+/// one of its graph attributes holds such a node at any depth. CSE, DCE and constant folding
+/// ask this instead of the op's trait alone, so nothing with effects is merged, removed or
+/// folded because it sits in a body (ADR 0006 decision 5).
+bool node_has_side_effect(const ir::Node& n);
+
 /// Output types of `body` given the types of its graph inputs (`input_types`, one per body
 /// input), by running each body node's own schema in topological order (nested bodies
 /// recurse through their schemas). Constants of the body keep their values, so body shape
