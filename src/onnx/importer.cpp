@@ -197,14 +197,15 @@ Status NodeImporter::bind_output(size_t i, ir::ValueId v) {
 
 Result<std::shared_ptr<ir::Graph>> NodeImporter::import_body(
     std::string_view attr, const std::vector<ir::TensorType>& formal_types,
-    std::vector<ir::ValueId>& captures) {
+    std::vector<ir::ValueId>& captures, const std::vector<std::optional<Tensor>>& formal_values) {
   for (const auto& a : proto_.attribute()) {
     if (a.name() != attr) continue;
     if (a.type() != ::onnx::AttributeProto::GRAPH || !a.has_g()) {
       return error("attribute '{}' must be a graph", attr);
     }
     if (bodies_ == nullptr) return error("attribute '{}': bodies cannot be imported here", attr);
-    Result<std::shared_ptr<ir::Graph>> b = bodies_->import_body(a.g(), formal_types, captures);
+    Result<std::shared_ptr<ir::Graph>> b =
+        bodies_->import_body(a.g(), formal_types, captures, formal_values);
     if (!b.is_ok()) return b.status().with_prefix(error("body '{}': ", attr).message());
     return b;
   }
@@ -235,9 +236,10 @@ class Importer final : public BodyImporter {
   // A body sees every enclosing scope (ONNX IR "Scoping"): a name it does not define is looked
   // up outward and captured (explicit body input + node input, so the enclosing graph's passes
   // see the dependence); enclosing constants are copied in instead.
-  Result<std::shared_ptr<ir::Graph>> import_body(const ::onnx::GraphProto& gp,
-                                                 const std::vector<ir::TensorType>& formal_types,
-                                                 std::vector<ir::ValueId>& captures) override {
+  Result<std::shared_ptr<ir::Graph>> import_body(
+      const ::onnx::GraphProto& gp, const std::vector<ir::TensorType>& formal_types,
+      std::vector<ir::ValueId>& captures,
+      const std::vector<std::optional<Tensor>>& formal_values) override {
     Importer child(model_, opts_, dir_);
     child.parent_ = this;
     child.opsets_ = opsets_;
@@ -253,7 +255,12 @@ class Importer final : public BodyImporter {
         return invalid_argument("body '{}': input '{}' is also an initializer", child.g_.name(),
                                 gp.input(i).name());
       }
-      child.g_.add_input(gp.input(i).name(), formal_types[static_cast<size_t>(i)]);
+      const auto k = static_cast<size_t>(i);
+      if (k < formal_values.size() && formal_values[k]) {
+        child.g_.add_constant(gp.input(i).name(), *formal_values[k]);
+      } else {
+        child.g_.add_input(gp.input(i).name(), formal_types[k]);
+      }
     }
     for (ir::ValueId v : captures) {
       const ir::Value& val = g_.value(v);

@@ -45,10 +45,13 @@ class BodyImporter {
   /// name the body reads from an enclosing scope becomes a body input after the formal ones:
   /// `captures` holds the enclosing graph's values captured so far (in, created as inputs in
   /// this order first) and gains every new one (out). Constants of enclosing scopes are
-  /// copied into the body instead (no input). Errors name the body and the failing node.
+  /// copied into the body instead (no input). `formal_values`, when not empty, holds one entry
+  /// per formal input: a value makes that input a constant of the body (no graph input), as
+  /// for an unrolled Loop iteration. Errors name the body and the failing node.
   virtual Result<std::shared_ptr<ir::Graph>> import_body(
       const ::onnx::GraphProto& body, const std::vector<ir::TensorType>& formal_types,
-      std::vector<ir::ValueId>& captures) = 0;
+      std::vector<ir::ValueId>& captures,
+      const std::vector<std::optional<Tensor>>& formal_values) = 0;
 };
 
 /// What an op-table converter sees for one ONNX node and how it emits frame nodes.
@@ -91,9 +94,10 @@ class NodeImporter {
   void set_body_importer(BodyImporter* b) { bodies_ = b; }
   /// Imports GRAPH attribute `attr` (BodyImporter::import_body). Errors: the attribute is
   /// missing or not a graph, or the body fails to import.
-  Result<std::shared_ptr<ir::Graph>> import_body(std::string_view attr,
-                                                 const std::vector<ir::TensorType>& formal_types,
-                                                 std::vector<ir::ValueId>& captures);
+  Result<std::shared_ptr<ir::Graph>> import_body(
+      std::string_view attr, const std::vector<ir::TensorType>& formal_types,
+      std::vector<ir::ValueId>& captures,
+      const std::vector<std::optional<Tensor>>& formal_values = {});
   /// Appends to `body` one input per `captures[from..]` (the types and names of those values
   /// in this node's graph): a body imported before another body captured more values still
   /// lists every captured value, in the node's order.

@@ -158,6 +158,41 @@ def loop_nested(out):
         "m0": {"M": np.array(0, np.int64), "acc0": acc0, "x": x}}, ref_loop_nested)
 
 
+def loop_unroll(out):
+    # As ONNX test_loop11: the body slices a constant table at [i, i+1), a shape that is static
+    # only for a known i, so the loop is unrolled (M and cond bound as constants by the test).
+    table = np.array([1, 2, 3, 4, 5], np.float32)
+    body = helper.make_graph([
+        helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+        const_node("table", table),
+        const_node("one", np.array(1, np.int64)),
+        helper.make_node("Add", ["i", "one"], ["end"]),
+        helper.make_node("Unsqueeze", ["i"], ["start1"], axes=[0]),
+        helper.make_node("Unsqueeze", ["end"], ["end1"], axes=[0]),
+        helper.make_node("Slice", ["table", "start1", "end1"], ["t"]),
+        helper.make_node("Mul", ["t", "w"], ["tw"]),
+        helper.make_node("Add", ["y_in", "tw"], ["y_out"]),
+        helper.make_node("Identity", ["y_out"], ["scan_out"]),
+    ], "slice_body", [vi("i", I64, []), vi("cond_in", B, []), vi("y_in", F, [1])],
+        [vi("cond_out", B, []), vi("y_out", F, [1]), vi("scan_out", F, [1])])
+    g = helper.make_graph([helper.make_node("Loop", ["M", "cond", "y0"], ["y", "scan"], body=body)],
+                          "loop_unroll", [vi("M", I64, []), vi("cond", B, []), vi("y0", F, [1]),
+                                          vi("w", F, [1])],
+                          [vi("y", F, [1]), vi("scan", F, [None, 1])])
+
+    def ref(f):
+        y = f["y0"].copy()
+        scans = []
+        for i in range(int(f["M"])):
+            y = y + table[i:i + 1] * f["w"]
+            scans.append(y.copy())
+        return [y, np.stack(scans)]
+
+    save(out, "loop_unroll", model(g, 11), {"run": {
+        "M": np.array(4, np.int64), "cond": np.array(True), "y0": np.array([0.5], np.float32),
+        "w": np.array([-2], np.float32)}}, ref)
+
+
 def loop_carried_change(out):
     # The carried value grows by one element per iteration: not static (ARCH-044).
     body = helper.make_graph([
@@ -297,8 +332,8 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
     a = p.parse_args()
-    for f in (if_runtime, if_const, if_shapes, loop_scan, loop_nested, loop_carried_change, scan9,
-              scan11, scan8):
+    for f in (if_runtime, if_const, if_shapes, loop_scan, loop_nested, loop_unroll,
+              loop_carried_change, scan9, scan11, scan8):
         f(a.out)
     with open(os.path.join(a.out, "stamp"), "w") as f:
         f.write("ok\n")

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/tolerance.h"
@@ -162,6 +163,39 @@ TEST(ControlFlow, NestedIfAndLoopCaptureOuterValuesAtEveryDepth) {
     expect_run(exe, "loop_nested", "m0");
     expect_run(exe, "loop_nested", "m3");
   }
+}
+
+TEST(ControlFlow, LoopWhoseBodyNeedsAConstantIterationIsUnrolled) {
+  Result<ir::Graph> g = load_case("loop_unroll", "run", {"M", "cond"});
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  for (const auto& chain : kChains) {
+    runtime::Executable exe = compile_ok(*g, chain);
+    // Each iteration became an if with a constant condition, which the decomposition inlined.
+    EXPECT_EQ(exe.report().op_counts_after.count("if"), 0u);
+    EXPECT_EQ(exe.report().op_counts_after.count("loop"), 0u);
+    expect_run(exe, "loop_unroll", "run", {"M", "cond"});
+  }
+  // With a run-time trip count the Slice inside the body has no static shape (ARCH-044).
+  Result<ir::Graph> unbound = load_case("loop_unroll");
+  ASSERT_FALSE(unbound.is_ok());
+  EXPECT_NE(unbound.status().message().find("input 1 (starts) must be a constant"),
+            std::string::npos)
+      << unbound.status().message();
+}
+
+TEST(ControlFlow, ConcurrentRunsUseTheirOwnBodyRunners) {
+  // Each run slot owns its body runners (arena + carried buffers): four threads running the
+  // nested loop with different trip counts all get their own answers.
+  Result<ir::Graph> g = load_case("loop_nested");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  runtime::Executable exe = compile_ok(*g, {"cpu"});
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&exe, t] {
+      for (int k = 0; k < 20; ++k) expect_run(exe, "loop_nested", (t + k) % 2 == 0 ? "m3" : "m0");
+    });
+  }
+  for (std::thread& t : threads) t.join();
 }
 
 TEST(ControlFlow, LoopCarriedValueMustKeepItsShape) {
