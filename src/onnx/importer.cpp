@@ -240,8 +240,14 @@ class Importer final : public BodyImporter {
       const ::onnx::GraphProto& gp, const std::vector<ir::TensorType>& formal_types,
       std::vector<ir::ValueId>& captures,
       const std::vector<std::optional<Tensor>>& formal_values) override {
+    // Bounded nesting: a crafted model must not exhaust the stack (the loader never crashes).
+    if (depth_ >= kMaxBodyDepth) {
+      return invalid_argument("body '{}' is nested deeper than {} levels", gp.name(),
+                              kMaxBodyDepth);
+    }
     Importer child(model_, opts_, dir_);
     child.parent_ = this;
+    child.depth_ = depth_ + 1;
     child.opsets_ = opsets_;
     child.g_.set_name(gp.name().empty() ? "body" : gp.name());
     if (gp.input_size() != static_cast<int>(formal_types.size())) {
@@ -595,6 +601,8 @@ class Importer final : public BodyImporter {
   std::string dir_;
   std::map<std::string, int> opsets_;
   ir::Graph g_;
+  static constexpr int kMaxBodyDepth = 16;
+  int depth_ = 0;                      // nesting level of a body (0: the model's graph)
   Importer* parent_ = nullptr;         // the enclosing scope of a body
   std::vector<ir::ValueId> captures_;  // a body's captured values, in the parent's graph
 };

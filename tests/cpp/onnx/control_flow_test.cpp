@@ -15,6 +15,7 @@
 #include "frame/core/npy.h"
 #include "frame/onnx/onnx.h"
 #include "frame/runtime/compile.h"
+#include "model_builder.h"
 
 namespace frame::onnx {
 namespace {
@@ -196,6 +197,59 @@ TEST(ControlFlow, ConcurrentRunsUseTheirOwnBodyRunners) {
     });
   }
   for (std::thread& t : threads) t.join();
+}
+
+// If nodes nested `depth` deep along their then branches; the leaves read `c` from the top
+// graph.
+std::string nested_ifs(int depth) {
+  ::onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  ::onnx::GraphProto inner;
+  inner.set_name("leaf");
+  auto* id = inner.add_node();
+  id->set_op_type("Not");
+  id->add_input("c");
+  id->add_output("leaf_out");
+  *inner.add_output() = testing::value_info("leaf_out", ::onnx::TensorProto::BOOL, {});
+  const ::onnx::GraphProto leaf = inner;
+  for (int d = 0; d < depth; ++d) {
+    ::onnx::GraphProto outer;
+    outer.set_name("level" + std::to_string(d));
+    auto* n = outer.add_node();
+    n->set_op_type("If");
+    n->add_input("c");
+    n->add_output("out" + std::to_string(d));
+    for (const char* name : {"then_branch", "else_branch"}) {
+      auto* a = n->add_attribute();
+      a->set_name(name);
+      a->set_type(::onnx::AttributeProto::GRAPH);
+      // The else branch is the leaf, so the model grows linearly with depth.
+      *a->mutable_g() = std::string_view(name) == "then_branch" ? inner : leaf;
+    }
+    *outer.add_output() =
+        testing::value_info("out" + std::to_string(d), ::onnx::TensorProto::BOOL, {});
+    inner = outer;
+  }
+  *inner.add_input() = testing::value_info("c", ::onnx::TensorProto::BOOL, {});
+  *m.mutable_graph() = inner;
+  return m.SerializeAsString();
+}
+
+TEST(ControlFlow, NestingIsBoundedAndCapturesReachEveryLevel) {
+  // Three levels: c is read by the leaf only and captured through each If on the way.
+  Result<ir::Graph> g = load_from_bytes(nested_ifs(3));
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  runtime::Executable exe = compile_ok(*g, {"cpu"});
+  for (bool c : {true, false}) {
+    Result<runtime::TensorMap> out = exe.run({{"c", Tensor::scalar<bool>(c)}});
+    ASSERT_TRUE(out.is_ok()) << out.status().message();
+    EXPECT_EQ(*out->at("out2").data<bool>(), !c);
+  }
+  Result<ir::Graph> deep = load_from_bytes(nested_ifs(20));
+  ASSERT_FALSE(deep.is_ok());
+  EXPECT_NE(deep.status().message().find("nested deeper than 16 levels"), std::string::npos)
+      << deep.status().message();
 }
 
 TEST(ControlFlow, LoopCarriedValueMustKeepItsShape) {
