@@ -84,6 +84,20 @@ def if_const(out):
          {"run": {"x": np.arange(4, dtype=np.float32)}}, lambda f: [f["x"] - 2])
 
 
+def if_const_passthrough(out):
+    # The condition is an initializer (false) and the else branch returns the captured x
+    # itself, which is also what the graph outputs.
+    then_g = helper.make_graph([helper.make_node("Neg", ["x"], ["t"])], "then_body", [],
+                               [vi("t", F, [3])])
+    else_g = helper.make_graph([], "else_body", [], [vi("x", F, [3])])
+    g = helper.make_graph(
+        [helper.make_node("If", ["c"], ["z"], then_branch=then_g, else_branch=else_g)],
+        "if_const_passthrough", [vi("x", F, [3])], [vi("z", F, [3])],
+        initializer=[helper.make_tensor("c", B, [], [False])])
+    save(out, "if_const_passthrough", model(g, 13),
+         {"run": {"x": np.array([1, -2, 3], np.float32)}}, lambda f: [f["x"]])
+
+
 def if_shapes(out):
     # then: Transpose(x) [3,2]; else: x [2,3]: the condition decides the output shape.
     then_g = helper.make_graph([helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0])],
@@ -332,7 +346,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
     a = p.parse_args()
-    for f in (if_runtime, if_const, if_shapes, loop_scan, loop_nested, loop_unroll,
+    for f in (if_runtime, if_const, if_const_passthrough, if_shapes, loop_scan, loop_nested, loop_unroll,
               loop_carried_change, scan9, scan11, scan8):
         f(a.out)
     with open(os.path.join(a.out, "stamp"), "w") as f:

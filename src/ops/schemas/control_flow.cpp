@@ -151,7 +151,23 @@ Result<ir::Graph> with_leading_inputs(const ir::Graph& body,
       m.value(m.node(nid).outputs[k]).type = body.value(n.outputs[k]).type;
     }
   }
-  for (ir::ValueId v : body.outputs()) m.add_output(map[static_cast<size_t>(v)]);
+  // A branch output that is a branch input (a captured value passed through) or repeats
+  // another output gets its own value through an identity node, so the decomposition pass
+  // can give it the node's output name (otherwise it would leave the node unexpanded).
+  std::vector<bool> used(m.num_values(), false);
+  for (ir::ValueId v : body.outputs()) {
+    ir::ValueId mv = map[static_cast<size_t>(v)];
+    if (m.value(mv).is_graph_input || used[static_cast<size_t>(mv)]) {
+      const ir::TensorType t = *m.value(mv).type;
+      FRAME_ASSIGN_OR_RETURN(
+          ir::NodeId id, m.create_node("identity", m.unique_node_name("pass_through"), {mv}, 1));
+      mv = m.node(id).outputs[0];
+      m.value(mv).type = t;
+      used.resize(m.num_values(), false);
+    }
+    used[static_cast<size_t>(mv)] = true;
+    m.add_output(mv);
+  }
   return m;
 }
 

@@ -111,6 +111,14 @@ TEST(ControlFlow, IfWithConstantConditionIsInlinedOnEveryChain) {
     for (const auto& p : exe.report().placements) EXPECT_NE(p.op, "if");
     expect_run(exe, "if_const", "run");
   }
+  // The selected branch returns a captured value unchanged, and it is the graph output.
+  Result<ir::Graph> pass = load_case("if_const_passthrough");
+  ASSERT_TRUE(pass.is_ok()) << pass.status().message();
+  for (const auto& chain : kChains) {
+    runtime::Executable exe = compile_ok(*pass, chain);
+    EXPECT_EQ(exe.report().op_counts_after.count("if"), 0u) << chain[0];
+    expect_run(exe, "if_const_passthrough", "run");
+  }
 }
 
 TEST(ControlFlow, IfWithBranchesOfDifferentShapesNeedsABoundCondition) {
