@@ -207,6 +207,50 @@ def loop_unroll(out):
         "w": np.array([-2], np.float32)}}, ref)
 
 
+def while_body(with_scan):
+    nodes = [
+        const_node("two", np.full((1,), 2, np.float32)),
+        helper.make_node("Mul", ["y_in", "two"], ["y_out"]),
+        helper.make_node("ReduceSum", ["y_out"], ["total"], keepdims=0),
+        helper.make_node("Less", ["total", "limit"], ["cond_out"]),
+    ]
+    outs = [vi("cond_out", B, []), vi("y_out", F, [2])]
+    if with_scan:
+        nodes.append(helper.make_node("Identity", ["y_out"], ["s"]))
+        outs.append(vi("s", F, [2]))
+    return helper.make_graph(nodes, "while_body", [vi("i", I64, []), vi("cond_in", B, []),
+                                                   vi("y_in", F, [2])], outs)
+
+
+def loop_while(out):
+    # No trip count; the body decides when to stop (sum(y) < limit, limit captured): fine
+    # without scan outputs (every shape static), an error with them (loop_while_scan).
+    g = helper.make_graph([helper.make_node("Loop", ["", "cond", "y0"], ["y"], body=while_body(False))],
+                          "loop_while", [vi("cond", B, []), vi("y0", F, [2]), vi("limit", F, [])],
+                          [vi("y", F, [2])])
+
+    def ref(f):
+        y = f["y0"].copy()
+        c = bool(f["cond"])
+        while c:
+            y = y * 2
+            c = bool(y.sum() < f["limit"])
+        return [y]
+
+    save(out, "loop_while", model(g, 13), {
+        "run": {"cond": np.array(True), "y0": np.array([0.5, 1], np.float32),
+                "limit": np.array(40, np.float32)},
+        "skip": {"cond": np.array(False), "y0": np.array([0.5, 1], np.float32),
+                 "limit": np.array(40, np.float32)}}, ref)
+    g2 = helper.make_graph(
+        [helper.make_node("Loop", ["M", "", "y0"], ["y", "s"], body=while_body(True))],
+        "loop_while_scan", [vi("M", I64, []), vi("y0", F, [2]), vi("limit", F, [])],
+        [vi("y", F, [2]), vi("s", F, [None, 2])])
+    d = os.path.join(out, "loop_while_scan")
+    os.makedirs(d, exist_ok=True)
+    onnx.save(model(g2, 13), os.path.join(d, "model.onnx"))
+
+
 def loop_carried_change(out):
     # The carried value grows by one element per iteration: not static (ARCH-044).
     body = helper.make_graph([
@@ -346,7 +390,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
     a = p.parse_args()
-    for f in (if_runtime, if_const, if_const_passthrough, if_shapes, loop_scan, loop_nested, loop_unroll,
+    for f in (if_runtime, if_const, if_const_passthrough, if_shapes, loop_scan, loop_nested, loop_unroll, loop_while,
               loop_carried_change, scan9, scan11, scan8):
         f(a.out)
     with open(os.path.join(a.out, "stamp"), "w") as f:

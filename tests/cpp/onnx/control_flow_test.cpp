@@ -174,6 +174,27 @@ TEST(ControlFlow, NestedIfAndLoopCaptureOuterValuesAtEveryDepth) {
   }
 }
 
+TEST(ControlFlow, LoopWhoseBodyDecidesWhenToStop) {
+  Result<ir::Graph> g = load_case("loop_while");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  for (const auto& chain : kChains) {
+    runtime::Executable exe = compile_ok(*g, chain);
+    expect_run(exe, "loop_while", "run");
+    expect_run(exe, "loop_while", "skip");
+  }
+  // With scan outputs the iteration count would be a dim decided by data (ARCH-044), even
+  // with a constant trip count.
+  std::map<std::string, Tensor> m = {{"M", Tensor::scalar<int64_t>(5)}};
+  LoadOptions o;
+  o.constant_inputs = m;
+  Result<ir::Graph> scan = load(case_dir("loop_while_scan") + "/model.onnx", o);
+  ASSERT_FALSE(scan.is_ok());
+  EXPECT_NE(scan.status().message().find(
+                "body 'while_body' computes the loop condition, so the number of iterations"),
+            std::string::npos)
+      << scan.status().message();
+}
+
 TEST(ControlFlow, LoopWhoseBodyNeedsAConstantIterationIsUnrolled) {
   Result<ir::Graph> g = load_case("loop_unroll", "run", {"M", "cond"});
   ASSERT_TRUE(g.is_ok()) << g.status().message();
