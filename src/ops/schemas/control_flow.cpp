@@ -111,23 +111,21 @@ bool if_cond_decides_shape(const NodeContext& ctx, size_t /*i*/) {
   return !t.is_ok() || !e.is_ok() || *t != *e;
 }
 
-// Copy of `body` whose inputs are `lead` fresh inputs (types `lead_types`) followed by the
-// body's own inputs: the If decomposition's micro-graph (inputs mirror the node's inputs).
-Result<ir::Graph> with_leading_inputs(const ir::Graph& body,
-                                      const std::vector<ir::TensorType>& lead_types) {
+// Copy of `body` whose inputs are one fresh input of type `lead` followed by the body's own
+// inputs, typed `input_types` (the node's): the If decomposition's micro-graph (inputs mirror
+// the node's inputs). Every node's types are recomputed by its own schema, so the copy is
+// right for the node's types even when the body was built for others.
+Result<ir::Graph> with_leading_input(const NodeContext& ctx, const ir::Graph& body,
+                                     const ir::TensorType& lead,
+                                     const std::vector<ir::TensorType>& input_types) {
   ir::Graph m(body.name());
   std::vector<ir::ValueId> map(body.num_values(), ir::kNoValue);
-  std::vector<std::string> lead_names;
-  for (size_t i = 0; i < lead_types.size(); ++i) {
-    std::string base = fmt::format("lead{}", i);
-    while (body.find_value(base) != ir::kNoValue) base += "_";
-    m.add_input(base, lead_types[i]);
-  }
-  for (ir::ValueId v : body.inputs()) {
-    const ir::Value& val = body.value(v);
-    if (!val.type)
-      return invalid_argument("body '{}' input '{}' has no type", body.name(), val.name);
-    map[static_cast<size_t>(v)] = m.add_input(val.name, *val.type);
+  std::string lead_name = "cond";
+  while (body.find_value(lead_name) != ir::kNoValue) lead_name += "_";
+  m.add_input(lead_name, lead);
+  for (size_t i = 0; i < body.inputs().size(); ++i) {
+    const ir::ValueId v = body.inputs()[i];
+    map[static_cast<size_t>(v)] = m.add_input(body.value(v).name, input_types[i]);
   }
   for (size_t v = 0; v < body.num_values(); ++v) {
     const ir::Value& val = body.value(static_cast<ir::ValueId>(v));
@@ -146,9 +144,13 @@ Result<ir::Graph> with_leading_inputs(const ir::Graph& body,
     FRAME_ASSIGN_OR_RETURN(ir::NodeId nid,
                            m.create_node(n.op, n.name, std::move(ins),
                                          static_cast<int>(n.outputs.size()), n.attrs, outs));
+    const OpSchema* schema = OpRegistry::global().find(n.op);
+    if (schema == nullptr) return ctx.error("body node '{}' has unknown op '{}'", n.name, n.op);
+    FRAME_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types,
+                           schema->infer(make_node_context(m, m.node(nid), schema)));
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       map[static_cast<size_t>(n.outputs[k])] = m.node(nid).outputs[k];
-      m.value(m.node(nid).outputs[k]).type = body.value(n.outputs[k]).type;
+      m.value(m.node(nid).outputs[k]).type = types[k];
     }
   }
   // A branch output that is a branch input (a captured value passed through) or repeats
@@ -178,11 +180,11 @@ Result<ir::Graph> if_decompose(const NodeContext& ctx) {
   if (!c) return unimplemented("node '{}' (if): the condition is not a constant", ctx.node_name);
   FRAME_ASSIGN_OR_RETURN(const ir::Graph* g, body_attr(ctx, *c ? "then_branch" : "else_branch"));
   const std::vector<ir::TensorType> captured(ctx.input_types.begin() + 1, ctx.input_types.end());
-  // The branch's types are recomputed from the node's inputs (they may be a specialization).
-  FRAME_ASSIGN_OR_RETURN(std::vector<ir::TensorType> out,
-                         infer_subgraph(ctx, *c ? "then_branch" : "else_branch", *g, captured));
-  (void)out;
-  return with_leading_inputs(*g, {ctx.input_types[0]});
+  if (g->inputs().size() != captured.size()) {
+    return ctx.error("branch has {} inputs, the node captures {} values", g->inputs().size(),
+                     captured.size());
+  }
+  return with_leading_input(ctx, *g, ctx.input_types[0], captured);
 }
 
 // ---- loop -----------------------------------------------------------------------------------
