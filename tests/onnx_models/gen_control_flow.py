@@ -251,6 +251,25 @@ def loop_while(out):
     onnx.save(model(g2, 13), os.path.join(d, "model.onnx"))
 
 
+def loop_capture_shape(out):
+    # The body reshapes with `shape`, a graph input captured from the outer graph: `shape` is
+    # shape-determining through the body (model only; the test classifies its inputs).
+    body = helper.make_graph([
+        helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+        helper.make_node("Reshape", ["y_in", "shape"], ["r"]),
+        helper.make_node("Relu", ["r"], ["rr"]),
+        const_node("back", np.array([6], np.int64)),
+        helper.make_node("Reshape", ["rr", "back"], ["y_out"]),
+    ], "reshape_body", [vi("i", I64, []), vi("cond_in", B, []), vi("y_in", F, [6])],
+        [vi("cond_out", B, []), vi("y_out", F, [6])])
+    g = helper.make_graph([helper.make_node("Loop", ["M", "", "y0"], ["y"], body=body)],
+                          "loop_capture_shape", [vi("M", I64, []), vi("y0", F, [6]),
+                                                 vi("shape", I64, [2])], [vi("y", F, [6])])
+    d = os.path.join(out, "loop_capture_shape")
+    os.makedirs(d, exist_ok=True)
+    onnx.save(model(g, 13), os.path.join(d, "model.onnx"))
+
+
 def loop_carried_change(out):
     # The carried value grows by one element per iteration: not static (ARCH-044).
     body = helper.make_graph([
@@ -390,7 +409,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
     a = p.parse_args()
-    for f in (if_runtime, if_const, if_const_passthrough, if_shapes, loop_scan, loop_nested, loop_unroll, loop_while,
+    for f in (if_runtime, if_const, if_const_passthrough, if_shapes, loop_scan, loop_nested, loop_unroll, loop_while, loop_capture_shape,
               loop_carried_change, scan9, scan11, scan8):
         f(a.out)
     with open(os.path.join(a.out, "stamp"), "w") as f:

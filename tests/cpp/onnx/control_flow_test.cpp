@@ -14,6 +14,7 @@
 #include "common/tolerance.h"
 #include "frame/core/npy.h"
 #include "frame/onnx/onnx.h"
+#include "frame/passes/shape_determining.h"
 #include "frame/runtime/compile.h"
 #include "model_builder.h"
 
@@ -279,6 +280,33 @@ TEST(ControlFlow, NestingIsBoundedAndCapturesReachEveryLevel) {
   ASSERT_FALSE(deep.is_ok());
   EXPECT_NE(deep.status().message().find("nested deeper than 16 levels"), std::string::npos)
       << deep.status().message();
+}
+
+TEST(ControlFlow, AValueCapturedIntoABodyCanBeShapeDetermining) {
+  // `shape` reaches a Reshape shape inside the Loop body; M only bounds the iterations (no
+  // scan outputs), so it is not shape-determining.
+  LoadOptions o;
+  o.keep_untyped = true;
+  Result<ir::Graph> g = load(case_dir("loop_capture_shape") + "/model.onnx", o);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  const std::vector<passes::ShapeDeterminingInput> sdi = passes::shape_determining_inputs(*g);
+  ASSERT_EQ(sdi.size(), 1u);
+  EXPECT_EQ(sdi[0].name, "shape");
+  ASSERT_EQ(sdi[0].uses.size(), 1u);
+  EXPECT_EQ(sdi[0].uses[0].op, "loop");
+  EXPECT_EQ(sdi[0].uses[0].input, 3u);  // M, cond, y0, then the captured shape
+  // Bound, the model compiles and runs (relu over the reshaped carried value).
+  LoadOptions b;
+  b.constant_inputs["shape"] = Tensor::from_vector<int64_t>({2}, {2, 3});
+  Result<ir::Graph> bound = load(case_dir("loop_capture_shape") + "/model.onnx", b);
+  ASSERT_TRUE(bound.is_ok()) << bound.status().message();
+  runtime::Executable exe = compile_ok(*bound, {"cpu"});
+  Result<runtime::TensorMap> out =
+      exe.run({{"M", Tensor::scalar<int64_t>(2)},
+               {"y0", Tensor::from_vector<float>({6}, {-1, 2, -3, 4, -5, 6})}});
+  ASSERT_TRUE(out.is_ok()) << out.status().message();
+  const std::vector<float> want = {0, 2, 0, 4, 0, 6};  // relu, by hand
+  for (size_t k = 0; k < want.size(); ++k) EXPECT_EQ(out->at("y").data<float>()[k], want[k]);
 }
 
 TEST(ControlFlow, LoopCarriedValueMustKeepItsShape) {
