@@ -125,12 +125,14 @@ Status loop_cpu(ops::KernelContext& kc) {
     in[2 + k] = kc.input(2 + k);
   }
   for (size_t k = 0; k < p.n_captured; ++k) in[2 + nc + k] = kc.input(2 + nc + k);
+  // Scan-output slices go through one buffer each (made once per run) and are copied to
+  // their place in the stacked output, so an iteration allocates nothing.
   std::vector<size_t> slice_bytes(p.n_scan);
-  std::vector<Shape> slice_shape(p.n_scan);
   for (size_t j = 0; j < p.n_scan; ++j) {
     const Tensor& o = kc.output(nc + j);
-    slice_shape[j] = Shape(o.shape().begin() + 1, o.shape().end());
     slice_bytes[j] = o.shape()[0] == 0 ? 0 : o.nbytes() / static_cast<size_t>(o.shape()[0]);
+    FRAME_ASSIGN_OR_RETURN(out[1 + nc + j],
+                           Tensor::empty(o.dtype(), Shape(o.shape().begin() + 1, o.shape().end())));
   }
   const int64_t trips = p.n_scan > 0 ? kc.output(nc).shape()[0] : -1;
   int64_t i = 0;
@@ -142,14 +144,15 @@ Status loop_cpu(ops::KernelContext& kc) {
       return internal_error("node '{}' (loop): iteration {} exceeds the {} scan slices",
                             kc.node->node_name, i, trips);
     }
-    for (size_t j = 0; j < p.n_scan; ++j) {
-      auto* base = static_cast<std::byte*>(kc.output(nc + j).raw_data());
-      out[1 + nc + j] = view_of(kc.output(nc + j).dtype(), slice_shape[j],
-                                base + static_cast<size_t>(i) * slice_bytes[j]);
-    }
     Status s = body->run(in, out);
     if (!s.is_ok())
       return s.with_prefix(fmt::format("node '{}' (loop) iteration {}: ", kc.node->node_name, i));
+    for (size_t j = 0; j < p.n_scan; ++j) {
+      if (slice_bytes[j] == 0) continue;
+      std::memcpy(static_cast<std::byte*>(kc.output(nc + j).raw_data()) +
+                      static_cast<size_t>(i) * slice_bytes[j],
+                  out[1 + nc + j].raw_data(), slice_bytes[j]);
+    }
     cond = *cond_out.data<bool>();
     for (size_t k = 0; k < nc; ++k) in[2 + k] = out[1 + k];
   }
@@ -213,62 +216,40 @@ Status scan_once(const ScanPlan& p, SubgraphRunner& body, const ops::NodeContext
   for (size_t k = 0; k < p.n_captured; ++k) {
     in[ns + p.n_scan_in + k] = ins[ns + p.n_scan_in + k];
   }
-  // Scan inputs and outputs along axis 0 are contiguous slices (views); other axes go through
-  // one buffer per input/output, allocated here once per run.
+  // Each scan input and output has one slice buffer made here, once per run; slices are
+  // gathered into and scattered out of them with memcpy (one run of bytes per outer index),
+  // so an iteration allocates nothing.
   const auto body_in = body.input_types();
   const auto body_out = body.output_types();
   std::vector<AxisSplit> in_split(p.n_scan_in), out_split(p.n_scan_out);
-  std::vector<Tensor> in_buf(p.n_scan_in), out_buf(p.n_scan_out);
   for (size_t i = 0; i < p.n_scan_in; ++i) {
     const Tensor& x = ins[ns + i];
     in_split[i] = split_at(x.shape(), p.in_axes[i], x.dtype());
-    if (p.in_axes[i] != 0) {
-      FRAME_ASSIGN_OR_RETURN(in_buf[i], Tensor::empty(x.dtype(), body_in[ns + i].shape));
-    }
+    FRAME_ASSIGN_OR_RETURN(in[ns + i], Tensor::empty(x.dtype(), body_in[ns + i].shape));
   }
+  std::vector<Tensor> out_buf(p.n_scan_out);
   for (size_t j = 0; j < p.n_scan_out; ++j) {
-    Tensor& y = outs[ns + j];
+    const Tensor& y = outs[ns + j];
     const int64_t axis = p.out_axes[j] < 0 ? p.out_axes[j] + y.rank() : p.out_axes[j];
     out_split[j] = split_at(y.shape(), axis, y.dtype());
-    if (axis != 0) {
-      FRAME_ASSIGN_OR_RETURN(out_buf[j], Tensor::empty(y.dtype(), body_out[ns + j].shape));
-    }
+    FRAME_ASSIGN_OR_RETURN(out_buf[j], Tensor::empty(y.dtype(), body_out[ns + j].shape));
+    out[ns + j] = out_buf[j];
   }
   for (int64_t t = 0; t < steps; ++t) {
     for (size_t i = 0; i < p.n_scan_in; ++i) {
       const int64_t k = p.in_rev[i] != 0 ? steps - 1 - t : t;
-      const Tensor& x = ins[ns + i];
-      const auto* src = static_cast<const std::byte*>(x.raw_data());
-      if (in_buf[i].defined() && p.in_axes[i] != 0) {
-        gather_slice(in_split[i], src, k, static_cast<std::byte*>(in_buf[i].raw_data()));
-        in[ns + i] = in_buf[i];
-      } else {
-        in[ns + i] = view_of(x.dtype(), body_in[ns + i].shape,
-                             src + static_cast<size_t>(k) * in_split[i].inner_bytes);
-      }
+      gather_slice(in_split[i], static_cast<const std::byte*>(ins[ns + i].raw_data()), k,
+                   static_cast<std::byte*>(in[ns + i].raw_data()));
     }
     for (size_t k = 0; k < ns; ++k) out[k] = (t % 2 == 0) ? outs[k] : spare[k];
-    for (size_t j = 0; j < p.n_scan_out; ++j) {
-      Tensor& y = outs[ns + j];
-      const int64_t k = p.out_rev[j] != 0 ? steps - 1 - t : t;
-      if (out_buf[j].defined() && out_split[j].outer > 1) {
-        out[ns + j] = out_buf[j];
-      } else {
-        out[ns + j] = view_of(y.dtype(), body_out[ns + j].shape,
-                              static_cast<std::byte*>(y.raw_data()) +
-                                  static_cast<size_t>(k) * out_split[j].inner_bytes);
-      }
-    }
     Status s = body.run(in, out);
     if (!s.is_ok()) {
       return s.with_prefix(fmt::format("node '{}' (scan) iteration {}: ", node.node_name, t));
     }
     for (size_t j = 0; j < p.n_scan_out; ++j) {
-      if (out_buf[j].defined() && out_split[j].outer > 1) {
-        const int64_t k = p.out_rev[j] != 0 ? steps - 1 - t : t;
-        scatter_slice(out_split[j], static_cast<const std::byte*>(out_buf[j].raw_data()), k,
-                      static_cast<std::byte*>(outs[ns + j].raw_data()));
-      }
+      const int64_t k = p.out_rev[j] != 0 ? steps - 1 - t : t;
+      scatter_slice(out_split[j], static_cast<const std::byte*>(out_buf[j].raw_data()), k,
+                    static_cast<std::byte*>(outs[ns + j].raw_data()));
     }
     for (size_t k = 0; k < ns; ++k) in[k] = out[k];
   }
