@@ -195,6 +195,33 @@ Status NodeImporter::bind_output(size_t i, ir::ValueId v) {
   return Status();
 }
 
+Result<std::shared_ptr<ir::Graph>> NodeImporter::import_body(
+    std::string_view attr, const std::vector<ir::TensorType>& formal_types,
+    std::vector<ir::ValueId>& captures, const std::vector<std::optional<Tensor>>& formal_values) {
+  for (const auto& a : proto_.attribute()) {
+    if (a.name() != attr) continue;
+    if (a.type() != ::onnx::AttributeProto::GRAPH || !a.has_g()) {
+      return error("attribute '{}' must be a graph", attr);
+    }
+    if (bodies_ == nullptr) return error("attribute '{}': bodies cannot be imported here", attr);
+    Result<std::shared_ptr<ir::Graph>> b =
+        bodies_->import_body(a.g(), formal_types, captures, formal_values);
+    if (!b.is_ok()) return b.status().with_prefix(error("body '{}': ", attr).message());
+    return b;
+  }
+  return error("attribute '{}' (graph) is required", attr);
+}
+
+void NodeImporter::add_capture_inputs(ir::Graph& body, const std::vector<ir::ValueId>& captures,
+                                      size_t from) const {
+  for (size_t i = from; i < captures.size(); ++i) {
+    const ir::Value& v = g_.value(captures[i]);
+    std::string name =
+        body.find_value(v.name) == ir::kNoValue ? v.name : body.unique_value_name(v.name);
+    body.add_input(std::move(name), v.type.value_or(ir::TensorType{}));
+  }
+}
+
 namespace {
 
 bool is_default_domain(std::string_view d) { return d.empty() || d == "ai.onnx"; }
@@ -203,12 +230,68 @@ bool is_default_domain(std::string_view d) { return d.empty() || d == "ai.onnx";
 // converter cannot take; no schema, so value paths pass through it (shape_determining.h).
 constexpr std::string_view kUnconvertedOp = "onnx_unconverted";
 
-// Converts one ModelProto; one instance per load.
-class Importer {
+// Converts one ModelProto (or, with a parent, one GRAPH attribute of it); one instance per load
+// and per body.
+class Importer final : public BodyImporter {
  public:
   Importer(const ::onnx::ModelProto& m, const LoadOptions& o, std::string dir,
            const std::map<std::string, Tensor>* initializers = nullptr)
       : model_(m), opts_(o), dir_(std::move(dir)), initializers_(initializers) {}
+
+  // A body sees every enclosing scope (ONNX IR "Scoping"): a name it does not define is looked
+  // up outward and captured (explicit body input + node input, so the enclosing graph's passes
+  // see the dependence); enclosing constants are copied in instead.
+  Result<std::shared_ptr<ir::Graph>> import_body(
+      const ::onnx::GraphProto& gp, const std::vector<ir::TensorType>& formal_types,
+      std::vector<ir::ValueId>& captures,
+      const std::vector<std::optional<Tensor>>& formal_values) override {
+    // Bounded nesting: a crafted model must not exhaust the stack (the loader never crashes).
+    if (depth_ >= kMaxBodyDepth) {
+      return invalid_argument("body '{}' is nested deeper than {} levels", gp.name(),
+                              kMaxBodyDepth);
+    }
+    Importer child(model_, opts_, dir_);
+    child.parent_ = this;
+    child.depth_ = depth_ + 1;
+    child.opsets_ = opsets_;
+    child.g_.set_name(gp.name().empty() ? "body" : gp.name());
+    if (gp.input_size() != static_cast<int>(formal_types.size())) {
+      return invalid_argument("body '{}' declares {} inputs, the node supplies {}", child.g_.name(),
+                              gp.input_size(), formal_types.size());
+    }
+    FRAME_RETURN_IF_ERROR(child.check_supported(gp));
+    FRAME_RETURN_IF_ERROR(child.add_initializers(gp));
+    for (int i = 0; i < gp.input_size(); ++i) {
+      if (child.g_.find_value(gp.input(i).name()) != ir::kNoValue) {
+        return invalid_argument("body '{}': input '{}' is also an initializer", child.g_.name(),
+                                gp.input(i).name());
+      }
+      const auto k = static_cast<size_t>(i);
+      if (k < formal_values.size() && formal_values[k]) {
+        child.g_.add_constant(gp.input(i).name(), *formal_values[k]);
+      } else {
+        child.g_.add_input(gp.input(i).name(), formal_types[k]);
+      }
+    }
+    for (ir::ValueId v : captures) {
+      const ir::Value& val = g_.value(v);
+      child.g_.add_input(val.name, val.type.value_or(ir::TensorType{}));
+    }
+    child.captures_ = captures;
+    FRAME_ASSIGN_OR_RETURN(std::vector<int> order, child.order_nodes(gp));
+    for (int i : order) FRAME_RETURN_IF_ERROR(child.import_node(gp.node(i)));
+    for (const auto& o : gp.output()) {
+      const ir::ValueId v = child.lookup(o.name());
+      if (v == ir::kNoValue) {
+        return invalid_argument("body '{}': output '{}' is not defined in any scope",
+                                child.g_.name(), o.name());
+      }
+      child.g_.add_output(v);
+    }
+    child.g_.compact();
+    captures = child.captures_;
+    return std::make_shared<ir::Graph>(std::move(child.g_));
+  }
 
   Result<ir::Graph> run() {
     if (!model_.has_graph()) return invalid_argument("model has no graph");
@@ -244,6 +327,23 @@ class Importer {
   }
 
  private:
+  // The value named `name` in this scope, else captured from an enclosing one, else kNoValue.
+  ir::ValueId lookup(const std::string& name) {
+    const ir::ValueId v = g_.find_value(name);
+    if (v != ir::kNoValue || parent_ == nullptr) return v;
+    const ir::ValueId outer = parent_->lookup(name);
+    if (outer == ir::kNoValue) return ir::kNoValue;
+    const ir::Value& ov = parent_->g_.value(outer);
+    if (ov.constant) return g_.add_constant(name, *ov.constant);
+    const ir::ValueId in = g_.add_input(name, ov.type.value_or(ir::TensorType{}));
+    captures_.push_back(outer);
+    return in;
+  }
+  // True if `name` is defined in this scope or an enclosing one (no capture).
+  bool visible(const std::string& name) const {
+    return g_.find_value(name) != ir::kNoValue || (parent_ != nullptr && parent_->visible(name));
+  }
+
   int opset_of(std::string_view domain) const {
     auto it = opsets_.find(std::string(is_default_domain(domain) ? "" : domain));
     return it == opsets_.end() ? 0 : it->second;
@@ -446,7 +546,7 @@ class Importer {
         if (it != producer.end()) {
           ++indeg[i];
           users[it->second].push_back(i);
-        } else if (g_.find_value(in) == ir::kNoValue) {
+        } else if (!visible(in)) {
           return invalid_argument(
               "node '{}' ({}): input {} '{}' is not produced by any node, "
               "initializer or graph input",
@@ -487,10 +587,13 @@ class Importer {
     std::string name = n.name().empty() ? snake_case(n.op_type()) : n.name();
     std::vector<ir::ValueId> inputs;
     for (const std::string& in : n.input()) {
-      inputs.push_back(in.empty() ? ir::kNoValue : g_.find_value(in));
+      inputs.push_back(in.empty() ? ir::kNoValue : lookup(in));
     }
     ir::AttrMap attrs;
     for (const auto& a : n.attribute()) {
+      // Bodies are imported by the op's converter (NodeImporter::import_body), which knows the
+      // types of their formal inputs.
+      if (a.type() == ::onnx::AttributeProto::GRAPH) continue;
       Result<ir::AttrValue> v = attr_from_proto(a, dir_, opts_.max_tensor_bytes);
       if (!v.is_ok()) {
         return Status(v.status().code(), fmt::format("node '{}' ({}, opset {}): {}", name,
@@ -503,6 +606,7 @@ class Importer {
     while (!outs.empty() && outs.back().empty()) outs.pop_back();
     ni.set_output_names(std::move(outs));
     ni.set_keep_untyped(opts_.keep_untyped);
+    ni.set_body_importer(this);
     Status s = (row->convert != nullptr ? row->convert : &convert_default)(ni, row->frame_op);
     if (s.is_ok() || !opts_.keep_untyped) return s;
     // Analysis only: a node the converter cannot take without values (an input it needs as
@@ -513,7 +617,7 @@ class Importer {
     }
     std::vector<ir::ValueId> ins;
     for (const std::string& in : n.input()) {
-      if (!in.empty()) ins.push_back(g_.find_value(in));
+      if (!in.empty()) ins.push_back(lookup(in));
     }
     std::vector<std::string> stand_in(n.output().begin(), n.output().end());
     while (!stand_in.empty() && stand_in.back().empty()) stand_in.pop_back();
@@ -533,6 +637,10 @@ class Importer {
   const std::map<std::string, Tensor>* initializers_;
   std::map<std::string, int> opsets_;
   ir::Graph g_;
+  static constexpr int kMaxBodyDepth = 16;
+  int depth_ = 0;                      // nesting level of a body (0: the model's graph)
+  Importer* parent_ = nullptr;         // the enclosing scope of a body
+  std::vector<ir::ValueId> captures_;  // a body's captured values, in the parent's graph
 };
 
 Status parse_message(std::string_view bytes, google::protobuf::MessageLite& msg,

@@ -6,6 +6,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,6 +35,25 @@ Result<Tensor> tensor_from_proto(const ::onnx::TensorProto& t, const std::string
 /// Converts one attribute. Graph-, sparse- and type-valued attributes are kUnimplemented.
 Result<ir::AttrValue> attr_from_proto(const ::onnx::AttributeProto& a, const std::string& model_dir,
                                       size_t max_bytes);
+
+/// Imports GRAPH attributes (control-flow bodies) with the enclosing scopes visible; the
+/// Importer implements it (importer.cpp).
+class BodyImporter {
+ public:
+  virtual ~BodyImporter() = default;
+  /// Imports `body`. Its formal inputs (the GraphProto's inputs) get `formal_types` (ONNX
+  /// bodies often leave them untyped; the types come from the node's inputs, ARCH-044). A
+  /// name the body reads from an enclosing scope becomes a body input after the formal ones:
+  /// `captures` holds the enclosing graph's values captured so far (in, created as inputs in
+  /// this order first) and gains every new one (out). Constants of enclosing scopes are
+  /// copied into the body instead (no input). `formal_values`, when not empty, holds one entry
+  /// per formal input: a value makes that input a constant of the body (no graph input), as
+  /// for an unrolled Loop iteration. Errors name the body and the failing node.
+  virtual Result<std::shared_ptr<ir::Graph>> import_body(
+      const ::onnx::GraphProto& body, const std::vector<ir::TensorType>& formal_types,
+      std::vector<ir::ValueId>& captures,
+      const std::vector<std::optional<Tensor>>& formal_values) = 0;
+};
 
 /// What an op-table converter sees for one ONNX node and how it emits frame nodes.
 /// Every emitted node is shape-inferred at once (and folded when all its inputs are small
@@ -72,6 +92,18 @@ class NodeImporter {
   /// LoadOptions::keep_untyped: a failed shape inference leaves the outputs untyped.
   void set_keep_untyped(bool k) { keep_untyped_ = k; }
   const std::vector<std::string>& output_names() const { return outputs_; }
+  void set_body_importer(BodyImporter* b) { bodies_ = b; }
+  /// Imports GRAPH attribute `attr` (BodyImporter::import_body). Errors: the attribute is
+  /// missing or not a graph, or the body fails to import.
+  Result<std::shared_ptr<ir::Graph>> import_body(
+      std::string_view attr, const std::vector<ir::TensorType>& formal_types,
+      std::vector<ir::ValueId>& captures,
+      const std::vector<std::optional<Tensor>>& formal_values = {});
+  /// Appends to `body` one input per `captures[from..]` (the types and names of those values
+  /// in this node's graph): a body imported before another body captured more values still
+  /// lists every captured value, in the node's order.
+  void add_capture_inputs(ir::Graph& body, const std::vector<ir::ValueId>& captures,
+                          size_t from) const;
 
   /// Adds a constant named after this node.
   ir::ValueId constant(Tensor t, std::string_view suffix = "const");
@@ -109,6 +141,7 @@ class NodeImporter {
   std::vector<std::string> outputs_;
   int tmp_counter_ = 0;
   bool keep_untyped_ = false;
+  BodyImporter* bodies_ = nullptr;
 };
 
 /// Shape-infers node `n` of `g` (sets its output types) and, when every input is a constant

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "onnx_internal.h"
+#include "ops/schemas/control_flow.h"
 
 namespace frame::onnx::detail {
 namespace {
@@ -459,6 +460,195 @@ Status convert_max_unpool(NodeImporter& n, std::string_view) {
   return n.emit("pad", {y[0], n.const_i64(extra)}, {});
 }
 
+// ---- control flow (ADR 0006 decision 5) ----------------------------------------------------
+// Bodies are imported with their formal inputs typed from the node's inputs; values they read
+// from enclosing scopes become trailing node inputs (docs/architecture/ir-design.md).
+
+AttrMap with_body(AttrMap a, const char* name, std::shared_ptr<ir::Graph> body) {
+  a[name] = AttrValue(std::shared_ptr<const ir::Graph>(std::move(body)));
+  return a;
+}
+
+// If-1..21: cond, then the captured values both branches read.
+Status convert_if(NodeImporter& n, std::string_view op) {
+  FRAME_RETURN_IF_ERROR(expect_type(n, 0));
+  std::vector<ValueId> caps;
+  FRAME_ASSIGN_OR_RETURN(auto then_b, n.import_body("then_branch", {}, caps));
+  const size_t then_caps = caps.size();
+  FRAME_ASSIGN_OR_RETURN(auto else_b, n.import_body("else_branch", {}, caps));
+  n.add_capture_inputs(*then_b, caps, then_caps);
+  std::vector<ValueId> in = {n.input(0)};
+  in.insert(in.end(), caps.begin(), caps.end());
+  AttrMap a = with_body(n.attrs(), "then_branch", std::move(then_b));
+  a = with_body(std::move(a), "else_branch", std::move(else_b));
+  return n.emit(op, in, std::move(a));
+}
+
+// Most iterations a Loop is unrolled into at import (see unroll_loop).
+constexpr int64_t kMaxUnrolledIterations = 256;
+
+// A Loop whose body is static only for a known iteration number (e.g. Slice starts computed
+// from it, ONNX test_loop11) cannot be one `loop` node (ARCH-044). With constant M and cond it
+// is unrolled instead: iteration i is the body imported with i and cond as constants, emitted
+// as an `if` with a constant true condition (the body as branch, carried and captured values
+// as its inputs), which the If decomposition inlines (ARCH-021). Each iteration's condition
+// output must fold to a constant: true continues, false stops. Scan outputs are the slices
+// unsqueezed and concatenated. `why` is the error of the ordinary import, returned when the
+// loop does not qualify.
+Status unroll_loop(NodeImporter& n, const std::vector<ValueId>& in,
+                   const std::vector<ir::TensorType>& formal, const Status& why) {
+  const auto& mv = n.graph().value(in[0]).constant;
+  const auto& cv = n.graph().value(in[1]).constant;
+  const Tensor* m = mv ? &*mv : nullptr;
+  const Tensor* c = cv ? &*cv : nullptr;
+  if (m == nullptr || c == nullptr || m->numel() != 1 || c->numel() != 1) return why;
+  const int64_t trips = m->element_as_int64(0);
+  if (c->element_as_int64(0) == 0 || trips <= 0 || trips > kMaxUnrolledIterations) return why;
+  const size_t n_carried = formal.size() - 2;
+  std::vector<std::optional<Tensor>> values(formal.size());
+  std::vector<ValueId> caps;
+  std::vector<std::shared_ptr<ir::Graph>> bodies;
+  std::vector<size_t> caps_after;
+  for (int64_t i = 0; i < trips; ++i) {
+    values[0] = Tensor::scalar<int64_t>(i);
+    values[1] = Tensor::scalar<bool>(true);
+    Result<std::shared_ptr<ir::Graph>> b = n.import_body("body", formal, caps, values);
+    if (!b.is_ok()) return why;
+    const ir::Graph& g = **b;
+    if (g.outputs().empty()) return why;
+    const ir::Value& cond_out = g.value(g.outputs()[0]);
+    if (!cond_out.constant || cond_out.constant->numel() != 1) return why;
+    bodies.push_back(std::move(b).value());
+    caps_after.push_back(caps.size());
+    if (cond_out.constant->element_as_int64(0) == 0) break;
+  }
+  std::vector<ValueId> carried(in.begin() + 2, in.end());
+  const size_t n_out = bodies.front()->outputs().size();
+  if (n_out < 1 + n_carried) return why;
+  std::vector<std::vector<ValueId>> slices(n_out - 1 - n_carried);
+  const ValueId yes = n.constant(Tensor::scalar<bool>(true), "unrolled_cond");
+  for (size_t k = 0; k < bodies.size(); ++k) {
+    n.add_capture_inputs(*bodies[k], caps, caps_after[k]);
+    std::vector<ValueId> ins = {yes};
+    ins.insert(ins.end(), carried.begin(), carried.end());
+    ins.insert(ins.end(), caps.begin(), caps.end());
+    std::shared_ptr<const ir::Graph> b = bodies[k];
+    FRAME_ASSIGN_OR_RETURN(
+        std::vector<ValueId> outs,
+        n.emit_tmp("if", ins, {{"then_branch", b}, {"else_branch", b}}, static_cast<int>(n_out)));
+    for (size_t j = 0; j < n_carried; ++j) {
+      const ir::TensorType& got = *n.graph().value(outs[1 + j]).type;
+      if (got != formal[2 + j]) {
+        return n.error(
+            "body '{}': loop-carried value '{}' enters iteration {} as {} but leaves it as {} "
+            "(ARCH-044: a loop-carried value must keep its shape across iterations)",
+            b->name(), b->value(b->inputs()[j]).name, k + 1, formal[2 + j].to_string(),
+            got.to_string());
+      }
+      carried[j] = outs[1 + j];
+    }
+    for (size_t j = 0; j < slices.size(); ++j) slices[j].push_back(outs[1 + n_carried + j]);
+  }
+  for (size_t j = 0; j < n_carried; ++j) FRAME_RETURN_IF_ERROR(n.bind_output(j, carried[j]));
+  for (size_t j = 0; j < slices.size(); ++j) {
+    std::vector<ValueId> parts;
+    for (ValueId s : slices[j]) {
+      FRAME_ASSIGN_OR_RETURN(auto u, n.emit_tmp("unsqueeze", {s, n.const_i64({0})}, {}));
+      parts.push_back(u[0]);
+    }
+    FRAME_ASSIGN_OR_RETURN(auto cat, n.emit_tmp("concat", parts, {{"axis", int64_t{0}}}));
+    FRAME_RETURN_IF_ERROR(n.bind_output(n_carried + j, cat[0]));
+  }
+  return Status();
+}
+
+// Loop-1..21: an omitted M is "no bound" (ops::cf::kNoTripCount), an omitted cond is true.
+Status convert_loop(NodeImporter& n, std::string_view op) {
+  std::vector<ValueId> in = {n.input(0), n.input(1)};
+  if (in[0] == ir::kNoValue)
+    in[0] = n.constant(Tensor::scalar<int64_t>(ops::cf::kNoTripCount), "M");
+  if (in[1] == ir::kNoValue) in[1] = n.constant(Tensor::scalar<bool>(true), "cond");
+  std::vector<ir::TensorType> formal = {ir::TensorType{DTypeCode::kInt64, {}},
+                                        ir::TensorType{DTypeCode::kBool, {}}};
+  for (size_t i = 2; i < n.num_inputs(); ++i) {
+    FRAME_RETURN_IF_ERROR(expect_type(n, i));
+    formal.push_back(*n.input_type(i));
+    in.push_back(n.input(i));
+  }
+  std::vector<ValueId> caps;
+  Result<std::shared_ptr<ir::Graph>> body = n.import_body("body", formal, caps);
+  if (!body.is_ok()) {
+    if (body.status().message().find("must be a constant") == std::string::npos) {
+      return body.status();
+    }
+    return unroll_loop(n, in, formal, body.status());
+  }
+  std::vector<ValueId> all = in;
+  all.insert(all.end(), caps.begin(), caps.end());
+  AttrMap a = with_body(n.attrs(), "body", std::move(body).value());
+  a[ops::cf::kNumCaptured] = static_cast<int64_t>(caps.size());
+  return n.emit(op, all, std::move(a));
+}
+
+// Scan-8 (batch axis 0, sequence axis 1, optional sequence_lens first) and Scan-9..21
+// (scan_input_axes and directions).
+Status convert_scan(NodeImporter& n, std::string_view op) {
+  const bool v8 = n.opset() < 9;
+  const auto* m = get<int64_t>(n.attrs(), "num_scan_inputs");
+  if (m == nullptr) return n.error("attribute 'num_scan_inputs' is required");
+  const size_t first = v8 ? 1 : 0;
+  if (n.num_inputs() < first + static_cast<size_t>(*m) || *m < 1) {
+    return n.error("has {} inputs, fewer than num_scan_inputs {}", n.num_inputs(), *m);
+  }
+  const size_t n_state = n.num_inputs() - first - static_cast<size_t>(*m);
+  std::vector<int64_t> axes;
+  if (const auto* v = get<std::vector<int64_t>>(n.attrs(), "scan_input_axes")) axes = *v;
+  std::vector<ValueId> in;
+  std::vector<ir::TensorType> formal;
+  for (size_t i = first; i < n.num_inputs(); ++i) {
+    FRAME_RETURN_IF_ERROR(expect_type(n, i));
+    ir::TensorType t = *n.input_type(i);
+    const size_t k = i - first;
+    if (v8) {
+      if (t.rank() < (k < n_state ? 1 : 2)) return n.error("input {} lacks batch/sequence axes", i);
+      if (k >= n_state) t.shape.erase(t.shape.begin() + 1);
+      t.shape.erase(t.shape.begin());
+    } else if (k >= n_state) {
+      int64_t axis = axes.size() > k - n_state ? axes[k - n_state] : 0;
+      if (axis < 0) axis += t.rank();
+      if (axis < 0 || axis >= t.rank()) return n.error("scan input {} has no axis {}", i, axis);
+      t.shape.erase(t.shape.begin() + axis);
+    }
+    formal.push_back(std::move(t));
+    in.push_back(n.input(i));
+  }
+  if (v8 && n.input(0) != ir::kNoValue) {
+    // Per-row lengths shorter than the sequence would make the output depend on data.
+    const Tensor* lens = n.input_constant(0);
+    const ir::TensorType& x = *n.input_type(1 + n_state);
+    bool full = lens != nullptr;
+    for (int64_t b = 0; full && b < lens->numel(); ++b) {
+      full = lens->element_as_int64(b) == x.shape[1];
+    }
+    if (!full) {
+      return n.error(
+          "input 0 (sequence_lens) is supported only as a constant equal to the "
+          "sequence length of every batch row");
+    }
+  }
+  std::vector<ValueId> caps;
+  FRAME_ASSIGN_OR_RETURN(auto body, n.import_body("body", formal, caps));
+  in.insert(in.end(), caps.begin(), caps.end());
+  AttrMap a = with_body(n.attrs(), "body", std::move(body));
+  if (v8) {
+    if (auto d = n.take_attr("directions")) a["scan_input_directions"] = *d;
+    a.erase("directions");
+    a["batched"] = int64_t{1};
+  }
+  a[ops::cf::kNumCaptured] = static_cast<int64_t>(caps.size());
+  return n.emit(op, in, std::move(a));
+}
+
 #define ROW(op, since, until, frame, fn, note) \
   { "", op, since, until, frame, fn, note }
 #define SAME(op, frame) \
@@ -507,6 +697,10 @@ const std::vector<OpRow> kRows = {
     SAME("IsNaN", "is_nan"),
     SAME("IsInf", "is_inf"),
     SAME("Identity", "identity"),
+    ROW("If", 1, 0, "if", convert_if, "branches imported; captured values -> inputs"),
+    ROW("Loop", 1, 0, "loop", convert_loop, "omitted M/cond -> constants; captures -> inputs"),
+    ROW("Scan", 8, 8, "scan", convert_scan, "sequence_lens dropped; batched = 1"),
+    ROW("Scan", 9, 0, "scan", convert_scan, "captured values -> inputs"),
     ROW("ThresholdedRelu", 10, 0, "where", convert_thresholded_relu, "greater + where"),
     ROW("Shrink", 9, 0, "where", convert_shrink, "less/greater + add/sub + where"),
     // Elementwise binary and variadic (multidirectional broadcasting since opset 7).

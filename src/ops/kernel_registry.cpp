@@ -149,6 +149,11 @@ KernelBuilder& KernelBuilder::type_only_inputs(std::vector<int> inputs) {
   return *this;
 }
 
+KernelBuilder& KernelBuilder::subgraphs(std::vector<std::string> attrs) {
+  def.subgraph_attrs = std::move(attrs);
+  return *this;
+}
+
 KernelRegistration::KernelRegistration(KernelBuilder& b) {
   KernelRegistry::global().register_kernel(std::move(b.def));
 }

@@ -65,6 +65,11 @@ bool OpSchema::is_shape_determining(size_t i) const {
   return spec != nullptr && spec->shape_determining;
 }
 
+bool OpSchema::decides_shape(const NodeContext& ctx, size_t i) const {
+  if (!is_shape_determining(i)) return false;
+  return shape_determining_fn_ == nullptr || shape_determining_fn_(ctx, i);
+}
+
 const AttrSpec* OpSchema::find_attr(std::string_view name) const {
   for (const AttrSpec& a : attrs_) {
     if (a.name == name) return &a;
@@ -332,6 +337,11 @@ OpSchemaBuilder& OpSchemaBuilder::shape_determining() {
   } else {
     fail("shape_determining() called before any input was declared");
   }
+  return *this;
+}
+
+OpSchemaBuilder& OpSchemaBuilder::shape_determining_when(ShapeDeterminingFn fn) {
+  schema_.shape_determining_fn_ = fn;
   return *this;
 }
 

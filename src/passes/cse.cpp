@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "frame/ops/op_registry.h"
+#include "frame/ops/subgraph.h"
 #include "passes/pass_factories.h"
 #include "passes/pass_util.h"
 
@@ -118,7 +119,7 @@ class CsePass final : public Pass {
     for (ir::NodeId id : order) {
       const ir::Node& n = g.node(id);
       const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
-      if (schema == nullptr || schema->has_trait(ops::OpTrait::kHasSideEffect)) continue;
+      if (schema == nullptr || ops::node_has_side_effect(n)) continue;
       const std::vector<ir::ValueId> inputs = normalised_inputs(n, *schema);
       const size_t h = node_hash(n, inputs);
       auto match = table.end();

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "frame/ops/op_registry.h"
+#include "frame/ops/subgraph.h"
 #include "passes/pass_factories.h"
 
 namespace frame::passes {
@@ -13,10 +14,7 @@ namespace frame::passes {
 namespace {
 
 // An op the registry does not know might have effects; keep it (verify reports it as V3).
-bool must_keep(const ir::Node& n) {
-  const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
-  return schema == nullptr || schema->has_trait(ops::OpTrait::kHasSideEffect);
-}
+bool must_keep(const ir::Node& n) { return ops::node_has_side_effect(n); }
 
 class DcePass final : public Pass {
  public:

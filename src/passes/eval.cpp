@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "frame/ops/op_registry.h"
+#include "frame/ops/subgraph.h"
 
 namespace frame::passes {
 
@@ -26,7 +27,7 @@ alignas(kTensorAlignment) unsigned char g_placeholder[kTensorAlignment];
 const ops::KernelDef* evaluable_kernel(const ir::Graph& g, const ir::Node& n,
                                        const KnownInputs& known) {
   const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
-  if (schema == nullptr || schema->has_trait(ops::OpTrait::kHasSideEffect)) return nullptr;
+  if (schema == nullptr || ops::node_has_side_effect(n)) return nullptr;
   const ops::KernelDef* kernel = ops::KernelRegistry::global().find(n.op, "cpu");
   if (kernel == nullptr) return nullptr;
   for (size_t i = 0; i < n.inputs.size(); ++i) {

@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <memory>
 #include <tuple>
+#include <variant>
 
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/op_registry.h"
@@ -21,6 +23,25 @@ bool reads_only_type(const ir::Node& n, size_t i) {
   if (k == nullptr) return false;
   return std::find(k->type_only_inputs.begin(), k->type_only_inputs.end(), static_cast<int>(i)) !=
          k->type_only_inputs.end();
+}
+
+// True when input `i` of `n` feeds a body input that is itself shape-determining inside one
+// of the node's bodies (control flow, ADR 0006 decision 5). Body inputs line up with the
+// node's last inputs (captured values last in both; an If's branches lack only `cond`).
+bool feeds_shape_determining_body_input(const ir::Node& n, size_t i) {
+  for (const auto& [name, value] : n.attrs) {
+    const auto* body = std::get_if<std::shared_ptr<const ir::Graph>>(&value);
+    if (body == nullptr || *body == nullptr) continue;
+    const ir::Graph& b = **body;
+    if (b.inputs().size() > n.inputs.size()) continue;
+    const size_t offset = n.inputs.size() - b.inputs().size();
+    if (i < offset) continue;
+    const ir::ValueId bin = b.inputs()[i - offset];
+    for (const ShapeDeterminingInput& s : shape_determining_inputs(b)) {
+      if (s.value == bin) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -43,7 +64,9 @@ std::vector<ShapeDeterminingInput> shape_determining_inputs(const ir::Graph& g) 
         bool propagates = false;
         for (size_t i = 0; i < n.inputs.size(); ++i) {
           if (n.inputs[i] != v) continue;
-          if (schema != nullptr && schema->is_shape_determining(i)) {
+          const bool marked = schema != nullptr && schema->is_shape_determining(i) &&
+                              schema->decides_shape(ops::make_node_context(g, n, schema), i);
+          if (marked || feeds_shape_determining_body_input(n, i)) {
             const ops::ArgSpec* spec = schema->input_spec(i);
             sdi.uses.push_back({nid, n.name, n.op, i, spec != nullptr ? spec->name : ""});
           }

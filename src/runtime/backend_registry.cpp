@@ -21,8 +21,12 @@ namespace {
 // the compiled graph, which the Executable keeps alive and never mutates.
 class KernelPart final : public CompiledPart {
  public:
-  KernelPart(const ops::KernelDef* kernel, ops::NodeContext ctx, std::shared_ptr<void> state)
-      : kernel_(kernel), ctx_(std::move(ctx)), state_(std::move(state)) {}
+  KernelPart(const ops::KernelDef* kernel, ops::NodeContext ctx, std::shared_ptr<void> state,
+             std::vector<std::shared_ptr<const CompiledSubgraph>> bodies)
+      : kernel_(kernel),
+        ctx_(std::move(ctx)),
+        state_(std::move(state)),
+        bodies_(std::move(bodies)) {}
   Status run(const PartIO& io) const override {
     ops::KernelContext kc;
     kc.node = &ctx_;
@@ -30,13 +34,35 @@ class KernelPart final : public CompiledPart {
     kc.outputs = io.outputs;
     kc.state = state_.get();
     kc.num_threads = io.num_threads;
+    if (io.run_state != nullptr) kc.subgraphs = static_cast<Runners*>(io.run_state)->ptrs;
     return kernel_->fn(kc);
+  }
+  // Bodies get one runner (arena + bound views) per run slot: re-entrant runs never share one.
+  std::shared_ptr<void> make_run_state() const override {
+    if (bodies_.empty()) return nullptr;
+    auto r = std::make_shared<Runners>();
+    for (const auto& b : bodies_) {
+      std::unique_ptr<ops::SubgraphRunner> runner;
+      if (b != nullptr) {
+        Result<std::unique_ptr<ops::SubgraphRunner>> made = b->make_runner();
+        // Without a runner the kernel reports that the body cannot run.
+        if (made.is_ok()) runner = std::move(made).value();
+      }
+      r->ptrs.push_back(runner.get());
+      r->owned.push_back(std::move(runner));
+    }
+    return r;
   }
 
  private:
+  struct Runners {
+    std::vector<std::unique_ptr<ops::SubgraphRunner>> owned;
+    std::vector<ops::SubgraphRunner*> ptrs;
+  };
   const ops::KernelDef* kernel_;
   ops::NodeContext ctx_;
   std::shared_ptr<void> state_;
+  std::vector<std::shared_ptr<const CompiledSubgraph>> bodies_;
 };
 
 class KernelBackend final : public Backend {
@@ -63,8 +89,26 @@ class KernelBackend final : public Backend {
       if (!s.is_ok()) return s.status();
       state = std::move(s).value();
     }
+    std::vector<std::shared_ptr<const CompiledSubgraph>> bodies;
+    for (const std::string& attr : k->subgraph_attrs) {
+      const auto* g = ctx.attr<std::shared_ptr<const ir::Graph>>(attr);
+      if (g == nullptr || *g == nullptr) {
+        bodies.push_back(nullptr);
+        continue;
+      }
+      if (part.subgraphs == nullptr) {
+        return unimplemented("node '{}' ({}): body '{}' cannot be compiled here", n.name, n.op,
+                             attr);
+      }
+      Result<std::shared_ptr<const CompiledSubgraph>> b = part.subgraphs->compile(**g);
+      if (!b.is_ok()) {
+        return b.status().with_prefix(
+            fmt::format("node '{}' ({}) body '{}': ", n.name, n.op, attr));
+      }
+      bodies.push_back(std::move(b).value());
+    }
     return std::unique_ptr<CompiledPart>(
-        std::make_unique<KernelPart>(k, std::move(ctx), std::move(state)));
+        std::make_unique<KernelPart>(k, std::move(ctx), std::move(state), std::move(bodies)));
   }
 
  private:

@@ -119,6 +119,74 @@ Status DecompositionPart::run(const PartIO& io) const {
   return run_plan(plan_, st->inner, ins, io.outputs);
 }
 
+// A control-flow body as a nested plan (ADR 0006 decision 5): compiled once, with the ordinary
+// pipeline and the enclosing compilation's settings; each run slot owns one runner whose
+// arena and bound views serve every iteration.
+class BodyPlan final : public CompiledSubgraph, public std::enable_shared_from_this<BodyPlan> {
+ public:
+  Plan plan;
+  std::vector<ir::TensorType> in_types;
+  std::vector<ir::TensorType> out_types;
+  Result<std::unique_ptr<ops::SubgraphRunner>> make_runner() const override;
+};
+
+class BodyRunner final : public ops::SubgraphRunner {
+ public:
+  BodyRunner(std::shared_ptr<const BodyPlan> body, std::unique_ptr<RunState> state)
+      : body_(std::move(body)), state_(std::move(state)) {}
+  std::span<const ir::TensorType> input_types() const override { return body_->in_types; }
+  std::span<const ir::TensorType> output_types() const override { return body_->out_types; }
+  Status run(std::span<const Tensor> in, std::span<Tensor> out) override {
+    if (in.size() != body_->in_types.size() || out.size() != body_->out_types.size()) {
+      return internal_error("body '{}': run with {} inputs / {} outputs, expected {} / {}",
+                            body_->plan.graph->name(), in.size(), out.size(),
+                            body_->in_types.size(), body_->out_types.size());
+    }
+    return run_plan(body_->plan, *state_, in, out);
+  }
+
+ private:
+  std::shared_ptr<const BodyPlan> body_;
+  std::unique_ptr<RunState> state_;
+};
+
+Result<std::unique_ptr<ops::SubgraphRunner>> BodyPlan::make_runner() const {
+  FRAME_ASSIGN_OR_RETURN(std::unique_ptr<RunState> st, make_run_state(plan));
+  return std::unique_ptr<ops::SubgraphRunner>(
+      std::make_unique<BodyRunner>(shared_from_this(), std::move(st)));
+}
+
+class BodyCompiler final : public SubgraphCompiler {
+ public:
+  BodyCompiler(const passes::PassContext& ctx, int num_threads)
+      : ctx_(ctx), num_threads_(num_threads) {}
+  Result<std::shared_ptr<const CompiledSubgraph>> compile(const ir::Graph& body) const override {
+    auto g = std::make_shared<ir::Graph>(body);
+    passes::PassContext sub;
+    sub.backends = ctx_.backends;
+    sub.strict = ctx_.strict;
+    sub.fold_size_limit = ctx_.fold_size_limit;
+    sub.allow_inplace = ctx_.allow_inplace;
+    sub.reuse_buffers = ctx_.reuse_buffers;
+    FRAME_RETURN_IF_ERROR(passes::run_pipeline(*g, passes::kStandardPipeline, sub, {})
+                              .with_prefix(fmt::format("body '{}': ", body.name())));
+    auto plan = std::make_shared<BodyPlan>();
+    for (ir::ValueId v : g->inputs()) plan->in_types.push_back(*g->value(v).type);
+    for (ir::ValueId v : g->outputs()) {
+      if (!g->value(v).type) {
+        return internal_error("body '{}': output '{}' has no type", body.name(), g->value(v).name);
+      }
+      plan->out_types.push_back(*g->value(v).type);
+    }
+    FRAME_ASSIGN_OR_RETURN(plan->plan, build_plan(g, sub, num_threads_));
+    return std::shared_ptr<const CompiledSubgraph>(std::move(plan));
+  }
+
+ private:
+  const passes::PassContext& ctx_;
+  int num_threads_;
+};
+
 // Inputs/outputs of a run of nodes handed to a whole-graph backend.
 void part_boundary(const ir::Graph& g, PartSpec& spec,
                    const std::vector<std::vector<ir::NodeId>>& uses) {
@@ -194,6 +262,7 @@ Result<Plan> build_plan(std::shared_ptr<const ir::Graph> graph, const passes::Pa
 
   FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, g.topological_order());
   const std::vector<std::vector<ir::NodeId>> uses = g.use_lists();
+  const BodyCompiler bodies(ctx, plan.num_threads);
   auto placement_of = [&](ir::NodeId id) -> const passes::NodePlacement* {
     auto it = ctx.placements.find(id);
     return it == ctx.placements.end() ? nullptr : &it->second;
@@ -219,6 +288,7 @@ Result<Plan> build_plan(std::shared_ptr<const ir::Graph> graph, const passes::Pa
       }
       PartSpec spec;
       spec.graph = &g;
+      spec.subgraphs = &bodies;
       if (be->granularity() == Backend::Granularity::kWholeGraph) {
         size_t j = i;
         for (; j < order.size(); ++j) {

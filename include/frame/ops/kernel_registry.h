@@ -15,6 +15,7 @@
 #include "frame/core/status.h"
 #include "frame/core/tensor.h"
 #include "frame/ops/op_schema.h"
+#include "frame/ops/subgraph.h"
 
 namespace frame::ops {
 
@@ -29,6 +30,10 @@ struct KernelContext {
   void* state = nullptr;
   /// Threads the kernel may use (OpenMP), >= 1.
   int num_threads = 1;
+  /// One runner per name in KernelDef::subgraph_attrs, in that order (nullptr for an absent
+  /// attribute); empty when the caller cannot run bodies (import-time folding, the
+  /// constant-folding evaluator), in which case such a kernel returns an error.
+  std::span<SubgraphRunner* const> subgraphs;
 
   const Tensor& input(size_t i) const { return inputs[i]; }
   Tensor& output(size_t i) { return outputs[i]; }
@@ -62,6 +67,11 @@ struct KernelDef {
   /// `shape`, `size`). constant-folding evaluates such a node when its other inputs are
   /// constants, passing a placeholder tensor of the right type for these positions.
   std::vector<int> type_only_inputs;
+  /// Graph-valued attributes (ir::AttrType::kGraph) the kernel runs as bodies: the runtime
+  /// compiles each into a nested plan with the same backend chain and threads and hands the
+  /// kernel one ops::SubgraphRunner per name (KernelContext::subgraphs). Control flow (ADR
+  /// 0006 decision 5).
+  std::vector<std::string> subgraph_attrs;
   std::string file;
   int line = 0;
 
@@ -108,6 +118,8 @@ class KernelBuilder {
   KernelBuilder& accepts(AcceptsFn fn);
   /// Declares inputs the kernel reads only for their type (KernelDef::type_only_inputs).
   KernelBuilder& type_only_inputs(std::vector<int> inputs);
+  /// Declares the graph attributes the kernel runs as bodies (KernelDef::subgraph_attrs).
+  KernelBuilder& subgraphs(std::vector<std::string> attrs);
   KernelDef def;
 };
 

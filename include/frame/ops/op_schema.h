@@ -89,6 +89,10 @@ using ShapeInferFn = Result<std::vector<ir::TensorType>> (*)(const NodeContext&)
 /// outputs in order (seed chapter 3, ARCH-021). Used by the decomposition pass and by the
 /// runtime fallback chain (M10).
 using DecomposeFn = Result<ir::Graph> (*)(const NodeContext&);
+/// For a schema whose shape-determining inputs decide output shapes only in some nodes (an If
+/// whose branches differ in shape, a Loop with scan outputs): true if input `i` of this node
+/// decides an output shape. Must be conservative (true when unsure). ADR 0006.
+using ShapeDeterminingFn = bool (*)(const NodeContext&, size_t i);
 
 /// One declared input or output.
 struct ArgSpec {
@@ -134,6 +138,10 @@ class OpSchema {
   /// (ArgSpec::shape_determining; ADR 0006, ARCH-044). False for positions past the declared
   /// inputs.
   bool is_shape_determining(size_t i) const;
+  /// is_shape_determining(i), narrowed by the schema's ShapeDeterminingFn for this node when
+  /// it has one (OpSchemaBuilder::shape_determining_when). Used by the classification of
+  /// shape-determining graph inputs (ADR 0006).
+  bool decides_shape(const NodeContext& ctx, size_t i) const;
   const std::vector<AttrSpec>& attrs() const { return attrs_; }
   const AttrSpec* find_attr(std::string_view name) const;
   bool has_trait(OpTrait t) const { return traits_.test(static_cast<size_t>(t)); }
@@ -171,6 +179,7 @@ class OpSchema {
   std::bitset<kNumOpTraits> traits_;
   ShapeInferFn shape_fn_ = nullptr;
   DecomposeFn decompose_fn_ = nullptr;
+  ShapeDeterminingFn shape_determining_fn_ = nullptr;
   int view_of_input_ = -1;
   std::string file_;
   int line_ = 0;
@@ -197,6 +206,10 @@ class OpSchemaBuilder {
   /// ADR 0006, ARCH-044). E.g. `.input("shape", "...", kI64).shape_determining()`. Fatal when
   /// no input was declared yet or an output was declared after the last input.
   OpSchemaBuilder& shape_determining();
+  /// Narrows the shape-determining inputs per node (ShapeDeterminingFn): e.g. an If's `cond`
+  /// decides a shape only when its branches yield different types. Inputs stay marked with
+  /// shape_determining(); this only says when a marked input does not matter.
+  OpSchemaBuilder& shape_determining_when(ShapeDeterminingFn fn);
   OpSchemaBuilder& output(std::string name, std::string doc, DTypeSet dtypes = kAllDTypes,
                           std::string type_var = "");
   /// An optional output; all optional outputs follow all required ones. A node may omit

@@ -36,7 +36,11 @@ struct ShapeDeterminingInput {
 /// for its dtype and shape (the cpu kernel's KernelDef::type_only_inputs, e.g. `shape`,
 /// `size`): the value path stops there, because a tensor's shape is not its value. Ops without
 /// a schema or cpu kernel propagate (conservative). Arithmetic such as Cast, Gather, Concat,
-/// Add, Mul, Slice, Unsqueeze therefore carries the dependence. Dead nodes are skipped.
+/// Add, Mul, Slice, Unsqueeze therefore carries the dependence. Dead nodes are skipped. A
+/// control-flow node's input also counts as a shape-determining position when the body input
+/// it feeds is shape-determining inside the body (recursively), e.g. an outer value captured
+/// into a Loop body and used there as a Reshape shape, or a Loop trip count whose iteration
+/// number decides a Slice inside the body.
 std::vector<ShapeDeterminingInput> shape_determining_inputs(const ir::Graph& g);
 
 /// One line per input for error hints and reports, e.g. "graph input 'shape' decides output

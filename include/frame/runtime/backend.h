@@ -18,6 +18,7 @@
 #include "frame/core/status.h"
 #include "frame/core/tensor.h"
 #include "frame/ir/graph.h"
+#include "frame/ops/subgraph.h"
 
 namespace frame::runtime {
 
@@ -50,6 +51,27 @@ class CompiledPart {
   virtual std::shared_ptr<void> make_run_state() const { return nullptr; }
 };
 
+/// A control-flow body compiled by the runtime into a nested static plan (ADR 0006 decision
+/// 5). Immutable and shareable; each run slot of the executable gets its own runner.
+class CompiledSubgraph {
+ public:
+  virtual ~CompiledSubgraph() = default;
+  /// A runner with its own arena and per-step state, reused by every iteration of the run slot
+  /// that owns it. Errors: allocation failure.
+  virtual Result<std::unique_ptr<ops::SubgraphRunner>> make_runner() const = 0;
+};
+
+/// Compiles graph attributes into CompiledSubgraphs with the settings of the enclosing
+/// compilation (backend chain, pass options, threads): the ordinary pass pipeline, then a
+/// nested plan. Provided by the runtime on every PartSpec, so backends never include passes.
+class SubgraphCompiler {
+ public:
+  virtual ~SubgraphCompiler() = default;
+  /// Compiles `body` (its graph inputs must be typed). Errors: pass or lowering failures,
+  /// prefixed with the body's name.
+  virtual Result<std::shared_ptr<const CompiledSubgraph>> compile(const ir::Graph& body) const = 0;
+};
+
 /// The slice of the compiled graph given to one backend.
 struct PartSpec {
   /// The compiled graph; owned by the Executable and outliving every CompiledPart, so parts
@@ -61,6 +83,9 @@ struct PartSpec {
   std::vector<ir::ValueId> inputs;
   /// Values the part produces that are read outside it or are graph outputs, in order.
   std::vector<ir::ValueId> outputs;
+  /// Compiles the bodies of kernels that run graph attributes (ops::KernelDef::subgraph_attrs);
+  /// valid during Backend::compile only. Null where bodies cannot be compiled.
+  const SubgraphCompiler* subgraphs = nullptr;
 };
 
 /// One backend (names: "cpu", "onednn", "cuda", "intel_gpu", ...; docs/backends/).

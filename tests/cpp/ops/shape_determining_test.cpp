@@ -115,7 +115,8 @@ TEST(ShapeDeterminingFlags, ExactlyTheExpectedPositionsAreMarked) {
                                     "squeeze:1", "unsqueeze:1", "pad:1",    "pad:3",
                                     "resize:1",  "resize:2",    "resize:3", "split:1",
                                     "top_k:1",   "one_hot:1",   "range:0",  "range:1",
-                                    "range:2",   "non_zero:0",  "unique:0"};
+                                    "range:2",   "non_zero:0",  "unique:0", "if:0",
+                                    "loop:0",    "loop:1"};
   for (const char* r :
        {"reduce_sum", "reduce_mean", "reduce_prod", "reduce_max", "reduce_min", "reduce_l1",
         "reduce_l2", "reduce_log_sum", "reduce_log_sum_exp", "reduce_sum_square"}) {

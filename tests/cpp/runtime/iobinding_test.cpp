@@ -10,7 +10,9 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <memory>
 #include <new>
+#include <vector>
 
 #include "frame/ops/kernel_registry.h"
 #include "frame/runtime/compile.h"
@@ -185,6 +187,89 @@ TEST(IoBinding, SteadyStateRunsAllocateNothing) {
   g_counting = false;
   ASSERT_TRUE(r.is_ok());
   EXPECT_GT(g_allocations.load(), 0);
+}
+
+// A loop over y += x (x captured), with a scan output stacking every y when `scan` (then the
+// trip count is the constant `trips`, ARCH-044), else with the trip count as input "M".
+Executable loop_exe(bool scan, int64_t trips) {
+  const ir::TensorType f4{kF32, {4}};
+  auto body = std::make_shared<ir::Graph>("acc_body");
+  body->add_input("i", ir::TensorType{DTypeCode::kInt64, {}});
+  const ir::ValueId c = body->add_input("c", ir::TensorType{DTypeCode::kBool, {}});
+  const ir::ValueId y = body->add_input("y", f4);
+  const ir::ValueId x = body->add_input("x", f4);
+  const ir::NodeId co = body->create_node("identity", "co", {c}, 1).value();
+  const ir::NodeId yo = body->create_node("add", "yo", {y, x}, 1).value();
+  body->add_output(body->node(co).outputs[0]);
+  body->add_output(body->node(yo).outputs[0]);
+  if (scan) {
+    const ir::NodeId s = body->create_node("identity", "s", {body->node(yo).outputs[0]}, 1).value();
+    body->add_output(body->node(s).outputs[0]);
+  }
+  ir::Graph g;
+  const ir::ValueId m = scan ? g.add_constant("M", Tensor::scalar<int64_t>(trips))
+                             : g.add_input("M", ir::TensorType{DTypeCode::kInt64, {}});
+  const ir::ValueId cond = g.add_constant("cond", Tensor::scalar<bool>(true));
+  const ir::ValueId y0 = g.add_input("y0", f4);
+  const ir::ValueId gx = g.add_input("x", f4);
+  ir::AttrMap attrs = {{"body", std::shared_ptr<const ir::Graph>(body)},
+                       {"num_captured", int64_t{1}}};
+  const ir::NodeId l =
+      g.create_node("loop", "loop", {m, cond, y0, gx}, scan ? 2 : 1, attrs,
+                    scan ? std::vector<std::string>{"y", "stack"} : std::vector<std::string>{"y"})
+          .value();
+  for (ir::ValueId v : g.node(l).outputs) g.add_output(v);
+  // The body's add runs on the allocation-free test kernel, so the count measures the loop
+  // kernel and the runtime's nested plan alone.
+  CompileOptions o;
+  o.backends = {"rt_noalloc", "cpu"};
+  o.use_cache = false;
+  Result<Executable> exe = compile(g, o);
+  EXPECT_TRUE(exe.is_ok()) << exe.status().message();
+  return std::move(exe).value();
+}
+
+// Allocations of `runs` runs into caller buffers after two warm-up runs.
+int64_t loop_run_allocations(const Executable& exe, const TensorMap& in, TensorMap& out) {
+  for (int i = 0; i < 2; ++i) EXPECT_TRUE(exe.run(in, out).is_ok());
+  g_allocations = 0;
+  g_counting = true;
+  for (int i = 0; i < 5; ++i) {
+    if (!exe.run(in, out).is_ok()) break;
+  }
+  g_counting = false;
+  return g_allocations.load();
+}
+
+TEST(IoBinding, LoopIterationsAllocateNothing) {
+  // Per-run buffers (carried spares, slice buffers) are allowed; per-iteration ones are not:
+  // 1000 iterations must allocate exactly what 10 do.
+  std::vector<float> y(4);
+  const Tensor ones = Tensor::from_vector<float>({4}, {1, 1, 1, 1});
+  const Tensor zeros = Tensor::from_vector<float>({4}, {0, 0, 0, 0});
+  Executable runtime_m = loop_exe(false, 0);
+  TensorMap out = {{"y", *Tensor::view(kF32, {4}, y.data())}};
+  const int64_t few = loop_run_allocations(
+      runtime_m, {{"M", Tensor::scalar<int64_t>(10)}, {"y0", zeros}, {"x", ones}}, out);
+  EXPECT_EQ(y[3], 10.f);
+  const int64_t many = loop_run_allocations(
+      runtime_m, {{"M", Tensor::scalar<int64_t>(1000)}, {"y0", zeros}, {"x", ones}}, out);
+  EXPECT_EQ(y[3], 1000.f);
+  EXPECT_EQ(few, many);
+
+  std::vector<float> stack_few(40), stack_many(4000);
+  Executable scan_few = loop_exe(true, 10);
+  Executable scan_many = loop_exe(true, 1000);
+  TensorMap out_few = {{"y", *Tensor::view(kF32, {4}, y.data())},
+                       {"stack", *Tensor::view(kF32, {10, 4}, stack_few.data())}};
+  TensorMap out_many = {{"y", *Tensor::view(kF32, {4}, y.data())},
+                        {"stack", *Tensor::view(kF32, {1000, 4}, stack_many.data())}};
+  const TensorMap in = {{"y0", zeros}, {"x", ones}};
+  const int64_t scan_alloc_few = loop_run_allocations(scan_few, in, out_few);
+  const int64_t scan_alloc_many = loop_run_allocations(scan_many, in, out_many);
+  EXPECT_EQ(scan_alloc_few, scan_alloc_many);
+  EXPECT_EQ(stack_many[4 * 999 + 2], 1000.f);  // row i holds (i + 1) * x
+  EXPECT_EQ(stack_few[4 * 3], 4.f);
 }
 
 }  // namespace
