@@ -39,6 +39,35 @@ std::string header_field(const std::string& h, const std::string& key) {
   return a == std::string::npos ? "" : v.substr(a, b - a + 1);
 }
 
+// A Fortran-order (column-major) array's bytes, read into `f`, rearranged into a row-major
+// tensor of the same shape: dim d of the file advances by the product of the dims before it.
+Result<Tensor> fortran_to_c(const Tensor& f) {
+  FRAME_ASSIGN_OR_RETURN(Tensor c, Tensor::empty(f.dtype(), f.shape()));
+  const Shape& shape = f.shape();
+  const size_t rank = shape.size();
+  const size_t esize = dtype_size(f.dtype());
+  std::vector<int64_t> fstride(rank, 1);
+  for (size_t d = 1; d < rank; ++d) fstride[d] = fstride[d - 1] * shape[d - 1];
+  std::vector<int64_t> idx(rank, 0);
+  const auto* src = static_cast<const std::byte*>(f.raw_data());
+  auto* dst = static_cast<std::byte*>(c.raw_data());
+  const int64_t n = f.numel();
+  int64_t off = 0;  // source element offset of idx
+  for (int64_t i = 0; i < n; ++i) {
+    std::memcpy(dst + static_cast<size_t>(i) * esize, src + static_cast<size_t>(off) * esize,
+                esize);
+    for (size_t d = rank; d-- > 0;) {  // row-major odometer over the destination
+      if (++idx[d] < shape[d]) {
+        off += fstride[d];
+        break;
+      }
+      off -= fstride[d] * (shape[d] - 1);
+      idx[d] = 0;
+    }
+  }
+  return c;
+}
+
 }  // namespace
 
 Result<Tensor> read_npy(const std::string& path, std::optional<DTypeCode> as_dtype) {
@@ -66,9 +95,6 @@ Result<Tensor> read_npy(const std::string& path, std::optional<DTypeCode> as_dty
   std::string descr = header_field(h, "descr");
   std::string fortran = header_field(h, "fortran_order");
   std::string shape_s = header_field(h, "shape");
-  if (fortran == "True") {
-    return unimplemented("'{}': Fortran-order arrays are not supported", path);
-  }
   std::optional<DTypeCode> dt;
   for (const auto& e : kDescrs) {
     if (descr == e.descr) dt = e.dtype;
@@ -93,6 +119,7 @@ Result<Tensor> read_npy(const std::string& path, std::optional<DTypeCode> as_dty
     return make_error(StatusCode::kIo, "'{}': truncated data (expected {} bytes)", path,
                       t.nbytes());
   }
+  if (fortran == "True" && t.rank() > 1) return fortran_to_c(t);
   return t;
 }
 

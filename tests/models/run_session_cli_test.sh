@@ -35,6 +35,6 @@ if "$frame" inspect "$data/reshape.onnx" --shape x=6 > /dev/null 2> "$out/inspec
   echo "frame inspect without a value for 'shape' succeeded" >&2
   exit 1
 fi
-grep -q "hint: pass their values with --input NAME=FILE.npy" "$out/inspect_err.txt" ||
+grep -q "pass their values with --input NAME=FILE.npy" "$out/inspect_err.txt" ||
   { cat "$out/inspect_err.txt" >&2; exit 1; }
 echo "session cli: ok"

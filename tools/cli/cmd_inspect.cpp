@@ -202,10 +202,12 @@ int run_inspect() {
       Result<ir::Graph> partial = onnx::load(o.model, structure);
       if (!partial.is_ok()) return fail(graph.status());
       sdi = passes::shape_determining_inputs(*partial);
+      // Say what to do first; the compiler's own message and hints follow.
       const Status err(graph.status().code(),
-                       graph.status().message() +
-                           "\n  hint: pass their values with --input NAME=FILE.npy to inspect "
-                           "the specialization a session compiles for them (ADR 0006)");
+                       "the model has shape-determining inputs (their values decide output "
+                       "shapes): pass their values with --input NAME=FILE.npy to inspect the "
+                       "specialization a session compiles for them (ADR 0006)\n  " +
+                           graph.status().message());
       if (o.json) {
         nlohmann::ordered_json j;
         j["model"] = o.model;

@@ -14,7 +14,8 @@ namespace frame {
 
 /// Reads an .npy file. Supported descr: <f4 <f8 <f2 |i1 <i2 <i4 <i8 |u1 |b1 (and <u2 when
 /// `as_dtype` is kBFloat16). `as_dtype` reinterprets same-size storage (u2 -> bf16).
-/// Errors: kIo (missing file, truncated data), kUnimplemented (fortran order, other dtypes).
+/// Errors: kIo (missing file, truncated data), kUnimplemented (other dtypes); Fortran-order
+/// arrays are read into row-major order.
 Result<Tensor> read_npy(const std::string& path, std::optional<DTypeCode> as_dtype = {});
 /// Writes `t` as .npy (bf16 as <u2). Errors: kIo.
 Status write_npy(const std::string& path, const Tensor& t);

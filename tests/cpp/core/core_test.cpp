@@ -176,5 +176,38 @@ TEST(Npy, TruncatedFileIsAnError) {
   EXPECT_NE(r.status().message().find("truncated"), std::string::npos);
 }
 
+// numpy writes a Fortran-order (column-major) array when saving e.g. `a.T` or an
+// np.asfortranarray: the first index varies fastest in the file. Values are 100*i + 10*j + k
+// at index (i, j, k), so the expected row-major order is known by hand.
+TEST(Npy, FortranOrderIsReadRowMajor) {
+  const std::string path = ::testing::TempDir() + "/fortran.npy";
+  {
+    std::string header = "{'descr': '<i4', 'fortran_order': True, 'shape': (2, 3, 2), }";
+    while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+    header += '\n';
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    const uint16_t hlen = static_cast<uint16_t>(header.size());
+    std::fwrite(&hlen, 2, 1, f);
+    std::fwrite(header.data(), 1, header.size(), f);
+    for (int k = 0; k < 2; ++k) {
+      for (int j = 0; j < 3; ++j) {
+        for (int i = 0; i < 2; ++i) {
+          const int32_t v = 100 * i + 10 * j + k;
+          std::fwrite(&v, 4, 1, f);
+        }
+      }
+    }
+    std::fclose(f);
+  }
+  Result<Tensor> r = read_npy(path);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  ASSERT_EQ(r->shape(), (Shape{2, 3, 2}));
+  const auto* d = r->data<int32_t>();
+  const std::vector<int32_t> expected = {0, 1, 10, 11, 20, 21, 100, 101, 110, 111, 120, 121};
+  EXPECT_EQ(std::vector<int32_t>(d, d + 12), expected);
+}
+
 }  // namespace
 }  // namespace frame
