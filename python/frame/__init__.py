@@ -25,6 +25,7 @@ from ._frame import (
     __version__,
     compile,
     load_onnx,
+    register_op,
 )
 from . import _frame
 
@@ -40,6 +41,7 @@ __all__ = [
     "kernels",
     "load_onnx",
     "ops",
+    "register_op",
 ]
 
 

@@ -1,7 +1,7 @@
 # Type stubs of the compiled module frame._frame (PY-020). tests/python/test_stubs.py checks
 # that every public symbol of the module is here with the same parameters, and nothing more.
 from os import PathLike
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -113,5 +113,24 @@ def compile(
 def load_onnx(
     path: Union[str, PathLike[str]], input_shapes: Mapping[str, Sequence[int]] = ...
 ) -> Graph: ...
+def register_op(
+    name: str,
+    inputs: Sequence[str],
+    outputs: Sequence[str],
+    attrs: Optional[Mapping[str, _Attr]] = None,
+    traits: Sequence[str] = ...,
+    shape_fn: Optional[
+        Callable[
+            [List[Tuple[np.dtype[Any], List[int]]], Dict[str, Any]],
+            Sequence[Tuple[_DTypeLike, Sequence[int]]],
+        ]
+    ] = None,
+    *,
+    cpu_kernel: Callable[
+        [List[npt.NDArray[Any]], Dict[str, Any]],
+        Union[npt.NDArray[Any], Sequence[npt.NDArray[Any]]],
+    ],
+    doc: str = "",
+) -> None: ...
 def _ops_json() -> str: ...
 def _kernels_json() -> str: ...

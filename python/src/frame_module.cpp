@@ -15,9 +15,13 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "frame/core/dtype.h"
@@ -434,6 +438,25 @@ struct PyValue {
   }
 };
 
+// The Python value of an attribute (tensors as ndarray copies, graphs as None).
+py::object attr_to_py(const ir::AttrValue& v) {
+  return std::visit(
+      [](const auto& x) -> py::object {
+        using X = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<X, Tensor>) {
+          py::array out(numpy_dtype(x.dtype()),
+                        std::vector<py::ssize_t>(x.shape().begin(), x.shape().end()));
+          if (x.nbytes() > 0) std::memcpy(out.mutable_data(), x.raw_data(), x.nbytes());
+          return out;
+        } else if constexpr (std::is_same_v<X, std::shared_ptr<const ir::Graph>>) {
+          return py::none();
+        } else {
+          return py::cast(x);
+        }
+      },
+      v);
+}
+
 ir::AttrValue attr_from_py(const std::string& key, const py::handle& v) {
   auto bad = [&]() {
     return py::type_error("attribute '" + key +
@@ -519,7 +542,18 @@ class PyGraph {
       if (!py::isinstance<py::dict>(attrs)) throw py::type_error("attrs: expected dict");
       for (auto [k, v] : py::reinterpret_borrow<py::dict>(attrs)) {
         std::string key = py::str(k);
-        attr_map.emplace(key, attr_from_py(key, v));
+        ir::AttrValue value = attr_from_py(key, v);
+        // Python writes 1 for 1.0: widen ints where the schema declares floats.
+        if (const ops::AttrSpec* spec = schema->find_attr(key)) {
+          if (spec->type == ir::AttrType::kFloat && std::holds_alternative<int64_t>(value)) {
+            value = static_cast<double>(std::get<int64_t>(value));
+          } else if (spec->type == ir::AttrType::kFloats &&
+                     std::holds_alternative<std::vector<int64_t>>(value)) {
+            const auto& ints = std::get<std::vector<int64_t>>(value);
+            value = std::vector<double>(ints.begin(), ints.end());
+          }
+        }
+        attr_map.emplace(key, std::move(value));
       }
     }
     int n_out = num_outputs ? *num_outputs : std::max(1, schema->min_output_count());
@@ -631,6 +665,229 @@ PyGraph load_onnx(const py::object& path_obj,
   return PyGraph(take(std::move(g)));
 }
 
+// ---------------------------------------------------------------------------------------------
+// Custom ops from Python (frame.register_op). The registries take plain function pointers, so
+// one trampoline per role finds the op's Python callables: the shape function by op name (at
+// compile time), the kernel through its prepare state (once per node at compile time).
+
+struct PyOp {
+  py::object shape_fn;  // None: every output takes input 0's type
+  py::object kernel;
+  size_t num_outputs = 1;
+};
+
+// Never destroyed: registrations are permanent, and Python objects must not be released after
+// the interpreter has finalized.
+std::mutex& py_ops_mutex() {
+  static auto* mu = new std::mutex();
+  return *mu;
+}
+std::map<std::string, std::shared_ptr<PyOp>>& py_ops() {
+  static auto* ops = new std::map<std::string, std::shared_ptr<PyOp>>();
+  return *ops;
+}
+
+std::shared_ptr<PyOp> find_py_op(std::string_view op) {
+  std::lock_guard lock(py_ops_mutex());
+  auto it = py_ops().find(std::string(op));
+  return it == py_ops().end() ? nullptr : it->second;
+}
+
+// The node's attributes with schema defaults filled in, as a dict.
+py::dict attrs_dict(const ops::NodeContext& ctx) {
+  py::dict d;
+  if (ctx.schema == nullptr) return d;
+  for (const ops::AttrSpec& a : ctx.schema->attrs()) {
+    const ir::AttrValue* v = nullptr;
+    if (ctx.attrs != nullptr) {
+      auto it = ctx.attrs->find(a.name);
+      if (it != ctx.attrs->end()) v = &it->second;
+    }
+    if (v == nullptr && a.default_value) v = &*a.default_value;
+    if (v != nullptr) d[py::str(a.name)] = attr_to_py(*v);
+  }
+  return d;
+}
+
+std::string python_error_text(py::error_already_set& e) {
+  // e.what() repeats the type and adds a traceback; keep its first line.
+  std::string what = e.what();
+  return what.substr(0, what.find('\n'));
+}
+
+Result<std::vector<ir::TensorType>> py_shape_trampoline(const ops::NodeContext& ctx) {
+  std::shared_ptr<PyOp> op = find_py_op(ctx.op);
+  if (!op) return ctx.error("no Python op registered");
+  py::gil_scoped_acquire gil;
+  if (op->shape_fn.is_none()) {
+    if (ctx.input_types.empty()) return ctx.error("a Python op without inputs needs a shape_fn");
+    return std::vector<ir::TensorType>(ctx.num_outputs, ctx.input_types[0]);
+  }
+  try {
+    py::list types;
+    for (size_t i = 0; i < ctx.input_types.size(); ++i) {
+      types.append(py::make_tuple(numpy_dtype(ctx.input_types[i].dtype),
+                                  py::cast(ctx.input_types[i].shape)));
+    }
+    py::object r = op->shape_fn(types, attrs_dict(ctx));
+    std::vector<ir::TensorType> out;
+    for (py::handle h : r) {
+      py::tuple t = py::reinterpret_borrow<py::tuple>(h);
+      if (t.size() != 2) return ctx.error("shape_fn must return (dtype, shape) pairs");
+      out.push_back({parse_dtype_arg(t[0]), t[1].cast<std::vector<int64_t>>()});
+    }
+    if (out.size() != ctx.num_outputs) {
+      return ctx.error("shape_fn returned {} types for {} outputs", out.size(), ctx.num_outputs);
+    }
+    return out;
+  } catch (py::error_already_set& e) {
+    return ctx.error("shape_fn raised {}", python_error_text(e));
+  } catch (std::exception& e) {
+    return ctx.error("shape_fn returned a bad value: {}", e.what());
+  }
+}
+
+Result<std::shared_ptr<void>> py_prepare_trampoline(const ops::NodeContext& ctx) {
+  std::shared_ptr<PyOp> op = find_py_op(ctx.op);
+  if (!op) return ctx.error("no Python op registered");
+  return std::shared_ptr<void>(op);
+}
+
+Status py_kernel_trampoline(ops::KernelContext& ctx) {
+  const ops::NodeContext& node = *ctx.node;
+  auto* op = static_cast<PyOp*>(ctx.state);
+  std::shared_ptr<PyOp> found;
+  if (op == nullptr) {  // callers that skip prepare
+    found = find_py_op(node.op);
+    if (!found) return node.error("no Python op registered");
+    op = found.get();
+  }
+  py::gil_scoped_acquire gil;
+  try {
+    py::list inputs;
+    for (const Tensor& t : ctx.inputs) {
+      if (!t.defined()) {
+        inputs.append(py::none());
+        continue;
+      }
+      // A copy: the kernel may keep what it is given.
+      py::array a(numpy_dtype(t.dtype()),
+                  std::vector<py::ssize_t>(t.shape().begin(), t.shape().end()));
+      if (t.nbytes() > 0) std::memcpy(a.mutable_data(), t.raw_data(), t.nbytes());
+      inputs.append(a);
+    }
+    py::object r = op->kernel(inputs, attrs_dict(node));
+    std::vector<py::object> results;
+    if (py::isinstance<py::list>(r) || py::isinstance<py::tuple>(r)) {
+      for (py::handle h : r) results.push_back(py::reinterpret_borrow<py::object>(h));
+    } else {
+      results.push_back(r);
+    }
+    if (results.size() != ctx.outputs.size()) {
+      return node.error("Python kernel returned {} arrays for {} outputs", results.size(),
+                        ctx.outputs.size());
+    }
+    for (size_t i = 0; i < results.size(); ++i) {
+      Tensor& out = ctx.outputs[i];
+      py::array a = py::array::ensure(results[i], py::array::c_style);
+      if (!a) return node.error("Python kernel output {} is not array-like", i);
+      std::optional<DTypeCode> d = frame_dtype(a.dtype(), out.dtype());
+      Shape shape(a.shape(), a.shape() + a.ndim());
+      if (!d || *d != out.dtype() || shape != out.shape()) {
+        return node.error("Python kernel output {} is {}{}, expected {}", i,
+                          std::string(py::str(a.dtype())), shape_to_string(shape),
+                          ir::TensorType{out.dtype(), out.shape()}.to_string());
+      }
+      if (out.nbytes() > 0) std::memcpy(out.raw_data(), a.data(), out.nbytes());
+    }
+    return Status();
+  } catch (py::error_already_set& e) {
+    return node.error("Python kernel raised {}", python_error_text(e));
+  }
+}
+
+ops::OpTrait parse_trait(const std::string& name) {
+  for (ops::OpTrait t : {ops::OpTrait::kElementwise, ops::OpTrait::kFusable,
+                         ops::OpTrait::kHasSideEffect, ops::OpTrait::kCommutative}) {
+    if (ops::op_trait_name(t) == name) return t;
+  }
+  throw py::value_error("unknown trait '" + name +
+                        "' (expected elementwise, fusable, has_side_effect, commutative)");
+}
+
+void register_op(const std::string& name, const std::vector<std::string>& inputs,
+                 const std::vector<std::string>& outputs, const py::object& attrs,
+                 const std::vector<std::string>& traits, const py::object& shape_fn,
+                 const py::object& cpu_kernel, const std::string& doc) {
+  if (!PyCallable_Check(cpu_kernel.ptr())) throw py::type_error("cpu_kernel: expected a callable");
+  if (!shape_fn.is_none() && !PyCallable_Check(shape_fn.ptr())) {
+    throw py::type_error("shape_fn: expected a callable or None");
+  }
+  if (outputs.empty()) throw py::value_error("op '" + name + "': needs at least one output");
+  if (shape_fn.is_none() && inputs.empty()) {
+    throw py::value_error("op '" + name + "': an op without inputs needs a shape_fn");
+  }
+  std::set<std::string> arg_names;
+  for (const std::string& n : inputs) {
+    if (!arg_names.insert("in:" + n).second) {
+      throw py::value_error("op '" + name + "': input '" + n + "' declared twice");
+    }
+  }
+  for (const std::string& n : outputs) {
+    if (!arg_names.insert("out:" + n).second) {
+      throw py::value_error("op '" + name + "': output '" + n + "' declared twice");
+    }
+  }
+  // The caller's file and line, as FRAME_REGISTER_OP records __FILE__ and __LINE__.
+  py::object frame = py::module_::import("sys").attr("_getframe")(0);
+  std::string file = py::str(frame.attr("f_code").attr("co_filename"));
+  int line = frame.attr("f_lineno").cast<int>();
+
+  ops::OpSchemaBuilder b(name, file.c_str(), line);
+  b.doc(doc);
+  for (const std::string& n : inputs) b.input(n, "");
+  for (const std::string& n : outputs) b.output(n, "");
+  if (!attrs.is_none()) {
+    if (!py::isinstance<py::dict>(attrs))
+      throw py::type_error("attrs: expected dict name -> default");
+    for (auto [k, v] : py::reinterpret_borrow<py::dict>(attrs)) {
+      std::string key = py::str(k);
+      ir::AttrValue def = attr_from_py(key, v);
+      b.attr(key, ir::attr_type_of(def), "", std::move(def));
+    }
+  }
+  std::vector<ops::OpTrait> ts;
+  for (const std::string& t : traits) ts.push_back(parse_trait(t));
+  for (ops::OpTrait t : ts) b.traits({t});
+  b.shape_infer(py_shape_trampoline);
+
+  ops::KernelDef k;
+  k.op = name;
+  k.backend = "cpu";
+  k.fn = py_kernel_trampoline;
+  k.prepare = py_prepare_trampoline;
+  k.file = file;
+  k.line = line;
+
+  auto op = std::make_shared<PyOp>();
+  op->shape_fn = shape_fn;
+  op->kernel = cpu_kernel;
+  op->num_outputs = outputs.size();
+  {
+    // Published before the schema, so a concurrent compile never finds the op without it; a
+    // failed registration below takes it back (only if it is still ours).
+    std::lock_guard lock(py_ops_mutex());
+    if (py_ops().count(name) == 0) py_ops()[name] = op;
+  }
+  Status s = ops::register_op_with_kernels(b.build(), {std::move(k)});
+  if (!s.is_ok()) {
+    std::lock_guard lock(py_ops_mutex());
+    auto it = py_ops().find(name);
+    if (it != py_ops().end() && it->second == op) py_ops().erase(it);
+    raise_status(s);
+  }
+}
+
 }  // namespace
 }  // namespace frame::python
 
@@ -725,6 +982,10 @@ PYBIND11_MODULE(_frame, m) {
   m.def("load_onnx", &load_onnx, py::arg("path"),
         py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{},
         "Imports an ONNX model as a Graph (symbolic dims need input_shapes).");
+  m.def("register_op", &register_op, py::arg("name"), py::arg("inputs"), py::arg("outputs"),
+        py::arg("attrs") = py::none(), py::arg("traits") = std::vector<std::string>{},
+        py::arg("shape_fn") = py::none(), py::kw_only(), py::arg("cpu_kernel"), py::arg("doc") = "",
+        "Registers an op with a Python cpu kernel (docs/python.md, custom ops).");
   m.def("_ops_json", [] { return frame::ops::OpRegistry::global().to_json(); });
   m.def("_kernels_json", [] { return frame::ops::KernelRegistry::global().to_json(); });
 }

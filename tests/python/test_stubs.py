@@ -48,7 +48,11 @@ def runtime_params(obj, name: str) -> list[tuple[str, bool]]:
 def stub_params(fn: ast.FunctionDef) -> list[tuple[str, bool]]:
     args = fn.args.args
     defaults = [False] * (len(args) - len(fn.args.defaults)) + [True] * len(fn.args.defaults)
-    return [(a.arg, d) for a, d in zip(args, defaults)]
+    params = [(a.arg, d) for a, d in zip(args, defaults)]
+    if fn.args.kwonlyargs:  # pybind11 writes py::kw_only() as a bare "*"
+        params.append(("*", False))
+        params += [(a.arg, d is not None) for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults)]
+    return params
 
 
 def load_stub():
