@@ -19,6 +19,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -187,9 +188,13 @@ Tensor tensor_from_array(const std::string& name, const py::handle& obj,
     throw py::value_error("input '" + name + "': dtype " + std::string(py::str(arr.dtype())) +
                           " is not supported by frame");
   }
-  constexpr int kNeeded = py::array::c_style | py::array::forcecast;
-  if (!(arr.flags() & py::array::c_style) || !(arr.flags() & 0x0100 /* NPY_ARRAY_ALIGNED */)) {
-    arr = py::array::ensure(arr, kNeeded);  // one contiguous copy
+  if (!arr.dtype().attr("isnative").cast<bool>()) {
+    // Byte-swapped data ('>f4' on x86): one copy in native order, C-contiguous.
+    arr = py::array(arr.attr("astype")(arr.dtype().attr("newbyteorder")("="), "C"));
+  }
+  constexpr int kAligned = py::detail::npy_api::NPY_ARRAY_ALIGNED_;
+  if (!(arr.flags() & py::array::c_style) || !(arr.flags() & kAligned)) {
+    arr = py::array::ensure(arr, py::array::c_style | py::array::forcecast);  // one copy
   }
   Shape shape(arr.shape(), arr.shape() + arr.ndim());
   keep.push_back(arr);
@@ -324,7 +329,11 @@ class InferenceSession {
     runtime::SessionOptions ro = options_.to_runtime();
     std::optional<Result<runtime::Session>> opened;
     if (py::isinstance<py::bytes>(model)) {
-      std::string bytes = model.cast<std::string>();
+      // Read in place: `model` (immutable bytes) outlives the call.
+      char* data = nullptr;
+      Py_ssize_t size = 0;
+      PyBytes_AsStringAndSize(model.ptr(), &data, &size);
+      std::string_view bytes(data, static_cast<size_t>(size));
       py::gil_scoped_release release;
       opened.emplace(onnx::open_session_from_bytes(bytes, ro));
     } else if (py::isinstance<py::str>(model) ||
@@ -645,9 +654,11 @@ PyExecutable compile_graph(const PyGraph& g, const std::vector<std::string>& bac
   o.backends = backends;
   o.strict = strict;
   o.num_threads = threads;
+  // Copied under the GIL, so another thread may keep building `g` meanwhile.
+  ir::Graph graph = g.graph();
   Result<runtime::Executable> exe = [&] {
     py::gil_scoped_release release;
-    return runtime::compile(g.graph(), o);
+    return runtime::compile(graph, o);
   }();
   return PyExecutable(take(std::move(exe)));
 }
@@ -732,8 +743,10 @@ Result<std::vector<ir::TensorType>> py_shape_trampoline(const ops::NodeContext& 
     py::object r = op->shape_fn(types, attrs_dict(ctx));
     std::vector<ir::TensorType> out;
     for (py::handle h : r) {
-      py::tuple t = py::reinterpret_borrow<py::tuple>(h);
-      if (t.size() != 2) return ctx.error("shape_fn must return (dtype, shape) pairs");
+      if (!py::isinstance<py::sequence>(h) || py::isinstance<py::str>(h) || py::len(h) != 2) {
+        return ctx.error("shape_fn must return a list of (dtype, shape) pairs");
+      }
+      py::sequence t = py::reinterpret_borrow<py::sequence>(h);
       out.push_back({parse_dtype_arg(t[0]), t[1].cast<std::vector<int64_t>>()});
     }
     if (out.size() != ctx.num_outputs) {
@@ -803,6 +816,8 @@ Status py_kernel_trampoline(ops::KernelContext& ctx) {
     return Status();
   } catch (py::error_already_set& e) {
     return node.error("Python kernel raised {}", python_error_text(e));
+  } catch (std::exception& e) {  // a conversion failed; nothing may unwind into the runtime
+    return node.error("Python kernel returned a bad value: {}", e.what());
   }
 }
 

@@ -126,3 +126,16 @@ def test_kernel_errors_and_bad_results_raise_not_crash():
         exe = frame.compile(g, backends=["cpu"])
         with pytest.raises(ValueError, match=msg):
             exe.run({"x": np.ones(2, np.float32)})
+
+
+def test_bad_shape_fn_results_raise_at_compile():
+    frame.register_op("pytest_bad_shape", inputs=["X"], outputs=["Y"],
+                      shape_fn=lambda types, attrs: [("float32", "not a shape")],
+                      cpu_kernel=_scale_add)
+    frame.register_op("pytest_bad_shape2", inputs=["X"], outputs=["Y"],
+                      shape_fn=lambda types, attrs: 7, cpu_kernel=_scale_add)
+    for op in ("pytest_bad_shape", "pytest_bad_shape2"):
+        g = frame.Graph()
+        g.output(g.add_node(op, [g.input("x", "f32", [2])]))
+        with pytest.raises(ValueError, match=rf"\({op}\): shape_fn"):
+            frame.compile(g)

@@ -56,3 +56,10 @@ def test_fortran_order_input_gives_correct_result():
     x = np.asfortranarray(np.arange(12, dtype=np.float32).reshape(3, 4) - 6)
     (r,) = sess.run(None, {"x": x, "y": x})
     np.testing.assert_array_equal(r, np.maximum(2 * x, 0))
+
+
+def test_byte_swapped_input_is_converted():
+    sess = frame.InferenceSession(add_relu_model((2, 2)))
+    x = np.array([[1, -2], [3, -4]], dtype=">f4")
+    (r,) = sess.run(None, {"x": x, "y": x})
+    np.testing.assert_array_equal(r, np.array([[2, 0], [6, 0]], np.float32))
