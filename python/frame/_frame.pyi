@@ -41,7 +41,7 @@ class InferenceSession:
 
     def __init__(
         self,
-        path_or_bytes: Union[str, bytes, PathLike[str]],
+        path_or_bytes: Union[str, bytes, PathLike[str], Graph],
         sess_options: Optional[SessionOptions] = None,
         backends: Optional[Sequence[str]] = None,
         threads: Optional[int] = None,

@@ -343,12 +343,17 @@ class InferenceSession {
       py::gil_scoped_release release;
       opened.emplace(onnx::open_session(path, ro));
     } else {
-      throw py::type_error("InferenceSession: expected a path (str or os.PathLike) or bytes, got " +
-                           std::string(py::str(py::type::handle_of(model).attr("__name__"))));
+      throw py::type_error(
+          "InferenceSession: expected a path (str or os.PathLike), bytes or Graph, got " +
+          std::string(py::str(py::type::handle_of(model).attr("__name__"))));
     }
     session_ = take(std::move(*opened));
-    for (const runtime::ValueInfo& v : sess().inputs()) dtypes_[v.name] = v.dtype;
-    if (options_.enable_profiling) profile_ = std::make_unique<runtime::Profile>();
+    finish();
+  }
+  /// Over a session made elsewhere (a frame.Graph: runtime::Session::from_graph).
+  InferenceSession(runtime::Session session, PySessionOptions options)
+      : options_(std::move(options)), session_(std::move(session)) {
+    finish();
   }
 
   py::list run(const py::object& output_names, const py::object& input_feed,
@@ -420,6 +425,10 @@ class InferenceSession {
 
  private:
   const runtime::Session& sess() const { return *session_; }
+  void finish() {
+    for (const runtime::ValueInfo& v : sess().inputs()) dtypes_[v.name] = v.dtype;
+    if (options_.enable_profiling) profile_ = std::make_unique<runtime::Profile>();
+  }
 
   PySessionOptions options_;
   std::optional<runtime::Session> session_;  // set once the constructor succeeds
@@ -661,6 +670,27 @@ PyExecutable compile_graph(const PyGraph& g, const std::vector<std::string>& bac
     return runtime::compile(graph, o);
   }();
   return PyExecutable(take(std::move(exe)));
+}
+
+// InferenceSession(model, ...): an ONNX path or bytes, or a frame.Graph (whose
+// shape-determining inputs are then bound per run, like an ONNX model's).
+std::unique_ptr<InferenceSession> make_session(const py::object& model,
+                                               std::optional<PySessionOptions> sess_options,
+                                               std::optional<std::vector<std::string>> backends,
+                                               std::optional<int> threads) {
+  if (!py::isinstance<PyGraph>(model)) {
+    return std::make_unique<InferenceSession>(model, std::move(sess_options), std::move(backends),
+                                              threads);
+  }
+  PySessionOptions options = sess_options.value_or(PySessionOptions{});
+  if (backends) options.backends = *backends;
+  if (threads) options.threads = *threads;
+  ir::Graph graph = model.cast<const PyGraph&>().graph();  // copied under the GIL
+  Result<runtime::Session> s = [&] {
+    py::gil_scoped_release release;
+    return runtime::Session::from_graph(std::move(graph), options.to_runtime());
+  }();
+  return std::make_unique<InferenceSession>(take(std::move(s)), std::move(options));
 }
 
 PyGraph load_onnx(const py::object& path_obj,
@@ -945,9 +975,7 @@ PYBIND11_MODULE(_frame, m) {
 
   py::class_<InferenceSession>(m, "InferenceSession",
                                "An ONNX model ready to run; thread-safe (docs/python.md).")
-      .def(py::init<const py::object&, std::optional<PySessionOptions>,
-                    std::optional<std::vector<std::string>>, std::optional<int>>(),
-           py::arg("path_or_bytes"), py::arg("sess_options") = py::none(),
+      .def(py::init(&make_session), py::arg("path_or_bytes"), py::arg("sess_options") = py::none(),
            py::arg("backends") = py::none(), py::arg("threads") = py::none())
       .def("run", &InferenceSession::run, py::arg("output_names"), py::arg("input_feed"),
            py::arg("run_options") = py::none(),

@@ -143,3 +143,16 @@ def test_backend_choice_and_strict():
         v = np.full((n,), -1, np.float32)
         np.testing.assert_array_equal(sess.run(None, {"x": v, "y": v})[0], np.zeros(n, np.float32))
     assert sess.cache_stats()["entries"] == 1
+
+
+def test_session_over_a_built_graph_binds_shape_inputs_per_run():
+    g = frame.Graph()
+    x = g.input("x", "float32", [2, 6])
+    s = g.input("s", "int64", [2])
+    g.output(g.add_node("reshape", [x, s]))
+    sess = frame.InferenceSession(g, threads=1)
+    assert sess.shape_determining_inputs() == ["s"]
+    xv = np.arange(12, dtype=np.float32).reshape(2, 6)
+    for shape in ([3, 4], [6, 2]):
+        (y,) = sess.run(None, {"x": xv, "s": np.array(shape, np.int64)})
+        np.testing.assert_array_equal(y, xv.reshape(shape))
