@@ -65,10 +65,6 @@ namespace {
   }
 }
 
-void check(const Status& s) {
-  if (!s.is_ok()) raise_status(s);
-}
-
 template <typename T>
 T take(Result<T> r) {
   if (!r.is_ok()) raise_status(r.status());
@@ -581,8 +577,25 @@ class PyGraph {
       throw py::value_error("graph '" + g_->name() + "': node name '" + node_name + "' is taken");
     }
     ir::NodeId n = take(g_->create_node(op, node_name, std::move(ids), n_out, std::move(attr_map)));
-    // V4 now, so a bad arity or attribute is reported at the call that made it.
-    check(schema->check_node(g_->node(n)));
+    // V4 now, so a bad arity or attribute is reported at the call that made it; the graph is
+    // left as it was.
+    if (Status s = schema->check_node(g_->node(n)); !s.is_ok()) {
+      g_->remove_node(n);
+      raise_status(s);
+    }
+    // Output types now when the shape function can tell (Value.dtype/.shape); otherwise (e.g.
+    // a shape-determining input that is bound per run) compile infers them.
+    bool typed = true;
+    for (ir::ValueId v : g_->node(n).inputs)
+      typed = typed && (v == ir::kNoValue || g_->value(v).type);
+    if (typed) {
+      Result<std::vector<ir::TensorType>> types =
+          schema->infer(ops::make_node_context(*g_, g_->node(n), schema));
+      if (types.is_ok() && types->size() == g_->node(n).outputs.size()) {
+        for (size_t i = 0; i < types->size(); ++i)
+          g_->value(g_->node(n).outputs[i]).type = (*types)[i];
+      }
+    }
     const std::vector<ir::ValueId>& outs = g_->node(n).outputs;
     if (outs.size() == 1) return py::cast(PyValue{g_, outs[0]});
     py::list l;

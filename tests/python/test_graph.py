@@ -93,3 +93,16 @@ def test_values_from_other_graphs_are_rejected():
     a = g1.input("a", "f32", [1])
     with pytest.raises(ValueError, match=r"another graph"):
         g2.add_node("relu", [a])
+
+
+def test_output_types_known_when_added_and_bad_nodes_leave_the_graph_unchanged():
+    g = frame.Graph()
+    x = g.input("x", "float32", [2, 3])
+    y = g.add_node("transpose", [x], attrs={"perm": [1, 0]})
+    assert y.dtype == np.float32 and y.shape == [3, 2]
+    with pytest.raises(ValueError, match=r"transpose"):
+        g.add_node("transpose", [x, x])  # one input too many
+    assert g.num_nodes == 1
+    g.output(y)
+    (out,) = frame.compile(g).run({"x": np.arange(6, dtype=np.float32).reshape(2, 3)}).values()
+    np.testing.assert_array_equal(out, np.arange(6, dtype=np.float32).reshape(2, 3).T)
