@@ -532,7 +532,15 @@ class PyGraph {
   py::object add_node(const std::string& op, const py::sequence& inputs, const py::object& attrs,
                       std::optional<std::string> name, std::optional<int> num_outputs) {
     const ops::OpSchema* schema = ops::OpRegistry::global().find(op);
-    if (schema == nullptr) throw py::key_error("unknown op '" + op + "' (frame.ops() lists them)");
+    // Ops that passes introduce are not user-facing (PY-021).
+    constexpr std::string_view kInternal = "_internal";
+    const bool internal =
+        op.size() >= kInternal.size() &&
+        op.compare(op.size() - kInternal.size(), kInternal.size(), kInternal) == 0;
+    if (schema == nullptr || internal) {
+      throw py::key_error("unknown op '" + op + "' (frame.ops() lists them" +
+                          (internal ? "; *_internal ops are made by passes, PY-021)" : ")"));
+    }
     std::vector<ir::ValueId> ids;
     for (py::handle h : inputs) {
       if (h.is_none()) {

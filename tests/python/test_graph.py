@@ -88,6 +88,12 @@ def test_registries_hide_internal_ops():
     assert not any(k["op"].endswith("_internal") for k in kernels)
 
 
+def test_internal_ops_cannot_be_added():
+    g = frame.Graph()
+    with pytest.raises(KeyError, match=r"PY-021"):
+        g.add_node("fused_elementwise_internal", [g.input("a", "f32", [1])])
+
+
 def test_values_from_other_graphs_are_rejected():
     g1, g2 = frame.Graph(), frame.Graph()
     a = g1.input("a", "f32", [1])
