@@ -315,6 +315,8 @@ NodeArg node_arg(const runtime::ValueInfo& v) {
   return a;
 }
 
+/// frame.InferenceSession: a runtime::Session (ONNX model or frame.Graph) with ONNX Runtime's
+/// Python surface. Thread-safe like the Session; profiled runs share one Profile.
 class InferenceSession {
  public:
   InferenceSession(const py::object& model, std::optional<PySessionOptions> sess_options,
@@ -502,6 +504,7 @@ ir::AttrValue attr_from_py(const std::string& key, const py::handle& v) {
   throw bad();
 }
 
+/// frame.Graph: an ir::Graph built op by op, shared with the Values it hands out.
 class PyGraph {
  public:
   explicit PyGraph(const std::string& name) : g_(std::make_shared<ir::Graph>(name)) {}
@@ -732,6 +735,7 @@ PyGraph load_onnx(const py::object& path_obj,
 // one trampoline per role finds the op's Python callables: the shape function by op name (at
 // compile time), the kernel through its prepare state (once per node at compile time).
 
+/// The Python callables of one op registered by frame.register_op.
 struct PyOp {
   py::object shape_fn;  // None: every output takes input 0's type
   py::object kernel;
