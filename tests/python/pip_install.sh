@@ -11,7 +11,7 @@ trap 'rm -rf "$tmp"' EXIT
 # A copy of the source keeps the install's setuptools/egg-info files out of the checkout.
 mkdir "$tmp/src"
 cp -r "$src/pyproject.toml" "$src/setup.py" "$src/python" "$tmp/src/"
-FRAME_BUILD_DIR="$build" PIP_NO_INDEX=1 "$tmp/venv/bin/pip" install -q --no-build-isolation "$tmp/src"
+FRAME_BUILD_DIR="$build" PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 "$tmp/venv/bin/pip" install -q --no-build-isolation "$tmp/src"
 cd "$tmp"
 "$tmp/venv/bin/python" - "$src" <<'PY'
 import os, sys
