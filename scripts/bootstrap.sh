@@ -9,7 +9,7 @@ PACKAGES=(
   libdnnl-dev libhwy-dev opencl-headers ocl-icd-opencl-dev  # dnnl-config.cmake requires OpenCL
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev
-  python3-dev pybind11-dev python3-pybind11
+  python3-dev pybind11-dev python3-pybind11 python3-venv python3-pip python3-setuptools
   python3-numpy python3-pytest python3-onnx python3-torch python3-torchvision
   graphviz
 )

@@ -41,16 +41,22 @@ KernelRegistry& KernelRegistry::global() {
   return *r;
 }
 
+namespace {
+// The violation of a new kernel on its own, or "" (duplicates are checked by the registry).
+std::string kernel_violation(const KernelDef& def) {
+  if (def.backend.empty()) return "empty backend name";
+  if (def.fn == nullptr) return "null kernel function";
+  if (!ir::matches_op_name_charset(def.op)) return "illegal op name (ARCH-040)";
+  return "";
+}
+}  // namespace
+
 void KernelRegistry::register_kernel(KernelDef def) {
-  if (def.backend.empty()) {
-    registration_fatal("kernel", def.op, "empty backend name", def.file, def.line);
-  }
-  if (def.fn == nullptr) {
-    registration_fatal("kernel", key_of(def.op, def.backend), "null kernel function", def.file,
+  if (std::string v = kernel_violation(def); !v.empty()) {
+    // The null-function message names the (op, backend) pair, the others the op.
+    const bool pair = !def.backend.empty() && def.fn == nullptr;
+    registration_fatal("kernel", pair ? key_of(def.op, def.backend) : def.op, v, def.file,
                        def.line);
-  }
-  if (!ir::matches_op_name_charset(def.op)) {
-    registration_fatal("kernel", def.op, "illegal op name (ARCH-040)", def.file, def.line);
   }
   std::unique_lock lock(mu_);
   std::string key = key_of(def.op, def.backend);
@@ -62,6 +68,49 @@ void KernelRegistry::register_kernel(KernelDef def) {
                        def.file, def.line);
   }
   kernels_.emplace(std::move(key), std::make_unique<KernelDef>(std::move(def)));
+}
+
+Status register_op_with_kernels(OpSchema schema, std::vector<KernelDef> kernels) {
+  const std::string name = schema.name();
+  if (std::string v = op_schema_violation(schema); !v.empty()) {
+    return invalid_argument("op '{}': {}", name, v);
+  }
+  std::set<std::string> keys;
+  for (const KernelDef& k : kernels) {
+    if (k.op != name) {
+      return invalid_argument("op '{}': kernel for backend '{}' names op '{}'", name, k.backend,
+                              k.op);
+    }
+    if (std::string v = kernel_violation(k); !v.empty()) {
+      return invalid_argument("kernel '{}': {}", key_of(k.op, k.backend), v);
+    }
+    if (!keys.insert(key_of(k.op, k.backend)).second) {
+      return invalid_argument("op '{}': backend '{}' listed twice", name, k.backend);
+    }
+  }
+  OpRegistry& ops = OpRegistry::global();
+  KernelRegistry& kr = KernelRegistry::global();
+  // Lock order op table, then kernel table; no other path holds both.
+  std::unique_lock op_lock(ops.mu_);
+  std::unique_lock kernel_lock(kr.mu_);
+  if (auto it = ops.ops_.find(name); it != ops.ops_.end()) {
+    return make_error(StatusCode::kAlreadyExists,
+                      "op '{}': duplicate name (ARCH-040: first registered at {}:{})", name,
+                      it->second->file(), it->second->line());
+  }
+  for (const std::string& key : keys) {
+    if (auto it = kr.kernels_.find(key); it != kr.kernels_.end()) {
+      return make_error(StatusCode::kAlreadyExists,
+                        "kernel '{}': duplicate (op, backend) pair (first registered at {}:{})",
+                        key, it->second->file, it->second->line);
+    }
+  }
+  ops.ops_.emplace(name, std::make_unique<OpSchema>(std::move(schema)));
+  for (KernelDef& k : kernels) {
+    std::string key = key_of(k.op, k.backend);
+    kr.kernels_.emplace(std::move(key), std::make_unique<KernelDef>(std::move(k)));
+  }
+  return Status();
 }
 
 const KernelDef* KernelRegistry::find(std::string_view op, std::string_view backend) const {

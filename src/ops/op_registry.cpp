@@ -27,20 +27,23 @@ OpRegistry& OpRegistry::global() {
   return *r;
 }
 
-void OpRegistry::register_op(OpSchema schema) {
+std::string op_schema_violation(const OpSchema& schema) {
   const std::string& name = schema.name();
   if (!ir::matches_op_name_charset(name)) {
-    registration_fatal("op", name, "illegal name (ARCH-040: must match ^[a-z][a-z0-9_]*$)",
-                       schema.file(), schema.line());
+    return "illegal name (ARCH-040: must match ^[a-z][a-z0-9_]*$)";
   }
   if (name == ir::kGraphInputOp || name == ir::kGraphOutputMarker) {
-    registration_fatal("op", name,
-                       "reserved name (ARCH-040: used by the IR for graph inputs/outputs)",
-                       schema.file(), schema.line());
+    return "reserved name (ARCH-040: used by the IR for graph inputs/outputs)";
   }
-  if (schema.shape_fn() == nullptr) {
-    registration_fatal("op", name, "no shape function (ARCH-041: every op needs shape_infer)",
-                       schema.file(), schema.line());
+  if (schema.shape_fn() == nullptr)
+    return "no shape function (ARCH-041: every op needs shape_infer)";
+  return "";
+}
+
+void OpRegistry::register_op(OpSchema schema) {
+  const std::string& name = schema.name();
+  if (std::string v = op_schema_violation(schema); !v.empty()) {
+    registration_fatal("op", name, v, schema.file(), schema.line());
   }
   std::unique_lock lock(mu_);
   auto it = ops_.find(name);

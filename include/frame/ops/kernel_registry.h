@@ -103,9 +103,20 @@ class KernelRegistry {
   std::string to_json() const;
 
  private:
+  friend Status register_op_with_kernels(OpSchema schema, std::vector<KernelDef> kernels);
   mutable std::shared_mutex mu_;
   std::unordered_map<std::string, std::unique_ptr<KernelDef>> kernels_;  // key "op@backend"
 };
+
+/// Registers an op and its kernels after start-up (the Python package's frame.register_op,
+/// plugins), all or nothing and without aborting: the checks of OpRegistry::register_op and
+/// KernelRegistry::register_kernel (ARCH-040, ARCH-041) become errors. Both registries are
+/// locked for the whole check-and-insert, so concurrent lookups never see the op without its
+/// kernels. Errors: kInvalidArgument (illegal or reserved op name, no shape function, a kernel
+/// for another op, an empty backend name, a null kernel function, a backend listed twice),
+/// kAlreadyExists (the op, or a kernel for (op, backend), is already registered); nothing is
+/// registered then.
+Status register_op_with_kernels(OpSchema schema, std::vector<KernelDef> kernels);
 
 /// Builder behind FRAME_REGISTER_KERNEL; registers when converted to KernelRegistration.
 class KernelBuilder {

@@ -20,6 +20,12 @@ namespace frame::ops {
 [[noreturn]] void registration_fatal(std::string_view what, std::string_view name,
                                      std::string_view violation, std::string_view file, int line);
 
+struct KernelDef;
+
+/// The ARCH-040/041 violation of a new op schema on its own (illegal or reserved name, no shape
+/// function), or "" when it has none; duplicates are checked by the registry.
+std::string op_schema_violation(const OpSchema& schema);
+
 /// Global op table. Lookups are safe from many threads, including while a plugin registers.
 class OpRegistry {
  public:
@@ -41,6 +47,7 @@ class OpRegistry {
   std::string to_json() const;
 
  private:
+  friend Status register_op_with_kernels(OpSchema schema, std::vector<KernelDef> kernels);
   mutable std::shared_mutex mu_;
   std::unordered_map<std::string, std::unique_ptr<OpSchema>> ops_;
 };

@@ -1,0 +1,1059 @@
+/// \file
+/// The `frame._frame` extension module (docs/python.md): ONNX Runtime style inference
+/// sessions, graph building, compile/run and the registries, over the shared libframe (one
+/// registry with the CLI and plugins). numpy in and out without copies where layout allows;
+/// the GIL is released while a graph runs; frame's StatusCode maps to Python exception types.
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "frame/core/dtype.h"
+#include "frame/core/status.h"
+#include "frame/core/tensor.h"
+#include "frame/ir/graph.h"
+#include "frame/onnx/onnx.h"
+#include "frame/onnx/session.h"
+#include "frame/ops/kernel_registry.h"
+#include "frame/ops/op_registry.h"
+#include "frame/ops/op_schema.h"
+#include "frame/runtime/compile.h"
+#include "frame/runtime/session.h"
+
+namespace py = pybind11;
+
+namespace frame::python {
+
+using runtime::TensorMap;
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Errors: StatusCode -> Python exception type, message unchanged (docs/python.md, errors).
+
+[[noreturn]] void raise_status(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kOutOfRange:
+    case StatusCode::kAlreadyExists:
+    case StatusCode::kIo:  // unreadable model content; a missing file is caught before
+      throw py::value_error(s.message());
+    case StatusCode::kNotFound:
+      throw py::key_error(s.message());
+    case StatusCode::kUnimplemented:
+      // NotImplementedError is a RuntimeError: a valid request frame cannot serve.
+      PyErr_SetString(PyExc_NotImplementedError, s.message().c_str());
+      throw py::error_already_set();
+    default:
+      throw std::runtime_error(s.message());
+  }
+}
+
+template <typename T>
+T take(Result<T> r) {
+  if (!r.is_ok()) raise_status(r.status());
+  return std::move(r).value();
+}
+
+// Raises FileNotFoundError / PermissionError before the loader turns them into kIo.
+void check_readable(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    PyErr_SetObject(PyExc_FileNotFoundError,
+                    py::make_tuple(ENOENT, "No such file or directory", path).ptr());
+    throw py::error_already_set();
+  }
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    PyErr_SetObject(PyExc_PermissionError, py::make_tuple(EACCES, "Permission denied", path).ptr());
+    throw py::error_already_set();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// dtypes. bfloat16 has no numpy type: it crosses as uint16 holding the raw bits.
+
+py::dtype numpy_dtype(DTypeCode d) {
+  switch (d) {
+    case DTypeCode::kFloat32:
+      return py::dtype("float32");
+    case DTypeCode::kFloat64:
+      return py::dtype("float64");
+    case DTypeCode::kFloat16:
+      return py::dtype("float16");
+    case DTypeCode::kBFloat16:
+      return py::dtype("uint16");
+    case DTypeCode::kInt8:
+      return py::dtype("int8");
+    case DTypeCode::kInt16:
+      return py::dtype("int16");
+    case DTypeCode::kInt32:
+      return py::dtype("int32");
+    case DTypeCode::kInt64:
+      return py::dtype("int64");
+    case DTypeCode::kUInt8:
+      return py::dtype("uint8");
+    case DTypeCode::kBool:
+      return py::dtype("bool");
+  }
+  return py::dtype("float32");
+}
+
+// ONNX Runtime's NodeArg.type strings.
+std::string ort_type_name(DTypeCode d) {
+  static const char* kNames[kNumDTypes] = {"float", "double", "float16", "bfloat16", "int8",
+                                           "int16", "int32",  "int64",   "uint8",    "bool"};
+  return std::string("tensor(") + kNames[static_cast<int>(d)] + ")";
+}
+
+// The frame dtype of a numpy dtype; `expected` lets uint16 stand for bfloat16.
+std::optional<DTypeCode> frame_dtype(const py::dtype& dt, std::optional<DTypeCode> expected) {
+  char kind = dt.kind();
+  size_t size = static_cast<size_t>(dt.itemsize());
+  if (kind == 'f') {
+    if (size == 4) return DTypeCode::kFloat32;
+    if (size == 8) return DTypeCode::kFloat64;
+    if (size == 2) return DTypeCode::kFloat16;
+  } else if (kind == 'i') {
+    if (size == 1) return DTypeCode::kInt8;
+    if (size == 2) return DTypeCode::kInt16;
+    if (size == 4) return DTypeCode::kInt32;
+    if (size == 8) return DTypeCode::kInt64;
+  } else if (kind == 'u') {
+    if (size == 1) return DTypeCode::kUInt8;
+    if (size == 2 && expected == DTypeCode::kBFloat16) return DTypeCode::kBFloat16;
+  } else if (kind == 'b') {
+    return DTypeCode::kBool;
+  }
+  return std::nullopt;
+}
+
+// A dtype argument: a frame name ("f32", "float32", "bf16"), a numpy dtype or type.
+DTypeCode parse_dtype_arg(const py::object& obj) {
+  if (py::isinstance<py::str>(obj)) {
+    Result<DTypeCode> r = parse_dtype(obj.cast<std::string>());
+    if (r.is_ok()) return *r;
+  }
+  py::dtype dt;
+  try {
+    dt = py::dtype::from_args(obj);
+  } catch (py::error_already_set&) {
+    throw py::type_error("dtype: expected a dtype name or numpy dtype, got " +
+                         std::string(py::str(obj)));
+  }
+  std::optional<DTypeCode> d = frame_dtype(dt, std::nullopt);
+  if (!d) throw py::value_error("dtype " + std::string(py::str(dt)) + " is not supported by frame");
+  return *d;
+}
+
+// ---------------------------------------------------------------------------------------------
+// numpy <-> Tensor.
+
+// Inputs of one call. C-contiguous aligned arrays are borrowed (Tensor::view over their memory,
+// the arrays kept alive here for the call); others are copied once into a contiguous array.
+struct Feeds {
+  TensorMap tensors;
+  std::vector<py::array> keep;  // referenced arrays, alive until the call returns
+};
+
+Tensor tensor_from_array(const std::string& name, const py::handle& obj,
+                         std::optional<DTypeCode> expected, std::vector<py::array>& keep) {
+  if (!py::isinstance<py::array>(obj)) {
+    throw py::type_error("input '" + name + "': expected numpy.ndarray, got " +
+                         std::string(py::str(py::type::handle_of(obj).attr("__name__"))));
+  }
+  py::array arr = py::reinterpret_borrow<py::array>(obj);
+  std::optional<DTypeCode> d = frame_dtype(arr.dtype(), expected);
+  if (!d) {
+    throw py::value_error("input '" + name + "': dtype " + std::string(py::str(arr.dtype())) +
+                          " is not supported by frame");
+  }
+  if (!arr.dtype().attr("isnative").cast<bool>()) {
+    // Byte-swapped data ('>f4' on x86): one copy in native order, C-contiguous.
+    arr = py::array(arr.attr("astype")(arr.dtype().attr("newbyteorder")("="), "C"));
+  }
+  constexpr int kAligned = py::detail::npy_api::NPY_ARRAY_ALIGNED_;
+  if (!(arr.flags() & py::array::c_style) || !(arr.flags() & kAligned)) {
+    arr = py::array::ensure(arr, py::array::c_style | py::array::forcecast);  // one copy
+  }
+  Shape shape(arr.shape(), arr.shape() + arr.ndim());
+  keep.push_back(arr);
+  // The run only reads inputs; the view's const_cast never leads to a write.
+  Result<Tensor> t = Tensor::view(*d, std::move(shape), const_cast<void*>(arr.data()));
+  return take(std::move(t));
+}
+
+Feeds feeds_from_dict(const py::handle& obj,
+                      const std::map<std::string, DTypeCode>& expected_dtypes) {
+  if (!py::isinstance<py::dict>(obj)) {
+    throw py::type_error("input feed: expected dict[str, numpy.ndarray], got " +
+                         std::string(py::str(py::type::handle_of(obj).attr("__name__"))));
+  }
+  Feeds feeds;
+  for (auto [k, v] : py::reinterpret_borrow<py::dict>(obj)) {
+    if (!py::isinstance<py::str>(k)) {
+      throw py::type_error("input feed: names must be str, got " +
+                           std::string(py::str(py::type::handle_of(k).attr("__name__"))));
+    }
+    std::string name = k.cast<std::string>();
+    auto it = expected_dtypes.find(name);
+    if (it == expected_dtypes.end()) {
+      std::string known;
+      for (const auto& [n, d] : expected_dtypes) known += (known.empty() ? "" : ", ") + n;
+      throw py::key_error("unknown input '" + name + "' (inputs: " + known + ")");
+    }
+    std::optional<DTypeCode> expected = it->second;
+    feeds.tensors.emplace(name, tensor_from_array(name, v, expected, feeds.keep));
+  }
+  return feeds;
+}
+
+// Hands a tensor to numpy without a copy: the array's base is a capsule owning the Tensor.
+// A borrowed tensor (an output that is an input view) is copied, since its memory is not ours.
+py::array array_from_tensor(const Tensor& t) {
+  std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
+  if (!t.owns_storage()) {
+    py::array out(numpy_dtype(t.dtype()), shape);
+    if (t.nbytes() > 0) std::memcpy(out.mutable_data(), t.raw_data(), t.nbytes());
+    return out;
+  }
+  auto* owner = new Tensor(t);
+  py::capsule base(owner, [](void* p) { delete static_cast<Tensor*>(p); });
+  return py::array(numpy_dtype(t.dtype()), shape, {}, owner->raw_data(), base);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reports as Python objects.
+
+py::list placements_to_list(const runtime::CompileReport& report) {
+  py::list out;
+  for (const runtime::Placement& p : report.placements) {
+    py::dict d;
+    d["node"] = p.node;
+    d["op"] = p.op;
+    d["backend"] = p.backend;
+    d["path"] = p.path;
+    d["rejected"] = p.rejected;
+    out.append(d);
+  }
+  return out;
+}
+
+py::object json_loads(const std::string& text) {
+  return py::module_::import("json").attr("loads")(text);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sessions.
+
+/// ONNX Runtime's SessionOptions, mapped onto runtime::SessionOptions.
+struct PySessionOptions {
+  int threads = 0;
+  std::vector<std::string> backends = {"auto"};
+  bool strict = false;
+  bool enable_profiling = false;
+  std::vector<std::string> disabled_passes;
+  size_t max_specializations = 32;
+  size_t max_cache_bytes = size_t{1} << 30;
+
+  runtime::SessionOptions to_runtime() const {
+    runtime::SessionOptions o;
+    o.compile.backends = backends;
+    o.compile.strict = strict;
+    o.compile.num_threads = threads;
+    o.compile.disabled_passes = disabled_passes;
+    o.max_specializations = max_specializations;
+    o.max_cache_bytes = max_cache_bytes;
+    return o;
+  }
+};
+
+/// A declared model input or output (ONNX Runtime's NodeArg).
+struct NodeArg {
+  std::string name;
+  py::object shape;  // list of int | str | None, or None without a declared shape
+  std::string type;
+  py::dtype dtype;
+};
+
+NodeArg node_arg(const runtime::ValueInfo& v) {
+  NodeArg a;
+  a.name = v.name;
+  if (v.has_shape) {
+    py::list dims;
+    for (const runtime::Dim& d : v.dims) {
+      if (d.is_concrete()) {
+        dims.append(d.value);
+      } else if (!d.param.empty()) {
+        dims.append(d.param);
+      } else {
+        dims.append(py::none());
+      }
+    }
+    a.shape = dims;
+  } else {
+    a.shape = py::none();
+  }
+  a.type = ort_type_name(v.dtype);
+  a.dtype = numpy_dtype(v.dtype);
+  return a;
+}
+
+/// frame.InferenceSession: a runtime::Session (ONNX model or frame.Graph) with ONNX Runtime's
+/// Python surface. Thread-safe like the Session; profiled runs share one Profile.
+class InferenceSession {
+ public:
+  InferenceSession(const py::object& model, std::optional<PySessionOptions> sess_options,
+                   std::optional<std::vector<std::string>> backends, std::optional<int> threads)
+      : options_(sess_options.value_or(PySessionOptions{})) {
+    if (backends) options_.backends = *backends;
+    if (threads) options_.threads = *threads;
+    runtime::SessionOptions ro = options_.to_runtime();
+    std::optional<Result<runtime::Session>> opened;
+    if (py::isinstance<py::bytes>(model)) {
+      // Read in place: `model` (immutable bytes) outlives the call.
+      char* data = nullptr;
+      Py_ssize_t size = 0;
+      PyBytes_AsStringAndSize(model.ptr(), &data, &size);
+      std::string_view bytes(data, static_cast<size_t>(size));
+      py::gil_scoped_release release;
+      opened.emplace(onnx::open_session_from_bytes(bytes, ro));
+    } else if (py::isinstance<py::str>(model) ||
+               py::isinstance(model, py::module_::import("os").attr("PathLike"))) {
+      std::string path = py::str(py::module_::import("os").attr("fspath")(model));
+      check_readable(path);
+      py::gil_scoped_release release;
+      opened.emplace(onnx::open_session(path, ro));
+    } else {
+      throw py::type_error(
+          "InferenceSession: expected a path (str or os.PathLike), bytes or Graph, got " +
+          std::string(py::str(py::type::handle_of(model).attr("__name__"))));
+    }
+    session_ = take(std::move(*opened));
+    finish();
+  }
+  /// Over a session made elsewhere (a frame.Graph: runtime::Session::from_graph).
+  InferenceSession(runtime::Session session, PySessionOptions options)
+      : options_(std::move(options)), session_(std::move(session)) {
+    finish();
+  }
+
+  py::list run(const py::object& output_names, const py::object& input_feed,
+               const py::object& /*run_options*/) {
+    std::vector<std::string> names;
+    if (output_names.is_none()) {
+      for (const runtime::ValueInfo& v : sess().outputs()) names.push_back(v.name);
+    } else {
+      if (py::isinstance<py::str>(output_names) || !py::isinstance<py::sequence>(output_names)) {
+        throw py::type_error("output_names: expected a list of str or None");
+      }
+      for (py::handle h : output_names) {
+        if (!py::isinstance<py::str>(h)) throw py::type_error("output_names: expected str items");
+        names.push_back(h.cast<std::string>());
+      }
+      for (const std::string& n : names) {
+        bool known = false;
+        for (const runtime::ValueInfo& v : sess().outputs()) known = known || v.name == n;
+        if (!known) throw py::key_error("unknown output '" + n + "' (get_outputs() lists them)");
+      }
+    }
+    Feeds feeds = feeds_from_dict(input_feed, dtypes_);
+    Result<TensorMap> out = [&] {
+      py::gil_scoped_release release;
+      runtime::RunOptions ro;
+      ro.profile = profile_.get();
+      return sess().run(feeds.tensors, ro);
+    }();
+    if (!out.is_ok()) raise_status(out.status());
+    py::list result;
+    for (const std::string& n : names) result.append(array_from_tensor(out->at(n)));
+    return result;
+  }
+
+  std::vector<NodeArg> get_inputs() const {
+    std::vector<NodeArg> out;
+    for (const runtime::ValueInfo& v : sess().inputs()) out.push_back(node_arg(v));
+    return out;
+  }
+  std::vector<NodeArg> get_outputs() const {
+    std::vector<NodeArg> out;
+    for (const runtime::ValueInfo& v : sess().outputs()) out.push_back(node_arg(v));
+    return out;
+  }
+  py::list placement() const {
+    std::optional<runtime::CompileReport> r = sess().last_report();
+    return r ? placements_to_list(*r) : py::list();
+  }
+  py::object profile() const {
+    if (!profile_) {
+      throw std::runtime_error("profiling is off: set SessionOptions.enable_profiling = True");
+    }
+    return json_loads(profile_->to_json());
+  }
+  py::dict cache_stats() const {
+    runtime::CacheStats s = sess().cache_stats();
+    py::dict d;
+    d["entries"] = s.entries;
+    d["bytes"] = s.bytes;
+    d["hits"] = s.hits;
+    d["misses"] = s.misses;
+    d["evictions"] = s.evictions;
+    return d;
+  }
+  const PySessionOptions& get_session_options() const { return options_; }
+  std::vector<std::string> shape_determining_inputs() const {
+    return sess().shape_determining_inputs();
+  }
+
+ private:
+  const runtime::Session& sess() const { return *session_; }
+  void finish() {
+    for (const runtime::ValueInfo& v : sess().inputs()) dtypes_[v.name] = v.dtype;
+    if (options_.enable_profiling) profile_ = std::make_unique<runtime::Profile>();
+  }
+
+  PySessionOptions options_;
+  std::optional<runtime::Session> session_;  // set once the constructor succeeds
+  std::map<std::string, DTypeCode> dtypes_;
+  std::unique_ptr<runtime::Profile> profile_;  // shared by every run; merges under its lock
+};
+
+// ---------------------------------------------------------------------------------------------
+// Graph building.
+
+class PyGraph;
+
+/// A value of a Graph under construction.
+struct PyValue {
+  std::shared_ptr<ir::Graph> graph;
+  ir::ValueId id = ir::kNoValue;
+  std::string name() const { return graph->value(id).name; }
+  py::object dtype() const {
+    const auto& t = graph->value(id).type;
+    return t ? py::object(numpy_dtype(t->dtype)) : py::object(py::none());
+  }
+  py::object shape() const {
+    const auto& t = graph->value(id).type;
+    return t ? py::object(py::cast(t->shape)) : py::object(py::none());
+  }
+};
+
+// The Python value of an attribute (tensors as ndarray copies, graphs as None).
+py::object attr_to_py(const ir::AttrValue& v) {
+  return std::visit(
+      [](const auto& x) -> py::object {
+        using X = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<X, Tensor>) {
+          py::array out(numpy_dtype(x.dtype()),
+                        std::vector<py::ssize_t>(x.shape().begin(), x.shape().end()));
+          if (x.nbytes() > 0) std::memcpy(out.mutable_data(), x.raw_data(), x.nbytes());
+          return out;
+        } else if constexpr (std::is_same_v<X, std::shared_ptr<const ir::Graph>>) {
+          return py::none();
+        } else {
+          return py::cast(x);
+        }
+      },
+      v);
+}
+
+ir::AttrValue attr_from_py(const std::string& key, const py::handle& v) {
+  auto bad = [&]() {
+    return py::type_error("attribute '" + key +
+                          "': expected int, float, str, a list of one of those, or "
+                          "numpy.ndarray, got " +
+                          std::string(py::str(py::type::handle_of(v).attr("__name__"))));
+  };
+  if (py::isinstance<py::bool_>(v)) return int64_t{v.cast<bool>() ? 1 : 0};
+  if (py::isinstance<py::int_>(v)) return v.cast<int64_t>();
+  if (py::isinstance<py::float_>(v)) return v.cast<double>();
+  if (py::isinstance<py::str>(v)) return v.cast<std::string>();
+  if (py::isinstance<py::array>(v)) {
+    std::vector<py::array> keep;
+    return tensor_from_array(key, v, std::nullopt, keep).clone();
+  }
+  if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+    py::sequence seq = py::reinterpret_borrow<py::sequence>(v);
+    bool all_int = true, all_num = true, all_str = true;
+    for (py::handle h : seq) {
+      bool is_int = py::isinstance<py::int_>(h);
+      all_int = all_int && is_int;
+      all_num = all_num && (is_int || py::isinstance<py::float_>(h));
+      all_str = all_str && py::isinstance<py::str>(h);
+    }
+    if (all_int) return seq.cast<std::vector<int64_t>>();
+    if (all_num) return seq.cast<std::vector<double>>();
+    if (all_str) return seq.cast<std::vector<std::string>>();
+  }
+  throw bad();
+}
+
+/// frame.Graph: an ir::Graph built op by op, shared with the Values it hands out.
+class PyGraph {
+ public:
+  explicit PyGraph(const std::string& name) : g_(std::make_shared<ir::Graph>(name)) {}
+  explicit PyGraph(ir::Graph g) : g_(std::make_shared<ir::Graph>(std::move(g))) {}
+
+  PyValue input(const std::string& name, const py::object& dtype,
+                const std::vector<int64_t>& shape) {
+    if (g_->find_value(name) != ir::kNoValue) {
+      throw py::value_error("graph '" + g_->name() + "': value name '" + name + "' is taken");
+    }
+    for (int64_t d : shape) {
+      if (d < 0) throw py::value_error("input '" + name + "': dims must be >= 0 (ARCH-044)");
+    }
+    ir::TensorType t{parse_dtype_arg(dtype), shape};
+    return {g_, g_->add_input(name, std::move(t))};
+  }
+
+  PyValue constant(const py::array& value, std::optional<std::string> name) {
+    std::vector<py::array> keep;
+    std::string n = name ? *name : g_->unique_value_name("const");
+    if (g_->find_value(n) != ir::kNoValue) {
+      throw py::value_error("graph '" + g_->name() + "': value name '" + n + "' is taken");
+    }
+    Tensor t = tensor_from_array(n, value, std::nullopt, keep).clone();
+    return {g_, g_->add_constant(n, std::move(t))};
+  }
+
+  py::object add_node(const std::string& op, const py::sequence& inputs, const py::object& attrs,
+                      std::optional<std::string> name, std::optional<int> num_outputs) {
+    const ops::OpSchema* schema = ops::OpRegistry::global().find(op);
+    // Ops that passes introduce are not user-facing (PY-021).
+    constexpr std::string_view kInternal = "_internal";
+    const bool internal =
+        op.size() >= kInternal.size() &&
+        op.compare(op.size() - kInternal.size(), kInternal.size(), kInternal) == 0;
+    if (schema == nullptr || internal) {
+      throw py::key_error("unknown op '" + op + "' (frame.ops() lists them" +
+                          (internal ? "; *_internal ops are made by passes, PY-021)" : ")"));
+    }
+    std::vector<ir::ValueId> ids;
+    for (py::handle h : inputs) {
+      if (h.is_none()) {
+        ids.push_back(ir::kNoValue);
+      } else if (py::isinstance<PyValue>(h)) {
+        const PyValue& v = h.cast<const PyValue&>();
+        if (v.graph != g_) {
+          throw py::value_error("op '" + op + "': input '" + v.name() +
+                                "' belongs to another graph");
+        }
+        ids.push_back(v.id);
+      } else if (py::isinstance<py::array>(h)) {
+        ids.push_back(constant(py::reinterpret_borrow<py::array>(h), std::nullopt).id);
+      } else {
+        throw py::type_error("op '" + op + "': inputs must be Value, numpy.ndarray or None, got " +
+                             std::string(py::str(py::type::handle_of(h).attr("__name__"))));
+      }
+    }
+    ir::AttrMap attr_map;
+    if (!attrs.is_none()) {
+      if (!py::isinstance<py::dict>(attrs)) throw py::type_error("attrs: expected dict");
+      for (auto [k, v] : py::reinterpret_borrow<py::dict>(attrs)) {
+        std::string key = py::str(k);
+        ir::AttrValue value = attr_from_py(key, v);
+        // Python writes 1 for 1.0: widen ints where the schema declares floats.
+        if (const ops::AttrSpec* spec = schema->find_attr(key)) {
+          if (spec->type == ir::AttrType::kFloat && std::holds_alternative<int64_t>(value)) {
+            value = static_cast<double>(std::get<int64_t>(value));
+          } else if (spec->type == ir::AttrType::kFloats &&
+                     std::holds_alternative<std::vector<int64_t>>(value)) {
+            const auto& ints = std::get<std::vector<int64_t>>(value);
+            value = std::vector<double>(ints.begin(), ints.end());
+          }
+        }
+        attr_map.emplace(key, std::move(value));
+      }
+    }
+    int n_out = num_outputs ? *num_outputs : std::max(1, schema->min_output_count());
+    if (n_out < 1) throw py::value_error("op '" + op + "': num_outputs must be >= 1");
+    std::string node_name = name ? *name : "";
+    if (!node_name.empty() && g_->find_node(node_name) != -1) {
+      throw py::value_error("graph '" + g_->name() + "': node name '" + node_name + "' is taken");
+    }
+    ir::NodeId n = take(g_->create_node(op, node_name, std::move(ids), n_out, std::move(attr_map)));
+    // V4 now, so a bad arity or attribute is reported at the call that made it; the graph is
+    // left as it was.
+    if (Status s = schema->check_node(g_->node(n)); !s.is_ok()) {
+      g_->remove_node(n);
+      raise_status(s);
+    }
+    // Output types now when the shape function can tell (Value.dtype/.shape); otherwise (e.g.
+    // a shape-determining input that is bound per run) compile infers them.
+    bool typed = true;
+    for (ir::ValueId v : g_->node(n).inputs)
+      typed = typed && (v == ir::kNoValue || g_->value(v).type);
+    if (typed) {
+      Result<std::vector<ir::TensorType>> types =
+          schema->infer(ops::make_node_context(*g_, g_->node(n), schema));
+      if (types.is_ok() && types->size() == g_->node(n).outputs.size()) {
+        for (size_t i = 0; i < types->size(); ++i)
+          g_->value(g_->node(n).outputs[i]).type = (*types)[i];
+      }
+    }
+    const std::vector<ir::ValueId>& outs = g_->node(n).outputs;
+    if (outs.size() == 1) return py::cast(PyValue{g_, outs[0]});
+    py::list l;
+    for (ir::ValueId v : outs) l.append(PyValue{g_, v});
+    return l;
+  }
+
+  void output(const py::object& values) {
+    auto add = [&](py::handle h) {
+      if (!py::isinstance<PyValue>(h))
+        throw py::type_error("output: expected Value or list of Value");
+      const PyValue& v = h.cast<const PyValue&>();
+      if (v.graph != g_)
+        throw py::value_error("output '" + v.name() + "' belongs to another graph");
+      g_->add_output(v.id);
+    };
+    if (py::isinstance<py::list>(values) || py::isinstance<py::tuple>(values)) {
+      for (py::handle h : values) add(h);
+    } else {
+      add(values);
+    }
+  }
+
+  std::vector<PyValue> inputs() const {
+    std::vector<PyValue> out;
+    for (ir::ValueId v : g_->inputs()) out.push_back({g_, v});
+    return out;
+  }
+  std::vector<PyValue> outputs() const {
+    std::vector<PyValue> out;
+    for (ir::ValueId v : g_->outputs()) out.push_back({g_, v});
+    return out;
+  }
+  const ir::Graph& graph() const { return *g_; }
+  std::string name() const { return g_->name(); }
+  size_t num_nodes() const { return g_->num_nodes(); }
+
+ private:
+  std::shared_ptr<ir::Graph> g_;
+};
+
+/// A compiled graph (runtime::Executable).
+class PyExecutable {
+ public:
+  explicit PyExecutable(runtime::Executable exe) : exe_(std::move(exe)) {
+    for (const auto& [name, type] : exe_.input_signature()) dtypes_[name] = type.dtype;
+  }
+  py::dict run(const py::object& feeds_obj) const {
+    Feeds feeds = feeds_from_dict(feeds_obj, dtypes_);
+    Result<TensorMap> out = [&] {
+      py::gil_scoped_release release;
+      return exe_.run(feeds.tensors);
+    }();
+    if (!out.is_ok()) raise_status(out.status());
+    py::dict d;
+    for (const auto& [name, type] : exe_.output_signature())
+      d[py::str(name)] = array_from_tensor(out->at(name));
+    return d;
+  }
+  py::list placement() const { return placements_to_list(exe_.report()); }
+  py::object report() const { return json_loads(exe_.report().to_json()); }
+  py::list signature(bool inputs) const {
+    py::list l;
+    for (const auto& [name, type] : inputs ? exe_.input_signature() : exe_.output_signature()) {
+      l.append(py::make_tuple(name, numpy_dtype(type.dtype), py::cast(type.shape)));
+    }
+    return l;
+  }
+
+ private:
+  runtime::Executable exe_;
+  std::map<std::string, DTypeCode> dtypes_;
+};
+
+PyExecutable compile_graph(const PyGraph& g, const std::vector<std::string>& backends, bool strict,
+                           int threads) {
+  runtime::CompileOptions o;
+  o.backends = backends;
+  o.strict = strict;
+  o.num_threads = threads;
+  // Copied under the GIL, so another thread may keep building `g` meanwhile.
+  ir::Graph graph = g.graph();
+  Result<runtime::Executable> exe = [&] {
+    py::gil_scoped_release release;
+    return runtime::compile(graph, o);
+  }();
+  return PyExecutable(take(std::move(exe)));
+}
+
+// InferenceSession(model, ...): an ONNX path or bytes, or a frame.Graph (whose
+// shape-determining inputs are then bound per run, like an ONNX model's).
+std::unique_ptr<InferenceSession> make_session(const py::object& model,
+                                               std::optional<PySessionOptions> sess_options,
+                                               std::optional<std::vector<std::string>> backends,
+                                               std::optional<int> threads) {
+  if (!py::isinstance<PyGraph>(model)) {
+    return std::make_unique<InferenceSession>(model, std::move(sess_options), std::move(backends),
+                                              threads);
+  }
+  PySessionOptions options = sess_options.value_or(PySessionOptions{});
+  if (backends) options.backends = *backends;
+  if (threads) options.threads = *threads;
+  ir::Graph graph = model.cast<const PyGraph&>().graph();  // copied under the GIL
+  Result<runtime::Session> s = [&] {
+    py::gil_scoped_release release;
+    return runtime::Session::from_graph(std::move(graph), options.to_runtime());
+  }();
+  return std::make_unique<InferenceSession>(take(std::move(s)), std::move(options));
+}
+
+PyGraph load_onnx(const py::object& path_obj,
+                  const std::map<std::string, std::vector<int64_t>>& input_shapes) {
+  std::string path = py::str(py::module_::import("os").attr("fspath")(path_obj));
+  check_readable(path);
+  onnx::LoadOptions o;
+  for (const auto& [k, v] : input_shapes) o.input_shapes[k] = v;
+  Result<ir::Graph> g = [&] {
+    py::gil_scoped_release release;
+    return onnx::load(path, o);
+  }();
+  return PyGraph(take(std::move(g)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Custom ops from Python (frame.register_op). The registries take plain function pointers, so
+// one trampoline per role finds the op's Python callables: the shape function by op name (at
+// compile time), the kernel through its prepare state (once per node at compile time).
+
+/// The Python callables of one op registered by frame.register_op.
+struct PyOp {
+  py::object shape_fn;  // None: every output takes input 0's type
+  py::object kernel;
+  size_t num_outputs = 1;
+};
+
+// Never destroyed: registrations are permanent, and Python objects must not be released after
+// the interpreter has finalized.
+std::mutex& py_ops_mutex() {
+  static auto* mu = new std::mutex();
+  return *mu;
+}
+std::map<std::string, std::shared_ptr<PyOp>>& py_ops() {
+  static auto* ops = new std::map<std::string, std::shared_ptr<PyOp>>();
+  return *ops;
+}
+
+std::shared_ptr<PyOp> find_py_op(std::string_view op) {
+  std::lock_guard lock(py_ops_mutex());
+  auto it = py_ops().find(std::string(op));
+  return it == py_ops().end() ? nullptr : it->second;
+}
+
+// The node's attributes with schema defaults filled in, as a dict.
+py::dict attrs_dict(const ops::NodeContext& ctx) {
+  py::dict d;
+  if (ctx.schema == nullptr) return d;
+  for (const ops::AttrSpec& a : ctx.schema->attrs()) {
+    const ir::AttrValue* v = nullptr;
+    if (ctx.attrs != nullptr) {
+      auto it = ctx.attrs->find(a.name);
+      if (it != ctx.attrs->end()) v = &it->second;
+    }
+    if (v == nullptr && a.default_value) v = &*a.default_value;
+    if (v != nullptr) d[py::str(a.name)] = attr_to_py(*v);
+  }
+  return d;
+}
+
+std::string python_error_text(py::error_already_set& e) {
+  // e.what() repeats the type and adds a traceback; keep its first line.
+  std::string what = e.what();
+  return what.substr(0, what.find('\n'));
+}
+
+Result<std::vector<ir::TensorType>> py_shape_trampoline(const ops::NodeContext& ctx) {
+  std::shared_ptr<PyOp> op = find_py_op(ctx.op);
+  if (!op) return ctx.error("no Python op registered");
+  py::gil_scoped_acquire gil;
+  if (op->shape_fn.is_none()) {
+    if (ctx.input_types.empty()) return ctx.error("a Python op without inputs needs a shape_fn");
+    return std::vector<ir::TensorType>(ctx.num_outputs, ctx.input_types[0]);
+  }
+  try {
+    py::list types;
+    for (size_t i = 0; i < ctx.input_types.size(); ++i) {
+      types.append(py::make_tuple(numpy_dtype(ctx.input_types[i].dtype),
+                                  py::cast(ctx.input_types[i].shape)));
+    }
+    py::object r = op->shape_fn(types, attrs_dict(ctx));
+    std::vector<ir::TensorType> out;
+    for (py::handle h : r) {
+      if (!py::isinstance<py::sequence>(h) || py::isinstance<py::str>(h) || py::len(h) != 2) {
+        return ctx.error("shape_fn must return a list of (dtype, shape) pairs");
+      }
+      py::sequence t = py::reinterpret_borrow<py::sequence>(h);
+      out.push_back({parse_dtype_arg(t[0]), t[1].cast<std::vector<int64_t>>()});
+    }
+    if (out.size() != ctx.num_outputs) {
+      return ctx.error("shape_fn returned {} types for {} outputs", out.size(), ctx.num_outputs);
+    }
+    return out;
+  } catch (py::error_already_set& e) {
+    return ctx.error("shape_fn raised {}", python_error_text(e));
+  } catch (std::exception& e) {
+    return ctx.error("shape_fn returned a bad value: {}", e.what());
+  }
+}
+
+Result<std::shared_ptr<void>> py_prepare_trampoline(const ops::NodeContext& ctx) {
+  std::shared_ptr<PyOp> op = find_py_op(ctx.op);
+  if (!op) return ctx.error("no Python op registered");
+  return std::shared_ptr<void>(op);
+}
+
+Status py_kernel_trampoline(ops::KernelContext& ctx) {
+  const ops::NodeContext& node = *ctx.node;
+  auto* op = static_cast<PyOp*>(ctx.state);
+  std::shared_ptr<PyOp> found;
+  if (op == nullptr) {  // callers that skip prepare
+    found = find_py_op(node.op);
+    if (!found) return node.error("no Python op registered");
+    op = found.get();
+  }
+  py::gil_scoped_acquire gil;
+  try {
+    py::list inputs;
+    for (const Tensor& t : ctx.inputs) {
+      if (!t.defined()) {
+        inputs.append(py::none());
+        continue;
+      }
+      // A copy: the kernel may keep what it is given.
+      py::array a(numpy_dtype(t.dtype()),
+                  std::vector<py::ssize_t>(t.shape().begin(), t.shape().end()));
+      if (t.nbytes() > 0) std::memcpy(a.mutable_data(), t.raw_data(), t.nbytes());
+      inputs.append(a);
+    }
+    py::object r = op->kernel(inputs, attrs_dict(node));
+    std::vector<py::object> results;
+    if (py::isinstance<py::list>(r) || py::isinstance<py::tuple>(r)) {
+      for (py::handle h : r) results.push_back(py::reinterpret_borrow<py::object>(h));
+    } else {
+      results.push_back(r);
+    }
+    if (results.size() != ctx.outputs.size()) {
+      return node.error("Python kernel returned {} arrays for {} outputs", results.size(),
+                        ctx.outputs.size());
+    }
+    for (size_t i = 0; i < results.size(); ++i) {
+      Tensor& out = ctx.outputs[i];
+      py::array a = py::array::ensure(results[i], py::array::c_style);
+      if (!a) return node.error("Python kernel output {} is not array-like", i);
+      std::optional<DTypeCode> d = frame_dtype(a.dtype(), out.dtype());
+      Shape shape(a.shape(), a.shape() + a.ndim());
+      if (!d || *d != out.dtype() || shape != out.shape()) {
+        return node.error("Python kernel output {} is {}{}, expected {}", i,
+                          std::string(py::str(a.dtype())), shape_to_string(shape),
+                          ir::TensorType{out.dtype(), out.shape()}.to_string());
+      }
+      if (out.nbytes() > 0) std::memcpy(out.raw_data(), a.data(), out.nbytes());
+    }
+    return Status();
+  } catch (py::error_already_set& e) {
+    return node.error("Python kernel raised {}", python_error_text(e));
+  } catch (std::exception& e) {  // a conversion failed; nothing may unwind into the runtime
+    return node.error("Python kernel returned a bad value: {}", e.what());
+  }
+}
+
+ops::OpTrait parse_trait(const std::string& name) {
+  for (ops::OpTrait t : {ops::OpTrait::kElementwise, ops::OpTrait::kFusable,
+                         ops::OpTrait::kHasSideEffect, ops::OpTrait::kCommutative}) {
+    if (ops::op_trait_name(t) == name) return t;
+  }
+  throw py::value_error("unknown trait '" + name +
+                        "' (expected elementwise, fusable, has_side_effect, commutative)");
+}
+
+void register_op(const std::string& name, const std::vector<std::string>& inputs,
+                 const std::vector<std::string>& outputs, const py::object& attrs,
+                 const std::vector<std::string>& traits, const py::object& shape_fn,
+                 const py::object& cpu_kernel, const std::string& doc) {
+  if (!PyCallable_Check(cpu_kernel.ptr())) throw py::type_error("cpu_kernel: expected a callable");
+  if (!shape_fn.is_none() && !PyCallable_Check(shape_fn.ptr())) {
+    throw py::type_error("shape_fn: expected a callable or None");
+  }
+  if (outputs.empty()) throw py::value_error("op '" + name + "': needs at least one output");
+  if (shape_fn.is_none() && inputs.empty()) {
+    throw py::value_error("op '" + name + "': an op without inputs needs a shape_fn");
+  }
+  std::set<std::string> arg_names;
+  for (const std::string& n : inputs) {
+    if (!arg_names.insert("in:" + n).second) {
+      throw py::value_error("op '" + name + "': input '" + n + "' declared twice");
+    }
+  }
+  for (const std::string& n : outputs) {
+    if (!arg_names.insert("out:" + n).second) {
+      throw py::value_error("op '" + name + "': output '" + n + "' declared twice");
+    }
+  }
+  // The caller's file and line, as FRAME_REGISTER_OP records __FILE__ and __LINE__.
+  py::object frame = py::module_::import("sys").attr("_getframe")(0);
+  std::string file = py::str(frame.attr("f_code").attr("co_filename"));
+  int line = frame.attr("f_lineno").cast<int>();
+
+  ops::OpSchemaBuilder b(name, file.c_str(), line);
+  b.doc(doc);
+  for (const std::string& n : inputs) b.input(n, "");
+  for (const std::string& n : outputs) b.output(n, "");
+  if (!attrs.is_none()) {
+    if (!py::isinstance<py::dict>(attrs))
+      throw py::type_error("attrs: expected dict name -> default");
+    for (auto [k, v] : py::reinterpret_borrow<py::dict>(attrs)) {
+      std::string key = py::str(k);
+      ir::AttrValue def = attr_from_py(key, v);
+      b.attr(key, ir::attr_type_of(def), "", std::move(def));
+    }
+  }
+  std::vector<ops::OpTrait> ts;
+  for (const std::string& t : traits) ts.push_back(parse_trait(t));
+  for (ops::OpTrait t : ts) b.traits({t});
+  b.shape_infer(py_shape_trampoline);
+
+  ops::KernelDef k;
+  k.op = name;
+  k.backend = "cpu";
+  k.fn = py_kernel_trampoline;
+  k.prepare = py_prepare_trampoline;
+  k.file = file;
+  k.line = line;
+
+  auto op = std::make_shared<PyOp>();
+  op->shape_fn = shape_fn;
+  op->kernel = cpu_kernel;
+  op->num_outputs = outputs.size();
+  {
+    // Published before the schema, so a concurrent compile never finds the op without it; a
+    // failed registration below takes it back (only if it is still ours).
+    std::lock_guard lock(py_ops_mutex());
+    if (py_ops().count(name) == 0) py_ops()[name] = op;
+  }
+  Status s = ops::register_op_with_kernels(b.build(), {std::move(k)});
+  if (!s.is_ok()) {
+    std::lock_guard lock(py_ops_mutex());
+    auto it = py_ops().find(name);
+    if (it != py_ops().end() && it->second == op) py_ops().erase(it);
+    raise_status(s);
+  }
+}
+
+}  // namespace
+}  // namespace frame::python
+
+PYBIND11_MODULE(_frame, m) {
+  using namespace frame::python;  // NOLINT(google-build-using-namespace)
+  m.doc() = "frame: a C++20 graph engine (docs/python.md)";
+  m.attr("__version__") = FRAME_VERSION;
+
+  py::class_<PySessionOptions>(m, "SessionOptions",
+                               "Options of an InferenceSession (ONNX Runtime style).")
+      .def(py::init<>())
+      .def_readwrite("threads", &PySessionOptions::threads,
+                     "Threads kernels may use; 0 = all cores.")
+      .def_property(
+          "intra_op_num_threads", [](const PySessionOptions& o) { return o.threads; },
+          [](PySessionOptions& o, int n) { o.threads = n; }, "ONNX Runtime name of `threads`.")
+      .def_readwrite("backends", &PySessionOptions::backends,
+                     "Backend chain, most preferred first; 'auto' = optimized backends, then cpu.")
+      .def_readwrite("strict", &PySessionOptions::strict,
+                     "Fail compilation instead of falling back (decomposition or cpu).")
+      .def_readwrite("enable_profiling", &PySessionOptions::enable_profiling,
+                     "Time every node of every run; read with InferenceSession.profile().")
+      .def_readwrite("disabled_passes", &PySessionOptions::disabled_passes,
+                     "Compiler passes to skip by name, e.g. ['operator-fusion'].")
+      .def_readwrite("max_specializations", &PySessionOptions::max_specializations,
+                     "Most compiled specializations (input shapes) kept, LRU.")
+      .def_readwrite("max_cache_bytes", &PySessionOptions::max_cache_bytes,
+                     "Most bytes the specialization cache keeps.");
+
+  py::class_<NodeArg>(m, "NodeArg", "A declared model input or output.")
+      .def_readonly("name", &NodeArg::name)
+      .def_readonly("shape", &NodeArg::shape,
+                    "Dims: int, str for a symbolic dim, None when unknown; None without a shape.")
+      .def_readonly("type", &NodeArg::type, "ONNX Runtime style type, e.g. 'tensor(float)'.")
+      .def_readonly("dtype", &NodeArg::dtype, "numpy dtype (uint16 for bfloat16).")
+      .def("__repr__", [](const NodeArg& a) {
+        return "NodeArg(name='" + a.name + "', type='" + a.type +
+               "', shape=" + std::string(py::repr(a.shape)) + ")";
+      });
+
+  py::class_<InferenceSession>(m, "InferenceSession",
+                               "An ONNX model ready to run; thread-safe (docs/python.md).")
+      .def(py::init(&make_session), py::arg("path_or_bytes"), py::arg("sess_options") = py::none(),
+           py::arg("backends") = py::none(), py::arg("threads") = py::none())
+      .def("run", &InferenceSession::run, py::arg("output_names"), py::arg("input_feed"),
+           py::arg("run_options") = py::none(),
+           "Runs the model; returns the named outputs (all when None) in order.")
+      .def("get_inputs", &InferenceSession::get_inputs)
+      .def("get_outputs", &InferenceSession::get_outputs)
+      .def("placement", &InferenceSession::placement,
+           "Where each node of the latest compiled specialization runs, and why.")
+      .def("profile", &InferenceSession::profile,
+           "Per-node times of the profiled runs (a Chrome trace dict).")
+      .def("cache_stats", &InferenceSession::cache_stats)
+      .def("shape_determining_inputs", &InferenceSession::shape_determining_inputs)
+      .def("get_session_options", &InferenceSession::get_session_options);
+
+  py::class_<PyValue>(m, "Value", "A value of a Graph under construction.")
+      .def_property_readonly("name", &PyValue::name)
+      .def_property_readonly("dtype", &PyValue::dtype)
+      .def_property_readonly("shape", &PyValue::shape)
+      .def("__repr__", [](const PyValue& v) { return "Value('" + v.name() + "')"; });
+
+  py::class_<PyGraph>(m, "Graph", "A graph built op by op; compile it with frame.compile.")
+      .def(py::init<const std::string&>(), py::arg("name") = "graph")
+      .def("input", &PyGraph::input, py::arg("name"), py::arg("dtype"), py::arg("shape"))
+      .def("constant", &PyGraph::constant, py::arg("value"), py::arg("name") = py::none())
+      .def("add_node", &PyGraph::add_node, py::arg("op"), py::arg("inputs"),
+           py::arg("attrs") = py::none(), py::arg("name") = py::none(),
+           py::arg("num_outputs") = py::none(),
+           "Adds a node; returns its output Value, or a list when it has several.")
+      .def("output", &PyGraph::output, py::arg("values"))
+      .def_property_readonly("inputs", &PyGraph::inputs)
+      .def_property_readonly("outputs", &PyGraph::outputs)
+      .def_property_readonly("name", &PyGraph::name)
+      .def_property_readonly("num_nodes", &PyGraph::num_nodes);
+
+  py::class_<PyExecutable>(m, "Executable", "A compiled graph; run is thread-safe.")
+      .def("run", &PyExecutable::run, py::arg("inputs"), "Runs the graph; returns {name: array}.")
+      .def("placement", &PyExecutable::placement)
+      .def("report", &PyExecutable::report)
+      .def_property_readonly("input_signature",
+                             [](const PyExecutable& e) { return e.signature(true); })
+      .def_property_readonly("output_signature",
+                             [](const PyExecutable& e) { return e.signature(false); });
+
+  m.def("compile", &compile_graph, py::arg("graph"),
+        py::arg("backends") = std::vector<std::string>{"auto"}, py::arg("strict") = false,
+        py::arg("threads") = 0, "Compiles a Graph.");
+  m.def("load_onnx", &load_onnx, py::arg("path"),
+        py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{},
+        "Imports an ONNX model as a Graph (symbolic dims need input_shapes).");
+  m.def("register_op", &register_op, py::arg("name"), py::arg("inputs"), py::arg("outputs"),
+        py::arg("attrs") = py::none(), py::arg("traits") = std::vector<std::string>{},
+        py::arg("shape_fn") = py::none(), py::kw_only(), py::arg("cpu_kernel"), py::arg("doc") = "",
+        "Registers an op with a Python cpu kernel (docs/python.md, custom ops).");
+  m.def("_ops_json", [] { return frame::ops::OpRegistry::global().to_json(); });
+  m.def("_kernels_json", [] { return frame::ops::KernelRegistry::global().to_json(); });
+}

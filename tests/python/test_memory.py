@@ -1,0 +1,31 @@
+"""10,000 runs of a tiny model do not grow the process's resident memory."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+import frame
+from conftest import add_relu_model
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * PAGE
+
+
+def test_ten_thousand_runs_keep_rss_flat():
+    sess = frame.InferenceSession(add_relu_model((4, 4)), threads=1)
+    x = np.ones((4, 4), np.float32)
+    for _ in range(500):  # warm up allocators and the specialization cache
+        sess.run(None, {"x": x, "y": x})
+    before = rss_bytes()
+    for _ in range(10_000):
+        (r,) = sess.run(None, {"x": x, "y": x})
+    grown = rss_bytes() - before
+    # A leak of one 64-byte output per run alone would be 640 KB.
+    assert grown < 512 * 1024, f"RSS grew by {grown} bytes over 10,000 runs"
+    assert r[0, 0] == 2
