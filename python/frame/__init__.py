@@ -25,6 +25,7 @@ from ._frame import (
     __version__,
     compile,
     load_onnx,
+    map_onnx_op,
     register_op,
 )
 from . import _frame
@@ -40,6 +41,7 @@ __all__ = [
     "compile",
     "kernels",
     "load_onnx",
+    "map_onnx_op",
     "ops",
     "register_op",
 ]

@@ -1054,6 +1054,15 @@ PYBIND11_MODULE(_frame, m) {
         py::arg("attrs") = py::none(), py::arg("traits") = std::vector<std::string>{},
         py::arg("shape_fn") = py::none(), py::kw_only(), py::arg("cpu_kernel"), py::arg("doc") = "",
         "Registers an op with a Python cpu kernel (docs/python.md, custom ops).");
+  m.def(
+      "map_onnx_op",
+      [](const std::string& domain, const std::string& op_type, const std::string& op) {
+        const frame::Status st = frame::onnx::register_custom_op(domain, op_type, op);
+        if (!st.is_ok()) raise_status(st);
+      },
+      py::arg("domain"), py::arg("op_type"), py::arg("op"),
+      "Imports ONNX nodes domain::op_type as the registered op `op` (inputs and attributes as "
+      "is; onnx::register_custom_op).");
   m.def("_ops_json", [] { return frame::ops::OpRegistry::global().to_json(); });
   m.def("_kernels_json", [] { return frame::ops::KernelRegistry::global().to_json(); });
 }

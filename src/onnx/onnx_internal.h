@@ -188,5 +188,7 @@ bool needs_constant_at_import(std::string_view domain, std::string_view op_type,
 const OpRow* find_op(std::string_view domain, std::string_view op_type, int opset);
 /// All rows.
 const std::vector<OpRow>& op_rows();
+/// Rows added by register_custom_op, in registration order.
+std::vector<OpRow> custom_op_rows();
 
 }  // namespace frame::onnx::detail

@@ -3,7 +3,10 @@
 // that rewrites older-opset attributes into the latest form the frame schemas follow.
 #include <algorithm>
 #include <cmath>
+#include <deque>
+#include <mutex>
 
+#include "frame/ops/op_registry.h"
 #include "onnx_internal.h"
 #include "ops/schemas/control_flow.h"
 
@@ -831,6 +834,22 @@ const std::vector<OpRow> kRows = {
 
 const std::vector<OpRow>& op_rows() { return kRows; }
 
+// Rows added at run time by register_custom_op: a deque keeps the strings the rows' views
+// point at in place; rows are never removed, so a returned pointer stays valid.
+struct CustomRows {
+  struct Strings {
+    std::string domain, op_type, frame_op;
+  };
+  std::mutex mu;
+  std::deque<Strings> strings;
+  std::deque<OpRow> rows;
+};
+
+CustomRows& custom_rows() {
+  static CustomRows* r = new CustomRows();  // never destroyed: importers may run at exit
+  return *r;
+}
+
 const OpRow* find_op(std::string_view domain, std::string_view op_type, int opset) {
   for (const OpRow& r : kRows) {
     if (r.domain == domain && r.op_type == op_type && opset >= r.since &&
@@ -838,16 +857,59 @@ const OpRow* find_op(std::string_view domain, std::string_view op_type, int opse
       return &r;
     }
   }
+  if (domain.empty()) return nullptr;  // custom rows never serve the default domain
+  CustomRows& c = custom_rows();
+  std::lock_guard<std::mutex> lock(c.mu);
+  for (const OpRow& r : c.rows) {
+    if (r.domain == domain && r.op_type == op_type && opset >= r.since) return &r;
+  }
   return nullptr;
+}
+
+std::vector<OpRow> custom_op_rows() {
+  CustomRows& c = custom_rows();
+  std::lock_guard<std::mutex> lock(c.mu);
+  return {c.rows.begin(), c.rows.end()};
 }
 
 }  // namespace frame::onnx::detail
 
 namespace frame::onnx {
 
+Status register_custom_op(const std::string& domain, const std::string& op_type,
+                          const std::string& frame_op) {
+  if (domain.empty() || domain == "ai.onnx") {
+    return invalid_argument(
+        "register_custom_op: domain '{}' is the default ONNX domain, whose ops are fixed; map "
+        "ops of a custom domain (e.g. 'com.example')",
+        domain);
+  }
+  if (op_type.empty()) return invalid_argument("register_custom_op: empty ONNX op type");
+  if (ops::OpRegistry::global().find(frame_op) == nullptr) {
+    return not_found("register_custom_op: {}::{} -> '{}': no frame op named '{}' is registered",
+                     domain, op_type, frame_op, frame_op);
+  }
+  detail::CustomRows& c = detail::custom_rows();
+  std::lock_guard<std::mutex> lock(c.mu);
+  for (const detail::OpRow& r : c.rows) {
+    if (r.domain == domain && r.op_type == op_type) {
+      return make_error(StatusCode::kAlreadyExists,
+                        "register_custom_op: {}::{} is already mapped to '{}'", domain, op_type,
+                        r.frame_op);
+    }
+  }
+  const detail::CustomRows::Strings& str =
+      c.strings.emplace_back(detail::CustomRows::Strings{domain, op_type, frame_op});
+  c.rows.push_back(detail::OpRow{str.domain, str.op_type, 1, 0, str.frame_op, nullptr,
+                                 "custom op (register_custom_op): inputs and attributes as is"});
+  return Status();
+}
+
 std::vector<OpTableEntry> op_table() {
   std::vector<OpTableEntry> out;
-  for (const detail::OpRow& r : detail::op_rows()) {
+  std::vector<detail::OpRow> rows = detail::op_rows();
+  for (const detail::OpRow& r : detail::custom_op_rows()) rows.push_back(r);
+  for (const detail::OpRow& r : rows) {
     out.push_back(OpTableEntry{std::string(r.domain), std::string(r.op_type), r.since, r.until,
                                std::string(r.frame_op), std::string(r.note)});
   }

@@ -139,3 +139,34 @@ def test_bad_shape_fn_results_raise_at_compile():
         g.output(g.add_node(op, [g.input("x", "f32", [2])]))
         with pytest.raises(ValueError, match=rf"\({op}\): shape_fn"):
             frame.compile(g)
+
+
+def test_onnx_node_of_a_custom_domain_runs_the_python_op(tmp_path):
+    # An ONNX model with a com.example::PyScaleAdd node, mapped to the Python op above; the
+    # attributes pass through by name. Expected: x * 3 + 0.5 computed with numpy.
+    import onnx
+    from onnx import TensorProto, helper
+
+    frame.map_onnx_op("com.example", "PyScaleAdd", "pytest_scale_add")
+    node = helper.make_node("PyScaleAdd", ["x"], ["y"], domain="com.example", scale=3.0,
+                            offset=0.5)
+    graph = helper.make_graph([node], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.example", 1)])
+    path = tmp_path / "custom.onnx"
+    onnx.save(model, str(path))
+    x = np.arange(6, dtype=np.float32).reshape(2, 3) - 2
+    (y,) = frame.InferenceSession(str(path)).run(None, {"x": x})
+    np.testing.assert_allclose(y, x * 3.0 + 0.5, rtol=1e-6)
+
+
+def test_onnx_mapping_errors():
+    with pytest.raises(ValueError, match="default ONNX domain"):
+        frame.map_onnx_op("", "Relu", "pytest_scale_add")
+    with pytest.raises(KeyError, match="no frame op named 'no_such_op'"):
+        frame.map_onnx_op("com.example", "Missing", "no_such_op")
+    frame.map_onnx_op("com.example", "Twice", "pytest_scale_add")
+    with pytest.raises(ValueError, match="already mapped"):
+        frame.map_onnx_op("com.example", "Twice", "pytest_scale_add")

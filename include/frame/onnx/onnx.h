@@ -82,4 +82,15 @@ std::vector<OpTableEntry> op_table();
 /// The highest default-domain opset version the table was written against.
 int max_supported_opset();
 
+/// Maps ONNX nodes of the custom `domain` with type `op_type` to the registered frame op
+/// `frame_op`, for every opset version of that domain the model imports: the node's inputs,
+/// outputs and attributes pass through by position and name (like most built-in rows), so the
+/// op's schema decides what is valid. Lets a custom op registered at run time (e.g. from
+/// Python, docs/python.md) be imported from models; the mapping then appears in op_table().
+/// Thread-safe; lasts for the process. Errors: kInvalidArgument (`domain` empty or the default
+/// "ai.onnx" domain, whose rows are fixed; `op_type` empty), kNotFound (`frame_op` is not
+/// registered), kAlreadyExists ((domain, op_type) already mapped).
+Status register_custom_op(const std::string& domain, const std::string& op_type,
+                          const std::string& frame_op);
+
 }  // namespace frame::onnx

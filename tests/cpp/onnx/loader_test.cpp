@@ -387,5 +387,40 @@ TEST(OnnxLoader, OpTableIsSortedAndNamesRegisteredOps) {
   }
 }
 
+// A node of a custom domain imports as the frame op it is mapped to (register_custom_op):
+// com.cpptest::MyRelu -> relu, run on [-1, 2] gives [0, 2] (ONNX Relu by hand).
+TEST(OnnxLoader, CustomDomainNodesImportThroughTheirMapping) {
+  testing::ModelBuilder b(17);
+  auto* o = b.model.add_opset_import();
+  o->set_domain("com.cpptest");
+  o->set_version(1);
+  b.input("x", {2}).output("y").add(testing::node("MyRelu", {"x"}, {"y"}, "r", {}, "com.cpptest"));
+  Result<ir::Graph> before = load_from_bytes(b.bytes());
+  ASSERT_FALSE(before.is_ok());
+  EXPECT_NE(before.status().message().find("com.cpptest::MyRelu"), std::string::npos);
+
+  ASSERT_TRUE(register_custom_op("com.cpptest", "MyRelu", "relu").is_ok());
+  Result<ir::Graph> g = load_from_bytes(b.bytes());
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  Result<runtime::Executable> exe = runtime::compile(*g, {});
+  ASSERT_TRUE(exe.is_ok()) << exe.status().message();
+  Tensor x = Tensor::zeros(DTypeCode::kFloat32, {2}).value();
+  x.data<float>()[0] = -1.0f;
+  x.data<float>()[1] = 2.0f;
+  Result<runtime::TensorMap> out = exe->run({{"x", x}});
+  ASSERT_TRUE(out.is_ok()) << out.status().message();
+  EXPECT_EQ(out->at("y").data<float>()[0], 0.0f);
+  EXPECT_EQ(out->at("y").data<float>()[1], 2.0f);
+
+  bool listed = false;
+  for (const OpTableEntry& e : op_table()) {
+    listed |= e.domain == "com.cpptest" && e.op_type == "MyRelu" && e.frame_op == "relu";
+  }
+  EXPECT_TRUE(listed);
+  EXPECT_EQ(register_custom_op("com.cpptest", "MyRelu", "relu").code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(register_custom_op("ai.onnx", "Relu", "relu").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(register_custom_op("com.cpptest", "Other", "no_such_op").code(), StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace frame::onnx
