@@ -134,16 +134,20 @@ Status write_npy(const std::string& path, const Tensor& t) {
     hs << t.shape()[i] << (t.rank() == 1 ? "," : (i + 1 < t.shape().size() ? ", " : ""));
   hs << "), }";
   std::string h = hs.str();
-  size_t total = 10 + h.size() + 1;
-  h.append((64 - total % 64) % 64, ' ');
+  // Format 1.0 stores the header length in 2 bytes; a longer header (very high rank) needs
+  // format 2.0 with 4 bytes. The data starts on a 64-byte boundary in both.
+  const bool v2 = 10 + h.size() + 64 > 0xffff;
+  const size_t prefix = v2 ? 12 : 10;
+  h.append((64 - (prefix + h.size() + 1) % 64) % 64, ' ');
   h += '\n';
   std::ofstream f(path, std::ios::binary);
   if (!f) return make_error(StatusCode::kIo, "cannot write '{}'", path);
-  const char magic[8] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0};
+  const char magic[8] = {'\x93', 'N', 'U', 'M', 'P', 'Y', static_cast<char>(v2 ? 2 : 1), 0};
   f.write(magic, 8);
-  uint16_t hl = static_cast<uint16_t>(h.size());
-  char b[2] = {static_cast<char>(hl & 0xff), static_cast<char>(hl >> 8)};
-  f.write(b, 2);
+  const auto hl = static_cast<uint32_t>(h.size());
+  const char b[4] = {static_cast<char>(hl & 0xff), static_cast<char>((hl >> 8) & 0xff),
+                     static_cast<char>((hl >> 16) & 0xff), static_cast<char>(hl >> 24)};
+  f.write(b, v2 ? 4 : 2);
   f.write(h.data(), static_cast<std::streamsize>(h.size()));
   if (t.nbytes() > 0)
     f.write(static_cast<const char*>(t.raw_data()), static_cast<std::streamsize>(t.nbytes()));

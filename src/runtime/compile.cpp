@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <omp.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -57,6 +58,47 @@ std::string CompileReport::to_json() const {
 }
 
 namespace {
+
+// This machine's physical memory in bytes (0 when unknown).
+size_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  return static_cast<size_t>(pages) * static_cast<size_t>(page);
+}
+
+// Refuses a graph whose tensors cannot fit in this machine's memory before any kernel
+// prepares: a prepare step may build tables sized by its output (index maps, oneDNN
+// descriptors), so an absurd shape (often from a shape-determining input, ADR 0006) must fail
+// here, fast and with a message, not after minutes of work or an out-of-memory kill.
+Status check_fits_in_memory(const ir::Graph& g, size_t peak_arena_bytes) {
+  const size_t limit = physical_memory_bytes();
+  if (limit == 0) return Status();
+  for (ir::ValueId v = 0; v < static_cast<ir::ValueId>(g.num_values()); ++v) {
+    const ir::Value& val = g.value(v);
+    if (!val.type || (val.producer >= 0 && g.node(val.producer).dead)) continue;
+    // Saturating byte count: a product that overflows is over the limit anyway.
+    double bytes = static_cast<double>(dtype_size(val.type->dtype));
+    for (int64_t d : val.type->shape) bytes *= static_cast<double>(d);
+    if (bytes > static_cast<double>(limit)) {
+      const std::string where =
+          val.producer >= 0 ? fmt::format(" (output of node '{}', op {})",
+                                          g.node(val.producer).name, g.node(val.producer).op)
+                            : "";
+      return make_error(StatusCode::kOutOfRange,
+                        "value '{}'{} is {}: {:.4g} bytes, more than this machine's memory ({} "
+                        "bytes); refusing to compile it",
+                        val.name, where, val.type->to_string(), bytes, limit);
+    }
+  }
+  if (peak_arena_bytes > limit) {
+    return make_error(StatusCode::kOutOfRange,
+                      "the graph's arena needs {} bytes, more than this machine's memory ({} "
+                      "bytes); refusing to compile it",
+                      peak_arena_bytes, limit);
+  }
+  return Status();
+}
 
 // Process-wide cache of compiled cores. Bounded: the oldest entry goes first.
 class CompileCache {
@@ -196,6 +238,7 @@ Result<std::shared_ptr<const detail::CompiledCore>> compile_core(const ir::Graph
     return s.with_prefix("compiled graph fails verification: ");
   }
 
+  FRAME_RETURN_IF_ERROR(check_fits_in_memory(*g, ctx.peak_arena_bytes));
   const int threads = options.num_threads > 0 ? options.num_threads : omp_get_max_threads();
   core->graph = g;
   {

@@ -12,9 +12,11 @@
 #include <list>
 #include <mutex>
 #include <set>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 
+#include "frame/core/dtype.h"
 #include "frame/passes/shape_determining.h"
 
 namespace frame::runtime {
@@ -165,9 +167,17 @@ class SessionImpl {
     for (size_t i : sd_index_) {
       const Tensor& t = *by_index[i];
       std::vector<std::string> vals;
-      for (int64_t k = 0; k < t.numel() && k < 16; ++k) {
-        vals.push_back(fmt::format("{:g}", t.element_as_double(k)));
-      }
+      // Integers exactly (a key of 2^62 + 1 must not print like 2^62), floats in shortest form.
+      (void)dispatch_dtype(t.dtype(), [&]<typename T>() {
+        const T* p = t.data<T>();
+        for (int64_t k = 0; k < t.numel() && k < 16; ++k) {
+          if constexpr (std::is_integral_v<T>) {
+            vals.push_back(fmt::format("{}", static_cast<int64_t>(p[k])));
+          } else {
+            vals.push_back(fmt::format("{}", t.element_as_double(k)));
+          }
+        }
+      });
       std::string v = t.numel() <= 16 ? fmt::format("{}", fmt::join(vals, ","))
                                       : fmt::format("{} values", t.numel());
       if (t.rank() > 0) v = "[" + v + "]";
@@ -259,8 +269,20 @@ class SessionImpl {
   // Caller holds mu_.
   void insert(const Key& key, const std::shared_ptr<const Compiled>& c) const {
     last_report_ = c->exe.report();
-    const size_t bytes =
-        c->exe.report().peak_arena_bytes + owned_constant_bytes(c->exe.compiled_graph());
+    // What an entry keeps alive: its arena, the constants it owns (folded values, bound
+    // inputs), the last run's inputs and outputs its run slot still references until the next
+    // run (Executable run slots reuse their tensor slots so steady-state runs do not allocate),
+    // and the key, stored in the LRU list and in the index.
+    size_t io_bytes = 0;
+    for (const auto* sig : {&c->exe.input_signature(), &c->exe.output_signature()}) {
+      for (const auto& [name, type] : *sig) {
+        io_bytes += static_cast<size_t>(std::max<int64_t>(numel_of(type.shape), 0)) *
+                    dtype_size(type.dtype);
+      }
+    }
+    const size_t bytes = c->exe.report().peak_arena_bytes +
+                         owned_constant_bytes(c->exe.compiled_graph()) + io_bytes +
+                         2 * key.words.size() * sizeof(uint64_t);
     if (bytes > options_.max_cache_bytes) {
       ++stats_.evictions;  // run once, not kept
       return;

@@ -101,8 +101,8 @@ Result<BundledModel> find_bundled_model() {
   return not_found("the bundled model small_cnn.onnx was not found (searched: {})", searched);
 }
 
-Tensor random_tensor(const ir::TensorType& type, uint64_t seed) {
-  Tensor t = Tensor::zeros(type.dtype, type.shape).value();
+Result<Tensor> random_tensor(const ir::TensorType& type, uint64_t seed) {
+  FRAME_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(type.dtype, type.shape));
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal(0.0, 1.0);
   std::uniform_int_distribution<int> small(0, 3);
@@ -291,7 +291,9 @@ Result<std::vector<std::string>> complete_inputs(const runtime::Session& session
             vi.name, vi.to_string(), vi.name, vi.name);
       }
     }
-    inputs[vi.name] = random_tensor(ir::TensorType{vi.dtype, shape}, this_seed);
+    Result<Tensor> t = random_tensor(ir::TensorType{vi.dtype, shape}, this_seed);
+    if (!t.is_ok()) return t.status().with_prefix(fmt::format("input '{}': ", vi.name));
+    inputs[vi.name] = std::move(*t);
     random.push_back(vi.name);
   }
   return random;

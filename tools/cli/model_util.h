@@ -42,8 +42,9 @@ struct BundledModel {
 Result<BundledModel> find_bundled_model();
 
 /// A tensor of `type` filled from a fixed-seed generator: floats ~ N(0, 1), integers in
-/// [0, 4), bools fair coin. Same seed, same values.
-Tensor random_tensor(const ir::TensorType& type, uint64_t seed);
+/// [0, 4), bools fair coin. Same seed, same values. Errors: those of Tensor::empty (a shape
+/// whose byte count overflows or cannot be allocated).
+Result<Tensor> random_tensor(const ir::TensorType& type, uint64_t seed);
 /// "min -0.53 max 1.2 mean 0.01 first [0.1, 0.2, ...]" over at most `n_first` values.
 std::string summarize(const Tensor& t, int n_first = 6);
 /// Summary statistics for JSON output.

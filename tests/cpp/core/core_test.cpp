@@ -209,5 +209,29 @@ TEST(Npy, FortranOrderIsReadRowMajor) {
   EXPECT_EQ(std::vector<int32_t>(d, d + 12), expected);
 }
 
+// A header longer than 65535 bytes (a rank-25000 shape) does not fit format 1.0's 16-bit
+// length: the writer must switch to format 2.0 (4-byte length), keep the data 64-byte aligned,
+// and the reader must take it back.
+TEST(Npy, VeryLongHeaderUsesFormat2) {
+  const std::string path = ::testing::TempDir() + "/high_rank.npy";
+  Result<Tensor> t = Tensor::zeros(DTypeCode::kFloat32, Shape(25000, 1));
+  ASSERT_TRUE(t.is_ok());
+  t->data<float>()[0] = 2.5f;
+  ASSERT_TRUE(write_npy(path, *t).is_ok());
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  ASSERT_NE(f, nullptr);
+  unsigned char head[12];
+  ASSERT_EQ(std::fread(head, 1, 12, f), 12u);
+  std::fclose(f);
+  EXPECT_EQ(head[6], 2);  // major version
+  const uint32_t hlen = head[8] | (head[9] << 8) | (head[10] << 16) | (uint32_t{head[11]} << 24);
+  EXPECT_GT(hlen, 65535u);
+  EXPECT_EQ((12 + hlen) % 64, 0u);
+  Result<Tensor> r = read_npy(path);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ(r->rank(), 25000);
+  EXPECT_EQ(r->data<float>()[0], 2.5f);
+}
+
 }  // namespace
 }  // namespace frame

@@ -151,5 +151,60 @@ TEST(Session, ConcurrentRunsOfOneNewKeyCompileItOnce) {
   EXPECT_EQ(st.entries, 1u);
 }
 
+// y = expand(x, target): x f32[1], target i64[2] decides the output shape.
+ir::Graph expand_graph() {
+  ir::Graph g("expand_by_input");
+  ir::ValueId x = g.add_input("x", {DTypeCode::kFloat32, {1}});
+  ir::ValueId target = g.add_input("target", {DTypeCode::kInt64, {2}});
+  Result<ir::NodeId> n = g.create_node("expand", "e", {x, target}, 1, {}, {"y"});
+  EXPECT_TRUE(n.is_ok());
+  g.add_output(g.node(*n).outputs[0]);
+  return g;
+}
+
+// A shape-determining value asking for a tensor no machine holds (2^40 x 3 floats = 13 TB) is
+// refused before any kernel prepares, on every chain, with a message naming the value; the key
+// in the message prints the integer exactly (2^40 + 1, not 1.09951e+12).
+TEST(Session, AHugeShapeIsRefusedAtCompileNamingTheValue) {
+  for (const char* backend : {"cpu", "auto"}) {
+    SessionOptions o = cpu();
+    o.compile.backends = {backend};
+    Result<Session> s = Session::from_graph(expand_graph(), o);
+    ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+    const int64_t huge = (int64_t{1} << 40) + 1;
+    Result<TensorMap> out = s->run({{"x", Tensor::from_vector<float>({1}, {1.0f})},
+                                    {"target", Tensor::from_vector<int64_t>({2}, {huge, 3})}});
+    ASSERT_FALSE(out.is_ok());
+    EXPECT_EQ(out.status().code(), StatusCode::kOutOfRange);
+    const std::string m = out.status().message();
+    EXPECT_NE(m.find("target = [1099511627777,3]"), std::string::npos) << m;
+    EXPECT_NE(m.find("value 'y' (output of node 'e', op expand)"), std::string::npos) << m;
+    EXPECT_NE(m.find("more than this machine's memory"), std::string::npos) << m;
+    EXPECT_EQ(s->cache_stats().entries, 0u);
+  }
+}
+
+// The byte bound counts what an entry keeps alive, the run's output included: with 1 MiB
+// outputs (256 x 1024 floats) and a 3.5 MiB bound at most 3 entries stay, whatever the count
+// bound allows; each result is still right (every element is x).
+TEST(Session, TheByteBoundCountsOutputsAnEntryKeepsAlive) {
+  SessionOptions o = cpu();
+  o.max_specializations = 32;
+  o.max_cache_bytes = (size_t{7} << 20) / 2;
+  Result<Session> s = Session::from_graph(expand_graph(), o);
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  for (int64_t rows = 256; rows < 256 + 10; ++rows) {
+    Result<TensorMap> out = s->run({{"x", Tensor::from_vector<float>({1}, {1.5f})},
+                                    {"target", Tensor::from_vector<int64_t>({2}, {rows, 1024})}});
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    const Tensor& y = out->at("y");
+    ASSERT_EQ(y.shape(), (Shape{rows, 1024}));
+    EXPECT_EQ(y.data<float>()[y.numel() - 1], 1.5f);
+    EXPECT_LE(s->cache_stats().entries, 3u);
+    EXPECT_LE(s->cache_stats().bytes, o.max_cache_bytes);
+  }
+  EXPECT_EQ(s->cache_stats().evictions, 7u);
+}
+
 }  // namespace
 }  // namespace frame::runtime
