@@ -37,4 +37,11 @@ if "$frame" inspect "$data/reshape.onnx" --shape x=6 > /dev/null 2> "$out/inspec
 fi
 grep -q "pass their values with --input NAME=FILE.npy" "$out/inspect_err.txt" ||
   { cat "$out/inspect_err.txt" >&2; exit 1; }
+# An input given twice is an error naming it.
+if "$frame" run "$data/reshape.onnx" --input x="$data/reshape.x.npy" \
+  --input x="$data/reshape.x.npy" 2> "$out/dup.txt"; then
+  echo "frame run with --input x twice succeeded" >&2
+  exit 1
+fi
+grep -q "input x: given twice" "$out/dup.txt" || { cat "$out/dup.txt" >&2; exit 1; }
 echo "session cli: ok"

@@ -41,7 +41,9 @@ Result<std::map<std::string, Shape>> parse_shapes(const std::vector<std::string>
       }
       dims.push_back(d);
     }
-    out[s.substr(0, eq)] = std::move(dims);
+    if (!out.emplace(s.substr(0, eq), std::move(dims)).second) {
+      return invalid_argument("--shape {}: given twice", s.substr(0, eq));
+    }
   }
   return out;
 }
@@ -53,7 +55,11 @@ Result<std::map<std::string, std::string>> parse_inputs(const std::vector<std::s
     if (eq == std::string::npos || eq == 0 || eq + 1 == s.size()) {
       return invalid_argument("--input '{}': expected NAME=FILE.npy", s);
     }
-    out[s.substr(0, eq)] = s.substr(eq + 1);
+    const std::string name = s.substr(0, eq);
+    if (!out.emplace(name, s.substr(eq + 1)).second) {
+      return invalid_argument("--input {}: given twice ('{}' and '{}')", name, out[name],
+                              s.substr(eq + 1));
+    }
   }
   return out;
 }
