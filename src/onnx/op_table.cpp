@@ -803,6 +803,10 @@ const std::vector<OpRow> kRows = {
     // Loss and signal ops (issue 11): losses opset 12/13, windows/MelWeightMatrix/DFT 17, Det 11.
     SINCE("NegativeLogLikelihoodLoss", 12, "negative_log_likelihood_loss"),
     SINCE("SoftmaxCrossEntropyLoss", 12, "softmax_cross_entropy_loss"),
+    SINCE("HannWindow", 17, "hann_window"),
+    SINCE("HammingWindow", 17, "hamming_window"),
+    SINCE("BlackmanWindow", 17, "blackman_window"),
+    SINCE("MelWeightMatrix", 17, "mel_weight_matrix"),
     ROW("Dropout", 1, 11, "dropout", convert_dropout_v1, "ratio attr -> input"),
     SINCE("Dropout", 12, "dropout"),
     // Reductions (axes attribute or, from ReduceSum-13 / opset 18, input: both accepted).

@@ -81,6 +81,23 @@ std::vector<OpCall> hand_made_calls(const std::string& op, DTypeCode d, std::mt1
       }
     }
   }
+  const bool window = op == "hann_window" || op == "hamming_window" || op == "blackman_window";
+  if (window && d == DTypeCode::kFloat32) {
+    for (int64_t size : {int64_t{10}, int64_t{1}, int64_t{0}, int64_t{64}}) {
+      for (int64_t periodic : {int64_t{0}, int64_t{1}}) {
+        for (int64_t out_type : {int64_t{1}, int64_t{11}, int64_t{10}}) {
+          OpCall c;
+          c.op = op;
+          c.attrs = {{"periodic", periodic}, {"output_datatype", out_type}};
+          Tensor n = Tensor::empty(DTypeCode::kInt64, {}).value();
+          *n.data<int64_t>() = size;
+          c.inputs = {n};
+          c.constant_inputs = {0};
+          calls.push_back(std::move(c));
+        }
+      }
+    }
+  }
   return calls;
 }
 

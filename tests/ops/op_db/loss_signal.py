@@ -1,13 +1,15 @@
-"""Op database: negative_log_likelihood_loss, softmax_cross_entropy_loss.
+"""Op database: negative_log_likelihood_loss, softmax_cross_entropy_loss, hann_window,
+hamming_window, blackman_window, mel_weight_matrix.
 
-References are numpy loops in float64 written from the ONNX operator spec
-(NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss), on the values after rounding to the case
-dtype; they never call frame.
+References are numpy in float64 written from the ONNX operator spec (NegativeLogLikelihoodLoss,
+SoftmaxCrossEntropyLoss, the window formulas with numpy's pi, MelWeightMatrix), on the values
+after rounding to the case dtype; they never call frame.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from op_db.common import Case
 from op_db.linalg import FLOATS, typed
 
 
@@ -104,6 +106,78 @@ def loss_cases(rng):
     return out
 
 
+WINDOWS = {
+    "hann_window": (0.5, 0.5, 0.0),
+    "hamming_window": (25 / 46, 21 / 46, 0.0),
+    "blackman_window": (0.42, 0.5, 0.08),
+}
+# ONNX TensorProto codes -> numpy dtypes of the window/mel outputs.
+ONNX_NP = {1: np.float32, 11: np.float64, 10: np.float16, 6: np.int32, 7: np.int64}
+
+
+def window_ref(op, size, periodic):
+    a0, a1, a2 = WINDOWS[op]
+    n = size if periodic else size - 1
+    if n <= 0:
+        return np.ones(size)
+    k = np.arange(size, dtype=np.float64)
+    return a0 - a1 * np.cos(2 * np.pi * k / n) + a2 * np.cos(4 * np.pi * k / n)
+
+
+def window_cases():
+    out = []
+    for op in WINDOWS:
+        for size, periodic, code, idx in [(10, 1, 1, np.int32), (10, 0, 1, np.int64),
+                                          (1, 0, 1, np.int64), (1, 1, 1, np.int64),
+                                          (0, 1, 1, np.int64), (1000, 1, 1, np.int64),
+                                          (33, 0, 11, np.int64), (16, 1, 10, np.int32),
+                                          (12, 0, 7, np.int64)]:
+            attrs = {"periodic": periodic}
+            if code != 1:
+                attrs["output_datatype"] = code
+            y = window_ref(op, size, periodic)
+            y = np.trunc(y).astype(ONNX_NP[code]) if code in (6, 7) else y.astype(ONNX_NP[code])
+            out.append(Case(op=op, inputs=[np.array(size, dtype=idx)], outputs=[y], attrs=attrs,
+                            name=f"n{size}_{'periodic' if periodic else 'symmetric'}_t{code}"))
+    return out
+
+
+def mel_ref(bins, dft, rate, lower, upper):
+    """MelWeightMatrix as the ONNX spec's reference computes it (float64)."""
+    def mel(f):
+        return 2595 * np.log10(1 + f / 700)
+    step = (mel(upper) - mel(lower)) / (bins + 2)
+    f = np.arange(bins + 2) * step + mel(lower)
+    f = 700 * (np.power(10, f / 2595) - 1)
+    b = np.floor((dft + 1) * f / rate).astype(int)
+    out = np.zeros((dft // 2 + 1, bins))
+    for i in range(bins):
+        lo, c, hi = b[i], b[i + 1], b[i + 2]
+        if c == lo:
+            out[c, i] = 1
+        else:
+            for j in range(lo, c + 1):
+                out[j, i] = (j - lo) / (c - lo)
+        for j in range(c, hi):
+            out[j, i] = (hi - j) / (hi - c)
+    return out
+
+
+def mel_cases():
+    out = []
+    for bins, dft, rate, lower, upper, code in [(8, 16, 8192, 0.0, 4096.0, 1),
+                                                (10, 64, 16000, 20.0, 8000.0, 1),
+                                                (5, 31, 8000, 100.0, 3000.0, 11)]:
+        ins = [np.array(bins, dtype=np.int64), np.array(dft, dtype=np.int64),
+               np.array(rate, dtype=np.int64), np.array(lower, dtype=np.float32),
+               np.array(upper, dtype=np.float32)]
+        attrs = {} if code == 1 else {"output_datatype": code}
+        out.append(Case(op="mel_weight_matrix", inputs=ins, attrs=attrs,
+                        outputs=[mel_ref(bins, dft, rate, lower, upper).astype(ONNX_NP[code])],
+                        name=f"b{bins}_dft{dft}_sr{rate}"))
+    return out
+
+
 def cases():
     rng = np.random.default_rng(11)
-    return loss_cases(rng)
+    return loss_cases(rng) + window_cases() + mel_cases()
