@@ -807,6 +807,7 @@ const std::vector<OpRow> kRows = {
     SINCE("HammingWindow", 17, "hamming_window"),
     SINCE("BlackmanWindow", 17, "blackman_window"),
     SINCE("MelWeightMatrix", 17, "mel_weight_matrix"),
+    SINCE("Det", 11, "det"),
     ROW("Dropout", 1, 11, "dropout", convert_dropout_v1, "ratio attr -> input"),
     SINCE("Dropout", 12, "dropout"),
     // Reductions (axes attribute or, from ReduceSum-13 / opset 18, input: both accepted).

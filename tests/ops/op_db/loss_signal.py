@@ -1,8 +1,8 @@
 """Op database: negative_log_likelihood_loss, softmax_cross_entropy_loss, hann_window,
-hamming_window, blackman_window, mel_weight_matrix.
+hamming_window, blackman_window, mel_weight_matrix, det.
 
 References are numpy in float64 written from the ONNX operator spec (NegativeLogLikelihoodLoss,
-SoftmaxCrossEntropyLoss, the window formulas with numpy's pi, MelWeightMatrix), on the values
+SoftmaxCrossEntropyLoss, the window formulas with numpy's pi, MelWeightMatrix, numpy.linalg.det for Det), on the values
 after rounding to the case dtype; they never call frame.
 """
 from __future__ import annotations
@@ -178,6 +178,31 @@ def mel_cases():
     return out
 
 
+# LU in float over M steps: the f32 result differs from the f64 reference by a few ulps
+# times the matrix's condition.
+DET_TOL = {"rtol": 1e-4, "atol": 1e-5, "why": "float32 LU elimination over M steps"}
+
+
+def det_cases(rng):
+    out = []
+    mats = [
+        ("2x2", rng.standard_normal((2, 2))),
+        ("3x3", rng.standard_normal((3, 3))),
+        ("5x5", rng.standard_normal((5, 5))),
+        ("batch_2x3x3x3", rng.standard_normal((2, 3, 3, 3))),
+        ("pivot_needed", np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 3.0], [4.0, -3.0, 8.0]])),
+        ("singular", np.array([[1.0, 2.0], [2.0, 4.0]])),
+        ("permutation", np.array([[0.0, 1.0], [1.0, 0.0]])),
+        ("1x1", np.array([[-2.5]])),
+    ]
+    for name, x in mats:
+        for c in typed("det", name, lambda a: np.linalg.det(a), [x]):
+            if c.name.endswith("_f32"):
+                c.rtol, c.atol, c.why = DET_TOL["rtol"], DET_TOL["atol"], DET_TOL["why"]
+            out.append(c)
+    return out
+
+
 def cases():
     rng = np.random.default_rng(11)
-    return loss_cases(rng) + window_cases() + mel_cases()
+    return loss_cases(rng) + window_cases() + mel_cases() + det_cases(rng)
