@@ -808,6 +808,8 @@ const std::vector<OpRow> kRows = {
     SINCE("BlackmanWindow", 17, "blackman_window"),
     SINCE("MelWeightMatrix", 17, "mel_weight_matrix"),
     SINCE("Det", 11, "det"),
+    ROW("DFT", 17, 19, "dft", nullptr, ""),
+    ROW("STFT", 17, 0, "stft", nullptr, ""),
     ROW("Dropout", 1, 11, "dropout", convert_dropout_v1, "ratio attr -> input"),
     SINCE("Dropout", 12, "dropout"),
     // Reductions (axes attribute or, from ReduceSum-13 / opset 18, input: both accepted).

@@ -1,6 +1,6 @@
-// Signal-processing schemas (ONNX opset 17): HannWindow, HammingWindow, BlackmanWindow and
-// MelWeightMatrix. The windows decompose into range/mul/cos/sub/add (ARCH-021, the ONNX
-// function body with the angle increment folded from the constant size).
+// Signal-processing schemas (ONNX opset 17): HannWindow, HammingWindow, BlackmanWindow,
+// MelWeightMatrix, DFT and STFT. The windows decompose into range/mul/cos/sub/add (ARCH-021, the
+// ONNX function body with the angle increment folded from the constant size).
 
 #include <cmath>
 #include <numbers>
@@ -139,6 +139,110 @@ FRAME_REGISTER_OP(mel_weight_matrix)
     .output("output", "[dft_length / 2 + 1, num_mel_bins]", kNumericDTypes)
     .attr("output_datatype", AttrType::kInt, "ONNX TensorProto data type (1 = float)", int64_t{1})
     .shape_infer(infer_mel);
+
+// DFT: input [batch, d1, ..., dn, 1 or 2]; the axis must be a signal dim, not the last one.
+Result<int64_t> dft_axis(const NodeContext& ctx) {
+  const int64_t r = ctx.input_types[0].rank();
+  int64_t axis = ctx.attr_or<int64_t>("axis", 1);
+  if (axis < 0) axis += r;
+  if (axis < 0 || axis > r - 2) {
+    return ctx.error("attribute 'axis' {} must name a dim in [0, {}] (not the last, complex dim)",
+                     ctx.attr_or<int64_t>("axis", 1), r - 2);
+  }
+  return axis;
+}
+
+Result<std::vector<TensorType>> infer_dft(const NodeContext& ctx) {
+  const TensorType& x = ctx.input_types[0];
+  if (x.rank() < 3 || (x.shape.back() != 1 && x.shape.back() != 2)) {
+    return ctx.error("input 0 (input) expects [batch, d1, ..., 1 or 2] (real or complex), got {}",
+                     shape_to_string(x.shape));
+  }
+  FRAME_ASSIGN_OR_RETURN(int64_t axis, dft_axis(ctx));
+  int64_t n = x.shape[static_cast<size_t>(axis)];
+  if (ctx.has_input(1)) {
+    FRAME_ASSIGN_OR_RETURN(n, constant_scalar(ctx, 1, "dft_length"));
+    if (n < 1) return ctx.error("input 1 (dft_length) must be >= 1, got {}", n);
+  }
+  const bool onesided = ctx.attr_or<int64_t>("onesided", 0) != 0;
+  if (onesided && ctx.attr_or<int64_t>("inverse", 0) != 0) {
+    return ctx.error("onesided=1 with inverse=1 is not supported");
+  }
+  Shape out = x.shape;
+  out[static_cast<size_t>(axis)] = onesided ? n / 2 + 1 : n;
+  out.back() = 2;
+  return one_output(x.dtype, out);
+}
+
+FRAME_REGISTER_OP(dft)
+    .doc(
+        "ONNX DFT (opset 17): discrete Fourier transform along `axis` of input [batch, d1, "
+        "..., dn, 1 (real) or 2 (complex)]; output [..., 2] complex. dft_length (optional "
+        "constant) zero-pads or truncates the axis to n. X[k] = sum_j x[j] exp(-2 pi i j k / "
+        "n); inverse=1 uses exp(+...) and divides by n; onesided=1 keeps bins [0, n/2] "
+        "(forward only). Computed in double with exact twiddles.")
+    .input("input", "[batch, d1, ..., dn, 1 or 2]", kFloatDTypes, "T")
+    .optional_input("dft_length", "int scalar (constant), transform length", kSignalIntDTypes)
+    .shape_determining()
+    .output("output", "[batch, ..., n (or n/2 + 1 onesided), ..., 2]", kFloatDTypes, "T")
+    .attr("axis", AttrType::kInt, "transformed dim, in [0, rank - 2] (negative from the back)",
+          int64_t{1})
+    .attr("inverse", AttrType::kInt, "1 = inverse transform (scaled by 1/n)", int64_t{0})
+    .attr("onesided", AttrType::kInt, "1 = keep only bins [0, n/2]", int64_t{0})
+    .shape_infer(infer_dft);
+
+// STFT frame length: the frame_length input, else the window's length.
+Result<int64_t> stft_frame_length(const NodeContext& ctx) {
+  const bool has_window = ctx.has_input(2);
+  if (has_window && ctx.input_types[2].rank() != 1) {
+    return ctx.error("input 2 (window) expects rank 1, got {}",
+                     shape_to_string(ctx.input_types[2].shape));
+  }
+  if (ctx.has_input(3)) {
+    FRAME_ASSIGN_OR_RETURN(int64_t len, constant_scalar(ctx, 3, "frame_length"));
+    if (has_window && ctx.input_types[2].shape[0] != len) {
+      return ctx.error("input 2 (window) has length {}, frame_length is {}",
+                       ctx.input_types[2].shape[0], len);
+    }
+    return len;
+  }
+  if (!has_window) return ctx.error("one of input 2 (window) and input 3 (frame_length) is needed");
+  return ctx.input_types[2].shape[0];
+}
+
+Result<std::vector<TensorType>> infer_stft(const NodeContext& ctx) {
+  const TensorType& x = ctx.input_types[0];
+  if (x.rank() != 3 || (x.shape[2] != 1 && x.shape[2] != 2)) {
+    return ctx.error("input 0 (signal) expects [batch, length, 1 or 2], got {}",
+                     shape_to_string(x.shape));
+  }
+  FRAME_ASSIGN_OR_RETURN(int64_t step, constant_scalar(ctx, 1, "frame_step"));
+  FRAME_ASSIGN_OR_RETURN(int64_t len, stft_frame_length(ctx));
+  if (step < 1) return ctx.error("input 1 (frame_step) must be >= 1, got {}", step);
+  if (len < 1 || len > x.shape[1]) {
+    return ctx.error("frame length {} must be in [1, signal length {}]", len, x.shape[1]);
+  }
+  const bool onesided = ctx.attr_or<int64_t>("onesided", 1) != 0;
+  const int64_t frames = (x.shape[1] - len) / step + 1;
+  return one_output(x.dtype, {x.shape[0], frames, onesided ? len / 2 + 1 : len, 2});
+}
+
+FRAME_REGISTER_OP(stft)
+    .doc(
+        "ONNX STFT (opset 17): short-time Fourier transform of signal [batch, length, 1 or 2]. "
+        "Frame f covers samples [f * frame_step, f * frame_step + L) with L = frame_length "
+        "(or the window's length), multiplied by `window` when given, and is transformed by a "
+        "length-L DFT; frames = (length - L) / frame_step + 1. Output [batch, frames, L/2 + 1 "
+        "(onesided=1, default) or L, 2]. Computed in double with exact twiddles.")
+    .input("signal", "[batch, length, 1 or 2]", kFloatDTypes, "T")
+    .input("frame_step", "int scalar (constant), hop between frames", kSignalIntDTypes, "T1")
+    .shape_determining()
+    .optional_input("window", "[L] window applied to every frame", kFloatDTypes, "T")
+    .optional_input("frame_length", "int scalar (constant) L", kSignalIntDTypes, "T1")
+    .shape_determining()
+    .output("output", "[batch, frames, bins, 2]", kFloatDTypes, "T")
+    .attr("onesided", AttrType::kInt, "1 = keep only bins [0, L/2]", int64_t{1})
+    .shape_infer(infer_stft);
 
 }  // namespace
 }  // namespace frame::ops

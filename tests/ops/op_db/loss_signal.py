@@ -1,8 +1,9 @@
 """Op database: negative_log_likelihood_loss, softmax_cross_entropy_loss, hann_window,
-hamming_window, blackman_window, mel_weight_matrix, det.
+hamming_window, blackman_window, mel_weight_matrix, det, dft, stft.
 
 References are numpy in float64 written from the ONNX operator spec (NegativeLogLikelihoodLoss,
-SoftmaxCrossEntropyLoss, the window formulas with numpy's pi, MelWeightMatrix, numpy.linalg.det for Det), on the values
+SoftmaxCrossEntropyLoss, the window formulas with numpy's pi, MelWeightMatrix, numpy.linalg.det for Det, numpy.fft for DFT/STFT), on the
+values
 after rounding to the case dtype; they never call frame.
 """
 from __future__ import annotations
@@ -203,6 +204,73 @@ def det_cases(rng):
     return out
 
 
+def as_complex(x):
+    return x[..., 0] + 1j * x[..., 1] if x.shape[-1] == 2 else x[..., 0].astype(complex)
+
+
+def as_pairs(z):
+    return np.stack([z.real, z.imag], axis=-1)
+
+
+def dft_ref(axis, inverse=False, onesided=False):
+    def f(x, n=None):
+        z = as_complex(x)
+        a = axis % x.ndim
+        length = None if n is None else int(n)
+        y = np.fft.ifft(z, n=length, axis=a) if inverse else np.fft.fft(z, n=length, axis=a)
+        if onesided:
+            m = y.shape[a] // 2 + 1
+            y = np.take(y, np.arange(m), axis=a)
+        return as_pairs(y)
+    return f
+
+
+def stft_ref(step, length, onesided=True):
+    def f(signal, window=None):
+        z = as_complex(signal)
+        w = np.ones(length) if window is None else window
+        frames = (z.shape[1] - length) // step + 1
+        out = np.stack([np.fft.fft(z[:, i * step:i * step + length] * w, axis=1)
+                        for i in range(frames)], axis=1)
+        if onesided:
+            out = out[:, :, :length // 2 + 1]
+        return as_pairs(out)
+    return f
+
+
+def dft_cases(rng):
+    out = []
+    i64s = lambda v: np.array(v, dtype=np.int64)  # noqa: E731
+    for name, x, attrs, n in [
+        ("real_axis1", rng.standard_normal((2, 8, 1)), {"axis": 1}, None),
+        ("complex_axis2", rng.standard_normal((2, 3, 6, 2)), {"axis": 2}, None),
+        ("complex_inverse", rng.standard_normal((2, 6, 3, 2)), {"axis": 1, "inverse": 1}, None),
+        ("real_onesided", rng.standard_normal((1, 10, 1)), {"onesided": 1}, None),
+        ("real_onesided_odd", rng.standard_normal((3, 7, 1)), {"onesided": 1}, None),
+        ("pad_to_12", rng.standard_normal((1, 8, 1)), {}, 12),
+        ("truncate_to_5", rng.standard_normal((1, 8, 2)), {}, 5),
+        ("axis_negative", rng.standard_normal((2, 3, 5, 1)), {"axis": -2}, None),
+        ("batch_axis0", rng.standard_normal((4, 3, 2)), {"axis": 0}, None),
+    ]:
+        a = attrs.get("axis", 1)
+        fn = dft_ref(a, bool(attrs.get("inverse", 0)), bool(attrs.get("onesided", 0)))
+        ins = [x] if n is None else [x, i64s(n)]
+        out += typed("dft", name, fn, ins, attrs, dtypes=("f32", "f64"))
+    sig = np.arange(64, dtype=np.float64).reshape(1, 64, 1) / 8
+    out += typed("stft", "length16_step8", lambda s, st, w, fl: stft_ref(8, 16)(s),
+                 [sig, i64s(8), None, i64s(16)], dtypes=("f32", "f64"))
+    hann = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(10) / 10)
+    csig = rng.standard_normal((2, 40, 2))
+    out += typed("stft", "complex_window_twosided",
+                 lambda s, st, w: stft_ref(5, 10, onesided=False)(s, w),
+                 [csig, i64s(5), hann], {"onesided": 0}, dtypes=("f32", "f64"),
+                 typed_inputs=(0, 2))
+    out += typed("stft", "window_and_length", lambda s, st, w, fl: stft_ref(4, 10)(s, w),
+                 [rng.standard_normal((1, 30, 1)), i64s(4), hann, i64s(10)],
+                 dtypes=("f32", "f64"), typed_inputs=(0, 2))
+    return out
+
+
 def cases():
     rng = np.random.default_rng(11)
-    return loss_cases(rng) + window_cases() + mel_cases() + det_cases(rng)
+    return (loss_cases(rng) + window_cases() + mel_cases() + det_cases(rng) + dft_cases(rng))
