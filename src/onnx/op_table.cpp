@@ -800,6 +800,16 @@ const std::vector<OpRow> kRows = {
     ROW("LogSoftmax", 1, 12, "log_softmax", convert_softmax_v1, "legacy_flatten=1, axis default 1"),
     SINCE("LogSoftmax", 13, "log_softmax"),
     ROW("Hardmax", 1, 0, "one_hot", convert_hardmax, "arg_max + one_hot"),
+    // Loss and signal ops (issue 11): losses opset 12/13, windows/MelWeightMatrix/DFT 17, Det 11.
+    SINCE("NegativeLogLikelihoodLoss", 12, "negative_log_likelihood_loss"),
+    SINCE("SoftmaxCrossEntropyLoss", 12, "softmax_cross_entropy_loss"),
+    SINCE("HannWindow", 17, "hann_window"),
+    SINCE("HammingWindow", 17, "hamming_window"),
+    SINCE("BlackmanWindow", 17, "blackman_window"),
+    SINCE("MelWeightMatrix", 17, "mel_weight_matrix"),
+    SINCE("Det", 11, "det"),
+    ROW("DFT", 17, 19, "dft", nullptr, ""),
+    ROW("STFT", 17, 0, "stft", nullptr, ""),
     ROW("Dropout", 1, 11, "dropout", convert_dropout_v1, "ratio attr -> input"),
     SINCE("Dropout", 12, "dropout"),
     // Reductions (axes attribute or, from ReduceSum-13 / opset 18, input: both accepted).

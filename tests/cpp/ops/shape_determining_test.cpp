@@ -122,6 +122,13 @@ TEST(ShapeDeterminingFlags, ExactlyTheExpectedPositionsAreMarked) {
         "reduce_l2", "reduce_log_sum", "reduce_log_sum_exp", "reduce_sum_square"}) {
     if (OpRegistry::global().find(r) != nullptr) expected.insert(std::string(r) + ":1");
   }
+  // Signal ops (ONNX opset 17): the window size; MelWeightMatrix's num_mel_bins, dft_length;
+  // DFT's dft_length; STFT's frame_step and frame_length.
+  for (const char* p :
+       {"hann_window:0", "hamming_window:0", "blackman_window:0", "mel_weight_matrix:0",
+        "mel_weight_matrix:1", "dft:1", "stft:1", "stft:3"}) {
+    expected.insert(p);
+  }
   std::set<std::string> marked;
   for (const OpSchema* s : OpRegistry::global().list()) {
     if (s->file().find("src/ops/") == std::string::npos) continue;  // test-only ops
