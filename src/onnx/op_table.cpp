@@ -533,10 +533,11 @@ Status unroll_loop(NodeImporter& n, const std::vector<ValueId>& in,
     const ir::Graph& g = **b;
     if (g.outputs().empty()) return why;
     const ir::Value& cond_out = g.value(g.outputs()[0]);
-    if (!cond_out.constant || cond_out.constant->numel() != 1) return why;
+    const bool known = cond_out.constant && cond_out.constant->numel() == 1;
+    if (!known && trips > 0) return why;  // zero trips never read it
+    stopped = known && cond_out.constant->element_as_int64(0) == 0;
     bodies.push_back(std::move(b).value());
     caps_after.push_back(caps.size());
-    stopped = cond_out.constant->element_as_int64(0) == 0;
   }
   std::vector<ValueId> carried(in.begin() + 2, in.end());
   const size_t n_out = bodies.front()->outputs().size();
