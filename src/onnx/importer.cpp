@@ -259,7 +259,6 @@ class Importer final : public BodyImporter {
       return invalid_argument("body '{}' declares {} inputs, the node supplies {}", child.g_.name(),
                               gp.input_size(), formal_types.size());
     }
-    FRAME_RETURN_IF_ERROR(child.check_supported(gp));
     FRAME_RETURN_IF_ERROR(child.add_initializers(gp));
     for (int i = 0; i < gp.input_size(); ++i) {
       if (child.g_.find_value(gp.input(i).name()) != ir::kNoValue) {
@@ -366,25 +365,48 @@ class Importer final : public BodyImporter {
     return Status();
   }
 
+  // Walks the graph and every body once before any conversion: bodies nested deeper than
+  // kMaxBodyDepth and unsupported ops at any depth are reported at load, before any
+  // conversion or analysis pass does work on the model.
   Status check_supported(const ::onnx::GraphProto& gp) {
     std::vector<std::string> missing;
     std::set<std::string> seen;
-    for (int i = 0; i < gp.node_size(); ++i) {
-      const auto& n = gp.node(i);
-      const int opset = opset_of(n.domain());
-      if (find_op(is_default_domain(n.domain()) ? "" : n.domain(), n.op_type(), opset)) continue;
-      std::string what = fmt::format("{}::{} (opset {}{}) at node '{}'",
-                                     is_default_domain(n.domain()) ? "ai.onnx" : n.domain(),
-                                     n.op_type(), opset, opset == 0 ? ", domain not imported" : "",
-                                     n.name().empty() ? fmt::format("#{}", i) : n.name());
-      missing.push_back(std::move(what));
-      seen.insert(n.op_type());
-    }
+    FRAME_RETURN_IF_ERROR(collect_unsupported(gp, 0, "", missing, seen));
     if (missing.empty()) return Status();
     std::string list;
     for (const std::string& m : missing) list += "\n  " + m;
     return unimplemented("{} node(s) use {} op type(s) frame does not support:{}", missing.size(),
                          seen.size(), list);
+  }
+
+  Status collect_unsupported(const ::onnx::GraphProto& gp, int depth, const std::string& where,
+                             std::vector<std::string>& missing, std::set<std::string>& seen) {
+    if (depth > kMaxBodyDepth) {
+      return invalid_argument("body '{}' is nested deeper than {} levels", gp.name(),
+                              kMaxBodyDepth);
+    }
+    for (int i = 0; i < gp.node_size(); ++i) {
+      const auto& n = gp.node(i);
+      const std::string node = n.name().empty() ? fmt::format("#{}", i) : n.name();
+      for (const auto& a : n.attribute()) {
+        const std::string in =
+            fmt::format("{}body '{}' of node '{}' ({}): ", where, a.name(), node, n.op_type());
+        if (a.has_g())
+          FRAME_RETURN_IF_ERROR(collect_unsupported(a.g(), depth + 1, in, missing, seen));
+        for (const auto& g : a.graphs()) {
+          FRAME_RETURN_IF_ERROR(collect_unsupported(g, depth + 1, in, missing, seen));
+        }
+      }
+      const int opset = opset_of(n.domain());
+      if (find_op(is_default_domain(n.domain()) ? "" : n.domain(), n.op_type(), opset)) continue;
+      std::string what =
+          fmt::format("{}{}::{} (opset {}{}) at node '{}'", where,
+                      is_default_domain(n.domain()) ? "ai.onnx" : n.domain(), n.op_type(), opset,
+                      opset == 0 ? ", domain not imported" : "", node);
+      missing.push_back(std::move(what));
+      seen.insert(n.op_type());
+    }
+    return Status();
   }
 
   Status add_initializers(const ::onnx::GraphProto& gp) {

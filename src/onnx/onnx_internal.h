@@ -179,10 +179,11 @@ Status read_model(const std::string& path, size_t max_bytes, ::onnx::ModelProto&
 Status parse_model(std::string_view bytes, ::onnx::ModelProto& model);
 
 /// Whether a converter reads input `input` of (domain, op_type) as a value at import (its
-/// result is built from it: ReverseSequence sequence_lens, MaxUnpool output_shape). A graph
-/// input reaching such a position is shape-determining for a session (ADR 0006) although no
-/// frame schema sees it.
-bool needs_constant_at_import(std::string_view domain, std::string_view op_type, size_t input);
+/// result is built from it: ReverseSequence sequence_lens, MaxUnpool output_shape, Scan-8
+/// sequence_lens; `opset` is the model's opset for `domain`). A graph input reaching such a
+/// position is shape-determining for a session (ADR 0006) although no frame schema sees it.
+bool needs_constant_at_import(std::string_view domain, std::string_view op_type, int opset,
+                              size_t input);
 
 /// The row serving (domain, op_type) at `opset`, or nullptr.
 const OpRow* find_op(std::string_view domain, std::string_view op_type, int opset);

@@ -362,9 +362,11 @@ Status convert_hardmax(NodeImporter& n, std::string_view) {
 
 }  // namespace
 
-bool needs_constant_at_import(std::string_view domain, std::string_view op_type, size_t input) {
+bool needs_constant_at_import(std::string_view domain, std::string_view op_type, int opset,
+                              size_t input) {
   if (!domain.empty() && domain != "ai.onnx") return false;
-  return (op_type == "ReverseSequence" && input == 1) || (op_type == "MaxUnpool" && input == 2);
+  return (op_type == "ReverseSequence" && input == 1) || (op_type == "MaxUnpool" && input == 2) ||
+         (op_type == "Scan" && opset < 9 && input == 0);
 }
 
 namespace {
@@ -496,8 +498,10 @@ constexpr int64_t kMaxUnrolledIterations = 256;
 // as an `if` with a constant true condition (the body as branch, carried and captured values
 // as its inputs), which the If decomposition inlines (ARCH-021). Each iteration's condition
 // output must fold to a constant: true continues, false stops. Scan outputs are the slices
-// unsqueezed and concatenated. `why` is the error of the ordinary import, returned when the
-// loop does not qualify.
+// unsqueezed and concatenated. Zero iterations (M <= 0 or cond false) leave the carried values
+// as they enter and give empty scan outputs, their slice types taken from the body imported
+// for iteration 0. `why` is the error of the ordinary import, returned when the loop does not
+// qualify.
 Status unroll_loop(NodeImporter& n, const std::vector<ValueId>& in,
                    const std::vector<ir::TensorType>& formal, const Status& why) {
   const auto& mv = n.graph().value(in[0]).constant;
@@ -505,14 +509,23 @@ Status unroll_loop(NodeImporter& n, const std::vector<ValueId>& in,
   const Tensor* m = mv ? &*mv : nullptr;
   const Tensor* c = cv ? &*cv : nullptr;
   if (m == nullptr || c == nullptr || m->numel() != 1 || c->numel() != 1) return why;
-  const int64_t trips = m->element_as_int64(0);
-  if (c->element_as_int64(0) == 0 || trips <= 0 || trips > kMaxUnrolledIterations) return why;
+  const int64_t trips =
+      c->element_as_int64(0) == 0 ? 0 : std::max<int64_t>(0, m->element_as_int64(0));
   const size_t n_carried = formal.size() - 2;
   std::vector<std::optional<Tensor>> values(formal.size());
   std::vector<ValueId> caps;
   std::vector<std::shared_ptr<ir::Graph>> bodies;
   std::vector<size_t> caps_after;
-  for (int64_t i = 0; i < trips; ++i) {
+  bool stopped = false;
+  // Iteration 0 is imported even for zero trips: its outputs give the scan slice types.
+  for (int64_t i = 0; i < std::max<int64_t>(trips, 1) && !stopped; ++i) {
+    if (i == kMaxUnrolledIterations) {
+      return n.error(
+          "the body is static only for a known iteration number, so the loop is unrolled at "
+          "import, at most {} iterations (the unroll limit); the trip count M is {} and the "
+          "condition is still true after {} iterations (the body needed: {})",
+          kMaxUnrolledIterations, m->element_as_int64(0), kMaxUnrolledIterations, why.message());
+    }
     values[0] = Tensor::scalar<int64_t>(i);
     values[1] = Tensor::scalar<bool>(true);
     Result<std::shared_ptr<ir::Graph>> b = n.import_body("body", formal, caps, values);
@@ -520,15 +533,30 @@ Status unroll_loop(NodeImporter& n, const std::vector<ValueId>& in,
     const ir::Graph& g = **b;
     if (g.outputs().empty()) return why;
     const ir::Value& cond_out = g.value(g.outputs()[0]);
-    if (!cond_out.constant || cond_out.constant->numel() != 1) return why;
+    const bool known = cond_out.constant && cond_out.constant->numel() == 1;
+    if (!known && trips > 0) return why;  // zero trips never read it
+    stopped = known && cond_out.constant->element_as_int64(0) == 0;
     bodies.push_back(std::move(b).value());
     caps_after.push_back(caps.size());
-    if (cond_out.constant->element_as_int64(0) == 0) break;
   }
   std::vector<ValueId> carried(in.begin() + 2, in.end());
   const size_t n_out = bodies.front()->outputs().size();
   if (n_out < 1 + n_carried) return why;
   std::vector<std::vector<ValueId>> slices(n_out - 1 - n_carried);
+  if (trips == 0) {
+    for (size_t j = 0; j < n_carried; ++j) FRAME_RETURN_IF_ERROR(n.bind_output(j, carried[j]));
+    const ir::Graph& b0 = *bodies.front();
+    for (size_t j = 0; j < slices.size(); ++j) {
+      const auto& t = b0.value(b0.outputs()[1 + n_carried + j]).type;
+      if (!t) return why;
+      Shape s = t->shape;
+      s.insert(s.begin(), 0);
+      FRAME_ASSIGN_OR_RETURN(Tensor empty, Tensor::zeros(t->dtype, s));
+      FRAME_RETURN_IF_ERROR(
+          n.bind_output(n_carried + j, n.constant(std::move(empty), "empty_scan")));
+    }
+    return Status();
+  }
   const ValueId yes = n.constant(Tensor::scalar<bool>(true), "unrolled_cond");
   for (size_t k = 0; k < bodies.size(); ++k) {
     n.add_capture_inputs(*bodies[k], caps, caps_after[k]);
@@ -600,8 +628,10 @@ Status convert_scan(NodeImporter& n, std::string_view op) {
   const auto* m = get<int64_t>(n.attrs(), "num_scan_inputs");
   if (m == nullptr) return n.error("attribute 'num_scan_inputs' is required");
   const size_t first = v8 ? 1 : 0;
-  if (n.num_inputs() < first + static_cast<size_t>(*m) || *m < 1) {
-    return n.error("has {} inputs, fewer than num_scan_inputs {}", n.num_inputs(), *m);
+  if (*m < 1) return n.error("attribute 'num_scan_inputs' is {}, expected at least 1", *m);
+  if (n.num_inputs() < first + static_cast<size_t>(*m)) {
+    return n.error("has {} inputs, fewer than {}num_scan_inputs ({})", n.num_inputs(),
+                   v8 ? "1 (sequence_lens) + " : "", *m);
   }
   const size_t n_state = n.num_inputs() - first - static_cast<size_t>(*m);
   std::vector<int64_t> axes;
@@ -617,9 +647,14 @@ Status convert_scan(NodeImporter& n, std::string_view op) {
       if (k >= n_state) t.shape.erase(t.shape.begin() + 1);
       t.shape.erase(t.shape.begin());
     } else if (k >= n_state) {
-      int64_t axis = axes.size() > k - n_state ? axes[k - n_state] : 0;
-      if (axis < 0) axis += t.rank();
-      if (axis < 0 || axis >= t.rank()) return n.error("scan input {} has no axis {}", i, axis);
+      const int64_t given = axes.size() > k - n_state ? axes[k - n_state] : 0;
+      const int64_t axis = given < 0 ? given + t.rank() : given;
+      if (axis < 0 || axis >= t.rank()) {
+        return n.error(
+            "attribute 'scan_input_axes' entry {} is {}, expected -{}..{} for scan input {} "
+            "(node input {}, {})",
+            k - n_state, given, t.rank(), t.rank() - 1, k - n_state, i, t.to_string());
+      }
       t.shape.erase(t.shape.begin() + axis);
     }
     formal.push_back(std::move(t));
@@ -629,14 +664,17 @@ Status convert_scan(NodeImporter& n, std::string_view op) {
     // Per-row lengths shorter than the sequence would make the output depend on data.
     const Tensor* lens = n.input_constant(0);
     const ir::TensorType& x = *n.input_type(1 + n_state);
-    bool full = lens != nullptr;
+    bool full = lens != nullptr && lens->numel() == x.shape[0];
     for (int64_t b = 0; full && b < lens->numel(); ++b) {
       full = lens->element_as_int64(b) == x.shape[1];
     }
     if (!full) {
       return n.error(
           "input 0 (sequence_lens) is supported only as a constant equal to the "
-          "sequence length of every batch row");
+          "sequence length of every batch row ({} rows of length {}, got {}; a session binds "
+          "it as a shape-determining input, ADR 0006)",
+          x.shape[0], x.shape[1],
+          lens != nullptr ? shape_to_string(lens->to_int64_vector()) : "a run-time value");
     }
   }
   std::vector<ValueId> caps;

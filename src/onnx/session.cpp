@@ -46,8 +46,14 @@ runtime::ValueInfo value_info(const ::onnx::ValueInfoProto& v, DTypeCode dtype) 
 // Graph inputs whose values reach a position a converter needs as a constant at import
 // (needs_constant_at_import): walking the ONNX nodes forward, every node carries its inputs'
 // value dependence to its outputs except Shape and Size (they read only the shape).
-std::set<std::string> import_shape_determining(const ::onnx::GraphProto& gp,
+std::set<std::string> import_shape_determining(const ::onnx::ModelProto& model,
                                                const std::vector<runtime::ValueInfo>& inputs) {
+  const ::onnx::GraphProto& gp = model.graph();
+  std::map<std::string, int> opsets;
+  for (const auto& o : model.opset_import()) {
+    opsets[o.domain() == "ai.onnx" ? "" : o.domain()] = static_cast<int>(o.version());
+  }
+  if (model.opset_import_size() == 0) opsets[""] = 1;
   std::map<std::string, std::set<std::string>> reach;
   for (const runtime::ValueInfo& vi : inputs) reach[vi.name] = {vi.name};
   std::set<std::string> out;
@@ -59,7 +65,10 @@ std::set<std::string> import_shape_determining(const ::onnx::GraphProto& gp,
       for (int i = 0; i < n.input_size(); ++i) {
         auto it = reach.find(n.input(i));
         if (it == reach.end()) continue;
-        if (detail::needs_constant_at_import(n.domain(), n.op_type(), static_cast<size_t>(i))) {
+        auto op = opsets.find(n.domain() == "ai.onnx" ? "" : n.domain());
+        if (detail::needs_constant_at_import(n.domain(), n.op_type(),
+                                             op == opsets.end() ? 0 : op->second,
+                                             static_cast<size_t>(i))) {
           out.insert(it->second.begin(), it->second.end());
         }
         from.insert(it->second.begin(), it->second.end());
@@ -106,6 +115,7 @@ Result<runtime::Session> open(std::shared_ptr<ParsedModel> pm, const std::string
   src.name = name;
   LoadOptions probe = pm->load;
   probe.keep_untyped = true;
+  bool placeholders = false;  // some input dim is symbolic: the probe's types are not the runs'
   for (const auto& in : gp.input()) {
     if (pm->initializers.count(in.name()) > 0) continue;  // an initializer: a constant
     if (!in.type().has_tensor_type()) {
@@ -120,16 +130,23 @@ Result<runtime::Session> open(std::shared_ptr<ParsedModel> pm, const std::string
     }
     runtime::ValueInfo vi = value_info(in, *dt);
     // The structure-only import needs some shape: symbolic dims become 1 (the value path the
-    // classification follows does not depend on sizes).
+    // classification follows does not depend on sizes; narrowing by types is off then).
     Shape placeholder;
-    for (const runtime::Dim& d : vi.dims) placeholder.push_back(d.is_concrete() ? d.value : 1);
+    for (const runtime::Dim& d : vi.dims) {
+      placeholder.push_back(d.is_concrete() ? d.value : 1);
+      placeholders = placeholders || !d.is_concrete();
+    }
     probe.input_shapes.emplace(in.name(), std::move(placeholder));
     src.inputs.push_back(std::move(vi));
   }
   Result<ir::Graph> structure = detail::import_model(pm->model, probe, pm->dir, &pm->initializers);
   if (!structure.is_ok()) return structure.status().with_prefix(name + ": ");
-  std::set<std::string> sd = import_shape_determining(gp, src.inputs);
-  for (const passes::ShapeDeterminingInput& s : passes::shape_determining_inputs(*structure)) {
+  std::set<std::string> sd = import_shape_determining(pm->model, src.inputs);
+  // With placeholder dims, an If whose branches agree at size 1 may differ at the sizes the
+  // runs bring (x[:1] vs x): every marked position counts (ADR 0006, decision 5 notes).
+  passes::ShapeDeterminingOptions sdo;
+  sdo.narrow = !placeholders;
+  for (const passes::ShapeDeterminingInput& s : passes::shape_determining_inputs(*structure, sdo)) {
     sd.insert(s.name);
   }
   for (const runtime::ValueInfo& vi : src.inputs) {

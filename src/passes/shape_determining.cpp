@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <memory>
 #include <tuple>
+#include <unordered_map>
 #include <variant>
 
 #include "frame/ops/kernel_registry.h"
@@ -25,34 +26,68 @@ bool reads_only_type(const ir::Node& n, size_t i) {
          k->type_only_inputs.end();
 }
 
-// True when input `i` of `n` feeds a body input that is itself shape-determining inside one
-// of the node's bodies (control flow, ADR 0006 decision 5). Body inputs line up with the
-// node's last inputs (captured values last in both; an If's branches lack only `cond`).
-bool feeds_shape_determining_body_input(const ir::Node& n, size_t i) {
-  for (const auto& [name, value] : n.attrs) {
-    const auto* body = std::get_if<std::shared_ptr<const ir::Graph>>(&value);
-    if (body == nullptr || *body == nullptr) continue;
-    const ir::Graph& b = **body;
-    if (b.inputs().size() > n.inputs.size()) continue;
-    const size_t offset = n.inputs.size() - b.inputs().size();
-    if (i < offset) continue;
-    const ir::ValueId bin = b.inputs()[i - offset];
-    for (const ShapeDeterminingInput& s : shape_determining_inputs(b)) {
-      if (s.value == bin) return true;
+// One classification: each body is classified once and its shape-determining inputs are
+// remembered, so nested bodies cost time linear in their total size, not a product of the
+// captured values per level.
+class Classifier {
+ public:
+  explicit Classifier(const ShapeDeterminingOptions& opts) : opts_(opts) {}
+
+  std::vector<ShapeDeterminingInput> classify(const ir::Graph& g);
+
+ private:
+  // Per body input of `b`: true when it is shape-determining inside `b` (memoized).
+  const std::vector<bool>& body_inputs(const ir::Graph& b) {
+    auto it = bodies_.find(&b);
+    if (it != bodies_.end()) return it->second;
+    std::vector<bool> sd(b.inputs().size(), false);
+    for (const ShapeDeterminingInput& s : classify(b)) {
+      for (size_t k = 0; k < b.inputs().size(); ++k) {
+        if (b.inputs()[k] == s.value) sd[k] = true;
+      }
     }
+    return bodies_.emplace(&b, std::move(sd)).first->second;
   }
-  return false;
-}
 
-}  // namespace
+  // True when input `i` of `n` feeds a body input that is itself shape-determining inside
+  // one of the node's bodies (control flow, ADR 0006 decision 5). Body inputs line up with
+  // the node's last inputs (captured values last in both; an If's branches lack only `cond`).
+  bool feeds_shape_determining_body_input(const ir::Node& n, size_t i) {
+    for (const auto& [name, value] : n.attrs) {
+      const auto* body = std::get_if<std::shared_ptr<const ir::Graph>>(&value);
+      if (body == nullptr || *body == nullptr) continue;
+      const ir::Graph& b = **body;
+      if (b.inputs().size() > n.inputs.size()) continue;
+      const size_t offset = n.inputs.size() - b.inputs().size();
+      if (i < offset) continue;
+      if (body_inputs(b)[i - offset]) return true;
+    }
+    return false;
+  }
 
-std::vector<ShapeDeterminingInput> shape_determining_inputs(const ir::Graph& g) {
+  // The marked inputs of a control-flow node act together: when one of them feeds a
+  // shape-determining body input (a Loop trip count reaching the iteration number a Slice
+  // reads), each of them counts, since the body sees known iteration numbers only when the
+  // trip count and the condition are both known (the ONNX importer unrolls such a loop).
+  bool marked_input_feeds_body(const ir::Node& n, const ops::OpSchema& schema) {
+    for (size_t j = 0; j < n.inputs.size(); ++j) {
+      if (schema.is_shape_determining(j) && feeds_shape_determining_body_input(n, j)) return true;
+    }
+    return false;
+  }
+
+  const ShapeDeterminingOptions& opts_;
+  std::unordered_map<const ir::Graph*, std::vector<bool>> bodies_;
+};
+
+std::vector<ShapeDeterminingInput> Classifier::classify(const ir::Graph& g) {
   const std::vector<std::vector<ir::NodeId>> uses = g.use_lists();
   std::vector<ShapeDeterminingInput> out;
+  std::vector<bool> reached(g.num_values(), false);
   for (ir::ValueId in : g.inputs()) {
     if (g.value(in).is_constant()) continue;
     ShapeDeterminingInput sdi{in, g.value(in).name, {}};
-    std::vector<bool> reached(g.num_values(), false);
+    std::fill(reached.begin(), reached.end(), false);
     std::vector<ir::ValueId> stack{in};
     reached[static_cast<size_t>(in)] = true;
     while (!stack.empty()) {
@@ -64,10 +99,15 @@ std::vector<ShapeDeterminingInput> shape_determining_inputs(const ir::Graph& g) 
         bool propagates = false;
         for (size_t i = 0; i < n.inputs.size(); ++i) {
           if (n.inputs[i] != v) continue;
-          const bool marked = schema != nullptr && schema->is_shape_determining(i) &&
-                              schema->decides_shape(ops::make_node_context(g, n, schema), i);
-          if (marked || feeds_shape_determining_body_input(n, i)) {
-            const ops::ArgSpec* spec = schema->input_spec(i);
+          const bool flagged = schema != nullptr && schema->is_shape_determining(i);
+          // Narrowing (OpSchemaBuilder::shape_determining_when) may look at types; it is
+          // skipped where the types are placeholders (ShapeDeterminingOptions::narrow).
+          const bool marked =
+              flagged &&
+              (!opts_.narrow || schema->decides_shape(ops::make_node_context(g, n, schema), i));
+          if (marked || feeds_shape_determining_body_input(n, i) ||
+              (flagged && marked_input_feeds_body(n, *schema))) {
+            const ops::ArgSpec* spec = schema != nullptr ? schema->input_spec(i) : nullptr;
             sdi.uses.push_back({nid, n.name, n.op, i, spec != nullptr ? spec->name : ""});
           }
           if (!reads_only_type(n, i)) propagates = true;
@@ -93,6 +133,14 @@ std::vector<ShapeDeterminingInput> shape_determining_inputs(const ir::Graph& g) 
     out.push_back(std::move(sdi));
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<ShapeDeterminingInput> shape_determining_inputs(const ir::Graph& g,
+                                                            const ShapeDeterminingOptions& opts) {
+  Classifier c(opts);
+  return c.classify(g);
 }
 
 std::vector<std::string> describe_shape_determining_inputs(

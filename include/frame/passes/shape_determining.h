@@ -28,6 +28,16 @@ struct ShapeDeterminingInput {
   std::vector<ShapeDeterminingUse> uses;  ///< ordered by node id, then input position
 };
 
+/// How shape_determining_inputs treats narrowed positions.
+struct ShapeDeterminingOptions {
+  /// Consult each schema's narrowing (OpSchemaBuilder::shape_determining_when, e.g. an If's
+  /// `cond` only when its branches yield different types). False when `g`'s input shapes
+  /// are placeholders (a model with symbolic dims classified before any run): narrowing by
+  /// types would then judge shapes the runs never have, so every marked position counts
+  /// (ADR 0006, decision 5 notes).
+  bool narrow = true;
+};
+
 /// The non-constant graph inputs of `g` whose values reach a shape-determining input position
 /// (ADR 0006), in graph-input order; inputs that reach none are left out.
 ///
@@ -40,8 +50,12 @@ struct ShapeDeterminingInput {
 /// control-flow node's input also counts as a shape-determining position when the body input
 /// it feeds is shape-determining inside the body (recursively), e.g. an outer value captured
 /// into a Loop body and used there as a Reshape shape, or a Loop trip count whose iteration
-/// number decides a Slice inside the body.
-std::vector<ShapeDeterminingInput> shape_determining_inputs(const ir::Graph& g);
+/// number decides a Slice inside the body. When one marked input of a control-flow node
+/// counts that way, its other marked inputs count too (a Loop's `cond` with its trip count:
+/// the iteration numbers are known only when both are). Each body is classified once per
+/// call, so the cost is linear in the total size of the graph and its bodies.
+std::vector<ShapeDeterminingInput> shape_determining_inputs(
+    const ir::Graph& g, const ShapeDeterminingOptions& opts = {});
 
 /// One line per input for error hints and reports, e.g. "graph input 'shape' decides output
 /// shapes: node 'r' (reshape) input 1 (shape)". Empty when `inputs` is empty.

@@ -10,8 +10,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "frame/ops/op_registry.h"
@@ -73,6 +75,15 @@ Types if_infer(const NodeContext& ctx) {
   FRAME_RETURN_IF_ERROR(expect_one_element(ctx, 0, "cond"));
   FRAME_ASSIGN_OR_RETURN(const ir::Graph* then_g, body_attr(ctx, "then_branch"));
   FRAME_ASSIGN_OR_RETURN(const ir::Graph* else_g, body_attr(ctx, "else_branch"));
+  // Both branches must match the node's output count whatever cond is (ONNX If): checked on
+  // the graphs, before inferring either.
+  for (const auto& [g, name] :
+       {std::pair{then_g, "then_branch"}, std::pair{else_g, "else_branch"}}) {
+    if (g->outputs().size() != ctx.num_outputs) {
+      return ctx.error("branch '{}' has {} outputs, the node has {}", name, g->outputs().size(),
+                       ctx.num_outputs);
+    }
+  }
   const std::vector<ir::TensorType> captured(ctx.input_types.begin() + 1, ctx.input_types.end());
   auto branch = [&](const ir::Graph* g, const char* name) -> Types {
     FRAME_ASSIGN_OR_RETURN(std::vector<ir::TensorType> out,
@@ -278,8 +289,9 @@ Types loop_infer(const NodeContext& ctx) {
     }
     if (*m == cf::kNoTripCount) {
       return ctx.error(
-          "the loop has no trip count (M omitted) and never stops, yet has scan "
-          "outputs");
+          "input 0 (M) is {} (INT64_MAX, which is also what an omitted M means: no bound), so "
+          "the loop never stops, yet has {} scan output(s)",
+          *m, n_scan);
     }
     trips = std::max<int64_t>(0, *m);
   }
@@ -324,6 +336,22 @@ Result<ScanLayout> scan_layout(const NodeContext& ctx) {
   if (!axes.empty() && axes.size() != l.n_scan_in) {
     return ctx.error("attribute 'scan_input_axes' has {} entries, expected {}", axes.size(),
                      l.n_scan_in);
+  }
+  // Directions are 0 (forward) or 1 (reverse), one per scan input / output when given.
+  for (const auto& [attr, count] :
+       {std::pair{"scan_input_directions", l.n_scan_in},
+        std::pair{"scan_output_directions",
+                  ctx.num_outputs - std::min(ctx.num_outputs, l.n_state)}}) {
+    const std::vector<int64_t> d = ctx.attr_or<std::vector<int64_t>>(attr, std::vector<int64_t>{});
+    if (!d.empty() && d.size() != count) {
+      return ctx.error("attribute '{}' has {} entries, expected {}", attr, d.size(), count);
+    }
+    for (size_t i = 0; i < d.size(); ++i) {
+      if (d[i] != 0 && d[i] != 1) {
+        return ctx.error("attribute '{}' entry {} is {}, expected 0 (forward) or 1 (reverse)", attr,
+                         i, d[i]);
+      }
+    }
   }
   for (size_t i = 0; i < l.n_scan_in; ++i) {
     const size_t pos = l.n_state + i;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -107,6 +108,57 @@ TEST(ShapeDetermining, DescribeNamesInputNodeAndPosition) {
   EXPECT_EQ(passes::describe_shape_determining_inputs(shape_determining_inputs(g)),
             std::vector<std::string>{
                 "graph input 'shape' decides output shapes: node 'r' (reshape) input 1 (shape)"});
+}
+
+// A body reading one captured f32[2,3] `x` and yielding op(x).
+std::shared_ptr<const ir::Graph> unary_branch(const std::string& name, std::string_view op) {
+  auto b = std::make_shared<ir::Graph>(name);
+  ir::ValueId x = b->add_input("x", {kF32, {2, 3}});
+  b->add_output(add(*b, op, name + "_out", {x}));
+  return b;
+}
+
+TEST(ShapeDetermining, IfNarrowingIsSkippedWhenAskedTo) {
+  // Both branches yield f32[2,3]: narrowed, cond decides no shape; without narrowing (the
+  // session's choice when the input shapes are placeholders) the marked cond counts.
+  ir::Graph g("if");
+  ir::ValueId c = g.add_input("c", {DTypeCode::kBool, {}});
+  ir::ValueId x = g.add_input("x", {kF32, {2, 3}});
+  g.add_output(add(g, "if", "branch", {c, x},
+                   {{"then_branch", unary_branch("then", "neg")},
+                    {"else_branch", unary_branch("else", "abs")}}));
+  EXPECT_TRUE(shape_determining_inputs(g).empty());
+  passes::ShapeDeterminingOptions o;
+  o.narrow = false;
+  const std::vector<ShapeDeterminingInput> sdi = shape_determining_inputs(g, o);
+  ASSERT_EQ(sdi.size(), 1u);
+  EXPECT_EQ(sdi[0].name, "c");
+  EXPECT_EQ(uses_of(sdi[0]), std::vector<std::string>{"branch:if:0(cond)"});
+}
+
+TEST(ShapeDetermining, LoopConditionCountsWithATripCountThatReachesTheBody) {
+  // The body reshapes by its iteration number, so M is shape-determining through the body;
+  // cond decides which iteration numbers the body sees, so it counts too. The loop has no
+  // scan outputs (its own narrowing would drop both) and v0 is data.
+  auto body = std::make_shared<ir::Graph>("body");
+  ir::ValueId i = body->add_input("i", {kI64, {}});
+  ir::ValueId cin = body->add_input("c_in", {DTypeCode::kBool, {}});
+  ir::ValueId v = body->add_input("v", {kF32, {6}});
+  add(*body, "reshape", "by_i", {v, i});
+  body->add_output(cin);
+  body->add_output(v);
+  ir::Graph g("loop");
+  ir::ValueId m = g.add_input("M", {kI64, {}});
+  ir::ValueId cond = g.add_input("cond", {DTypeCode::kBool, {}});
+  ir::ValueId v0 = g.add_input("v0", {kF32, {6}});
+  g.add_output(
+      add(g, "loop", "l", {m, cond, v0}, {{"body", std::shared_ptr<const ir::Graph>(body)}}));
+  const std::vector<ShapeDeterminingInput> sdi = shape_determining_inputs(g);
+  ASSERT_EQ(sdi.size(), 2u);
+  EXPECT_EQ(sdi[0].name, "M");
+  EXPECT_EQ(uses_of(sdi[0]), std::vector<std::string>{"l:loop:0(M)"});
+  EXPECT_EQ(sdi[1].name, "cond");
+  EXPECT_EQ(uses_of(sdi[1]), std::vector<std::string>{"l:loop:1(cond)"});
 }
 
 }  // namespace
