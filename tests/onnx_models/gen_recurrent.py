@@ -13,14 +13,27 @@ dynamic, so each model runs at two (sequence, batch) sizes through one session:
   gru_bidir_bf:           1-layer bidirectional nn.GRU, batch_first=True, no initial state
 
 The exporter emits ONNX LSTM / GRU nodes (layout 0, with Transposes for batch_first) in opset 14.
+
+lstm_seq_lens (built with onnx.helper, not torch, which never exports sequence_lens): one
+bidirectional ONNX LSTM whose sequence_lens is a graph input, run with two different length
+vectors at the same shapes; expected values from the float64 numpy transcription of the ONNX
+equations in tests/ops/op_db/recurrent.py. sequence_lens never decides a shape, so it is fed as
+a plain run-time value.
 """
 
 import argparse
 import os
 
+import sys
+
 import numpy as np
+import onnx
 import torch
+from onnx import TensorProto, helper, numpy_helper
 from torch import nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ops"))
+from op_db.recurrent import reference  # noqa: E402
 
 INPUT, HIDDEN = 6, 8
 SIZES = ((5, 2), (9, 3))  # (sequence length, batch) of the two runs
@@ -85,6 +98,39 @@ def write(out, name, spec, seed):
             np.save(os.path.join(run, "out_%s.npy" % n), t.numpy())
 
 
+def write_seq_lens(out):
+    seq, batch, hid = 6, 3, 4
+    rng = np.random.default_rng(7)
+    u = lambda *s: rng.uniform(-0.8, 0.8, s).astype(np.float32)  # noqa: E731
+    W, R, B = u(2, 4 * hid, INPUT), u(2, 4 * hid, hid), u(2, 8 * hid)
+    node = helper.make_node("LSTM", ["x", "W", "R", "B", "lens"], ["y", "hn", "cn"],
+                            direction="bidirectional", hidden_size=hid, name="lstm")
+    graph = helper.make_graph(
+        [node], "lstm_seq_lens",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [seq, batch, INPUT]),
+         helper.make_tensor_value_info("lens", TensorProto.INT32, [batch])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [seq, 2, batch, hid]),
+         helper.make_tensor_value_info("hn", TensorProto.FLOAT, [2, batch, hid]),
+         helper.make_tensor_value_info("cn", TensorProto.FLOAT, [2, batch, hid])],
+        [numpy_helper.from_array(W, "W"), numpy_helper.from_array(R, "R"),
+         numpy_helper.from_array(B, "B")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    onnx.checker.check_model(model)
+    d = os.path.join(out, "lstm_seq_lens")
+    os.makedirs(d, exist_ok=True)
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    x = u(seq, batch, INPUT)
+    for key, lens in (("a", [6, 2, 4]), ("b", [1, 6, 3])):
+        run = os.path.join(d, key)
+        os.makedirs(run, exist_ok=True)
+        lens = np.array(lens, np.int32)
+        np.save(os.path.join(run, "in_x.npy"), x)
+        np.save(os.path.join(run, "in_lens.npy"), lens)
+        outs = reference("lstm", x, W, R, B, lens, direction="bidirectional")
+        for n, a in zip(("y", "hn", "cn"), outs):
+            np.save(os.path.join(run, "out_%s.npy" % n), a.astype(np.float32))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -92,6 +138,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     for seed, (name, spec) in enumerate(sorted(MODELS.items())):
         write(args.out, name, spec, seed)
+    write_seq_lens(args.out)
     with open(os.path.join(args.out, "stamp"), "w") as f:
         f.write("ok\n")
 
