@@ -4,7 +4,9 @@ References: a float64 numpy transcription of the operator spec's equations (one 
 row at a time, written from the spec, not from the kernel), and torch.nn.LSTM / GRU / RNN for
 the cases whose conventions torch shares (torch's GRU is linear_before_reset=1; torch's gate
 orders i f g o / r z n are permuted into ONNX's i o f c / z r h). sequence_lens is fed as a
-run-time input (constant_inputs=[]), as it does not decide any output shape.
+run-time input, as it does not decide any output shape. W, R, B and P are constants (as the
+initializers of a model) except in the `*_runtime_weights` cases; backends that reorder weights
+at prepare time (onednn) take only the constant ones.
 """
 from __future__ import annotations
 
@@ -130,7 +132,8 @@ def make_inputs(rng, op, S, N, I, H, D, layout=0, dt=np.float32, bias=True, h0=F
     }
 
 
-def case(op, name, inp, n_out=None, dt=np.float32, rtol=None, atol=None, why="", **attrs):
+def case(op, name, inp, n_out=None, dt=np.float32, rtol=None, atol=None, why="", const_w=True,
+         **attrs):
     """A Case with expected outputs from `reference`; attrs are the node's ONNX attributes."""
     ref_kw = {"direction": attrs.get("direction", "forward"), "layout": attrs.get("layout", 0),
               "clip": attrs.get("clip"), "acts": attrs.get("activations"),
@@ -147,13 +150,17 @@ def case(op, name, inp, n_out=None, dt=np.float32, rtol=None, atol=None, why="",
     outs = [Y, Yh, Yc][:n_out or (3 if op == "lstm" else 2)]
     attrs = dict(attrs)
     attrs.setdefault("hidden_size", int(inp["R"].shape[-1]))
+    const = [i for i in (1, 2, 3, 7) if const_w and i < len(ins) and ins[i] is not None]
     return Case(op, ins, [o.astype(dt) for o in outs], attrs, name, rtol=rtol, atol=atol, why=why,
-                constant_inputs=[])
+                constant_inputs=const)
 
 
 def lstm_cases(rng):
     out = []
     out.append(case("lstm", "defaults_f32", make_inputs(rng, "lstm", 4, 2, 3, 5, 1, bias=False)))
+    out.append(case("lstm", "bidirectional_runtime_weights",
+                    make_inputs(rng, "lstm", 4, 2, 3, 3, 2, h0=True, c0=True, peep=True),
+                    const_w=False, direction="bidirectional"))
     out.append(case("lstm", "bias_states_peep", make_inputs(rng, "lstm", 5, 3, 4, 3, 1, h0=True,
                                                             c0=True, peep=True)))
     out.append(case("lstm", "reverse", make_inputs(rng, "lstm", 4, 2, 3, 4, 1, h0=True, c0=True),
@@ -214,6 +221,9 @@ def gru_cases(rng):
                         make_inputs(rng, "gru", 4, 3, 2, 3, 2, layout=1, h0=True,
                                     lens=[2, 4, 3]),
                         direction="bidirectional", layout=1, linear_before_reset=lbr))
+    out.append(case("gru", "bidirectional_runtime_weights",
+                    make_inputs(rng, "gru", 4, 2, 3, 3, 2, h0=True), const_w=False,
+                    direction="bidirectional", linear_before_reset=1))
     out.append(case("gru", "seq_lens_forward",
                     make_inputs(rng, "gru", 5, 4, 3, 3, 1, lens=[5, 1, 3, 2])))
     big = make_inputs(rng, "gru", 4, 2, 3, 4, 1)
@@ -233,6 +243,10 @@ def rnn_cases(rng):
     out = []
     out.append(case("rnn", "defaults", make_inputs(rng, "rnn", 4, 2, 3, 5, 1, bias=False)))
     out.append(case("rnn", "bias_h0", make_inputs(rng, "rnn", 5, 3, 4, 3, 1, h0=True)))
+    out.append(case("rnn", "runtime_weights", make_inputs(rng, "rnn", 4, 2, 3, 3, 1, h0=True),
+                    const_w=False))
+    out.append(case("rnn", "bidirectional_sigmoid", make_inputs(rng, "rnn", 4, 2, 3, 3, 2),
+                    direction="bidirectional", activations=["Sigmoid", "Sigmoid"]))
     out.append(case("rnn", "reverse", make_inputs(rng, "rnn", 4, 2, 3, 4, 1, h0=True),
                     direction="reverse"))
     out.append(case("rnn", "bidirectional_relu",
@@ -298,7 +312,7 @@ def torch_cases(rng):
             assert G * H == ins[1].shape[1]
             out.append(Case(op, ins, [f32(o) for o in outs], attrs,
                             f"torch_{'bidirectional' if bidir else 'forward'}",
-                            constant_inputs=[]))
+                            constant_inputs=[1, 2, 3]))
     return out
 
 
