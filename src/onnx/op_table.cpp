@@ -415,6 +415,12 @@ Status convert_reverse_sequence(NodeImporter& n, std::string_view) {
                 {{"axis", time_axis}});
 }
 
+// LSTM/GRU/RNN-1: `output_sequence` only said whether Y was wanted; Y is always computed.
+Status convert_recurrent_v1(NodeImporter& n, std::string_view op) {
+  n.take_attr("output_sequence");
+  return n.emit(op, n.inputs(), n.attrs());
+}
+
 // MaxUnpool: scatter X into zeros at the flat indices I (MaxPool's Indices, relative to the
 // default unpooled shape); a larger output_shape pads zeros at the end of each dim.
 Status convert_max_unpool(NodeImporter& n, std::string_view) {
@@ -850,6 +856,13 @@ const std::vector<OpRow> kRows = {
     ROW("STFT", 17, 0, "stft", nullptr, ""),
     ROW("Dropout", 1, 11, "dropout", convert_dropout_v1, "ratio attr -> input"),
     SINCE("Dropout", 12, "dropout"),
+    // Recurrent: one node per sequence; sequence_lens stays a run-time input.
+    ROW("LSTM", 1, 6, "lstm", convert_recurrent_v1, "output_sequence attr dropped"),
+    SINCE("LSTM", 7, "lstm"),
+    ROW("GRU", 1, 6, "gru", convert_recurrent_v1, "output_sequence attr dropped"),
+    SINCE("GRU", 7, "gru"),
+    ROW("RNN", 1, 6, "rnn", convert_recurrent_v1, "output_sequence attr dropped"),
+    SINCE("RNN", 7, "rnn"),
     // Reductions (axes attribute or, from ReduceSum-13 / opset 18, input: both accepted).
     SAME("ReduceSum", "reduce_sum"),
     SAME("ReduceMean", "reduce_mean"),

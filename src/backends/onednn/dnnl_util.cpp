@@ -73,7 +73,7 @@ dnnl::memory thread_buffer(BufferSlot slot, const dnnl::memory::desc& desc) {
 
 Status execute(const ops::NodeContext& node, const dnnl::primitive& prim,
                std::span<const ExecArg> args) {
-  std::array<dnnl_exec_arg_t, 8> c_args{};
+  std::array<dnnl_exec_arg_t, 16> c_args{};
   size_t n = 0;
   for (const ExecArg& a : args) {
     if (a.mem == nullptr || n == c_args.size()) continue;

@@ -1,0 +1,309 @@
+// onednn kernels of lstm, gru and rnn: oneDNN's lstm_forward, gru_forward / lbr_gru_forward
+// and vanilla_rnn_forward primitives (forward inference), one unidirectional primitive per
+// direction (left2right, and right2left for reverse or the second half of bidirectional).
+// Taken: f32, layout 0, no sequence_lens, no clip, no input_forget, the default activations
+// (rnn: one of Tanh, Relu, Sigmoid), and constant W, R, B, P (initializers), which are
+// converted once at prepare time into oneDNN's gate order (lstm i f c o, gru u r o) and
+// reordered into the layout the primitive prefers. Everything else declines to `cpu` (M10).
+// initial_h / initial_c and Y_h / Y_c are [D, N, H] in layout 0, so each direction's slice is
+// a plain [1, 1, N, H] ldnc block used in place; Y is written in place for one direction and
+// through per-thread staging [T, N, H] for bidirectional (Y interleaves the directions).
+
+#include "ops/schemas/recurrent.h"
+
+#include <array>
+#include <memory>
+#include <vector>
+
+#include "backends/onednn/dnnl_util.h"
+#include "backends/onednn/kernels/nn_common.h"
+#include "frame/ops/kernel_registry.h"
+
+namespace frame::backends::onednn {
+namespace {
+
+using dnnl::memory;
+using ops::KernelContext;
+using ops::NodeContext;
+using ops::RnnActKind;
+using ops::RnnKind;
+using ops::RnnSpec;
+using Tag = memory::format_tag;
+
+constexpr DTypeSet kF32{DTypeCode::kFloat32};
+
+// One direction's primitive and its constant operands in the primitive's layouts.
+struct DirPrim {
+  dnnl::primitive prim;
+  memory::desc scratch;
+  memory w, r, bias, peep;
+};
+
+struct RnnState {
+  RnnSpec spec;
+  std::array<DirPrim, 2> dirs;
+  memory::desc x, state, y;  // [T, N, I] tnc; [1, 1, N, H] ldnc; [T, N, H] tnc
+  bool has_h0 = false, has_c0 = false;
+};
+
+// Position in ONNX's gate blocks of oneDNN's gate g.
+constexpr std::array<int64_t, 4> kLstmGates = {0, 2, 3, 1};  // i f c o <- i o f c
+constexpr std::array<int64_t, 3> kGruGates = {0, 1, 2};      // u r o <- z r h
+constexpr std::array<int64_t, 3> kPeepGates = {0, 2, 1};     // i f o <- i o f
+
+Status check_node(const NodeContext& node, const RnnSpec& s) {
+  if (s.layout != 0) return unimplemented("{} with layout=1", node.op);
+  if (node.has_input(4)) return unimplemented("{} with sequence_lens", node.op);
+  if (s.has_clip) return unimplemented("{} with clip", node.op);
+  if (s.input_forget) return unimplemented("{} with input_forget=1", node.op);
+  if (s.seq == 0 || s.batch == 0 || s.input == 0) return unimplemented("{} of empty X", node.op);
+  for (size_t i : {size_t{1}, size_t{2}, size_t{3}, size_t{7}}) {
+    if (node.has_input(i) && node.constant_input(i) == nullptr) {
+      return unimplemented("{} with a non-constant input {} (weights are reordered at prepare)",
+                           node.op, i);
+    }
+  }
+  for (int64_t d = 0; d < s.num_dirs; ++d) {
+    const auto& a = s.acts[static_cast<size_t>(d)];
+    const bool ok = s.kind == RnnKind::kLstm
+                        ? a[0].kind == RnnActKind::kSigmoid && a[1].kind == RnnActKind::kTanh &&
+                              a[2].kind == RnnActKind::kTanh
+                    : s.kind == RnnKind::kGru
+                        ? a[0].kind == RnnActKind::kSigmoid && a[1].kind == RnnActKind::kTanh
+                        : a[0].kind == s.acts[0][0].kind &&
+                              (a[0].kind == RnnActKind::kTanh || a[0].kind == RnnActKind::kRelu ||
+                               a[0].kind == RnnActKind::kSigmoid);
+    if (!ok) return unimplemented("{} with non-default activations", node.op);
+  }
+  return Status();
+}
+
+dnnl::algorithm rnn_algorithm(RnnActKind k) {
+  return k == RnnActKind::kRelu      ? dnnl::algorithm::eltwise_relu
+         : k == RnnActKind::kSigmoid ? dnnl::algorithm::eltwise_logistic
+                                     : dnnl::algorithm::eltwise_tanh;
+}
+
+// The primitive descriptor of direction `d` with `any` weight layouts.
+dnnl::primitive_desc_base make_pd(const NodeContext& node, const RnnState& st, int64_t d,
+                                  memory::desc& w_any, memory::desc& r_any) {
+  const RnnSpec& s = st.spec;
+  const auto f32 = memory::data_type::f32;
+  const int64_t gates = s.kind == RnnKind::kGru && s.linear_before_reset ? 3 : s.gates;
+  const int64_t bias_gates = s.kind == RnnKind::kGru && s.linear_before_reset ? 4 : s.gates;
+  w_any = memory::desc({1, 1, s.input, gates, s.hidden}, f32, Tag::any);
+  r_any = memory::desc({1, 1, s.hidden, gates, s.hidden}, f32, Tag::any);
+  const memory::desc bias({1, 1, bias_gates, s.hidden}, f32, Tag::ldgo);
+  const memory::desc none;
+  const memory::desc h0 = st.has_h0 ? st.state : none;
+  const memory::desc hn = node.num_outputs > 1 ? st.state : none;
+  const auto dir = d == 1 || s.reverse ? dnnl::rnn_direction::unidirectional_right2left
+                                       : dnnl::rnn_direction::unidirectional_left2right;
+  const auto prop = dnnl::prop_kind::forward_inference;
+  switch (s.kind) {
+    case RnnKind::kLstm: {
+      const memory::desc c0 = st.has_c0 ? st.state : none;
+      // oneDNN computes the last cell state whenever it computes the last hidden state: Y_c
+      // goes to staging when only Y_h is wanted.
+      const memory::desc cn = node.num_outputs > 1 ? st.state : none;
+      const memory::desc peep =
+          node.has_input(7) ? memory::desc({1, 1, 3, s.hidden}, f32, Tag::ldgo) : none;
+      dnnl::lstm_forward::desc desc(prop, dir, st.x, h0, c0, w_any, r_any, peep, bias, st.y, hn,
+                                    cn);
+      return dnnl::lstm_forward::primitive_desc(desc, default_attr(), engine());
+    }
+    case RnnKind::kGru:
+      if (s.linear_before_reset) {
+        dnnl::lbr_gru_forward::desc desc(prop, dir, st.x, h0, w_any, r_any, bias, st.y, hn);
+        return dnnl::lbr_gru_forward::primitive_desc(desc, default_attr(), engine());
+      } else {
+        dnnl::gru_forward::desc desc(prop, dir, st.x, h0, w_any, r_any, bias, st.y, hn);
+        return dnnl::gru_forward::primitive_desc(desc, default_attr(), engine());
+      }
+    case RnnKind::kRnn:
+      break;
+  }
+  dnnl::vanilla_rnn_forward::desc desc(prop, rnn_algorithm(s.acts[0][0].kind), dir, st.x, h0, w_any,
+                                       r_any, bias, st.y, hn);
+  return dnnl::vanilla_rnn_forward::primitive_desc(desc, default_attr(), engine());
+}
+
+// ONNX [G*H, K] weights of one direction -> oneDNN ldigo [1, 1, K, G, H] (gate-permuted),
+// reordered into `want`.
+memory weights_for(const float* src, int64_t k, int64_t h, std::span<const int64_t> perm,
+                   const memory::desc& want) {
+  const auto g = static_cast<int64_t>(perm.size());
+  std::vector<float> plain(static_cast<size_t>(k * g * h));
+  for (int64_t i = 0; i < k; ++i) {
+    for (int64_t gi = 0; gi < g; ++gi) {
+      const float* row = src + perm[static_cast<size_t>(gi)] * h * k;
+      for (int64_t j = 0; j < h; ++j) {
+        plain[static_cast<size_t>((i * g + gi) * h + j)] = row[j * k + i];
+      }
+    }
+  }
+  const memory::desc pd({1, 1, k, g, h}, memory::data_type::f32, Tag::ldigo);
+  memory from(pd, engine(), plain.data());
+  memory to(want, engine());
+  dnnl::reorder(from, to).execute(thread_stream(), from, to);
+  thread_stream().wait();
+  return to;
+}
+
+memory floats_memory(const memory::desc& d, const std::vector<float>& v) {
+  memory m(d, engine());
+  std::copy(v.begin(), v.end(), static_cast<float*>(m.get_data_handle()));
+  return m;
+}
+
+Result<std::shared_ptr<RnnState>> plan(const NodeContext& node, RnnKind kind) {
+  FRAME_ASSIGN_OR_RETURN(RnnSpec s, ops::parse_rnn(node, kind));
+  FRAME_RETURN_IF_ERROR(check_node(node, s));
+  auto st = std::make_shared<RnnState>();
+  st->spec = s;
+  const auto f32 = memory::data_type::f32;
+  st->x = memory::desc({s.seq, s.batch, s.input}, f32, Tag::tnc);
+  st->y = memory::desc({s.seq, s.batch, s.hidden}, f32, Tag::tnc);
+  st->state = memory::desc({1, 1, s.batch, s.hidden}, f32, Tag::ldnc);
+  st->has_h0 = node.has_input(5);
+  st->has_c0 = kind == RnnKind::kLstm && node.has_input(6);
+  return st;
+}
+
+Result<std::shared_ptr<void>> prepare(const NodeContext& node, RnnKind kind) {
+  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<RnnState> st, plan(node, kind));
+  const RnnSpec& s = st->spec;
+  const int64_t H = s.hidden, G = s.gates, GH = G * H;
+  std::span<const int64_t> perm = kind == RnnKind::kLstm ? std::span<const int64_t>(kLstmGates)
+                                  : kind == RnnKind::kGru
+                                      ? std::span<const int64_t>(kGruGates)
+                                      : std::span<const int64_t>(kGruGates.data(), 1);
+  const float* W = node.constant_input(1)->data<float>();
+  const float* R = node.constant_input(2)->data<float>();
+  const float* B = node.has_input(3) ? node.constant_input(3)->data<float>() : nullptr;
+  const bool lbr = kind == RnnKind::kGru && s.linear_before_reset;
+  try {
+    for (int64_t d = 0; d < s.num_dirs; ++d) {
+      DirPrim& p = st->dirs[static_cast<size_t>(d)];
+      memory::desc w_any, r_any;
+      const dnnl::primitive_desc_base pd = make_pd(node, *st, d, w_any, r_any);
+      p.scratch = pd.scratchpad_desc();
+      p.w = weights_for(W + d * GH * s.input, s.input, H, perm,
+                        pd.query_md(dnnl::query::weights_md, 0));
+      p.r = weights_for(R + d * GH * H, H, H, perm, pd.query_md(dnnl::query::weights_md, 1));
+      // Bias [bias_gates, H]: Wb + Rb per gate; lbr gru keeps the h gate's Rb as a 4th gate.
+      std::vector<float> bias(static_cast<size_t>((lbr ? G + 1 : G) * H), 0.0F);
+      if (B != nullptr) {
+        const float* wb = B + d * 2 * GH;
+        const float* rb = wb + GH;
+        for (int64_t g = 0; g < G; ++g) {
+          const int64_t o = perm[static_cast<size_t>(g)] * H;
+          for (int64_t j = 0; j < H; ++j) {
+            float v = wb[o + j];
+            if (!(lbr && g == 2)) v += rb[o + j];
+            bias[static_cast<size_t>(g * H + j)] = v;
+          }
+        }
+        if (lbr) std::copy(rb + 2 * H, rb + 3 * H, bias.begin() + 3 * H);
+      }
+      p.bias = floats_memory(
+          memory::desc({1, 1, lbr ? G + 1 : G, H}, memory::data_type::f32, Tag::ldgo), bias);
+      if (kind == RnnKind::kLstm && node.has_input(7)) {
+        const float* P = node.constant_input(7)->data<float>() + d * 3 * H;
+        std::vector<float> peep(static_cast<size_t>(3 * H));
+        for (int64_t g = 0; g < 3; ++g) {
+          std::copy(P + kPeepGates[static_cast<size_t>(g)] * H,
+                    P + (kPeepGates[static_cast<size_t>(g)] + 1) * H, peep.begin() + g * H);
+        }
+        p.peep = floats_memory(memory::desc({1, 1, 3, H}, memory::data_type::f32, Tag::ldgo), peep);
+      }
+      p.prim = dnnl::primitive(pd.get());
+    }
+  } catch (const dnnl::error& e) {
+    return dnnl_failure(node, "recurrent primitive", e);
+  }
+  return std::shared_ptr<void>(st);
+}
+
+template <RnnKind K>
+Status accepts(const NodeContext& node) {
+  Result<std::shared_ptr<RnnState>> st = plan(node, K);
+  if (!st.is_ok()) return nn::decline(st.status());
+  try {
+    memory::desc w, r;
+    for (int64_t d = 0; d < (*st)->spec.num_dirs; ++d) (void)make_pd(node, **st, d, w, r);
+  } catch (const dnnl::error& e) {
+    return dnnl_declines("recurrent primitive", e);
+  }
+  return Status();
+}
+
+template <RnnKind K>
+Result<std::shared_ptr<void>> prepare_kind(const NodeContext& node) {
+  return prepare(node, K);
+}
+
+Status run(KernelContext& ctx) {
+  const auto& st = *static_cast<const RnnState*>(ctx.state);
+  const RnnSpec& s = st.spec;
+  const int64_t N = s.batch, H = s.hidden, T = s.seq, D = s.num_dirs;
+  const size_t outs = ctx.outputs.size();
+  float* Y = ctx.output(0).data<float>();
+  // Staging: [T, N, H] of one direction (bidirectional), then [N, H] of an unwanted Y_c.
+  const bool stage_c = s.kind == RnnKind::kLstm && outs == 2;
+  const int64_t n_stage = (D == 2 ? T * N * H : 0) + (stage_c ? N * H : 0);
+  float* stage = n_stage > 0 ? nn::staging_floats(static_cast<size_t>(n_stage)) : nullptr;
+  float* stage_cn = stage_c ? stage + (D == 2 ? T * N * H : 0) : nullptr;
+  for (int64_t d = 0; d < D; ++d) {
+    const DirPrim& p = st.dirs[static_cast<size_t>(d)];
+    Status status;
+    try {
+      nn::ArgList<11> args;
+      auto at = [&](size_t i, int64_t off) {
+        return memory(st.state, engine(), const_cast<float*>(ctx.input(i).data<float>() + off));
+      };
+      auto out_at = [&](size_t o) {
+        return memory(st.state, engine(), ctx.output(o).data<float>() + d * N * H);
+      };
+      args.add(DNNL_ARG_SRC_LAYER, wrap(st.x, ctx.input(0)));
+      if (st.has_h0) args.add(DNNL_ARG_SRC_ITER, at(5, d * N * H));
+      if (st.has_c0) args.add(DNNL_ARG_SRC_ITER_C, at(6, d * N * H));
+      args.add(DNNL_ARG_WEIGHTS_LAYER, p.w);
+      args.add(DNNL_ARG_WEIGHTS_ITER, p.r);
+      if (p.peep) args.add(DNNL_ARG_WEIGHTS_PEEPHOLE, p.peep);
+      args.add(DNNL_ARG_BIAS, p.bias);
+      args.add(DNNL_ARG_DST_LAYER, memory(st.y, engine(), D == 2 ? stage : Y));
+      if (outs > 1) args.add(DNNL_ARG_DST_ITER, out_at(1));
+      if (outs > 2) args.add(DNNL_ARG_DST_ITER_C, out_at(2));
+      if (stage_c) args.add(DNNL_ARG_DST_ITER_C, memory(st.state, engine(), stage_cn));
+      status = nn::execute(*ctx.node, p.prim, p.scratch, args.span());
+    } catch (const dnnl::error& e) {
+      return dnnl_failure(*ctx.node, "recurrent memory", e);
+    }
+    FRAME_RETURN_IF_ERROR(status);
+    if (D == 2) {
+      // Y [T, D, N, H] <- this direction's [T, N, H].
+      for (int64_t t = 0; t < T; ++t) {
+        std::copy(stage + t * N * H, stage + (t + 1) * N * H, Y + (t * D + d) * N * H);
+      }
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
+FRAME_REGISTER_KERNEL(lstm, "onednn", run)
+    .dtypes(kF32)
+    .accepts(accepts<RnnKind::kLstm>)
+    .prepare(prepare_kind<RnnKind::kLstm>);
+FRAME_REGISTER_KERNEL(gru, "onednn", run)
+    .dtypes(kF32)
+    .accepts(accepts<RnnKind::kGru>)
+    .prepare(prepare_kind<RnnKind::kGru>);
+FRAME_REGISTER_KERNEL(rnn, "onednn", run)
+    .dtypes(kF32)
+    .accepts(accepts<RnnKind::kRnn>)
+    .prepare(prepare_kind<RnnKind::kRnn>);
+
+}  // namespace frame::backends::onednn
