@@ -173,6 +173,16 @@ def matmul_integer_cases(rng):
     av, bm = rand_q(rng, (7,), u8), rand_q(rng, (7, 3), u8)
     out.append(Case("matmul_integer", [av, bm, np.array(5, u8)],
                     [matmul_integer_ref(av, bm, np.array(5, u8))], name="vec_mat"))
+    # s8 B with per-tensor zero points (the form oneDNN's int8 matmul takes).
+    for nm, sa, sb, at in [("u8_s8_zp", (5, 16), (16, 7), u8), ("s8_s8_zp", (3, 9), (9, 4), i8),
+                           ("u8_s8_batch", (2, 3, 6, 8), (2, 1, 8, 5), u8),
+                           ("u8_s8_fold_batch", (2, 3, 32), (32, 17), u8)]:
+        a, b = rand_q(rng, sa, at), rand_q(rng, sb, i8)
+        za, zb = rand_q(rng, (), at), rand_q(rng, (1,), i8)
+        out.append(Case("matmul_integer", [a, b, za, zb], [matmul_integer_ref(a, b, za, zb)],
+                        name=nm))
+        out.append(Case("matmul_integer", [a, b, za, zb], [matmul_integer_ref(a, b, za, zb)],
+                        name=nm + "_runtime", constant_inputs=[]))
     return out
 
 
@@ -197,6 +207,19 @@ def qlinear_matmul_cases(rng):
            np.array(0.1, F32), np.array(0, i8), np.array(0.02, F32), np.array(128, u8)]
     out.append(Case("qlinear_matmul", ins, [qlinear_matmul_ref(*ins)],
                     name="per_row_saturating"))
+    # s8 B (the form oneDNN's int8 matmul takes): per tensor and per column of B.
+    for nm, sa, sb, per_col, yt in [("u8_s8", (4, 24), (24, 6), False, u8),
+                                    ("u8_s8_per_column_i8", (2, 3, 16), (16, 5), True, i8),
+                                    ("s8_s8_batch", (2, 4, 8), (2, 8, 3), False, u8)]:
+        at = u8 if nm.startswith("u8") else i8
+        a, b = rand_q(rng, sa, at), rand_q(rng, sb, i8)
+        bsc = rng.uniform(0.002, 0.02, (sb[-1],)).astype(F32) if per_col else np.array(0.01, F32)
+        ins = [a, np.array(0.03, F32), rand_q(rng, (), at), b, bsc, np.array(-2, i8),
+               np.array(0.1, F32), np.array(10 if yt == u8 else -7, yt)]
+        out.append(Case("qlinear_matmul", ins, [qlinear_matmul_ref(*ins)], name=nm))
+        # Every input a run-time value (B not pre-packed, scales computed per run).
+        out.append(Case("qlinear_matmul", ins, [qlinear_matmul_ref(*ins)], name=nm + "_runtime",
+                        constant_inputs=[]))
     return out
 
 
