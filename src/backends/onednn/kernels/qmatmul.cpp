@@ -103,7 +103,8 @@ Result<std::shared_ptr<QMatmulPrimitive>> make_qmatmul(const NodeContext& ctx, c
   const auto in = [&](int i) -> const ir::TensorType& {
     return ctx.input_types[static_cast<size_t>(i)];
   };
-  if (in(ix.b).dtype != DTypeCode::kInt8) {
+  // An accepts()-time check of B's dtype (the registry checks input 0's only).
+  if (!DTypeSet{DTypeCode::kInt8}.contains(in(ix.b).dtype)) {
     return unimplemented("B of dtype {} (oneDNN int8 matmul weights are s8)",
                          dtype_name(in(ix.b).dtype));
   }
