@@ -180,7 +180,7 @@ def matmul_integer_cases(rng):
         a, b = rand_q(rng, sa, at), rand_q(rng, sb, i8)
         za, zb = rand_q(rng, (), at), rand_q(rng, (1,), i8)
         out.append(Case("matmul_integer", [a, b, za, zb], [matmul_integer_ref(a, b, za, zb)],
-                        name=nm))
+                        name=nm, constant_inputs=[1, 2, 3]))
         out.append(Case("matmul_integer", [a, b, za, zb], [matmul_integer_ref(a, b, za, zb)],
                         name=nm + "_runtime", constant_inputs=[]))
     return out
@@ -216,7 +216,8 @@ def qlinear_matmul_cases(rng):
         bsc = rng.uniform(0.002, 0.02, (sb[-1],)).astype(F32) if per_col else np.array(0.01, F32)
         ins = [a, np.array(0.03, F32), rand_q(rng, (), at), b, bsc, np.array(-2, i8),
                np.array(0.1, F32), np.array(10 if yt == u8 else -7, yt)]
-        out.append(Case("qlinear_matmul", ins, [qlinear_matmul_ref(*ins)], name=nm))
+        out.append(Case("qlinear_matmul", ins, [qlinear_matmul_ref(*ins)], name=nm,
+                        constant_inputs=list(range(1, 8))))
         # Every input a run-time value (B not pre-packed, scales computed per run).
         out.append(Case("qlinear_matmul", ins, [qlinear_matmul_ref(*ins)], name=nm + "_runtime",
                         constant_inputs=[]))
@@ -261,10 +262,23 @@ def conv_integer_cases(rng):
         xzp = np.array(rng.integers(0, 256), np.uint8)
         wzp = rand_q(rng, (wsh[0],), np.int8) if per_ch else np.array(3, np.int8)
         ref = conv_int_acc(x, w, xzp, wzp, attrs).astype(np.int32)
-        out.append(Case("conv_integer", [x, w, xzp, wzp], [ref], dict(attrs), name=nm))
+        out.append(Case("conv_integer", [x, w, xzp, wzp], [ref], dict(attrs), name=nm,
+                        constant_inputs=[1, 2, 3]))
     x, w = rand_q(rng, (1, 2, 4, 4), np.int8), rand_q(rng, (2, 2, 3, 3), np.uint8)
     out.append(Case("conv_integer", [x, w], [conv_int_acc(x, w, None, None, {}).astype(np.int32)],
                     name="i8_u8_no_zero_point"))
+    # s8 w without a weight zero point (the form oneDNN's int8 convolution takes).
+    for xs, wsh, attrs, _, nm in CONV_VARIANTS:
+        x, w = rand_q(rng, xs, np.uint8), rand_q(rng, wsh, np.int8)
+        xzp = np.array(rng.integers(0, 256), np.uint8)
+        out.append(Case("conv_integer", [x, w, xzp],
+                        [conv_int_acc(x, w, xzp, None, attrs).astype(np.int32)], dict(attrs),
+                        name=nm + "_s8w", constant_inputs=[1, 2]))
+    x, w = rand_q(rng, (2, 16, 9, 9), np.int8), rand_q(rng, (32, 16, 3, 3), np.int8)
+    zx, zw = np.array(-4, np.int8), np.array(0, np.int8)
+    out.append(Case("conv_integer", [x, w, zx, zw],
+                    [conv_int_acc(x, w, zx, zw, {"pads": [1, 1, 1, 1]}).astype(np.int32)],
+                    {"pads": [1, 1, 1, 1]}, name="s8_s8_16ch", constant_inputs=[1, 2, 3]))
     return out
 
 
@@ -294,7 +308,19 @@ def qlinear_conv_cases(rng):
         ins = [x, xs, xzp, w, ws, wzp, ys, yzp] + ([b] if b is not None else [])
         out.append(Case("qlinear_conv", ins,
                         [qlinear_conv_ref(x, xs, xzp, w, ws, wzp, ys, yzp, b, attrs)],
-                        dict(attrs), name=nm))
+                        dict(attrs), name=nm, constant_inputs=list(range(1, len(ins)))))
+    # 16 channels (a blocked oneDNN layout), and w as a run-time value (scales constant).
+    x, w = rand_q(rng, (2, 16, 8, 8), np.uint8), rand_q(rng, (32, 16, 3, 3), np.int8)
+    ins = [x, np.array(0.02, F32), np.array(100, np.uint8), w,
+           rng.uniform(0.001, 0.004, (32,)).astype(F32), np.zeros((32,), np.int8),
+           np.array(0.1, F32), np.array(120, np.uint8),
+           rng.integers(-5000, 5000, (32,)).astype(np.int32)]
+    at = {"pads": [1, 1, 1, 1], "strides": [1, 1]}
+    ref = [qlinear_conv_ref(*ins[:8], ins[8], at)]
+    out.append(Case("qlinear_conv", ins, ref, dict(at), name="16ch_per_channel",
+                    constant_inputs=list(range(1, 9))))
+    out.append(Case("qlinear_conv", ins, ref, dict(at), name="16ch_runtime_w",
+                    constant_inputs=[1, 2, 4, 5, 6, 7, 8]))
     # The node test's data (ONNX QLinearConv example), reference computed here.
     x = rng.integers(0, 256, (1, 1, 7, 7)).astype(np.uint8)
     ins = [x, np.array(0.00369204697, F32), np.array(132, np.uint8),

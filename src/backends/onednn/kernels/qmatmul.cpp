@@ -5,7 +5,7 @@
 // output scale a_scale * b_scale / y_scale (per tensor, or per column of B) plus the dst zero
 // point, rounded to nearest even and saturated by oneDNN. Per-row zero points or scales of A,
 // per-column zero points of B and u8 B fall back to the cpu kernels (M10).
-// docs/backends/onednn.md#quantized-matmul.
+// docs/backends/onednn.md#quantized-matmul-and-convolution.
 
 #include <algorithm>
 #include <memory>
