@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "backends/cpu/kernels/linalg_util.h"
@@ -269,53 +270,83 @@ Status qlinear_matmul_kernel(KernelContext& ctx) {
 
 FRAME_REGISTER_KERNEL(qlinear_matmul, "cpu", qlinear_matmul_kernel).dtypes(kQ8);
 
+// Geometry of an integer convolution, resolved once per node by the kernels' prepare step:
+// sizes and the input offset of every (output position, tap), -1 where the tap falls in the
+// padding.
+struct ConvPlan {
+  int64_t group = 1, nb = 0, c_in = 0, m_out = 0, cg = 0, mg = 0, plane = 0, npos = 0, taps = 1;
+  std::vector<int64_t> tab;
+};
+
+Result<ConvPlan> make_conv_plan(const ops::NodeContext& node, const Shape& xs, const Shape& ws) {
+  FRAME_ASSIGN_OR_RETURN(
+      WindowGeometry g,
+      ops::nn::resolve_window(node, std::span(xs.data() + 2, xs.size() - 2),
+                              std::span(ws.data() + 2, ws.size() - 2), ops::nn::WindowKind::kConv));
+  ConvPlan p;
+  p.group = node.attr_or<int64_t>("group", 1);
+  p.nb = xs[0];
+  p.c_in = xs[1];
+  p.m_out = ws[0];
+  p.cg = p.c_in / p.group;
+  p.mg = p.m_out / p.group;
+  const size_t r = static_cast<size_t>(g.rank);
+  p.plane = numel_of(g.in);
+  p.npos = numel_of(g.out);
+  for (int64_t kd : g.kernel) p.taps *= kd;
+  const std::vector<int64_t> in_strides = contiguous_strides(g.in);
+  p.tab.resize(static_cast<size_t>(p.npos * p.taps));
+  std::vector<int64_t> pos(r, 0), tap(r, 0);
+  for (int64_t q = 0; q < p.npos; ++q) {
+    std::fill(tap.begin(), tap.end(), 0);
+    for (int64_t t = 0; t < p.taps; ++t) {
+      int64_t off = 0;
+      for (size_t d = 0; d < r; ++d) {
+        const int64_t c = pos[d] * g.strides[d] - g.pad_begin[d] + tap[d] * g.dilations[d];
+        if (c < 0 || c >= g.in[d]) {
+          off = -1;
+          break;
+        }
+        off += c * in_strides[d];
+      }
+      p.tab[static_cast<size_t>(q * p.taps + t)] = off;
+      for (size_t d = r; d-- > 0;) {
+        if (++tap[d] < g.kernel[d]) break;
+        tap[d] = 0;
+      }
+    }
+    for (size_t d = r; d-- > 0;) {
+      if (++pos[d] < g.out[d]) break;
+      pos[d] = 0;
+    }
+  }
+  return p;
+}
+
+// prepare of conv_integer (`w` at input 1) and qlinear_conv (`w` at input 3).
+template <size_t kW>
+Result<std::shared_ptr<void>> prepare_conv_plan(const ops::NodeContext& ctx) {
+  FRAME_ASSIGN_OR_RETURN(ConvPlan p,
+                         make_conv_plan(ctx, ctx.input_types[0].shape, ctx.input_types[kW].shape));
+  return std::shared_ptr<void>(std::make_shared<ConvPlan>(std::move(p)));
+}
+
 // int32 convolution of (x - x_zero_point) and (w - w_zero_point[m]) with ONNX Conv geometry;
 // padded positions contribute 0. Calls emit(n, m, acc_plane) per (batch, output channel).
+// Uses the prepared plan (ctx.state), or builds one when the caller ran no prepare step
+// (constant folding).
 template <typename Emit>
 Status int_conv(KernelContext& ctx, const Tensor& x, const Tensor& w, int32_t xzp,
                 const std::vector<int32_t>& wzp, Emit&& emit) {
-  const Shape& xs = x.shape();
-  const Shape& ws = w.shape();
-  FRAME_ASSIGN_OR_RETURN(
-      WindowGeometry g,
-      ops::nn::resolve_window(*ctx.node, std::span(xs.data() + 2, xs.size() - 2),
-                              std::span(ws.data() + 2, ws.size() - 2), ops::nn::WindowKind::kConv));
-  const int64_t group = ctx.node->attr_or<int64_t>("group", 1);
-  const int64_t nb = xs[0], c_in = xs[1], m_out = ws[0];
-  const int64_t cg = c_in / group, mg = m_out / group;
-  const size_t r = static_cast<size_t>(g.rank);
-  const int64_t plane = numel_of(g.in), npos = numel_of(g.out);
-  int64_t taps = 1;
-  for (int64_t kd : g.kernel) taps *= kd;
-  const std::vector<int64_t> in_strides = contiguous_strides(g.in);
-  // Input offset of every (output position, tap), -1 where the tap falls in the padding.
-  std::vector<int64_t> tab(static_cast<size_t>(npos * taps));
-  {
-    std::vector<int64_t> pos(r, 0);
-    for (int64_t p = 0; p < npos; ++p) {
-      std::vector<int64_t> tap(r, 0);
-      for (int64_t t = 0; t < taps; ++t) {
-        int64_t off = 0;
-        for (size_t d = 0; d < r; ++d) {
-          const int64_t c = pos[d] * g.strides[d] - g.pad_begin[d] + tap[d] * g.dilations[d];
-          if (c < 0 || c >= g.in[d]) {
-            off = -1;
-            break;
-          }
-          off += c * in_strides[d];
-        }
-        tab[static_cast<size_t>(p * taps + t)] = off;
-        for (size_t d = r; d-- > 0;) {
-          if (++tap[d] < g.kernel[d]) break;
-          tap[d] = 0;
-        }
-      }
-      for (size_t d = r; d-- > 0;) {
-        if (++pos[d] < g.out[d]) break;
-        pos[d] = 0;
-      }
-    }
+  ConvPlan local;
+  const ConvPlan* plan = static_cast<const ConvPlan*>(ctx.state);
+  if (plan == nullptr) {
+    FRAME_ASSIGN_OR_RETURN(local, make_conv_plan(*ctx.node, x.shape(), w.shape()));
+    plan = &local;
   }
+  const int64_t nb = plan->nb, c_in = plan->c_in, m_out = plan->m_out, cg = plan->cg, mg = plan->mg,
+                plane = plan->plane, npos = plan->npos, taps = plan->taps;
+  const std::vector<int64_t>& tab = plan->tab;
   const bool per_channel = wzp.size() > 1;
   return dispatch_dtype<kQ8>(x.dtype(), [&]<typename X>() {
     return dispatch_dtype<kQ8>(w.dtype(), [&]<typename W>() {
@@ -366,7 +397,9 @@ Status conv_integer_kernel(KernelContext& ctx) {
                   });
 }
 
-FRAME_REGISTER_KERNEL(conv_integer, "cpu", conv_integer_kernel).dtypes(kQ8);
+FRAME_REGISTER_KERNEL(conv_integer, "cpu", conv_integer_kernel)
+    .dtypes(kQ8)
+    .prepare(prepare_conv_plan<1>);
 
 Status qlinear_conv_kernel(KernelContext& ctx) {
   const float xs = floats_of(ctx, 1)[0];
@@ -399,7 +432,9 @@ Status qlinear_conv_kernel(KernelContext& ctx) {
   });
 }
 
-FRAME_REGISTER_KERNEL(qlinear_conv, "cpu", qlinear_conv_kernel).dtypes(kQ8);
+FRAME_REGISTER_KERNEL(qlinear_conv, "cpu", qlinear_conv_kernel)
+    .dtypes(kQ8)
+    .prepare(prepare_conv_plan<3>);
 
 }  // namespace
 }  // namespace frame::cpu
