@@ -4,7 +4,9 @@
 //   quantize_qdq_conv: conv(dequantize_linear(xq, xs, xzp), W, B) read only by
 //     quantize_linear(., ys, yzp) -> qlinear_conv(xq, xs, xzp, wq, ws, 0, ys, yzp, bq);
 //   quantize_qdq_matmul: matmul(dequantize_linear(aq, as, azp), W) read only by
-//     quantize_linear(., ys, yzp) -> qlinear_matmul(aq, as, azp, wq, ws, 0, ys, yzp).
+//     quantize_linear(., ys, yzp) -> qlinear_matmul(aq, as, azp, wq, ws, 0, ys, yzp);
+//   either with a relu before the quantize (a fused_post_ops_internal of the base op and one
+//     relu, as fuse_post_ops leaves it) -> the int8 node then max(., yzp).
 // Constant folding has already turned the weights' own DequantizeLinear into a float constant
 // W, so the int8 weights are recovered: per output channel (per column of a matmul W) the scale
 // s = max|W| / 127 of symmetric int8 quantization, wq = round(W / s), and the pattern fires
@@ -23,6 +25,7 @@
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/lowering_pattern.h"
 #include "frame/ops/op_registry.h"
+#include "ops/schemas/nn_fused_internal.h"
 
 namespace frame::backends::onednn {
 namespace {
@@ -161,9 +164,13 @@ bool onednn_would_run(const Graph& g, std::string_view op, std::string_view name
 
 // Replaces the anchor, its QuantizeLinear (and the DequantizeLinear when nothing else reads
 // it) by node `op`, whose output takes over the QuantizeLinear output's name, type and uses.
+// With `relu` (the anchor applied a relu before the quantize) the int8 node is followed by
+// max(., y_zero_point): quantize(relu(v)) = max(quantize(v), quantize(0)) since quantize is
+// monotonic and quantize(0) = y_zero_point.
 Result<bool> replace_qdq(Graph& g, NodeId anchor, const QdqMatch& m, std::string_view op,
                          std::vector<ValueId> inputs,
-                         std::vector<std::pair<size_t, Tensor>> constants, ir::AttrMap attrs) {
+                         std::vector<std::pair<size_t, Tensor>> constants, ir::AttrMap attrs,
+                         bool relu) {
   const ir::Node an = g.node(anchor);
   const ValueId out = g.node(m.q).outputs[0];
   const std::string out_name = g.value(out).name;
@@ -175,15 +182,47 @@ Result<bool> replace_qdq(Graph& g, NodeId anchor, const QdqMatch& m, std::string
   g.remove_node(m.q);
   g.remove_node(anchor);
   if (m.dq_dies) g.remove_node(m.dq);
-  FRAME_ASSIGN_OR_RETURN(
-      NodeId n, g.create_node(op, an.name, std::move(inputs), 1, std::move(attrs), {out_name}));
-  const ValueId nv = g.node(n).outputs[0];
+  std::vector<std::string> names{out_name};
+  if (relu) names = {g.unique_value_name(an.name + "_int8")};
+  FRAME_ASSIGN_OR_RETURN(NodeId n,
+                         g.create_node(op, an.name, std::move(inputs), 1, std::move(attrs), names));
+  ValueId nv = g.node(n).outputs[0];
   g.value(nv).type = type;
+  if (relu) {
+    FRAME_ASSIGN_OR_RETURN(NodeId r,
+                           g.create_node("max", an.name + "_relu", {nv, m.yzp}, 1, {}, {out_name}));
+    nv = g.node(r).outputs[0];
+    g.value(nv).type = type;
+  }
   g.replace_all_uses(out, nv);
   return true;
 }
 
+// A fused_post_ops_internal node made by fuse_post_ops from a plain `base` node and one relu
+// (no residual, plain layouts): true, with the base op's attributes in `*base_attrs`.
+bool base_plus_relu(const Graph& g, NodeId id, std::string_view base, ir::AttrMap* base_attrs) {
+  const ir::Node& n = g.node(id);
+  const ops::NodeContext ctx = ops::make_node_context(g, n, ops::OpRegistry::global().find(n.op));
+  Result<ops::fused::FusedSpec> spec = ops::fused::decode_fused(ctx);
+  if (!spec.is_ok() || spec->base_op != base || spec->has_residual || spec->post_ops.size() != 1 ||
+      spec->post_ops[0].kind != ops::fused::PostOpKind::kRelu ||
+      spec->src_layout != ops::fused::ActivationLayout::kPlain ||
+      spec->dst_layout != ops::fused::ActivationLayout::kPlain) {
+    return false;
+  }
+  *base_attrs = n.attrs;
+  for (const char* a : {"base_op", "post_ops", "post_op_params"}) base_attrs->erase(a);
+  for (std::string_view a :
+       {ops::fused::kSrcLayoutAttr, ops::fused::kDstLayoutAttr, ops::fused::kResidualLayoutAttr}) {
+    base_attrs->erase(std::string(a));
+  }
+  return true;
+}
+
 Result<bool> quantize_qdq_conv(Graph& g, NodeId id) {
+  ir::AttrMap attrs = g.node(id).attrs;
+  const bool relu = g.node(id).op != "conv";
+  if (relu && !base_plus_relu(g, id, "conv", &attrs)) return false;
   const std::optional<QdqMatch> m = match_qdq(g, id);
   if (!m) return false;
   const ir::Node conv = g.node(id);
@@ -213,7 +252,7 @@ Result<bool> quantize_qdq_conv(Graph& g, NodeId id) {
   }
   std::vector<ValueId> inputs{m->xq,        m->xs, m->xzp, ir::kNoValue, ir::kNoValue,
                               ir::kNoValue, m->ys, m->yzp, ir::kNoValue};
-  if (!onednn_would_run(g, "qlinear_conv", conv.name, inputs, conv.attrs,
+  if (!onednn_would_run(g, "qlinear_conv", conv.name, inputs, attrs,
                         {{3, &wq->q}, {4, &ws}, {5, &wzp}, {8, &bq}})) {
     return false;
   }
@@ -222,14 +261,18 @@ Result<bool> quantize_qdq_conv(Graph& g, NodeId id) {
   consts.emplace_back(4, std::move(ws));
   consts.emplace_back(5, std::move(wzp));
   consts.emplace_back(8, std::move(bq));
-  return replace_qdq(g, id, *m, "qlinear_conv", std::move(inputs), std::move(consts), conv.attrs);
+  return replace_qdq(g, id, *m, "qlinear_conv", std::move(inputs), std::move(consts),
+                     std::move(attrs), relu);
 }
 
 Result<bool> quantize_qdq_matmul(Graph& g, NodeId id) {
+  ir::AttrMap attrs;
+  const bool relu = g.node(id).op != "matmul";
+  if (relu && !base_plus_relu(g, id, "matmul", &attrs)) return false;
   const std::optional<QdqMatch> m = match_qdq(g, id);
   if (!m) return false;
   const ir::Node mm = g.node(id);
-  if (mm.inputs.size() != 2) return false;
+  if (mm.inputs.size() < 2 || (mm.inputs.size() > 2 && mm.inputs[2] != ir::kNoValue)) return false;
   const Tensor* w = constant(g, mm.inputs[1]);
   if (w == nullptr || w->rank() != 2 || w->dim(1) == 0) return false;
   const int64_t k = w->dim(0), n = w->dim(1);
@@ -249,13 +292,18 @@ Result<bool> quantize_qdq_matmul(Graph& g, NodeId id) {
   consts.emplace_back(3, std::move(wq->q));
   consts.emplace_back(4, std::move(ws));
   consts.emplace_back(5, std::move(wzp));
-  return replace_qdq(g, id, *m, "qlinear_matmul", std::move(inputs), std::move(consts), {});
+  return replace_qdq(g, id, *m, "qlinear_matmul", std::move(inputs), std::move(consts), {}, relu);
 }
 
 // Names sort after the other conv / matmul patterns (patterns run by name), which leave a
 // conv whose only reader is a QuantizeLinear alone.
 FRAME_REGISTER_LOWERING_PATTERN("onednn", quantize_qdq_conv, conv, quantize_qdq_conv);
 FRAME_REGISTER_LOWERING_PATTERN("onednn", quantize_qdq_matmul, matmul, quantize_qdq_matmul);
+// conv / matmul -> relu -> quantize: fuse_post_ops has made the conv and relu one node.
+FRAME_REGISTER_LOWERING_PATTERN("onednn", quantize_qdq_conv, fused_post_ops_internal,
+                                quantize_qdq_conv);
+FRAME_REGISTER_LOWERING_PATTERN("onednn", quantize_qdq_matmul, fused_post_ops_internal,
+                                quantize_qdq_matmul);
 
 }  // namespace
 }  // namespace frame::backends::onednn

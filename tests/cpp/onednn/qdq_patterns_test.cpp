@@ -53,8 +53,9 @@ Tensor int8_valued(Shape s, int64_t groups, int64_t inner, int64_t o_stride, int
 }
 
 // x (u8) -> dequantize_linear -> conv(W, B) or matmul(W) -> quantize_linear -> y (u8); with
-// `second_reader` the float result is also a graph output.
-ir::Graph qdq_graph(bool conv, bool int8_weights, bool second_reader) {
+// `second_reader` the float result is also a graph output; with `relu` a relu precedes the
+// quantize.
+ir::Graph qdq_graph(bool conv, bool int8_weights, bool second_reader, bool relu = false) {
   ir::Graph g("qdq");
   const Shape xs = conv ? Shape{1, 16, 10, 10} : Shape{6, 40};
   const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kUInt8, xs});
@@ -75,6 +76,7 @@ ir::Graph qdq_graph(bool conv, bool int8_weights, bool second_reader) {
     const ir::ValueId wv = g.add_constant("w", std::move(w));
     yf = g.node(*g.create_node("matmul", "mm0", {xf, wv}, 1)).outputs[0];
   }
+  if (relu) yf = g.node(*g.create_node("relu", "relu0", {yf}, 1)).outputs[0];
   const ir::ValueId sy = g.add_constant("y_scale", Tensor::scalar<float>(conv ? 0.05F : 0.1F));
   const ir::ValueId zy = g.add_constant("y_zp", Tensor::scalar<uint8_t>(120));
   g.add_output(g.node(*g.create_node("quantize_linear", "q", {yf, sy, zy}, 1)).outputs[0]);
@@ -84,51 +86,64 @@ ir::Graph qdq_graph(bool conv, bool int8_weights, bool second_reader) {
 
 TEST(OnednnQdqPatterns, QdqBecomesOneInt8Node) {
   for (bool conv : {true, false}) {
-    SCOPED_TRACE(conv ? "conv" : "matmul");
-    ir::Graph g = qdq_graph(conv, true, false);
-    const std::vector<std::string> rw = lower(g, {"onednn", "cpu"});
-    ASSERT_EQ(rw.size(), 1u);
-    EXPECT_NE(rw[0].find(conv ? "quantize_qdq_conv" : "quantize_qdq_matmul"), std::string::npos)
-        << rw[0];
-    ASSERT_EQ(g.num_nodes(), 1u);
-    EXPECT_EQ(g.node(g.node_ids()[0]).op, conv ? "qlinear_conv" : "qlinear_matmul");
+    for (bool relu : {false, true}) {
+      SCOPED_TRACE(fmt::format("{}{}", conv ? "conv" : "matmul", relu ? " + relu" : ""));
+      ir::Graph g = qdq_graph(conv, true, false, relu);
+      const std::vector<std::string> rw = lower(g, {"onednn", "cpu"});
+      ASSERT_FALSE(rw.empty());
+      EXPECT_NE(rw.back().find(conv ? "quantize_qdq_conv" : "quantize_qdq_matmul"),
+                std::string::npos)
+          << rw.back();
+      // relu: the int8 node, then max(., y_zero_point).
+      ASSERT_EQ(g.num_nodes(), relu ? 2u : 1u);
+      EXPECT_EQ(g.node(g.node_ids()[0]).op, conv ? "qlinear_conv" : "qlinear_matmul");
+      if (relu) {
+        EXPECT_EQ(g.node(g.node_ids()[1]).op, "max");
+      }
+    }
   }
 }
 
 TEST(OnednnQdqPatterns, MatchesTheFloatQdqGraphWithinOneStep) {
   for (bool conv : {true, false}) {
-    SCOPED_TRACE(conv ? "conv" : "matmul");
-    const ir::Graph g = qdq_graph(conv, true, false);
-    runtime::CompileOptions on;
-    on.backends = {"onednn", "cpu"};
-    on.use_cache = false;
-    runtime::CompileOptions ref;
-    ref.backends = {"cpu"};
-    ref.use_cache = false;
-    Result<runtime::Executable> fast = runtime::compile(g, on);
-    Result<runtime::Executable> slow = runtime::compile(g, ref);
-    ASSERT_TRUE(fast.is_ok()) << fast.status().message();
-    ASSERT_TRUE(slow.is_ok()) << slow.status().message();
-    ASSERT_EQ(fast->report().placements.size(), 1u);
-    EXPECT_EQ(fast->report().placements[0].backend, "onednn");
-    const runtime::TensorMap in{{"x", u8_tensor(conv ? Shape{1, 16, 10, 10} : Shape{6, 40}, 11)}};
-    Result<runtime::TensorMap> a = fast->run(in), e = slow->run(in);
-    ASSERT_TRUE(a.is_ok()) << a.status().message();
-    ASSERT_TRUE(e.is_ok()) << e.status().message();
-    ASSERT_EQ(a->size(), 1u);
-    const Tensor& ya = a->begin()->second;
-    const Tensor& ye = e->at(a->begin()->first);
-    ASSERT_EQ(ya.shape(), ye.shape());
-    int64_t differ = 0, saturated = 0;
-    for (int64_t i = 0; i < ya.numel(); ++i) {
-      const int d = std::abs(int{ya.data<uint8_t>()[i]} - int{ye.data<uint8_t>()[i]});
-      EXPECT_LE(d, 1) << "element " << i;
-      differ += d != 0 ? 1 : 0;
-      saturated += ye.data<uint8_t>()[i] == 0 || ye.data<uint8_t>()[i] == 255 ? 1 : 0;
+    for (bool relu : {false, true}) {
+      SCOPED_TRACE(fmt::format("{}{}", conv ? "conv" : "matmul", relu ? " + relu" : ""));
+      const ir::Graph g = qdq_graph(conv, true, false, relu);
+      runtime::CompileOptions on;
+      on.backends = {"onednn", "cpu"};
+      on.use_cache = false;
+      runtime::CompileOptions ref;
+      ref.backends = {"cpu"};
+      ref.use_cache = false;
+      Result<runtime::Executable> fast = runtime::compile(g, on);
+      Result<runtime::Executable> slow = runtime::compile(g, ref);
+      ASSERT_TRUE(fast.is_ok()) << fast.status().message();
+      ASSERT_TRUE(slow.is_ok()) << slow.status().message();
+      bool int8_on_onednn = false;
+      for (const runtime::Placement& p : fast->report().placements) {
+        int8_on_onednn =
+            int8_on_onednn || (p.op.rfind("qlinear_", 0) == 0 && p.backend == "onednn");
+      }
+      EXPECT_TRUE(int8_on_onednn);
+      const runtime::TensorMap in{{"x", u8_tensor(conv ? Shape{1, 16, 10, 10} : Shape{6, 40}, 11)}};
+      Result<runtime::TensorMap> a = fast->run(in), e = slow->run(in);
+      ASSERT_TRUE(a.is_ok()) << a.status().message();
+      ASSERT_TRUE(e.is_ok()) << e.status().message();
+      ASSERT_EQ(a->size(), 1u);
+      const Tensor& ya = a->begin()->second;
+      const Tensor& ye = e->at(a->begin()->first);
+      ASSERT_EQ(ya.shape(), ye.shape());
+      int64_t differ = 0, saturated = 0;
+      for (int64_t i = 0; i < ya.numel(); ++i) {
+        const int d = std::abs(int{ya.data<uint8_t>()[i]} - int{ye.data<uint8_t>()[i]});
+        EXPECT_LE(d, 1) << "element " << i;
+        differ += d != 0 ? 1 : 0;
+        saturated += ye.data<uint8_t>()[i] == 0 || ye.data<uint8_t>()[i] == 255 ? 1 : 0;
+      }
+      // Only sums within float rounding of a rounding boundary may land one step apart.
+      EXPECT_LE(differ * 100, ya.numel()) << differ << " of " << ya.numel() << " differ";
+      EXPECT_LT(saturated, ya.numel());  // the data exercises the unsaturated range
     }
-    // Only sums within float rounding of a rounding boundary may land one step apart.
-    EXPECT_LE(differ * 100, ya.numel()) << differ << " of " << ya.numel() << " differ";
-    EXPECT_LT(saturated, ya.numel());  // the data exercises the unsaturated range
   }
 }
 
