@@ -75,6 +75,22 @@ AxisView axis_view(const KernelContext& ctx, const Shape& x, int64_t param_numel
   return v;
 }
 
+// Calls fn(begin, end, channel) over the elements of an AxisView in runs of one channel,
+// split across threads (a per-tensor view is one long run, cut into chunks).
+template <typename Fn>
+void for_channel_runs(const AxisView& v, int num_threads, Fn&& fn) {
+  const int64_t rows = v.outer * v.channels;
+  const int64_t chunk = rows == 1 ? int64_t{16384} : v.inner;
+  const int64_t per_row = (v.inner + chunk - 1) / std::max<int64_t>(chunk, 1);
+  const int64_t items = rows * per_row;
+#pragma omp parallel for num_threads(num_threads) if (items > 1 && rows * v.inner > 65536)
+  for (int64_t it = 0; it < items; ++it) {
+    const int64_t r = it / per_row, b = (it % per_row) * chunk;
+    const int64_t e = std::min(v.inner, b + chunk);
+    fn(r * v.inner + b, r * v.inner + e, r % v.channels);
+  }
+}
+
 Status quantize_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& s = ctx.input(1);
@@ -86,18 +102,23 @@ Status quantize_kernel(KernelContext& ctx) {
     const T* sp = s.data<T>();
     return dispatch_dtype<kQ8>(y.dtype(), [&]<typename Q>() {
       Q* yp = y.data<Q>();
-#pragma omp parallel for num_threads(ctx.num_threads) if (x.numel() > 65536)
-      for (int64_t o = 0; o < v.outer; ++o) {
-        for (int64_t c = 0; c < v.channels; ++c) {
-          const float scale = static_cast<float>(to_compute(sp[c]));
-          const int32_t z = zp[static_cast<size_t>(c)];
-          const int64_t base = (o * v.channels + c) * v.inner;
-          for (int64_t i = 0; i < v.inner; ++i) {
-            const float q = static_cast<float>(to_compute(xp[base + i])) / scale;
-            yp[base + i] = saturate_round<Q>(q, z);
-          }
+      for_channel_runs(v, ctx.num_threads, [&](int64_t b, int64_t e, int64_t c) {
+        const float scale = static_cast<float>(to_compute(sp[c]));
+        const int32_t z = zp[static_cast<size_t>(c)];
+        // Clamping to the integer bounds before rounding equals clamping after it; within
+        // them v + 1.5 * 2^23 - 1.5 * 2^23 rounds half to even (default rounding mode) and
+        // the loop vectorizes (compare-and-select clamps). NaN clamps to the lowest value.
+        const float lo =
+            static_cast<float>(std::numeric_limits<Q>::lowest()) - static_cast<float>(z);
+        const float hi = static_cast<float>(std::numeric_limits<Q>::max()) - static_cast<float>(z);
+        constexpr float kMagic = 12582912.0f;
+        for (int64_t i = b; i < e; ++i) {
+          float q = static_cast<float>(to_compute(xp[i])) / scale;
+          q = q >= lo ? q : lo;  // also NaN -> lo
+          q = q <= hi ? q : hi;
+          yp[i] = static_cast<Q>(static_cast<int32_t>((q + kMagic) - kMagic) + z);
         }
-      }
+      });
     });
   });
 }
@@ -115,18 +136,14 @@ Status dequantize_kernel(KernelContext& ctx) {
     return dispatch_dtype<kScale>(s.dtype(), [&]<typename S>() {
       const S* sp = s.data<S>();
       S* yp = y.data<S>();
-#pragma omp parallel for num_threads(ctx.num_threads) if (x.numel() > 65536)
-      for (int64_t o = 0; o < v.outer; ++o) {
-        for (int64_t c = 0; c < v.channels; ++c) {
-          const float scale = static_cast<float>(to_compute(sp[c]));
-          const int64_t z = zp[static_cast<size_t>(c)];
-          const int64_t base = (o * v.channels + c) * v.inner;
-          for (int64_t i = 0; i < v.inner; ++i) {
-            const float d = static_cast<float>(static_cast<int64_t>(xp[base + i]) - z);
-            yp[base + i] = from_compute<S>(static_cast<compute_t<S>>(d * scale));
-          }
+      for_channel_runs(v, ctx.num_threads, [&](int64_t b, int64_t e, int64_t c) {
+        const float scale = static_cast<float>(to_compute(sp[c]));
+        const int64_t z = zp[static_cast<size_t>(c)];
+        for (int64_t i = b; i < e; ++i) {
+          const float d = static_cast<float>(static_cast<int64_t>(xp[i]) - z);
+          yp[i] = from_compute<S>(static_cast<compute_t<S>>(d * scale));
         }
-      }
+      });
     });
   });
 }
