@@ -823,6 +823,14 @@ const std::vector<OpRow> kRows = {
     ROW("Gemm", 1, 6, "gemm", convert_gemm_v1, "broadcast attr dropped"),
     SINCE("Gemm", 7, "gemm"),
     SINCE("Einsum", 12, "einsum"),
+    // Quantization (QDQ and integer-arithmetic ops).
+    SINCE("QuantizeLinear", 10, "quantize_linear"),
+    SINCE("DequantizeLinear", 10, "dequantize_linear"),
+    SINCE("DynamicQuantizeLinear", 11, "dynamic_quantize_linear"),
+    SINCE("MatMulInteger", 10, "matmul_integer"),
+    SINCE("QLinearMatMul", 10, "qlinear_matmul"),
+    SINCE("ConvInteger", 10, "conv_integer"),
+    SINCE("QLinearConv", 10, "qlinear_conv"),
     // Neural network.
     SAME("Conv", "conv"),
     SAME("ConvTranspose", "conv_transpose"),

@@ -164,6 +164,8 @@ TEST_P(Decomposition, VerifiesTypesAndMatchesCpuKernel) {
           OpCall call;
           call.op = op;
           call.attrs = attrs;
+          // Every required output (multi-output ops such as dynamic_quantize_linear).
+          call.num_outputs = static_cast<size_t>(schema->min_output_count());
           // Generic inputs: every required input with the same dtype and shape.
           for (int i = 0; i < schema->min_input_count(); ++i) {
             call.inputs.push_back(random_tensor(d, shape, rng));
