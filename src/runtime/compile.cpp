@@ -12,6 +12,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -155,14 +156,34 @@ std::string constant_digest(const Tensor& t) {
 // Graph fingerprint: its text form without constant data (names, types, attrs, structure)
 // plus a digest of every constant, plus every option. The hash map only indexes; the full
 // key is compared.
+// Digests of every tensor the text form elides (constant values and tensor attributes), in
+// `g` and, recursively, in its graph attributes (control-flow bodies, fused groups): two graphs
+// that differ only in such data must not share a cache entry.
+void append_data_digests(const ir::Graph& g, const std::string& scope, std::string& out) {
+  for (size_t v = 0; v < g.num_values(); ++v) {
+    const ir::Value& val = g.value(static_cast<ir::ValueId>(v));
+    if (val.constant) out += scope + val.name + "=" + constant_digest(*val.constant) + "\n";
+  }
+  for (ir::NodeId id : g.node_ids()) {
+    const ir::Node& n = g.node(id);
+    // Sorted: AttrMap is unordered, the key must not depend on its iteration order.
+    std::map<std::string, const ir::AttrValue*> sorted;
+    for (const auto& [name, value] : n.attrs) sorted.emplace(name, &value);
+    for (const auto& [name, value] : sorted) {
+      if (const auto* t = std::get_if<Tensor>(value)) {
+        out += scope + n.name + "." + name + "=" + constant_digest(*t) + "\n";
+      } else if (const auto* body = std::get_if<std::shared_ptr<const ir::Graph>>(value)) {
+        if (*body) append_data_digests(**body, scope + n.name + "." + name + "/", out);
+      }
+    }
+  }
+}
+
 std::string cache_key(const ir::Graph& g, const CompileOptions& o) {
   ir::PrintOptions po;
   po.constant_data = false;
   std::string consts;
-  for (size_t v = 0; v < g.num_values(); ++v) {
-    const ir::Value& val = g.value(static_cast<ir::ValueId>(v));
-    if (val.constant) consts += val.name + "=" + constant_digest(*val.constant) + "\n";
-  }
+  append_data_digests(g, "", consts);
   return fmt::format(
       "{}\n--constants--\n{}--options--\nbackends={}\npipeline={}\ndisabled={}\nstrict={}\n"
       "threads={}\nfold={}\ninplace={}\nreuse={}\nprint={}\n",

@@ -62,6 +62,33 @@ TEST(Runtime, SignaturesAndValues) {
   for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(y[i], v[i] > 0 ? v[i] : 0.0F);
 }
 
+// y = x + constant_of_shape([3], value = v): graphs that differ only in the tensor attribute
+// `value` print the same text (tensor data is elided) and must still compile separately:
+// x = 0 gives y = v for each v.
+ir::Graph fill_graph(float v) {
+  ir::Graph g("fill_by_attr");
+  ir::ValueId x = g.add_input("x", {DTypeCode::kFloat32, {3}});
+  ir::ValueId shape = g.add_constant("shape", Tensor::from_vector<int64_t>({1}, {3}));
+  ir::AttrMap attrs;
+  attrs["value"] = Tensor::from_vector<float>({1}, {v});
+  Result<ir::NodeId> fill = g.create_node("constant_of_shape", "fill", {shape}, 1, attrs, {"f"});
+  EXPECT_TRUE(fill.is_ok());
+  Result<ir::NodeId> add = g.create_node("add", "add", {x, g.node(*fill).outputs[0]}, 1, {}, {"y"});
+  EXPECT_TRUE(add.is_ok());
+  g.add_output(g.node(*add).outputs[0]);
+  return g;
+}
+
+TEST(Runtime, CompileCacheTellsTensorAttributesApart) {
+  for (float v : {1.0f, 4.0f, 1.0f}) {
+    Result<Executable> exe = compile(fill_graph(v));
+    ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+    auto out = exe->run({{"x", Tensor::zeros(DTypeCode::kFloat32, {3}).value()}});
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(out->at("y").data<float>()[i], v);
+  }
+}
+
 TEST(Runtime, CompileCacheHitOnSecondCompile) {
   ir::Graph g = relu_graph("cache_hit_graph");
   auto first = compile(g);
