@@ -16,10 +16,16 @@ class SessionOptions:
 
     threads: int
     intra_op_num_threads: int
-    backends: List[str]
+    @property
+    def backends(self) -> Tuple[str, ...]: ...
+    @backends.setter
+    def backends(self, value: Sequence[str]) -> None: ...
     strict: bool
     enable_profiling: bool
-    disabled_passes: List[str]
+    @property
+    def disabled_passes(self) -> Tuple[str, ...]: ...
+    @disabled_passes.setter
+    def disabled_passes(self, value: Sequence[str]) -> None: ...
     max_specializations: int
     max_cache_bytes: int
     def __init__(self) -> None: ...

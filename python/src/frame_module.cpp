@@ -859,6 +859,11 @@ Status py_kernel_trampoline(ops::KernelContext& ctx) {
       Tensor& out = ctx.outputs[i];
       py::array a = py::array::ensure(results[i], py::array::c_style);
       if (!a) return node.error("Python kernel output {} is not array-like", i);
+      if (!a.dtype().attr("isnative").cast<bool>()) {  // e.g. x.astype(">f4"): to native order
+        a = py::array::ensure(a.attr("astype")(a.dtype().attr("newbyteorder")("=")),
+                              py::array::c_style);
+        if (!a) return node.error("Python kernel output {} cannot be byte-swapped", i);
+      }
       std::optional<DTypeCode> d = frame_dtype(a.dtype(), out.dtype());
       Shape shape(a.shape(), a.shape() + a.ndim());
       if (!d || *d != out.dtype() || shape != out.shape()) {
@@ -974,14 +979,23 @@ PYBIND11_MODULE(_frame, m) {
       .def_property(
           "intra_op_num_threads", [](const PySessionOptions& o) { return o.threads; },
           [](PySessionOptions& o, int n) { o.threads = n; }, "ONNX Runtime name of `threads`.")
-      .def_readwrite("backends", &PySessionOptions::backends,
-                     "Backend chain, most preferred first; 'auto' = optimized backends, then cpu.")
+      // Lists come back as tuples: an in-place edit of a returned list would change a copy and be
+      // lost silently; assign a new sequence instead.
+      .def_property(
+          "backends", [](const PySessionOptions& o) { return py::tuple(py::cast(o.backends)); },
+          [](PySessionOptions& o, std::vector<std::string> v) { o.backends = std::move(v); },
+          "Backend chain, most preferred first; 'auto' = optimized backends, then cpu. A "
+          "tuple: assign a new sequence to change it.")
       .def_readwrite("strict", &PySessionOptions::strict,
                      "Fail compilation instead of falling back (decomposition or cpu).")
       .def_readwrite("enable_profiling", &PySessionOptions::enable_profiling,
                      "Time every node of every run; read with InferenceSession.profile().")
-      .def_readwrite("disabled_passes", &PySessionOptions::disabled_passes,
-                     "Compiler passes to skip by name, e.g. ['operator-fusion'].")
+      .def_property(
+          "disabled_passes",
+          [](const PySessionOptions& o) { return py::tuple(py::cast(o.disabled_passes)); },
+          [](PySessionOptions& o, std::vector<std::string> v) { o.disabled_passes = std::move(v); },
+          "Compiler passes to skip by name, e.g. ['operator-fusion']. A tuple: assign a new "
+          "sequence to change it.")
       .def_readwrite("max_specializations", &PySessionOptions::max_specializations,
                      "Most compiled specializations (input shapes) kept, LRU.")
       .def_readwrite("max_cache_bytes", &PySessionOptions::max_cache_bytes,

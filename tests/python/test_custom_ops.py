@@ -170,3 +170,21 @@ def test_onnx_mapping_errors():
     frame.map_onnx_op("com.example", "Twice", "pytest_scale_add")
     with pytest.raises(ValueError, match="already mapped"):
         frame.map_onnx_op("com.example", "Twice", "pytest_scale_add")
+
+
+def _to_big_endian(inputs, attrs):
+    (x,) = inputs
+    return (x * 2).astype(">f4")  # byte-swapped result: frame must convert, not copy bytes
+
+
+frame.register_op("pytest_big_endian_double", inputs=["X"], outputs=["Y"],
+                  cpu_kernel=_to_big_endian)
+
+
+def test_byte_swapped_kernel_output_is_converted():
+    g = frame.Graph()
+    x = g.input("x", "float32", [4])
+    g.output(g.add_node("pytest_big_endian_double", [x]))
+    xs = np.array([1, 2, 3, -4], np.float32)
+    (y,) = frame.compile(g, backends=["cpu"]).run({"x": xs}).values()
+    np.testing.assert_array_equal(y, xs * 2)

@@ -156,3 +156,15 @@ def test_session_over_a_built_graph_binds_shape_inputs_per_run():
     for shape in ([3, 4], [6, 2]):
         (y,) = sess.run(None, {"x": xv, "s": np.array(shape, np.int64)})
         np.testing.assert_array_equal(y, xv.reshape(shape))
+
+
+def test_session_option_lists_are_tuples_assigned_whole():
+    # An in-place edit of a returned list would be lost; tuples make that an AttributeError.
+    opts = frame.SessionOptions()
+    assert isinstance(opts.disabled_passes, tuple)
+    with pytest.raises(AttributeError):
+        opts.disabled_passes.append("operator-fusion")
+    opts.disabled_passes = ["operator-fusion"]
+    assert opts.disabled_passes == ("operator-fusion",)
+    opts.backends = ("cpu",)
+    assert opts.backends == ("cpu",)

@@ -65,7 +65,11 @@ def load_stub():
             members = {}
             for m in node.body:
                 if isinstance(m, ast.FunctionDef):
-                    members[m.name] = m
+                    # A property's setter follows its getter: keep the @property getter.
+                    setter = any(isinstance(d, ast.Attribute) and d.attr == "setter"
+                                 for d in m.decorator_list)
+                    if not (setter and m.name in members):
+                        members[m.name] = m
                 elif isinstance(m, ast.AnnAssign):
                     members[m.target.id] = m
             classes[node.name] = members
