@@ -73,6 +73,10 @@ T take(Result<T> r) {
 
 // Raises FileNotFoundError / PermissionError before the loader turns them into kIo.
 void check_readable(const std::string& path) {
+  // A C path stops at the first NUL; Python's open() refuses such a path, and so do we.
+  if (path.find('\0') != std::string::npos) {
+    throw py::value_error("model path contains a NUL character");
+  }
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
     PyErr_SetObject(PyExc_FileNotFoundError,
@@ -512,6 +516,7 @@ class PyGraph {
 
   PyValue input(const std::string& name, const py::object& dtype,
                 const std::vector<int64_t>& shape) {
+    if (name.empty()) throw py::value_error("graph '" + g_->name() + "': empty input name");
     if (g_->find_value(name) != ir::kNoValue) {
       throw py::value_error("graph '" + g_->name() + "': value name '" + name + "' is taken");
     }
@@ -895,6 +900,12 @@ void register_op(const std::string& name, const std::vector<std::string>& inputs
                  const std::vector<std::string>& traits, const py::object& shape_fn,
                  const py::object& cpu_kernel, const std::string& doc) {
   if (!PyCallable_Check(cpu_kernel.ptr())) throw py::type_error("cpu_kernel: expected a callable");
+  // PY-021: `_internal` names are reserved for ops passes create; Python would hide its own op.
+  if (name.size() >= 9 && name.compare(name.size() - 9, 9, "_internal") == 0) {
+    throw py::value_error("op '" + name +
+                          "': names ending in '_internal' are reserved for ops the compiler "
+                          "creates (PY-021)");
+  }
   if (!shape_fn.is_none() && !PyCallable_Check(shape_fn.ptr())) {
     throw py::type_error("shape_fn: expected a callable or None");
   }
@@ -1071,6 +1082,10 @@ PYBIND11_MODULE(_frame, m) {
   m.def(
       "map_onnx_op",
       [](const std::string& domain, const std::string& op_type, const std::string& op) {
+        if (op.size() >= 9 && op.compare(op.size() - 9, 9, "_internal") == 0) {
+          throw py::value_error("map_onnx_op: '" + op +
+                                "' is an internal op (PY-021); map to a user-facing op");
+        }
         const frame::Status st = frame::onnx::register_custom_op(domain, op_type, op);
         if (!st.is_ok()) raise_status(st);
       },

@@ -17,7 +17,9 @@
 #include <utility>
 
 #include "frame/core/dtype.h"
+#include "frame/passes/pass.h"
 #include "frame/passes/shape_determining.h"
+#include "frame/runtime/backend.h"
 
 namespace frame::runtime {
 
@@ -335,6 +337,20 @@ Result<Session> Session::create(ModelSource source, SessionOptions options) {
   if (!source.specialize) {
     return invalid_argument("session for '{}': the model source has no specialize function",
                             source.name);
+  }
+  // Options are checked now, not at the first run's compile, so a typo fails where it is made.
+  if (options.compile.num_threads < 0) {
+    return invalid_argument("session for '{}': num_threads is {}; expected 0 (all cores) or more",
+                            source.name, options.compile.num_threads);
+  }
+  if (Result<std::vector<std::string>> b = resolve_backends(options.compile.backends); !b.is_ok()) {
+    return b.status().with_prefix(fmt::format("session for '{}': ", source.name));
+  }
+  for (const std::string& p : options.compile.disabled_passes) {
+    if (Result<std::unique_ptr<passes::Pass>> pass = passes::make_pass(p); !pass.is_ok()) {
+      return pass.status().with_prefix(
+          fmt::format("session for '{}': disabled pass: ", source.name));
+    }
   }
   std::set<std::string> names;
   for (const ValueInfo& vi : source.inputs) {

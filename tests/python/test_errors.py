@@ -92,3 +92,25 @@ def test_bad_attribute_is_value_error():
 def test_session_still_works_after_errors(sess):
     (r,) = sess.run(None, {"x": X, "y": -X})
     np.testing.assert_array_equal(r, np.zeros_like(X))
+
+
+def test_options_and_names_are_checked_where_they_are_given(add_relu_path):
+    # Unknown backends and passes, and negative thread counts, fail at session creation, not at
+    # the first run; reserved and malformed names are refused.
+    with pytest.raises(KeyError, match=r"no_such_backend"):
+        frame.InferenceSession(add_relu_path, backends=["no_such_backend"])
+    opts = frame.SessionOptions()
+    opts.disabled_passes = ["no-such-pass"]
+    with pytest.raises(KeyError, match=r"no-such-pass"):
+        frame.InferenceSession(add_relu_path, sess_options=opts)
+    with pytest.raises(ValueError, match=r"num_threads is -7"):
+        frame.InferenceSession(add_relu_path, threads=-7)
+    with pytest.raises(ValueError, match=r"NUL"):
+        frame.InferenceSession(str(add_relu_path) + "\0junk")
+    with pytest.raises(ValueError, match=r"reserved"):
+        frame.register_op("pytest_x_internal", inputs=["X"], outputs=["Y"],
+                          cpu_kernel=lambda i, a: i[0])
+    with pytest.raises(ValueError, match=r"internal op"):
+        frame.map_onnx_op("com.example", "Fused", "fused_post_ops_internal")
+    with pytest.raises(ValueError, match=r"empty input name"):
+        frame.Graph().input("", "float32", [2])

@@ -114,7 +114,9 @@ class SessionImpl;
 class Session {
  public:
   /// Wraps a model source. Errors: kInvalidArgument when `specialize` is empty, a
-  /// shape-determining name is not a declared input, or names repeat.
+  /// shape-determining name is not a declared input, names repeat, or num_threads < 0;
+  /// kNotFound for an unknown backend or disabled pass name (checked here, not at the first
+  /// run).
   static Result<Session> create(ModelSource source, SessionOptions options = {});
   /// A session over a graph built in C++: its inputs have static types (runs must match them
   /// exactly); its shape-determining inputs (passes::shape_determining_inputs) are bound as
