@@ -76,6 +76,14 @@ def main():
     model = onnx.load(args.model)
     tensors = quantized_inputs(model)
     lo, hi = calibrate(model, tensors, args.calib, args.frame)
+    insert_qdq(model, tensors, lo, hi)
+    onnx.save(model, args.out)
+    print(f"{args.out}: {len(tensors)} activations quantized")
+
+
+def insert_qdq(model, tensors, lo, hi):
+    """Rewrites `model` in place: Q -> DQ on each of `tensors` (calibrated range lo[i]..hi[i]),
+    int8 per-channel weights behind a DequantizeLinear for every Conv with a constant W."""
     g = model.graph
     inits = {i.name: i for i in g.initializer}
     new_inits, nodes, renamed = [], [], {}
@@ -137,8 +145,7 @@ def main():
     if max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx")) < 13:
         raise SystemExit("per-channel DequantizeLinear (axis) needs opset >= 13")
     onnx.checker.check_model(model)
-    onnx.save(model, args.out)
-    print(f"{args.out}: {len(tensors)} activations, {len(weights)} conv weights quantized")
+    return model
 
 
 if __name__ == "__main__":

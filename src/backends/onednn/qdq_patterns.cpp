@@ -6,7 +6,9 @@
 //   quantize_qdq_matmul: matmul(dequantize_linear(aq, as, azp), W) read only by
 //     quantize_linear(., ys, yzp) -> qlinear_matmul(aq, as, azp, wq, ws, 0, ys, yzp);
 //   either with a relu before the quantize (a fused_post_ops_internal of the base op and one
-//     relu, as fuse_post_ops leaves it) -> the int8 node then max(., yzp).
+//     relu, as fuse_post_ops leaves it) -> the int8 node then max(., yzp);
+//   quantize_before_max_pool: quantize_linear(max_pool(v)) -> max_pool(quantize_linear(v)),
+//     which exposes a conv -> (relu ->) quantize for the patterns above.
 // Constant folding has already turned the weights' own DequantizeLinear into a float constant
 // W, so the int8 weights are recovered: per output channel (per column of a matmul W) the scale
 // s = max|W| / 127 of symmetric int8 quantization, wq = round(W / s), and the pattern fires
@@ -295,6 +297,64 @@ Result<bool> quantize_qdq_matmul(Graph& g, NodeId id) {
   return replace_qdq(g, id, *m, "qlinear_matmul", std::move(inputs), std::move(consts), {}, relu);
 }
 
+// max_pool(v) read only by quantize_linear(., ys, yzp) with a one-element positive scale ->
+// max_pool(quantize_linear(v, ys, yzp)): quantize is monotonic (non-decreasing), so it commutes
+// with max and the result is the same integers. The pool then moves u8/i8 instead of f32, and
+// the conv (+ relu) before it, now read by a QuantizeLinear, becomes a qlinear_conv (the stem
+// of a ResNet: conv -> relu -> maxpool -> Q). Fires only when onednn pools the quantized
+// dtype with the node's attributes.
+Result<bool> quantize_before_max_pool(Graph& g, NodeId id) {
+  const ir::Node pool = g.node(id);
+  if (pool.inputs.size() != 1 || pool.outputs.size() != 1) return false;
+  const std::optional<NodeId> q = only_user(g, pool.outputs[0]);
+  if (!q || g.node(*q).op != "quantize_linear") return false;
+  const ir::Node qn = g.node(*q);
+  if (qn.inputs.size() < 3 || qn.inputs[0] != pool.outputs[0] || qn.inputs[2] == ir::kNoValue) {
+    return false;
+  }
+  const Tensor* ys = constant(g, qn.inputs[1]);
+  if (!one_element(ys) || ys->dtype() != DTypeCode::kFloat32 || !(ys->data<float>()[0] > 0.0f) ||
+      !one_element(constant(g, qn.inputs[2]))) {
+    return false;
+  }
+  const ValueId out = qn.outputs[0];
+  const std::optional<ir::TensorType> out_type = g.value(out).type;
+  const std::optional<ir::TensorType> in_type = g.value(pool.inputs[0]).type;
+  if (!out_type || !in_type) return false;
+  const ir::TensorType q_type{out_type->dtype, in_type->shape};
+  {
+    const ops::OpSchema* schema = ops::OpRegistry::global().find("max_pool");
+    const ops::KernelDef* k = ops::KernelRegistry::global().find("max_pool", "onednn");
+    if (schema == nullptr || k == nullptr) return false;
+    ops::NodeContext ctx;
+    ctx.op = "max_pool";
+    ctx.node_name = pool.name;
+    ctx.attrs = &pool.attrs;
+    ctx.schema = schema;
+    ctx.input_types = {q_type};
+    ctx.input_present = {true};
+    ctx.input_constants = {nullptr};
+    if (!schema->infer(ctx).is_ok() || !k->supports(ctx).is_ok()) return false;
+  }
+  const std::string out_name = g.value(out).name;
+  g.remove_node(*q);
+  g.remove_node(id);
+  FRAME_ASSIGN_OR_RETURN(
+      NodeId nq,
+      g.create_node("quantize_linear", qn.name, {pool.inputs[0], qn.inputs[1], qn.inputs[2]}, 1,
+                    qn.attrs, {g.unique_value_name(qn.name + "_before_pool")}));
+  const ValueId qv = g.node(nq).outputs[0];
+  g.value(qv).type = q_type;
+  FRAME_ASSIGN_OR_RETURN(NodeId np,
+                         g.create_node("max_pool", pool.name, {qv}, 1, pool.attrs, {out_name}));
+  const ValueId pv = g.node(np).outputs[0];
+  g.value(pv).type = out_type;
+  g.replace_all_uses(out, pv);
+  return true;
+}
+
+FRAME_REGISTER_LOWERING_PATTERN("onednn", quantize_before_max_pool, max_pool,
+                                quantize_before_max_pool);
 // Names sort after the other conv / matmul patterns (patterns run by name), which leave a
 // conv whose only reader is a QuantizeLinear alone.
 FRAME_REGISTER_LOWERING_PATTERN("onednn", quantize_qdq_conv, conv, quantize_qdq_conv);

@@ -3,10 +3,12 @@
 // qlinear_matmul on onednn. The rewritten graph is checked against the float QDQ graph run on
 // cpu (every output within one quantization step, almost all equal), and for not firing with
 // backends {"cpu"}, with weights that are not int8 multiples of a per-channel scale, or when
-// the float result has a second reader.
+// the float result has a second reader. quantize_before_max_pool: a conv -> relu -> max_pool ->
+// quantize_linear (a ResNet stem) becomes qlinear_conv -> max -> u8 max_pool.
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <random>
 
@@ -161,6 +163,86 @@ TEST(OnednnQdqPatterns, DoesNotFireWithoutItsPreconditions) {
       EXPECT_EQ(r.find("quantize_qdq"), std::string::npos) << r;
     }
   }
+}
+
+// x (u8) -> dequantize_linear -> conv -> relu -> max_pool (3x3, stride 2, pads 1) ->
+// quantize_linear -> y (u8); with `pool_output` the pool's float result is also an output.
+ir::Graph stem_graph(bool pool_output) {
+  ir::Graph g("stem");
+  const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kUInt8, {1, 16, 10, 10}});
+  const ir::ValueId sx = g.add_constant("x_scale", Tensor::scalar<float>(0.02F));
+  const ir::ValueId zx = g.add_constant("x_zp", Tensor::scalar<uint8_t>(128));
+  const ir::ValueId xf =
+      g.node(*g.create_node("dequantize_linear", "dq", {x, sx, zx}, 1)).outputs[0];
+  const ir::ValueId wv = g.add_constant("w", int8_valued({24, 16, 3, 3}, 24, 144, 144, 1, 3));
+  const ir::ValueId b = g.add_constant("b", grid_tensor({24}, 4));
+  ir::ValueId v =
+      g.node(*g.create_node("conv", "conv0", {xf, wv, b}, 1, {{"pads", ints{1, 1, 1, 1}}}))
+          .outputs[0];
+  v = g.node(*g.create_node("relu", "relu0", {v}, 1)).outputs[0];
+  v = g
+          .node(*g.create_node(
+              "max_pool", "pool0", {v}, 1,
+              {{"kernel_shape", ints{3, 3}}, {"strides", ints{2, 2}}, {"pads", ints{1, 1, 1, 1}}}))
+          .outputs[0];
+  const ir::ValueId sy = g.add_constant("y_scale", Tensor::scalar<float>(0.05F));
+  const ir::ValueId zy = g.add_constant("y_zp", Tensor::scalar<uint8_t>(120));
+  g.add_output(g.node(*g.create_node("quantize_linear", "q", {v, sy, zy}, 1)).outputs[0]);
+  if (pool_output) g.add_output(v);
+  return g;
+}
+
+TEST(OnednnQdqPatterns, QuantizeMovesBeforeMaxPool) {
+  ir::Graph g = stem_graph(false);
+  const std::vector<std::string> rw = lower(g, {"onednn", "cpu"});
+  bool moved = false;
+  for (const std::string& r : rw) {
+    moved = moved || r.find("quantize_before_max_pool") != std::string::npos;
+  }
+  EXPECT_TRUE(moved);
+  std::vector<std::string> ops;
+  for (ir::NodeId id : g.node_ids()) ops.push_back(g.node(id).op);
+  std::sort(ops.begin(), ops.end());
+  EXPECT_EQ(ops, (std::vector<std::string>{"max", "max_pool", "qlinear_conv"}));
+
+  ir::Graph shared = stem_graph(true);
+  for (const std::string& r : lower(shared, {"onednn", "cpu"})) {
+    EXPECT_EQ(r.find("quantize_before_max_pool"), std::string::npos) << r;
+  }
+}
+
+TEST(OnednnQdqPatterns, StemMatchesTheFloatQdqGraphWithinOneStep) {
+  const ir::Graph g = stem_graph(false);
+  runtime::CompileOptions on;
+  on.backends = {"onednn", "cpu"};
+  on.use_cache = false;
+  runtime::CompileOptions ref;
+  ref.backends = {"cpu"};
+  ref.use_cache = false;
+  Result<runtime::Executable> fast = runtime::compile(g, on);
+  Result<runtime::Executable> slow = runtime::compile(g, ref);
+  ASSERT_TRUE(fast.is_ok()) << fast.status().message();
+  ASSERT_TRUE(slow.is_ok()) << slow.status().message();
+  bool u8_pool_on_onednn = false;
+  for (const runtime::Placement& p : fast->report().placements) {
+    u8_pool_on_onednn = u8_pool_on_onednn || (p.op == "max_pool" && p.backend == "onednn");
+  }
+  EXPECT_TRUE(u8_pool_on_onednn);
+  const runtime::TensorMap in{{"x", u8_tensor(Shape{1, 16, 10, 10}, 12)}};
+  Result<runtime::TensorMap> a = fast->run(in), e = slow->run(in);
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  ASSERT_TRUE(e.is_ok()) << e.status().message();
+  const Tensor& ya = a->begin()->second;
+  const Tensor& ye = e->at(a->begin()->first);
+  ASSERT_EQ(ya.shape(), (Shape{1, 24, 5, 5}));
+  ASSERT_EQ(ya.shape(), ye.shape());
+  int64_t differ = 0;
+  for (int64_t i = 0; i < ya.numel(); ++i) {
+    const int d = std::abs(int{ya.data<uint8_t>()[i]} - int{ye.data<uint8_t>()[i]});
+    EXPECT_LE(d, 1) << "element " << i;
+    differ += d != 0 ? 1 : 0;
+  }
+  EXPECT_LE(differ * 50, ya.numel()) << differ << " of " << ya.numel() << " differ";
 }
 
 }  // namespace

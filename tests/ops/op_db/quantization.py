@@ -72,6 +72,19 @@ def quantize_cases(rng):
     xh = (rng.integers(-64, 64, (5,)) / 8.0).astype(np.float16)
     sh = np.array(0.25, np.float16)
     out.append(Case("quantize_linear", [xh, sh, z], [quantize_ref(xh, sh, z)], name="f16"))
+    # Long runs (whole vectors of the onednn loops plus tails): per tensor with exact ties
+    # (multiples of 1/2 over scale 0.5 -> k / 4 ... and saturation both ends), per axis with
+    # channel runs of 37 elements.
+    xl = np.concatenate([rng.integers(-800, 800, 1000) / 4.0,
+                         rng.uniform(-90, 90, 203)]).astype(F32)
+    sl5, zl5 = np.array(0.5, F32), np.array(100, np.uint8)
+    out.append(Case("quantize_linear", [xl, sl5, zl5], [quantize_ref(xl, sl5, zl5)],
+                    name="long_tensor_u8_ties"))
+    xr = rng.uniform(-60, 60, (2, 5, 37)).astype(F32)
+    sr = np.array([0.5, 0.25, 1.0, 0.3, 0.75], F32)
+    zr = np.array([-10, 0, 20, 5, -128], np.int8)
+    out.append(Case("quantize_linear", [xr, sr, zr], [quantize_ref(xr, sr, zr, 1, np.int8)],
+                    name="long_axis1_i8"))
     return out
 
 
@@ -89,6 +102,14 @@ def dequantize_cases(rng):
     sl, zl = np.array([1.0, 0.5, 0.25, 2.0], F32), np.array([1, 2, 3, 4], np.int8)
     out.append(Case("dequantize_linear", [xi, sl, zl], [dequantize_ref(xi, sl, zl, 2)],
                     {"axis": 2}, name="axis2_i8"))
+    xr = rng.integers(-128, 128, (2, 5, 37)).astype(np.int8)
+    sr = np.array([0.5, 0.02, 3.0, 0.125, 1.5], F32)
+    zr = np.array([-5, 0, 7, 127, -128], np.int8)
+    out.append(Case("dequantize_linear", [xr, sr, zr], [dequantize_ref(xr, sr, zr)],
+                    name="long_axis1_i8"))
+    xl = rng.integers(0, 256, (1203,)).astype(np.uint8)
+    out.append(Case("dequantize_linear", [xl, s, z], [dequantize_ref(xl, s, z)],
+                    name="long_tensor_u8"))
     x32 = rng.integers(-100000, 100000, (6,)).astype(np.int32)
     out.append(Case("dequantize_linear", [x32, np.array(0.001, F32), np.array(0, np.int32)],
                     [dequantize_ref(x32, 0.001, 0)], name="i32"))

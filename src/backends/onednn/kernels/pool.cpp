@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backends/onednn/dnnl_util.h"
@@ -33,6 +34,11 @@ struct PoolState {
   bool empty = false;  // zero-element input: nothing to compute
   memory::desc src, dst, scratch;
   dnnl::pooling_v2_forward prim;
+  // Channels-last int8 pooling (plan_pool): the tensors' plain descriptors and the reorders
+  // to and from the primitive's layout.
+  bool reordered = false;
+  memory::desc src_plain, dst_plain, to_scratch, from_scratch;
+  dnnl::reorder to_prim, from_prim;
 };
 
 // The primitive descriptor of a node, or why oneDNN cannot run it exactly.
@@ -103,7 +109,20 @@ Result<dnnl::pooling_v2_forward::primitive_desc> plan_pool(const NodeContext& no
     dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg,
                                      plain_desc(x.shape, *dt), plain_desc(dst_dims, *dt), strides,
                                      kernel, dil, pl, pr);
-    return dnnl::pooling_v2_forward::primitive_desc(d, default_attr(), engine());
+    dnnl::pooling_v2_forward::primitive_desc pd(d, default_attr(), engine());
+    // oneDNN pools int8 in a plain NCHW layout only with its reference loops (about 100x the
+    // f32 time on a ResNet stem); channels-last has a jit one: run that between two reorders
+    // (pool_prepare). QDQ models pool u8 after quantize_before_max_pool (qdq_patterns.cpp).
+    const bool int8 = *dt == memory::data_type::u8 || *dt == memory::data_type::s8;
+    if (int8 && rank == 4 && std::string_view(pd.impl_info_str()).starts_with("ref")) {
+      dnnl::pooling_v2_forward::desc dcl(dnnl::prop_kind::forward_inference, alg,
+                                         memory::desc(x.shape, *dt, memory::format_tag::nhwc),
+                                         memory::desc(dst_dims, *dt, memory::format_tag::nhwc),
+                                         strides, kernel, dil, pl, pr);
+      dnnl::pooling_v2_forward::primitive_desc pcl(dcl, default_attr(), engine());
+      if (!std::string_view(pcl.impl_info_str()).starts_with("ref")) return pcl;
+    }
+    return pd;
   } catch (const dnnl::error& e) {
     return dnnl_failure(node, "pooling", e);
   }
@@ -126,6 +145,19 @@ Result<std::shared_ptr<void>> pool_prepare(const NodeContext& node) {
     st->dst = pd.dst_desc();
     st->scratch = pd.scratchpad_desc();
     st->prim = dnnl::pooling_v2_forward(pd);
+    const memory::data_type dt = st->src.data_type();
+    st->src_plain = plain_desc(node.input_types[0].shape, dt);
+    st->dst_plain = plain_desc(st->dst.dims(), dt);
+    if (st->src != st->src_plain) {
+      st->reordered = true;
+      dnnl::reorder::primitive_desc to(engine(), st->src_plain, engine(), st->src, default_attr());
+      dnnl::reorder::primitive_desc from(engine(), st->dst, engine(), st->dst_plain,
+                                         default_attr());
+      st->to_scratch = to.scratchpad_desc();
+      st->from_scratch = from.scratchpad_desc();
+      st->to_prim = dnnl::reorder(to);
+      st->from_prim = dnnl::reorder(from);
+    }
   } catch (const dnnl::error& e) {
     return dnnl_failure(node, "pooling primitive", e);
   }
@@ -136,6 +168,18 @@ Status pool_kernel(KernelContext& ctx) {
   const auto& st = *static_cast<const PoolState*>(ctx.state);
   if (st.empty) return Status();
   try {
+    if (st.reordered) {
+      const memory src = wrap(st.src_plain, ctx.input(0));
+      const memory dst = wrap(st.dst_plain, ctx.output(0));
+      const memory src_cl = thread_buffer(BufferSlot::kSrc, st.src);
+      const memory dst_cl = thread_buffer(BufferSlot::kDst, st.dst);
+      FRAME_RETURN_IF_ERROR(nn::execute(*ctx.node, st.to_prim, st.to_scratch,
+                                        {{DNNL_ARG_FROM, &src}, {DNNL_ARG_TO, &src_cl}}));
+      FRAME_RETURN_IF_ERROR(nn::execute(*ctx.node, st.prim, st.scratch,
+                                        {{DNNL_ARG_SRC, &src_cl}, {DNNL_ARG_DST, &dst_cl}}));
+      return nn::execute(*ctx.node, st.from_prim, st.from_scratch,
+                         {{DNNL_ARG_FROM, &dst_cl}, {DNNL_ARG_TO, &dst}});
+    }
     const memory src = wrap(st.src, ctx.input(0));
     const memory dst = wrap(st.dst, ctx.output(0));
     return nn::execute(*ctx.node, st.prim, st.scratch,
