@@ -1,0 +1,279 @@
+// cpu reference kernels for GridSample (ONNX opset 16, 4-D), RoiAlign (opset 10/16) and
+// TfIdfVectorizer (opset 9, integer inputs). GridSample follows the ONNX reference
+// implementation step by step (coordinate padding, then per-tap padding), in double
+// (rounded once to T), so f32 results carry no cancellation error of the 16-tap bicubic sum.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "frame/ops/kernel_registry.h"
+
+namespace frame::cpu {
+namespace {
+
+using ops::KernelContext;
+
+// ---------------------------------------------------------------------------------------------
+// GridSample
+
+enum class GsMode { kBilinear, kNearest, kBicubic };
+enum class GsPad { kZeros, kBorder, kReflection };
+
+// Reflects x at the borders lo/hi until it lies within them (ONNX reference _gs_reflect).
+template <typename C>
+C gs_reflect(C x, C lo, C hi) {
+  const C range = hi - lo;
+  if (range <= C(0)) return lo;
+  if (x < lo) {
+    const C d = lo - x;
+    const auto n = static_cast<int64_t>(d / range);
+    const C r = d - static_cast<C>(n) * range;
+    return n % 2 == 0 ? lo + r : hi - r;
+  }
+  if (x > hi) {
+    const C d = x - hi;
+    const auto n = static_cast<int64_t>(d / range);
+    const C r = d - static_cast<C>(n) * range;
+    return n % 2 == 0 ? hi - r : lo + r;
+  }
+  return x;
+}
+
+// Cubic convolution weights of the four taps at offsets -1, 0, 1, 2 from floor(x), t = x -
+// floor(x), A = -0.75 (ONNX reference _gs_get_cubic_coeffs).
+template <typename C>
+void gs_cubic_coeffs(C t, C (&w)[4]) {
+  const C a = C(-0.75);
+  const C x0 = t + 1, x1 = t, x2 = 1 - t, x3 = 2 - t;
+  w[0] = ((a * x0 - 5 * a) * x0 + 8 * a) * x0 - 4 * a;
+  w[1] = ((a + 2) * x1 - (a + 3)) * x1 * x1 + 1;
+  w[2] = ((a + 2) * x2 - (a + 3)) * x2 * x2 + 1;
+  w[3] = ((a * x3 - 5 * a) * x3 + 8 * a) * x3 - 4 * a;
+}
+
+struct GsParams {
+  GsMode mode;
+  GsPad pad;
+  bool align;
+};
+
+template <typename T>
+void grid_sample_plane(const T* img, int64_t h, int64_t w, const T* grid, int64_t npts, T* out,
+                       int64_t out_stride_c, int64_t channels, const GsParams& p) {
+  using C = double;
+  // Borders of the reflection and of the out-of-bound test (ONNX reference _prepare_border).
+  const C x_min = p.align ? C(0) : C(-0.5), x_max = p.align ? C(w - 1) : C(w) - C(0.5);
+  const C y_min = p.align ? C(0) : C(-0.5), y_max = p.align ? C(h - 1) : C(h) - C(0.5);
+  auto denorm = [&](C v, int64_t len) {
+    return p.align ? (v + 1) / 2 * C(len - 1) : ((v + 1) * C(len) - 1) / 2;
+  };
+  for (int64_t c = 0; c < channels; ++c) {
+    const T* im = img + c * h * w;
+    auto pixel = [&](int64_t r, int64_t col) -> C {
+      switch (p.pad) {
+        case GsPad::kZeros:
+          if (r < 0 || r >= h || col < 0 || col >= w) return C(0);
+          break;
+        case GsPad::kBorder:
+          r = std::clamp<int64_t>(r, 0, h - 1);
+          col = std::clamp<int64_t>(col, 0, w - 1);
+          break;
+        case GsPad::kReflection:
+          col = static_cast<int64_t>(gs_reflect(C(col), x_min, x_max));
+          r = static_cast<int64_t>(gs_reflect(C(r), y_min, y_max));
+          r = std::clamp<int64_t>(r, 0, h - 1);
+          col = std::clamp<int64_t>(col, 0, w - 1);
+          break;
+      }
+      return to_compute(im[r * w + col]);
+    };
+    T* o = out + c * out_stride_c;
+    for (int64_t i = 0; i < npts; ++i) {
+      C x = denorm(to_compute(grid[2 * i]), w);
+      C y = denorm(to_compute(grid[2 * i + 1]), h);
+      if (p.mode == GsMode::kNearest) {
+        x = std::nearbyint(x);
+        y = std::nearbyint(y);
+      }
+      if (x < x_min || x > x_max || y < y_min || y > y_max) {
+        if (p.pad == GsPad::kBorder) {
+          x = std::clamp(x, C(0), C(w - 1));
+          y = std::clamp(y, C(0), C(h - 1));
+        } else if (p.pad == GsPad::kReflection) {
+          x = gs_reflect(x, x_min, x_max);
+          y = gs_reflect(y, y_min, y_max);
+        }
+      }
+      C v;
+      if (p.mode == GsMode::kNearest) {
+        v = pixel(static_cast<int64_t>(y), static_cast<int64_t>(x));
+      } else if (p.mode == GsMode::kBilinear) {
+        const C fx = std::floor(x), fy = std::floor(y);
+        const auto x1 = static_cast<int64_t>(fx), y1 = static_cast<int64_t>(fy);
+        const C dx1 = x - fx, dx2 = 1 - dx1, dy1 = y - fy, dy2 = 1 - dy1;
+        v = dy2 * (dx2 * pixel(y1, x1) + dx1 * pixel(y1, x1 + 1)) +
+            dy1 * (dx2 * pixel(y1 + 1, x1) + dx1 * pixel(y1 + 1, x1 + 1));
+      } else {
+        const C fx = std::floor(x), fy = std::floor(y);
+        const int64_t x0 = static_cast<int64_t>(fx) - 1, y0 = static_cast<int64_t>(fy) - 1;
+        C wx[4], wy[4];
+        gs_cubic_coeffs(x - fx, wx);
+        gs_cubic_coeffs(y - fy, wy);
+        v = 0;
+        for (int64_t r = 0; r < 4; ++r) {
+          C row = 0;
+          for (int64_t k = 0; k < 4; ++k) row += wx[k] * pixel(y0 + r, x0 + k);
+          v += wy[r] * row;
+        }
+      }
+      o[i] = from_compute<T>(static_cast<compute_t<T>>(v));
+    }
+  }
+}
+
+Status grid_sample_kernel(KernelContext& ctx) {
+  const ops::NodeContext& node = *ctx.node;
+  const std::string mode = node.attr_or<std::string>("mode", "bilinear");
+  const std::string pad = node.attr_or<std::string>("padding_mode", "zeros");
+  GsParams p{};
+  p.mode = mode == "nearest"                        ? GsMode::kNearest
+           : (mode == "bicubic" || mode == "cubic") ? GsMode::kBicubic
+                                                    : GsMode::kBilinear;
+  p.pad = pad == "border"       ? GsPad::kBorder
+          : pad == "reflection" ? GsPad::kReflection
+                                : GsPad::kZeros;
+  p.align = node.attr_or<int64_t>("align_corners", 0) != 0;
+  const Tensor& x = ctx.input(0);
+  const Tensor& g = ctx.input(1);
+  const int64_t n = x.dim(0), ch = x.dim(1), h = x.dim(2), w = x.dim(3);
+  const int64_t npts = g.dim(1) * g.dim(2);
+  return dispatch_dtype<kFloatDTypes>(x.dtype(), [&]<typename T>() {
+    const T* xp = x.data<T>();
+    const T* gp = g.data<T>();
+    T* yp = ctx.output(0).data<T>();
+    for (int64_t b = 0; b < n; ++b) {
+      grid_sample_plane(xp + b * ch * h * w, h, w, gp + b * npts * 2, npts, yp + b * ch * npts,
+                        npts, ch, p);
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// RoiAlign
+
+// One bilinear sample: the four corner offsets in the plane and their weights (all zero for a
+// sample beyond [-1, H] x [-1, W]), as onnxruntime's pre_calc_for_bilinear_interpolate.
+template <typename C>
+struct RoiSample {
+  int64_t pos[4] = {0, 0, 0, 0};
+  C w[4] = {0, 0, 0, 0};
+};
+
+template <typename C>
+RoiSample<C> roi_sample(C y, C x, int64_t h, int64_t w) {
+  RoiSample<C> s;
+  if (y < C(-1) || y > C(h) || x < C(-1) || x > C(w)) return s;
+  y = std::max(y, C(0));
+  x = std::max(x, C(0));
+  auto y_lo = static_cast<int64_t>(y), x_lo = static_cast<int64_t>(x);
+  int64_t y_hi = y_lo + 1, x_hi = x_lo + 1;
+  if (y_lo >= h - 1) {
+    y_lo = y_hi = h - 1;
+    y = C(y_lo);
+  }
+  if (x_lo >= w - 1) {
+    x_lo = x_hi = w - 1;
+    x = C(x_lo);
+  }
+  const C ly = y - C(y_lo), lx = x - C(x_lo), hy = 1 - ly, hx = 1 - lx;
+  s.pos[0] = y_lo * w + x_lo;
+  s.pos[1] = y_lo * w + x_hi;
+  s.pos[2] = y_hi * w + x_lo;
+  s.pos[3] = y_hi * w + x_hi;
+  s.w[0] = hy * hx;
+  s.w[1] = hy * lx;
+  s.w[2] = ly * hx;
+  s.w[3] = ly * lx;
+  return s;
+}
+
+Status roi_align_kernel(KernelContext& ctx) {
+  const ops::NodeContext& node = *ctx.node;
+  const bool max_mode = node.attr_or<std::string>("mode", "avg") == "max";
+  const bool half_pixel =
+      node.attr_or<std::string>("coordinate_transformation_mode", "half_pixel") == "half_pixel";
+  const int64_t sampling_ratio = node.attr_or<int64_t>("sampling_ratio", 0);
+  const double spatial_scale = node.attr_or<double>("spatial_scale", 1.0);
+  const Tensor& x = ctx.input(0);
+  const Tensor& rois = ctx.input(1);
+  const int64_t* bidx = ctx.input(2).data<int64_t>();
+  Tensor& y = ctx.output(0);
+  const int64_t n = x.dim(0), ch = x.dim(1), h = x.dim(2), w = x.dim(3);
+  const int64_t nroi = y.dim(0), oh = y.dim(2), ow = y.dim(3);
+  for (int64_t r = 0; r < nroi; ++r) {
+    if (bidx[r] < 0 || bidx[r] >= n) {
+      return node.error("input 2 (batch_indices) value {} at roi {} is outside [0, {})", bidx[r], r,
+                        n);
+    }
+  }
+  return dispatch_dtype<kFloatDTypes>(x.dtype(), [&]<typename T>() {
+    using C = double;
+    const T* xp = x.data<T>();
+    const T* rp = rois.data<T>();
+    T* yp = y.data<T>();
+    const C offset = half_pixel ? C(0.5) : C(0);
+    const C scale = spatial_scale;
+    for (int64_t r = 0; r < nroi; ++r) {
+      const C x1 = to_compute(rp[r * 4]) * scale - offset;
+      const C y1 = to_compute(rp[r * 4 + 1]) * scale - offset;
+      C rw = to_compute(rp[r * 4 + 2]) * scale - offset - x1;
+      C rh = to_compute(rp[r * 4 + 3]) * scale - offset - y1;
+      if (!half_pixel) {
+        rw = std::max(rw, C(1));
+        rh = std::max(rh, C(1));
+      }
+      const C bin_h = rh / C(oh), bin_w = rw / C(ow);
+      const int64_t gh =
+          sampling_ratio > 0 ? sampling_ratio : static_cast<int64_t>(std::ceil(rh / C(oh)));
+      const int64_t gw =
+          sampling_ratio > 0 ? sampling_ratio : static_cast<int64_t>(std::ceil(rw / C(ow)));
+      const C count = C(std::max<int64_t>(gh * gw, 1));
+      const T* plane0 = xp + bidx[r] * ch * h * w;
+      for (int64_t ph = 0; ph < oh; ++ph) {
+        for (int64_t pw = 0; pw < ow; ++pw) {
+          for (int64_t c = 0; c < ch; ++c) {
+            const T* im = plane0 + c * h * w;
+            C acc = 0;
+            bool first = true;
+            for (int64_t iy = 0; iy < gh; ++iy) {
+              const C sy = y1 + C(ph) * bin_h + (C(iy) + C(0.5)) * bin_h / C(gh);
+              for (int64_t ix = 0; ix < gw; ++ix) {
+                const C sx = x1 + C(pw) * bin_w + (C(ix) + C(0.5)) * bin_w / C(gw);
+                const RoiSample<C> s = roi_sample(sy, sx, h, w);
+                if (max_mode) {
+                  C v = s.w[0] * to_compute(im[s.pos[0]]);
+                  for (int k = 1; k < 4; ++k) v = std::max(v, s.w[k] * to_compute(im[s.pos[k]]));
+                  acc = first ? v : std::max(acc, v);
+                  first = false;
+                } else {
+                  for (int k = 0; k < 4; ++k) acc += s.w[k] * to_compute(im[s.pos[k]]);
+                }
+              }
+            }
+            yp[((r * ch + c) * oh + ph) * ow + pw] =
+                from_compute<T>(static_cast<compute_t<T>>(max_mode ? acc : acc / count));
+          }
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+FRAME_REGISTER_KERNEL(grid_sample, "cpu", grid_sample_kernel).dtypes(kFloatDTypes);
+FRAME_REGISTER_KERNEL(roi_align, "cpu", roi_align_kernel).dtypes(kFloatDTypes);
+
+}  // namespace frame::cpu
