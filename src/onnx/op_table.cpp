@@ -869,10 +869,11 @@ const std::vector<OpRow> kRows = {
     ROW("DFT", 17, 19, "dft", nullptr, ""),
     ROW("STFT", 17, 0, "stft", nullptr, ""),
     // Sampling ops (issue 11): GridSample 16 (4-D; the opset 20 N-D form is not mapped),
-    // RoiAlign 10/16.
+    // RoiAlign 10/16, TfIdfVectorizer 9 (pool_int64s only).
     ROW("GridSample", 16, 19, "grid_sample", nullptr, ""),
     ROW("RoiAlign", 10, 15, "roi_align", convert_roi_align_v10, "output_half_pixel"),
     SINCE("RoiAlign", 16, "roi_align"),
+    SINCE("TfIdfVectorizer", 9, "tf_idf_vectorizer"),
     ROW("Dropout", 1, 11, "dropout", convert_dropout_v1, "ratio attr -> input"),
     SINCE("Dropout", 12, "dropout"),
     // Recurrent: one node per sequence; sequence_lens stays a run-time input.

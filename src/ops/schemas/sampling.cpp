@@ -1,6 +1,7 @@
 // Sampling schemas: GridSample (ONNX opset 16, 4-D), RoiAlign (opset 10/16) and
 // TfIdfVectorizer (opset 9, integer inputs).
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -113,6 +114,98 @@ FRAME_REGISTER_OP(roi_align)
     .attr("sampling_ratio", AttrType::kInt, "samples per bin side (0 = adaptive)", int64_t{0})
     .attr("spatial_scale", AttrType::kFloat, "roi coordinate scale to input pixels", 1.0)
     .shape_infer(infer_roi_align);
+
+// TfIdfVectorizer: checks the pool layout (ngram_counts = start offsets of the 1-gram, 2-gram,
+// ... groups in pool_int64s) against ngram_indexes and weights; output [.., max index + 1].
+Result<std::vector<TensorType>> infer_tf_idf(const NodeContext& ctx) {
+  const TensorType& x = ctx.input_types[0];
+  if (x.rank() != 1 && x.rank() != 2) {
+    return ctx.error("input 0 (X) expects rank 1 [C] or 2 [N, C], got {}",
+                     shape_to_string(x.shape));
+  }
+  if (ctx.attr<std::vector<std::string>>("pool_strings") != nullptr) {
+    return ctx.error("attribute 'pool_strings' is not supported (integer inputs only)");
+  }
+  const auto* pool = ctx.attr<std::vector<int64_t>>("pool_int64s");
+  const auto* counts = ctx.attr<std::vector<int64_t>>("ngram_counts");
+  const auto* indexes = ctx.attr<std::vector<int64_t>>("ngram_indexes");
+  if (pool == nullptr || counts == nullptr || indexes == nullptr) {
+    return ctx.error("attributes 'pool_int64s', 'ngram_counts' and 'ngram_indexes' are required");
+  }
+  const int64_t min_n = ctx.attr_or<int64_t>("min_gram_length", 0);
+  const int64_t max_n = ctx.attr_or<int64_t>("max_gram_length", 0);
+  if (min_n < 1 || max_n < min_n) {
+    return ctx.error("attributes 'min_gram_length' {} / 'max_gram_length' {} need 1 <= min <= max",
+                     min_n, max_n);
+  }
+  if (ctx.attr_or<int64_t>("max_skip_count", 0) < 0) {
+    return ctx.error("attribute 'max_skip_count' must be >= 0");
+  }
+  const std::string mode = ctx.attr_or<std::string>("mode", "TF");
+  if (mode != "TF" && mode != "IDF" && mode != "TFIDF") {
+    return ctx.error("attribute 'mode' must be 'TF', 'IDF' or 'TFIDF', got '{}'", mode);
+  }
+  const auto psize = static_cast<int64_t>(pool->size());
+  int64_t ngrams = 0;
+  for (size_t k = 0; k < counts->size(); ++k) {
+    const int64_t begin = (*counts)[k];
+    const int64_t end = k + 1 < counts->size() ? (*counts)[k + 1] : psize;
+    const auto n = static_cast<int64_t>(k + 1);
+    if (begin < 0 || end < begin || end > psize || (end - begin) % n != 0) {
+      return ctx.error(
+          "attribute 'ngram_counts' entry {} ({}) does not start a whole number of {}-grams "
+          "within pool_int64s of {} values",
+          k, begin, n, psize);
+    }
+    ngrams += (end - begin) / n;
+  }
+  if (static_cast<int64_t>(indexes->size()) != ngrams) {
+    return ctx.error("attribute 'ngram_indexes' has {} entries, the pool holds {} n-grams",
+                     indexes->size(), ngrams);
+  }
+  const auto* weights = ctx.attr<std::vector<double>>("weights");
+  if (weights != nullptr && static_cast<int64_t>(weights->size()) != ngrams) {
+    return ctx.error("attribute 'weights' has {} entries, expected {} (one per n-gram)",
+                     weights->size(), ngrams);
+  }
+  int64_t cols = 0;
+  std::vector<bool> used;
+  for (int64_t v : *indexes) {
+    if (v < 0) return ctx.error("attribute 'ngram_indexes' holds a negative index {}", v);
+    if (static_cast<size_t>(v) >= used.size()) used.resize(static_cast<size_t>(v) + 1, false);
+    if (used[static_cast<size_t>(v)]) {
+      return ctx.error("attribute 'ngram_indexes' repeats output index {}", v);
+    }
+    used[static_cast<size_t>(v)] = true;
+    cols = std::max(cols, v + 1);
+  }
+  Shape out = x.rank() == 1 ? Shape{cols} : Shape{x.shape[0], cols};
+  return one_output(DTypeCode::kFloat32, out);
+}
+
+FRAME_REGISTER_OP(tf_idf_vectorizer)
+    .doc(
+        "ONNX TfIdfVectorizer (opset 9; integer inputs, pool_int64s): per row of X ([C] or "
+        "[N, C], int32/int64), counts each pool n-gram of length min_gram_length.."
+        "max_gram_length made of items start, start + s, ..., start + (n - 1) s for every skip "
+        "distance s = 1..max_skip_count + 1 (1-grams once, at s = 1). Y[.., ngram_indexes[i]] = "
+        "count_i (TF), weights[i] if count_i > 0 else 0 (IDF), count_i * weights[i] (TFIDF); "
+        "weights default to 1. Output float32 [max(ngram_indexes) + 1] or [N, ...]. "
+        "pool_strings and repeated ngram_indexes are rejected.")
+    .input("X", "[C] or [N, C] int32/int64 items", DTypeSet{DTypeCode::kInt32, DTypeCode::kInt64})
+    .output("Y", "[max(ngram_indexes) + 1] or [N, max(ngram_indexes) + 1] float32",
+            DTypeSet{DTypeCode::kFloat32})
+    .required_attr("max_gram_length", AttrType::kInt, "longest n-gram counted")
+    .required_attr("min_gram_length", AttrType::kInt, "shortest n-gram counted")
+    .required_attr("max_skip_count", AttrType::kInt, "most items skipped between n-gram items")
+    .required_attr("mode", AttrType::kString, "'TF', 'IDF' or 'TFIDF'")
+    .required_attr("ngram_counts", AttrType::kInts,
+                   "start offset in the pool of each n-gram length")
+    .required_attr("ngram_indexes", AttrType::kInts, "output column of each pool n-gram")
+    .optional_attr("pool_int64s", AttrType::kInts, "n-grams, 1-grams first")
+    .optional_attr("pool_strings", AttrType::kStrings, "string n-grams (not supported)")
+    .optional_attr("weights", AttrType::kFloats, "weight of each pool n-gram (default 1)")
+    .shape_infer(infer_tf_idf);
 
 }  // namespace
 }  // namespace frame::ops

@@ -213,6 +213,82 @@ def roi_align_cases(rng):
     return out
 
 
+# ---------------------------------------------------------------------------------------------
+# TfIdfVectorizer
+
+
+def tf_idf_ref(attrs):
+    """Counts from the spec text: n-grams of items i, i + d, ..., i + (n - 1) d for every
+    distance d = skip + 1 (skip in [0, max_skip_count]); a 1-gram is counted once."""
+    pool, counts = attrs["pool_int64s"], attrs["ngram_counts"]
+    indexes = attrs["ngram_indexes"]
+    weights = attrs.get("weights", [1.0] * len(indexes))
+    grams = []  # the i-th n-gram of the pool, as a tuple
+    for k, begin in enumerate(counts):
+        end = counts[k + 1] if k + 1 < len(counts) else len(pool)
+        grams += [tuple(pool[a:a + k + 1]) for a in range(begin, end, k + 1)]
+    mode, lo, hi = attrs["mode"], attrs["min_gram_length"], attrs["max_gram_length"]
+    skip = attrs["max_skip_count"]
+
+    def row(seq):
+        found = {}
+        for n in range(lo, hi + 1):
+            dists = [1] if n == 1 else range(1, skip + 2)
+            for d in dists:
+                for i in range(len(seq) - (n - 1) * d):
+                    g = tuple(int(seq[i + j * d]) for j in range(n))
+                    found[g] = found.get(g, 0) + 1
+        y = np.zeros(max(indexes) + 1)
+        for i, g in enumerate(grams):
+            c = found.get(g, 0)
+            y[indexes[i]] = c if mode == "TF" else (weights[i] * (c > 0) if mode == "IDF"
+                                                    else c * weights[i])
+        return y
+
+    def f(x):
+        out = row(x) if x.ndim == 1 else np.stack([row(r) for r in x])
+        return out.astype(np.float32)
+    return f
+
+
+def tf_idf_cases(rng):
+    out = []
+    seq = np.array([1, 1, 3, 3, 3, 7, 8, 6, 7, 5, 6, 8, 9, 3, 7, 7])
+    batch = rng.choice([1, 2, 3, 4, 5, 6, 7, 8], size=(3, 12))
+    pool = [2, 3, 5, 4, 7,            # 1-grams
+            5, 6, 7, 8, 6, 7, 3, 7,   # 2-grams
+            1, 3, 3, 3, 7, 8, 2, 4, 1]  # 3-grams
+    base = {"pool_int64s": pool, "ngram_counts": [0, 5, 13],
+            "ngram_indexes": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]}
+    perm = [int(v) for v in rng.permutation(12) + 2]  # columns 0 and 1 stay empty
+    wts = [0.5, 1.25, 2.0, 0.1, 3.0, 0.7, 1.5, 0.25, 4.0, 0.3, 2.5, 1.1]
+    for name, extra in [
+        ("tf_uni_to_tri_skip0", {"mode": "TF", "min_gram_length": 1, "max_gram_length": 3,
+                                 "max_skip_count": 0}),
+        ("tf_bi_tri_skip2", {"mode": "TF", "min_gram_length": 2, "max_gram_length": 3,
+                             "max_skip_count": 2}),
+        ("tf_uni_only_skip3", {"mode": "TF", "min_gram_length": 1, "max_gram_length": 1,
+                               "max_skip_count": 3}),
+        ("idf_weights_skip1", {"mode": "IDF", "min_gram_length": 1, "max_gram_length": 3,
+                               "max_skip_count": 1, "weights": wts}),
+        ("idf_no_weights", {"mode": "IDF", "min_gram_length": 1, "max_gram_length": 2,
+                            "max_skip_count": 1}),
+        ("tfidf_weights_skip4", {"mode": "TFIDF", "min_gram_length": 1, "max_gram_length": 3,
+                                 "max_skip_count": 4, "weights": wts}),
+        ("tfidf_permuted_indexes", {"mode": "TFIDF", "min_gram_length": 2, "max_gram_length": 3,
+                                    "max_skip_count": 1, "weights": wts,
+                                    "ngram_indexes": perm}),
+    ]:
+        attrs = dict(base, **extra)
+        for dt, np_dt in (("i32", np.int32), ("i64", np.int64)):
+            for shape_name, x in (("1d", seq), ("2d", batch)):
+                xi = x.astype(np_dt)
+                out.append(Case(op="tf_idf_vectorizer", inputs=[xi],
+                                outputs=[tf_idf_ref(attrs)(xi)], attrs=attrs,
+                                name=f"{name}_{shape_name}_{dt}", constant_inputs=[]))
+    return out
+
+
 def cases():
     rng = np.random.default_rng(16)
-    return grid_sample_cases(rng) + roi_align_cases(rng)
+    return grid_sample_cases(rng) + roi_align_cases(rng) + tf_idf_cases(rng)

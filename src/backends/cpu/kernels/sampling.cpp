@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "frame/ops/kernel_registry.h"
 
@@ -271,9 +274,145 @@ Status roi_align_kernel(KernelContext& ctx) {
   });
 }
 
+// ---------------------------------------------------------------------------------------------
+// TfIdfVectorizer
+
+constexpr DTypeSet kTfIdfDTypes{DTypeCode::kInt32, DTypeCode::kInt64};
+
+enum class TfIdfMode { kTF, kIDF, kTFIDF };
+
+// The pool grouped by n-gram length, each group's n-grams sorted so a strided window of X is
+// looked up by binary search without allocating; built once per node (prepare).
+struct TfIdfPlan {
+  struct Group {
+    std::vector<int64_t> items;  // sorted n-grams, n items each
+    std::vector<int64_t> cols;   // output column of each
+  };
+  std::vector<Group> groups;  // groups[n - 1]: the n-grams
+  std::vector<float> col_weight;
+  int64_t min_n = 1, max_n = 1, max_skip = 0;
+  TfIdfMode mode = TfIdfMode::kTF;
+};
+
+// Builds the plan from attributes the schema has validated (shape inference).
+TfIdfPlan make_tf_idf_plan(const ops::NodeContext& node) {
+  TfIdfPlan p;
+  p.min_n = node.attr_or<int64_t>("min_gram_length", 1);
+  p.max_n = node.attr_or<int64_t>("max_gram_length", 1);
+  p.max_skip = node.attr_or<int64_t>("max_skip_count", 0);
+  const std::string mode = node.attr_or<std::string>("mode", "TF");
+  p.mode = mode == "IDF" ? TfIdfMode::kIDF : mode == "TFIDF" ? TfIdfMode::kTFIDF : TfIdfMode::kTF;
+  const auto pool = node.attr_or<std::vector<int64_t>>("pool_int64s", {});
+  const auto counts = node.attr_or<std::vector<int64_t>>("ngram_counts", {});
+  const auto indexes = node.attr_or<std::vector<int64_t>>("ngram_indexes", {});
+  const auto* weights = node.attr<std::vector<double>>("weights");
+  int64_t cols = 0;
+  for (int64_t v : indexes) cols = std::max(cols, v + 1);
+  p.col_weight.assign(static_cast<size_t>(cols), 1.0F);
+  size_t id = 0;
+  for (size_t k = 0; k < counts.size(); ++k) {
+    const auto n = static_cast<int64_t>(k + 1);
+    const int64_t begin = counts[k];
+    const int64_t end = k + 1 < counts.size() ? counts[k + 1] : static_cast<int64_t>(pool.size());
+    std::vector<std::pair<const int64_t*, int64_t>> grams;  // (first item, column)
+    for (int64_t at = begin; at + n <= end; at += n, ++id) {
+      grams.emplace_back(pool.data() + at, indexes[id]);
+      if (weights != nullptr) {
+        p.col_weight[static_cast<size_t>(indexes[id])] = static_cast<float>((*weights)[id]);
+      }
+    }
+    std::sort(grams.begin(), grams.end(), [n](const auto& a, const auto& b) {
+      return std::lexicographical_compare(a.first, a.first + n, b.first, b.first + n);
+    });
+    TfIdfPlan::Group& g = p.groups.emplace_back();
+    for (const auto& [first, col] : grams) {
+      g.items.insert(g.items.end(), first, first + n);
+      g.cols.push_back(col);
+    }
+  }
+  return p;
+}
+
+Result<std::shared_ptr<void>> prepare_tf_idf(const ops::NodeContext& node) {
+  return std::shared_ptr<void>(std::make_shared<TfIdfPlan>(make_tf_idf_plan(node)));
+}
+
+// Adds 1 to y[col] for every pool n-gram equal to x[0], x[s], ..., x[(n - 1) s].
+template <typename X>
+void count_ngram(const TfIdfPlan::Group& g, int64_t n, const X* x, int64_t s, float* y) {
+  // -1 / 0 / 1: pool n-gram `i` compared with the window.
+  auto cmp = [&](size_t i) {
+    const int64_t* it = g.items.data() + static_cast<int64_t>(i) * n;
+    for (int64_t k = 0; k < n; ++k) {
+      const auto v = static_cast<int64_t>(x[k * s]);
+      if (it[k] != v) return it[k] < v ? -1 : 1;
+    }
+    return 0;
+  };
+  size_t lo = 0, hi = g.cols.size();
+  while (lo < hi) {  // first n-gram not less than the window
+    const size_t mid = lo + (hi - lo) / 2;
+    if (cmp(mid) < 0) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  for (; lo < g.cols.size() && cmp(lo) == 0; ++lo) y[g.cols[lo]] += 1.0F;
+}
+
+Status tf_idf_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  const int64_t cols = y.dim(y.rank() - 1);
+  TfIdfPlan local;
+  const auto* plan = static_cast<const TfIdfPlan*>(ctx.state);
+  if (plan == nullptr) {  // no prepare step (constant folding)
+    local = make_tf_idf_plan(*ctx.node);
+    plan = &local;
+  }
+  if (static_cast<int64_t>(plan->col_weight.size()) != cols) {
+    return ctx.node->error("output 0 (Y) has {} columns, the prepared plan {}", cols,
+                           plan->col_weight.size());
+  }
+  const int64_t rows = x.rank() == 2 ? x.dim(0) : 1;
+  const int64_t len = x.dim(x.rank() - 1);
+  float* yp = y.data<float>();
+  std::fill(yp, yp + rows * cols, 0.0F);
+  return dispatch_dtype<kTfIdfDTypes>(x.dtype(), [&]<typename X>() {
+    const X* xp = x.data<X>();
+    const int64_t top = std::min<int64_t>(plan->max_n, static_cast<int64_t>(plan->groups.size()));
+    for (int64_t b = 0; b < rows; ++b) {
+      const X* row = xp + b * len;
+      float* yr = yp + b * cols;
+      for (int64_t n = plan->min_n; n <= top; ++n) {
+        const TfIdfPlan::Group& g = plan->groups[static_cast<size_t>(n - 1)];
+        if (g.cols.empty()) continue;
+        const int64_t smax = n == 1 ? 1 : plan->max_skip + 1;  // a 1-gram has no skip
+        for (int64_t s = 1; s <= smax; ++s) {
+          for (int64_t start = 0; start + (n - 1) * s < len; ++start) {
+            count_ngram(g, n, row + start, s, yr);
+          }
+        }
+      }
+      for (int64_t c = 0; c < cols; ++c) {
+        const float w = plan->col_weight[static_cast<size_t>(c)];
+        if (plan->mode == TfIdfMode::kIDF) {
+          yr[c] = yr[c] > 0.0F ? w : 0.0F;
+        } else if (plan->mode == TfIdfMode::kTFIDF) {
+          yr[c] *= w;
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
 
 FRAME_REGISTER_KERNEL(grid_sample, "cpu", grid_sample_kernel).dtypes(kFloatDTypes);
 FRAME_REGISTER_KERNEL(roi_align, "cpu", roi_align_kernel).dtypes(kFloatDTypes);
+FRAME_REGISTER_KERNEL(tf_idf_vectorizer, "cpu", tf_idf_kernel)
+    .dtypes(kTfIdfDTypes)
+    .prepare(prepare_tf_idf);
 
 }  // namespace frame::cpu
