@@ -868,9 +868,9 @@ const std::vector<OpRow> kRows = {
     SINCE("Det", 11, "det"),
     ROW("DFT", 17, 19, "dft", nullptr, ""),
     ROW("STFT", 17, 0, "stft", nullptr, ""),
-    // Sampling ops (issue 11): GridSample 16 (4-D; the opset 20 N-D form is not mapped),
+    // Sampling ops (issue 11): GridSample 16/20 (4-D only; shape inference rejects N-D),
     // RoiAlign 10/16, TfIdfVectorizer 9 (pool_int64s only).
-    ROW("GridSample", 16, 19, "grid_sample", nullptr, ""),
+    SINCE("GridSample", 16, "grid_sample"),
     ROW("RoiAlign", 10, 15, "roi_align", convert_roi_align_v10, "output_half_pixel"),
     SINCE("RoiAlign", 16, "roi_align"),
     SINCE("TfIdfVectorizer", 9, "tf_idf_vectorizer"),

@@ -1,4 +1,4 @@
-// Sampling schemas: GridSample (ONNX opset 16, 4-D), RoiAlign (opset 10/16) and
+// Sampling schemas: GridSample (ONNX opset 16/20, 4-D), RoiAlign (opset 10/16) and
 // TfIdfVectorizer (opset 9, integer inputs).
 
 #include <algorithm>
@@ -39,7 +39,7 @@ Result<std::vector<TensorType>> infer_grid_sample(const NodeContext& ctx) {
 
 FRAME_REGISTER_OP(grid_sample)
     .doc(
-        "ONNX GridSample (opset 16; 4-D only): Y[n, c, h, w] samples X[n, c] at grid[n, h, w] = "
+        "ONNX GridSample (opset 16/20; 4-D only): Y[n, c, h, w] samples X[n, c] at grid[n, h, w] = "
         "(x, y) normalised to [-1, 1] (x along W). Pixel coordinates: (v + 1) / 2 * (L - 1) "
         "with align_corners=1, ((v + 1) * L - 1) / 2 otherwise. mode bilinear, nearest (round "
         "half to even) or bicubic (4x4 taps, A = -0.75); 'linear'/'cubic' (opset 20 names) are "

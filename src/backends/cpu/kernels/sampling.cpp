@@ -1,4 +1,4 @@
-// cpu reference kernels for GridSample (ONNX opset 16, 4-D), RoiAlign (opset 10/16) and
+// cpu reference kernels for GridSample (ONNX opset 16/20, 4-D), RoiAlign (opset 10/16) and
 // TfIdfVectorizer (opset 9, integer inputs). GridSample follows the ONNX reference
 // implementation step by step (coordinate padding, then per-tap padding), in double
 // (rounded once to T), so f32 results carry no cancellation error of the 16-tap bicubic sum.
