@@ -56,83 +56,97 @@ void gs_cubic_coeffs(C t, C (&w)[4]) {
   w[3] = ((a * x3 - 5 * a) * x3 + 8 * a) * x3 - 4 * a;
 }
 
-struct GsParams {
-  GsMode mode;
-  GsPad pad;
-  bool align;
-};
-
-template <typename T>
-void grid_sample_plane(const T* img, int64_t h, int64_t w, const T* grid, int64_t npts, T* out,
-                       int64_t out_stride_c, int64_t channels, const GsParams& p) {
+// One [H, W] plane sampled at npts grid points; mode and padding are template parameters so
+// the per-point loop carries no branch on them.
+template <GsMode M, GsPad P, typename T>
+void grid_sample_plane(const T* im, int64_t h, int64_t w, const T* grid, int64_t npts, T* out,
+                       bool align) {
   using C = double;
   // Borders of the reflection and of the out-of-bound test (ONNX reference _prepare_border).
-  const C x_min = p.align ? C(0) : C(-0.5), x_max = p.align ? C(w - 1) : C(w) - C(0.5);
-  const C y_min = p.align ? C(0) : C(-0.5), y_max = p.align ? C(h - 1) : C(h) - C(0.5);
-  auto denorm = [&](C v, int64_t len) {
-    return p.align ? (v + 1) / 2 * C(len - 1) : ((v + 1) * C(len) - 1) / 2;
+  const C x_min = align ? C(0) : C(-0.5), x_max = align ? C(w - 1) : C(w) - C(0.5);
+  const C y_min = align ? C(0) : C(-0.5), y_max = align ? C(h - 1) : C(h) - C(0.5);
+  auto denorm = [align](C v, int64_t len) {
+    return align ? (v + 1) / 2 * C(len - 1) : ((v + 1) * C(len) - 1) / 2;
   };
-  for (int64_t c = 0; c < channels; ++c) {
-    const T* im = img + c * h * w;
-    auto pixel = [&](int64_t r, int64_t col) -> C {
-      switch (p.pad) {
-        case GsPad::kZeros:
-          if (r < 0 || r >= h || col < 0 || col >= w) return C(0);
-          break;
-        case GsPad::kBorder:
-          r = std::clamp<int64_t>(r, 0, h - 1);
-          col = std::clamp<int64_t>(col, 0, w - 1);
-          break;
-        case GsPad::kReflection:
-          col = static_cast<int64_t>(gs_reflect(C(col), x_min, x_max));
-          r = static_cast<int64_t>(gs_reflect(C(r), y_min, y_max));
-          r = std::clamp<int64_t>(r, 0, h - 1);
-          col = std::clamp<int64_t>(col, 0, w - 1);
-          break;
-      }
-      return to_compute(im[r * w + col]);
-    };
-    T* o = out + c * out_stride_c;
-    for (int64_t i = 0; i < npts; ++i) {
-      C x = denorm(to_compute(grid[2 * i]), w);
-      C y = denorm(to_compute(grid[2 * i + 1]), h);
-      if (p.mode == GsMode::kNearest) {
-        x = std::nearbyint(x);
-        y = std::nearbyint(y);
-      }
-      if (x < x_min || x > x_max || y < y_min || y > y_max) {
-        if (p.pad == GsPad::kBorder) {
-          x = std::clamp(x, C(0), C(w - 1));
-          y = std::clamp(y, C(0), C(h - 1));
-        } else if (p.pad == GsPad::kReflection) {
-          x = gs_reflect(x, x_min, x_max);
-          y = gs_reflect(y, y_min, y_max);
-        }
-      }
-      C v;
-      if (p.mode == GsMode::kNearest) {
-        v = pixel(static_cast<int64_t>(y), static_cast<int64_t>(x));
-      } else if (p.mode == GsMode::kBilinear) {
-        const C fx = std::floor(x), fy = std::floor(y);
-        const auto x1 = static_cast<int64_t>(fx), y1 = static_cast<int64_t>(fy);
-        const C dx1 = x - fx, dx2 = 1 - dx1, dy1 = y - fy, dy2 = 1 - dy1;
-        v = dy2 * (dx2 * pixel(y1, x1) + dx1 * pixel(y1, x1 + 1)) +
-            dy1 * (dx2 * pixel(y1 + 1, x1) + dx1 * pixel(y1 + 1, x1 + 1));
-      } else {
-        const C fx = std::floor(x), fy = std::floor(y);
-        const int64_t x0 = static_cast<int64_t>(fx) - 1, y0 = static_cast<int64_t>(fy) - 1;
-        C wx[4], wy[4];
-        gs_cubic_coeffs(x - fx, wx);
-        gs_cubic_coeffs(y - fy, wy);
-        v = 0;
-        for (int64_t r = 0; r < 4; ++r) {
-          C row = 0;
-          for (int64_t k = 0; k < 4; ++k) row += wx[k] * pixel(y0 + r, x0 + k);
-          v += wy[r] * row;
-        }
-      }
-      o[i] = from_compute<T>(static_cast<compute_t<T>>(v));
+  auto pixel = [&](int64_t r, int64_t col) -> C {
+    if constexpr (P == GsPad::kZeros) {
+      if (r < 0 || r >= h || col < 0 || col >= w) return C(0);
+    } else if constexpr (P == GsPad::kBorder) {
+      r = std::clamp<int64_t>(r, 0, h - 1);
+      col = std::clamp<int64_t>(col, 0, w - 1);
+    } else {
+      col = std::clamp<int64_t>(static_cast<int64_t>(gs_reflect(C(col), x_min, x_max)), 0, w - 1);
+      r = std::clamp<int64_t>(static_cast<int64_t>(gs_reflect(C(r), y_min, y_max)), 0, h - 1);
     }
+    return to_compute(im[r * w + col]);
+  };
+  for (int64_t i = 0; i < npts; ++i) {
+    C x = denorm(to_compute(grid[2 * i]), w);
+    C y = denorm(to_compute(grid[2 * i + 1]), h);
+    if constexpr (M == GsMode::kNearest) {
+      x = std::nearbyint(x);
+      y = std::nearbyint(y);
+    }
+    if (x < x_min || x > x_max || y < y_min || y > y_max) {
+      if constexpr (P == GsPad::kBorder) {
+        x = std::clamp(x, C(0), C(w - 1));
+        y = std::clamp(y, C(0), C(h - 1));
+      } else if constexpr (P == GsPad::kReflection) {
+        x = gs_reflect(x, x_min, x_max);
+        y = gs_reflect(y, y_min, y_max);
+      }
+    }
+    C v;
+    if constexpr (M == GsMode::kNearest) {
+      v = pixel(static_cast<int64_t>(y), static_cast<int64_t>(x));
+    } else if constexpr (M == GsMode::kBilinear) {
+      const C fx = std::floor(x), fy = std::floor(y);
+      const auto x1 = static_cast<int64_t>(fx), y1 = static_cast<int64_t>(fy);
+      const C dx1 = x - fx, dx2 = 1 - dx1, dy1 = y - fy, dy2 = 1 - dy1;
+      v = dy2 * (dx2 * pixel(y1, x1) + dx1 * pixel(y1, x1 + 1)) +
+          dy1 * (dx2 * pixel(y1 + 1, x1) + dx1 * pixel(y1 + 1, x1 + 1));
+    } else {
+      const C fx = std::floor(x), fy = std::floor(y);
+      const int64_t x0 = static_cast<int64_t>(fx) - 1, y0 = static_cast<int64_t>(fy) - 1;
+      C wx[4], wy[4];
+      gs_cubic_coeffs(x - fx, wx);
+      gs_cubic_coeffs(y - fy, wy);
+      v = 0;
+      for (int64_t r = 0; r < 4; ++r) {
+        C row = 0;
+        for (int64_t k = 0; k < 4; ++k) row += wx[k] * pixel(y0 + r, x0 + k);
+        v += wy[r] * row;
+      }
+    }
+    out[i] = from_compute<T>(static_cast<compute_t<T>>(v));
+  }
+}
+
+// Every (n, c) plane, split across threads.
+template <GsMode M, GsPad P, typename T>
+void grid_sample_all(const Tensor& x, const Tensor& g, Tensor& y, bool align, int nt) {
+  const int64_t n = x.dim(0), ch = x.dim(1), h = x.dim(2), w = x.dim(3);
+  const int64_t npts = g.dim(1) * g.dim(2);
+  const T* xp = x.data<T>();
+  const T* gp = g.data<T>();
+  T* yp = y.data<T>();
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+  for (int64_t plane = 0; plane < n * ch; ++plane) {
+    const int64_t b = plane / ch;
+    grid_sample_plane<M, P>(xp + plane * h * w, h, w, gp + b * npts * 2, npts, yp + plane * npts,
+                            align);
+  }
+}
+
+template <GsMode M, typename T>
+void grid_sample_pad(GsPad pad, const Tensor& x, const Tensor& g, Tensor& y, bool align, int nt) {
+  switch (pad) {
+    case GsPad::kZeros:
+      return grid_sample_all<M, GsPad::kZeros, T>(x, g, y, align, nt);
+    case GsPad::kBorder:
+      return grid_sample_all<M, GsPad::kBorder, T>(x, g, y, align, nt);
+    case GsPad::kReflection:
+      return grid_sample_all<M, GsPad::kReflection, T>(x, g, y, align, nt);
   }
 }
 
@@ -140,25 +154,25 @@ Status grid_sample_kernel(KernelContext& ctx) {
   const ops::NodeContext& node = *ctx.node;
   const std::string mode = node.attr_or<std::string>("mode", "bilinear");
   const std::string pad = node.attr_or<std::string>("padding_mode", "zeros");
-  GsParams p{};
-  p.mode = mode == "nearest"                        ? GsMode::kNearest
-           : (mode == "bicubic" || mode == "cubic") ? GsMode::kBicubic
-                                                    : GsMode::kBilinear;
-  p.pad = pad == "border"       ? GsPad::kBorder
-          : pad == "reflection" ? GsPad::kReflection
-                                : GsPad::kZeros;
-  p.align = node.attr_or<int64_t>("align_corners", 0) != 0;
+  const GsMode m = mode == "nearest"                        ? GsMode::kNearest
+                   : (mode == "bicubic" || mode == "cubic") ? GsMode::kBicubic
+                                                            : GsMode::kBilinear;
+  const GsPad p = pad == "border"       ? GsPad::kBorder
+                  : pad == "reflection" ? GsPad::kReflection
+                                        : GsPad::kZeros;
+  const bool align = node.attr_or<int64_t>("align_corners", 0) != 0;
   const Tensor& x = ctx.input(0);
   const Tensor& g = ctx.input(1);
-  const int64_t n = x.dim(0), ch = x.dim(1), h = x.dim(2), w = x.dim(3);
-  const int64_t npts = g.dim(1) * g.dim(2);
+  Tensor& y = ctx.output(0);
+  const int nt = ctx.num_threads;
   return dispatch_dtype<kFloatDTypes>(x.dtype(), [&]<typename T>() {
-    const T* xp = x.data<T>();
-    const T* gp = g.data<T>();
-    T* yp = ctx.output(0).data<T>();
-    for (int64_t b = 0; b < n; ++b) {
-      grid_sample_plane(xp + b * ch * h * w, h, w, gp + b * npts * 2, npts, yp + b * ch * npts,
-                        npts, ch, p);
+    switch (m) {
+      case GsMode::kNearest:
+        return grid_sample_pad<GsMode::kNearest, T>(p, x, g, y, align, nt);
+      case GsMode::kBilinear:
+        return grid_sample_pad<GsMode::kBilinear, T>(p, x, g, y, align, nt);
+      case GsMode::kBicubic:
+        return grid_sample_pad<GsMode::kBicubic, T>(p, x, g, y, align, nt);
     }
   });
 }
