@@ -104,5 +104,32 @@ TEST(SamplingOps, TfIdfRejectsInconsistentPools) {
   EXPECT_FALSE(run_op(strings).is_ok());
 }
 
+TEST(SamplingOps, ThreadedPlanesMatchOneThread) {
+  // Planes and rois split across threads must give the one-thread values bit for bit.
+  std::vector<float> xv(2 * 3 * 5 * 6), gv(2 * 4 * 3 * 2), rv{0, 0, 4, 3, 1, 1, 5, 4, 2, 0, 3, 4};
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>((i * 37) % 11) - 5.0F;
+  for (size_t i = 0; i < gv.size(); ++i) gv[i] = static_cast<float>((i * 13) % 9) / 4.0F - 1.0F;
+  OpCall gs;
+  gs.op = "grid_sample";
+  gs.inputs = {make<float>(DTypeCode::kFloat32, {2, 3, 5, 6}, xv),
+               make<float>(DTypeCode::kFloat32, {2, 4, 3, 2}, gv)};
+  gs.attrs = {{"mode", std::string("bicubic")}, {"padding_mode", std::string("reflection")}};
+  OpCall ra;
+  ra.op = "roi_align";
+  ra.inputs = {gs.inputs[0], make<float>(DTypeCode::kFloat32, {3, 4}, rv),
+               make<int64_t>(DTypeCode::kInt64, {3}, {0, 1, 1})};
+  ra.attrs = {{"output_height", int64_t{2}}, {"output_width", int64_t{3}}};
+  for (OpCall* c : {&gs, &ra}) {
+    Result<std::vector<Tensor>> one = run_op(*c);
+    c->num_threads = 3;
+    Result<std::vector<Tensor>> three = run_op(*c);
+    ASSERT_TRUE(one.is_ok() && three.is_ok()) << c->op;
+    ASSERT_EQ((*one)[0].numel(), (*three)[0].numel());
+    for (int64_t i = 0; i < (*one)[0].numel(); ++i) {
+      EXPECT_EQ((*one)[0].data<float>()[i], (*three)[0].data<float>()[i]) << c->op << " " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace frame::test

@@ -242,6 +242,8 @@ Status roi_align_kernel(KernelContext& ctx) {
     T* yp = y.data<T>();
     const C offset = half_pixel ? C(0.5) : C(0);
     const C scale = spatial_scale;
+    const int nt = ctx.num_threads;
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
     for (int64_t r = 0; r < nroi; ++r) {
       const C x1 = to_compute(rp[r * 4]) * scale - offset;
       const C y1 = to_compute(rp[r * 4 + 1]) * scale - offset;
