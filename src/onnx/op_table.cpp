@@ -421,6 +421,12 @@ Status convert_recurrent_v1(NodeImporter& n, std::string_view op) {
   return n.emit(op, n.inputs(), n.attrs());
 }
 
+// RoiAlign-10: no coordinate_transformation_mode attribute; it behaves as output_half_pixel.
+Status convert_roi_align_v10(NodeImporter& n, std::string_view op) {
+  n.attrs()["coordinate_transformation_mode"] = std::string("output_half_pixel");
+  return n.emit(op, n.inputs(), n.attrs());
+}
+
 // MaxUnpool: scatter X into zeros at the flat indices I (MaxPool's Indices, relative to the
 // default unpooled shape); a larger output_shape pads zeros at the end of each dim.
 Status convert_max_unpool(NodeImporter& n, std::string_view) {
@@ -862,6 +868,12 @@ const std::vector<OpRow> kRows = {
     SINCE("Det", 11, "det"),
     ROW("DFT", 17, 19, "dft", nullptr, ""),
     ROW("STFT", 17, 0, "stft", nullptr, ""),
+    // Sampling ops (issue 11): GridSample 16/20 (4-D only; shape inference rejects N-D),
+    // RoiAlign 10/16, TfIdfVectorizer 9 (pool_int64s only).
+    SINCE("GridSample", 16, "grid_sample"),
+    ROW("RoiAlign", 10, 15, "roi_align", convert_roi_align_v10, "output_half_pixel"),
+    SINCE("RoiAlign", 16, "roi_align"),
+    SINCE("TfIdfVectorizer", 9, "tf_idf_vectorizer"),
     ROW("Dropout", 1, 11, "dropout", convert_dropout_v1, "ratio attr -> input"),
     SINCE("Dropout", 12, "dropout"),
     // Recurrent: one node per sequence; sequence_lens stays a run-time input.
