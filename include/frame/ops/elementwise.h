@@ -607,7 +607,7 @@ struct MeanFinish {
   X(and, AndOp, ::frame::kBoolDType, kCommutativeTraits, "ONNX And (opset 7): logical and")        \
   X(or, OrOp, ::frame::kBoolDType, kCommutativeTraits, "ONNX Or (opset 7): logical or")            \
   X(xor, XorOp, ::frame::kBoolDType, kCommutativeTraits, "ONNX Xor (opset 7): logical xor")        \
-  X(bit_shift, BitShiftOp, (::frame::DTypeSet{::frame::DTypeCode::kUInt8}), kFusableTraits,        \
+  X(bit_shift, BitShiftOp, ::frame::kUnsignedIntDTypes, kFusableTraits,                            \
     "ONNX BitShift (opset 11): unsigned shift LEFT or RIGHT")
 
 /// Variadic (>= 1 input, data_0...) folds with numpy broadcasting. `mean` divides the folded
