@@ -243,6 +243,20 @@ Status dispatch_dtype(DTypeCode d, F&& f) {
   return detail::dispatch_dtype_impl<kSet, 0>(d, f);
 }
 
+/// `dispatch_dtype` over every dtype for kernels that only move elements (copies, gathers,
+/// fills, selects): uint16/32/64 run the int16/32/64 instance, whose storage is the same, so
+/// they add no template instances (compile time). Not for kernels whose result depends on
+/// the value of T (arithmetic, ordering, printing). Errors: as `dispatch_dtype`.
+template <typename F>
+Status dispatch_storage(DTypeCode d, F&& f) {
+  constexpr DTypeSet kStorage =
+      kFloatDTypes | kSignedIntDTypes | DTypeSet{DTypeCode::kUInt8} | kBoolDType;
+  if (d == DTypeCode::kUInt16) d = DTypeCode::kInt16;
+  if (d == DTypeCode::kUInt32) d = DTypeCode::kInt32;
+  if (d == DTypeCode::kUInt64) d = DTypeCode::kInt64;
+  return detail::dispatch_dtype_impl<kStorage, 0>(d, f);
+}
+
 /// Float value of any storage type (16-bit floats widened).
 template <typename T>
 inline compute_t<T> to_compute(T v) {

@@ -124,7 +124,7 @@ Status where_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(1);
   const Tensor& y = ctx.input(2);
   Tensor& out = ctx.output(0);
-  return dispatch_dtype(x.dtype(), [&]<typename T>() {
+  return dispatch_storage(x.dtype(), [&]<typename T>() {
     map_broadcast3(cond.data<bool>(), cond.shape(), x.data<T>(), x.shape(), y.data<T>(), y.shape(),
                    out.data<T>(), out.shape(), ctx.num_threads,
                    [](bool c, T a, T b) { return c ? a : b; });
