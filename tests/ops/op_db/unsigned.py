@@ -119,8 +119,26 @@ def _movement(dt, t):
     ]
 
 
+def _reduce_linalg(dt, t):
+    """Reductions, CumSum, MatMul and Gemm: ONNX defines them for uint32/uint64 (not uint16)."""
+    x = _rand(t, (3, 4), 0, 1000)
+    y = _rand(t, (4, 2), 0, 1000)
+    ax = np.array([1], np.int64)
+    return [
+        Case("reduce_sum", [x, ax], [np.sum(x, axis=1, keepdims=True, dtype=t)],
+             name=f"axis1_{dt}"),
+        Case("reduce_max", [x], [np.max(x, keepdims=True)], name=f"all_{dt}"),
+        Case("reduce_min", [x, ax], [np.min(x, axis=1, keepdims=True)], name=f"axis1_{dt}"),
+        Case("cumsum", [x, ax], [np.cumsum(x, axis=1, dtype=t)], name=f"axis1_{dt}"),
+        Case("matmul", [x, y], [np.matmul(x, y)], name=f"{dt}"),
+        Case("gemm", [x, y], [np.matmul(x, y)], name=f"{dt}"),
+    ]
+
+
 def cases():
     out = []
     for dt, t in UINTS.items():
         out += _arith(dt, t) + _bit_shift(dt, t) + _pow(dt, t) + _cast(dt, t) + _movement(dt, t)
+        if dt != "u16":
+            out += _reduce_linalg(dt, t)
     return out
