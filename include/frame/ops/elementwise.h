@@ -509,7 +509,13 @@ template <typename T>
 struct PReluOp {
   using out_type = T;
   using C = compute_t<T>;
-  C operator()(C x, C slope) const { return x < C(0) ? wrap_mul(slope, x) : x; }
+  C operator()(C x, C slope) const {
+    if constexpr (std::is_unsigned_v<C>) {
+      return x;  // never negative
+    } else {
+      return x < C(0) ? wrap_mul(slope, x) : x;
+    }
+  }
 };
 
 /// Mean's final step over the folded sum of `count` inputs.

@@ -120,7 +120,7 @@ def _movement(dt, t):
 
 
 def _reduce_linalg(dt, t):
-    """Reductions, CumSum, MatMul and Gemm: ONNX defines them for uint32/uint64 (not uint16)."""
+    """Reductions, CumSum, MatMul, Gemm and PRelu: ONNX defines them for uint32/uint64 (not uint16)."""
     x = _rand(t, (3, 4), 0, 1000)
     y = _rand(t, (4, 2), 0, 1000)
     ax = np.array([1], np.int64)
@@ -132,6 +132,7 @@ def _reduce_linalg(dt, t):
         Case("cumsum", [x, ax], [np.cumsum(x, axis=1, dtype=t)], name=f"axis1_{dt}"),
         Case("matmul", [x, y], [np.matmul(x, y)], name=f"{dt}"),
         Case("gemm", [x, y], [np.matmul(x, y)], name=f"{dt}"),
+        Case("prelu", [x, y[:, 0]], [x], name=f"{dt}"),
     ]
 
 
