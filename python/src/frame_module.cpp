@@ -113,6 +113,12 @@ py::dtype numpy_dtype(DTypeCode d) {
       return py::dtype("int64");
     case DTypeCode::kUInt8:
       return py::dtype("uint8");
+    case DTypeCode::kUInt16:
+      return py::dtype("uint16");
+    case DTypeCode::kUInt32:
+      return py::dtype("uint32");
+    case DTypeCode::kUInt64:
+      return py::dtype("uint64");
     case DTypeCode::kBool:
       return py::dtype("bool");
   }
@@ -121,12 +127,13 @@ py::dtype numpy_dtype(DTypeCode d) {
 
 // ONNX Runtime's NodeArg.type strings.
 std::string ort_type_name(DTypeCode d) {
-  static const char* kNames[kNumDTypes] = {"float", "double", "float16", "bfloat16", "int8",
-                                           "int16", "int32",  "int64",   "uint8",    "bool"};
+  static const char* kNames[kNumDTypes] = {"float",  "double", "float16", "bfloat16", "int8",
+                                           "int16",  "int32",  "int64",   "uint8",    "bool",
+                                           "uint16", "uint32", "uint64"};
   return std::string("tensor(") + kNames[static_cast<int>(d)] + ")";
 }
 
-// The frame dtype of a numpy dtype; `expected` lets uint16 stand for bfloat16.
+// The frame dtype of a numpy dtype; uint16 stands for bfloat16 where that is `expected`.
 std::optional<DTypeCode> frame_dtype(const py::dtype& dt, std::optional<DTypeCode> expected) {
   char kind = dt.kind();
   size_t size = static_cast<size_t>(dt.itemsize());
@@ -141,7 +148,11 @@ std::optional<DTypeCode> frame_dtype(const py::dtype& dt, std::optional<DTypeCod
     if (size == 8) return DTypeCode::kInt64;
   } else if (kind == 'u') {
     if (size == 1) return DTypeCode::kUInt8;
-    if (size == 2 && expected == DTypeCode::kBFloat16) return DTypeCode::kBFloat16;
+    if (size == 2) {
+      return expected == DTypeCode::kBFloat16 ? DTypeCode::kBFloat16 : DTypeCode::kUInt16;
+    }
+    if (size == 4) return DTypeCode::kUInt32;
+    if (size == 8) return DTypeCode::kUInt64;
   } else if (kind == 'b') {
     return DTypeCode::kBool;
   }

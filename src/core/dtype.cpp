@@ -6,10 +6,10 @@ namespace frame {
 
 namespace {
 constexpr std::array<std::string_view, kNumDTypes> kShortNames = {
-    "f32", "f64", "f16", "bf16", "i8", "i16", "i32", "i64", "u8", "bool"};
+    "f32", "f64", "f16", "bf16", "i8", "i16", "i32", "i64", "u8", "bool", "u16", "u32", "u64"};
 constexpr std::array<std::string_view, kNumDTypes> kLongNames = {
-    "float32", "float64", "float16", "bfloat16", "int8",
-    "int16",   "int32",   "int64",   "uint8",    "bool"};
+    "float32", "float64", "float16", "bfloat16", "int8",   "int16", "int32",
+    "int64",   "uint8",   "bool",    "uint16",   "uint32", "uint64"};
 }  // namespace
 
 std::string_view dtype_name(DTypeCode d) {
@@ -25,7 +25,7 @@ Result<DTypeCode> parse_dtype(std::string_view name) {
   if (name == "double") return DTypeCode::kFloat64;
   return invalid_argument(
       "unknown dtype '{}' (expected one of f32 f64 f16 bf16 i8 i16 i32 i64 "
-      "u8 bool)",
+      "u8 u16 u32 u64 bool)",
       name);
 }
 

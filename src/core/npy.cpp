@@ -13,9 +13,19 @@ struct DescrEntry {
   DTypeCode dtype;
 };
 constexpr DescrEntry kDescrs[] = {
-    {"<f4", DTypeCode::kFloat32},  {"<f8", DTypeCode::kFloat64}, {"<f2", DTypeCode::kFloat16},
-    {"|i1", DTypeCode::kInt8},     {"<i2", DTypeCode::kInt16},   {"<i4", DTypeCode::kInt32},
-    {"<i8", DTypeCode::kInt64},    {"|u1", DTypeCode::kUInt8},   {"|b1", DTypeCode::kBool},
+    {"<f4", DTypeCode::kFloat32},
+    {"<f8", DTypeCode::kFloat64},
+    {"<f2", DTypeCode::kFloat16},
+    {"|i1", DTypeCode::kInt8},
+    {"<i2", DTypeCode::kInt16},
+    {"<i4", DTypeCode::kInt32},
+    {"<i8", DTypeCode::kInt64},
+    {"|u1", DTypeCode::kUInt8},
+    {"|b1", DTypeCode::kBool},
+    {"<u2", DTypeCode::kUInt16},
+    {"<u4", DTypeCode::kUInt32},
+    {"<u8", DTypeCode::kUInt64},
+    // numpy has no bfloat16: bf16 is written as <u2 and read back only when asked (as_dtype).
     {"<u2", DTypeCode::kBFloat16},
 };
 
@@ -97,9 +107,11 @@ Result<Tensor> read_npy(const std::string& path, std::optional<DTypeCode> as_dty
   std::string shape_s = header_field(h, "shape");
   std::optional<DTypeCode> dt;
   for (const auto& e : kDescrs) {
-    if (descr == e.descr) dt = e.dtype;
+    if (descr == e.descr) {
+      dt = e.dtype;  // the first entry: <u2 is uint16 unless as_dtype says bf16
+      break;
+    }
   }
-  if (descr == "<u2" && as_dtype != DTypeCode::kBFloat16) dt.reset();
   if (!dt) return unimplemented("'{}': unsupported npy dtype '{}'", path, descr);
   if (as_dtype && dtype_size(*as_dtype) == dtype_size(*dt)) dt = *as_dtype;
   Shape shape;

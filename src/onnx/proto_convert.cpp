@@ -68,6 +68,18 @@ Status fill_from_typed_fields(const TensorProto& p, Tensor& t) {
       FRAME_RETURN_IF_ERROR(check_count(p.int32_data_size(), "int32_data"));
       copy_cast<uint8_t>(p.int32_data(), t);
       return Status();
+    case DTypeCode::kUInt16:
+      FRAME_RETURN_IF_ERROR(check_count(p.int32_data_size(), "int32_data"));
+      copy_cast<uint16_t>(p.int32_data(), t);
+      return Status();
+    case DTypeCode::kUInt32:
+      FRAME_RETURN_IF_ERROR(check_count(p.uint64_data_size(), "uint64_data"));
+      copy_cast<uint32_t>(p.uint64_data(), t);
+      return Status();
+    case DTypeCode::kUInt64:
+      FRAME_RETURN_IF_ERROR(check_count(p.uint64_data_size(), "uint64_data"));
+      copy_cast<uint64_t>(p.uint64_data(), t);
+      return Status();
     case DTypeCode::kBool: {
       FRAME_RETURN_IF_ERROR(check_count(p.int32_data_size(), "int32_data"));
       bool* dst = t.data<bool>();
@@ -175,7 +187,7 @@ Result<DTypeCode> dtype_from_onnx(int32_t onnx_type) {
   if (d.is_ok()) return d;
   return invalid_argument(
       "element type {} ({}) has no frame dtype (supported: FLOAT DOUBLE FLOAT16 BFLOAT16 INT8 "
-      "INT16 INT32 INT64 UINT8 BOOL)",
+      "INT16 INT32 INT64 UINT8 UINT16 UINT32 UINT64 BOOL)",
       onnx_type_name(onnx_type), onnx_type);
 }
 
@@ -199,6 +211,12 @@ int32_t onnx_type_from_dtype(DTypeCode d) {
       return TensorProto::INT64;
     case DTypeCode::kUInt8:
       return TensorProto::UINT8;
+    case DTypeCode::kUInt16:
+      return TensorProto::UINT16;
+    case DTypeCode::kUInt32:
+      return TensorProto::UINT32;
+    case DTypeCode::kUInt64:
+      return TensorProto::UINT64;
     case DTypeCode::kBool:
       return TensorProto::BOOL;
   }

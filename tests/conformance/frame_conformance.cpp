@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,9 +37,16 @@ using frame::Tensor;
 
 namespace {
 
-// The node-test generators store bfloat16 tensors as UINT16 (numpy has no bfloat16), and
-// frame has no uint16 dtype, so UINT16 data is read as bfloat16 bits.
-constexpr frame::DTypeCode kUInt16As = frame::DTypeCode::kBFloat16;
+// The node-test generators store bfloat16 tensors as UINT16 (numpy has no bfloat16): UINT16
+// data is read as bfloat16 bits only where the graph declares that input/output BFLOAT16,
+// otherwise as uint16.
+std::optional<frame::DTypeCode> uint16_as(const std::vector<frame::runtime::ValueInfo>& declared,
+                                          const std::string& name) {
+  for (const frame::runtime::ValueInfo& v : declared) {
+    if (v.name == name && v.dtype == frame::DTypeCode::kBFloat16) return v.dtype;
+  }
+  return std::nullopt;
+}
 
 struct Outcome {
   bool pass = false;
@@ -87,10 +95,16 @@ Outcome run_set(const frame::runtime::Session& session, const fs::path& data) {
   const auto in_files = sorted_files(data, "input_");
   for (size_t i = 0; i < in_files.size(); ++i) {
     std::string name;
-    Result<Tensor> t = frame::onnx::read_tensor_proto(in_files[i].string(), &name, kUInt16As);
+    Result<Tensor> t = frame::onnx::read_tensor_proto(in_files[i].string(), &name);
     if (!t.is_ok()) return {false, "data", t.status().message()};
     // Input .pb files carry the graph input name; without one, declaration order.
     if (name.empty() && i < session.inputs().size()) name = session.inputs()[i].name;
+    if (t->dtype() == frame::DTypeCode::kUInt16) {
+      if (std::optional<frame::DTypeCode> as = uint16_as(session.inputs(), name)) {
+        t = frame::onnx::read_tensor_proto(in_files[i].string(), nullptr, as);
+        if (!t.is_ok()) return {false, "data", t.status().message()};
+      }
+    }
     feeds[name] = *t;
   }
   Result<frame::runtime::Executable> exe = session.prepare(feeds);
@@ -105,7 +119,8 @@ Outcome run_set(const frame::runtime::Session& session, const fs::path& data) {
         fmt::format("{} expected outputs, the model has {}", out_files.size(), declared.size())};
   }
   for (size_t i = 0; i < out_files.size(); ++i) {
-    Result<Tensor> e = frame::onnx::read_tensor_proto(out_files[i].string(), nullptr, kUInt16As);
+    Result<Tensor> e = frame::onnx::read_tensor_proto(out_files[i].string(), nullptr,
+                                                      uint16_as(declared, declared[i].name));
     if (!e.is_ok()) return {false, "data", e.status().message()};
     auto it = out->find(declared[i].name);
     if (it == out->end()) {

@@ -26,8 +26,11 @@ enum class DTypeCode : uint8_t {
   kInt64,
   kUInt8,
   kBool,
+  kUInt16,  // appended after kBool so earlier values stay stable
+  kUInt32,
+  kUInt64,
 };
-inline constexpr int kNumDTypes = 10;
+inline constexpr int kNumDTypes = 13;
 
 /// IEEE 754 binary16. Conversions round to nearest even; arithmetic is done in float by
 /// callers, which round back after every op (so fp16 chains match numpy's per-op rounding).
@@ -100,6 +103,18 @@ template <>
 struct DTypeToCpp<DTypeCode::kBool> {
   using type = bool;
 };
+template <>
+struct DTypeToCpp<DTypeCode::kUInt16> {
+  using type = uint16_t;
+};
+template <>
+struct DTypeToCpp<DTypeCode::kUInt32> {
+  using type = uint32_t;
+};
+template <>
+struct DTypeToCpp<DTypeCode::kUInt64> {
+  using type = uint64_t;
+};
 template <DTypeCode C>
 using cpp_type_t = typename DTypeToCpp<C>::type;
 
@@ -124,6 +139,12 @@ template <>
 inline constexpr DTypeCode kDTypeOf<uint8_t> = DTypeCode::kUInt8;
 template <>
 inline constexpr DTypeCode kDTypeOf<bool> = DTypeCode::kBool;
+template <>
+inline constexpr DTypeCode kDTypeOf<uint16_t> = DTypeCode::kUInt16;
+template <>
+inline constexpr DTypeCode kDTypeOf<uint32_t> = DTypeCode::kUInt32;
+template <>
+inline constexpr DTypeCode kDTypeOf<uint64_t> = DTypeCode::kUInt64;
 
 /// Type used for arithmetic on T: float for the 16-bit floats, T otherwise.
 template <typename T>
@@ -137,10 +158,11 @@ inline constexpr bool kIsFloating =
 
 /// Size in bytes of one element.
 constexpr size_t dtype_size(DTypeCode d) {
-  constexpr size_t kSizes[kNumDTypes] = {4, 8, 2, 2, 1, 2, 4, 8, 1, 1};
+  constexpr size_t kSizes[kNumDTypes] = {4, 8, 2, 2, 1, 2, 4, 8, 1, 1, 2, 4, 8};
   return kSizes[static_cast<int>(d)];
 }
-/// Short names used by the text IR and JSON: f32 f64 f16 bf16 i8 i16 i32 i64 u8 bool.
+/// Short names used by the text IR and JSON: f32 f64 f16 bf16 i8 i16 i32 i64 u8 u16 u32 u64
+/// bool.
 std::string_view dtype_name(DTypeCode d);
 /// Inverse of dtype_name; also accepts long names ("float32", "int64", ...).
 Result<DTypeCode> parse_dtype(std::string_view name);
@@ -148,9 +170,15 @@ constexpr bool is_floating(DTypeCode d) {
   return d == DTypeCode::kFloat32 || d == DTypeCode::kFloat64 || d == DTypeCode::kFloat16 ||
          d == DTypeCode::kBFloat16;
 }
+/// True for uint8/16/32/64.
+constexpr bool is_unsigned(DTypeCode d) {
+  return d == DTypeCode::kUInt8 || d == DTypeCode::kUInt16 || d == DTypeCode::kUInt32 ||
+         d == DTypeCode::kUInt64;
+}
+/// True for the signed and unsigned integer dtypes (not bool).
 constexpr bool is_integral(DTypeCode d) {
   return d == DTypeCode::kInt8 || d == DTypeCode::kInt16 || d == DTypeCode::kInt32 ||
-         d == DTypeCode::kInt64 || d == DTypeCode::kUInt8;
+         d == DTypeCode::kInt64 || is_unsigned(d);
 }
 
 /// A set of dtypes as a bit mask (bit i = DTypeCode i). Constexpr, so it can select which
@@ -172,7 +200,9 @@ inline constexpr DTypeSet kFloatDTypes{DTypeCode::kFloat32, DTypeCode::kFloat64,
                                        DTypeCode::kFloat16, DTypeCode::kBFloat16};
 inline constexpr DTypeSet kSignedIntDTypes{DTypeCode::kInt8, DTypeCode::kInt16, DTypeCode::kInt32,
                                            DTypeCode::kInt64};
-inline constexpr DTypeSet kIntDTypes = kSignedIntDTypes | DTypeSet{DTypeCode::kUInt8};
+inline constexpr DTypeSet kUnsignedIntDTypes{DTypeCode::kUInt8, DTypeCode::kUInt16,
+                                             DTypeCode::kUInt32, DTypeCode::kUInt64};
+inline constexpr DTypeSet kIntDTypes = kSignedIntDTypes | kUnsignedIntDTypes;
 inline constexpr DTypeSet kNumericDTypes = kFloatDTypes | kIntDTypes;
 inline constexpr DTypeSet kSignedNumericDTypes = kFloatDTypes | kSignedIntDTypes;
 inline constexpr DTypeSet kBoolDType{DTypeCode::kBool};
@@ -211,6 +241,20 @@ Status dispatch_dtype_impl(DTypeCode d, F& f) {
 template <DTypeSet kSet = kAllDTypes, typename F>
 Status dispatch_dtype(DTypeCode d, F&& f) {
   return detail::dispatch_dtype_impl<kSet, 0>(d, f);
+}
+
+/// `dispatch_dtype` over every dtype for kernels that only move elements (copies, gathers,
+/// fills, selects): uint16/32/64 run the int16/32/64 instance, whose storage is the same, so
+/// they add no template instances (compile time). Not for kernels whose result depends on
+/// the value of T (arithmetic, ordering, printing). Errors: as `dispatch_dtype`.
+template <typename F>
+Status dispatch_storage(DTypeCode d, F&& f) {
+  constexpr DTypeSet kStorage =
+      kFloatDTypes | kSignedIntDTypes | DTypeSet{DTypeCode::kUInt8} | kBoolDType;
+  if (d == DTypeCode::kUInt16) d = DTypeCode::kInt16;
+  if (d == DTypeCode::kUInt32) d = DTypeCode::kInt32;
+  if (d == DTypeCode::kUInt64) d = DTypeCode::kInt64;
+  return detail::dispatch_dtype_impl<kStorage, 0>(d, f);
 }
 
 /// Float value of any storage type (16-bit floats widened).

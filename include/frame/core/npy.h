@@ -12,8 +12,8 @@
 
 namespace frame {
 
-/// Reads an .npy file. Supported descr: <f4 <f8 <f2 |i1 <i2 <i4 <i8 |u1 |b1 (and <u2 when
-/// `as_dtype` is kBFloat16). `as_dtype` reinterprets same-size storage (u2 -> bf16).
+/// Reads an .npy file. Supported descr: <f4 <f8 <f2 |i1 <i2 <i4 <i8 |u1 <u2 <u4 <u8 |b1.
+/// `as_dtype` reinterprets same-size storage (<u2 is uint16 unless `as_dtype` is kBFloat16).
 /// Errors: kIo (missing file, truncated data), kUnimplemented (other dtypes); Fortran-order
 /// arrays are read into row-major order.
 Result<Tensor> read_npy(const std::string& path, std::optional<DTypeCode> as_dtype = {});

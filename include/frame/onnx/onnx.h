@@ -61,7 +61,7 @@ Result<ir::Graph> load_from_bytes(std::string_view bytes, const LoadOptions& opt
 /// Reads a serialized TensorProto file (the ONNX backend test `input_N.pb` / `output_N.pb`
 /// format) into a Tensor. `name_out`, when not null, receives the TensorProto name.
 /// `uint16_as`, when set (kBFloat16 or kFloat16), reinterprets UINT16 data — the form numpy
-/// based generators store bfloat16 in — as that dtype; otherwise UINT16 is an error.
+/// based generators store bfloat16 in — as that dtype; otherwise UINT16 is read as uint16.
 /// Errors: kIo (unreadable or malformed), kInvalidArgument (element type frame lacks).
 Result<Tensor> read_tensor_proto(const std::string& path, std::string* name_out = nullptr,
                                  std::optional<DTypeCode> uint16_as = std::nullopt);

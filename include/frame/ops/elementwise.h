@@ -509,7 +509,13 @@ template <typename T>
 struct PReluOp {
   using out_type = T;
   using C = compute_t<T>;
-  C operator()(C x, C slope) const { return x < C(0) ? wrap_mul(slope, x) : x; }
+  C operator()(C x, C slope) const {
+    if constexpr (std::is_unsigned_v<C>) {
+      return x;  // never negative
+    } else {
+      return x < C(0) ? wrap_mul(slope, x) : x;
+    }
+  }
 };
 
 /// Mean's final step over the folded sum of `count` inputs.
@@ -607,7 +613,7 @@ struct MeanFinish {
   X(and, AndOp, ::frame::kBoolDType, kCommutativeTraits, "ONNX And (opset 7): logical and")        \
   X(or, OrOp, ::frame::kBoolDType, kCommutativeTraits, "ONNX Or (opset 7): logical or")            \
   X(xor, XorOp, ::frame::kBoolDType, kCommutativeTraits, "ONNX Xor (opset 7): logical xor")        \
-  X(bit_shift, BitShiftOp, (::frame::DTypeSet{::frame::DTypeCode::kUInt8}), kFusableTraits,        \
+  X(bit_shift, BitShiftOp, ::frame::kUnsignedIntDTypes, kFusableTraits,                            \
     "ONNX BitShift (opset 11): unsigned shift LEFT or RIGHT")
 
 /// Variadic (>= 1 input, data_0...) folds with numpy broadcasting. `mean` divides the folded

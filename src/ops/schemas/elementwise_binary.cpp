@@ -72,7 +72,8 @@ FRAME_REGISTER_OP(pow)
 
 // ---- prelu ----
 
-constexpr DTypeSet kPReluDTypes = kFloatDTypes | DTypeSet{DTypeCode::kInt32, DTypeCode::kInt64};
+constexpr DTypeSet kPReluDTypes = kFloatDTypes | DTypeSet{DTypeCode::kInt32, DTypeCode::kInt64,
+                                                          DTypeCode::kUInt32, DTypeCode::kUInt64};
 
 Result<std::vector<ir::TensorType>> prelu_infer(const NodeContext& ctx) {
   const Shape& x = ctx.input_types[0].shape;

@@ -173,8 +173,9 @@ FRAME_REGISTER_OP(cast)
     .input("input", "tensor to convert", kAllDTypes)
     .output("output", "converted tensor of the input's shape", kAllDTypes)
     .required_attr("to", ir::AttrType::kInt,
-                   "ONNX TensorProto data type: 1 float, 2 uint8, 3 int8, 5 int16, 6 int32, "
-                   "7 int64, 9 bool, 10 float16, 11 double, 16 bfloat16")
+                   "ONNX TensorProto data type: 1 float, 2 uint8, 3 int8, 4 uint16, 5 int16, "
+                   "6 int32, 7 int64, 9 bool, 10 float16, 11 double, 12 uint32, 13 uint64, "
+                   "16 bfloat16")
     .attr("saturate", ir::AttrType::kInt, "float8 targets only; ignored", ir::AttrValue(int64_t{1}))
     .traits({OpTrait::kElementwise, OpTrait::kFusable})
     .shape_infer(cast_infer);
@@ -189,6 +190,8 @@ Result<DTypeCode> dtype_from_onnx(int64_t onnx_type) {
       return DTypeCode::kUInt8;
     case 3:
       return DTypeCode::kInt8;
+    case 4:
+      return DTypeCode::kUInt16;
     case 5:
       return DTypeCode::kInt16;
     case 6:
@@ -201,13 +204,17 @@ Result<DTypeCode> dtype_from_onnx(int64_t onnx_type) {
       return DTypeCode::kFloat16;
     case 11:
       return DTypeCode::kFloat64;
+    case 12:
+      return DTypeCode::kUInt32;
+    case 13:
+      return DTypeCode::kUInt64;
     case 16:
       return DTypeCode::kBFloat16;
     default:
       return unimplemented(
           "ONNX data type {} has no frame dtype (supported: 1 float, 2 uint8, "
-          "3 int8, 5 int16, 6 int32, 7 int64, 9 bool, 10 float16, 11 double, "
-          "16 bfloat16)",
+          "3 int8, 4 uint16, 5 int16, 6 int32, 7 int64, 9 bool, 10 float16, 11 double, "
+          "12 uint32, 13 uint64, 16 bfloat16)",
           onnx_type);
   }
 }

@@ -13,7 +13,8 @@ namespace {
 using ir::AttrType;
 using ir::TensorType;
 
-constexpr DTypeSet kMatDTypes = kFloatDTypes | DTypeSet{DTypeCode::kInt32, DTypeCode::kInt64};
+constexpr DTypeSet kMatDTypes = kFloatDTypes | DTypeSet{DTypeCode::kInt32, DTypeCode::kInt64,
+                                                        DTypeCode::kUInt32, DTypeCode::kUInt64};
 
 Result<std::vector<TensorType>> infer_matmul(const NodeContext& ctx) {
   const Shape& a = ctx.input_types[0].shape;

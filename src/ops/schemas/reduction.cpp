@@ -14,7 +14,8 @@ namespace {
 using ir::AttrType;
 using ir::TensorType;
 
-constexpr DTypeSet kArith = kFloatDTypes | DTypeSet{DTypeCode::kInt32, DTypeCode::kInt64};
+constexpr DTypeSet kArith = kFloatDTypes | DTypeSet{DTypeCode::kInt32, DTypeCode::kInt64,
+                                                    DTypeCode::kUInt32, DTypeCode::kUInt64};
 constexpr DTypeSet kMinMax =
     kArith | DTypeSet{DTypeCode::kInt8, DTypeCode::kUInt8, DTypeCode::kBool};
 constexpr DTypeSet kIndexable = kNumericDTypes;

@@ -2,6 +2,7 @@
 // (truncated files, random bytes, unsupported ops, cycles). Expected values are hand-computed.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -352,11 +353,42 @@ TEST(OnnxLoader, BadTensorSizesAreErrors) {
 
 TEST(OnnxLoader, UnsupportedElementTypeNamesIt) {
   ModelBuilder m(13);
-  m.input("x", {3}, TensorProto::UINT32).output("y", TensorProto::UINT32);
+  m.input("x", {3}, TensorProto::COMPLEX64).output("y", TensorProto::COMPLEX64);
   m.add(node("Identity", {"x"}, {"y"}, "id"));
   Result<ir::Graph> g = load_from_bytes(m.bytes());
   ASSERT_FALSE(g.is_ok());
-  EXPECT_NE(g.status().message().find("UINT32"), std::string::npos) << g.status().message();
+  EXPECT_NE(g.status().message().find("COMPLEX64"), std::string::npos) << g.status().message();
+}
+
+TEST(OnnxLoader, UnsignedElementTypesMapToFrameDTypes) {
+  // UINT16/UINT32/UINT64 graph inputs: max(x, 7) on the largest values, which a signed
+  // comparison would get wrong.
+  const std::pair<int, DTypeCode> kTypes[] = {{TensorProto::UINT16, DTypeCode::kUInt16},
+                                              {TensorProto::UINT32, DTypeCode::kUInt32},
+                                              {TensorProto::UINT64, DTypeCode::kUInt64}};
+  for (const auto& [onnx_type, dtype] : kTypes) {
+    ModelBuilder m(13);
+    m.input("x", {2}, onnx_type).input("z", {2}, onnx_type).output("y", onnx_type);
+    m.add(node("Max", {"x", "z"}, {"y"}, "max"));
+    Result<ir::Graph> g = load_from_bytes(m.bytes());
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    Result<runtime::Executable> exe = runtime::compile(*g, {});
+    ASSERT_TRUE(exe.is_ok()) << exe.status().message();
+    Tensor x = *Tensor::zeros(dtype, {2});
+    Tensor z = *Tensor::zeros(dtype, {2});
+    // x = {all ones, 0}, z = {7, 7}: max = {all ones, 7}.
+    auto* xb = static_cast<uint8_t*>(x.raw_data());
+    std::memset(xb, 0xff, dtype_size(dtype));
+    Tensor expected = x.clone();
+    (void)dispatch_dtype<kUnsignedIntDTypes>(dtype, [&]<typename T>() {
+      z.data<T>()[0] = z.data<T>()[1] = T{7};
+      expected.data<T>()[1] = T{7};
+    });
+    Result<runtime::TensorMap> r = exe->run({{"x", x}, {"z", z}});
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+    EXPECT_EQ(r->at("y").dtype(), dtype);
+    EXPECT_TRUE(r->at("y").bitwise_equal(expected)) << dtype_name(dtype);
+  }
 }
 
 TEST(OnnxLoader, WrongInputsAtRunAreErrors) {

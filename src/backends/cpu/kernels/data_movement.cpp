@@ -36,7 +36,7 @@ Status copy_view(KernelContext& ctx, int64_t offset, const std::vector<int64_t>&
   const Tensor& in = ctx.input(0);
   Tensor& out = ctx.output(0);
   if (out.numel() == 0) return Status();
-  return dispatch_dtype(in.dtype(), [&]<typename T>() {
+  return dispatch_storage(in.dtype(), [&]<typename T>() {
     strided_copy<T>(in.data<T>(), offset, dims, strides, out.data<T>(), ctx.num_threads);
   });
 }
@@ -192,7 +192,7 @@ Status pad_cpu(KernelContext& ctx) {
   const bool has_value = ctx.inputs.size() > 2 && ctx.node->has_input(2);
   const int64_t inner = p.out_shape[r - 1];
   const int64_t rows = out.numel() / inner;
-  return dispatch_dtype(in.dtype(), [&]<typename T>() {
+  return dispatch_storage(in.dtype(), [&]<typename T>() {
     const T fill = has_value ? ctx.input(2).data<T>()[0] : T{};
     const T* src = in.data<T>();
     T* dst = out.data<T>();
@@ -231,7 +231,7 @@ Status trilu_cpu(KernelContext& ctx) {
       ctx.inputs.size() > 1 && ctx.node->has_input(1) ? ctx.input(1).element_as_int64(0) : 0,
       -(n + m + 1), n + m + 1);
   const int64_t rows = n == 0 || m == 0 ? 0 : in.numel() / m;
-  return dispatch_dtype(in.dtype(), [&]<typename T>() {
+  return dispatch_storage(in.dtype(), [&]<typename T>() {
     const T* src = in.data<T>();
     T* dst = out.data<T>();
     const int nt = threads_for(in.numel(), ctx.num_threads);

@@ -78,7 +78,7 @@ Status gather_elements_cpu(KernelContext& ctx) {
   const size_t r = static_cast<size_t>(data.rank());
   return dispatch_dtype<kIndexDTypes>(idx.dtype(), [&]<typename I>() -> Status {
     FRAME_ASSIGN_OR_RETURN(std::vector<int64_t> ix, checked_indices<I>(ctx, idx, data.dim(axis)));
-    return dispatch_dtype(data.dtype(), [&]<typename T>() {
+    return dispatch_storage(data.dtype(), [&]<typename T>() {
       const T* src = data.data<T>();
       T* dst = out.data<T>();
       for (int64_t e = 0; e < idx.numel(); ++e) {
@@ -258,7 +258,7 @@ Status one_hot_cpu(KernelContext& ctx) {
   for (int64_t i = 0; i < axis; ++i) outer *= out.dim(i);
   for (int64_t i = axis + 1; i < r; ++i) inner *= out.dim(i);
   return dispatch_dtype<kNumericDTypes>(idx.dtype(), [&]<typename I>() {
-    return dispatch_dtype(vals.dtype(), [&]<typename T>() {
+    return dispatch_storage(vals.dtype(), [&]<typename T>() {
       const T off = vals.data<T>()[0], on = vals.data<T>()[1];
       const I* ip = idx.data<I>();
       T* dst = out.data<T>();

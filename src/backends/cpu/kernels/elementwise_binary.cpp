@@ -57,10 +57,11 @@ Status binary_kernel(KernelContext& ctx) {
 FRAME_EW_BINARY_OPS(FRAME_EW_BINARY_KERNEL)
 #undef FRAME_EW_BINARY_KERNEL
 
-FRAME_REGISTER_KERNEL(
-    prelu, "cpu",
-    (binary_kernel<ew::PReluOp, kFloatDTypes | DTypeSet{DTypeCode::kInt32, DTypeCode::kInt64}>))
-    .dtypes(kFloatDTypes | DTypeSet{DTypeCode::kInt32, DTypeCode::kInt64});
+// ONNX PRelu-16 T: the floats, int32/64 and uint32/64.
+constexpr DTypeSet kPReluDTypes = kFloatDTypes | DTypeSet{DTypeCode::kInt32, DTypeCode::kInt64,
+                                                          DTypeCode::kUInt32, DTypeCode::kUInt64};
+FRAME_REGISTER_KERNEL(prelu, "cpu", (binary_kernel<ew::PReluOp, kPReluDTypes>))
+    .dtypes(kPReluDTypes);
 
 // Folds the inputs left to right into the output, rounding to T after every step like a chain
 // of binary ops; `kMean` divides by the input count at the end.
@@ -124,7 +125,7 @@ Status where_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(1);
   const Tensor& y = ctx.input(2);
   Tensor& out = ctx.output(0);
-  return dispatch_dtype(x.dtype(), [&]<typename T>() {
+  return dispatch_storage(x.dtype(), [&]<typename T>() {
     map_broadcast3(cond.data<bool>(), cond.shape(), x.data<T>(), x.shape(), y.data<T>(), y.shape(),
                    out.data<T>(), out.shape(), ctx.num_threads,
                    [](bool c, T a, T b) { return c ? a : b; });

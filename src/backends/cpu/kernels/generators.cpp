@@ -151,7 +151,7 @@ Status constant_of_shape_cpu(KernelContext& ctx) {
     if (out.nbytes() > 0) std::memset(out.raw_data(), 0, out.nbytes());  // default f32 0
     return Status();
   }
-  return dispatch_dtype(out.dtype(), [&]<typename T>() {
+  return dispatch_storage(out.dtype(), [&]<typename T>() {
     std::fill(out.data<T>(), out.data<T>() + out.numel(), v->data<T>()[0]);
   });
 }

@@ -13,7 +13,8 @@ namespace {
 
 using ops::KernelContext;
 
-constexpr DTypeSet kMatDTypes = kFloatDTypes | DTypeSet{DTypeCode::kInt32, DTypeCode::kInt64};
+constexpr DTypeSet kMatDTypes = kFloatDTypes | DTypeSet{DTypeCode::kInt32, DTypeCode::kInt64,
+                                                        DTypeCode::kUInt32, DTypeCode::kUInt64};
 
 Status matmul_kernel(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);

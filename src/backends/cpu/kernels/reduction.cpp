@@ -16,14 +16,18 @@ namespace {
 
 using ops::KernelContext;
 
-constexpr DTypeSet kArith = kFloatDTypes | DTypeSet{DTypeCode::kInt32, DTypeCode::kInt64};
+constexpr DTypeSet kArith = kFloatDTypes | DTypeSet{DTypeCode::kInt32, DTypeCode::kInt64,
+                                                    DTypeCode::kUInt32, DTypeCode::kUInt64};
 constexpr DTypeSet kMinMax =
     kArith | DTypeSet{DTypeCode::kInt8, DTypeCode::kUInt8, DTypeCode::kBool};
 
-// Accumulator type: double for floats, bool for bool (min/max), int64 for integers.
+// Accumulator type: double for floats, bool for bool (min/max), uint64 for unsigned integers
+// (wraps modulo 2^64 as numpy; int64 would make uint64's max negative), int64 otherwise.
 template <typename T>
-using acc_t = std::conditional_t<kIsFloating<T>, double,
-                                 std::conditional_t<std::is_same_v<T, bool>, bool, int64_t>>;
+using acc_t = std::conditional_t<
+    kIsFloating<T>, double,
+    std::conditional_t<std::is_same_v<T, bool>, bool,
+                       std::conditional_t<std::is_unsigned_v<T>, uint64_t, int64_t>>>;
 
 template <typename A>
 bool is_nan(A v) {
