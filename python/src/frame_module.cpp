@@ -65,6 +65,37 @@ namespace {
   }
 }
 
+// The exception a Python kernel raised during the current run on this thread (a new
+// reference, or null). Set by the kernel trampoline with the GIL held; taken by the run's
+// binding after the run, so the user sees the kernel's own exception: KeyboardInterrupt and
+// SystemExit as themselves, anything else as the cause (__cause__, with its traceback) of the
+// ValueError naming node and op. A raw pointer, not py::object: a thread_local destructor may
+// run without the GIL. Kernels called from other threads (inside a parallel fused group) leave
+// it unset, and the ValueError then carries the exception's text only.
+thread_local PyObject* g_kernel_exception = nullptr;
+
+void clear_kernel_exception() { Py_CLEAR(g_kernel_exception); }
+
+// raise_status for a failed run, re-raising the kernel's exception where one was recorded.
+[[noreturn]] void raise_run_status(const Status& s) {
+  if (g_kernel_exception != nullptr) {
+    py::object exc = py::reinterpret_steal<py::object>(g_kernel_exception);
+    g_kernel_exception = nullptr;
+    if (PyErr_GivenExceptionMatches(exc.ptr(), PyExc_KeyboardInterrupt) ||
+        PyErr_GivenExceptionMatches(exc.ptr(), PyExc_SystemExit)) {
+      PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
+      throw py::error_already_set();
+    }
+    if (s.code() == StatusCode::kInvalidArgument) {
+      py::object err = py::reinterpret_borrow<py::object>(PyExc_ValueError)(s.message());
+      PyException_SetCause(err.ptr(), exc.release().ptr());  // steals the reference
+      PyErr_SetObject(PyExc_ValueError, err.ptr());
+      throw py::error_already_set();
+    }
+  }
+  raise_status(s);
+}
+
 template <typename T>
 T take(Result<T> r) {
   if (!r.is_ok()) raise_status(r.status());
@@ -389,13 +420,15 @@ class InferenceSession {
       }
     }
     Feeds feeds = feeds_from_dict(input_feed, dtypes_);
+    clear_kernel_exception();
     Result<TensorMap> out = [&] {
       py::gil_scoped_release release;
       runtime::RunOptions ro;
       ro.profile = profile_.get();
       return sess().run(feeds.tensors, ro);
     }();
-    if (!out.is_ok()) raise_status(out.status());
+    if (!out.is_ok()) raise_run_status(out.status());
+    clear_kernel_exception();
     py::list result;
     for (const std::string& n : names) result.append(array_from_tensor(out->at(n)));
     return result;
@@ -672,11 +705,13 @@ class PyExecutable {
   }
   py::dict run(const py::object& feeds_obj) const {
     Feeds feeds = feeds_from_dict(feeds_obj, dtypes_);
+    clear_kernel_exception();
     Result<TensorMap> out = [&] {
       py::gil_scoped_release release;
       return exe_.run(feeds.tensors);
     }();
-    if (!out.is_ok()) raise_status(out.status());
+    if (!out.is_ok()) raise_run_status(out.status());
+    clear_kernel_exception();
     py::dict d;
     for (const auto& [name, type] : exe_.output_signature())
       d[py::str(name)] = array_from_tensor(out->at(name));
@@ -891,6 +926,11 @@ Status py_kernel_trampoline(ops::KernelContext& ctx) {
     }
     return Status();
   } catch (py::error_already_set& e) {
+    Py_XDECREF(g_kernel_exception);
+    g_kernel_exception = e.value().inc_ref().ptr();
+    if (e.trace() && !e.trace().is_none()) {  // keep the kernel's traceback on the exception
+      PyException_SetTraceback(g_kernel_exception, e.trace().ptr());
+    }
     return node.error("Python kernel raised {}", python_error_text(e));
   } catch (std::exception& e) {  // a conversion failed; nothing may unwind into the runtime
     return node.error("Python kernel returned a bad value: {}", e.what());

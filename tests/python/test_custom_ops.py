@@ -188,3 +188,45 @@ def test_byte_swapped_kernel_output_is_converted():
     xs = np.array([1, 2, 3, -4], np.float32)
     (y,) = frame.compile(g, backends=["cpu"]).run({"x": xs}).values()
     np.testing.assert_array_equal(y, xs * 2)
+
+
+def _raise_kernel(exc):
+    def kernel(inputs, attrs):
+        raise exc
+    return kernel
+
+
+def _one_node_executable(op):
+    g = frame.Graph()
+    g.output(g.add_node(op, [g.input("x", "f32", [2])]))
+    return frame.compile(g, backends=["cpu"])
+
+
+def test_kernel_exceptions_reach_the_caller():
+    # The kernel's own exception is the ValueError's __cause__ (with its traceback), and
+    # KeyboardInterrupt / SystemExit come back as themselves, so Ctrl-C is not swallowed.
+    frame.register_op("pytest_raise_key", inputs=["X"], outputs=["Y"],
+                      cpu_kernel=_raise_kernel(LookupError("inner detail")))
+    frame.register_op("pytest_raise_interrupt", inputs=["X"], outputs=["Y"],
+                      cpu_kernel=_raise_kernel(KeyboardInterrupt()))
+    frame.register_op("pytest_raise_exit", inputs=["X"], outputs=["Y"],
+                      cpu_kernel=_raise_kernel(SystemExit(3)))
+    x = {"x": np.ones(2, np.float32)}
+    with pytest.raises(ValueError, match=r"Python kernel raised LookupError") as info:
+        _one_node_executable("pytest_raise_key").run(x)
+    assert isinstance(info.value.__cause__, LookupError)
+    assert info.value.__cause__.__traceback__ is not None
+    with pytest.raises(KeyboardInterrupt):
+        _one_node_executable("pytest_raise_interrupt").run(x)
+    with pytest.raises(SystemExit):
+        _one_node_executable("pytest_raise_exit").run(x)
+    # The session path too, and a later good run is unaffected.
+    g = frame.Graph()
+    g.output(g.add_node("pytest_raise_interrupt", [g.input("x", "f32", [2])]))
+    sess = frame.InferenceSession(g, backends=["cpu"])
+    with pytest.raises(KeyboardInterrupt):
+        sess.run(None, x)
+    g2 = frame.Graph()
+    g2.output(g2.add_node("relu", [g2.input("x", "f32", [2])]))
+    (y,) = frame.compile(g2, backends=["cpu"]).run(x).values()
+    np.testing.assert_array_equal(y, np.ones(2, np.float32))
