@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "backends/onednn/kernels/linear_kernels.h"
+#include "backends/onednn/pattern_util.h"
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/lowering_pattern.h"
 #include "frame/ops/op_registry.h"
@@ -40,52 +41,6 @@ using ops::fused::PostOpKind;
 
 // Longest post-op chain fused into one node (oneDNN allows more; real models use 1-2).
 constexpr size_t kMaxPostOps = 4;
-
-// The only live node reading `v`, when `v` is not a graph output and is read exactly once.
-std::optional<NodeId> sole_user(const Graph& g, ValueId v) {
-  if (g.is_output(v)) return std::nullopt;
-  std::optional<NodeId> user;
-  for (NodeId id : g.node_ids()) {
-    for (ValueId in : g.node(id).inputs) {
-      if (in != v) continue;
-      if (user) return std::nullopt;
-      user = id;
-    }
-  }
-  return user;
-}
-
-const Tensor* constant_of(const Graph& g, ValueId v) {
-  if (v == ir::kNoValue || !g.value(v).is_constant()) return nullptr;
-  return &*g.value(v).constant;
-}
-
-// Whether the onednn kernel of `op` would run a node with these inputs and attributes;
-// `overrides` replace inputs by constants not yet in the graph.
-bool onednn_runs(const Graph& g, std::string_view op, std::string_view name,
-                 const std::vector<ValueId>& inputs, const ir::AttrMap& attrs,
-                 const std::vector<std::pair<size_t, const Tensor*>>& overrides = {}) {
-  const ops::OpSchema* schema = ops::OpRegistry::global().find(op);
-  const ops::KernelDef* k = ops::KernelRegistry::global().find(op, "onednn");
-  if (schema == nullptr || k == nullptr) return false;
-  ops::NodeContext ctx;
-  ctx.op = op;
-  ctx.node_name = name;
-  ctx.attrs = &attrs;
-  ctx.schema = schema;
-  for (ValueId v : inputs) {
-    const bool present = v != ir::kNoValue && g.value(v).type.has_value();
-    ctx.input_types.push_back(present ? *g.value(v).type : ir::TensorType{});
-    ctx.input_present.push_back(present);
-    ctx.input_constants.push_back(constant_of(g, v));
-  }
-  for (const auto& [i, t] : overrides) {
-    ctx.input_types[i] = ir::TensorType{t->dtype(), t->shape()};
-    ctx.input_present[i] = true;
-    ctx.input_constants[i] = t;
-  }
-  return schema->infer(ctx).is_ok() && k->supports(ctx).is_ok();
-}
 
 // Replaces the nodes `removed` by one new node whose output takes over value `out` (its name,
 // type and uses), so graph outputs keep their names.

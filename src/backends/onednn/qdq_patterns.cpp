@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/onednn/pattern_util.h"
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/lowering_pattern.h"
 #include "frame/ops/op_registry.h"
@@ -35,25 +36,6 @@ namespace {
 using ir::Graph;
 using ir::NodeId;
 using ir::ValueId;
-
-// The only live node reading `v`, when `v` is not a graph output and is read exactly once.
-std::optional<NodeId> only_user(const Graph& g, ValueId v) {
-  if (g.is_output(v)) return std::nullopt;
-  std::optional<NodeId> user;
-  for (NodeId id : g.node_ids()) {
-    for (ValueId in : g.node(id).inputs) {
-      if (in != v) continue;
-      if (user) return std::nullopt;
-      user = id;
-    }
-  }
-  return user;
-}
-
-const Tensor* constant(const Graph& g, ValueId v) {
-  if (v == ir::kNoValue || !g.value(v).is_constant()) return nullptr;
-  return &*g.value(v).constant;
-}
 
 bool one_element(const Tensor* t) {
   return t != nullptr && t->numel() == 1 && t->shape().size() <= 1;
@@ -80,26 +62,26 @@ struct QdqMatch {
 std::optional<QdqMatch> match_qdq(const Graph& g, NodeId id) {
   const ir::Node& n = g.node(id);
   if (n.outputs.size() != 1 || n.inputs.empty()) return std::nullopt;
-  const std::optional<NodeId> q = only_user(g, n.outputs[0]);
+  const std::optional<NodeId> q = sole_user(g, n.outputs[0]);
   if (!q || g.node(*q).op != "quantize_linear") return std::nullopt;
   const ir::Node& qn = g.node(*q);
   if (qn.inputs.size() < 2 || qn.inputs[0] != n.outputs[0] ||
-      !one_element(constant(g, qn.inputs[1])) ||
-      constant(g, qn.inputs[1])->dtype() != DTypeCode::kFloat32) {
+      !one_element(constant_of(g, qn.inputs[1])) ||
+      constant_of(g, qn.inputs[1])->dtype() != DTypeCode::kFloat32) {
     return std::nullopt;
   }
   const bool has_yzp = qn.inputs.size() > 2 && qn.inputs[2] != ir::kNoValue;
-  if (!has_yzp || !one_element(constant(g, qn.inputs[2]))) return std::nullopt;
+  if (!has_yzp || !one_element(constant_of(g, qn.inputs[2]))) return std::nullopt;
   const std::optional<NodeId> dq = producer(g, n.inputs[0]);
   if (!dq || g.node(*dq).op != "dequantize_linear") return std::nullopt;
   const ir::Node& dn = g.node(*dq);
   if (dn.inputs.size() < 3 || dn.inputs[2] == ir::kNoValue) return std::nullopt;
-  const Tensor* xs = constant(g, dn.inputs[1]);
+  const Tensor* xs = constant_of(g, dn.inputs[1]);
   if (!one_element(xs) || xs->dtype() != DTypeCode::kFloat32) return std::nullopt;
-  if (!one_element(constant(g, dn.inputs[2]))) return std::nullopt;
+  if (!one_element(constant_of(g, dn.inputs[2]))) return std::nullopt;
   QdqMatch m{*dq,          *q,           false,        dn.inputs[0],        dn.inputs[1],
              dn.inputs[2], qn.inputs[1], qn.inputs[2], xs->data<float>()[0]};
-  m.dq_dies = only_user(g, dn.outputs[0]) == id;
+  m.dq_dies = sole_user(g, dn.outputs[0]) == id;
   return m;
 }
 
@@ -135,33 +117,6 @@ std::optional<Int8Weights> recover_int8(const Tensor& w, int64_t groups, int64_t
     }
   }
   return r;
-}
-
-// Whether the onednn kernel of `op` would run a node with these inputs (some replaced by
-// constants not yet in the graph).
-bool onednn_would_run(const Graph& g, std::string_view op, std::string_view name,
-                      const std::vector<ValueId>& inputs, const ir::AttrMap& attrs,
-                      const std::vector<std::pair<size_t, const Tensor*>>& overrides) {
-  const ops::OpSchema* schema = ops::OpRegistry::global().find(op);
-  const ops::KernelDef* k = ops::KernelRegistry::global().find(op, "onednn");
-  if (schema == nullptr || k == nullptr) return false;
-  ops::NodeContext ctx;
-  ctx.op = op;
-  ctx.node_name = name;
-  ctx.attrs = &attrs;
-  ctx.schema = schema;
-  for (ValueId v : inputs) {
-    const bool present = v != ir::kNoValue && g.value(v).type.has_value();
-    ctx.input_types.push_back(present ? *g.value(v).type : ir::TensorType{});
-    ctx.input_present.push_back(present);
-    ctx.input_constants.push_back(constant(g, v));
-  }
-  for (const auto& [i, t] : overrides) {
-    ctx.input_types[i] = ir::TensorType{t->dtype(), t->shape()};
-    ctx.input_present[i] = true;
-    ctx.input_constants[i] = t;
-  }
-  return schema->infer(ctx).is_ok() && k->supports(ctx).is_ok();
 }
 
 // Replaces the anchor, its QuantizeLinear (and the DequantizeLinear when nothing else reads
@@ -229,13 +184,13 @@ Result<bool> quantize_qdq_conv(Graph& g, NodeId id) {
   if (!m) return false;
   const ir::Node conv = g.node(id);
   if (conv.inputs.size() < 2) return false;
-  const Tensor* w = constant(g, conv.inputs[1]);
+  const Tensor* w = constant_of(g, conv.inputs[1]);
   if (w == nullptr || w->rank() < 3 || w->dim(0) == 0) return false;
   const int64_t mch = w->dim(0), per = w->numel() / mch;
   std::optional<Int8Weights> wq = recover_int8(*w, mch, per, per, 1);
   if (!wq) return false;
   const bool has_b = conv.inputs.size() > 2 && conv.inputs[2] != ir::kNoValue;
-  const Tensor* b = has_b ? constant(g, conv.inputs[2]) : nullptr;
+  const Tensor* b = has_b ? constant_of(g, conv.inputs[2]) : nullptr;
   if (has_b && (b == nullptr || b->dtype() != DTypeCode::kFloat32 || b->numel() != mch)) {
     return false;
   }
@@ -254,8 +209,8 @@ Result<bool> quantize_qdq_conv(Graph& g, NodeId id) {
   }
   std::vector<ValueId> inputs{m->xq,        m->xs, m->xzp, ir::kNoValue, ir::kNoValue,
                               ir::kNoValue, m->ys, m->yzp, ir::kNoValue};
-  if (!onednn_would_run(g, "qlinear_conv", conv.name, inputs, attrs,
-                        {{3, &wq->q}, {4, &ws}, {5, &wzp}, {8, &bq}})) {
+  if (!onednn_runs(g, "qlinear_conv", conv.name, inputs, attrs,
+                   {{3, &wq->q}, {4, &ws}, {5, &wzp}, {8, &bq}})) {
     return false;
   }
   std::vector<std::pair<size_t, Tensor>> consts;
@@ -275,7 +230,7 @@ Result<bool> quantize_qdq_matmul(Graph& g, NodeId id) {
   if (!m) return false;
   const ir::Node mm = g.node(id);
   if (mm.inputs.size() < 2 || (mm.inputs.size() > 2 && mm.inputs[2] != ir::kNoValue)) return false;
-  const Tensor* w = constant(g, mm.inputs[1]);
+  const Tensor* w = constant_of(g, mm.inputs[1]);
   if (w == nullptr || w->rank() != 2 || w->dim(1) == 0) return false;
   const int64_t k = w->dim(0), n = w->dim(1);
   // One scale per column of W.
@@ -286,8 +241,7 @@ Result<bool> quantize_qdq_matmul(Graph& g, NodeId id) {
   Tensor wzp = Tensor::scalar<int8_t>(0);
   std::vector<ValueId> inputs{m->xq,        m->xs,        m->xzp, ir::kNoValue,
                               ir::kNoValue, ir::kNoValue, m->ys,  m->yzp};
-  if (!onednn_would_run(g, "qlinear_matmul", mm.name, inputs, {},
-                        {{3, &wq->q}, {4, &ws}, {5, &wzp}})) {
+  if (!onednn_runs(g, "qlinear_matmul", mm.name, inputs, {}, {{3, &wq->q}, {4, &ws}, {5, &wzp}})) {
     return false;
   }
   std::vector<std::pair<size_t, Tensor>> consts;
@@ -306,15 +260,15 @@ Result<bool> quantize_qdq_matmul(Graph& g, NodeId id) {
 Result<bool> quantize_before_max_pool(Graph& g, NodeId id) {
   const ir::Node pool = g.node(id);
   if (pool.inputs.size() != 1 || pool.outputs.size() != 1) return false;
-  const std::optional<NodeId> q = only_user(g, pool.outputs[0]);
+  const std::optional<NodeId> q = sole_user(g, pool.outputs[0]);
   if (!q || g.node(*q).op != "quantize_linear") return false;
   const ir::Node qn = g.node(*q);
   if (qn.inputs.size() < 3 || qn.inputs[0] != pool.outputs[0] || qn.inputs[2] == ir::kNoValue) {
     return false;
   }
-  const Tensor* ys = constant(g, qn.inputs[1]);
+  const Tensor* ys = constant_of(g, qn.inputs[1]);
   if (!one_element(ys) || ys->dtype() != DTypeCode::kFloat32 || !(ys->data<float>()[0] > 0.0f) ||
-      !one_element(constant(g, qn.inputs[2]))) {
+      !one_element(constant_of(g, qn.inputs[2]))) {
     return false;
   }
   const ValueId out = qn.outputs[0];

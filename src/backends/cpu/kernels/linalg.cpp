@@ -20,31 +20,10 @@ Status matmul_kernel(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
   Tensor& y = ctx.output(0);
-  // Promote 1-D operands as numpy does; the output already has the reduced shape.
-  Shape as = a.shape(), bs = b.shape();
-  if (as.size() == 1) as.insert(as.begin(), 1);
-  if (bs.size() == 1) bs.push_back(1);
-  const int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
-  const Shape ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
-  FRAME_ASSIGN_OR_RETURN(Shape batch, broadcast_shapes(ab, bb));
-  const int64_t nbatch = numel_of(batch);
-  // Offsets of each output batch into A and B (broadcast dims repeat a block).
-  std::vector<int64_t> a_off(static_cast<size_t>(nbatch)), b_idx(static_cast<size_t>(nbatch));
-  {
-    const std::vector<int64_t> sa = batch_strides(ab, batch), sb = batch_strides(bb, batch);
-    for (int64_t t = 0; t < nbatch; ++t) {
-      int64_t rem = t, oa = 0, ob = 0;
-      for (size_t d = batch.size(); d-- > 0;) {
-        const int64_t i = rem % batch[d];
-        rem /= batch[d];
-        oa += i * sa[d];
-        ob += i * sb[d];
-      }
-      a_off[static_cast<size_t>(t)] = oa * m * k;
-      b_idx[static_cast<size_t>(t)] = ob;
-    }
-  }
-  const int64_t nb_blocks = numel_of(bb);
+  // 1-D operands promoted as numpy does; the output already has the reduced shape.
+  FRAME_ASSIGN_OR_RETURN(const MatmulBatches mb, matmul_batches(a.shape(), b.shape()));
+  const int64_t m = mb.m, k = mb.k, n = mb.n, nb_blocks = mb.b_blocks;
+  const auto nbatch = static_cast<int64_t>(mb.a_block.size());
   return dispatch_dtype<kMatDTypes>(a.dtype(), [&]<typename T>() {
     using Acc = mm_acc_t<T>;
     // Pack every distinct B matrix once.
@@ -56,8 +35,8 @@ Status matmul_kernel(KernelContext& ctx) {
     T* out = y.data<T>();
     for_rows<Acc>(nbatch * m, n, ctx.num_threads, [&](int64_t r, Acc* row) {
       const int64_t t = r / m, i = r % m;
-      const T* arow = ap + a_off[static_cast<size_t>(t)] + i * k;
-      const Acc* bm = bp.data() + b_idx[static_cast<size_t>(t)] * k * n;
+      const T* arow = ap + (mb.a_block[static_cast<size_t>(t)] * m + i) * k;
+      const Acc* bm = bp.data() + mb.b_block[static_cast<size_t>(t)] * k * n;
       row_times_packed(arow, 1, bm, k, n, row);
       T* orow = out + r * n;
       for (int64_t j = 0; j < n; ++j) orow[j] = from_compute<T>(static_cast<compute_t<T>>(row[j]));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "frame/core/dtype.h"
+#include "frame/core/status.h"
 #include "frame/core/tensor.h"
 
 namespace frame::cpu {
@@ -31,6 +32,45 @@ inline std::vector<int64_t> batch_strides(std::span<const int64_t> in,
     st *= in[di];
   }
   return s;
+}
+
+/// Geometry of a numpy-style (batched, broadcast) matrix product of shapes `as` x `bs`: 1-D
+/// operands promoted (A a row, B a column), M, K, N, and per output batch t the index of the
+/// A matrix (`a_block[t]`) and B matrix (`b_block[t]`) it reads; `b_blocks` distinct B
+/// matrices. Source: ONNX MatMul / MatMulInteger (numpy matmul semantics).
+struct MatmulBatches {
+  int64_t m = 0, k = 0, n = 0;
+  int64_t b_blocks = 0;
+  std::vector<int64_t> a_block, b_block;
+};
+
+/// Errors: batch dims that do not broadcast (broadcast_shapes).
+inline Result<MatmulBatches> matmul_batches(Shape as, Shape bs) {
+  if (as.size() == 1) as.insert(as.begin(), 1);
+  if (bs.size() == 1) bs.push_back(1);
+  MatmulBatches r;
+  r.m = as[as.size() - 2];
+  r.k = as.back();
+  r.n = bs.back();
+  const Shape ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
+  FRAME_ASSIGN_OR_RETURN(Shape batch, broadcast_shapes(ab, bb));
+  const int64_t nbatch = numel_of(batch);
+  r.b_blocks = numel_of(bb);
+  r.a_block.resize(static_cast<size_t>(nbatch));
+  r.b_block.resize(static_cast<size_t>(nbatch));
+  const std::vector<int64_t> sa = batch_strides(ab, batch), sb = batch_strides(bb, batch);
+  for (int64_t t = 0; t < nbatch; ++t) {
+    int64_t rem = t, oa = 0, ob = 0;
+    for (size_t d = batch.size(); d-- > 0;) {
+      const int64_t i = rem % batch[d];
+      rem /= batch[d];
+      oa += i * sa[d];
+      ob += i * sb[d];
+    }
+    r.a_block[static_cast<size_t>(t)] = oa;
+    r.b_block[static_cast<size_t>(t)] = ob;
+  }
+  return r;
 }
 
 /// dst[r * cols + c] = src(r, c) where src is [rows, cols] row-major, or [cols, rows] when

@@ -185,29 +185,10 @@ FRAME_REGISTER_KERNEL(dynamic_quantize_linear, "cpu", dynamic_quantize_kernel)
 template <typename Emit>
 Status int_matmul(KernelContext& ctx, const Tensor& a, const Tensor& b,
                   const std::vector<int32_t>& azp, const std::vector<int32_t>& bzp, Emit&& emit) {
-  Shape as = a.shape(), bs = b.shape();
-  if (as.size() == 1) as.insert(as.begin(), 1);
-  if (bs.size() == 1) bs.push_back(1);
-  const int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
-  const Shape ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
-  FRAME_ASSIGN_OR_RETURN(Shape batch, broadcast_shapes(ab, bb));
-  const int64_t nbatch = numel_of(batch);
-  std::vector<int64_t> a_blk(static_cast<size_t>(nbatch)), b_blk(static_cast<size_t>(nbatch));
-  {
-    const std::vector<int64_t> sa = batch_strides(ab, batch), sb = batch_strides(bb, batch);
-    for (int64_t t = 0; t < nbatch; ++t) {
-      int64_t rem = t, oa = 0, ob = 0;
-      for (size_t d = batch.size(); d-- > 0;) {
-        const int64_t i = rem % batch[d];
-        rem /= batch[d];
-        oa += i * sa[d];
-        ob += i * sb[d];
-      }
-      a_blk[static_cast<size_t>(t)] = oa;
-      b_blk[static_cast<size_t>(t)] = ob;
-    }
-  }
-  const int64_t nb_blocks = numel_of(bb);
+  FRAME_ASSIGN_OR_RETURN(const MatmulBatches mb, matmul_batches(a.shape(), b.shape()));
+  const int64_t m = mb.m, k = mb.k, n = mb.n, nb_blocks = mb.b_blocks;
+  const auto nbatch = static_cast<int64_t>(mb.a_block.size());
+  const std::vector<int64_t>&a_blk = mb.a_block, &b_blk = mb.b_block;
   const bool a_rows = azp.size() > 1, b_cols = bzp.size() > 1;
   return dispatch_dtype<kQ8>(a.dtype(), [&]<typename A>() {
     return dispatch_dtype<kQ8>(b.dtype(), [&]<typename B>() {

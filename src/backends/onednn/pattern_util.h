@@ -1,0 +1,30 @@
+#pragma once
+/// \file
+/// Graph queries shared by the onednn backend's lowering patterns (patterns.cpp,
+/// qdq_patterns.cpp; include/frame/ops/lowering_pattern.h).
+
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "frame/core/tensor.h"
+#include "frame/ir/graph.h"
+
+namespace frame::backends::onednn {
+
+/// The only live node reading `v`, when `v` is not a graph output and is read exactly once;
+/// nullopt otherwise.
+std::optional<ir::NodeId> sole_user(const ir::Graph& g, ir::ValueId v);
+
+/// The constant tensor of `v`, or nullptr when `v` is absent (kNoValue) or not a constant.
+const Tensor* constant_of(const ir::Graph& g, ir::ValueId v);
+
+/// Whether the onednn kernel of `op` would run a node `name` with these inputs and attributes:
+/// the op's shape function accepts them and the kernel's supports/accepts checks pass (M10).
+/// `overrides` replace inputs (by position) with constants not yet in the graph.
+bool onednn_runs(const ir::Graph& g, std::string_view op, std::string_view name,
+                 const std::vector<ir::ValueId>& inputs, const ir::AttrMap& attrs,
+                 const std::vector<std::pair<size_t, const Tensor*>>& overrides = {});
+
+}  // namespace frame::backends::onednn
