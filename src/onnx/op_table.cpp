@@ -106,6 +106,24 @@ Status convert_clip_v6(NodeImporter& n, std::string_view op) {
   return n.emit(op, in, n.attrs());
 }
 
+// DFT-20: the `axis` input (a constant scalar; default -2, the last signal dim) -> the opset-17
+// attribute the frame schema follows.
+Status convert_dft_v20(NodeImporter& n, std::string_view op) {
+  int64_t axis = -2;
+  if (n.input(2) != ir::kNoValue) {
+    const Tensor* a = n.input_constant(2);
+    if (a == nullptr) return n.error("input 2 (axis) must be a constant (ARCH-044)");
+    if (a->numel() != 1)
+      return n.error("input 2 (axis) must be a scalar, got {} values", a->numel());
+    axis = a->element_as_int64(0);
+  }
+  std::vector<ValueId> in = {n.input(0)};
+  if (n.input(1) != ir::kNoValue) in.push_back(n.input(1));
+  AttrMap attrs = n.attrs();
+  attrs["axis"] = axis;
+  return n.emit(op, in, attrs);
+}
+
 // Split-2/11: `split` attribute -> input.
 Status convert_split_v2(NodeImporter& n, std::string_view op) {
   std::vector<ValueId> in = {n.input(0)};
@@ -867,6 +885,7 @@ const std::vector<OpRow> kRows = {
     SINCE("MelWeightMatrix", 17, "mel_weight_matrix"),
     SINCE("Det", 11, "det"),
     ROW("DFT", 17, 19, "dft", nullptr, ""),
+    ROW("DFT", 20, 0, "dft", convert_dft_v20, "axis input -> attribute (default -2)"),
     ROW("STFT", 17, 0, "stft", nullptr, ""),
     // Sampling ops (issue 11): GridSample 16/20 (4-D only; shape inference rejects N-D),
     // RoiAlign 10/16, TfIdfVectorizer 9 (pool_int64s only).

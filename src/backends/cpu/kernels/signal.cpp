@@ -3,7 +3,9 @@
 // output dtype (integer outputs truncate toward zero, as Cast does).
 
 #include <cmath>
+#include <memory>
 #include <numbers>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -105,11 +107,14 @@ Status mel_weight_matrix_kernel(KernelContext& ctx) {
   return store(out, ctx.output(0));
 }
 
-// Twiddles cos/sin(2 pi t / n) for t in [0, n), built once per call; index (j * k) mod n is
-// exact, so long transforms lose no accuracy to large angles.
+// Twiddles cos/sin(2 pi t / n) for t in [0, n): built once per node by the kernels' prepare step
+// when n is known at compile time, else once per call (constant folding). Index (j * k) mod n
+// is exact, so long transforms lose no accuracy to large angles.
 struct Twiddles {
+  int64_t n = 0;
   std::vector<double> c, s;
-  explicit Twiddles(int64_t n) : c(static_cast<size_t>(n)), s(static_cast<size_t>(n)) {
+  explicit Twiddles(int64_t len)
+      : n(len), c(static_cast<size_t>(len)), s(static_cast<size_t>(len)) {
     for (int64_t t = 0; t < n; ++t) {
       const double a = 2.0 * std::numbers::pi * static_cast<double>(t) / static_cast<double>(n);
       c[static_cast<size_t>(t)] = std::cos(a);
@@ -118,6 +123,41 @@ struct Twiddles {
   }
 };
 
+// The transform length of a node as its prepare step sees it, or 0 when known only at run time.
+int64_t dft_length_at_compile(const ops::NodeContext& ctx) {
+  if (ctx.has_input(1)) {
+    const Tensor* len = ctx.constant_input(1);
+    return len != nullptr && len->numel() == 1 ? len->element_as_int64(0) : 0;
+  }
+  const int64_t r = ctx.input_types[0].rank();
+  int64_t axis = ctx.attr_or<int64_t>("axis", 1);
+  if (axis < 0) axis += r;
+  return axis >= 0 && axis < r ? ctx.input_types[0].shape[static_cast<size_t>(axis)] : 0;
+}
+
+int64_t stft_length_at_compile(const ops::NodeContext& ctx) {
+  if (ctx.has_input(3)) {
+    const Tensor* len = ctx.constant_input(3);
+    return len != nullptr && len->numel() == 1 ? len->element_as_int64(0) : 0;
+  }
+  return ctx.has_input(2) && ctx.input_types[2].rank() == 1 ? ctx.input_types[2].shape[0] : 0;
+}
+
+// prepare of dft and stft: the twiddles of the compile-time length (no state when unknown).
+template <int64_t (*kLength)(const ops::NodeContext&)>
+Result<std::shared_ptr<void>> prepare_twiddles(const ops::NodeContext& ctx) {
+  const int64_t n = kLength(ctx);
+  if (n < 1) return std::shared_ptr<void>();
+  return std::shared_ptr<void>(std::make_shared<Twiddles>(n));
+}
+
+// The prepared twiddles when they are for length n, else `local` built for n.
+const Twiddles& twiddles_for(const KernelContext& ctx, int64_t n, std::optional<Twiddles>& local) {
+  const auto* tw = static_cast<const Twiddles*>(ctx.state);
+  if (tw != nullptr && tw->n == n) return *tw;
+  return local.emplace(n);
+}
+
 // X[k] = scale * sum_j (re[j] + i im[j]) exp(sign * 2 pi i j k / n) for k < m; re/im hold n
 // samples (zero-padded by the caller).
 void dft_line(const std::vector<double>& re, const std::vector<double>& im, int64_t m, double sign,
@@ -125,13 +165,17 @@ void dft_line(const std::vector<double>& re, const std::vector<double>& im, int6
               std::vector<double>& out_im) {
   const int64_t n = static_cast<int64_t>(re.size());
   for (int64_t k = 0; k < m; ++k) {
+    const int64_t step = k % n;
     double sr = 0, si = 0;
-    for (int64_t j = 0; j < n; ++j) {
-      const size_t t = static_cast<size_t>((j * k) % n);
-      const double c = tw.c[t], s = sign * tw.s[t];
+    // t = (j * k) mod n, advanced by k mod n per sample (no division in the loop).
+    for (int64_t j = 0, t = 0; j < n; ++j) {
+      const size_t ts = static_cast<size_t>(t);
+      const double c = tw.c[ts], s = sign * tw.s[ts];
       const size_t js = static_cast<size_t>(j);
       sr += re[js] * c - im[js] * s;
       si += re[js] * s + im[js] * c;
+      t += step;
+      if (t >= n) t -= n;
     }
     out_re[static_cast<size_t>(k)] = sr * scale;
     out_im[static_cast<size_t>(k)] = si * scale;
@@ -151,7 +195,8 @@ Status dft_kernel(KernelContext& ctx) {
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);
   for (int64_t d = axis + 1; d < r - 1; ++d) inner *= x.dim(d);
-  const Twiddles tw(n);
+  std::optional<Twiddles> local;
+  const Twiddles& tw = twiddles_for(ctx, n, local);
   const double sign = inverse ? 1.0 : -1.0, scale = inverse ? 1.0 / static_cast<double>(n) : 1.0;
   return dispatch_dtype<kFloatDTypes>(x.dtype(), [&]<typename T>() {
     const T* xp = x.data<T>();
@@ -193,7 +238,8 @@ Status stft_kernel(KernelContext& ctx) {
     for (int64_t j = 0; j < flen; ++j)
       w[static_cast<size_t>(j)] = ctx.input(2).element_as_double(j);
   }
-  const Twiddles tw(flen);
+  std::optional<Twiddles> local;
+  const Twiddles& tw = twiddles_for(ctx, flen, local);
   return dispatch_dtype<kFloatDTypes>(x.dtype(), [&]<typename T>() {
     const T* xp = x.data<T>();
     T* yp = y.data<T>();
@@ -220,8 +266,12 @@ Status stft_kernel(KernelContext& ctx) {
 
 }  // namespace
 
-FRAME_REGISTER_KERNEL(dft, "cpu", dft_kernel).dtypes(kFloatDTypes);
-FRAME_REGISTER_KERNEL(stft, "cpu", stft_kernel).dtypes(kFloatDTypes);
+FRAME_REGISTER_KERNEL(dft, "cpu", dft_kernel)
+    .dtypes(kFloatDTypes)
+    .prepare(prepare_twiddles<dft_length_at_compile>);
+FRAME_REGISTER_KERNEL(stft, "cpu", stft_kernel)
+    .dtypes(kFloatDTypes)
+    .prepare(prepare_twiddles<stft_length_at_compile>);
 FRAME_REGISTER_KERNEL(hann_window, "cpu", window_kernel<Hann>).dtypes(kSignalIntDTypes);
 FRAME_REGISTER_KERNEL(hamming_window, "cpu", window_kernel<Hamming>).dtypes(kSignalIntDTypes);
 FRAME_REGISTER_KERNEL(blackman_window, "cpu", window_kernel<Blackman>).dtypes(kSignalIntDTypes);
