@@ -668,6 +668,7 @@ class Importer final : public BodyImporter {
     while (!outs.empty() && outs.back().empty()) outs.pop_back();
     ni.set_output_names(std::move(outs));
     ni.set_keep_untyped(opts_.keep_untyped);
+    ni.set_max_tensor_bytes(opts_.max_tensor_bytes);
     ni.set_body_importer(this);
     Status s = (row->convert != nullptr ? row->convert : &convert_default)(ni, row->frame_op);
     if (s.is_ok() || !opts_.keep_untyped) return s;

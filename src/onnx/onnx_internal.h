@@ -5,6 +5,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -145,6 +146,20 @@ class NodeImporter {
   void set_output_names(std::vector<std::string> names) { outputs_ = std::move(names); }
   /// LoadOptions::keep_untyped: a failed shape inference leaves the outputs untyped.
   void set_keep_untyped(bool k) { keep_untyped_ = k; }
+  /// LoadLimits::max_tensor_bytes: the largest constant a converter may build.
+  void set_max_tensor_bytes(size_t b) { max_tensor_bytes_ = b; }
+  /// Checks a constant the converter is about to build from a (model-declared) shape before it
+  /// is allocated. Errors: kOutOfRange naming this node, `what`, the type and the bytes.
+  Status check_constant_size(DTypeCode d, const Shape& shape, std::string_view what) const {
+    Result<size_t> b = checked_nbytes(d, shape);
+    if (b.is_ok() && *b <= max_tensor_bytes_) return Status();
+    return Status(
+        StatusCode::kOutOfRange,
+        error("{} {}{} is {} bytes, over the limit of {} (max_tensor_bytes)", what, dtype_name(d),
+              shape_to_string(shape),
+              b.is_ok() ? fmt::format("{}", *b) : std::string("more than 2^64"), max_tensor_bytes_)
+            .message());
+  }
   const std::vector<std::string>& output_names() const { return outputs_; }
   void set_body_importer(BodyImporter* b) { bodies_ = b; }
   /// Imports GRAPH attribute `attr` (BodyImporter::import_body). Errors: the attribute is
@@ -195,6 +210,7 @@ class NodeImporter {
   std::vector<std::string> outputs_;
   int tmp_counter_ = 0;
   bool keep_untyped_ = false;
+  size_t max_tensor_bytes_ = SIZE_MAX;
   BodyImporter* bodies_ = nullptr;
 };
 

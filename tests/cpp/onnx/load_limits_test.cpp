@@ -194,6 +194,24 @@ TEST(LoadLimits, NegativeAndOverflowingDims) {
   }
 }
 
+TEST(LoadLimits, ConstantsBuiltFromDeclaredShapesAreChecked) {
+  // EyeLike becomes a constant shaped like its input: f32[100000,100000] would be 40 GB.
+  ModelBuilder m(13);
+  m.input("x", {100000, 100000}).output("y");
+  m.add(node("EyeLike", {"x"}, {"y"}, "eye"));
+  expect_error(
+      load_from_bytes(m.bytes()).status(),
+      {"node 'eye' (EyeLike", "f32[100000,100000] is 40000000000 bytes", "max_tensor_bytes"});
+  LoadOptions o;
+  o.max_tensor_bytes = 15;  // f32[2,2] is 16 bytes
+  ModelBuilder small(13);
+  small.input("x", {2, 2}).output("y");
+  small.add(node("EyeLike", {"x"}, {"y"}, "eye"));
+  expect_error(load_from_bytes(small.bytes(), o).status(), {"16 bytes, over the limit of 15"});
+  o.max_tensor_bytes = 16;
+  EXPECT_TRUE(load_from_bytes(small.bytes(), o).is_ok());
+}
+
 TEST(LoadLimits, CyclesDanglingNamesAndDuplicateOutputs) {
   {
     ModelBuilder m(13);

@@ -135,6 +135,28 @@ TEST(CompileLimits, ConstantOfShapeExpandAndResizeWithHugeShapes) {
   }
 }
 
+TEST(CompileLimits, FoldingSkipsResultsOverItsCap) {
+  // y = constant_of_shape([1000]): f32[1000], 4000 bytes, all inputs constant.
+  ir::Graph g("fold");
+  ir::ValueId s = g.add_constant("shape", Tensor::from_vector<int64_t>({1}, {1000}));
+  Result<ir::NodeId> n = g.create_node("constant_of_shape", "fill", {s}, 1, {}, {"y"});
+  ASSERT_TRUE(n.is_ok());
+  g.add_output(g.node(*n).outputs[0]);
+  CompileOptions o = cpu();
+  o.fold_size_limit = 3999;
+  Result<Executable> exe = compile(g, o);
+  ASSERT_TRUE(exe.is_ok()) << exe.status().message();
+  EXPECT_EQ(exe->report().op_counts_after.count("constant_of_shape"), 1u);
+  o.fold_size_limit = 4000;
+  exe = compile(g, o);
+  ASSERT_TRUE(exe.is_ok()) << exe.status().message();
+  EXPECT_EQ(exe->report().op_counts_after.count("constant_of_shape"), 0u);
+  // The tensor limit caps folding too: under it the node is refused, never folded.
+  o.fold_size_limit = size_t{1} << 24;
+  o.max_tensor_bytes = 3999;
+  expect_refused(compile(g, o).status(), {"node 'fill' (constant_of_shape)", "4000 bytes"});
+}
+
 TEST(CompileLimits, GraphInputsAndConstantsCount) {
   CompileOptions o = cpu();
   o.max_tensor_bytes = 1000;
