@@ -221,7 +221,7 @@ Result<std::string> ExternalData::resolve(const std::string& location, const std
     return make_error(StatusCode::kIo, "tensor '{}': cannot open external data file '{}': {}",
                       tensor, (fs::path(dir_) / rel).string(), ec.message());
   }
-  if (!inside(fs::path(root_), target) || target == fs::path(root_)) {
+  if (!inside(fs::path(root_), target)) {
     return invalid_argument(
         "tensor '{}': external data location '{}' resolves to '{}', outside the model directory "
         "'{}' (symbolic links are followed before the check)",

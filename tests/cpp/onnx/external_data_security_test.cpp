@@ -204,6 +204,7 @@ TEST_F(ExternalDataSecurity, RangesMustFitTheFileAndTheTensor) {
        "not a non-negative integer"},
       {{{"location", "missing.bin"}}, "missing.bin"},
       {{{"location", "sub"}}, "not a readable file"},
+      {{{"location", "."}}, "not a readable file"},
   };
   for (const Case& c : cases) {
     Result<ir::Graph> g = load_model(model(c.keys));
