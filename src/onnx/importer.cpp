@@ -2,16 +2,12 @@
 // malformed input is an error, never a crash. Node conversion goes through the one op table
 // (op_table.cpp); each emitted node is shape-inferred at once so converters and later nodes
 // see concrete types (ARCH-044), and small all-constant nodes (shape arithmetic) fold away.
-#include <fcntl.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <climits>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
@@ -236,7 +232,12 @@ class Importer final : public BodyImporter {
  public:
   Importer(const ::onnx::ModelProto& m, const LoadOptions& o, std::string dir,
            const std::map<std::string, Tensor>* initializers = nullptr)
-      : model_(m), opts_(o), dir_(std::move(dir)), initializers_(initializers) {}
+      : model_(m),
+        opts_(o),
+        dir_(std::move(dir)),
+        initializers_(initializers),
+        external_(std::make_shared<ExternalData>(dir_)),
+        constant_bytes_(std::make_shared<size_t>(0)) {}
 
   // A body sees every enclosing scope (ONNX IR "Scoping"): a name it does not define is looked
   // up outward and captured (explicit body input + node input, so the enclosing graph's passes
@@ -246,11 +247,13 @@ class Importer final : public BodyImporter {
       std::vector<ir::ValueId>& captures,
       const std::vector<std::optional<Tensor>>& formal_values) override {
     // Bounded nesting: a crafted model must not exhaust the stack (the loader never crashes).
-    if (depth_ >= kMaxBodyDepth) {
-      return invalid_argument("body '{}' is nested deeper than {} levels", gp.name(),
-                              kMaxBodyDepth);
+    if (depth_ >= opts_.max_nesting_depth) {
+      return invalid_argument("body '{}' is nested deeper than {} levels (max_nesting_depth)",
+                              gp.name(), opts_.max_nesting_depth);
     }
     Importer child(model_, opts_, dir_);
+    child.external_ = external_;
+    child.constant_bytes_ = constant_bytes_;
     child.parent_ = this;
     child.depth_ = depth_ + 1;
     child.opsets_ = opsets_;
@@ -371,7 +374,8 @@ class Importer final : public BodyImporter {
   Status check_supported(const ::onnx::GraphProto& gp) {
     std::vector<std::string> missing;
     std::set<std::string> seen;
-    FRAME_RETURN_IF_ERROR(collect_unsupported(gp, 0, "", missing, seen));
+    size_t nodes = 0;
+    FRAME_RETURN_IF_ERROR(collect_unsupported(gp, 0, "", missing, seen, nodes));
     if (missing.empty()) return Status();
     std::string list;
     for (const std::string& m : missing) list += "\n  " + m;
@@ -380,10 +384,16 @@ class Importer final : public BodyImporter {
   }
 
   Status collect_unsupported(const ::onnx::GraphProto& gp, int depth, const std::string& where,
-                             std::vector<std::string>& missing, std::set<std::string>& seen) {
-    if (depth > kMaxBodyDepth) {
-      return invalid_argument("body '{}' is nested deeper than {} levels", gp.name(),
-                              kMaxBodyDepth);
+                             std::vector<std::string>& missing, std::set<std::string>& seen,
+                             size_t& nodes) {
+    if (depth > opts_.max_nesting_depth) {
+      return invalid_argument("{}body '{}' is nested deeper than {} levels (max_nesting_depth)",
+                              where, gp.name(), opts_.max_nesting_depth);
+    }
+    nodes += static_cast<size_t>(gp.node_size());
+    if (nodes > opts_.max_nodes) {
+      return invalid_argument("{}graph '{}': the model has more than {} nodes (max_nodes)", where,
+                              gp.name(), opts_.max_nodes);
     }
     for (int i = 0; i < gp.node_size(); ++i) {
       const auto& n = gp.node(i);
@@ -392,9 +402,9 @@ class Importer final : public BodyImporter {
         const std::string in =
             fmt::format("{}body '{}' of node '{}' ({}): ", where, a.name(), node, n.op_type());
         if (a.has_g())
-          FRAME_RETURN_IF_ERROR(collect_unsupported(a.g(), depth + 1, in, missing, seen));
+          FRAME_RETURN_IF_ERROR(collect_unsupported(a.g(), depth + 1, in, missing, seen, nodes));
         for (const auto& g : a.graphs()) {
-          FRAME_RETURN_IF_ERROR(collect_unsupported(g, depth + 1, in, missing, seen));
+          FRAME_RETURN_IF_ERROR(collect_unsupported(g, depth + 1, in, missing, seen, nodes));
         }
       }
       const int opset = opset_of(n.domain());
@@ -409,6 +419,25 @@ class Importer final : public BodyImporter {
     return Status();
   }
 
+  // Adds the bytes of constant tensor `t` to the model's total and refuses a total over
+  // LoadLimits::max_initializer_bytes before the tensor is converted (docs/security.md). Bad
+  // dims are left to tensor_from_proto, which names them.
+  Status charge_constant(const ::onnx::TensorProto& t, const std::string& what) {
+    Result<DTypeCode> dt = dtype_from_onnx(t.data_type());
+    if (!dt.is_ok()) return Status();
+    Result<size_t> nbytes = checked_nbytes(*dt, Shape(t.dims().begin(), t.dims().end()));
+    if (!nbytes.is_ok()) return Status();
+    size_t& total = *constant_bytes_;
+    if (*nbytes > opts_.max_initializer_bytes - std::min(total, opts_.max_initializer_bytes)) {
+      return make_error(StatusCode::kOutOfRange,
+                        "{} ({} bytes) brings the model's initializers and constants to {} bytes, "
+                        "over the limit of {} (max_initializer_bytes)",
+                        what, *nbytes, total + *nbytes, opts_.max_initializer_bytes);
+    }
+    total += *nbytes;
+    return Status();
+  }
+
   Status add_initializers(const ::onnx::GraphProto& gp) {
     if (gp.sparse_initializer_size() > 0) {
       return unimplemented("sparse initializers are not supported ('{}')",
@@ -419,6 +448,7 @@ class Importer final : public BodyImporter {
       if (g_.find_value(t.name()) != ir::kNoValue) {
         return invalid_argument("duplicate initializer '{}'", t.name());
       }
+      FRAME_RETURN_IF_ERROR(charge_constant(t, fmt::format("initializer '{}'", t.name())));
       // A session's re-import shares the main graph's tensors converted once at open
       // (ADR 0006); subgraph initializers are converted as usual.
       if (initializers_ != nullptr && &gp == &model_.graph()) {
@@ -428,7 +458,7 @@ class Importer final : public BodyImporter {
           continue;
         }
       }
-      FRAME_ASSIGN_OR_RETURN(Tensor v, tensor_from_proto(t, dir_, opts_.max_tensor_bytes));
+      FRAME_ASSIGN_OR_RETURN(Tensor v, tensor_from_proto(t, *external_, opts_.max_tensor_bytes));
       g_.add_constant(t.name(), std::move(v));
     }
     return Status();
@@ -473,6 +503,10 @@ class Importer final : public BodyImporter {
         continue;
       }
       FRAME_ASSIGN_OR_RETURN(Shape shape, input_shape(in.name(), tt));
+      if (Result<size_t> b = checked_nbytes(*dt, shape); !b.is_ok()) {
+        return invalid_argument("graph input '{}': shape {}: {}", in.name(), shape_to_string(shape),
+                                b.status().message());
+      }
       g_.add_input(in.name(), ir::TensorType{*dt, std::move(shape)});
     }
     return Status();
@@ -616,7 +650,13 @@ class Importer final : public BodyImporter {
       // Bodies are imported by the op's converter (NodeImporter::import_body), which knows the
       // types of their formal inputs.
       if (a.type() == ::onnx::AttributeProto::GRAPH) continue;
-      Result<ir::AttrValue> v = attr_from_proto(a, dir_, opts_.max_tensor_bytes);
+      if (a.has_t()) {
+        Status s = charge_constant(a.t(), fmt::format("attribute '{}'", a.name()));
+        if (!s.is_ok()) {
+          return s.with_prefix(fmt::format("node '{}' ({}, opset {}): ", name, n.op_type(), opset));
+        }
+      }
+      Result<ir::AttrValue> v = attr_from_proto(a, *external_, opts_);
       if (!v.is_ok()) {
         return Status(v.status().code(), fmt::format("node '{}' ({}, opset {}): {}", name,
                                                      n.op_type(), opset, v.status().message()));
@@ -628,6 +668,7 @@ class Importer final : public BodyImporter {
     while (!outs.empty() && outs.back().empty()) outs.pop_back();
     ni.set_output_names(std::move(outs));
     ni.set_keep_untyped(opts_.keep_untyped);
+    ni.set_max_tensor_bytes(opts_.max_tensor_bytes);
     ni.set_body_importer(this);
     Status s = (row->convert != nullptr ? row->convert : &convert_default)(ni, row->frame_op);
     if (s.is_ok() || !opts_.keep_untyped) return s;
@@ -659,7 +700,10 @@ class Importer final : public BodyImporter {
   const std::map<std::string, Tensor>* initializers_;
   std::map<std::string, int> opsets_;
   ir::Graph g_;
-  static constexpr int kMaxBodyDepth = 16;
+  // The load's external data files, shared with the bodies' importers.
+  std::shared_ptr<ExternalData> external_;
+  // Bytes of the initializers and tensor attributes imported so far, bodies included.
+  std::shared_ptr<size_t> constant_bytes_;
   int depth_ = 0;                      // nesting level of a body (0: the model's graph)
   Importer* parent_ = nullptr;         // the enclosing scope of a body
   std::vector<ir::ValueId> captures_;  // a body's captured values, in the parent's graph
@@ -681,58 +725,11 @@ Status parse_message(std::string_view bytes, google::protobuf::MessageLite& msg,
   return Status();
 }
 
-// A model file mapped read-only: the protobuf parser reads the pages straight from the page
-// cache, with no zero-filled 50 MB buffer and no copy of the file (ResNet-18 loads faster). A
-// file truncated by another process while it is parsed ends the process with SIGBUS; models
-// are files the caller controls for the duration of load().
-class MappedFile {
- public:
-  MappedFile() = default;
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  ~MappedFile() {
-    if (data_ != nullptr) munmap(data_, size_);
-  }
-  std::string_view bytes() const {
-    return data_ != nullptr ? std::string_view(static_cast<const char*>(data_), size_)
-                            : std::string_view(copy_);
-  }
-
-  static Result<std::unique_ptr<MappedFile>> open(const std::string& path, size_t max_bytes) {
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) {
-      return make_error(StatusCode::kIo, "cannot open '{}': not a readable file", path);
-    }
-    const auto size = std::filesystem::file_size(path, ec);
-    if (ec) return make_error(StatusCode::kIo, "cannot stat '{}': {}", path, ec.message());
-    if (size > max_bytes) {
-      return make_error(StatusCode::kIo, "'{}' is {} bytes, over the limit of {}", path, size,
-                        max_bytes);
-    }
-    auto f = std::make_unique<MappedFile>();
-    if (size == 0) return f;  // an empty file is an empty (invalid) model, reported by the parser
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return make_error(StatusCode::kIo, "cannot open '{}'", path);
-    void* p = mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
-    ::close(fd);
-    f->size_ = static_cast<size_t>(size);
-    if (p != MAP_FAILED) {
-      f->data_ = p;
-      return f;
-    }
-    // File systems that refuse mappings (some FUSE mounts): read the file instead.
-    std::ifstream in(path, std::ios::binary);
-    f->copy_.resize(f->size_);
-    in.read(f->copy_.data(), static_cast<std::streamsize>(f->size_));
-    if (!in) return make_error(StatusCode::kIo, "cannot read '{}'", path);
-    return f;
-  }
-
- private:
-  void* data_ = nullptr;  // the mapping, or null when copy_ holds the bytes
-  size_t size_ = 0;
-  std::string copy_;
-};
+// Appended to the size error of a model file: a model over protobuf's 2 GiB must keep its
+// tensors outside the ModelProto.
+constexpr std::string_view kExternalDataHint =
+    " (LoadLimits::max_model_bytes; protobuf limits a model to 2 GiB: save larger models with "
+    "their tensors as external data, e.g. onnx.save_model(m, path, save_as_external_data=True))";
 
 }  // namespace
 
@@ -744,7 +741,8 @@ Result<ir::Graph> import_model(const ::onnx::ModelProto& model, const LoadOption
 }
 
 Status read_model(const std::string& path, size_t max_bytes, ::onnx::ModelProto& model) {
-  FRAME_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file, MappedFile::open(path, max_bytes));
+  FRAME_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file,
+                         MappedFile::open(path, max_bytes, false, kExternalDataHint));
   Status s = parse_message(file->bytes(), model, "the model");
   return s.is_ok() ? s : s.with_prefix(fmt::format("{}: ", path));
 }
@@ -764,8 +762,9 @@ Result<ir::Graph> load_from_bytes(std::string_view bytes, const LoadOptions& opt
 }
 
 Result<ir::Graph> load(const std::string& path, const LoadOptions& options) {
-  FRAME_ASSIGN_OR_RETURN(std::unique_ptr<detail::MappedFile> file,
-                         detail::MappedFile::open(path, options.max_model_bytes));
+  FRAME_ASSIGN_OR_RETURN(
+      std::unique_ptr<detail::MappedFile> file,
+      detail::MappedFile::open(path, options.max_model_bytes, false, detail::kExternalDataHint));
   const std::string_view bytes = file->bytes();
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
@@ -788,7 +787,8 @@ Result<Tensor> read_tensor_proto(const std::string& path, std::string* name_out,
     t.set_data_type(detail::onnx_type_from_dtype(*uint16_as));
   }
   std::string dir = std::filesystem::path(path).parent_path().string();
-  return detail::tensor_from_proto(t, dir.empty() ? "." : dir, size_t{4} << 30);
+  detail::ExternalData external(dir.empty() ? "." : dir);
+  return detail::tensor_from_proto(t, external, LoadLimits{}.max_tensor_bytes);
 }
 
 }  // namespace frame::onnx

@@ -5,6 +5,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -27,14 +28,68 @@ std::string_view onnx_type_name(int32_t onnx_type);
 /// TensorProto.DataType value of a frame dtype (inverse of dtype_from_onnx).
 int32_t onnx_type_from_dtype(DTypeCode d);
 
-/// Converts a TensorProto (raw_data, typed fields or external data under `model_dir`).
-/// Errors: kInvalidArgument (bad dims, size mismatch, unsupported type), kIo (external data).
-Result<Tensor> tensor_from_proto(const ::onnx::TensorProto& t, const std::string& model_dir,
+/// A file mapped read-only (the model file, external data files): the bytes are read straight
+/// from the page cache, with no zero-filled buffer and no copy. A file truncated by another
+/// process while mapped ends the process with SIGBUS; model files are files the caller controls
+/// for the duration of a load.
+class MappedFile {
+ public:
+  MappedFile() = default;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+  /// The file's bytes.
+  std::string_view bytes() const {
+    return data_ != nullptr ? std::string_view(static_cast<const char*>(data_), size_)
+                            : std::string_view(copy_);
+  }
+  /// Opens and maps `path` (read by pread when the file system refuses mappings). `no_follow`:
+  /// a symbolic link as the last component is refused (O_NOFOLLOW). Errors: kIo naming the
+  /// path (missing, not a regular file, unreadable, larger than `max_bytes`; `too_big_hint`
+  /// is appended to that message).
+  static Result<std::unique_ptr<MappedFile>> open(const std::string& path, size_t max_bytes,
+                                                  bool no_follow = false,
+                                                  std::string_view too_big_hint = "");
+
+ private:
+  void* data_ = nullptr;  // the mapping, or null when copy_ holds the bytes
+  size_t size_ = 0;
+  std::string copy_;
+};
+
+/// The external data files of one model load (ONNX IR "External Tensor Data";
+/// docs/security.md): each location is checked and resolved (symbolic links followed) and must
+/// stay inside the resolved model directory; each file is opened and mapped once, tensors copy
+/// their bytes from the mapping. Not thread-safe (one per load).
+class ExternalData {
+ public:
+  /// `model_dir` empty: every external tensor is an error.
+  explicit ExternalData(std::string model_dir) : dir_(std::move(model_dir)) {}
+  /// The `nbytes` bytes of tensor `p` (data_location EXTERNAL), from its location, offset and
+  /// length keys. Errors: kInvalidArgument naming the tensor and the location (no model
+  /// directory; an empty location, a NUL byte, a backslash or drive letter, an absolute path,
+  /// a ".." component, a path that resolves outside the model directory; a non-integer or
+  /// negative offset or length, a length other than `nbytes`, a range past the end of the
+  /// file), kIo (missing or unreadable file, not a regular file).
+  Result<std::string_view> read(const ::onnx::TensorProto& p, size_t nbytes);
+
+ private:
+  Result<std::string> resolve(const std::string& location, const std::string& tensor);
+  std::string dir_;
+  std::string root_;                                          // dir_ resolved (canonical), once
+  std::map<std::string, std::unique_ptr<MappedFile>> files_;  // by resolved path
+};
+
+/// Converts a TensorProto (raw_data, typed fields or external data read through `external`).
+/// Errors: kInvalidArgument (bad dims, size mismatch, unsupported type, bad external data),
+/// kOutOfRange (over `max_bytes`), kIo (external data file).
+Result<Tensor> tensor_from_proto(const ::onnx::TensorProto& t, ExternalData& external,
                                  size_t max_bytes);
 
-/// Converts one attribute. Graph-, sparse- and type-valued attributes are kUnimplemented.
-Result<ir::AttrValue> attr_from_proto(const ::onnx::AttributeProto& a, const std::string& model_dir,
-                                      size_t max_bytes);
+/// Converts one attribute. Graph-, sparse- and type-valued attributes are kUnimplemented; a
+/// list (or string) over `limits.max_attribute_elements` is kInvalidArgument naming it.
+Result<ir::AttrValue> attr_from_proto(const ::onnx::AttributeProto& a, ExternalData& external,
+                                      const LoadLimits& limits);
 
 /// Imports GRAPH attributes (control-flow bodies) with the enclosing scopes visible; the
 /// Importer implements it (importer.cpp).
@@ -91,6 +146,20 @@ class NodeImporter {
   void set_output_names(std::vector<std::string> names) { outputs_ = std::move(names); }
   /// LoadOptions::keep_untyped: a failed shape inference leaves the outputs untyped.
   void set_keep_untyped(bool k) { keep_untyped_ = k; }
+  /// LoadLimits::max_tensor_bytes: the largest constant a converter may build.
+  void set_max_tensor_bytes(size_t b) { max_tensor_bytes_ = b; }
+  /// Checks a constant the converter is about to build from a (model-declared) shape before it
+  /// is allocated. Errors: kOutOfRange naming this node, `what`, the type and the bytes.
+  Status check_constant_size(DTypeCode d, const Shape& shape, std::string_view what) const {
+    Result<size_t> b = checked_nbytes(d, shape);
+    if (b.is_ok() && *b <= max_tensor_bytes_) return Status();
+    return Status(
+        StatusCode::kOutOfRange,
+        error("{} {}{} is {} bytes, over the limit of {} (max_tensor_bytes)", what, dtype_name(d),
+              shape_to_string(shape),
+              b.is_ok() ? fmt::format("{}", *b) : std::string("more than 2^64"), max_tensor_bytes_)
+            .message());
+  }
   const std::vector<std::string>& output_names() const { return outputs_; }
   void set_body_importer(BodyImporter* b) { bodies_ = b; }
   /// Imports GRAPH attribute `attr` (BodyImporter::import_body). Errors: the attribute is
@@ -141,6 +210,7 @@ class NodeImporter {
   std::vector<std::string> outputs_;
   int tmp_counter_ = 0;
   bool keep_untyped_ = false;
+  size_t max_tensor_bytes_ = SIZE_MAX;
   BodyImporter* bodies_ = nullptr;
 };
 

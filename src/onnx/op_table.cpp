@@ -262,6 +262,7 @@ Status convert_eye_like(NodeImporter& n, std::string_view) {
     d = *r;
   }
   const int64_t k = get<int64_t>(n.attrs(), "k") ? *get<int64_t>(n.attrs(), "k") : 0;
+  FRAME_RETURN_IF_ERROR(n.check_constant_size(d, t.shape, "the identity constant"));
   FRAME_ASSIGN_OR_RETURN(Tensor out, Tensor::zeros(d, t.shape));
   const Tensor one = scalar_of(d, 1.0);
   const size_t es = dtype_size(d);
@@ -417,6 +418,7 @@ Status convert_reverse_sequence(NodeImporter& n, std::string_view) {
     return n.error("sequence_lens has {} values, batch dim is {}", len.size(),
                    s[static_cast<size_t>(batch_axis)]);
   }
+  FRAME_RETURN_IF_ERROR(n.check_constant_size(DTypeCode::kInt64, s, "the index constant"));
   FRAME_ASSIGN_OR_RETURN(Tensor idx, Tensor::zeros(DTypeCode::kInt64, s));
   const std::vector<int64_t> strides = contiguous_strides(s);
   int64_t* p = idx.data<int64_t>();

@@ -1,9 +1,19 @@
 // TensorProto / AttributeProto -> frame Tensor / AttrValue (ONNX IR spec, "Tensor" and
 // "Attributes"; external data per onnx/docs/ExternalData.md).
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
+#include <optional>
 
 #include "frame/ops/elementwise.h"
 #include "onnx_internal.h"
@@ -90,86 +100,174 @@ Status fill_from_typed_fields(const TensorProto& p, Tensor& t) {
   return internal_error("unhandled dtype");
 }
 
-// Resolves an external-data location under the model directory; rejects escapes ("..",
-// absolute paths) so a model cannot read arbitrary files.
-Result<std::filesystem::path> external_path(const std::string& model_dir,
-                                            const std::string& location,
-                                            const std::string& tensor) {
+// A decimal offset or length key: digits only (no sign, no trailing text), within int64.
+Result<int64_t> parse_size_key(const ::onnx::StringStringEntryProto& kv,
+                               const std::string& tensor) {
+  int64_t v = -1;
+  const std::string& text = kv.value();
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v < 0) {
+    return invalid_argument(
+        "tensor '{}': external data key '{}' has value '{}', not a non-negative integer", tensor,
+        kv.key(), text);
+  }
+  return v;
+}
+
+// True when `p` is `root` or lies under it (both canonical: no ".", "..", or links).
+bool inside(const std::filesystem::path& root, const std::filesystem::path& p) {
+  auto r = root.begin();
+  auto q = p.begin();
+  for (; r != root.end(); ++r, ++q) {
+    if (q == p.end() || *r != *q) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) munmap(data_, size_);
+}
+
+Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path, size_t max_bytes,
+                                                     bool no_follow,
+                                                     std::string_view too_big_hint) {
+  // O_NONBLOCK: opening a FIFO with no writer must not block; fstat then refuses it.
+  const int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | (no_follow ? O_NOFOLLOW : 0);
+  const int fd = ::open(path.c_str(), flags);
+  if (fd < 0) {
+    return make_error(StatusCode::kIo, "cannot open '{}': {}", path, std::strerror(errno));
+  }
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    return make_error(StatusCode::kIo, "cannot open '{}': not a readable file", path);
+  }
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size > max_bytes) {
+    return make_error(StatusCode::kIo, "'{}' is {} bytes, over the limit of {}{}", path, size,
+                      max_bytes, too_big_hint);
+  }
+  auto f = std::make_unique<MappedFile>();
+  if (size == 0) return f;  // an empty file is an empty (invalid) model, reported by the parser
+  f->size_ = static_cast<size_t>(size);
+  void* p = mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (p != MAP_FAILED) {
+    f->data_ = p;
+    return f;
+  }
+  // File systems that refuse mappings (some FUSE mounts): read the file instead.
+  f->copy_.resize(f->size_);
+  size_t done = 0;
+  while (done < f->size_) {
+    const ssize_t n = pread(fd, f->copy_.data() + done, f->size_ - done, static_cast<off_t>(done));
+    if (n <= 0) return make_error(StatusCode::kIo, "cannot read '{}'", path);
+    done += static_cast<size_t>(n);
+  }
+  return f;
+}
+
+// Resolves an external-data location to a canonical path inside the canonical model directory.
+// Every check on the text comes first, then the resolution (symbolic links anywhere in the
+// path, including a linked directory, are followed before the containment test), and only a
+// path that passes is ever opened: no byte of a file outside the directory is read.
+Result<std::string> ExternalData::resolve(const std::string& location, const std::string& tensor) {
   namespace fs = std::filesystem;
-  if (model_dir.empty()) {
+  if (dir_.empty()) {
     return invalid_argument("tensor '{}': external data '{}' but the model directory is unknown",
                             tensor, location);
   }
-  fs::path rel(location);
-  if (rel.is_absolute() || location.empty()) {
+  if (location.empty()) {
+    return invalid_argument("tensor '{}': external data location is empty", tensor);
+  }
+  if (location.find('\0') != std::string::npos) {
+    return invalid_argument("tensor '{}': external data location '{}' contains a NUL byte", tensor,
+                            location.substr(0, location.find('\0')));
+  }
+  if (location.find('\\') != std::string::npos ||
+      (location.size() >= 2 && std::isalpha(static_cast<unsigned char>(location[0])) != 0 &&
+       location[1] == ':')) {
+    return invalid_argument(
+        "tensor '{}': external data location '{}' is a Windows-style path (backslash or drive "
+        "letter); locations are relative paths with '/' separators",
+        tensor, location);
+  }
+  const fs::path rel(location);
+  if (rel.is_absolute()) {
     return invalid_argument("tensor '{}': external data location '{}' must be a relative path",
                             tensor, location);
   }
   for (const auto& part : rel) {
     if (part == "..") {
-      return invalid_argument(
-          "tensor '{}': external data location '{}' leaves the model "
-          "directory",
-          tensor, location);
+      return invalid_argument("tensor '{}': external data location '{}' leaves the model directory",
+                              tensor, location);
     }
   }
-  return fs::path(model_dir) / rel;
-}
-
-Status read_external(const TensorProto& p, const std::string& model_dir, Tensor& t) {
-  std::string location;
-  int64_t offset = 0;
-  int64_t length = -1;
-  for (const auto& kv : p.external_data()) {
-    try {
-      if (kv.key() == "location") {
-        location = kv.value();
-      } else if (kv.key() == "offset") {
-        offset = std::stoll(kv.value());
-      } else if (kv.key() == "length") {
-        length = std::stoll(kv.value());
-      }
-    } catch (const std::exception&) {
-      return invalid_argument("tensor '{}': external data key '{}' has a non-integer value '{}'",
-                              p.name(), kv.key(), kv.value());
-    }
-  }
-  FRAME_ASSIGN_OR_RETURN(std::filesystem::path path, external_path(model_dir, location, p.name()));
-  const auto nbytes = static_cast<int64_t>(t.nbytes());
-  if (offset < 0 || (length >= 0 && length != nbytes)) {
-    return invalid_argument(
-        "tensor '{}': external data offset {} length {} does not fit {} bytes "
-        "of {}{}",
-        p.name(), offset, length, nbytes, dtype_name(t.dtype()), shape_to_string(t.shape()));
-  }
-  // Opening a FIFO with no writer blocks forever; a directory opens but reads nothing.
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return make_error(StatusCode::kIo, "tensor '{}': external data '{}' is not a regular file",
-                      p.name(), path.string());
+  if (root_.empty()) {
+    const fs::path root = fs::canonical(dir_, ec);
+    if (ec) {
+      return make_error(StatusCode::kIo, "tensor '{}': cannot resolve the model directory '{}': {}",
+                        tensor, dir_, ec.message());
+    }
+    root_ = root.string();
   }
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    return make_error(StatusCode::kIo, "tensor '{}': cannot open external data file '{}'", p.name(),
-                      path.string());
+  const fs::path target = fs::canonical(fs::path(root_) / rel, ec);
+  if (ec) {
+    return make_error(StatusCode::kIo, "tensor '{}': cannot open external data file '{}': {}",
+                      tensor, (fs::path(dir_) / rel).string(), ec.message());
   }
-  f.seekg(offset);
-  f.read(static_cast<char*>(t.raw_data()), nbytes);
-  if (!f || f.gcount() != nbytes) {
-    return make_error(StatusCode::kIo,
-                      "tensor '{}': external data file '{}' is too short (need {} bytes at "
-                      "offset {})",
-                      p.name(), path.string(), nbytes, offset);
+  if (!inside(fs::path(root_), target)) {
+    return invalid_argument(
+        "tensor '{}': external data location '{}' resolves to '{}', outside the model directory "
+        "'{}' (symbolic links are followed before the check)",
+        tensor, location, target.string(), root_);
   }
-  if (t.dtype() == DTypeCode::kBool) {
-    // One byte per bool, any nonzero byte true (as for raw_data): stored as 0 / 1.
-    auto* b = static_cast<uint8_t*>(t.raw_data());
-    for (int64_t i = 0; i < nbytes; ++i) b[i] = b[i] != 0 ? 1 : 0;
-  }
-  return Status();
+  return target.string();
 }
 
-}  // namespace
+Result<std::string_view> ExternalData::read(const TensorProto& p, size_t nbytes) {
+  std::string location;
+  std::optional<int64_t> offset;
+  std::optional<int64_t> length;
+  for (const auto& kv : p.external_data()) {
+    if (kv.key() == "location") {
+      location = kv.value();
+    } else if (kv.key() == "offset") {
+      FRAME_ASSIGN_OR_RETURN(offset, parse_size_key(kv, p.name()));
+    } else if (kv.key() == "length") {
+      FRAME_ASSIGN_OR_RETURN(length, parse_size_key(kv, p.name()));
+    }
+  }
+  if (length && static_cast<uint64_t>(*length) != nbytes) {
+    return invalid_argument(
+        "tensor '{}': external data length {} is not the tensor's size ({} bytes)", p.name(),
+        *length, nbytes);
+  }
+  FRAME_ASSIGN_OR_RETURN(std::string path, resolve(location, p.name()));
+  auto it = files_.find(path);
+  if (it == files_.end()) {
+    // The resolved path has no links left; O_NOFOLLOW refuses one swapped in since.
+    Result<std::unique_ptr<MappedFile>> f = MappedFile::open(path, SIZE_MAX, /*no_follow=*/true);
+    if (!f.is_ok())
+      return f.status().with_prefix(fmt::format("tensor '{}': external data: ", p.name()));
+    it = files_.emplace(path, std::move(*f)).first;
+  }
+  const std::string_view file = it->second->bytes();
+  const uint64_t off = static_cast<uint64_t>(offset.value_or(0));
+  if (off > file.size() || nbytes > file.size() - off) {
+    return invalid_argument(
+        "tensor '{}': external data needs {} bytes at offset {} of '{}', which has {} bytes",
+        p.name(), nbytes, off, location, file.size());
+  }
+  return file.substr(static_cast<size_t>(off), nbytes);
+}
+
+namespace {}  // namespace
 
 std::string_view onnx_type_name(int32_t onnx_type) {
   if (TensorProto::DataType_IsValid(onnx_type)) {
@@ -223,8 +321,7 @@ int32_t onnx_type_from_dtype(DTypeCode d) {
   return TensorProto::UNDEFINED;
 }
 
-Result<Tensor> tensor_from_proto(const TensorProto& p, const std::string& model_dir,
-                                 size_t max_bytes) {
+Result<Tensor> tensor_from_proto(const TensorProto& p, ExternalData& external, size_t max_bytes) {
   Result<DTypeCode> dt = dtype_from_onnx(p.data_type());
   if (!dt.is_ok()) return invalid_argument("tensor '{}': {}", p.name(), dt.status().message());
   if (p.has_segment()) {
@@ -240,22 +337,27 @@ Result<Tensor> tensor_from_proto(const TensorProto& p, const std::string& model_
     return make_error(StatusCode::kOutOfRange, "tensor '{}': {} bytes exceeds the limit of {}",
                       p.name(), *nbytes, max_bytes);
   }
-  // raw_data and external data overwrite every byte: no need to zero the buffer first.
-  const bool raw = p.data_location() == TensorProto::EXTERNAL || p.has_raw_data();
-  FRAME_ASSIGN_OR_RETURN(Tensor t, raw ? Tensor::empty(*dt, shape) : Tensor::zeros(*dt, shape));
+  // raw_data and external data overwrite every byte: no need to zero the buffer first. The
+  // source is validated before the buffer is allocated.
+  std::optional<std::string_view> bytes;
   if (p.data_location() == TensorProto::EXTERNAL) {
-    FRAME_RETURN_IF_ERROR(read_external(p, model_dir, t));
+    FRAME_ASSIGN_OR_RETURN(bytes, external.read(p, *nbytes));
   } else if (p.has_raw_data()) {
     if (p.raw_data().size() != *nbytes) {
       return invalid_argument("tensor '{}': raw_data has {} bytes, {}{} needs {}", p.name(),
                               p.raw_data().size(), dtype_name(*dt), shape_to_string(shape),
                               *nbytes);
     }
-    // ONNX raw_data is little-endian, as is every host frame supports.
-    if (*nbytes > 0) std::memcpy(t.raw_data(), p.raw_data().data(), *nbytes);
+    bytes = p.raw_data();
+  }
+  FRAME_ASSIGN_OR_RETURN(Tensor t, bytes ? Tensor::empty(*dt, shape) : Tensor::zeros(*dt, shape));
+  if (bytes) {
+    // ONNX raw and external data are little-endian, as is every host frame supports.
+    if (*nbytes > 0) std::memcpy(t.raw_data(), bytes->data(), *nbytes);
     if (*dt == DTypeCode::kBool) {
+      // One byte per bool, any nonzero byte true: stored as 0 / 1.
       bool* b = t.data<bool>();
-      const auto* src = reinterpret_cast<const uint8_t*>(p.raw_data().data());
+      const auto* src = reinterpret_cast<const uint8_t*>(bytes->data());
       for (int64_t i = 0; i < t.numel(); ++i) b[i] = src[i] != 0;
     }
   } else {
@@ -264,8 +366,8 @@ Result<Tensor> tensor_from_proto(const TensorProto& p, const std::string& model_
   return t;
 }
 
-Result<ir::AttrValue> attr_from_proto(const ::onnx::AttributeProto& a, const std::string& model_dir,
-                                      size_t max_bytes) {
+Result<ir::AttrValue> attr_from_proto(const ::onnx::AttributeProto& a, ExternalData& external,
+                                      const LoadLimits& limits) {
   using ::onnx::AttributeProto;
   AttributeProto::AttributeType type = a.type();
   // IR < 3 models may omit the discriminator: infer it from the field that is set.
@@ -287,6 +389,15 @@ Result<ir::AttrValue> attr_from_proto(const ::onnx::AttributeProto& a, const std
     else if (a.strings_size() > 0)
       type = AttributeProto::STRINGS;
   }
+  const size_t elements =
+      std::max({static_cast<size_t>(a.ints_size()), static_cast<size_t>(a.floats_size()),
+                static_cast<size_t>(a.strings_size()), a.s().size()});
+  if (elements > limits.max_attribute_elements) {
+    return invalid_argument(
+        "attribute '{}' has {} elements, over the limit of {} "
+        "(max_attribute_elements)",
+        a.name(), elements, limits.max_attribute_elements);
+  }
   switch (type) {
     case AttributeProto::FLOAT:
       return ir::AttrValue(static_cast<double>(a.f()));
@@ -301,7 +412,7 @@ Result<ir::AttrValue> attr_from_proto(const ::onnx::AttributeProto& a, const std
     case AttributeProto::STRINGS:
       return ir::AttrValue(std::vector<std::string>(a.strings().begin(), a.strings().end()));
     case AttributeProto::TENSOR: {
-      FRAME_ASSIGN_OR_RETURN(Tensor t, tensor_from_proto(a.t(), model_dir, max_bytes));
+      FRAME_ASSIGN_OR_RETURN(Tensor t, tensor_from_proto(a.t(), external, limits.max_tensor_bytes));
       return ir::AttrValue(std::move(t));
     }
     case AttributeProto::UNDEFINED:

@@ -97,9 +97,24 @@ Result<runtime::Session> open(std::shared_ptr<ParsedModel> pm, const std::string
   if (!pm->model.has_graph()) return invalid_argument("{}: model has no graph", name);
   ::onnx::GraphProto& gp = *pm->model.mutable_graph();
   // Convert every initializer once; the kept proto holds only its name, type and dims.
+  detail::ExternalData external(pm->dir);
+  size_t total = 0;
   for (::onnx::TensorProto& t : *gp.mutable_initializer()) {
     if (t.name().empty() || pm->initializers.count(t.name()) > 0) continue;
-    Result<Tensor> v = detail::tensor_from_proto(t, pm->dir, pm->load.max_tensor_bytes);
+    // The sum is checked before the tensor is converted; bad dims or types are left to
+    // tensor_from_proto, which names them.
+    Result<DTypeCode> dt = detail::dtype_from_onnx(t.data_type());
+    Result<size_t> nbytes = dt.is_ok()
+                                ? checked_nbytes(*dt, Shape(t.dims().begin(), t.dims().end()))
+                                : Result<size_t>(size_t{0});
+    if (nbytes.is_ok() && *nbytes > pm->load.max_initializer_bytes - total) {
+      return make_error(StatusCode::kOutOfRange,
+                        "{}: initializer '{}' ({} bytes) brings the model's initializers to {} "
+                        "bytes, over the limit of {} (max_initializer_bytes)",
+                        name, t.name(), *nbytes, total + *nbytes, pm->load.max_initializer_bytes);
+    }
+    if (nbytes.is_ok()) total += *nbytes;
+    Result<Tensor> v = detail::tensor_from_proto(t, external, pm->load.max_tensor_bytes);
     if (!v.is_ok()) {
       return v.status().with_prefix(fmt::format("{}: initializer '{}': ", name, t.name()));
     }

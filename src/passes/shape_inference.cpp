@@ -10,7 +10,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
+#include <span>
+#include <string>
 #include <unordered_map>
 
 #include "frame/ops/op_registry.h"
@@ -57,12 +60,31 @@ class ShapeInferencePass final : public Pass {
       FRAME_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types,
                              schema->infer(context_with_inputs(g, n, schema, known)));
       for (size_t i = 0; i < n.outputs.size(); ++i) g.value(n.outputs[i]).type = types[i];
+      FRAME_RETURN_IF_ERROR(check_tensor_limit(g, n, types, ctx.max_tensor_bytes));
       propagate(g, n, known, types, propagate_limit, propagated);
     }
     return Status();
   }
 
  private:
+  // The resource limit on one tensor, checked as soon as a type is known: later passes and
+  // kernel prepare steps may allocate by output size (docs/security.md).
+  static Status check_tensor_limit(const ir::Graph& g, const ir::Node& n,
+                                   const std::vector<ir::TensorType>& types, size_t limit) {
+    for (size_t i = 0; i < n.outputs.size() && i < types.size(); ++i) {
+      const size_t bytes = total_bytes(std::span<const ir::TensorType>(&types[i], 1));
+      if (bytes <= limit) continue;
+      const std::string asked =
+          bytes == SIZE_MAX ? std::string("more than 2^64") : fmt::format("{}", bytes);
+      return make_error(StatusCode::kOutOfRange,
+                        "node '{}' ({}): output {} '{}' is {}: {} bytes, over the limit of {} "
+                        "bytes per tensor (max_tensor_bytes); refusing to compile it",
+                        n.name, n.op, i, g.value(n.outputs[i]).name, types[i].to_string(), asked,
+                        limit);
+    }
+    return Status();
+  }
+
   // Best effort: a node that cannot be evaluated here simply propagates nothing;
   // constant-folding reports kernel errors on constant inputs.
   static void propagate(const ir::Graph& g, const ir::Node& n, const KnownInputs& known,

@@ -8,7 +8,9 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -58,9 +60,6 @@ std::string CompileReport::to_json() const {
   return j.dump(2);
 }
 
-namespace {
-
-// This machine's physical memory in bytes (0 when unknown).
 size_t physical_memory_bytes() {
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page = sysconf(_SC_PAGE_SIZE);
@@ -68,35 +67,114 @@ size_t physical_memory_bytes() {
   return static_cast<size_t>(pages) * static_cast<size_t>(page);
 }
 
-// Refuses a graph whose tensors cannot fit in this machine's memory before any kernel
-// prepares: a prepare step may build tables sized by its output (index maps, oneDNN
-// descriptors), so an absurd shape (often from a shape-determining input, ADR 0006) must fail
-// here, fast and with a message, not after minutes of work or an out-of-memory kill.
-Status check_fits_in_memory(const ir::Graph& g, size_t peak_arena_bytes) {
-  const size_t limit = physical_memory_bytes();
-  if (limit == 0) return Status();
+size_t default_max_memory_bytes() {
+  const size_t phys = physical_memory_bytes();
+  return phys == 0 ? SIZE_MAX : phys / 4 * 3;
+}
+
+size_t default_max_tensor_bytes() {
+  const size_t phys = physical_memory_bytes();
+  return phys == 0 ? SIZE_MAX : phys / 2;
+}
+
+namespace {
+
+// The resource limits (CompileOptions::max_tensor_bytes, max_memory_bytes; docs/security.md),
+// checked on the compiled graph before any kernel prepares or any buffer is allocated: a
+// prepare step may build tables sized by its output (index maps, oneDNN descriptors), so an
+// absurd shape (a fuzzed Pad, a shape-determining input; ADR 0006) must fail here, fast and
+// with a message naming the node, the value and the bytes, not after minutes of filling memory
+// or an out-of-memory kill.
+// "node 'pad' (pad): output", "constant" or "graph input": where a value comes from.
+std::string describe_value(const ir::Graph& g, const ir::Value& val) {
+  if (val.producer >= 0) {
+    const ir::Node& n = g.node(val.producer);
+    return fmt::format("node '{}' ({}): output", n.name, n.op);
+  }
+  return val.constant ? "constant" : "graph input";
+}
+
+// A value over CompileOptions::max_tensor_bytes (or whose byte count overflows): the error.
+Status check_tensor(const ir::Graph& g, const ir::Value& val, const CompileOptions& o) {
+  Result<size_t> nbytes = checked_nbytes(val.type->dtype, val.type->shape);
+  if (nbytes.is_ok() && *nbytes <= o.max_tensor_bytes) return Status();
+  const std::string asked =
+      nbytes.is_ok() ? fmt::format("{}", *nbytes) : std::string("more than 2^64");
+  return make_error(StatusCode::kOutOfRange,
+                    "{} '{}' is {}: {} bytes, over the limit of {} bytes per tensor "
+                    "(max_tensor_bytes); refusing to compile it",
+                    describe_value(g, val), val.name, val.type->to_string(), asked,
+                    o.max_tensor_bytes);
+}
+
+// The graph inputs and constants of the caller's graph, before any pass: the input buffers a
+// run is handed and the weights it holds are known before shape inference.
+Status check_sources(const ir::Graph& g, const CompileOptions& o) {
+  for (ir::ValueId v = 0; v < static_cast<ir::ValueId>(g.num_values()); ++v) {
+    const ir::Value& val = g.value(v);
+    if (val.producer >= 0 || !val.type) continue;
+    FRAME_RETURN_IF_ERROR(check_tensor(g, val, o));
+  }
+  return Status();
+}
+
+Status check_limits(const ir::Graph& g, size_t peak_arena_bytes, const CompileOptions& o) {
+  std::vector<std::pair<const void*, size_t>> storages;
+  ir::ValueId largest = ir::kNoValue;  // the largest computed value, named by the memory error
+  size_t largest_bytes = 0;
   for (ir::ValueId v = 0; v < static_cast<ir::ValueId>(g.num_values()); ++v) {
     const ir::Value& val = g.value(v);
     if (!val.type || (val.producer >= 0 && g.node(val.producer).dead)) continue;
-    // Saturating byte count: a product that overflows is over the limit anyway.
-    double bytes = static_cast<double>(dtype_size(val.type->dtype));
-    for (int64_t d : val.type->shape) bytes *= static_cast<double>(d);
-    if (bytes > static_cast<double>(limit)) {
-      const std::string where =
-          val.producer >= 0 ? fmt::format(" (output of node '{}', op {})",
-                                          g.node(val.producer).name, g.node(val.producer).op)
-                            : "";
-      return make_error(StatusCode::kOutOfRange,
-                        "value '{}'{} is {}: {:.4g} bytes, more than this machine's memory ({} "
-                        "bytes); refusing to compile it",
-                        val.name, where, val.type->to_string(), bytes, limit);
+    FRAME_RETURN_IF_ERROR(check_tensor(g, val, o));
+    const size_t nbytes = *checked_nbytes(val.type->dtype, val.type->shape);
+    if (val.constant) {
+      if (val.constant->nbytes() > 0) {
+        storages.emplace_back(val.constant->raw_data(), val.constant->nbytes());
+      }
+    } else if (nbytes > largest_bytes) {
+      largest = v;
+      largest_bytes = nbytes;
     }
   }
-  if (peak_arena_bytes > limit) {
+  // Constants sharing one storage (copies of one initializer) are held once.
+  std::sort(storages.begin(), storages.end());
+  size_t constant_bytes = 0;
+  for (size_t i = 0; i < storages.size(); ++i) {
+    if (i == 0 || storages[i].first != storages[i - 1].first) constant_bytes += storages[i].second;
+  }
+  if (constant_bytes > o.max_memory_bytes) {
     return make_error(StatusCode::kOutOfRange,
-                      "the graph's arena needs {} bytes, more than this machine's memory ({} "
-                      "bytes); refusing to compile it",
-                      peak_arena_bytes, limit);
+                      "the graph's constants hold {} bytes, over the memory limit of {} bytes "
+                      "(max_memory_bytes); refusing to compile it",
+                      constant_bytes, o.max_memory_bytes);
+  }
+  // Graph inputs and outputs live outside the arena (the caller's and the run's own tensors).
+  // Each term is at most max_tensor_bytes, so the sums below cannot overflow in practice;
+  // they saturate anyway.
+  size_t io_bytes = 0;
+  std::vector<ir::ValueId> io(g.inputs().begin(), g.inputs().end());
+  io.insert(io.end(), g.outputs().begin(), g.outputs().end());
+  std::sort(io.begin(), io.end());
+  io.erase(std::unique(io.begin(), io.end()), io.end());
+  for (ir::ValueId v : io) {
+    const ir::Value& val = g.value(v);
+    if (val.constant || !val.type) continue;
+    io_bytes = std::min(SIZE_MAX / 2, io_bytes + *checked_nbytes(val.type->dtype, val.type->shape));
+  }
+  const size_t need = std::min(SIZE_MAX / 2, peak_arena_bytes) + io_bytes + constant_bytes;
+  if (need > o.max_memory_bytes) {
+    std::string biggest;
+    if (largest != ir::kNoValue) {
+      const ir::Value& val = g.value(largest);
+      biggest = fmt::format("; the largest value is {} '{}', {}: {} bytes", describe_value(g, val),
+                            val.name, val.type->to_string(), largest_bytes);
+    }
+    return make_error(StatusCode::kOutOfRange,
+                      "a run needs {} bytes (arena peak {} + graph inputs and outputs {} + "
+                      "constants {}), over the memory limit of {} bytes (max_memory_bytes){}; "
+                      "refusing to compile it",
+                      need, peak_arena_bytes, io_bytes, constant_bytes, o.max_memory_bytes,
+                      biggest);
   }
   return Status();
 }
@@ -186,10 +264,11 @@ std::string cache_key(const ir::Graph& g, const CompileOptions& o) {
   append_data_digests(g, "", consts);
   return fmt::format(
       "{}\n--constants--\n{}--options--\nbackends={}\npipeline={}\ndisabled={}\nstrict={}\n"
-      "threads={}\nfold={}\ninplace={}\nreuse={}\nprint={}\n",
+      "threads={}\nfold={}\nmax_memory={}\nmax_tensor={}\ninplace={}\nreuse={}\nprint={}\n",
       ir::print_text(g, po), consts, fmt::join(o.backends, ","), o.pipeline,
       fmt::join(o.disabled_passes, ","), o.strict, o.num_threads, o.fold_size_limit,
-      o.allow_inplace, o.reuse_buffers, fmt::join(o.print_ir_after, ","));
+      o.max_memory_bytes, o.max_tensor_bytes, o.allow_inplace, o.reuse_buffers,
+      fmt::join(o.print_ir_after, ","));
 }
 
 std::map<std::string, int> op_counts(const ir::Graph& g) {
@@ -224,6 +303,7 @@ Status run_named(ir::Graph& g, passes::PassContext& ctx, std::string_view name) 
 
 Result<std::shared_ptr<const detail::CompiledCore>> compile_core(const ir::Graph& graph,
                                                                  const CompileOptions& options) {
+  FRAME_RETURN_IF_ERROR(check_sources(graph, options));
   auto core = std::make_shared<detail::CompiledCore>();
   auto g = std::make_shared<ir::Graph>(graph);
   core->report.op_counts_before = op_counts(graph);
@@ -231,7 +311,9 @@ Result<std::shared_ptr<const detail::CompiledCore>> compile_core(const ir::Graph
   passes::PassContext ctx;
   ctx.backends = options.backends;
   ctx.strict = options.strict;
-  ctx.fold_size_limit = options.fold_size_limit;
+  // Folding never builds a tensor the limit refuses.
+  ctx.fold_size_limit = std::min(options.fold_size_limit, options.max_tensor_bytes);
+  ctx.max_tensor_bytes = options.max_tensor_bytes;
   ctx.allow_inplace = options.allow_inplace;
   ctx.reuse_buffers = options.reuse_buffers;
   ctx.print_ir_after = options.print_ir_after;
@@ -259,7 +341,7 @@ Result<std::shared_ptr<const detail::CompiledCore>> compile_core(const ir::Graph
     return s.with_prefix("compiled graph fails verification: ");
   }
 
-  FRAME_RETURN_IF_ERROR(check_fits_in_memory(*g, ctx.peak_arena_bytes));
+  FRAME_RETURN_IF_ERROR(check_limits(*g, ctx.peak_arena_bytes, options));
   const int threads = options.num_threads > 0 ? options.num_threads : omp_get_max_threads();
   core->graph = g;
   {

@@ -166,6 +166,7 @@ class BodyCompiler final : public SubgraphCompiler {
     sub.backends = ctx_.backends;
     sub.strict = ctx_.strict;
     sub.fold_size_limit = ctx_.fold_size_limit;
+    sub.max_tensor_bytes = ctx_.max_tensor_bytes;
     sub.allow_inplace = ctx_.allow_inplace;
     sub.reuse_buffers = ctx_.reuse_buffers;
     FRAME_RETURN_IF_ERROR(passes::run_pipeline(*g, passes::kStandardPipeline, sub, {})

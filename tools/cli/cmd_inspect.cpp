@@ -31,6 +31,7 @@ struct InspectOptions {
   std::vector<std::string> shapes;
   std::vector<std::string> inputs;
   bool json = false;
+  std::string max_memory;
 } g_inspect;
 
 int fail(const Status& s) {
@@ -159,6 +160,14 @@ int run_inspect() {
   if (!backends.is_ok()) return fail(backends.status());
   onnx::LoadOptions lo;
   lo.input_shapes = *shapes;
+  runtime::CompileOptions co;
+  if (!o.max_memory.empty()) {
+    Result<size_t> max_memory = parse_byte_size(o.max_memory);
+    if (!max_memory.is_ok()) return fail(max_memory.status().with_prefix("--max-memory: "));
+    apply_memory_limit(*max_memory, co, lo);
+  }
+  onnx::LoadOptions session_load;
+  static_cast<onnx::LoadLimits&>(session_load) = lo;
   std::vector<passes::ShapeDeterminingInput> sdi;
   Result<runtime::Executable> exe = internal_error("not compiled");
   if (!o.inputs.empty()) {
@@ -169,15 +178,16 @@ int run_inspect() {
     Result<runtime::TensorMap> given = read_input_files(*files);
     if (!given.is_ok()) return fail(given.status());
     runtime::SessionOptions so;
+    so.compile = co;
     so.compile.backends = *backends;
     Result<runtime::Session> session = [&] {
       Progress p("loading " + o.model);
-      return onnx::open_session(o.model, so);
+      return onnx::open_session(o.model, so, session_load);
     }();
     if (!session.is_ok()) return fail(session.status());
     Result<std::vector<std::string>> random = complete_inputs(*session, *shapes, *given);
     if (!random.is_ok()) return fail(random.status());
-    onnx::LoadOptions structure;
+    onnx::LoadOptions structure = session_load;
     structure.keep_untyped = true;
     for (const auto& [name, t] : *given) structure.input_shapes[name] = t.shape();
     if (Result<ir::Graph> g = onnx::load(o.model, structure); g.is_ok()) {
@@ -221,7 +231,6 @@ int run_inspect() {
     }
     sdi = passes::shape_determining_inputs(*graph);
     if (!o.json) print_sdi(sdi);
-    runtime::CompileOptions co;
     co.backends = *backends;
     co.use_cache = false;  // the report should describe a real compilation
     Progress p("compiling");
@@ -282,6 +291,8 @@ CommandRegistration reg{Command{
                       "NAME=FILE.npy: inspect the specialization for this input's value and "
                       "shape (ADR 0006); other inputs get random values");
       sub->add_flag("--json", g_inspect.json, "Print the report as JSON");
+      sub->add_option("--max-memory", g_inspect.max_memory,
+                      "Memory limit, e.g. 512M or 4G (as for frame run; docs/security.md)");
       return sub;
     },
     run_inspect}};

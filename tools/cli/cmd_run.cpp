@@ -41,6 +41,7 @@ struct RunOptions {
   bool kernels = false;
   bool profile = false;
   std::string profile_json;
+  std::string max_memory;
 } g_run;
 
 int fail(const Status& s) {
@@ -115,10 +116,16 @@ int run_run() {
   runtime::SessionOptions so;
   so.compile.backends = *backends;
   so.compile.num_threads = o.threads;
+  onnx::LoadOptions lo;
+  if (!o.max_memory.empty()) {
+    Result<size_t> max_memory = parse_byte_size(o.max_memory);
+    if (!max_memory.is_ok()) return fail(max_memory.status().with_prefix("--max-memory: "));
+    apply_memory_limit(*max_memory, so.compile, lo);
+  }
   auto t0 = std::chrono::steady_clock::now();
   Result<runtime::Session> session = [&] {
     Progress p("loading " + model_path);
-    return onnx::open_session(model_path, so);
+    return onnx::open_session(model_path, so, lo);
   }();
   const double load_s = seconds_since(t0);
   if (!session.is_ok()) return fail(session.status());
@@ -301,6 +308,10 @@ CommandRegistration reg{Command{
           ->check(CLI::Range(1, 1000000));
       sub->add_option("--output-dir", g_run.output_dir, "Write DIR/<output>.npy for each output");
       sub->add_flag("--json", g_run.json, "Print the result as JSON");
+      sub->add_option("--max-memory", g_run.max_memory,
+                      "Memory limit, e.g. 512M or 4G: compiling refuses a model whose run "
+                      "would hold more (arena + constants), or a larger tensor; default 3/4 of "
+                      "physical memory (docs/security.md)");
       sub->add_flag("--kernels", g_run.kernels,
                     "Also print the backend and path of every node, and why each alternative "
                     "was rejected");

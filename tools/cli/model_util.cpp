@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <random>
@@ -105,6 +107,44 @@ Result<BundledModel> find_bundled_model() {
     searched += (searched.empty() ? "" : ", ") + d.string();
   }
   return not_found("the bundled model small_cnn.onnx was not found (searched: {})", searched);
+}
+
+Result<size_t> parse_byte_size(const std::string& text) {
+  size_t i = 0;
+  uint64_t value = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+    const uint64_t digit = static_cast<uint64_t>(text[i] - '0');
+    if (value > (UINT64_MAX - digit) / 10) {
+      return invalid_argument("byte size '{}' is too large", text);
+    }
+    value = value * 10 + digit;
+  }
+  std::string unit = text.substr(i);
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (!unit.empty() && unit.back() == 'B') unit.pop_back();
+  if (unit.size() == 2 && unit[1] == 'I') unit.pop_back();
+  int shift = -1;
+  if (unit.empty()) shift = 0;
+  if (unit == "K") shift = 10;
+  if (unit == "M") shift = 20;
+  if (unit == "G") shift = 30;
+  if (unit == "T") shift = 40;
+  if (i == 0 || shift < 0) {
+    return invalid_argument(
+        "byte size '{}' is not a number with an optional suffix K, M, G or T (powers of 1024), "
+        "e.g. 512M or 4G",
+        text);
+  }
+  if (value > (UINT64_MAX >> shift)) return invalid_argument("byte size '{}' is too large", text);
+  return static_cast<size_t>(value << shift);
+}
+
+void apply_memory_limit(size_t max_memory, runtime::CompileOptions& compile,
+                        onnx::LoadLimits& load) {
+  compile.max_memory_bytes = max_memory;
+  compile.max_tensor_bytes = std::min(compile.max_tensor_bytes, max_memory);
+  load.max_initializer_bytes = max_memory;
+  load.max_tensor_bytes = std::min(load.max_tensor_bytes, max_memory);
 }
 
 Result<Tensor> random_tensor(const ir::TensorType& type, uint64_t seed) {
@@ -296,6 +336,15 @@ Result<std::vector<std::string>> complete_inputs(const runtime::Session& session
             "with --input {}=FILE.npy",
             vi.name, vi.to_string(), vi.name, vi.name);
       }
+    }
+    // The model declares these shapes: the tensor limit applies before a byte is allocated.
+    const size_t limit = session.options().compile.max_tensor_bytes;
+    if (Result<size_t> b = checked_nbytes(vi.dtype, shape); !b.is_ok() || *b > limit) {
+      return make_error(StatusCode::kOutOfRange,
+                        "input '{}' is {}{}: {} bytes, over the limit of {} bytes per tensor "
+                        "(--max-memory)",
+                        vi.name, dtype_name(vi.dtype), shape_to_string(shape),
+                        b.is_ok() ? fmt::format("{}", *b) : std::string("more than 2^64"), limit);
     }
     Result<Tensor> t = random_tensor(ir::TensorType{vi.dtype, shape}, this_seed);
     if (!t.is_ok()) return t.status().with_prefix(fmt::format("input '{}': ", vi.name));

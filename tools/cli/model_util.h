@@ -17,6 +17,7 @@
 #include "frame/core/status.h"
 #include "frame/core/tensor.h"
 #include "frame/ir/types.h"
+#include "frame/onnx/onnx.h"
 #include "frame/runtime/session.h"
 
 namespace frame::cli {
@@ -30,6 +31,16 @@ Result<std::map<std::string, std::string>> parse_inputs(const std::vector<std::s
 /// backends of this build, then cpu (runtime::resolve_backends). Errors: kInvalidArgument for
 /// an empty item, kNotFound for an unknown name listing the available backends.
 Result<std::vector<std::string>> backends_for(const std::string& flag);
+
+/// Parses a --max-memory value: a byte count with an optional suffix K, M, G or T (powers of
+/// 1024; "KB", "KiB" and lower case accepted), e.g. "512M", "4G", "1073741824". Errors:
+/// kInvalidArgument naming the text (no digits, unknown suffix, more than 2^64 bytes).
+Result<size_t> parse_byte_size(const std::string& text);
+/// --max-memory BYTES: sets CompileOptions::max_memory_bytes and LoadLimits::
+/// max_initializer_bytes to `max_memory`, and caps both max_tensor_bytes by it
+/// (docs/security.md).
+void apply_memory_limit(size_t max_memory, runtime::CompileOptions& compile,
+                        onnx::LoadLimits& load);
 
 /// Files of the model bundled with frame (models/small_cnn.*).
 struct BundledModel {

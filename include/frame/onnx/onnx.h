@@ -15,11 +15,34 @@
 #include "frame/core/status.h"
 #include "frame/core/tensor.h"
 #include "frame/ir/graph.h"
+#include "frame/runtime/compile.h"
 
 namespace frame::onnx {
 
-/// Options of `load`.
-struct LoadOptions {
+/// Structural and size limits of the loader (docs/security.md): a model file is untrusted input,
+/// and each limit turns a model that would exhaust memory or the stack into an error naming the
+/// place (tensor, node, attribute) before any large allocation. `LoadOptions` carries them.
+struct LoadLimits {
+  /// Largest model file accepted, in bytes. Protobuf caps a message at 2 GiB: larger models
+  /// must keep their tensors in external data files (docs/onnx.md "External data").
+  size_t max_model_bytes = size_t{2000} << 20;
+  /// Largest single tensor (initializer, Constant value, external data), in bytes.
+  size_t max_tensor_bytes = size_t{4} << 30;
+  /// Largest sum of the bytes of every initializer and Constant tensor of the model (bodies
+  /// included), in bytes. Default: runtime::default_max_memory_bytes() (3/4 of physical memory).
+  size_t max_initializer_bytes = runtime::default_max_memory_bytes();
+  /// Deepest nesting of subgraphs (If/Loop/Scan bodies inside bodies); bounds the importer's
+  /// recursion.
+  int max_nesting_depth = 16;
+  /// Most nodes in the model, bodies included.
+  size_t max_nodes = 1'000'000;
+  /// Most elements of one list attribute (ints, floats, strings) and bytes of one string
+  /// attribute.
+  size_t max_attribute_elements = size_t{1} << 20;
+};
+
+/// Options of `load`. The limits are inherited from LoadLimits (`options.max_tensor_bytes`).
+struct LoadOptions : LoadLimits {
   /// Concrete dims for graph inputs, by input name. Required for every input whose declared
   /// shape has a symbolic (dim_param) or missing dim (ARCH-044: no unknown dims); when given
   /// for an input with static dims it must agree with them (rank and every fixed dim).
@@ -29,10 +52,6 @@ struct LoadOptions {
   /// ARCH-044) fold. The tensor's dtype must equal the declared element type and its shape
   /// must agree with every fixed dim. Errors name the input.
   std::map<std::string, Tensor> constant_inputs;
-  /// Largest model file accepted, in bytes (protobuf itself caps a message at 2 GiB).
-  size_t max_model_bytes = size_t{2000} << 20;
-  /// Largest single tensor (initializer, Constant value, external data), in bytes.
-  size_t max_tensor_bytes = size_t{4} << 30;
   /// Verify the imported graph structurally and against the op schemas (V1–V4).
   bool verify = true;
   /// Analysis only (`frame inspect`, onnx::open_session): a node whose shape inference fails
@@ -44,7 +63,8 @@ struct LoadOptions {
   bool keep_untyped = false;
 };
 
-/// Loads the ONNX model at `path` (external tensor data is read relative to its directory).
+/// Loads the ONNX model at `path` (external tensor data is read from files inside its directory,
+/// after resolving symbolic links; docs/security.md).
 /// Initializers and Constant nodes become constants; graph inputs that are also initializers
 /// are constants; every node is mapped through the op table for the model's opset.
 /// Errors: kIo (missing/unreadable file, truncated or malformed protobuf, bad external data),

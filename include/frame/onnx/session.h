@@ -18,8 +18,8 @@ namespace frame::onnx {
 /// Opens the ONNX model at `path` as a session. Declared inputs and outputs come from the
 /// graph's value infos (dim_param dims are symbolic `runtime::Dim`s); the shape-determining
 /// inputs are found by a structure-only import (LoadOptions::keep_untyped) and
-/// passes::shape_determining_inputs. Of `load`, only max_model_bytes, max_tensor_bytes and
-/// verify are used (input_shapes, constant_inputs and keep_untyped must be empty/false: a
+/// passes::shape_determining_inputs. Of `load`, only the limits (LoadLimits) and verify
+/// are used (input_shapes, constant_inputs and keep_untyped must be empty/false: a
 /// session reads shapes and values from each run's tensors).
 /// Errors: as load() (kIo, kInvalidArgument, kUnimplemented listing unsupported ops), plus
 /// kInvalidArgument for a graph input whose element type frame lacks, naming the input.

@@ -4,6 +4,7 @@
 /// A pass transforms an ir::Graph in place, asking op traits and schemas through the
 /// registries — never matching op names (docs/architecture/compiler-passes.md).
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,11 +39,14 @@ struct PassContext {
   std::vector<std::string> backends = {"cpu"};  ///< preference list (lowering, fusion)
   bool strict = false;                          ///< lowering: fallback is an error
   size_t fold_size_limit = size_t{1} << 24;     ///< constant-folding output cap (bytes)
-  bool allow_inplace = true;                    ///< memory-planning
-  bool reuse_buffers = true;                    ///< memory-planning
-  bool force_decompose = false;                 ///< decomposition: expand every composite
-  std::vector<std::string> print_ir_after;      ///< pass names or "all"
-  bool verify_after_each = false;               ///< run Graph::verify after each pass (tests)
+  /// shape-inference: a node output larger than this (bytes) is a kOutOfRange error naming
+  /// the node, the value and the bytes (runtime::CompileOptions::max_tensor_bytes).
+  size_t max_tensor_bytes = SIZE_MAX;
+  bool allow_inplace = true;                ///< memory-planning
+  bool reuse_buffers = true;                ///< memory-planning
+  bool force_decompose = false;             ///< decomposition: expand every composite
+  std::vector<std::string> print_ir_after;  ///< pass names or "all"
+  bool verify_after_each = false;           ///< run Graph::verify after each pass (tests)
 
   // Results.
   std::map<ir::NodeId, NodePlacement> placements;  ///< backend-lowering

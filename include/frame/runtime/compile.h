@@ -20,6 +20,14 @@
 
 namespace frame::runtime {
 
+/// This machine's physical memory in bytes (sysconf); 0 when it cannot be read.
+size_t physical_memory_bytes();
+/// Default CompileOptions::max_memory_bytes (and onnx::LoadLimits::max_initializer_bytes): 3/4
+/// of physical memory; SIZE_MAX when the physical memory is unknown.
+size_t default_max_memory_bytes();
+/// Default CompileOptions::max_tensor_bytes: 1/2 of physical memory; SIZE_MAX when unknown.
+size_t default_max_tensor_bytes();
+
 /// Options of one compilation. Part of the compile-cache key.
 struct CompileOptions {
   /// Backend preference list, most preferred first; "cpu" is always appended as the end of
@@ -37,8 +45,19 @@ struct CompileOptions {
   bool strict = false;
   /// Threads kernels may use; 0 = hardware concurrency.
   int num_threads = 0;
-  /// Constant folding never produces a tensor larger than this (bytes).
+  /// Constant folding never produces a tensor larger than this (bytes); a larger node stays
+  /// and runs at run time (its size is checked before any value is computed).
   size_t fold_size_limit = size_t{1} << 24;
+  /// Resource limit (docs/security.md): the bytes a run may hold, i.e. the arena peak of the
+  /// memory plan plus the graph's constants (each storage counted once). Exceeding it is a
+  /// kOutOfRange error of compile(), before any kernel prepares or any buffer is allocated.
+  /// Default: 3/4 of physical memory (default_max_memory_bytes()).
+  size_t max_memory_bytes = default_max_memory_bytes();
+  /// Resource limit: the largest single tensor (any value of the graph), in bytes. Checked on
+  /// the typed input graph before the pipeline and on the compiled graph before planning
+  /// buffers; the error names the value, the node producing it, its type and bytes.
+  /// Default: 1/2 of physical memory (default_max_tensor_bytes()).
+  size_t max_tensor_bytes = default_max_tensor_bytes();
   /// Memory planning: reuse buffers in place when legal.
   bool allow_inplace = true;
   /// Memory planning: share arena slots between values with disjoint lifetimes.
@@ -214,7 +233,9 @@ class Executable {
 
 /// Compiles `graph` (copied; the caller's graph is not modified). Graph inputs must have
 /// concrete shapes (ARCH-044). Errors: verification failures (V1–V4), shape inference errors
-/// naming node/op/input, unsupported dtype on every backend, strict-mode fallbacks.
+/// naming node/op/input, unsupported dtype on every backend, strict-mode fallbacks, kOutOfRange
+/// when a value or the run's memory exceeds CompileOptions::max_tensor_bytes or
+/// max_memory_bytes (naming the node, the value, the bytes asked for and the limit).
 Result<Executable> compile(const ir::Graph& graph, const CompileOptions& options = {});
 
 }  // namespace frame::runtime
