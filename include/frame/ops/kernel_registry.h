@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// `KernelRegistry`: kernels keyed by (op, backend), never by dtype (seed chapter 3); dtype is
+/// `KernelRegistry`: kernels keyed by (op, backend), never by dtype (op spec §3); dtype is
 /// expanded inside the kernel with dispatch_dtype (ARCH-042). `FRAME_REGISTER_KERNEL`.
 
 #include <memory>

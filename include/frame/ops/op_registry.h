@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// `OpRegistry`: the global table of op schemas (seed chapter 3), and `make_op_query()`
+/// `OpRegistry`: the global table of op schemas (op spec §3), and `make_op_query()`
 /// which wires it into `ir::Graph::verify` (V3/V4).
 
 #include <memory>
