@@ -1,0 +1,49 @@
+#!/bin/sh
+# The command line's first contact (docs/cli.md): --version, unknown verbs and bad values get
+# messages naming what was wrong (exit 2), `frame backends` agrees with the kernel registry,
+# and --output-dir says which files it wrote.
+# Usage: run_cli_usage_test.sh FRAME_CLI PROJECT_VERSION OUT_DIR
+set -eu
+frame=$1; version=$2; out=$3
+rm -rf "$out"; mkdir -p "$out"
+fail() { echo "cli_usage: $*" >&2; exit 1; }
+expect_usage_error() {  # expect_usage_error PATTERN ARGS...: exit 2 and PATTERN on stderr
+  pattern=$1; shift
+  rc=0; "$frame" "$@" > "$out/stdout.txt" 2> "$out/stderr.txt" || rc=$?
+  [ "$rc" -eq 2 ] || fail "'frame $*' exited $rc, expected 2"
+  grep -q -- "$pattern" "$out/stderr.txt" || { cat "$out/stderr.txt" >&2; fail "'frame $*': no '$pattern'"; }
+}
+
+"$frame" --version > "$out/version.txt"
+grep -Eq "^frame $version \(git ([0-9a-f]+(-dirty)?|unknown)\)" "$out/version.txt" ||
+  { cat "$out/version.txt" >&2; fail "--version: no 'frame $version (git REV)' line"; }
+grep -q "^backends: .*cpu" "$out/version.txt" || fail "--version does not list cpu"
+
+expect_usage_error "unknown command 'frobnicate' (commands: " frobnicate
+expect_usage_error "Subcommands:" 
+expect_usage_error "expected an integer from 0 to 4096, got 'abc'" run --threads abc
+expect_usage_error "expected an integer from 1 to 1000000, got '0'" run --repeat 0
+
+# Kernel counts per backend, counted independently from the registry JSON of `frame ops`.
+"$frame" backends --json > "$out/backends.json"
+"$frame" ops --json > "$out/ops.json"
+/usr/bin/python3 - "$out/backends.json" "$out/ops.json" <<'PY' || fail "frame backends disagrees with frame ops --json"
+import collections, json, sys
+rows = {r["name"]: r for r in json.load(open(sys.argv[1]))}
+kernels = json.load(open(sys.argv[2]))["kernels"]
+counts = collections.Counter(k["backend"] for k in kernels)
+assert rows["cpu"]["status"] == "available" and rows["cpu"]["kind"] == "per-kernel", rows["cpu"]
+for name, n in counts.items():
+    assert rows[name]["kernels"] == n, (name, rows[name], n)
+for name in ("cuda", "intel_gpu", "intel_npu"):
+    assert name in rows, name
+print("backends:", {k: (v["kernels"], v["status"]) for k, v in rows.items()})
+PY
+
+"$frame" run --output-dir "$out/o" > "$out/run.txt"
+for f in "$out"/o/*.npy; do
+  grep -q "^wrote $f$" "$out/run.txt" || { cat "$out/run.txt" >&2; fail "no 'wrote $f' line"; }
+done
+[ "$(grep -c '^wrote ' "$out/run.txt")" -eq "$(ls "$out"/o/*.npy | wc -l)" ] ||
+  fail "wrote lines and files differ"
+echo "cli_usage: ok"
