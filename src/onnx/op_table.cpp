@@ -2,7 +2,10 @@
 // line"). A row maps (domain, op type, opset range) to a frame op and an optional converter
 // that rewrites older-opset attributes into the latest form the frame schemas follow.
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <mutex>
 
@@ -911,6 +914,22 @@ const std::vector<OpRow> kRows = {
 #undef SAME
 #undef SINCE
 
+// The built-in rows must not overlap: with two rows for one (op type, opset) the first would
+// win silently. Checked once at start-up; a fault here is in frame's source (like ARCH-040).
+[[maybe_unused]] const bool kRowsChecked = [] {
+  std::vector<OpTableEntry> entries;
+  for (const OpRow& r : kRows) {
+    entries.push_back(OpTableEntry{std::string(r.domain), std::string(r.op_type), r.since, r.until,
+                                   std::string(r.frame_op), std::string(r.note)});
+  }
+  std::vector<std::string> overlaps = op_table_overlaps(entries);
+  if (overlaps.empty()) return true;
+  for (const std::string& o : overlaps) std::fprintf(stderr, "onnx op table: %s\n", o.c_str());
+  std::fprintf(stderr, "onnx op table: %zu overlapping row pair(s) in src/onnx/op_table.cpp\n",
+               overlaps.size());
+  std::abort();
+}();
+
 }  // namespace
 
 const std::vector<OpRow>& op_rows() { return kRows; }
@@ -998,6 +1017,29 @@ std::vector<OpTableEntry> op_table() {
     return std::tie(a.domain, a.op_type, a.since_opset) <
            std::tie(b.domain, b.op_type, b.since_opset);
   });
+  return out;
+}
+
+std::vector<std::string> op_table_overlaps(const std::vector<OpTableEntry>& rows) {
+  std::vector<std::string> out;
+  auto range = [](const OpTableEntry& e) {
+    return e.until_opset == 0 ? fmt::format("{}..", e.since_opset)
+                              : fmt::format("{}..{}", e.since_opset, e.until_opset);
+  };
+  for (size_t i = 0; i < rows.size(); ++i) {
+    for (size_t j = i + 1; j < rows.size(); ++j) {
+      const OpTableEntry& a = rows[i];
+      const OpTableEntry& b = rows[j];
+      if (a.domain != b.domain || a.op_type != b.op_type) continue;
+      const int a_end = a.until_opset == 0 ? INT_MAX : a.until_opset;
+      const int b_end = b.until_opset == 0 ? INT_MAX : b.until_opset;
+      if (a.since_opset <= b_end && b.since_opset <= a_end) {
+        out.push_back(fmt::format("{}{}{}: rows for opsets {} (-> '{}') and {} (-> '{}') overlap",
+                                  a.domain, a.domain.empty() ? "" : "::", a.op_type, range(a),
+                                  a.frame_op, range(b), b.frame_op));
+      }
+    }
+  }
   return out;
 }
 

@@ -79,6 +79,13 @@ struct OpTableEntry {
 /// The whole op table, sorted by (domain, op type, since_opset).
 std::vector<OpTableEntry> op_table();
 
+/// Pairs of rows that serve one (domain, op type) at a common opset version, one message per
+/// pair naming both rows and their opset ranges ("Identity: opsets 1.. and 13.. overlap"). Two
+/// such rows would make the table's first row win silently; the built-in table is checked
+/// once at start-up and an overlap there is fatal (a fault in frame's source, like a duplicate
+/// op registration, ARCH-040). Empty when the rows are disjoint.
+std::vector<std::string> op_table_overlaps(const std::vector<OpTableEntry>& rows);
+
 /// The highest default-domain opset version the table was written against.
 int max_supported_opset();
 
