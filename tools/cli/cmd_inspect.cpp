@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <array>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -36,6 +37,32 @@ struct InspectOptions {
 int fail(const Status& s) {
   std::fprintf(stderr, "frame inspect: %s\n", s.message().c_str());
   return kExitError;
+}
+
+// What import did to the node count: the file's nodes by ONNX op type against the frame nodes
+// before the pipeline. Identity and Constant nodes become aliases and constants, not nodes.
+void print_import(const std::string& model, const runtime::CompileReport& r) {
+  Result<std::map<std::string, int64_t>> onnx_counts = onnx::model_op_counts(model);
+  if (!onnx_counts.is_ok()) return;
+  int64_t onnx_total = 0;
+  for (const auto& [op, n] : *onnx_counts) onnx_total += n;
+  int64_t frame_total = 0;
+  for (const auto& [op, n] : r.op_counts_before) frame_total += n;
+  // ONNX op type, frame op, what import made of the nodes that left no frame node.
+  const std::array<std::array<const char*, 3>, 2> kFolded = {{
+      {"Identity", "identity", "Identity nodes of constants became aliases"},
+      {"Constant", "constant", "Constant nodes became constants"},
+  }};
+  std::string dropped;
+  for (const auto& [onnx_op, frame_op, what] : kFolded) {
+    auto it = onnx_counts->find(onnx_op);
+    if (it == onnx_counts->end()) continue;
+    auto kept = r.op_counts_before.find(frame_op);
+    const int64_t n = it->second - (kept == r.op_counts_before.end() ? 0 : kept->second);
+    if (n > 0) dropped += fmt::format("{}{} {}", dropped.empty() ? "" : ", ", n, what);
+  }
+  std::printf("import: %lld ONNX nodes -> %lld frame nodes%s\n", static_cast<long long>(onnx_total),
+              static_cast<long long>(frame_total), dropped.empty() ? "" : ("; " + dropped).c_str());
 }
 
 void print_counts(const runtime::CompileReport& r) {
@@ -244,11 +271,13 @@ int run_inspect() {
     j["model"] = o.model;
     j["backends"] = *backends;
     j["shape_determining_inputs"] = sdi_json(sdi);
+    if (auto counts = onnx::model_op_counts(o.model); counts.is_ok()) j["onnx_op_counts"] = *counts;
     std::cout << j.dump(2) << "\n";
     return 0;
   }
   std::printf("model: %s\nbackends: %s\n\n", o.model.c_str(),
               fmt::format("{}", fmt::join(*backends, ", ")).c_str());
+  print_import(o.model, r);
   print_counts(r);
   print_fused(r);
   std::printf("\nlowering-pattern rewrites: %zu\n", r.lowering_rewrites.size());

@@ -86,6 +86,12 @@ std::vector<OpTableEntry> op_table();
 /// op registration, ARCH-040). Empty when the rows are disjoint.
 std::vector<std::string> op_table_overlaps(const std::vector<OpTableEntry>& rows);
 
+/// Node counts by ONNX op type ("Conv"; "domain::Type" outside the default domain) of the main
+/// graph of the model at `path`, as the file holds them, before import. Lets tools report what
+/// import changed (Identity and Constant nodes become aliases and constants, rewrites change op
+/// names). Errors: kIo (unreadable file), kInvalidArgument (not a ModelProto).
+Result<std::map<std::string, int64_t>> model_op_counts(const std::string& path);
+
 /// The highest default-domain opset version the table was written against.
 int max_supported_opset();
 
