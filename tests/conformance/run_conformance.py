@@ -45,7 +45,7 @@ def case_ops(model_path):
 
 def tested_op(case, model_ops, all_ops):
     """The op a node-test case is named for (test_<op>_<variant>): the model's only op, else
-    (test_sce_* and test_nllloss_* by their short names) the op whose lower-case
+    (test_sce_*, test_nllloss_*, test_mvn_* by their short names) the op whose lower-case
     name shares the longest prefix with the case name without underscores (a whole-name match
     wins a tie, so test_cast_* is Cast, not CastLike). Ops of the case's model are tried first,
     then every ONNX op (an *_expanded case's model holds only the function body). Charging a
@@ -53,8 +53,8 @@ def tested_op(case, model_ops, all_ops):
     if len(model_ops) == 1:
         return model_ops[0]
     name = case[len("test_"):].replace("_", "").lower()
-    for short, op in (("sce", "SoftmaxCrossEntropyLoss"), ("nllloss",
-                                                          "NegativeLogLikelihoodLoss")):
+    for short, op in (("sce", "SoftmaxCrossEntropyLoss"), ("nllloss", "NegativeLogLikelihoodLoss"),
+                      ("mvn", "MeanVarianceNormalization")):
         if name.startswith(short):
             return op
 
