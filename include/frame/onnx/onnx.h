@@ -15,6 +15,7 @@
 #include "frame/core/status.h"
 #include "frame/core/tensor.h"
 #include "frame/ir/graph.h"
+#include "frame/ops/registration_batch.h"
 
 namespace frame::onnx {
 
@@ -107,3 +108,16 @@ Status register_custom_op(const std::string& domain, const std::string& op_type,
                           const std::string& frame_op);
 
 }  // namespace frame::onnx
+
+/// Maps ONNX nodes `domain::op_type` to the frame op `frame_op` at static-init time, for
+/// plugins (runtime::load_plugin): `FRAME_REGISTER_ONNX_OP("com.example", "Swish", swish);`.
+/// Runs register_custom_op after the plugin's ops are registered; in the program itself it runs
+/// at static-init time, where the op must already be registered (call register_custom_op from
+/// main instead when unsure); an error there is a fatal registration fault (ARCH-040).
+#define FRAME_REGISTER_ONNX_OP(domain, op_type, frame_op)                                  \
+  [[maybe_unused]] static const bool FRAME_CONCAT(frame_onnx_mapping_, __COUNTER__) = [] { \
+    ::frame::ops::run_after_registration("onnx mapping " domain "::" op_type, [] {         \
+      return ::frame::onnx::register_custom_op(domain, op_type, #frame_op);                \
+    });                                                                                    \
+    return true;                                                                           \
+  }()

@@ -19,6 +19,8 @@
 
 namespace frame::ops {
 
+struct RegistrationBatch;
+
 /// Everything a kernel sees when it runs. Outputs are preallocated with the inferred shapes
 /// (from the arena or the caller); a kernel writes into them and never reallocates.
 struct KernelContext {
@@ -103,7 +105,7 @@ class KernelRegistry {
   std::string to_json() const;
 
  private:
-  friend Status register_op_with_kernels(OpSchema schema, std::vector<KernelDef> kernels);
+  friend Status commit_registrations(RegistrationBatch batch);
   mutable std::shared_mutex mu_;
   std::unordered_map<std::string, std::unique_ptr<KernelDef>> kernels_;  // key "op@backend"
 };
