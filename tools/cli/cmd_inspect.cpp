@@ -31,6 +31,7 @@ struct InspectOptions {
   std::string backend = "auto";
   std::vector<std::string> shapes;
   std::vector<std::string> inputs;
+  std::vector<std::string> plugins;
   bool json = false;
 } g_inspect;
 
@@ -180,6 +181,7 @@ void print_sdi(const std::vector<passes::ShapeDeterminingInput>& sdi) {
 
 int run_inspect() {
   InspectOptions& o = g_inspect;
+  if (Status s = load_plugins(o.plugins); !s.is_ok()) return fail(s);
   Result<std::map<std::string, Shape>> shapes = parse_shapes(o.shapes);
   if (!shapes.is_ok()) return fail(shapes.status());
   Result<std::vector<std::string>> backends = backends_for(o.backend);
@@ -305,6 +307,9 @@ CommandRegistration reg{Command{
       sub->add_option("--backend", g_inspect.backend,
                       "Backend chain, comma-separated (e.g. onednn,cpu); default auto = "
                       "the optimized backends built here, then cpu");
+      sub->add_option("--plugin", g_inspect.plugins,
+                      "Shared library whose ops, kernels and ONNX mappings to load first "
+                      "(repeatable)");
       sub->add_option("--shape", g_inspect.shapes,
                       "NAME=d0,d1,... concrete shape of a dynamic input");
       sub->add_option("--input", g_inspect.inputs,

@@ -33,6 +33,7 @@ struct RunOptions {
   std::string model;
   std::string backend = "auto";
   std::vector<std::string> inputs;
+  std::vector<std::string> plugins;
   std::vector<std::string> shapes;
   int threads = 0;
   int repeat = 1;
@@ -89,6 +90,8 @@ void print_profile(const runtime::Profile& prof) {
 
 int run_run() {
   RunOptions& o = g_run;
+  // First: a plugin may add ops, kernels, backends and ONNX mappings the rest needs.
+  if (Status s = load_plugins(o.plugins); !s.is_ok()) return fail(s);
   Result<std::map<std::string, Shape>> shapes = parse_shapes(o.shapes);
   if (!shapes.is_ok()) return fail(shapes.status());
   Result<std::map<std::string, std::string>> files = parse_inputs(o.inputs);
@@ -296,6 +299,9 @@ CommandRegistration reg{Command{
       sub->add_option("--input", g_run.inputs,
                       "NAME=FILE.npy, fed as that input; inputs without a file get random "
                       "values, except shape-determining ones, which need a file");
+      sub->add_option("--plugin", g_run.plugins,
+                      "Shared library whose ops, kernels and ONNX mappings to load first "
+                      "(repeatable; docs/architecture/op-registration.md#plugins)");
       sub->add_option("--shape", g_run.shapes,
                       "NAME=d0,d1,... shape of the random values of an input without a file "
                       "(needed where the model's dims are symbolic)");

@@ -31,6 +31,10 @@ Result<std::map<std::string, std::string>> parse_inputs(const std::vector<std::s
 /// an empty item, kNotFound for an unknown name listing the available backends.
 Result<std::vector<std::string>> backends_for(const std::string& flag);
 
+/// Loads each `--plugin` library in order (runtime::load_plugin: its ops, kernels and ONNX
+/// mappings register all or nothing). Errors: the first plugin that fails, naming its path.
+Status load_plugins(const std::vector<std::string>& paths);
+
 /// Files of the model bundled with frame (models/small_cnn.*).
 struct BundledModel {
   std::filesystem::path model;
