@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
-# Installs every Debian package frame's build, tests and tools need.
+# Installs the Debian packages frame needs. Usage: scripts/bootstrap.sh [--main]
+#   --main  only what the main job needs (build the `frame` binary and run a model;
+#           scripts/run.sh); without it, everything the tests, Python package and tools need.
 # Idempotent: installs only what is missing; runs `apt-get update` at most once.
 set -euo pipefail
+
+MAIN_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  libprotobuf-dev protobuf-compiler libonnx-dev
+  libdnnl-dev libhwy-dev opencl-headers ocl-icd-opencl-dev  # dnnl-config.cmake requires OpenCL
+  nlohmann-json3-dev libcli11-dev libfmt-dev
+)
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git clang-format
@@ -13,6 +22,7 @@ PACKAGES=(
   python3-numpy python3-pytest python3-onnx python3-torch python3-torchvision
   graphviz
 )
+if [ "${1:-}" = "--main" ]; then PACKAGES=("${MAIN_PACKAGES[@]}"); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

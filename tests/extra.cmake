@@ -1,4 +1,4 @@
-# Op test database (STYLE.md "Tests"): tests/ops/gen_op_db.py writes manifest.json + .npy files
+# Op test database (docs/standards/style.md "Tests"): tests/ops/gen_op_db.py writes manifest.json + .npy files
 # from the family modules in tests/ops/op_db/; tests/cpp/ops/op_db_test.cpp runs every case
 # on the cpu kernels and on every other backend with a kernel for the op. Regenerated whenever
 # a python file under tests/ops changes.

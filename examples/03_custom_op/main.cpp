@@ -1,4 +1,4 @@
-// Adding a custom op in two steps (seed chapter 6; docs/architecture/op-registration.md):
+// Adding a custom op in two steps (op spec §6; docs/architecture/op-registration.md):
 //   1. the schema: FRAME_REGISTER_OP(tanh_custom) with inputs, outputs, traits, shape function;
 //   2. the `cpu` reference kernel: FRAME_REGISTER_KERNEL(tanh_custom, "cpu", fn) (ARCH-041).
 // Then the op is validated on 4 hand-checked elements and on a 1M-element random tensor

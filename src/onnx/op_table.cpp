@@ -2,7 +2,10 @@
 // line"). A row maps (domain, op type, opset range) to a frame op and an optional converter
 // that rewrites older-opset attributes into the latest form the frame schemas follow.
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <mutex>
 
@@ -880,10 +883,11 @@ const std::vector<OpRow> kRows = {
     ROW("Hardmax", 1, 0, "one_hot", convert_hardmax, "arg_max + one_hot"),
     // Loss and signal ops (issue 11): losses opset 12/13, windows/MelWeightMatrix/DFT 17, Det 11.
     SINCE("NegativeLogLikelihoodLoss", 12, "negative_log_likelihood_loss"),
-    SINCE("SoftmaxCrossEntropyLoss", 12, "softmax_cross_entropy_loss"),
-    SINCE("HannWindow", 17, "hann_window"),
-    SINCE("HammingWindow", 17, "hamming_window"),
-    SINCE("BlackmanWindow", 17, "blackman_window"),
+    ROW("SoftmaxCrossEntropyLoss", 12, 0, "softmax_cross_entropy_loss", nullptr,
+        "decomposes to log_softmax + NLL"),
+    ROW("HannWindow", 17, 0, "hann_window", nullptr, "decomposes to range/mul/cos"),
+    ROW("HammingWindow", 17, 0, "hamming_window", nullptr, "decomposes to range/mul/cos"),
+    ROW("BlackmanWindow", 17, 0, "blackman_window", nullptr, "decomposes to range/mul/cos"),
     SINCE("MelWeightMatrix", 17, "mel_weight_matrix"),
     SINCE("Det", 11, "det"),
     ROW("DFT", 17, 19, "dft", nullptr, ""),
@@ -891,10 +895,13 @@ const std::vector<OpRow> kRows = {
     ROW("STFT", 17, 0, "stft", nullptr, ""),
     // Sampling ops (issue 11): GridSample 16/20 (4-D only; shape inference rejects N-D),
     // RoiAlign 10/16, TfIdfVectorizer 9 (pool_int64s only).
-    SINCE("GridSample", 16, "grid_sample"),
-    ROW("RoiAlign", 10, 15, "roi_align", convert_roi_align_v10, "output_half_pixel"),
+    ROW("GridSample", 16, 0, "grid_sample", nullptr,
+        "4-D input only (opset 20's `linear`/`cubic` accepted)"),
+    ROW("RoiAlign", 10, 15, "roi_align", convert_roi_align_v10,
+        "coordinate_transformation_mode = output_half_pixel"),
     SINCE("RoiAlign", 16, "roi_align"),
-    SINCE("TfIdfVectorizer", 9, "tf_idf_vectorizer"),
+    ROW("TfIdfVectorizer", 9, 0, "tf_idf_vectorizer", nullptr,
+        "integer inputs (`pool_int64s`) only"),
     ROW("Dropout", 1, 11, "dropout", convert_dropout_v1, "ratio attr -> input"),
     SINCE("Dropout", 12, "dropout"),
     // Recurrent: one node per sequence; sequence_lens stays a run-time input.
@@ -931,6 +938,22 @@ const std::vector<OpRow> kRows = {
 #undef ROW
 #undef SAME
 #undef SINCE
+
+// The built-in rows must not overlap: with two rows for one (op type, opset) the first would
+// win silently. Checked once at start-up; a fault here is in frame's source (like ARCH-040).
+[[maybe_unused]] const bool kRowsChecked = [] {
+  std::vector<OpTableEntry> entries;
+  for (const OpRow& r : kRows) {
+    entries.push_back(OpTableEntry{std::string(r.domain), std::string(r.op_type), r.since, r.until,
+                                   std::string(r.frame_op), std::string(r.note)});
+  }
+  std::vector<std::string> overlaps = op_table_overlaps(entries);
+  if (overlaps.empty()) return true;
+  for (const std::string& o : overlaps) std::fprintf(stderr, "onnx op table: %s\n", o.c_str());
+  std::fprintf(stderr, "onnx op table: %zu overlapping row pair(s) in src/onnx/op_table.cpp\n",
+               overlaps.size());
+  std::abort();
+}();
 
 }  // namespace
 
@@ -1019,6 +1042,29 @@ std::vector<OpTableEntry> op_table() {
     return std::tie(a.domain, a.op_type, a.since_opset) <
            std::tie(b.domain, b.op_type, b.since_opset);
   });
+  return out;
+}
+
+std::vector<std::string> op_table_overlaps(const std::vector<OpTableEntry>& rows) {
+  std::vector<std::string> out;
+  auto range = [](const OpTableEntry& e) {
+    return e.until_opset == 0 ? fmt::format("{}..", e.since_opset)
+                              : fmt::format("{}..{}", e.since_opset, e.until_opset);
+  };
+  for (size_t i = 0; i < rows.size(); ++i) {
+    for (size_t j = i + 1; j < rows.size(); ++j) {
+      const OpTableEntry& a = rows[i];
+      const OpTableEntry& b = rows[j];
+      if (a.domain != b.domain || a.op_type != b.op_type) continue;
+      const int a_end = a.until_opset == 0 ? INT_MAX : a.until_opset;
+      const int b_end = b.until_opset == 0 ? INT_MAX : b.until_opset;
+      if (a.since_opset <= b_end && b.since_opset <= a_end) {
+        out.push_back(fmt::format("{}{}{}: rows for opsets {} (-> '{}') and {} (-> '{}') overlap",
+                                  a.domain, a.domain.empty() ? "" : "::", a.op_type, range(a),
+                                  a.frame_op, range(b), b.frame_op));
+      }
+    }
+  }
   return out;
 }
 

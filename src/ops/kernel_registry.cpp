@@ -6,6 +6,7 @@
 #include <set>
 
 #include "frame/ops/op_registry.h"
+#include "frame/ops/registration_batch.h"
 
 namespace frame::ops {
 
@@ -72,45 +73,129 @@ void KernelRegistry::register_kernel(KernelDef def) {
 
 Status register_op_with_kernels(OpSchema schema, std::vector<KernelDef> kernels) {
   const std::string name = schema.name();
-  if (std::string v = op_schema_violation(schema); !v.empty()) {
-    return invalid_argument("op '{}': {}", name, v);
-  }
-  std::set<std::string> keys;
+  std::set<std::string> backends;
   for (const KernelDef& k : kernels) {
     if (k.op != name) {
       return invalid_argument("op '{}': kernel for backend '{}' names op '{}'", name, k.backend,
                               k.op);
     }
+    if (!backends.insert(k.backend).second) {
+      return invalid_argument("op '{}': backend '{}' listed twice", name, k.backend);
+    }
+  }
+  RegistrationBatch batch;
+  batch.ops.push_back(std::move(schema));
+  batch.kernels = std::move(kernels);
+  return commit_registrations(std::move(batch));
+}
+
+namespace {
+thread_local RegistrationBatch* t_batch = nullptr;
+
+std::string site(std::string_view file, int line) { return fmt::format("{}:{}", file, line); }
+}  // namespace
+
+void collect_registrations(RegistrationBatch* batch) { t_batch = batch; }
+
+RegistrationBatch* collecting_batch() { return t_batch; }
+
+Status commit_registrations(RegistrationBatch batch) {
+  if (!batch.fault.empty()) return invalid_argument("{}", batch.fault);
+  // Checks that need no registry first, then duplicates under the locks.
+  std::set<std::string> names;
+  for (const OpSchema& op : batch.ops) {
+    if (std::string v = op_schema_violation(op); !v.empty()) {
+      return invalid_argument("op '{}': {} (registered at {})", op.name(), v,
+                              site(op.file(), op.line()));
+    }
+    if (!names.insert(op.name()).second) {
+      return make_error(StatusCode::kAlreadyExists,
+                        "op '{}': duplicate name (ARCH-040: registered twice, again at {})",
+                        op.name(), site(op.file(), op.line()));
+    }
+  }
+  std::set<std::string> keys;
+  for (const KernelDef& k : batch.kernels) {
     if (std::string v = kernel_violation(k); !v.empty()) {
-      return invalid_argument("kernel '{}': {}", key_of(k.op, k.backend), v);
+      return invalid_argument("kernel '{}': {} (registered at {})", key_of(k.op, k.backend), v,
+                              site(k.file, k.line));
     }
     if (!keys.insert(key_of(k.op, k.backend)).second) {
-      return invalid_argument("op '{}': backend '{}' listed twice", name, k.backend);
+      return make_error(StatusCode::kAlreadyExists,
+                        "kernel '{}': duplicate (op, backend) pair (registered twice, again at "
+                        "{})",
+                        key_of(k.op, k.backend), site(k.file, k.line));
+    }
+  }
+  for (const LoweringPattern& p : batch.patterns) {
+    if (p.backend.empty() || p.fn == nullptr) {
+      return invalid_argument("lowering pattern '{}': {} (registered at {})", p.name,
+                              p.backend.empty() ? "empty backend" : "null function",
+                              site(p.file, p.line));
     }
   }
   OpRegistry& ops = OpRegistry::global();
   KernelRegistry& kr = KernelRegistry::global();
-  // Lock order op table, then kernel table; no other path holds both.
-  std::unique_lock op_lock(ops.mu_);
-  std::unique_lock kernel_lock(kr.mu_);
-  if (auto it = ops.ops_.find(name); it != ops.ops_.end()) {
-    return make_error(StatusCode::kAlreadyExists,
-                      "op '{}': duplicate name (ARCH-040: first registered at {}:{})", name,
-                      it->second->file(), it->second->line());
-  }
-  for (const std::string& key : keys) {
-    if (auto it = kr.kernels_.find(key); it != kr.kernels_.end()) {
-      return make_error(StatusCode::kAlreadyExists,
-                        "kernel '{}': duplicate (op, backend) pair (first registered at {}:{})",
-                        key, it->second->file, it->second->line);
+  LoweringPatternRegistry& pr = LoweringPatternRegistry::global();
+  {
+    // Lock order: op table, kernel table, pattern table; no other path holds two of them.
+    std::unique_lock op_lock(ops.mu_);
+    std::unique_lock kernel_lock(kr.mu_);
+    std::unique_lock pattern_lock(pr.mu_);
+    for (const OpSchema& op : batch.ops) {
+      if (auto it = ops.ops_.find(op.name()); it != ops.ops_.end()) {
+        return make_error(StatusCode::kAlreadyExists,
+                          "op '{}': duplicate name (ARCH-040: first registered at {}:{}), "
+                          "registered again at {}",
+                          op.name(), it->second->file(), it->second->line(),
+                          site(op.file(), op.line()));
+      }
+    }
+    for (const KernelDef& k : batch.kernels) {
+      const std::string key = key_of(k.op, k.backend);
+      if (auto it = kr.kernels_.find(key); it != kr.kernels_.end()) {
+        return make_error(StatusCode::kAlreadyExists,
+                          "kernel '{}': duplicate (op, backend) pair (first registered at {}:{}), "
+                          "registered again at {}",
+                          key, it->second->file, it->second->line, site(k.file, k.line));
+      }
+      if (names.count(k.op) == 0 && ops.ops_.count(k.op) == 0) {
+        return invalid_argument("kernel '{}': no op '{}' is registered (registered at {})", key,
+                                k.op, site(k.file, k.line));
+      }
+    }
+    for (const LoweringPattern& p : batch.patterns) {
+      for (const auto& q : pr.patterns_) {
+        if (q->backend == p.backend && q->name == p.name && q->anchor_op == p.anchor_op) {
+          return make_error(StatusCode::kAlreadyExists,
+                            "lowering pattern '{}': duplicate for backend '{}' (first registered "
+                            "at {}:{}), registered again at {}",
+                            p.name, p.backend, q->file, q->line, site(p.file, p.line));
+        }
+      }
+    }
+    for (OpSchema& op : batch.ops) {
+      std::string name = op.name();
+      ops.ops_.emplace(std::move(name), std::make_unique<OpSchema>(std::move(op)));
+    }
+    for (KernelDef& k : batch.kernels) {
+      std::string key = key_of(k.op, k.backend);
+      kr.kernels_.emplace(std::move(key), std::make_unique<KernelDef>(std::move(k)));
+    }
+    for (LoweringPattern& p : batch.patterns) {
+      pr.patterns_.push_back(std::make_unique<LoweringPattern>(std::move(p)));
     }
   }
-  ops.ops_.emplace(name, std::make_unique<OpSchema>(std::move(schema)));
-  for (KernelDef& k : kernels) {
-    std::string key = key_of(k.op, k.backend);
-    kr.kernels_.emplace(std::move(key), std::make_unique<KernelDef>(std::move(k)));
-  }
+  for (auto& action : batch.after) FRAME_RETURN_IF_ERROR(action());
   return Status();
+}
+
+void run_after_registration(std::string what, std::function<Status()> action) {
+  if (RegistrationBatch* batch = collecting_batch()) {
+    batch->after.push_back(std::move(action));
+    return;
+  }
+  if (Status s = action(); !s.is_ok()) registration_fatal(what, "", s.message(), "", 0);
 }
 
 const KernelDef* KernelRegistry::find(std::string_view op, std::string_view backend) const {
@@ -204,11 +289,13 @@ KernelBuilder& KernelBuilder::subgraphs(std::vector<std::string> attrs) {
 }
 
 KernelRegistration::KernelRegistration(KernelBuilder& b) {
-  KernelRegistry::global().register_kernel(std::move(b.def));
+  if (RegistrationBatch* batch = collecting_batch()) {
+    batch->kernels.push_back(std::move(b.def));
+  } else {
+    KernelRegistry::global().register_kernel(std::move(b.def));
+  }
 }
-KernelRegistration::KernelRegistration(KernelBuilder&& b) {
-  KernelRegistry::global().register_kernel(std::move(b.def));
-}
+KernelRegistration::KernelRegistration(KernelBuilder&& b) : KernelRegistration(b) {}
 
 std::vector<std::string> registry_self_check() {
   std::vector<std::string> problems;

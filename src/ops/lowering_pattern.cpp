@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "frame/ops/op_registry.h"
+#include "frame/ops/registration_batch.h"
 
 namespace frame::ops {
 
@@ -64,8 +65,12 @@ LoweringPatternRegistration::LoweringPatternRegistration(std::string backend, st
                                                          std::string anchor_op,
                                                          LoweringPatternFn fn, const char* file,
                                                          int line) {
-  LoweringPatternRegistry::global().register_pattern(
-      LoweringPattern{std::move(backend), std::move(name), std::move(anchor_op), fn, file, line});
+  LoweringPattern p{std::move(backend), std::move(name), std::move(anchor_op), fn, file, line};
+  if (RegistrationBatch* batch = collecting_batch()) {
+    batch->patterns.push_back(std::move(p));
+  } else {
+    LoweringPatternRegistry::global().register_pattern(std::move(p));
+  }
 }
 
 }  // namespace frame::ops

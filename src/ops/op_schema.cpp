@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "frame/ops/op_registry.h"
+#include "frame/ops/registration_batch.h"
 
 namespace frame::ops {
 
@@ -202,6 +203,13 @@ OpSchemaBuilder::OpSchemaBuilder(std::string name, const char* file, int line) {
 }
 
 void OpSchemaBuilder::fail(std::string_view violation) const {
+  if (RegistrationBatch* batch = collecting_batch()) {  // a plugin: an error, not an abort
+    if (batch->fault.empty()) {
+      batch->fault = fmt::format("op '{}': {} (registered at {}:{})", schema_.name_, violation,
+                                 schema_.file_, schema_.line_);
+    }
+    return;
+  }
   registration_fatal("op", schema_.name_, violation, schema_.file_, schema_.line_);
 }
 
@@ -359,7 +367,15 @@ OpSchema OpSchemaBuilder::build() {
   return std::move(schema_);
 }
 
-OpRegistration::OpRegistration(OpSchemaBuilder& b) { OpRegistry::global().register_op(b.build()); }
-OpRegistration::OpRegistration(OpSchemaBuilder&& b) { OpRegistry::global().register_op(b.build()); }
+// While a plugin loads, static registrations are collected and committed together
+// (registration_batch.h); otherwise they apply at once and a fault is fatal (ARCH-040).
+OpRegistration::OpRegistration(OpSchemaBuilder& b) {
+  if (RegistrationBatch* batch = collecting_batch()) {
+    batch->ops.push_back(b.build());
+  } else {
+    OpRegistry::global().register_op(b.build());
+  }
+}
+OpRegistration::OpRegistration(OpSchemaBuilder&& b) : OpRegistration(b) {}
 
 }  // namespace frame::ops

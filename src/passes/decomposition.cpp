@@ -141,7 +141,7 @@ class DecompositionPass final : public Pass {
     return added;
   }
 
-  // The micro-graph must verify and match the node's interface (seed chapter 3: "equivalent").
+  // The micro-graph must verify and match the node's interface (op spec §3: "equivalent").
   static Status check_micro_graph(const ir::Graph& g, const ir::Node& n, const ir::Graph& m,
                                   const ir::OpQuery& query) {
     size_t present = 0;

@@ -43,6 +43,35 @@ def case_ops(model_path):
     return rest or ops
 
 
+def tested_op(case, model_ops, all_ops):
+    """The op a node-test case is named for (test_<op>_<variant>): the model's only op, else
+    (test_sce_*, test_nllloss_*, test_mvn_* by their short names) the op whose lower-case
+    name shares the longest prefix with the case name without underscores (a whole-name match
+    wins a tie, so test_cast_* is Cast, not CastLike). Ops of the case's model are tried first,
+    then every ONNX op (an *_expanded case's model holds only the function body). Charging a
+    case to this op alone keeps a failing composite case from marking Add or Mul as broken."""
+    if len(model_ops) == 1:
+        return model_ops[0]
+    name = case[len("test_"):].replace("_", "").lower()
+    for short, op in (("sce", "SoftmaxCrossEntropyLoss"), ("nllloss", "NegativeLogLikelihoodLoss"),
+                      ("mvn", "MeanVarianceNormalization")):
+        if name.startswith(short):
+            return op
+
+    def best(candidates):
+        scored = []
+        for op in candidates:
+            low = op.split("::")[-1].lower()
+            k = 0
+            while k < min(len(low), len(name)) and low[k] == name[k]:
+                k += 1
+            if k >= 3 or k == len(low):
+                scored.append((k, k == len(low), op))
+        return max(scored)[2] if scored else None
+
+    return best(model_ops) or best(all_ops) or "(other)"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", required=True, help="generated data dir (holds node/)")
@@ -88,11 +117,14 @@ def main():
                 parts.append("")
             results[parts[0]] = (parts[1] == "pass", parts[2], parts[3])
 
+    import onnx.defs
+
+    all_ops = sorted({sch.name for sch in onnx.defs.get_all_schemas_with_history()})
     per_op = collections.defaultdict(lambda: [0, 0])
     for c in in_scope:
         ok = results.get(c, (False, "missing", ""))[0]
-        for op in case_ops(os.path.join(node_dir, c, "model.onnx")):
-            per_op[op][0 if ok else 1] += 1
+        op = tested_op(c, case_ops(os.path.join(node_dir, c, "model.onnx")), all_ops)
+        per_op[op][0 if ok else 1] += 1
 
     passed = sum(1 for c in in_scope if results.get(c, (False,))[0])
     failed = len(in_scope) - passed
@@ -104,7 +136,9 @@ def main():
         f.write("%d cases: %d in scope, %d skipped. In scope: %d passed, %d failed "
                 "(pass rate %.1f%%).\n\n" % (len(cases), len(in_scope), len(skipped), passed,
                                               failed, 100.0 * rate))
-        f.write("## Per op\n\n| op | passed | failed |\n|---|---:|---:|\n")
+        f.write("## Per op\n\nEach case counts once, for the op it is named for "
+                "(test_<op>_...), not for every op inside its model.\n\n"
+                "| op | passed | failed |\n|---|---:|---:|\n")
         for op in sorted(per_op):
             f.write("| %s | %d | %d |\n" % (op, per_op[op][0], per_op[op][1]))
         f.write("\n## Failures\n\n| case | stage | message |\n|---|---|---|\n")

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <array>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -30,6 +31,7 @@ struct InspectOptions {
   std::string backend = "auto";
   std::vector<std::string> shapes;
   std::vector<std::string> inputs;
+  std::vector<std::string> plugins;
   bool json = false;
   std::string max_memory;
 } g_inspect;
@@ -37,6 +39,32 @@ struct InspectOptions {
 int fail(const Status& s) {
   std::fprintf(stderr, "frame inspect: %s\n", s.message().c_str());
   return kExitError;
+}
+
+// What import did to the node count: the file's nodes by ONNX op type against the frame nodes
+// before the pipeline. Identity and Constant nodes become aliases and constants, not nodes.
+void print_import(const std::string& model, const runtime::CompileReport& r) {
+  Result<std::map<std::string, int64_t>> onnx_counts = onnx::model_op_counts(model);
+  if (!onnx_counts.is_ok()) return;
+  int64_t onnx_total = 0;
+  for (const auto& [op, n] : *onnx_counts) onnx_total += n;
+  int64_t frame_total = 0;
+  for (const auto& [op, n] : r.op_counts_before) frame_total += n;
+  // ONNX op type, frame op, what import made of the nodes that left no frame node.
+  const std::array<std::array<const char*, 3>, 2> kFolded = {{
+      {"Identity", "identity", "Identity nodes of constants became aliases"},
+      {"Constant", "constant", "Constant nodes became constants"},
+  }};
+  std::string dropped;
+  for (const auto& [onnx_op, frame_op, what] : kFolded) {
+    auto it = onnx_counts->find(onnx_op);
+    if (it == onnx_counts->end()) continue;
+    auto kept = r.op_counts_before.find(frame_op);
+    const int64_t n = it->second - (kept == r.op_counts_before.end() ? 0 : kept->second);
+    if (n > 0) dropped += fmt::format("{}{} {}", dropped.empty() ? "" : ", ", n, what);
+  }
+  std::printf("import: %lld ONNX nodes -> %lld frame nodes%s\n", static_cast<long long>(onnx_total),
+              static_cast<long long>(frame_total), dropped.empty() ? "" : ("; " + dropped).c_str());
 }
 
 void print_counts(const runtime::CompileReport& r) {
@@ -154,6 +182,7 @@ void print_sdi(const std::vector<passes::ShapeDeterminingInput>& sdi) {
 
 int run_inspect() {
   InspectOptions& o = g_inspect;
+  if (Status s = load_plugins(o.plugins); !s.is_ok()) return fail(s);
   Result<std::map<std::string, Shape>> shapes = parse_shapes(o.shapes);
   if (!shapes.is_ok()) return fail(shapes.status());
   Result<std::vector<std::string>> backends = backends_for(o.backend);
@@ -253,11 +282,13 @@ int run_inspect() {
     j["model"] = o.model;
     j["backends"] = *backends;
     j["shape_determining_inputs"] = sdi_json(sdi);
+    if (auto counts = onnx::model_op_counts(o.model); counts.is_ok()) j["onnx_op_counts"] = *counts;
     std::cout << j.dump(2) << "\n";
     return 0;
   }
   std::printf("model: %s\nbackends: %s\n\n", o.model.c_str(),
               fmt::format("{}", fmt::join(*backends, ", ")).c_str());
+  print_import(o.model, r);
   print_counts(r);
   print_fused(r);
   std::printf("\nlowering-pattern rewrites: %zu\n", r.lowering_rewrites.size());
@@ -285,6 +316,9 @@ CommandRegistration reg{Command{
       sub->add_option("--backend", g_inspect.backend,
                       "Backend chain, comma-separated (e.g. onednn,cpu); default auto = "
                       "the optimized backends built here, then cpu");
+      sub->add_option("--plugin", g_inspect.plugins,
+                      "Shared library whose ops, kernels and ONNX mappings to load first "
+                      "(repeatable)");
       sub->add_option("--shape", g_inspect.shapes,
                       "NAME=d0,d1,... concrete shape of a dynamic input");
       sub->add_option("--input", g_inspect.inputs,

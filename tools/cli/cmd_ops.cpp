@@ -1,10 +1,12 @@
-// `frame ops [--json] [--check]`: lists both registries; --check runs the registry
-// self-check (ARCH-041) and exits 1 on any problem.
+// `frame ops [--json] [--check] [--onnx-table]`: lists both registries; --check runs the
+// registry self-check (ARCH-041) and exits 1 on any problem; --onnx-table prints the ONNX op
+// table with each frame op's backends as the Markdown that docs/onnx.md embeds.
 #include <cstdio>
 #include <iostream>
 #include <string>
 
 #include "commands.h"
+#include "frame/onnx/onnx.h"
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/op_registry.h"
 
@@ -14,7 +16,29 @@ namespace {
 struct OpsOptions {
   bool json = false;
   bool check = false;
+  bool onnx_table = false;
 } g_ops;
+
+// One Markdown row per ONNX op table row (docs/onnx.md "Table", kept in sync by the ctest
+// onnx_op_table_doc).
+void print_onnx_table() {
+  std::printf("| ONNX op | opsets | frame op | backends | conversion |\n");
+  std::printf("|---|---|---|---|---|\n");
+  for (const onnx::OpTableEntry& e : onnx::op_table()) {
+    const std::string name = e.domain.empty() ? e.op_type : e.domain + "::" + e.op_type;
+    const std::string opsets =
+        e.until_opset == 0 ? std::to_string(e.since_opset) + "+"
+                           : std::to_string(e.since_opset) + "-" + std::to_string(e.until_opset);
+    std::string backends;
+    for (const std::string& b : ops::KernelRegistry::global().backends_of(e.frame_op)) {
+      if (!backends.empty()) backends += ", ";
+      backends += b;
+    }
+    const std::string op = e.frame_op.empty() ? "(constant)" : "`" + e.frame_op + "`";
+    std::printf("| %s | %s | %s | %s | %s |\n", name.c_str(), opsets.c_str(), op.c_str(),
+                backends.c_str(), e.note.c_str());
+  }
+}
 
 int run_ops() {
   using ops::KernelRegistry;
@@ -25,6 +49,10 @@ int run_ops() {
     std::printf("self-check: %zu ops, %zu kernels, %zu problem(s)\n", OpRegistry::global().size(),
                 KernelRegistry::global().list().size(), problems.size());
     return problems.empty() ? 0 : kExitError;
+  }
+  if (g_ops.onnx_table) {
+    print_onnx_table();
+    return 0;
   }
   if (g_ops.json) {
     std::cout << "{\"ops\": " << OpRegistry::global().to_json()
@@ -59,6 +87,9 @@ CommandRegistration reg{
               sub->add_flag("--check", g_ops.check,
                             "Run the registry self-check (every op has a shape function and a cpu "
                             "kernel; every kernel names a registered op)");
+              sub->add_flag("--onnx-table", g_ops.onnx_table,
+                            "Print the ONNX op table (op type, opsets, frame op, backends, "
+                            "conversion) as Markdown, as docs/onnx.md embeds it");
               return sub;
             },
             run_ops}};

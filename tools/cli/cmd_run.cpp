@@ -33,6 +33,7 @@ struct RunOptions {
   std::string model;
   std::string backend = "auto";
   std::vector<std::string> inputs;
+  std::vector<std::string> plugins;
   std::vector<std::string> shapes;
   int threads = 0;
   int repeat = 1;
@@ -90,6 +91,8 @@ void print_profile(const runtime::Profile& prof) {
 
 int run_run() {
   RunOptions& o = g_run;
+  // First: a plugin may add ops, kernels, backends and ONNX mappings the rest needs.
+  if (Status s = load_plugins(o.plugins); !s.is_ok()) return fail(s);
   Result<std::map<std::string, Shape>> shapes = parse_shapes(o.shapes);
   if (!shapes.is_ok()) return fail(shapes.status());
   Result<std::map<std::string, std::string>> files = parse_inputs(o.inputs);
@@ -172,6 +175,7 @@ int run_run() {
   std::sort(times.begin(), times.end());
   const double run_s = times[times.size() / 2];
 
+  std::vector<std::string> written;
   if (!o.output_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(o.output_dir, ec);
@@ -183,6 +187,7 @@ int run_run() {
       const auto path = std::filesystem::path(o.output_dir) / (sanitize_file_name(name) + ".npy");
       Status s = write_npy(path.string(), t);
       if (!s.is_ok()) return fail(s);
+      written.push_back(path.string());
     }
   }
 
@@ -239,6 +244,7 @@ int run_run() {
       j["profile"] = std::move(pj);
     }
     if (!o.profile_json.empty()) j["profile_json"] = o.profile_json;
+    if (!o.output_dir.empty()) j["written"] = written;
     if (bundled_err) {
       j["expected_max_abs_error"] = *bundled_err;
       j["expected_match"] = bundled_ok;
@@ -260,6 +266,7 @@ int run_run() {
     std::printf("backends: %s; threads: %d; OpenMP wait policy: %s\n",
                 fmt::format("{}", fmt::join(*backends, ", ")).c_str(), exe->report().num_threads,
                 runtime::openmp_wait_policy().c_str());
+    for (const std::string& path : written) std::printf("wrote %s\n", path.c_str());
     if (o.kernels) {
       Table t({"node", "op", "backend", "path"});
       for (const auto& p : exe->report().placements) {
@@ -299,13 +306,16 @@ CommandRegistration reg{Command{
       sub->add_option("--input", g_run.inputs,
                       "NAME=FILE.npy, fed as that input; inputs without a file get random "
                       "values, except shape-determining ones, which need a file");
+      sub->add_option("--plugin", g_run.plugins,
+                      "Shared library whose ops, kernels and ONNX mappings to load first "
+                      "(repeatable; docs/architecture/op-registration.md#plugins)");
       sub->add_option("--shape", g_run.shapes,
                       "NAME=d0,d1,... shape of the random values of an input without a file "
                       "(needed where the model's dims are symbolic)");
       sub->add_option("--threads", g_run.threads, "Kernel threads (0 = all cores)")
-          ->check(CLI::Range(0, 4096));
+          ->check(int_in_range(0, 4096));
       sub->add_option("--repeat", g_run.repeat, "Runs to time; the median is reported")
-          ->check(CLI::Range(1, 1000000));
+          ->check(int_in_range(1, 1000000));
       sub->add_option("--output-dir", g_run.output_dir, "Write DIR/<output>.npy for each output");
       sub->add_flag("--json", g_run.json, "Print the result as JSON");
       sub->add_option("--max-memory", g_run.max_memory,

@@ -16,6 +16,7 @@
 
 #include "frame/core/npy.h"
 #include "frame/runtime/backend.h"
+#include "frame/runtime/plugin.h"
 #include "frame/runtime/session.h"
 
 namespace frame::cli {
@@ -71,6 +72,14 @@ Result<std::vector<std::string>> backends_for(const std::string& flag) {
   Result<std::vector<std::string>> chain = runtime::resolve_backends(list);
   if (!chain.is_ok()) return chain.status().with_prefix("--backend: ");
   return chain;
+}
+
+Status load_plugins(const std::vector<std::string>& paths) {
+  for (const std::string& p : paths) {
+    Result<runtime::PluginInfo> info = runtime::load_plugin(p);
+    if (!info.is_ok()) return info.status();
+  }
+  return Status();
 }
 
 namespace {

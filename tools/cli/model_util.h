@@ -41,6 +41,9 @@ Result<size_t> parse_byte_size(const std::string& text);
 /// (docs/security.md).
 void apply_memory_limit(size_t max_memory, runtime::CompileOptions& compile,
                         onnx::LoadLimits& load);
+/// Loads each `--plugin` library in order (runtime::load_plugin: its ops, kernels and ONNX
+/// mappings register all or nothing). Errors: the first plugin that fails, naming its path.
+Status load_plugins(const std::vector<std::string>& paths);
 
 /// Files of the model bundled with frame (models/small_cnn.*).
 struct BundledModel {

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// Element types: `DTypeCode`, their C++ types and traits, and `dispatch_dtype`, which maps a
-/// runtime dtype to a template instantiation once per kernel call (seed chapter 4, ARCH-042).
+/// runtime dtype to a template instantiation once per kernel call (op spec §4, ARCH-042).
 
 #include <bit>
 #include <cstdint>

@@ -2,7 +2,7 @@
 /// \file
 /// Error handling for the whole library: `Status` and `Result<T>`.
 /// Library code never throws across the C++ API; every fallible call returns one of these
-/// (DESIGN.md "Quality rules"). Only registration faults abort (ARCH-040).
+/// (docs/standards/design.md "Quality rules"). Only registration faults abort (ARCH-040).
 
 #include <fmt/format.h>
 

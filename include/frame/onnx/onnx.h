@@ -16,6 +16,7 @@
 #include "frame/core/tensor.h"
 #include "frame/ir/graph.h"
 #include "frame/runtime/compile.h"
+#include "frame/ops/registration_batch.h"
 
 namespace frame::onnx {
 
@@ -99,6 +100,19 @@ struct OpTableEntry {
 /// The whole op table, sorted by (domain, op type, since_opset).
 std::vector<OpTableEntry> op_table();
 
+/// Pairs of rows that serve one (domain, op type) at a common opset version, one message per
+/// pair naming both rows and their opset ranges ("Identity: opsets 1.. and 13.. overlap"). Two
+/// such rows would make the table's first row win silently; the built-in table is checked
+/// once at start-up and an overlap there is fatal (a fault in frame's source, like a duplicate
+/// op registration, ARCH-040). Empty when the rows are disjoint.
+std::vector<std::string> op_table_overlaps(const std::vector<OpTableEntry>& rows);
+
+/// Node counts by ONNX op type ("Conv"; "domain::Type" outside the default domain) of the main
+/// graph of the model at `path`, as the file holds them, before import. Lets tools report what
+/// import changed (Identity and Constant nodes become aliases and constants, rewrites change op
+/// names). Errors: kIo (unreadable file), kInvalidArgument (not a ModelProto).
+Result<std::map<std::string, int64_t>> model_op_counts(const std::string& path);
+
 /// The highest default-domain opset version the table was written against.
 int max_supported_opset();
 
@@ -114,3 +128,16 @@ Status register_custom_op(const std::string& domain, const std::string& op_type,
                           const std::string& frame_op);
 
 }  // namespace frame::onnx
+
+/// Maps ONNX nodes `domain::op_type` to the frame op `frame_op` at static-init time, for
+/// plugins (runtime::load_plugin): `FRAME_REGISTER_ONNX_OP("com.example", "Swish", swish);`.
+/// Runs register_custom_op after the plugin's ops are registered; in the program itself it runs
+/// at static-init time, where the op must already be registered (call register_custom_op from
+/// main instead when unsure); an error there is a fatal registration fault (ARCH-040).
+#define FRAME_REGISTER_ONNX_OP(domain, op_type, frame_op)                                  \
+  [[maybe_unused]] static const bool FRAME_CONCAT(frame_onnx_mapping_, __COUNTER__) = [] { \
+    ::frame::ops::run_after_registration("onnx mapping " domain "::" op_type, [] {         \
+      return ::frame::onnx::register_custom_op(domain, op_type, #frame_op);                \
+    });                                                                                    \
+    return true;                                                                           \
+  }()

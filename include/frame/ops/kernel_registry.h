@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// `KernelRegistry`: kernels keyed by (op, backend), never by dtype (seed chapter 3); dtype is
+/// `KernelRegistry`: kernels keyed by (op, backend), never by dtype (op spec §3); dtype is
 /// expanded inside the kernel with dispatch_dtype (ARCH-042). `FRAME_REGISTER_KERNEL`.
 
 #include <memory>
@@ -18,6 +18,8 @@
 #include "frame/ops/subgraph.h"
 
 namespace frame::ops {
+
+struct RegistrationBatch;
 
 /// Everything a kernel sees when it runs. Outputs are preallocated with the inferred shapes
 /// (from the arena or the caller); a kernel writes into them and never reallocates.
@@ -103,7 +105,7 @@ class KernelRegistry {
   std::string to_json() const;
 
  private:
-  friend Status register_op_with_kernels(OpSchema schema, std::vector<KernelDef> kernels);
+  friend Status commit_registrations(RegistrationBatch batch);
   mutable std::shared_mutex mu_;
   std::unordered_map<std::string, std::unique_ptr<KernelDef>> kernels_;  // key "op@backend"
 };

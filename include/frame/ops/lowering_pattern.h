@@ -19,6 +19,8 @@
 
 namespace frame::ops {
 
+struct RegistrationBatch;
+
 /// Tries to rewrite the graph at node `id` (a live node). Returns true if it changed the graph,
 /// false if the pattern does not match there. A rewrite must leave the graph valid (V1–V4 of
 /// Graph::verify, with types on every new value) and must only fire when the result stays on
@@ -56,6 +58,7 @@ class LoweringPatternRegistry {
   std::vector<const LoweringPattern*> list() const;
 
  private:
+  friend Status commit_registrations(RegistrationBatch batch);
   mutable std::shared_mutex mu_;
   std::vector<std::unique_ptr<LoweringPattern>> patterns_;
 };

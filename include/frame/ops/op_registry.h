@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// `OpRegistry`: the global table of op schemas (seed chapter 3), and `make_op_query()`
+/// `OpRegistry`: the global table of op schemas (op spec §3), and `make_op_query()`
 /// which wires it into `ir::Graph::verify` (V3/V4).
 
 #include <memory>
@@ -21,6 +21,7 @@ namespace frame::ops {
                                      std::string_view violation, std::string_view file, int line);
 
 struct KernelDef;
+struct RegistrationBatch;
 
 /// The ARCH-040/041 violation of a new op schema on its own (illegal or reserved name, no shape
 /// function), or "" when it has none; duplicates are checked by the registry.
@@ -47,7 +48,7 @@ class OpRegistry {
   std::string to_json() const;
 
  private:
-  friend Status register_op_with_kernels(OpSchema schema, std::vector<KernelDef> kernels);
+  friend Status commit_registrations(RegistrationBatch batch);
   mutable std::shared_mutex mu_;
   std::unordered_map<std::string, std::unique_ptr<OpSchema>> ops_;
 };

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// Op definitions (seed chapters 1–3): the closed `OpTrait` enum (ARCH-043), `NodeContext`
+/// Op definitions (op spec §1–3): the closed `OpTrait` enum (ARCH-043), `NodeContext`
 /// (read-only view of a node for shape inference, decomposition and kernels), `OpSchema`,
 /// and the `FRAME_REGISTER_OP(name)` builder.
 
@@ -21,7 +21,7 @@
 
 namespace frame::ops {
 
-/// What passes may assume about an op (seed chapter 2). Closed: exactly these four members
+/// What passes may assume about an op (op spec §2). Closed: exactly these four members
 /// (ARCH-043, checked by scripts/check_iron_rules.sh). Passes ask traits, never op names.
 enum class OpTrait : uint8_t {
   kElementwise,    // output shape = broadcast input shape, no cross-element dependence
@@ -35,7 +35,7 @@ std::string_view op_trait_name(OpTrait t);
 
 class OpSchema;
 
-/// Read-only view of one node (seed chapter 3). `attrs` is borrowed and valid only during the
+/// Read-only view of one node (op spec §3). `attrs` is borrowed and valid only during the
 /// call that received the context. `attr<T>` falls back to the schema's declared default.
 struct NodeContext {
   std::string_view op;
@@ -86,7 +86,7 @@ NodeContext make_node_context(const ir::Graph& g, const ir::Node& n, const OpSch
 /// cannot be determined statically (ARCH-044), never an unknown dim.
 using ShapeInferFn = Result<std::vector<ir::TensorType>> (*)(const NodeContext&);
 /// Equivalent pure micro-graph: graph inputs = the op's inputs in order, graph outputs = its
-/// outputs in order (seed chapter 3, ARCH-021). Used by the decomposition pass and by the
+/// outputs in order (op spec §3, ARCH-021). Used by the decomposition pass and by the
 /// runtime fallback chain (M10).
 using DecomposeFn = Result<ir::Graph> (*)(const NodeContext&);
 /// For a schema whose shape-determining inputs decide output shapes only in some nodes (an If
@@ -117,7 +117,7 @@ struct AttrSpec {
   std::optional<ir::AttrValue> default_value;
 };
 
-/// Definition of an op: backend independent, globally unique by name (seed chapter 1).
+/// Definition of an op: backend independent, globally unique by name (op spec §1).
 class OpSchema {
  public:
   const std::string& name() const { return name_; }
@@ -233,7 +233,8 @@ class OpSchemaBuilder {
   const std::string& name() const { return schema_.name_; }
 
  private:
-  [[noreturn]] void fail(std::string_view violation) const;
+  // Fatal (ARCH-040), except while a plugin loads: then the batch records it and returns.
+  void fail(std::string_view violation) const;
   OpSchema schema_;
 };
 

@@ -4,7 +4,7 @@
 /// docs/adr/0006-run-time-specialization.md decision 5). `SubgraphRunner` is what a kernel
 /// sees of one body: the runtime compiles each body named in KernelDef::subgraph_attrs into a
 /// nested static plan once at compile time and hands one runner per body to the kernel, so
-/// backends run bodies without including passes or runtime (layering, seed chapter 6).
+/// backends run bodies without including passes or runtime (layering, ARCH-001).
 /// `infer_subgraph` runs a body's own shape inference for a schema's shape function.
 
 #include <span>

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// Compiler passes and the pass manager (seed chapter 7; docs/architecture/compiler-passes.md).
+/// Compiler passes and the pass manager (op spec §7; docs/architecture/compiler-passes.md).
 /// A pass transforms an ir::Graph in place, asking op traits and schemas through the
 /// registries — never matching op names (docs/architecture/compiler-passes.md).
 

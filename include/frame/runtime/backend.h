@@ -102,6 +102,10 @@ class Backend {
   /// Compiles one part (runs kernel prepare steps, vendor compilers, ...), once per compile().
   /// Errors: kUnimplemented when the backend cannot run a node after all, naming node and op.
   virtual Result<std::unique_ptr<CompiledPart>> compile(const PartSpec& part) const = 0;
+  /// Empty when the backend can run on this machine; otherwise why it cannot (e.g. "no OpenCL
+  /// platform found"), for `frame backends` and error messages. Host backends are always
+  /// available; a device backend probes once and caches the answer. Thread-safe.
+  virtual std::string unavailable_reason() const { return {}; }
 };
 
 /// Registers a backend object under backend->name(). Errors: kAlreadyExists for a taken name,

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The runtime entry points (seed chapter 7; docs/architecture/execution-model.md):
+/// The runtime entry points (op spec §7; docs/architecture/execution-model.md):
 /// `compile(graph, options) -> Executable` runs the standard pass pipeline, lowers every node
 /// with the fallback chain (M10: backend kernel -> decomposition -> cpu), plans memory and
 /// hands each backend its part; `Executable::run(inputs) -> outputs` executes it.

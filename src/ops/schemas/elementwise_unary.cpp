@@ -14,7 +14,7 @@
 namespace frame::ops::ew {
 namespace {
 
-// ---- decompositions (pure micro-graphs over primitive ops, seed chapter 3) ----
+// ---- decompositions (pure micro-graphs over primitive ops, op spec §3) ----
 
 // softplus(x) = relu(x) + log(exp(-|x|) + 1): the overflow-free form of ln(e^x + 1).
 ir::ValueId softplus_body(MicroGraph& g, ir::ValueId x, DTypeCode d) {

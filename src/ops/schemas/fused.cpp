@@ -1,5 +1,5 @@
 // Schema of `fused_elementwise_internal`, the node operator-fusion creates for a fused group
-// (seed chapter 7). Its inputs are the group's external inputs (one variadic group, M9); its
+// (op spec §7). Its inputs are the group's external inputs (one variadic group, M9); its
 // `body` attribute holds the group as a sub-graph whose inputs mirror the node's inputs and
 // whose single output is the node's output. Shape inference re-runs the body's own schemas.
 

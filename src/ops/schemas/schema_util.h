@@ -2,7 +2,7 @@
 /// \file
 /// Helpers shared by the builtin op schemas (src/ops/schemas/<family>.cpp): axis
 /// normalisation, broadcast shape inference, reading constant operands (ARCH-044), and
-/// `MicroGraph`, a small builder for decompositions (DecomposeFn, seed chapter 3).
+/// `MicroGraph`, a small builder for decompositions (DecomposeFn, op spec §3).
 /// Every error is prefixed by NodeContext::error ("node 'n' (op): ...").
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// Every op with a decomposition (DecomposeFn, seed chapter 3): the micro-graph verifies
+// Every op with a decomposition (DecomposeFn, op spec §3): the micro-graph verifies
 // (V1-V4), its output types equal the op's own shape inference, and running it node by node
 // with the cpu kernels reproduces the op's own cpu result within BUILD-011 tolerance.
 

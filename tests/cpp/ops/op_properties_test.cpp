@@ -1,4 +1,4 @@
-// Property tests derived from op traits over the whole registry (seed chapter 2):
+// Property tests derived from op traits over the whole registry (op spec §2):
 //  - kCommutative: swapping the inputs gives a bitwise equal result;
 //  - kElementwise: output 0 has the broadcast shape of the inputs;
 //  - no kHasSideEffect: two runs on the same inputs are bitwise equal (deterministic).

@@ -1,0 +1,133 @@
+// runtime::load_plugin: a good plugin's op runs from an ONNX model through its custom-domain
+// mapping; a faulty plugin (duplicate builtin name, illegal name, builder misuse, a second copy
+// of a loaded plugin) is an error naming the plugin and leaves the registries as they were.
+#include "frame/runtime/plugin.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "frame/onnx/onnx.h"
+#include "frame/ops/kernel_registry.h"
+#include "frame/ops/op_registry.h"
+#include "frame/runtime/compile.h"
+
+namespace frame::runtime {
+namespace {
+
+std::string plugin(const std::string& name) {
+  return std::string(FRAME_TEST_PLUGIN_DIR) + "/libframe_test_" + name + ".so";
+}
+
+struct RegistrySizes {
+  size_t ops = ops::OpRegistry::global().size();
+  size_t kernels = ops::KernelRegistry::global().list().size();
+  bool operator==(const RegistrySizes&) const = default;
+};
+
+TEST(Plugin, GoodPluginAddsAnOpThatRunsFromOnnx) {
+  Result<PluginInfo> info = load_plugin(plugin("good_plugin"));
+  ASSERT_TRUE(info.is_ok()) << info.status().message();
+  EXPECT_EQ(info->ops, std::vector<std::string>{"plugin_swish"});
+  EXPECT_EQ(info->kernels, std::vector<std::string>{"plugin_swish@cpu"});
+  ASSERT_NE(ops::OpRegistry::global().find("plugin_swish"), nullptr);
+  EXPECT_TRUE(ops::registry_self_check().empty());
+
+  // The same path again adds nothing and succeeds.
+  RegistrySizes before;
+  Result<PluginInfo> again = load_plugin(plugin("good_plugin"));
+  ASSERT_TRUE(again.is_ok()) << again.status().message();
+  EXPECT_TRUE(again->ops.empty());
+  EXPECT_EQ(RegistrySizes{}, before);
+
+  // The plugin's mapping makes com.frame.test::Swish importable.
+  bool mapped = false;
+  for (const onnx::OpTableEntry& e : onnx::op_table()) {
+    mapped |= e.domain == "com.frame.test" && e.op_type == "Swish" && e.frame_op == "plugin_swish";
+  }
+  EXPECT_TRUE(mapped);
+
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", {DTypeCode::kFloat32, {5}});
+  ir::NodeId n = *g.create_node("plugin_swish", "swish", {x}, 1);
+  g.add_output(g.node(n).outputs[0]);
+  Result<Executable> exe = compile(g);
+  ASSERT_TRUE(exe.is_ok()) << exe.status().message();
+  const std::vector<float> in = {-2.0F, -0.5F, 0.0F, 1.0F, 3.0F};
+  Result<TensorMap> out = exe->run({{"x", Tensor::from_vector<float>({5}, in)}});
+  ASSERT_TRUE(out.is_ok()) << out.status().message();
+  const float* y = out->begin()->second.data<float>();
+  for (size_t i = 0; i < in.size(); ++i) {
+    const double ref = in[i] / (1.0 + std::exp(-static_cast<double>(in[i])));  // by hand
+    EXPECT_NEAR(y[i], ref, 1e-6) << i;
+  }
+}
+
+TEST(Plugin, DuplicateOfABuiltinIsRefusedAndNothingIsRegistered) {
+  RegistrySizes before;
+  Result<PluginInfo> info = load_plugin(plugin("dup_plugin"));
+  ASSERT_FALSE(info.is_ok());
+  EXPECT_EQ(info.status().code(), StatusCode::kAlreadyExists);
+  const std::string m = info.status().message();
+  EXPECT_NE(m.find(plugin("dup_plugin")), std::string::npos) << m;
+  EXPECT_NE(m.find("op 'relu': duplicate name"), std::string::npos) << m;
+  EXPECT_NE(m.find("dup_plugin.cpp"), std::string::npos) << m;  // the registration site
+  EXPECT_EQ(ops::OpRegistry::global().find("plugin_dup_first"), nullptr);
+  EXPECT_EQ(ops::KernelRegistry::global().find("plugin_dup_first", "cpu"), nullptr);
+  EXPECT_EQ(RegistrySizes{}, before);
+}
+
+TEST(Plugin, IllegalNameIsRefused) {
+  RegistrySizes before;
+  Result<PluginInfo> info = load_plugin(plugin("bad_name_plugin"));
+  ASSERT_FALSE(info.is_ok());
+  EXPECT_EQ(info.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(info.status().message().find("op 'PluginBadName': illegal name (ARCH-040"),
+            std::string::npos)
+      << info.status().message();
+  EXPECT_EQ(RegistrySizes{}, before);
+}
+
+TEST(Plugin, BuilderMisuseIsAnErrorNotAnAbort) {
+  RegistrySizes before;
+  Result<PluginInfo> info = load_plugin(plugin("builder_fault_plugin"));
+  ASSERT_FALSE(info.is_ok());
+  EXPECT_NE(info.status().message().find("op 'plugin_m9_misuse'"), std::string::npos)
+      << info.status().message();
+  EXPECT_NE(info.status().message().find("M9"), std::string::npos) << info.status().message();
+  EXPECT_EQ(ops::OpRegistry::global().find("plugin_m9_misuse"), nullptr);
+  EXPECT_EQ(RegistrySizes{}, before);
+}
+
+TEST(Plugin, SecondCopyOfALoadedPluginIsRefused) {
+  ASSERT_TRUE(load_plugin(plugin("good_plugin")).is_ok());
+  const std::filesystem::path copy =
+      std::filesystem::temp_directory_path() / "frame_plugin_test_copy.so";
+  std::filesystem::copy_file(plugin("good_plugin"), copy,
+                             std::filesystem::copy_options::overwrite_existing);
+  RegistrySizes before;
+  Result<PluginInfo> info = load_plugin(copy.string());
+  ASSERT_FALSE(info.is_ok());
+  EXPECT_EQ(info.status().code(), StatusCode::kAlreadyExists);
+  EXPECT_NE(info.status().message().find(copy.string()), std::string::npos);
+  EXPECT_EQ(RegistrySizes{}, before);
+  std::filesystem::remove(copy);
+}
+
+TEST(Plugin, MissingOrUnloadableFileIsAnError) {
+  Result<PluginInfo> missing = load_plugin("/nonexistent/libnothing.so");
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  const std::filesystem::path junk = std::filesystem::temp_directory_path() / "frame_junk.so";
+  { std::ofstream(junk) << "not an ELF file"; }
+  Result<PluginInfo> bad = load_plugin(junk.string());
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("cannot load"), std::string::npos)
+      << bad.status().message();
+  std::filesystem::remove(junk);
+}
+
+}  // namespace
+}  // namespace frame::runtime

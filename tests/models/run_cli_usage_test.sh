@@ -1,0 +1,67 @@
+#!/bin/sh
+# The command line's first contact (docs/cli.md): --version, unknown verbs and bad values get
+# messages naming what was wrong (exit 2), `frame backends` agrees with the kernel registry,
+# --output-dir says which files it wrote, and `frame inspect` says what import changed.
+# Usage: run_cli_usage_test.sh FRAME_CLI PROJECT_VERSION OUT_DIR
+set -eu
+frame=$1; version=$2; out=$3
+rm -rf "$out"; mkdir -p "$out"
+fail() { echo "cli_usage: $*" >&2; exit 1; }
+expect_usage_error() {  # expect_usage_error PATTERN ARGS...: exit 2 and PATTERN on stderr
+  pattern=$1; shift
+  rc=0; "$frame" "$@" > "$out/stdout.txt" 2> "$out/stderr.txt" || rc=$?
+  [ "$rc" -eq 2 ] || fail "'frame $*' exited $rc, expected 2"
+  grep -q -- "$pattern" "$out/stderr.txt" || { cat "$out/stderr.txt" >&2; fail "'frame $*': no '$pattern'"; }
+}
+
+"$frame" --version > "$out/version.txt"
+grep -Eq "^frame $version \(git ([0-9a-f]+(-dirty)?|unknown)\)" "$out/version.txt" ||
+  { cat "$out/version.txt" >&2; fail "--version: no 'frame $version (git REV)' line"; }
+grep -q "^backends: .*cpu" "$out/version.txt" || fail "--version does not list cpu"
+
+expect_usage_error "unknown command 'frobnicate' (commands: " frobnicate
+expect_usage_error "Subcommands:" 
+expect_usage_error "expected an integer from 0 to 4096, got 'abc'" run --threads abc
+expect_usage_error "expected an integer from 1 to 1000000, got '0'" run --repeat 0
+
+# Kernel counts per backend, counted independently from the registry JSON of `frame ops`.
+"$frame" backends --json > "$out/backends.json"
+"$frame" ops --json > "$out/ops.json"
+/usr/bin/python3 - "$out/backends.json" "$out/ops.json" <<'PY' || fail "frame backends disagrees with frame ops --json"
+import collections, json, sys
+rows = {r["name"]: r for r in json.load(open(sys.argv[1]))}
+kernels = json.load(open(sys.argv[2]))["kernels"]
+counts = collections.Counter(k["backend"] for k in kernels)
+assert rows["cpu"]["status"] == "available" and rows["cpu"]["kind"] == "per-kernel", rows["cpu"]
+for name, n in counts.items():
+    assert rows[name]["kernels"] == n, (name, rows[name], n)
+for name in ("cuda", "intel_gpu", "intel_npu"):
+    assert name in rows, name
+print("backends:", {k: (v["kernels"], v["status"]) for k, v in rows.items()})
+PY
+
+"$frame" run --output-dir "$out/o" > "$out/run.txt"
+for f in "$out"/o/*.npy; do
+  grep -q "^wrote $f$" "$out/run.txt" || { cat "$out/run.txt" >&2; fail "no 'wrote $f' line"; }
+done
+[ "$(grep -c '^wrote ' "$out/run.txt")" -eq "$(ls "$out"/o/*.npy | wc -l)" ] ||
+  fail "wrote lines and files differ"
+# frame inspect says what import did: Identity of an initializer becomes an alias (no node),
+# Identity of an activation stays a node (counts known by construction).
+/usr/bin/python3 - "$out/ident.onnx" <<'PY'
+import sys
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper, save
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+w = numpy_helper.from_array(np.ones((2, 3), np.float32), "w")
+nodes = [helper.make_node("Identity", ["w"], ["w2"]), helper.make_node("Add", ["x", "w2"], ["b"]),
+         helper.make_node("Identity", ["b"], ["y"])]
+save(helper.make_model(helper.make_graph(nodes, "g", [x], [y], [w]),
+                       opset_imports=[helper.make_opsetid("", 13)]), sys.argv[1])
+PY
+"$frame" inspect "$out/ident.onnx" > "$out/inspect.txt"
+grep -q "^import: 3 ONNX nodes -> 2 frame nodes; 1 Identity nodes of constants became aliases" \
+  "$out/inspect.txt" ||
+  { cat "$out/inspect.txt" >&2; fail "frame inspect does not report the Identity nodes import dropped"; }
+echo "cli_usage: ok"

@@ -1,0 +1,99 @@
+// `frame backends [--json]`: every backend frame knows, whether this build has it, whether it
+// can run on this machine (with the reason when not), its kind and its kernel count.
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "frame/ops/kernel_registry.h"
+#include "frame/runtime/backend.h"
+
+namespace frame::cli {
+namespace {
+
+struct BackendsOptions {
+  bool json = false;
+} g_backends;
+
+// Backends the project documents (docs/backends/); those a build lacks are listed as such.
+constexpr const char* kKnownBackends[] = {"cpu", "onednn", "cuda", "intel_gpu", "intel_npu"};
+
+struct BackendRow {
+  std::string name;
+  std::string kind;    // "per-kernel", "whole-graph" or "-"
+  std::string status;  // "available", "unavailable: why" or "not in this build"
+  size_t kernels = 0;
+};
+
+std::vector<BackendRow> backend_rows() {
+  std::vector<std::string> names = runtime::backend_names();
+  for (const char* k : kKnownBackends) {
+    if (std::find(names.begin(), names.end(), k) == names.end()) names.emplace_back(k);
+  }
+  std::vector<size_t> counts(names.size(), 0);
+  for (const ops::KernelDef* k : ops::KernelRegistry::global().list()) {
+    auto it = std::find(names.begin(), names.end(), k->backend);
+    if (it != names.end()) ++counts[static_cast<size_t>(it - names.begin())];
+  }
+  std::vector<BackendRow> rows;
+  for (size_t i = 0; i < names.size(); ++i) {
+    BackendRow r{names[i], "-", "not in this build", counts[i]};
+    if (const runtime::Backend* b = runtime::find_backend(names[i])) {
+      r.kind = b->granularity() == runtime::Backend::Granularity::kPerKernel ? "per-kernel"
+                                                                             : "whole-graph";
+      std::string why = b->unavailable_reason();
+      r.status = why.empty() ? "available" : "unavailable: " + why;
+    }
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+int run_backends() {
+  std::vector<BackendRow> rows = backend_rows();
+  if (g_backends.json) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::array();
+    for (const BackendRow& r : rows) {
+      j.push_back(
+          {{"name", r.name}, {"kind", r.kind}, {"status", r.status}, {"kernels", r.kernels}});
+    }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  size_t w = 7;
+  for (const BackendRow& r : rows) w = std::max(w, r.name.size());
+  std::printf("%-*s  %-11s  %7s  %s\n", static_cast<int>(w), "backend", "kind", "kernels",
+              "status");
+  for (const BackendRow& r : rows) {
+    std::printf("%-*s  %-11s  %7zu  %s\n", static_cast<int>(w), r.name.c_str(), r.kind.c_str(),
+                r.kernels, r.status.c_str());
+  }
+  std::printf("auto = the available optimized backends, then cpu (frame run --backend auto)\n");
+  return 0;
+}
+
+CommandRegistration reg{
+    Command{[](CLI::App& app) {
+              CLI::App* sub = app.add_subcommand(
+                  "backends", "List the backends: kind, kernels, and whether they run here");
+              sub->add_flag("--json", g_backends.json, "Print the list as JSON");
+              return sub;
+            },
+            run_backends}};
+
+}  // namespace
+
+std::string available_backends() {
+  std::string out;
+  for (const BackendRow& r : backend_rows()) {
+    if (r.status != "available") continue;
+    if (!out.empty()) out += ", ";
+    out += r.name;
+  }
+  return out;
+}
+
+}  // namespace frame::cli
