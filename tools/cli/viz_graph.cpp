@@ -17,6 +17,8 @@ namespace {
 // ops/schemas/nn_fused_internal.h; internal headers the command line does not include).
 constexpr std::string_view kFusedElementwise = "fused_elementwise_internal";
 constexpr std::string_view kFusedPostOps = "fused_post_ops_internal";
+// Constants with at most this many elements show their values.
+constexpr int64_t kShownValues = 4;
 // Input of fused_post_ops_internal read by its "add" post-op (the residual R).
 constexpr size_t kResidualInput = 3;
 
@@ -137,11 +139,23 @@ class Builder {
     tooltip = fmt::format("{} via {}", p->backend, p->path);
     for (const std::string& why : p->rejected) tooltip += "; rejected " + why;
   }
-  // "W f32[64,3,7,7]" for a constant input; "(folded)" when a pass made it.
+  // "const W f32[64,3,7,7]" for a constant input, "folded const ..." when a pass made it;
+  // small ones (shape arithmetic, scalars) with their values.
   std::string constant_line(ir::ValueId v) const {
     const ir::Value& val = g_.value(v);
     const bool folded = s_.import_constants.count(val.name) == 0;
-    return fmt::format("{}{} {}", folded ? "folded const " : "const ", val.name, type_text(val));
+    std::string line =
+        fmt::format("{}{} {}", folded ? "folded const " : "const ", val.name, type_text(val));
+    const Tensor& t = *val.constant;
+    if (t.defined() && t.numel() <= kShownValues) {
+      std::vector<std::string> values;
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        values.push_back(is_floating(t.dtype()) ? fmt::format("{:g}", t.element_as_double(i))
+                                                : std::to_string(t.element_as_int64(i)));
+      }
+      line += fmt::format(" = [{}]", fmt::join(values, ", "));
+    }
+    return line;
   }
   DrawnNode& add_node(std::string id, std::vector<std::string> lines, std::string fill,
                       int cluster) {
