@@ -25,10 +25,10 @@ std::vector<std::string> stage_names();
 
 /// A graph after some stage of the pipeline, with what the drawing needs to know about it.
 struct StagedGraph {
-  ir::Graph graph;
-  std::string stage;
-  /// Set once backend-lowering ran; keyed by node ids of `graph`.
-  bool placed = false;
+  ir::Graph graph;      ///< the graph after `stage`
+  std::string stage;    ///< a name of stage_names()
+  bool placed = false;  ///< backend-lowering ran: `placements` holds every node
+  /// Backend and path of each node (backend-lowering), keyed by node ids of `graph`.
   std::map<ir::NodeId, passes::NodePlacement> placements;
   /// Live node count after import and after each pass run, in order ("import" first).
   std::vector<std::pair<std::string, size_t>> node_counts;
@@ -46,6 +46,7 @@ Result<StagedGraph> run_to_stage(ir::Graph imported, const std::string& stage,
 
 /// One drawn node.
 struct DrawnNode {
+  /// An op (or one op of a fused group's body), a graph input, or a graph output.
   enum class Kind { kOp, kInput, kOutput };
   std::string id;                  ///< unique Graphviz node name
   std::vector<std::string> lines;  ///< label lines, first line first
@@ -101,9 +102,9 @@ Result<Format> format_for(const std::string& path);
 /// True when this binary was built with the Graphviz libraries.
 bool have_graphviz();
 /// Lays out `d` with Graphviz `dot` and writes it to `path` in `format` (kDot: the graph
-/// description without layout). Errors: kUnimplemented when built without Graphviz;
-/// kInternal naming the format when Graphviz cannot lay out or render it; kIo when the file
-/// cannot be written.
+/// description without layout). Errors: kUnimplemented when built without Graphviz, or naming
+/// the renderer when Graphviz cannot lay out or render (plugin missing, file not writable);
+/// kIo when the .dot file cannot be written; kInternal for an edge naming an undrawn node.
 Status render(const DrawnGraph& d, Format format, const std::string& path);
 
 }  // namespace frame::cli::viz
