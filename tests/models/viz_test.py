@@ -189,6 +189,10 @@ def check_small(frame, out):
     p = run([frame, "viz", model, "-o", os.path.join(out, "g.jpg")], expect_rc=2)
     if "unknown format '.jpg'" not in p.stderr:
         fail(f"-o g.jpg: {p.stderr}")
+    p = run([frame, "viz", model, "-o", os.path.join(out, "no_such_dir", "g.svg")],
+            expect_rc=1)
+    if "no_such_dir/g.svg: cannot open for writing" not in p.stderr:
+        fail(f"-o into a missing directory: {p.stderr}")
     p = run([frame, "viz", model, "-o", svg_path, "--stage", "fusion"], expect_rc=2)
     if "unknown stage 'fusion'" not in p.stderr or "operator-fusion" not in p.stderr:
         fail(f"--stage fusion: {p.stderr}")

@@ -103,8 +103,9 @@ Result<Format> format_for(const std::string& path);
 bool have_graphviz();
 /// Lays out `d` with Graphviz `dot` and writes it to `path` in `format` (kDot: the graph
 /// description without layout). Errors: kUnimplemented when built without Graphviz, or naming
-/// the renderer when Graphviz cannot lay out or render (plugin missing, file not writable);
-/// kIo when the .dot file cannot be written; kInternal for an edge naming an undrawn node.
+/// the renderer when Graphviz cannot lay out or render (plugin missing; no file is left);
+/// kIo naming the path when the file cannot be opened or written; kInternal for an edge
+/// naming an undrawn node.
 Status render(const DrawnGraph& d, Format format, const std::string& path);
 
 }  // namespace frame::cli::viz

@@ -3,7 +3,9 @@
 // (FRAME_HAVE_GRAPHVIZ); otherwise render() says so.
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -161,28 +163,33 @@ Status render(const DrawnGraph& d, Format format, const std::string& path) {
     set(ae, "label", label_text({e.label}));
   }
 
+  // The file is opened here: Graphviz reports an unwritable path on stderr only.
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) {
+    return make_error(StatusCode::kIo, "-o {}: cannot open for writing: {}", path,
+                      std::strerror(errno));
+  }
+  int rc = 0;
   if (format == Format::kDot) {
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    if (f == nullptr) return make_error(StatusCode::kIo, "-o {}: cannot open for writing", path);
-    const int rc = agwrite(root, f);
-    if (std::fclose(f) != 0 || rc != 0) {
-      return make_error(StatusCode::kIo, "-o {}: cannot write the graph", path);
+    rc = agwrite(root, f);
+  } else if (gvLayout(gvc.get(), root, "dot") != 0) {
+    std::fclose(f);
+    std::remove(path.c_str());
+    return unimplemented(
+        "Graphviz could not lay out the graph with 'dot' (is the dot layout plugin of libgvc "
+        "installed?)");
+  } else {
+    const char* renderer = format == Format::kSvg ? "svg" : "png";
+    rc = gvRender(gvc.get(), root, renderer, f);
+    gvFreeLayout(gvc.get(), root);
+    if (rc != 0) {
+      std::fclose(f);
+      std::remove(path.c_str());
+      return unimplemented("-o {}: Graphviz has no '{}' renderer (plugin missing)", path, renderer);
     }
-    return Status();
   }
-  if (gvLayout(gvc.get(), root, "dot") != 0) {
-    return unimplemented(
-        "Graphviz could not lay out the graph with 'dot' (is the dot layout "
-        "plugin of libgvc installed?)");
-  }
-  const char* renderer = format == Format::kSvg ? "svg" : "png";
-  const int rc = gvRenderFilename(gvc.get(), root, renderer, path.c_str());
-  gvFreeLayout(gvc.get(), root);
-  if (rc != 0) {
-    return unimplemented(
-        "-o {}: Graphviz could not render '{}' (renderer plugin missing, or the "
-        "file cannot be written)",
-        path, renderer);
+  if (std::fclose(f) != 0 || rc != 0) {
+    return make_error(StatusCode::kIo, "-o {}: cannot write the graph", path);
   }
   return Status();
 }
