@@ -10,6 +10,7 @@ MAIN_PACKAGES=(
   libprotobuf-dev protobuf-compiler libonnx-dev
   libdnnl-dev libhwy-dev opencl-headers ocl-icd-opencl-dev  # dnnl-config.cmake requires OpenCL
   nlohmann-json3-dev libcli11-dev libfmt-dev
+  libgraphviz-dev  # `frame viz` draws through the Graphviz libraries (libgvc, libcgraph)
 )
 
 PACKAGES=(
@@ -17,7 +18,7 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler libonnx-dev
   libdnnl-dev libhwy-dev opencl-headers ocl-icd-opencl-dev  # dnnl-config.cmake requires OpenCL
   libgtest-dev libgmock-dev googletest libbenchmark-dev
-  nlohmann-json3-dev libcli11-dev libfmt-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev libgraphviz-dev
   python3-dev pybind11-dev python3-pybind11 python3-venv python3-pip python3-setuptools
   python3-numpy python3-pytest python3-onnx python3-torch python3-torchvision
   graphviz
