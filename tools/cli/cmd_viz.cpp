@@ -28,6 +28,7 @@ struct VizOptions {
   std::string backend = "auto";
   std::vector<std::string> shapes;
   std::vector<std::string> inputs;
+  std::vector<std::string> plugins;
 } g_viz;
 
 int fail(const Status& s) {
@@ -69,6 +70,7 @@ Result<ir::Graph> load_graph(const VizOptions& o, const std::map<std::string, Sh
 
 int run_viz() {
   const VizOptions& o = g_viz;
+  if (Status s = load_plugins(o.plugins); !s.is_ok()) return fail(s);
   // Checked by the option validators; repeated here for the format value.
   Result<viz::Format> format = viz::format_for(o.output);
   if (!format.is_ok()) {
@@ -138,6 +140,9 @@ CommandRegistration reg{Command{
       sub->add_option("--backend", g_viz.backend,
                       "Backend chain, comma-separated (e.g. onednn,cpu); default auto = "
                       "the optimized backends built here, then cpu");
+      sub->add_option("--plugin", g_viz.plugins,
+                      "Shared library whose ops, kernels and ONNX mappings to load first "
+                      "(repeatable)");
       sub->add_option("--shape", g_viz.shapes, "NAME=d0,d1,... concrete shape of a dynamic input");
       sub->add_option("--input", g_viz.inputs,
                       "NAME=FILE.npy: draw the specialization for this input's value and "

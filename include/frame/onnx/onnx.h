@@ -15,8 +15,8 @@
 #include "frame/core/status.h"
 #include "frame/core/tensor.h"
 #include "frame/ir/graph.h"
-#include "frame/runtime/compile.h"
 #include "frame/ops/registration_batch.h"
+#include "frame/runtime/compile.h"
 
 namespace frame::onnx {
 
