@@ -9,6 +9,7 @@
 #include "frame/onnx/onnx.h"
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/op_registry.h"
+#include "model_util.h"
 
 namespace frame::cli {
 namespace {
@@ -59,12 +60,13 @@ int run_ops() {
               << ",\n\"kernels\": " << KernelRegistry::global().to_json() << "}\n";
     return 0;
   }
-  std::printf("%-28s %-9s %-8s %-40s %s\n", "op", "inputs", "outputs", "traits", "kernels");
+  // Columns sized to the longest cell (model_util.h Table), so long op names never shift them.
+  Table t({"op", "inputs", "outputs", "traits", "kernels"});
   for (const ops::OpSchema* s : OpRegistry::global().list()) {
     std::string traits;
-    for (ops::OpTrait t : s->traits()) {
+    for (ops::OpTrait tr : s->traits()) {
       if (!traits.empty()) traits += ",";
-      traits += ops::op_trait_name(t);
+      traits += ops::op_trait_name(tr);
     }
     std::string kernels;
     for (const std::string& b : KernelRegistry::global().backends_of(s->name())) {
@@ -74,9 +76,9 @@ int run_ops() {
     std::string arity = s->has_variadic_inputs() ? std::to_string(s->min_input_count()) + "+"
                                                  : std::to_string(s->min_input_count()) + "-" +
                                                        std::to_string(s->max_input_count());
-    std::printf("%-28s %-9s %-8zu %-40s %s\n", s->name().c_str(), arity.c_str(),
-                s->outputs().size(), traits.c_str(), kernels.c_str());
+    t.add({s->name(), arity, std::to_string(s->outputs().size()), traits, kernels});
   }
+  t.print("");
   return 0;
 }
 
