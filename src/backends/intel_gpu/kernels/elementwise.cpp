@@ -1,0 +1,338 @@
+// intel_gpu kernels of the elementwise lists (FRAME_EW_UNARY_OPS, FRAME_EW_BINARY_OPS) and of
+// `fused_elementwise_internal`, as OpenCL C generated from the formula table (ew_formulas.h).
+//
+// Memory (docs/backends/intel-gpu.md, "Host and device memory"): every node owns device
+// buffers for its inputs and output, made once at prepare from the inferred shapes; a run
+// copies the inputs to the device, launches one work-item per output element and reads the
+// output back, under the node's mutex (concurrent runs of one executable share the buffers).
+// Broadcasting is index arithmetic in the kernel: per output dim, the stride of each input
+// (0 where it broadcasts), from a small `meta` buffer; same-size inputs skip it (rank 0).
+
+#include <fmt/format.h>
+
+#include <climits>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backends/intel_gpu/kernels/ew_formulas.h"
+#include "backends/intel_gpu/opencl.h"
+#include "frame/core/tensor.h"
+#include "frame/ops/kernel_registry.h"
+#include "frame/ops/op_registry.h"
+
+namespace frame::backends::intel_gpu {
+namespace {
+
+using ops::KernelContext;
+using ops::NodeContext;
+
+// Single-precision division and sqrt rounded like the host (the cpu oracle); unsuffixed
+// literals in the formulas are float.
+constexpr std::string_view kBuildOptions =
+    "-cl-fp32-correctly-rounded-divide-sqrt -cl-single-precision-constant";
+constexpr std::string_view kKernelName = "frame_ew";
+
+// The index arithmetic shared by every generated kernel: `idx<k>` is the element of input k
+// read for output element i.
+std::string index_code(size_t num_inputs) {
+  std::string s = "  const int i = (int)get_global_id(0);\n";
+  for (size_t k = 0; k < num_inputs; ++k) s += fmt::format("  int idx{} = i;\n", k);
+  s += "  if (rank > 0) {\n    int rem = i;\n";
+  for (size_t k = 0; k < num_inputs; ++k) s += fmt::format("    idx{} = 0;\n", k);
+  s += "    for (int d = rank - 1; d >= 0; --d) {\n"
+       "      const int q = rem % meta[d];\n      rem /= meta[d];\n";
+  for (size_t k = 0; k < num_inputs; ++k) {
+    s += fmt::format("      idx{} += q * meta[{} * rank + d];\n", k, k + 1);
+  }
+  s += "    }\n  }\n";
+  return s;
+}
+
+// Kernel signature: inputs..., output, rank, meta[, p0, p1].
+std::string signature(size_t num_inputs, std::string_view out_type, bool with_params) {
+  std::string s = fmt::format("__kernel void {}(", kKernelName);
+  for (size_t k = 0; k < num_inputs; ++k) s += fmt::format("__global const T* in{}, ", k);
+  s += fmt::format("__global {}* out, const int rank, __global const int* meta", out_type);
+  if (with_params) s += ", const T p0, const T p1";
+  return s + ")";
+}
+
+std::string store(const EwOp& op, const std::string& expr) {
+  return op.bool_out ? fmt::format("(uchar)(({}) ? 1 : 0)", expr) : fmt::format("(T)({})", expr);
+}
+
+// One list op; its parameters are kernel arguments, so the program is shared by every node
+// of the op (one build per op and dtype per process).
+std::string op_source(const EwOp& op) {
+  std::string s = ew_prelude();
+  s += signature(static_cast<size_t>(op.arity), op.bool_out ? "uchar" : "T", true) + " {\n";
+  s += index_code(static_cast<size_t>(op.arity));
+  if (op.arity == 1) {
+    s += "  const T x = in0[idx0];\n";
+  } else {
+    s += "  const T a = in0[idx0];\n  const T b = in1[idx1];\n";
+  }
+  s += fmt::format("  out[i] = {};\n}}\n", store(op, std::string(op.formula->expr)));
+  return s;
+}
+
+// numpy broadcast of the input shapes.
+Result<Shape> broadcast_shapes(const NodeContext& ctx) {
+  Shape out;
+  for (const ir::TensorType& t : ctx.input_types) {
+    const Shape& s = t.shape;
+    if (s.size() > out.size()) out.insert(out.begin(), s.size() - out.size(), 1);
+    for (size_t i = 0; i < s.size(); ++i) {
+      int64_t& o = out[out.size() - s.size() + i];
+      if (o == 1) {
+        o = s[i];
+      } else if (s[i] != 1 && s[i] != o) {
+        return ctx.error("shapes do not broadcast");
+      }
+    }
+  }
+  return out;
+}
+
+// Device buffers, kernel and launch geometry of one node.
+struct Launch {
+  const Device* dev = nullptr;
+  ClKernel kernel;
+  std::vector<ClMem> inputs;
+  std::vector<size_t> in_bytes;
+  ClMem output;
+  size_t out_bytes = 0;
+  ClMem meta;
+  size_t global = 0;  // output elements
+  std::mutex mu;      // guards the buffers' contents during a run
+};
+
+// Why the node cannot run on intel_gpu beyond its dtype, or OK.
+Status check_runnable(const NodeContext& ctx) {
+  if (selected_device() == nullptr) return unimplemented("intel_gpu: {}", unavailable_reason());
+  for (const ir::TensorType& t : ctx.input_types) {
+    if (numel_of(t.shape) > INT_MAX) {
+      return unimplemented("intel_gpu: inputs of more than 2^31 - 1 elements (32-bit indices)");
+    }
+    if (!kClDTypes.contains(t.dtype)) {
+      return unimplemented("intel_gpu: elementwise kernels are generated for f32 only");
+    }
+  }
+  return Status();
+}
+
+// Buffers, meta and the first arguments (inputs, output, rank, meta) for `out_shape`.
+Result<std::shared_ptr<Launch>> make_launch(const NodeContext& ctx, const std::string& source,
+                                            const Shape& out_shape, size_t out_elem_bytes) {
+  const Device* dev = selected_device();
+  if (dev == nullptr) return unimplemented("intel_gpu: {}", unavailable_reason());
+  auto l = std::make_shared<Launch>();
+  l->dev = dev;
+  FRAME_ASSIGN_OR_RETURN(l->kernel, make_kernel(*dev, source, kBuildOptions, kKernelName));
+  const int64_t n = numel_of(out_shape);
+  if (n > INT_MAX) return ctx.error("intel_gpu: output of {} elements exceeds 2^31 - 1", n);
+  l->global = static_cast<size_t>(n);
+  l->out_bytes = l->global * out_elem_bytes;
+  const size_t r = out_shape.size();
+  std::vector<cl_int> meta(r * (ctx.num_inputs() + 1), 0);
+  bool same_size = true;
+  for (size_t d = 0; d < r; ++d) meta[d] = static_cast<cl_int>(out_shape[d]);
+  for (size_t k = 0; k < ctx.num_inputs(); ++k) {
+    const Shape& s = ctx.input_types[k].shape;
+    same_size = same_size && numel_of(s) == n;
+    int64_t stride = 1;
+    for (size_t j = s.size(); j-- > 0;) {
+      const size_t d = r - s.size() + j;
+      meta[(k + 1) * r + d] = s[j] == 1 ? 0 : static_cast<cl_int>(stride);
+      stride *= s[j];
+    }
+    l->in_bytes.push_back(static_cast<size_t>(numel_of(s)) * sizeof(float));
+    FRAME_ASSIGN_OR_RETURN(ClMem m, make_buffer(*dev, l->in_bytes.back(), CL_MEM_READ_ONLY,
+                                                fmt::format("input {}", k)));
+    l->inputs.push_back(std::move(m));
+  }
+  FRAME_ASSIGN_OR_RETURN(l->output, make_buffer(*dev, l->out_bytes, CL_MEM_WRITE_ONLY, "output"));
+  FRAME_ASSIGN_OR_RETURN(l->meta, make_buffer(*dev, meta.size() * sizeof(cl_int), CL_MEM_READ_ONLY,
+                                              "broadcast strides"));
+  if (!meta.empty()) {
+    const cl_int e =
+        clEnqueueWriteBuffer(dev->queue, l->meta.get(), CL_TRUE, 0, meta.size() * sizeof(cl_int),
+                             meta.data(), 0, nullptr, nullptr);
+    if (e != CL_SUCCESS) return ctx.error("intel_gpu: writing strides: {}", cl_error_name(e));
+  }
+  const cl_int rank = same_size ? 0 : static_cast<cl_int>(r);
+  cl_uint a = 0;
+  for (const ClMem& m : l->inputs) FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), a++, m.get()));
+  FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), a++, l->output.get()));
+  FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), a++, rank));
+  FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), a++, l->meta.get()));
+  return l;
+}
+
+Status run_launch(KernelContext& ctx) {
+  auto* l = static_cast<Launch*>(ctx.state);
+  Tensor& out = ctx.output(0);
+  if (static_cast<size_t>(out.numel()) != l->global) {
+    return ctx.node->error("intel_gpu: output has {} elements, prepared for {}", out.numel(),
+                           l->global);
+  }
+  if (l->global == 0) return Status();
+  const cl_command_queue q = l->dev->queue;
+  std::lock_guard lock(l->mu);
+  for (size_t k = 0; k < l->inputs.size(); ++k) {
+    const Tensor& in = ctx.input(k);
+    if (in.nbytes() != l->in_bytes[k]) {
+      return ctx.node->error("intel_gpu: input {} has {} bytes, prepared for {}", k, in.nbytes(),
+                             l->in_bytes[k]);
+    }
+    const cl_int e = clEnqueueWriteBuffer(q, l->inputs[k].get(), CL_FALSE, 0, l->in_bytes[k],
+                                          in.raw_data(), 0, nullptr, nullptr);
+    if (e != CL_SUCCESS) {
+      return ctx.node->error("intel_gpu: copying input {} to the device: {}", k, cl_error_name(e));
+    }
+  }
+  cl_int e = clEnqueueNDRangeKernel(q, l->kernel.get(), 1, nullptr, &l->global, nullptr, 0, nullptr,
+                                    nullptr);
+  if (e != CL_SUCCESS) return ctx.node->error("intel_gpu: kernel launch: {}", cl_error_name(e));
+  // Blocking: the in-order queue has finished the copies and the kernel when it returns.
+  e = clEnqueueReadBuffer(q, l->output.get(), CL_TRUE, 0, l->out_bytes, out.raw_data(), 0, nullptr,
+                          nullptr);
+  if (e != CL_SUCCESS) {
+    return ctx.node->error("intel_gpu: copying the output to the host: {}", cl_error_name(e));
+  }
+  return Status();
+}
+
+// ---- list ops ----
+
+Status ew_accepts(const NodeContext& ctx) { return check_runnable(ctx); }
+
+Result<std::shared_ptr<void>> ew_prepare(const NodeContext& ctx) {
+  FRAME_RETURN_IF_ERROR(check_runnable(ctx));
+  const EwOp* op = find_ew_op(ctx.op);
+  if (op == nullptr || op->formula == nullptr) {
+    return ctx.error("intel_gpu: no OpenCL formula for op '{}'", ctx.op);
+  }
+  FRAME_ASSIGN_OR_RETURN(Shape out_shape, broadcast_shapes(ctx));
+  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, op_source(*op), out_shape,
+                                                                op->bool_out ? 1 : sizeof(float)));
+  const std::array<double, 2> p = op->params(ctx, op->formula->string_true);
+  const auto nin = static_cast<cl_uint>(op->arity);
+  FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), nin + 3, static_cast<float>(p[0])));
+  FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), nin + 4, static_cast<float>(p[1])));
+  return std::shared_ptr<void>(std::move(l));
+}
+
+// ---- fused_elementwise_internal ----
+
+// The body as OpenCL C: one inline function per body node (its formula with its parameters
+// as literals), then straight-line code over the output element. The source text is the
+// body's fingerprint: equal bodies share one built program (make_kernel's cache).
+Result<std::string> fused_source(const NodeContext& ctx, const ir::Graph& body) {
+  if (body.outputs().size() != 1 || body.inputs().size() != ctx.num_inputs()) {
+    return unimplemented("intel_gpu: fused body has {} inputs and {} outputs (node has {})",
+                         body.inputs().size(), body.outputs().size(), ctx.num_inputs());
+  }
+  std::string fns;
+  std::string code;
+  std::vector<std::string> var(body.num_values());
+  for (size_t k = 0; k < body.inputs().size(); ++k) {
+    var[static_cast<size_t>(body.inputs()[k])] = fmt::format("v_in{}", k);
+    code += fmt::format("  const T v_in{0} = in{0}[idx{0}];\n", k);
+  }
+  FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, body.topological_order());
+  int fn_index = 0;
+  for (ir::NodeId id : order) {
+    const ir::Node& n = body.node(id);
+    const EwOp* op = find_ew_op(n.op);
+    if (op == nullptr || op->formula == nullptr || op->bool_out ||
+        n.inputs.size() != static_cast<size_t>(op->arity) || n.outputs.size() != 1) {
+      return unimplemented("intel_gpu: fused body node '{}' ({}) has no OpenCL formula", n.name,
+                           n.op);
+    }
+    for (ir::ValueId v : n.inputs) {
+      if (v == ir::kNoValue || var[static_cast<size_t>(v)].empty()) {
+        return unimplemented("intel_gpu: fused body node '{}' reads a value from outside the body",
+                             n.name);
+      }
+    }
+    const ir::Value& out = body.value(n.outputs[0]);
+    if (!out.type || !kClDTypes.contains(out.type->dtype)) {
+      return unimplemented("intel_gpu: fused body node '{}' is not f32", n.name);
+    }
+    const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
+    const NodeContext nctx = ops::make_node_context(body, n, schema);
+    const std::array<double, 2> p = op->params(nctx, op->formula->string_true);
+    const std::string args = op->arity == 1 ? "const T x" : "const T a, const T b";
+    fns += fmt::format(
+        "inline T f{}({}) {{\n  const T p0 = {};\n  const T p1 = {};\n  return {};\n}}\n", fn_index,
+        args, cl_float_literal(p[0]), cl_float_literal(p[1]),
+        store(*op, std::string(op->formula->expr)));
+    const std::string result = fmt::format("v{}", fn_index);
+    code += fmt::format("  const T {} = f{}({}", result, fn_index,
+                        var[static_cast<size_t>(n.inputs[0])]);
+    if (op->arity == 2) code += ", " + var[static_cast<size_t>(n.inputs[1])];
+    code += ");\n";
+    var[static_cast<size_t>(n.outputs[0])] = result;
+    ++fn_index;
+  }
+  const std::string& result = var[static_cast<size_t>(body.outputs()[0])];
+  if (result.empty()) return unimplemented("intel_gpu: fused body output is not computed");
+  std::string s = ew_prelude() + fns;
+  s += signature(body.inputs().size(), "T", false) + " {\n" + index_code(body.inputs().size());
+  s += code + fmt::format("  out[i] = {};\n}}\n", result);
+  return s;
+}
+
+const ir::Graph* body_of(const NodeContext& ctx) {
+  const auto* body = ctx.attr<std::shared_ptr<const ir::Graph>>("body");
+  return body == nullptr ? nullptr : body->get();
+}
+
+Status fused_accepts(const NodeContext& ctx) {
+  FRAME_RETURN_IF_ERROR(check_runnable(ctx));
+  const ir::Graph* body = body_of(ctx);
+  if (body == nullptr) return unimplemented("intel_gpu: fused node without a body");
+  return fused_source(ctx, *body).status();
+}
+
+Result<std::shared_ptr<void>> fused_prepare(const NodeContext& ctx) {
+  FRAME_RETURN_IF_ERROR(check_runnable(ctx));
+  const ir::Graph* body = body_of(ctx);
+  if (body == nullptr) return ctx.error("attribute 'body' is missing");
+  FRAME_ASSIGN_OR_RETURN(std::string source, fused_source(ctx, *body));
+  const ir::Value& out = body->value(body->outputs()[0]);
+  if (!out.type) return ctx.error("fused body output has no type");
+  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l,
+                         make_launch(ctx, source, out.type->shape, sizeof(float)));
+  return std::shared_ptr<void>(std::move(l));
+}
+
+[[maybe_unused]] const bool kRegistered = [] {
+  for (const EwOp& op : ew_ops()) {
+    const DTypeSet types = op.dtypes & kClDTypes;
+    if (types.mask == 0 || op.formula == nullptr) continue;
+    ops::KernelDef def;
+    def.op = std::string(op.op);
+    def.backend = std::string(kBackendName);
+    def.fn = run_launch;
+    def.prepare = ew_prepare;
+    def.accepts = ew_accepts;
+    def.dtypes = types;
+    def.file = __FILE__;
+    def.line = __LINE__;
+    ops::KernelRegistry::global().register_kernel(std::move(def));
+  }
+  return true;
+}();
+
+}  // namespace
+
+FRAME_REGISTER_KERNEL(fused_elementwise_internal, "intel_gpu", run_launch)
+    .prepare(fused_prepare)
+    .accepts(fused_accepts)
+    .dtypes(kClDTypes);
+
+}  // namespace frame::backends::intel_gpu

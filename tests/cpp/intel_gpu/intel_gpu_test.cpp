@@ -1,0 +1,179 @@
+// The intel_gpu backend (docs/backends/intel-gpu.md) on whatever OpenCL device this machine
+// has (PoCL on the CPU in CI): formula coverage of the elementwise lists, device selection,
+// fused groups generated per body and cached by fingerprint, backend boundaries with cpu
+// nodes, concurrent runs. Per-op values against cpu are the op database's (OpDb.*@intel_gpu).
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "frame/ops/elementwise.h"
+#include "frame/ops/kernel_registry.h"
+#include "frame/runtime/backend.h"
+#include "frame/runtime/compile.h"
+
+#ifdef FRAME_HAVE_INTEL_GPU
+#include "backends/intel_gpu/opencl.h"
+#endif
+
+namespace frame::runtime {
+namespace {
+
+// Skips when the backend is not built or no OpenCL device exists (CI installs PoCL, so there
+// every test runs).
+#define REQUIRE_INTEL_GPU()                                                                 \
+  do {                                                                                      \
+    const Backend* b = find_backend("intel_gpu");                                           \
+    if (b == nullptr) GTEST_SKIP() << "intel_gpu is not in this build (no OpenCL headers)"; \
+    if (!b->unavailable_reason().empty()) GTEST_SKIP() << b->unavailable_reason();          \
+  } while (0)
+
+TEST(IntelGpu, EveryF32OpOfTheElementwiseListsHasAKernel) {
+  if (find_backend("intel_gpu") == nullptr) GTEST_SKIP() << "intel_gpu is not in this build";
+  std::vector<std::string> missing;
+  auto check = [&](const char* op, DTypeSet types) {
+    if (!types.contains(DTypeCode::kFloat32)) return;
+    const ops::KernelDef* k = ops::KernelRegistry::global().find(op, "intel_gpu");
+    if (k == nullptr || !k->dtypes.contains(DTypeCode::kFloat32)) missing.emplace_back(op);
+  };
+#define FRAME_TEST_CHECK(name, F, types, traits, doc) check(#name, types);
+  FRAME_EW_UNARY_OPS(FRAME_TEST_CHECK)
+  FRAME_EW_BINARY_OPS(FRAME_TEST_CHECK)
+#undef FRAME_TEST_CHECK
+  EXPECT_TRUE(missing.empty()) << "list ops without an OpenCL formula (ew_formulas.cpp): "
+                               << ::testing::PrintToString(missing);
+  EXPECT_NE(ops::KernelRegistry::global().find("fused_elementwise_internal", "intel_gpu"), nullptr);
+}
+
+// y = sigmoid(x * w + b) - relu(x), w and b broadcast along the last axis of x [2, 3].
+ir::Graph chain_graph() {
+  ir::Graph g("chain");
+  const ir::TensorType xt{DTypeCode::kFloat32, {2, 3}};
+  const ir::TensorType vt{DTypeCode::kFloat32, {3}};
+  ir::ValueId x = g.add_input("x", xt);
+  ir::ValueId w = g.add_input("w", vt);
+  ir::ValueId b = g.add_input("b", vt);
+  auto m = g.create_node("mul", "m", {x, w}, 1, {}, {"m"});
+  auto a = g.create_node("add", "a", {g.node(*m).outputs[0], b}, 1, {}, {"a"});
+  auto s = g.create_node("sigmoid", "s", {g.node(*a).outputs[0]}, 1, {}, {"s"});
+  auto r = g.create_node("relu", "r", {x}, 1, {}, {"r"});
+  auto y = g.create_node("sub", "y", {g.node(*s).outputs[0], g.node(*r).outputs[0]}, 1, {}, {"y"});
+  g.add_output(g.node(*y).outputs[0]);
+  return g;
+}
+
+const std::vector<float> kX = {-1.5F, 0.0F, 2.0F, 0.5F, -3.0F, 1.25F};
+const std::vector<float> kW = {0.5F, -2.0F, 1.0F};
+const std::vector<float> kB = {0.1F, 0.2F, -0.3F};
+
+double expected_chain(size_t i) {
+  const double x = kX[i];
+  const double z = x * kW[i % 3] + kB[i % 3];
+  return 1.0 / (1.0 + std::exp(-z)) - std::max(x, 0.0);
+}
+
+TensorMap chain_inputs() {
+  return {{"x", Tensor::from_vector<float>({2, 3}, kX)},
+          {"w", Tensor::from_vector<float>({3}, kW)},
+          {"b", Tensor::from_vector<float>({3}, kB)}};
+}
+
+CompileOptions gpu_options() {
+  CompileOptions o;
+  o.backends = {"intel_gpu", "cpu"};
+  o.use_cache = false;
+  return o;
+}
+
+TEST(IntelGpu, FusedGroupRunsAsOneGeneratedKernel) {
+  REQUIRE_INTEL_GPU();
+  CompileOptions o = gpu_options();
+  o.strict = true;  // every node on an intel_gpu kernel
+  auto exe = compile(chain_graph(), o);
+  ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+  ASSERT_EQ(exe->report().placements.size(), 1U);
+  EXPECT_EQ(exe->report().placements[0].op, "fused_elementwise_internal");
+  EXPECT_EQ(exe->report().placements[0].backend, "intel_gpu");
+  ASSERT_EQ(exe->report().fused_groups.size(), 1U);
+  EXPECT_EQ(exe->report().fused_groups[0].size(), 5U);
+  auto out = exe->run(chain_inputs());
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  for (size_t i = 0; i < kX.size(); ++i) {
+    EXPECT_NEAR(out->at("y").data<float>()[i], expected_chain(i), 1e-6) << i;
+  }
+}
+
+#ifdef FRAME_HAVE_INTEL_GPU
+TEST(IntelGpu, EqualFusedBodiesAreBuiltOnce) {
+  REQUIRE_INTEL_GPU();
+  auto first = compile(chain_graph(), gpu_options());
+  ASSERT_TRUE(first.is_ok()) << first.status().to_string();
+  const size_t built = backends::intel_gpu::programs_built();
+  auto second = compile(chain_graph(), gpu_options());
+  ASSERT_TRUE(second.is_ok()) << second.status().to_string();
+  EXPECT_EQ(backends::intel_gpu::programs_built(), built) << "same body fingerprint: no rebuild";
+  auto out = second->run(chain_inputs());
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  EXPECT_NEAR(out->at("y").data<float>()[4], expected_chain(4), 1e-6);
+}
+#endif
+
+TEST(IntelGpu, UnfusedNodesAndCpuNodesExchangeValuesAtBoundaries) {
+  REQUIRE_INTEL_GPU();
+  CompileOptions o = gpu_options();
+  o.disabled_passes = {"operator-fusion"};
+  // clip has no intel_gpu kernel: x -> mul (gpu) -> clip (cpu) -> add (gpu) -> y.
+  ir::Graph g("boundary");
+  const ir::TensorType t{DTypeCode::kFloat32, {4}};
+  ir::ValueId x = g.add_input("x", t);
+  ir::ValueId lo = g.add_constant("lo", Tensor::from_vector<float>({}, {-1.0F}));
+  ir::ValueId hi = g.add_constant("hi", Tensor::from_vector<float>({}, {1.0F}));
+  auto m = g.create_node("mul", "m", {x, x}, 1, {}, {"m"});
+  auto c = g.create_node("clip", "c", {g.node(*m).outputs[0], lo, hi}, 1, {}, {"c"});
+  auto a = g.create_node("add", "a", {g.node(*c).outputs[0], x}, 1, {}, {"y"});
+  g.add_output(g.node(*a).outputs[0]);
+  auto exe = compile(g, o);
+  ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+  std::string placed;
+  for (const Placement& p : exe->report().placements) placed += p.node + ":" + p.backend + " ";
+  EXPECT_EQ(placed, "m:intel_gpu c:cpu a:intel_gpu ");
+  const std::vector<float> xs = {-2.0F, -0.5F, 0.75F, 3.0F};
+  auto out = exe->run({{"x", Tensor::from_vector<float>({4}, xs)}});
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double sq = static_cast<double>(xs[i]) * xs[i];
+    EXPECT_NEAR(out->at("y").data<float>()[i], std::min(sq, 1.0) + xs[i], 1e-6) << i;
+  }
+}
+
+TEST(IntelGpu, ConcurrentRunsOfOneExecutable) {
+  REQUIRE_INTEL_GPU();
+  auto exe = compile(chain_graph(), gpu_options());
+  ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+  std::vector<std::thread> threads;
+  std::vector<int> bad(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < 20; ++r) {
+        auto out = exe->run(chain_inputs());
+        if (!out.is_ok()) {
+          ++bad[static_cast<size_t>(t)];
+          continue;
+        }
+        for (size_t i = 0; i < kX.size(); ++i) {
+          if (std::fabs(out->at("y").data<float>()[i] - expected_chain(i)) > 1e-6) {
+            ++bad[static_cast<size_t>(t)];
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(bad, std::vector<int>(4, 0));
+}
+
+}  // namespace
+}  // namespace frame::runtime
