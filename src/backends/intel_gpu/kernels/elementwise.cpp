@@ -111,13 +111,13 @@ struct Launch {
 
 // Why the node cannot run on intel_gpu beyond its dtype, or OK.
 Status check_runnable(const NodeContext& ctx) {
-  if (selected_device() == nullptr) return unimplemented("intel_gpu: {}", unavailable_reason());
+  if (selected_device() == nullptr) return unimplemented("{}", unavailable_reason());
   for (const ir::TensorType& t : ctx.input_types) {
     if (numel_of(t.shape) > INT_MAX) {
-      return unimplemented("intel_gpu: inputs of more than 2^31 - 1 elements (32-bit indices)");
+      return unimplemented("inputs of more than 2^31 - 1 elements (32-bit indices)");
     }
     if (!kClDTypes.contains(t.dtype)) {
-      return unimplemented("intel_gpu: elementwise kernels are generated for f32 only");
+      return unimplemented("elementwise kernels are generated for f32 only");
     }
   }
   return Status();
@@ -127,7 +127,7 @@ Status check_runnable(const NodeContext& ctx) {
 Result<std::shared_ptr<Launch>> make_launch(const NodeContext& ctx, const std::string& source,
                                             const Shape& out_shape, size_t out_elem_bytes) {
   const Device* dev = selected_device();
-  if (dev == nullptr) return unimplemented("intel_gpu: {}", unavailable_reason());
+  if (dev == nullptr) return ctx.error("intel_gpu: {}", unavailable_reason());
   auto l = std::make_shared<Launch>();
   l->dev = dev;
   FRAME_ASSIGN_OR_RETURN(l->kernel, make_kernel(*dev, source, kBuildOptions, kKernelName));
@@ -209,8 +209,13 @@ Status run_launch(KernelContext& ctx) {
 
 Status ew_accepts(const NodeContext& ctx) { return check_runnable(ctx); }
 
+// Prefix of prepare-time errors: the lowering prefixes accepts() reasons with the backend.
+std::string where(const NodeContext& ctx) {
+  return fmt::format("node '{}' ({}): intel_gpu: ", ctx.node_name, ctx.op);
+}
+
 Result<std::shared_ptr<void>> ew_prepare(const NodeContext& ctx) {
-  FRAME_RETURN_IF_ERROR(check_runnable(ctx));
+  FRAME_RETURN_IF_ERROR(check_runnable(ctx).with_prefix(where(ctx)));
   const EwOp* op = find_ew_op(ctx.op);
   if (op == nullptr || op->formula == nullptr) {
     return ctx.error("intel_gpu: no OpenCL formula for op '{}'", ctx.op);
@@ -232,7 +237,7 @@ Result<std::shared_ptr<void>> ew_prepare(const NodeContext& ctx) {
 // body's fingerprint: equal bodies share one built program (make_kernel's cache).
 Result<std::string> fused_source(const NodeContext& ctx, const ir::Graph& body) {
   if (body.outputs().size() != 1 || body.inputs().size() != ctx.num_inputs()) {
-    return unimplemented("intel_gpu: fused body has {} inputs and {} outputs (node has {})",
+    return unimplemented("fused body has {} inputs and {} outputs (node has {})",
                          body.inputs().size(), body.outputs().size(), ctx.num_inputs());
   }
   std::string fns;
@@ -249,18 +254,16 @@ Result<std::string> fused_source(const NodeContext& ctx, const ir::Graph& body) 
     const EwOp* op = find_ew_op(n.op);
     if (op == nullptr || op->formula == nullptr || op->bool_out ||
         n.inputs.size() != static_cast<size_t>(op->arity) || n.outputs.size() != 1) {
-      return unimplemented("intel_gpu: fused body node '{}' ({}) has no OpenCL formula", n.name,
-                           n.op);
+      return unimplemented("fused body node '{}' ({}) has no OpenCL formula", n.name, n.op);
     }
     for (ir::ValueId v : n.inputs) {
       if (v == ir::kNoValue || var[static_cast<size_t>(v)].empty()) {
-        return unimplemented("intel_gpu: fused body node '{}' reads a value from outside the body",
-                             n.name);
+        return unimplemented("fused body node '{}' reads a value from outside the body", n.name);
       }
     }
     const ir::Value& out = body.value(n.outputs[0]);
     if (!out.type || !kClDTypes.contains(out.type->dtype)) {
-      return unimplemented("intel_gpu: fused body node '{}' is not f32", n.name);
+      return unimplemented("fused body node '{}' is not f32", n.name);
     }
     const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
     const NodeContext nctx = ops::make_node_context(body, n, schema);
@@ -279,7 +282,7 @@ Result<std::string> fused_source(const NodeContext& ctx, const ir::Graph& body) 
     ++fn_index;
   }
   const std::string& result = var[static_cast<size_t>(body.outputs()[0])];
-  if (result.empty()) return unimplemented("intel_gpu: fused body output is not computed");
+  if (result.empty()) return unimplemented("fused body output is not computed");
   std::string s = ew_prelude() + fns;
   s += signature(body.inputs().size(), "T", false) + " {\n" + index_code(body.inputs().size());
   s += code + fmt::format("  out[i] = {};\n}}\n", result);
@@ -294,19 +297,20 @@ const ir::Graph* body_of(const NodeContext& ctx) {
 Status fused_accepts(const NodeContext& ctx) {
   FRAME_RETURN_IF_ERROR(check_runnable(ctx));
   const ir::Graph* body = body_of(ctx);
-  if (body == nullptr) return unimplemented("intel_gpu: fused node without a body");
+  if (body == nullptr) return unimplemented("fused node without a body");
   return fused_source(ctx, *body).status();
 }
 
 Result<std::shared_ptr<void>> fused_prepare(const NodeContext& ctx) {
-  FRAME_RETURN_IF_ERROR(check_runnable(ctx));
+  FRAME_RETURN_IF_ERROR(check_runnable(ctx).with_prefix(where(ctx)));
   const ir::Graph* body = body_of(ctx);
   if (body == nullptr) return ctx.error("attribute 'body' is missing");
-  FRAME_ASSIGN_OR_RETURN(std::string source, fused_source(ctx, *body));
+  Result<std::string> source = fused_source(ctx, *body);
+  if (!source.is_ok()) return source.status().with_prefix(where(ctx));
   const ir::Value& out = body->value(body->outputs()[0]);
   if (!out.type) return ctx.error("fused body output has no type");
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l,
-                         make_launch(ctx, source, out.type->shape, sizeof(float)));
+                         make_launch(ctx, *source, out.type->shape, sizeof(float)));
   return std::shared_ptr<void>(std::move(l));
 }
 
