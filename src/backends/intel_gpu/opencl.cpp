@@ -86,6 +86,7 @@ Probe probe_devices() {
       const std::string vendor = lower(device_string(id, CL_DEVICE_VENDOR));
       d.is_intel = vendor.find("intel") != std::string::npos ||
                    lower(d.platform_name).find("intel") != std::string::npos;
+      d.fp64 = device_string(id, CL_DEVICE_EXTENSIONS).find("cl_khr_fp64") != std::string::npos;
       const std::string label = d.platform_name + " / " + d.device_name;
       seen.push_back(label);
       if (want.empty() || lower(label).find(want) != std::string::npos) candidates.push_back(d);

@@ -39,6 +39,7 @@ struct Device {
   std::string device_name;
   bool is_gpu = false;
   bool is_intel = false;  ///< vendor or platform names Intel
+  bool fp64 = false;      ///< cl_khr_fp64: double precision kernels can be built
 };
 
 /// The selected device, probed once per process (thread-safe), or nullptr when none is usable.

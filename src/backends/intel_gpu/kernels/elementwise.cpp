@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/intel_gpu/cl_types.h"
 #include "backends/intel_gpu/kernels/ew_formulas.h"
 #include "backends/intel_gpu/opencl.h"
 #include "frame/core/tensor.h"
@@ -27,12 +28,6 @@ namespace {
 
 using ops::KernelContext;
 using ops::NodeContext;
-
-// Single-precision division and sqrt rounded like the host (the cpu oracle); unsuffixed
-// literals in the formulas are float.
-constexpr std::string_view kBuildOptions =
-    "-cl-fp32-correctly-rounded-divide-sqrt -cl-single-precision-constant";
-constexpr std::string_view kKernelName = "frame_ew";
 
 // The index arithmetic shared by every generated kernel: `idx<k>` is the element of input k
 // read for output element i.
@@ -51,30 +46,44 @@ std::string index_code(size_t num_inputs) {
 }
 
 // Kernel signature: inputs..., output, rank, meta[, p0, p1].
-std::string signature(size_t num_inputs, std::string_view out_type, bool with_params) {
-  std::string s = fmt::format("__kernel void {}(", kKernelName);
-  for (size_t k = 0; k < num_inputs; ++k) s += fmt::format("__global const T* in{}, ", k);
-  s += fmt::format("__global {}* out, const int rank, __global const int* meta", out_type);
+std::string signature(std::string_view name, const ClType& t, size_t num_inputs, bool bool_out,
+                      bool with_params) {
+  std::string s = fmt::format("__kernel void {}(", name);
+  for (size_t k = 0; k < num_inputs; ++k) {
+    s += fmt::format("__global const {}* in{}, ", t.pointee, k);
+  }
+  s += fmt::format("__global {}* out, const int rank, __global const int* meta",
+                   bool_out ? "uchar" : t.pointee);
   if (with_params) s += ", const T p0, const T p1";
   return s + ")";
 }
 
-std::string store(const EwOp& op, const std::string& expr) {
-  return op.bool_out ? fmt::format("(uchar)(({}) ? 1 : 0)", expr) : fmt::format("(T)({})", expr);
+// Writes `value` (an expression in T) to out[i]: bool as 0/1, floats rounded to storage.
+std::string store_out(const ClType& t, bool bool_out, const std::string& value) {
+  if (bool_out) return fmt::format("out[i] = (uchar)(({}) ? 1 : 0);", value);
+  return cl_store(t, "out", "i", value);
 }
 
-// One list op; its parameters are kernel arguments, so the program is shared by every node
-// of the op (one build per op and dtype per process).
-std::string op_source(const EwOp& op) {
-  std::string s = ew_prelude();
-  s += signature(static_cast<size_t>(op.arity), op.bool_out ? "uchar" : "T", true) + " {\n";
-  s += index_code(static_cast<size_t>(op.arity));
-  if (op.arity == 1) {
-    s += "  const T x = in0[idx0];\n";
-  } else {
-    s += "  const T a = in0[idx0];\n  const T b = in1[idx1];\n";
+std::string kernel_name(const EwOp& op) { return fmt::format("frame_op_{}", op.op); }
+constexpr std::string_view kFusedKernelName = "frame_fused";
+
+// Every list op with a formula for dtype `t`, as one program: its parameters are kernel
+// arguments, so one build per dtype per process serves every node of every op (and PoCL
+// compiles each kernel to machine code lazily, at its first launch).
+std::string library_source(const ClType& t) {
+  std::string s = cl_type_prelude(t) + ew_prelude();
+  for (const EwOp& op : ew_ops()) {
+    if (op.formula == nullptr || !op.dtypes.contains(t.dtype)) continue;
+    s += signature(kernel_name(op), t, static_cast<size_t>(op.arity), op.bool_out, true);
+    s += " {\n" + index_code(static_cast<size_t>(op.arity));
+    if (op.arity == 1) {
+      s += fmt::format("  const T x = {};\n", cl_load(t, "in0", "idx0"));
+    } else {
+      s += fmt::format("  const T a = {};\n  const T b = {};\n", cl_load(t, "in0", "idx0"),
+                       cl_load(t, "in1", "idx1"));
+    }
+    s += fmt::format("  {}\n}}\n", store_out(t, op.bool_out, std::string(op.formula->expr)));
   }
-  s += fmt::format("  out[i] = {};\n}}\n", store(op, std::string(op.formula->expr)));
   return s;
 }
 
@@ -109,28 +118,43 @@ struct Launch {
   std::mutex mu;      // guards the buffers' contents during a run
 };
 
-// Why the node cannot run on intel_gpu beyond its dtype, or OK.
-Status check_runnable(const NodeContext& ctx) {
-  if (selected_device() == nullptr) return unimplemented("{}", unavailable_reason());
-  for (const ir::TensorType& t : ctx.input_types) {
-    if (numel_of(t.shape) > INT_MAX) {
-      return unimplemented("inputs of more than 2^31 - 1 elements (32-bit indices)");
-    }
-    if (!kClDTypes.contains(t.dtype)) {
-      return unimplemented("elementwise kernels are generated for f32 only");
-    }
-  }
-  return Status();
+// Prefix of prepare-time errors: the lowering prefixes accepts() reasons with the backend.
+std::string where(const NodeContext& ctx) {
+  return fmt::format("node '{}' ({}): intel_gpu: ", ctx.node_name, ctx.op);
 }
 
-// Buffers, meta and the first arguments (inputs, output, rank, meta) for `out_shape`.
-Result<std::shared_ptr<Launch>> make_launch(const NodeContext& ctx, const std::string& source,
+// The dtype spelling of the node (input 0's dtype), or why the node cannot run on intel_gpu
+// beyond the kernel's dtype set: no device, no fp64 on the device, 32-bit index overflow.
+Result<const ClType*> runnable_type(const NodeContext& ctx) {
+  const Device* dev = selected_device();
+  if (dev == nullptr) return unimplemented("{}", unavailable_reason());
+  const ClType* t = ctx.num_inputs() == 0 ? nullptr : cl_type(ctx.input_types[0].dtype);
+  if (t == nullptr) return unimplemented("no OpenCL spelling of the node's dtype");
+  if (t->fp64 && !dev->fp64) {
+    return unimplemented("the OpenCL device '{}' has no cl_khr_fp64", dev->device_name);
+  }
+  for (const ir::TensorType& in : ctx.input_types) {
+    if (numel_of(in.shape) > INT_MAX) {
+      return unimplemented("inputs of more than 2^31 - 1 elements (32-bit indices)");
+    }
+    if (in.dtype != t->dtype) {
+      return unimplemented("inputs of different dtypes");
+    }
+  }
+  return t;
+}
+
+// Buffers, meta, kernel and its first arguments (inputs, output, rank, meta) for `out_shape`.
+Result<std::shared_ptr<Launch>> make_launch(const NodeContext& ctx, const ClType& t,
+                                            const std::string& source, std::string_view name,
                                             const Shape& out_shape, size_t out_elem_bytes) {
   const Device* dev = selected_device();
   if (dev == nullptr) return ctx.error("intel_gpu: {}", unavailable_reason());
   auto l = std::make_shared<Launch>();
   l->dev = dev;
-  FRAME_ASSIGN_OR_RETURN(l->kernel, make_kernel(*dev, source, kBuildOptions, kKernelName));
+  Result<ClKernel> kernel = make_kernel(*dev, source, cl_build_options(t), name);
+  if (!kernel.is_ok()) return kernel.status().with_prefix(where(ctx));
+  l->kernel = std::move(kernel).value();
   const int64_t n = numel_of(out_shape);
   if (n > INT_MAX) return ctx.error("intel_gpu: output of {} elements exceeds 2^31 - 1", n);
   l->global = static_cast<size_t>(n);
@@ -148,7 +172,7 @@ Result<std::shared_ptr<Launch>> make_launch(const NodeContext& ctx, const std::s
       meta[(k + 1) * r + d] = s[j] == 1 ? 0 : static_cast<cl_int>(stride);
       stride *= s[j];
     }
-    l->in_bytes.push_back(static_cast<size_t>(numel_of(s)) * sizeof(float));
+    l->in_bytes.push_back(static_cast<size_t>(numel_of(s)) * dtype_size(t.dtype));
     FRAME_ASSIGN_OR_RETURN(ClMem m, make_buffer(*dev, l->in_bytes.back(), CL_MEM_READ_ONLY,
                                                 fmt::format("input {}", k)));
     l->inputs.push_back(std::move(m));
@@ -207,45 +231,52 @@ Status run_launch(KernelContext& ctx) {
 
 // ---- list ops ----
 
-Status ew_accepts(const NodeContext& ctx) { return check_runnable(ctx); }
-
-// Prefix of prepare-time errors: the lowering prefixes accepts() reasons with the backend.
-std::string where(const NodeContext& ctx) {
-  return fmt::format("node '{}' ({}): intel_gpu: ", ctx.node_name, ctx.op);
-}
+Status ew_accepts(const NodeContext& ctx) { return runnable_type(ctx).status(); }
 
 Result<std::shared_ptr<void>> ew_prepare(const NodeContext& ctx) {
-  FRAME_RETURN_IF_ERROR(check_runnable(ctx).with_prefix(where(ctx)));
+  Result<const ClType*> t = runnable_type(ctx);
+  if (!t.is_ok()) return t.status().with_prefix(where(ctx));
   const EwOp* op = find_ew_op(ctx.op);
   if (op == nullptr || op->formula == nullptr) {
     return ctx.error("intel_gpu: no OpenCL formula for op '{}'", ctx.op);
   }
   FRAME_ASSIGN_OR_RETURN(Shape out_shape, broadcast_shapes(ctx));
-  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, op_source(*op), out_shape,
-                                                                op->bool_out ? 1 : sizeof(float)));
+  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l,
+                         make_launch(ctx, **t, library_source(**t), kernel_name(*op), out_shape,
+                                     op->bool_out ? 1 : dtype_size((*t)->dtype)));
   const std::array<double, 2> p = op->params(ctx, op->formula->string_true);
-  const auto nin = static_cast<cl_uint>(op->arity);
-  FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), nin + 3, static_cast<float>(p[0])));
-  FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), nin + 4, static_cast<float>(p[1])));
+  const auto at = static_cast<cl_uint>(op->arity) + 3;
+  for (cl_uint k = 0; k < 2; ++k) {
+    FRAME_RETURN_IF_ERROR((*t)->fp64 ? set_arg(l->kernel.get(), at + k, p[k])
+                                     : set_arg(l->kernel.get(), at + k, static_cast<float>(p[k])));
+  }
   return std::shared_ptr<void>(std::move(l));
 }
 
 // ---- fused_elementwise_internal ----
 
+// Fused groups are generated for these; f16/bf16 bodies would need the per-op rounding of
+// every intermediate (not generated yet: such groups run on the cpu fused kernel).
+constexpr DTypeSet kFusedTypes{DTypeCode::kFloat32, DTypeCode::kFloat64};
+
 // The body as OpenCL C: one inline function per body node (its formula with its parameters
 // as literals), then straight-line code over the output element. The source text is the
 // body's fingerprint: equal bodies share one built program (make_kernel's cache).
-Result<std::string> fused_source(const NodeContext& ctx, const ir::Graph& body) {
+Result<std::string> fused_source(const NodeContext& ctx, const ClType& t, const ir::Graph& body) {
   if (body.outputs().size() != 1 || body.inputs().size() != ctx.num_inputs()) {
     return unimplemented("fused body has {} inputs and {} outputs (node has {})",
                          body.inputs().size(), body.outputs().size(), ctx.num_inputs());
+  }
+  if (!kFusedTypes.contains(t.dtype)) {
+    return unimplemented("fused groups are generated for f32 and f64 only");
   }
   std::string fns;
   std::string code;
   std::vector<std::string> var(body.num_values());
   for (size_t k = 0; k < body.inputs().size(); ++k) {
     var[static_cast<size_t>(body.inputs()[k])] = fmt::format("v_in{}", k);
-    code += fmt::format("  const T v_in{0} = in{0}[idx{0}];\n", k);
+    code += fmt::format("  const T v_in{} = {};\n", k,
+                        cl_load(t, fmt::format("in{}", k), fmt::format("idx{}", k)));
   }
   FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, body.topological_order());
   int fn_index = 0;
@@ -262,17 +293,16 @@ Result<std::string> fused_source(const NodeContext& ctx, const ir::Graph& body) 
       }
     }
     const ir::Value& out = body.value(n.outputs[0]);
-    if (!out.type || !kClDTypes.contains(out.type->dtype)) {
-      return unimplemented("fused body node '{}' is not f32", n.name);
+    if (!out.type || out.type->dtype != t.dtype) {
+      return unimplemented("fused body node '{}' changes the dtype", n.name);
     }
     const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
     const NodeContext nctx = ops::make_node_context(body, n, schema);
     const std::array<double, 2> p = op->params(nctx, op->formula->string_true);
     const std::string args = op->arity == 1 ? "const T x" : "const T a, const T b";
     fns += fmt::format(
-        "inline T f{}({}) {{\n  const T p0 = {};\n  const T p1 = {};\n  return {};\n}}\n", fn_index,
-        args, cl_float_literal(p[0]), cl_float_literal(p[1]),
-        store(*op, std::string(op->formula->expr)));
+        "inline T f{}({}) {{\n  const T p0 = {};\n  const T p1 = {};\n  return (T)({});\n}}\n",
+        fn_index, args, cl_literal(p[0], t.fp64), cl_literal(p[1], t.fp64), op->formula->expr);
     const std::string result = fmt::format("v{}", fn_index);
     code += fmt::format("  const T {} = f{}({}", result, fn_index,
                         var[static_cast<size_t>(n.inputs[0])]);
@@ -283,9 +313,10 @@ Result<std::string> fused_source(const NodeContext& ctx, const ir::Graph& body) 
   }
   const std::string& result = var[static_cast<size_t>(body.outputs()[0])];
   if (result.empty()) return unimplemented("fused body output is not computed");
-  std::string s = ew_prelude() + fns;
-  s += signature(body.inputs().size(), "T", false) + " {\n" + index_code(body.inputs().size());
-  s += code + fmt::format("  out[i] = {};\n}}\n", result);
+  std::string s = cl_type_prelude(t) + ew_prelude() + fns;
+  s += signature(kFusedKernelName, t, body.inputs().size(), false, false) + " {\n" +
+       index_code(body.inputs().size());
+  s += code + fmt::format("  {}\n}}\n", cl_store(t, "out", "i", result));
   return s;
 }
 
@@ -295,28 +326,30 @@ const ir::Graph* body_of(const NodeContext& ctx) {
 }
 
 Status fused_accepts(const NodeContext& ctx) {
-  FRAME_RETURN_IF_ERROR(check_runnable(ctx));
+  FRAME_ASSIGN_OR_RETURN(const ClType* t, runnable_type(ctx));
   const ir::Graph* body = body_of(ctx);
   if (body == nullptr) return unimplemented("fused node without a body");
-  return fused_source(ctx, *body).status();
+  return fused_source(ctx, *t, *body).status();
 }
 
 Result<std::shared_ptr<void>> fused_prepare(const NodeContext& ctx) {
-  FRAME_RETURN_IF_ERROR(check_runnable(ctx).with_prefix(where(ctx)));
+  Result<const ClType*> t = runnable_type(ctx);
+  if (!t.is_ok()) return t.status().with_prefix(where(ctx));
   const ir::Graph* body = body_of(ctx);
   if (body == nullptr) return ctx.error("attribute 'body' is missing");
-  Result<std::string> source = fused_source(ctx, *body);
+  Result<std::string> source = fused_source(ctx, **t, *body);
   if (!source.is_ok()) return source.status().with_prefix(where(ctx));
   const ir::Value& out = body->value(body->outputs()[0]);
   if (!out.type) return ctx.error("fused body output has no type");
-  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l,
-                         make_launch(ctx, *source, out.type->shape, sizeof(float)));
+  FRAME_ASSIGN_OR_RETURN(
+      std::shared_ptr<Launch> l,
+      make_launch(ctx, **t, *source, kFusedKernelName, out.type->shape, dtype_size((*t)->dtype)));
   return std::shared_ptr<void>(std::move(l));
 }
 
 [[maybe_unused]] const bool kRegistered = [] {
   for (const EwOp& op : ew_ops()) {
-    const DTypeSet types = op.dtypes & kClDTypes;
+    const DTypeSet types = op.dtypes & kClTypes;
     if (types.mask == 0 || op.formula == nullptr) continue;
     ops::KernelDef def;
     def.op = std::string(op.op);
@@ -337,6 +370,6 @@ Result<std::shared_ptr<void>> fused_prepare(const NodeContext& ctx) {
 FRAME_REGISTER_KERNEL(fused_elementwise_internal, "intel_gpu", run_launch)
     .prepare(fused_prepare)
     .accepts(fused_accepts)
-    .dtypes(kClDTypes);
+    .dtypes(kFusedTypes);
 
 }  // namespace frame::backends::intel_gpu

@@ -133,8 +133,7 @@ const EwOp* find_ew_op(std::string_view op) {
 
 std::string ew_prelude() {
   // The helpers mirror the cpu functors' branches so NaN and overflow behave the same.
-  return R"(typedef float T;
-inline T frame_sigmoid(T x) {
+  return R"(inline T frame_sigmoid(T x) {
   if (x >= (T)0) return (T)1 / ((T)1 + exp(-x));
   const T e = exp(x);
   return e / ((T)1 + e);
@@ -155,11 +154,11 @@ inline T frame_mod(T a, T b, T c_fmod) {
 )";
 }
 
-std::string cl_float_literal(double v) {
-  const auto f = static_cast<float>(v);
-  if (std::isnan(f)) return "NAN";
-  if (std::isinf(f)) return f > 0 ? "INFINITY" : "(-INFINITY)";
-  return fmt::format("({:a}f)", f);
+std::string cl_literal(double v, bool fp64) {
+  const double r = fp64 ? v : static_cast<double>(static_cast<float>(v));
+  if (std::isnan(r)) return "(T)NAN";
+  if (std::isinf(r)) return r > 0 ? "(T)INFINITY" : "(T)(-INFINITY)";
+  return fp64 ? fmt::format("({:a})", r) : fmt::format("({:a}f)", static_cast<float>(r));
 }
 
 }  // namespace frame::backends::intel_gpu

@@ -48,13 +48,11 @@ std::span<const EwOp> ew_ops();
 /// The entry for `op`, or nullptr when the op is in neither list.
 const EwOp* find_ew_op(std::string_view op);
 
-/// Dtypes the intel_gpu elementwise kernels are generated for today.
-inline constexpr DTypeSet kClDTypes{DTypeCode::kFloat32};
-
-/// OpenCL C helper functions and the `T` typedef the formulas use (storage = compute = float).
+/// OpenCL C helper functions the formulas use, over the compute type `T` (typedef'd before).
 std::string ew_prelude();
 
-/// `v` as an OpenCL C float literal (hex float, or INFINITY / NAN), exact for any float.
-std::string cl_float_literal(double v);
+/// `v` as an OpenCL C literal of type T (hex float, or INFINITY / NAN): exact for any double
+/// when `fp64`, else for v rounded to float (what the cpu functor computes with).
+std::string cl_literal(double v, bool fp64);
 
 }  // namespace frame::backends::intel_gpu
