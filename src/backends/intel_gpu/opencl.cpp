@@ -4,11 +4,16 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -87,6 +92,9 @@ Probe probe_devices() {
       d.is_intel = vendor.find("intel") != std::string::npos ||
                    lower(d.platform_name).find("intel") != std::string::npos;
       d.fp64 = device_string(id, CL_DEVICE_EXTENSIONS).find("cl_khr_fp64") != std::string::npos;
+      d.identity = fmt::format("{} | {} | {} | {}", d.platform_name,
+                               platform_string(pl, CL_PLATFORM_VERSION), d.device_name,
+                               device_string(id, CL_DRIVER_VERSION));
       const std::string label = d.platform_name + " / " + d.device_name;
       seen.push_back(label);
       if (want.empty() || lower(label).find(want) != std::string::npos) candidates.push_back(d);
@@ -138,18 +146,104 @@ ProgramCache& cache() {
   return *c;
 }
 std::atomic<size_t> g_built{0};
+std::atomic<size_t> g_loaded{0};
+
+// FNV-1a: names the cache file; the file also holds the whole key, compared on load, so a
+// hash collision can never load the wrong program.
+uint64_t fnv1a(std::string_view s) {
+  uint64_t h = 14695981039346656037ull;
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return h;
+}
+
+std::string cache_dir() {
+  const char* dir = std::getenv(kCacheDirEnv);
+  return dir == nullptr ? std::string() : std::string(dir);
+}
+
+// File layout: u64 key length, key, program binary.
+std::filesystem::path cache_file(const std::string& dir, const std::string& key) {
+  return std::filesystem::path(dir) / fmt::format("{:016x}.clbin", fnv1a(key));
+}
+
+// The program from the on-disk cache, or nullptr (no file, another key, a stale binary).
+cl_program load_cached(const Device& d, const std::string& key, const std::string& options) {
+  const std::string dir = cache_dir();
+  if (dir.empty()) return nullptr;
+  std::ifstream in(cache_file(dir, key), std::ios::binary);
+  if (!in) return nullptr;
+  uint64_t n = 0;
+  if (!in.read(reinterpret_cast<char*>(&n), sizeof(n)) || n != key.size()) return nullptr;
+  std::string stored(key.size(), '\0');
+  if (!in.read(stored.data(), static_cast<std::streamsize>(n)) || stored != key) return nullptr;
+  const std::vector<unsigned char> bin((std::istreambuf_iterator<char>(in)),
+                                       std::istreambuf_iterator<char>());
+  if (bin.empty()) return nullptr;
+  const unsigned char* ptr = bin.data();
+  const size_t size = bin.size();
+  cl_int status = CL_SUCCESS;
+  cl_int e = CL_SUCCESS;
+  cl_program prog = clCreateProgramWithBinary(d.context, 1, &d.id, &size, &ptr, &status, &e);
+  if (e != CL_SUCCESS || status != CL_SUCCESS) return nullptr;
+  if (clBuildProgram(prog, 1, &d.id, options.c_str(), nullptr, nullptr) != CL_SUCCESS) {
+    clReleaseProgram(prog);
+    return nullptr;  // e.g. a driver update invalidated it: rebuilt from source
+  }
+  return prog;
+}
+
+// Best effort: a cache that cannot be written only costs a rebuild in the next process.
+void store_cached(const Device& d, const std::string& key, cl_program prog) {
+  const std::string dir = cache_dir();
+  if (dir.empty()) return;
+  size_t size = 0;
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr) != CL_SUCCESS ||
+      size == 0) {
+    return;
+  }
+  std::vector<unsigned char> bin(size);
+  unsigned char* ptr = bin.data();
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof(ptr), &ptr, nullptr) != CL_SUCCESS) {
+    return;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const std::filesystem::path file = cache_file(dir, key);
+  // Written under a private name and renamed, so a concurrent reader never sees half a file.
+  const std::filesystem::path tmp =
+      file.string() + fmt::format(".tmp{}", fnv1a(d.identity + std::to_string(getpid())));
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    const uint64_t n = key.size();
+    out.write(reinterpret_cast<const char*>(&n), sizeof(n));
+    out.write(key.data(), static_cast<std::streamsize>(key.size()));
+    out.write(reinterpret_cast<const char*>(bin.data()), static_cast<std::streamsize>(size));
+    if (!out) {
+      out.close();
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+  }
+  std::filesystem::rename(tmp, file, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+}
 
 Result<cl_program> cached_program(const Device& d, const std::string& source,
                                   std::string_view options) {
   ProgramCache& c = cache();
   std::lock_guard lock(c.mu);  // also serializes builds: each source is built once
-  std::string key = fmt::format("{}\n{}", options, source);
+  std::string key = fmt::format("{}\n{}\n{}", d.identity, options, source);
   if (auto it = c.programs.find(key); it != c.programs.end()) return it->second;
+  const std::string opts(options);
+  if (cl_program prog = load_cached(d, key, opts); prog != nullptr) {
+    ++g_loaded;
+    c.programs.emplace(std::move(key), prog);
+    return prog;
+  }
   cl_int e = CL_SUCCESS;
   const char* src = source.c_str();
   cl_program prog = clCreateProgramWithSource(d.context, 1, &src, nullptr, &e);
   if (e != CL_SUCCESS) return internal_error("clCreateProgramWithSource: {}", cl_error_name(e));
-  const std::string opts(options);
   e = clBuildProgram(prog, 1, &d.id, opts.c_str(), nullptr, nullptr);
   if (e != CL_SUCCESS) {
     size_t n = 0;
@@ -162,6 +256,7 @@ Result<cl_program> cached_program(const Device& d, const std::string& source,
                           cl_error_name(e), log, source);
   }
   ++g_built;
+  store_cached(d, key, prog);
   c.programs.emplace(std::move(key), prog);
   return prog;
 }
@@ -179,6 +274,8 @@ const Device* selected_device() { return probe().ok ? &probe().device : nullptr;
 const std::string& unavailable_reason() { return probe().reason; }
 
 size_t programs_built() { return g_built; }
+
+size_t programs_loaded() { return g_loaded; }
 
 std::string cl_error_name(cl_int code) {
   const char* name = "unknown OpenCL error";

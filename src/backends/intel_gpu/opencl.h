@@ -40,7 +40,14 @@ struct Device {
   bool is_gpu = false;
   bool is_intel = false;  ///< vendor or platform names Intel
   bool fp64 = false;      ///< cl_khr_fp64: double precision kernels can be built
+  /// Platform, device and driver versions: program binaries on disk are reused only by the
+  /// same identity.
+  std::string identity;
 };
+
+/// Environment variable naming a directory where built program binaries are kept across
+/// processes (unset: in-memory cache only). Created if missing.
+inline constexpr const char* kCacheDirEnv = "FRAME_OPENCL_CACHE_DIR";
 
 /// The selected device, probed once per process (thread-safe), or nullptr when none is usable.
 /// Preference: among the devices whose "<platform> / <device>" contains $FRAME_OPENCL_DEVICE
@@ -94,8 +101,10 @@ Result<ClMem> make_buffer(const Device& d, size_t bytes, cl_mem_flags flags, std
 Result<ClKernel> make_kernel(const Device& d, const std::string& source, std::string_view options,
                              std::string_view kernel_name);
 
-/// Programs built by this process so far (cache misses), for tests and docs.
+/// Programs this process built from source so far (cache misses), for tests and docs.
 size_t programs_built();
+/// Programs this process loaded from the on-disk cache (kCacheDirEnv) instead of building.
+size_t programs_loaded();
 
 /// Sets kernel argument `index` to `value`. Errors name the argument and the OpenCL error.
 template <typename V>

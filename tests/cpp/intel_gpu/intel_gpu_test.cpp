@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -140,6 +142,35 @@ TEST(IntelGpu, FusedGroupInF64WithAttributes) {
 }
 
 #ifdef FRAME_HAVE_INTEL_GPU
+// Run twice by ctest (intel_gpu_disk_cache_write, then _read) with FRAME_OPENCL_CACHE_DIR set
+// to a fresh directory: the first process builds and stores the programs, the second loads
+// them instead of building.
+TEST(IntelGpu, DiskCacheWritesThenLoads) {
+  REQUIRE_INTEL_GPU();
+  const char* phase = std::getenv("FRAME_TEST_OPENCL_DISK_CACHE");
+  const char* dir = std::getenv("FRAME_OPENCL_CACHE_DIR");
+  if (phase == nullptr || dir == nullptr) {
+    GTEST_SKIP() << "run by the ctests intel_gpu_disk_cache_write/_read";
+  }
+  auto exe = compile(chain_graph(), gpu_options());
+  ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+  auto out = exe->run(chain_inputs());
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  EXPECT_NEAR(out->at("y").data<float>()[1], expected_chain(1), 1e-6);
+  if (std::string(phase) == "write") {
+    EXPECT_GE(backends::intel_gpu::programs_built(), 1U);
+    EXPECT_EQ(backends::intel_gpu::programs_loaded(), 0U);
+    size_t files = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      files += e.path().extension() == ".clbin" ? 1 : 0;
+    }
+    EXPECT_EQ(files, backends::intel_gpu::programs_built());
+  } else {
+    EXPECT_EQ(backends::intel_gpu::programs_built(), 0U);
+    EXPECT_GE(backends::intel_gpu::programs_loaded(), 1U);
+  }
+}
+
 TEST(IntelGpu, EqualFusedBodiesAreBuiltOnce) {
   REQUIRE_INTEL_GPU();
   auto first = compile(chain_graph(), gpu_options());
