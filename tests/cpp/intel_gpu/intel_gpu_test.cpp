@@ -50,6 +50,11 @@ TEST(IntelGpu, EveryFloatOpOfTheElementwiseListsHasAKernel) {
   FRAME_EW_UNARY_OPS(FRAME_TEST_CHECK)
   FRAME_EW_BINARY_OPS(FRAME_TEST_CHECK)
 #undef FRAME_TEST_CHECK
+  // The variadic folds round after every step on cpu: generated where that is a no-op.
+  const DTypeSet fold_types{DTypeCode::kFloat32, DTypeCode::kFloat64};
+#define FRAME_TEST_CHECK(name, F, types, traits, doc) check(#name, types& fold_types);
+  FRAME_EW_VARIADIC_OPS(FRAME_TEST_CHECK)
+#undef FRAME_TEST_CHECK
   EXPECT_TRUE(missing.empty()) << "list ops without an OpenCL formula (ew_formulas.cpp): "
                                << ::testing::PrintToString(missing);
   EXPECT_NE(ops::KernelRegistry::global().find("fused_elementwise_internal", "intel_gpu"), nullptr);
@@ -139,6 +144,37 @@ TEST(IntelGpu, FusedGroupInF64WithAttributes) {
     const double elu = xs[i] < 0 ? 0.25 * std::expm1(xs[i]) : xs[i];
     EXPECT_NEAR(out->at("y").data<double>()[i], elu * xs[i] - 0.5, 1e-14) << i;
   }
+}
+
+TEST(IntelGpu, FusedGroupWithVariadicNodes) {
+  REQUIRE_INTEL_GPU();
+  // y = max(x * x, w, 0.25) - mean(x, w): folds of three and two inputs inside one body.
+  ir::Graph g("variadic");
+  const ir::TensorType t{DTypeCode::kFloat32, {4}};
+  ir::ValueId x = g.add_input("x", t);
+  ir::ValueId w = g.add_input("w", t);
+  ir::ValueId q = g.add_constant("q", Tensor::from_vector<float>({}, {0.25F}));
+  auto sq = g.create_node("mul", "sq", {x, x}, 1, {}, {"sq"});
+  auto mx = g.create_node("max", "mx", {g.node(*sq).outputs[0], w, q}, 1, {}, {"mx"});
+  auto mn = g.create_node("mean", "mn", {x, w}, 1, {}, {"mn"});
+  auto y =
+      g.create_node("sub", "y", {g.node(*mx).outputs[0], g.node(*mn).outputs[0]}, 1, {}, {"y"});
+  g.add_output(g.node(*y).outputs[0]);
+  CompileOptions o = gpu_options();
+  o.strict = true;
+  auto exe = compile(g, o);
+  ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+  ASSERT_EQ(exe->report().placements.size(), 1U);
+  EXPECT_EQ(exe->report().placements[0].backend, "intel_gpu");
+  const std::vector<float> xs = {-2.0F, 0.25F, std::nanf(""), 0.75F};
+  const std::vector<float> ws = {1.0F, -3.0F, 0.5F, 0.125F};
+  auto out = exe->run(
+      {{"x", Tensor::from_vector<float>({4}, xs)}, {"w", Tensor::from_vector<float>({4}, ws)}});
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  const float* got = out->at("y").data<float>();
+  const double expect[] = {4.0 - (-0.5), 0.25 - (-1.375), 0.0, 0.5625 - 0.4375};
+  for (size_t i : {0U, 1U, 3U}) EXPECT_NEAR(got[i], expect[i], 1e-6) << i;
+  EXPECT_TRUE(std::isnan(got[2])) << "a NaN operand of max gives NaN (numpy.maximum)";
 }
 
 #ifdef FRAME_HAVE_INTEL_GPU

@@ -73,7 +73,7 @@ constexpr std::string_view kFusedKernelName = "frame_fused";
 std::string library_source(const ClType& t) {
   std::string s = cl_type_prelude(t) + ew_prelude();
   for (const EwOp& op : ew_ops()) {
-    if (op.formula == nullptr || !op.dtypes.contains(t.dtype)) continue;
+    if (op.formula == nullptr || op.arity == kVariadic || !op.dtypes.contains(t.dtype)) continue;
     s += signature(kernel_name(op), t, static_cast<size_t>(op.arity), op.bool_out, true);
     s += " {\n" + index_code(static_cast<size_t>(op.arity));
     if (op.arity == 1) {
@@ -253,6 +253,43 @@ Result<std::shared_ptr<void>> ew_prepare(const NodeContext& ctx) {
   return std::shared_ptr<void>(std::move(l));
 }
 
+// ---- variadic list ops (sum, mean, max, min) ----
+
+// The fold rounds to the storage type after every step on the cpu; generated for the dtypes
+// whose compute type is the storage type, where that rounding is a no-op.
+constexpr DTypeSet kVariadicTypes{DTypeCode::kFloat32, DTypeCode::kFloat64};
+constexpr std::string_view kVariadicKernelName = "frame_variadic";
+
+// One kernel per (op, dtype, input count): the binary step folds the inputs left to right.
+std::string variadic_source(const EwOp& op, const ClType& t, size_t n) {
+  std::string s = cl_type_prelude(t) + ew_prelude();
+  s += fmt::format("inline T frame_fold_step(const T a, const T b) {{ return {}; }}\n",
+                   op.formula->expr);
+  s += signature(kVariadicKernelName, t, n, false, false) + " {\n" + index_code(n);
+  s += fmt::format("  T acc = {};\n", cl_load(t, "in0", "idx0"));
+  for (size_t k = 1; k < n; ++k) {
+    s += fmt::format("  acc = frame_fold_step(acc, {});\n",
+                     cl_load(t, fmt::format("in{}", k), fmt::format("idx{}", k)));
+  }
+  if (op.mean) s += fmt::format("  acc = acc / (T){};\n", n);
+  s += fmt::format("  {}\n}}\n", cl_store(t, "out", "i", "acc"));
+  return s;
+}
+
+Result<std::shared_ptr<void>> variadic_prepare(const NodeContext& ctx) {
+  Result<const ClType*> t = runnable_type(ctx);
+  if (!t.is_ok()) return t.status().with_prefix(where(ctx));
+  const EwOp* op = find_ew_op(ctx.op);
+  if (op == nullptr || op->formula == nullptr || op->arity != kVariadic) {
+    return ctx.error("intel_gpu: no OpenCL formula for op '{}'", ctx.op);
+  }
+  FRAME_ASSIGN_OR_RETURN(Shape out_shape, broadcast_shapes(ctx));
+  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l,
+                         make_launch(ctx, **t, variadic_source(*op, **t, ctx.num_inputs()),
+                                     kVariadicKernelName, out_shape, dtype_size((*t)->dtype)));
+  return std::shared_ptr<void>(std::move(l));
+}
+
 // ---- fused_elementwise_internal ----
 
 // Fused groups are generated for these; f16/bf16 bodies would need the per-op rounding of
@@ -283,8 +320,12 @@ Result<std::string> fused_source(const NodeContext& ctx, const ClType& t, const 
   for (ir::NodeId id : order) {
     const ir::Node& n = body.node(id);
     const EwOp* op = find_ew_op(n.op);
-    if (op == nullptr || op->formula == nullptr || op->bool_out ||
-        n.inputs.size() != static_cast<size_t>(op->arity) || n.outputs.size() != 1) {
+    const bool arity_ok =
+        op != nullptr &&
+        (op->arity == kVariadic ? !n.inputs.empty()
+                                : n.inputs.size() == static_cast<size_t>(op->arity));
+    if (op == nullptr || op->formula == nullptr || op->bool_out || !arity_ok ||
+        n.outputs.size() != 1) {
       return unimplemented("fused body node '{}' ({}) has no OpenCL formula", n.name, n.op);
     }
     for (ir::ValueId v : n.inputs) {
@@ -304,10 +345,19 @@ Result<std::string> fused_source(const NodeContext& ctx, const ClType& t, const 
         "inline T f{}({}) {{\n  const T p0 = {};\n  const T p1 = {};\n  return (T)({});\n}}\n",
         fn_index, args, cl_literal(p[0], t.fp64), cl_literal(p[1], t.fp64), op->formula->expr);
     const std::string result = fmt::format("v{}", fn_index);
-    code += fmt::format("  const T {} = f{}({}", result, fn_index,
-                        var[static_cast<size_t>(n.inputs[0])]);
-    if (op->arity == 2) code += ", " + var[static_cast<size_t>(n.inputs[1])];
-    code += ");\n";
+    std::string call;
+    if (op->arity == kVariadic) {  // left fold of the binary step, as the cpu kernel does
+      call = var[static_cast<size_t>(n.inputs[0])];
+      for (size_t k = 1; k < n.inputs.size(); ++k) {
+        call = fmt::format("f{}({}, {})", fn_index, call, var[static_cast<size_t>(n.inputs[k])]);
+      }
+      if (op->mean) call = fmt::format("({}) / (T){}", call, n.inputs.size());
+    } else {
+      call = fmt::format("f{}({}", fn_index, var[static_cast<size_t>(n.inputs[0])]);
+      if (op->arity == 2) call += ", " + var[static_cast<size_t>(n.inputs[1])];
+      call += ")";
+    }
+    code += fmt::format("  const T {} = {};\n", result, call);
     var[static_cast<size_t>(n.outputs[0])] = result;
     ++fn_index;
   }
@@ -350,14 +400,16 @@ Result<std::shared_ptr<void>> fused_prepare(const NodeContext& ctx) {
 [[maybe_unused]] const bool kRegistered = [] {
   for (const EwOp& op : ew_ops()) {
     const DTypeSet types = op.dtypes & kClTypes;
-    if (types.mask == 0 || op.formula == nullptr) continue;
+    const bool variadic = op.arity == kVariadic;
+    const DTypeSet kernel_types = variadic ? types & kVariadicTypes : types;
+    if (kernel_types.mask == 0 || op.formula == nullptr) continue;
     ops::KernelDef def;
     def.op = std::string(op.op);
     def.backend = std::string(kBackendName);
     def.fn = run_launch;
-    def.prepare = ew_prepare;
+    def.prepare = variadic ? variadic_prepare : ew_prepare;
     def.accepts = ew_accepts;
-    def.dtypes = types;
+    def.dtypes = kernel_types;
     def.file = __FILE__;
     def.line = __LINE__;
     ops::KernelRegistry::global().register_kernel(std::move(def));

@@ -71,6 +71,11 @@ constexpr EwFormula kFormulas[] = {
     {"less_equal", "a <= b"},
     {"greater", "a > b"},
     {"greater_equal", "a >= b"},
+    // variadic: the binary step of the left fold
+    {"sum", "a + b"},
+    {"mean", "a + b"},
+    {"max", "frame_max(a, b)"},
+    {"min", "frame_min(a, b)"},
 };
 
 const EwFormula* find_formula(std::string_view op) {
@@ -107,13 +112,18 @@ constexpr bool kBoolOut = std::is_same_v<typename F<float>::out_type, bool>;
 std::vector<EwOp> make_ops() {
   std::vector<EwOp> ops;
 #define FRAME_CL_UNARY(name, F, types, traits, doc) \
-  ops.push_back({#name, 1, types, kBoolOut<ew::F>, &params_of<ew::F>, find_formula(#name)});
+  ops.push_back({#name, 1, false, types, kBoolOut<ew::F>, &params_of<ew::F>, find_formula(#name)});
 #define FRAME_CL_BINARY(name, F, types, traits, doc) \
-  ops.push_back({#name, 2, types, kBoolOut<ew::F>, &params_of<ew::F>, find_formula(#name)});
+  ops.push_back({#name, 2, false, types, kBoolOut<ew::F>, &params_of<ew::F>, find_formula(#name)});
+#define FRAME_CL_VARIADIC(name, F, types, traits, doc)                                        \
+  ops.push_back({#name, kVariadic, std::string_view(#name) == "mean", types, kBoolOut<ew::F>, \
+                 &params_of<ew::F>, find_formula(#name)});
   FRAME_EW_UNARY_OPS(FRAME_CL_UNARY)
   FRAME_EW_BINARY_OPS(FRAME_CL_BINARY)
+  FRAME_EW_VARIADIC_OPS(FRAME_CL_VARIADIC)
 #undef FRAME_CL_UNARY
 #undef FRAME_CL_BINARY
+#undef FRAME_CL_VARIADIC
   return ops;
 }
 
@@ -139,6 +149,9 @@ std::string ew_prelude() {
   return e / ((T)1 + e);
 }
 inline T frame_softplus(T x) { return (x > (T)0 ? x : (T)0) + log1p(exp(-fabs(x))); }
+// numpy.maximum/minimum: a NaN operand gives NaN (MaxOp, MinOp).
+inline T frame_max(T a, T b) { return isnan(a) || isnan(b) ? (isnan(a) ? a : b) : (a < b ? b : a); }
+inline T frame_min(T a, T b) { return isnan(a) || isnan(b) ? (isnan(a) ? a : b) : (b < a ? b : a); }
 inline T frame_clamp01(T v) { return v < (T)0 ? (T)0 : (v > (T)1 ? (T)1 : v); }
 inline T frame_mod(T a, T b, T c_fmod) {
   T r = fmod(a, b);

@@ -2,8 +2,9 @@
 /// \file
 /// OpenCL C spellings of the elementwise list functors (include/frame/ops/elementwise.h), one
 /// per op, and the list entries they belong to. The op lists stay the single declaration of
-/// the family: every entry of FRAME_EW_UNARY_OPS / FRAME_EW_BINARY_OPS becomes an EwOp here
-/// (its dtypes, whether it yields bool, how its attributes become the parameters p0, p1), and
+/// the family: every entry of FRAME_EW_UNARY_OPS / _BINARY_OPS / _VARIADIC_OPS becomes an EwOp
+/// here (its dtypes, whether it yields bool, how its attributes become the parameters p0, p1),
+/// and
 /// an entry whose dtypes include f32 without a spelling gets no intel_gpu kernel, which
 /// tests/cpp/intel_gpu/ reports as a failure.
 ///
@@ -32,17 +33,24 @@ struct EwFormula {
 /// Parameters p0, p1 of one node, from its attributes (or the functor's declared defaults).
 using EwParamsFn = std::array<double, 2> (*)(const ops::NodeContext&, std::string_view);
 
+/// EwOp::arity of the variadic list's entries.
+inline constexpr int kVariadic = -1;
+
 /// One entry of the elementwise lists, as the intel_gpu kernels see it.
 struct EwOp {
   std::string_view op;
-  int arity = 1;          ///< 1 (FRAME_EW_UNARY_OPS) or 2 (FRAME_EW_BINARY_OPS)
+  /// 1 (FRAME_EW_UNARY_OPS), 2 (FRAME_EW_BINARY_OPS) or kVariadic (FRAME_EW_VARIADIC_OPS:
+  /// the binary formula folds the inputs left to right)
+  int arity = 1;
+  bool mean = false;      ///< variadic `mean`: the fold is divided by the input count
   DTypeSet dtypes;        ///< the list entry's input dtypes
   bool bool_out = false;  ///< the functor's out_type is bool (stored as uchar)
   EwParamsFn params = nullptr;
   const EwFormula* formula = nullptr;  ///< nullptr: no spelling (no intel_gpu kernel)
 };
 
-/// Every entry of FRAME_EW_UNARY_OPS and FRAME_EW_BINARY_OPS, in list order.
+/// Every entry of FRAME_EW_UNARY_OPS, FRAME_EW_BINARY_OPS and FRAME_EW_VARIADIC_OPS, in list
+/// order.
 std::span<const EwOp> ew_ops();
 
 /// The entry for `op`, or nullptr when the op is in neither list.
