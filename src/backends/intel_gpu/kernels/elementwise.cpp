@@ -18,6 +18,7 @@
 
 #include "backends/intel_gpu/cl_types.h"
 #include "backends/intel_gpu/kernels/ew_formulas.h"
+#include "backends/intel_gpu/kernels/launch.h"
 #include "backends/intel_gpu/opencl.h"
 #include "frame/core/tensor.h"
 #include "frame/ops/kernel_registry.h"
@@ -28,22 +29,6 @@ namespace {
 
 using ops::KernelContext;
 using ops::NodeContext;
-
-// The index arithmetic shared by every generated kernel: `idx<k>` is the element of input k
-// read for output element i.
-std::string index_code(size_t num_inputs) {
-  std::string s = "  const int i = (int)get_global_id(0);\n";
-  for (size_t k = 0; k < num_inputs; ++k) s += fmt::format("  int idx{} = i;\n", k);
-  s += "  if (rank > 0) {\n    int rem = i;\n";
-  for (size_t k = 0; k < num_inputs; ++k) s += fmt::format("    idx{} = 0;\n", k);
-  s += "    for (int d = rank - 1; d >= 0; --d) {\n"
-       "      const int q = rem % meta[d];\n      rem /= meta[d];\n";
-  for (size_t k = 0; k < num_inputs; ++k) {
-    s += fmt::format("      idx{} += q * meta[{} * rank + d];\n", k, k + 1);
-  }
-  s += "    }\n  }\n";
-  return s;
-}
 
 // Kernel signature: inputs..., output, rank, meta[, p0, p1].
 std::string signature(std::string_view name, const ClType& t, size_t num_inputs, bool bool_out,
@@ -87,146 +72,17 @@ std::string library_source(const ClType& t) {
   return s;
 }
 
-// numpy broadcast of the input shapes.
-Result<Shape> broadcast_shapes(const NodeContext& ctx) {
-  Shape out;
-  for (const ir::TensorType& t : ctx.input_types) {
-    const Shape& s = t.shape;
-    if (s.size() > out.size()) out.insert(out.begin(), s.size() - out.size(), 1);
-    for (size_t i = 0; i < s.size(); ++i) {
-      int64_t& o = out[out.size() - s.size() + i];
-      if (o == 1) {
-        o = s[i];
-      } else if (s[i] != 1 && s[i] != o) {
-        return ctx.error("shapes do not broadcast");
-      }
-    }
-  }
-  return out;
-}
-
-// Device buffers, kernel and launch geometry of one node.
-struct Launch {
-  const Device* dev = nullptr;
-  ClKernel kernel;
-  std::vector<ClMem> inputs;
-  std::vector<size_t> in_bytes;
-  ClMem output;
-  size_t out_bytes = 0;
-  ClMem meta;
-  size_t global = 0;  // output elements
-  std::mutex mu;      // guards the buffers' contents during a run
-};
-
-// Prefix of prepare-time errors: the lowering prefixes accepts() reasons with the backend.
-std::string where(const NodeContext& ctx) {
-  return fmt::format("node '{}' ({}): intel_gpu: ", ctx.node_name, ctx.op);
-}
-
-// The dtype spelling of the node (input 0's dtype), or why the node cannot run on intel_gpu
-// beyond the kernel's dtype set: no device, no fp64 on the device, 32-bit index overflow.
-Result<const ClType*> runnable_type(const NodeContext& ctx) {
-  const Device* dev = selected_device();
-  if (dev == nullptr) return unimplemented("{}", unavailable_reason());
-  const ClType* t = ctx.num_inputs() == 0 ? nullptr : cl_type(ctx.input_types[0].dtype);
-  if (t == nullptr) return unimplemented("no OpenCL spelling of the node's dtype");
-  if (t->fp64 && !dev->fp64) {
-    return unimplemented("the OpenCL device '{}' has no cl_khr_fp64", dev->device_name);
-  }
-  for (const ir::TensorType& in : ctx.input_types) {
-    if (numel_of(in.shape) > INT_MAX) {
-      return unimplemented("inputs of more than 2^31 - 1 elements (32-bit indices)");
-    }
-    if (in.dtype != t->dtype) {
-      return unimplemented("inputs of different dtypes");
-    }
-  }
-  return t;
-}
-
-// Buffers, meta, kernel and its first arguments (inputs, output, rank, meta) for `out_shape`.
-Result<std::shared_ptr<Launch>> make_launch(const NodeContext& ctx, const ClType& t,
-                                            const std::string& source, std::string_view name,
-                                            const Shape& out_shape, size_t out_elem_bytes) {
-  const Device* dev = selected_device();
-  if (dev == nullptr) return ctx.error("intel_gpu: {}", unavailable_reason());
-  auto l = std::make_shared<Launch>();
-  l->dev = dev;
-  Result<ClKernel> kernel = make_kernel(*dev, source, cl_build_options(t), name);
-  if (!kernel.is_ok()) return kernel.status().with_prefix(where(ctx));
-  l->kernel = std::move(kernel).value();
-  const int64_t n = numel_of(out_shape);
-  if (n > INT_MAX) return ctx.error("intel_gpu: output of {} elements exceeds 2^31 - 1", n);
-  l->global = static_cast<size_t>(n);
-  l->out_bytes = l->global * out_elem_bytes;
-  const size_t r = out_shape.size();
-  std::vector<cl_int> meta(r * (ctx.num_inputs() + 1), 0);
-  bool same_size = true;
-  for (size_t d = 0; d < r; ++d) meta[d] = static_cast<cl_int>(out_shape[d]);
-  for (size_t k = 0; k < ctx.num_inputs(); ++k) {
-    const Shape& s = ctx.input_types[k].shape;
-    same_size = same_size && numel_of(s) == n;
-    int64_t stride = 1;
-    for (size_t j = s.size(); j-- > 0;) {
-      const size_t d = r - s.size() + j;
-      meta[(k + 1) * r + d] = s[j] == 1 ? 0 : static_cast<cl_int>(stride);
-      stride *= s[j];
-    }
-    l->in_bytes.push_back(static_cast<size_t>(numel_of(s)) * dtype_size(t.dtype));
-    FRAME_ASSIGN_OR_RETURN(ClMem m, make_buffer(*dev, l->in_bytes.back(), CL_MEM_READ_ONLY,
-                                                fmt::format("input {}", k)));
-    l->inputs.push_back(std::move(m));
-  }
-  FRAME_ASSIGN_OR_RETURN(l->output, make_buffer(*dev, l->out_bytes, CL_MEM_WRITE_ONLY, "output"));
-  FRAME_ASSIGN_OR_RETURN(l->meta, make_buffer(*dev, meta.size() * sizeof(cl_int), CL_MEM_READ_ONLY,
-                                              "broadcast strides"));
-  if (!meta.empty()) {
-    const cl_int e =
-        clEnqueueWriteBuffer(dev->queue, l->meta.get(), CL_TRUE, 0, meta.size() * sizeof(cl_int),
-                             meta.data(), 0, nullptr, nullptr);
-    if (e != CL_SUCCESS) return ctx.error("intel_gpu: writing strides: {}", cl_error_name(e));
-  }
-  const cl_int rank = same_size ? 0 : static_cast<cl_int>(r);
-  cl_uint a = 0;
-  for (const ClMem& m : l->inputs) FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), a++, m.get()));
-  FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), a++, l->output.get()));
-  FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), a++, rank));
-  FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), a++, l->meta.get()));
-  return l;
-}
-
-Status run_launch(KernelContext& ctx) {
-  auto* l = static_cast<Launch*>(ctx.state);
-  Tensor& out = ctx.output(0);
-  if (static_cast<size_t>(out.numel()) != l->global) {
-    return ctx.node->error("intel_gpu: output has {} elements, prepared for {}", out.numel(),
-                           l->global);
-  }
-  if (l->global == 0) return Status();
-  const cl_command_queue q = l->dev->queue;
-  std::lock_guard lock(l->mu);
-  for (size_t k = 0; k < l->inputs.size(); ++k) {
-    const Tensor& in = ctx.input(k);
-    if (in.nbytes() != l->in_bytes[k]) {
-      return ctx.node->error("intel_gpu: input {} has {} bytes, prepared for {}", k, in.nbytes(),
-                             l->in_bytes[k]);
-    }
-    const cl_int e = clEnqueueWriteBuffer(q, l->inputs[k].get(), CL_FALSE, 0, l->in_bytes[k],
-                                          in.raw_data(), 0, nullptr, nullptr);
-    if (e != CL_SUCCESS) {
-      return ctx.node->error("intel_gpu: copying input {} to the device: {}", k, cl_error_name(e));
-    }
-  }
-  cl_int e = clEnqueueNDRangeKernel(q, l->kernel.get(), 1, nullptr, &l->global, nullptr, 0, nullptr,
-                                    nullptr);
-  if (e != CL_SUCCESS) return ctx.node->error("intel_gpu: kernel launch: {}", cl_error_name(e));
-  // Blocking: the in-order queue has finished the copies and the kernel when it returns.
-  e = clEnqueueReadBuffer(q, l->output.get(), CL_TRUE, 0, l->out_bytes, out.raw_data(), 0, nullptr,
-                          nullptr);
-  if (e != CL_SUCCESS) {
-    return ctx.node->error("intel_gpu: copying the output to the host: {}", cl_error_name(e));
-  }
-  return Status();
+// A launch over float inputs of type `t`, one work-item per output element.
+LaunchSpec float_spec(const ClType& t, std::string source, std::string name, Shape out_shape,
+                      bool bool_out) {
+  LaunchSpec spec;
+  spec.source = std::move(source);
+  spec.options = cl_build_options(t);
+  spec.name = std::move(name);
+  spec.out_shape = std::move(out_shape);
+  spec.in_elem_bytes = dtype_size(t.dtype);
+  spec.out_elem_bytes = bool_out ? 1 : spec.in_elem_bytes;
+  return spec;
 }
 
 // ---- list ops ----
@@ -242,8 +98,8 @@ Result<std::shared_ptr<void>> ew_prepare(const NodeContext& ctx) {
   }
   FRAME_ASSIGN_OR_RETURN(Shape out_shape, broadcast_shapes(ctx));
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l,
-                         make_launch(ctx, **t, library_source(**t), kernel_name(*op), out_shape,
-                                     op->bool_out ? 1 : dtype_size((*t)->dtype)));
+                         make_launch(ctx, float_spec(**t, library_source(**t), kernel_name(*op),
+                                                     out_shape, op->bool_out)));
   const std::array<double, 2> p = op->params(ctx, op->formula->string_true);
   const auto at = static_cast<cl_uint>(op->arity) + 3;
   for (cl_uint k = 0; k < 2; ++k) {
@@ -284,9 +140,10 @@ Result<std::shared_ptr<void>> variadic_prepare(const NodeContext& ctx) {
     return ctx.error("intel_gpu: no OpenCL formula for op '{}'", ctx.op);
   }
   FRAME_ASSIGN_OR_RETURN(Shape out_shape, broadcast_shapes(ctx));
-  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l,
-                         make_launch(ctx, **t, variadic_source(*op, **t, ctx.num_inputs()),
-                                     kVariadicKernelName, out_shape, dtype_size((*t)->dtype)));
+  FRAME_ASSIGN_OR_RETURN(
+      std::shared_ptr<Launch> l,
+      make_launch(ctx, float_spec(**t, variadic_source(*op, **t, ctx.num_inputs()),
+                                  std::string(kVariadicKernelName), out_shape, false)));
   return std::shared_ptr<void>(std::move(l));
 }
 
@@ -393,7 +250,8 @@ Result<std::shared_ptr<void>> fused_prepare(const NodeContext& ctx) {
   if (!out.type) return ctx.error("fused body output has no type");
   FRAME_ASSIGN_OR_RETURN(
       std::shared_ptr<Launch> l,
-      make_launch(ctx, **t, *source, kFusedKernelName, out.type->shape, dtype_size((*t)->dtype)));
+      make_launch(ctx, float_spec(**t, std::move(source).value(), std::string(kFusedKernelName),
+                                  out.type->shape, false)));
   return std::shared_ptr<void>(std::move(l));
 }
 
