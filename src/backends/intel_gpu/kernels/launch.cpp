@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <climits>
 
 namespace frame::backends::intel_gpu {
@@ -81,12 +82,21 @@ Result<std::shared_ptr<Launch>> make_launch(const ops::NodeContext& ctx, const L
   l->work_items = spec.work_items.value_or(l->out_elems);
   l->out_bytes = l->out_elems * spec.out_elem_bytes;
   const size_t r = spec.out_shape.size();
-  std::vector<cl_int> meta(r * (ctx.num_inputs() + 1), 0);
+  const size_t num_inputs = spec.num_inputs.value_or(ctx.num_inputs());
+  std::vector<cl_int> meta(r * (num_inputs + 1), 0);
   bool same_size = !spec.strides.has_value();
   for (size_t d = 0; d < r; ++d) meta[d] = static_cast<cl_int>(spec.out_shape[d]);
-  for (size_t k = 0; k < ctx.num_inputs(); ++k) {
+  for (size_t k = 0; k < num_inputs; ++k) {
     const Shape& s = ctx.input_types[k].shape;
-    if (spec.strides.has_value()) {
+    if (!ctx.has_input(k)) {
+      l->in_bytes.push_back(0);
+      FRAME_ASSIGN_OR_RETURN(ClMem m, make_buffer(*dev, 0, CL_MEM_READ_ONLY, "absent input"));
+      l->inputs.push_back(std::move(m));
+      continue;
+    }
+    if (spec.raw_meta.has_value()) {
+      same_size = false;
+    } else if (spec.strides.has_value()) {
       const std::vector<int64_t>& st = (*spec.strides)[k];
       for (size_t d = 0; d < r; ++d) meta[(k + 1) * r + d] = static_cast<cl_int>(st[d]);
     } else {
@@ -103,6 +113,12 @@ Result<std::shared_ptr<Launch>> make_launch(const ops::NodeContext& ctx, const L
                                                 fmt::format("input {}", k)));
     l->inputs.push_back(std::move(m));
   }
+  if (spec.raw_meta.has_value()) {
+    meta.assign(spec.raw_meta->begin(), spec.raw_meta->end());
+    for (int64_t v : *spec.raw_meta) {
+      if (v > INT_MAX || v < INT_MIN) return ctx.error("intel_gpu: a size exceeds 32 bits");
+    }
+  }
   FRAME_ASSIGN_OR_RETURN(l->output, make_buffer(*dev, l->out_bytes, CL_MEM_WRITE_ONLY, "output"));
   FRAME_ASSIGN_OR_RETURN(
       l->meta, make_buffer(*dev, meta.size() * sizeof(cl_int), CL_MEM_READ_ONLY, "index strides"));
@@ -112,12 +128,20 @@ Result<std::shared_ptr<Launch>> make_launch(const ops::NodeContext& ctx, const L
                              meta.data(), 0, nullptr, nullptr);
     if (e != CL_SUCCESS) return ctx.error("intel_gpu: writing strides: {}", cl_error_name(e));
   }
-  const cl_int rank = same_size ? 0 : static_cast<cl_int>(r);
+  const cl_int rank = spec.raw_meta.has_value() ? static_cast<cl_int>(meta.size())
+                      : same_size               ? 0
+                                                : static_cast<cl_int>(r);
+  const size_t slots = std::max(spec.input_slots.value_or(l->inputs.size()), l->inputs.size());
+  Status st;
   cl_uint a = 0;
-  for (const ClMem& m : l->inputs) FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), a++, m.get()));
-  FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), a++, l->output.get()));
-  FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), a++, rank));
-  FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), a++, l->meta.get()));
+  for (size_t k = 0; k < slots && st.is_ok(); ++k) {
+    const ClMem& m = l->inputs.empty() ? l->output : l->inputs[std::min(k, l->inputs.size() - 1)];
+    st = set_arg(l->kernel.get(), a++, m.get());
+  }
+  if (st.is_ok()) st = set_arg(l->kernel.get(), a++, l->output.get());
+  if (st.is_ok()) st = set_arg(l->kernel.get(), a++, rank);
+  if (st.is_ok()) st = set_arg(l->kernel.get(), a++, l->meta.get());
+  if (!st.is_ok()) return st.with_prefix(where(ctx));
   return l;
 }
 
@@ -133,7 +157,7 @@ Status run_launch(ops::KernelContext& ctx) {
   std::lock_guard lock(l->mu);
   for (size_t k = 0; k < l->inputs.size(); ++k) {
     const Tensor& in = ctx.input(k);
-    if (in.nbytes() != l->in_bytes[k]) {
+    if ((in.defined() ? in.nbytes() : 0) != l->in_bytes[k]) {
       return ctx.node->error("intel_gpu: input {} has {} bytes, prepared for {}", k, in.nbytes(),
                              l->in_bytes[k]);
     }

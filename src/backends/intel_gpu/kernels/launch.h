@@ -5,7 +5,8 @@
 /// copy-in / launch / copy-out of a run. Kernels follow one argument convention:
 /// `(inputs..., out, int rank, __global const int* meta, extra...)`, where `meta` holds the
 /// output dims and, per input, the input stride of each output dim (0 where it broadcasts);
-/// `rank` 0 means every input is indexed like the output.
+/// `rank` 0 means every input is indexed like the output. Absent optional inputs get a dummy
+/// buffer and are not copied.
 
 #include <memory>
 #include <mutex>
@@ -47,6 +48,14 @@ struct LaunchSpec {
   std::optional<std::vector<std::vector<int64_t>>> strides;
   /// Work-items when not one per output element (e.g. one per softmax row).
   std::optional<size_t> work_items;
+  /// The whole `meta` buffer and `rank` argument for kernels with their own layout (conv,
+  /// pooling, gemm); replaces the strides above.
+  std::optional<std::vector<int64_t>> raw_meta;
+  /// Leading inputs the kernel reads (the rest, e.g. reshape's shape, stay on the host).
+  std::optional<size_t> num_inputs;
+  /// Input pointer parameters of the kernel when it declares more than it reads (an absent
+  /// bias); the extra ones are bound to the last input's buffer and never read.
+  std::optional<size_t> input_slots;
 };
 
 /// `const int i` (the work-item) and `int idx<k>` (input k's element) for `num_inputs`
