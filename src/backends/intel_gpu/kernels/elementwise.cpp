@@ -1,12 +1,8 @@
-// intel_gpu kernels of the elementwise lists (FRAME_EW_UNARY_OPS, FRAME_EW_BINARY_OPS) and of
-// `fused_elementwise_internal`, as OpenCL C generated from the formula table (ew_formulas.h).
-//
-// Memory (docs/backends/intel-gpu.md, "Host and device memory"): every node owns device
-// buffers for its inputs and output, made once at prepare from the inferred shapes; a run
-// copies the inputs to the device, launches one work-item per output element and reads the
-// output back, under the node's mutex (concurrent runs of one executable share the buffers).
-// Broadcasting is index arithmetic in the kernel: per output dim, the stride of each input
-// (0 where it broadcasts), from a small `meta` buffer; same-size inputs skip it (rank 0).
+// intel_gpu kernels of the elementwise lists (FRAME_EW_UNARY_OPS, _BINARY_OPS, _VARIADIC_OPS)
+// and of `fused_elementwise_internal`, as OpenCL C generated from the formula table
+// (ew_formulas.h). Buffers, copies and launch are launch.h's; broadcasting is index
+// arithmetic in the kernel (per output dim, the stride of each input, 0 where it
+// broadcasts), and same-size inputs skip it (rank 0).
 
 #include <fmt/format.h>
 
