@@ -76,6 +76,8 @@ constexpr EwFormula kFormulas[] = {
     {"mean", "a + b"},
     {"max", "frame_max(a, b)"},
     {"min", "frame_min(a, b)"},
+    // outside the lists: pow with base and exponent of one float dtype
+    {"pow", "pow(a, b)"},
 };
 
 const EwFormula* find_formula(std::string_view op) {
@@ -106,6 +108,8 @@ std::array<double, 2> params_of(const ops::NodeContext& ctx, std::string_view st
   return p;
 }
 
+std::array<double, 2> no_params(const ops::NodeContext&, std::string_view) { return {0.0, 0.0}; }
+
 template <template <typename> class F>
 constexpr bool kBoolOut = std::is_same_v<typename F<float>::out_type, bool>;
 
@@ -124,6 +128,9 @@ std::vector<EwOp> make_ops() {
 #undef FRAME_CL_UNARY
 #undef FRAME_CL_BINARY
 #undef FRAME_CL_VARIADIC
+  // ONNX Pow (not in the lists: its exponent may have another dtype; the kernels run it when
+  // both are the same float dtype, where the cpu computes std::pow in that type).
+  ops.push_back({"pow", 2, false, kFloatDTypes, false, &no_params, find_formula("pow")});
   return ops;
 }
 

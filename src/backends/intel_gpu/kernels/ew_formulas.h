@@ -50,7 +50,7 @@ struct EwOp {
 };
 
 /// Every entry of FRAME_EW_UNARY_OPS, FRAME_EW_BINARY_OPS and FRAME_EW_VARIADIC_OPS, in list
-/// order.
+/// order, then `pow` (same-dtype float base and exponent).
 std::span<const EwOp> ew_ops();
 
 /// The entry for `op`, or nullptr when the op is in neither list.
