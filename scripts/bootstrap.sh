@@ -22,6 +22,7 @@ PACKAGES=(
   python3-dev pybind11-dev python3-pybind11 python3-venv python3-pip python3-setuptools
   python3-numpy python3-pytest python3-onnx python3-torch python3-torchvision
   graphviz
+  pocl-opencl-icd clinfo  # an OpenCL device on the CPU: the intel_gpu backend's tests run on it
 )
 if [ "${1:-}" = "--main" ]; then PACKAGES=("${MAIN_PACKAGES[@]}"); fi
 

@@ -10,6 +10,7 @@
 #include <set>
 #include <shared_mutex>
 
+#include "frame/ops/backend_availability.h"
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/op_registry.h"
 #include "frame/runtime/backend.h"
@@ -70,6 +71,8 @@ class KernelBackend final : public Backend {
   explicit KernelBackend(std::string name) : name_(std::move(name)) {}
   std::string_view name() const override { return name_; }
   Granularity granularity() const override { return Granularity::kPerKernel; }
+  // A device backend's layer registers a probe (ops::register_availability_probe).
+  std::string unavailable_reason() const override { return ops::backend_unavailable_reason(name_); }
   Result<std::unique_ptr<CompiledPart>> compile(const PartSpec& part) const override {
     if (part.graph == nullptr || part.nodes.size() != 1) {
       return internal_error("backend '{}': a per-kernel part holds exactly one node", name_);

@@ -41,6 +41,7 @@ struct RunOptions {
   bool json = false;
   bool kernels = false;
   bool profile = false;
+  bool strict = false;
   std::string profile_json;
   std::string max_memory;
 } g_run;
@@ -119,6 +120,7 @@ int run_run() {
   runtime::SessionOptions so;
   so.compile.backends = *backends;
   so.compile.num_threads = o.threads;
+  so.compile.strict = o.strict;
   onnx::LoadOptions lo;
   if (!o.max_memory.empty()) {
     Result<size_t> max_memory = parse_byte_size(o.max_memory);
@@ -322,6 +324,9 @@ CommandRegistration reg{Command{
                       "Memory limit, e.g. 512M or 4G: compiling refuses a model whose run "
                       "would hold more (arena + constants), or a larger tensor; default 3/4 of "
                       "physical memory (docs/security.md)");
+      sub->add_flag("--strict", g_run.strict,
+                    "Lowering's strict mode: a node that no backend of the chain runs with its "
+                    "own kernel (decomposition or cpu fallback) is an error naming it");
       sub->add_flag("--kernels", g_run.kernels,
                     "Also print the backend and path of every node, and why each alternative "
                     "was rejected");

@@ -1,0 +1,65 @@
+// OpenCL C spellings of the float dtypes (cl_types.h).
+
+#include "backends/intel_gpu/cl_types.h"
+
+#include <fmt/format.h>
+
+namespace frame::backends::intel_gpu {
+namespace {
+
+constexpr ClType kTypes[] = {
+    {DTypeCode::kFloat32, "float", "float", false},
+    {DTypeCode::kFloat64, "double", "double", true},
+    {DTypeCode::kFloat16, "half", "float", false},     // vload_half / vstore_half_rte
+    {DTypeCode::kBFloat16, "ushort", "float", false},  // upper 16 bits of a float
+};
+
+}  // namespace
+
+const ClType* cl_type(DTypeCode d) {
+  for (const ClType& t : kTypes) {
+    if (t.dtype == d) return &t;
+  }
+  return nullptr;
+}
+
+std::string cl_type_prelude(const ClType& t) {
+  std::string s = t.fp64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "";
+  s += fmt::format("typedef {} T;\n", t.compute);
+  if (t.dtype == DTypeCode::kBFloat16) {
+    // Same rounding as frame::BFloat16::from_float (NaN keeps a quiet NaN).
+    s += R"(inline float frame_bf16_load(ushort b) { return as_float((uint)b << 16); }
+inline ushort frame_bf16_store(float f) {
+  uint u = as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (ushort)(u >> 16);
+}
+)";
+  }
+  return s;
+}
+
+std::string cl_load(const ClType& t, std::string_view ptr, std::string_view idx) {
+  if (t.dtype == DTypeCode::kFloat16) return fmt::format("vload_half({}, {})", idx, ptr);
+  if (t.dtype == DTypeCode::kBFloat16) return fmt::format("frame_bf16_load({}[{}])", ptr, idx);
+  return fmt::format("{}[{}]", ptr, idx);
+}
+
+std::string cl_store(const ClType& t, std::string_view ptr, std::string_view idx,
+                     std::string_view value) {
+  if (t.dtype == DTypeCode::kFloat16) {
+    return fmt::format("vstore_half_rte((float)({}), {}, {});", value, idx, ptr);
+  }
+  if (t.dtype == DTypeCode::kBFloat16) {
+    return fmt::format("{}[{}] = frame_bf16_store((float)({}));", ptr, idx, value);
+  }
+  return fmt::format("{}[{}] = (T)({});", ptr, idx, value);
+}
+
+std::string_view cl_build_options(const ClType& t) {
+  return t.fp64 ? "-cl-fp32-correctly-rounded-divide-sqrt"
+                : "-cl-fp32-correctly-rounded-divide-sqrt -cl-single-precision-constant";
+}
+
+}  // namespace frame::backends::intel_gpu

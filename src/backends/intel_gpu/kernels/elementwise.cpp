@@ -1,0 +1,281 @@
+// intel_gpu kernels of the elementwise lists (FRAME_EW_UNARY_OPS, _BINARY_OPS, _VARIADIC_OPS)
+// and of `fused_elementwise_internal`, as OpenCL C generated from the formula table
+// (ew_formulas.h). Buffers, copies and launch are launch.h's; broadcasting is index
+// arithmetic in the kernel (per output dim, the stride of each input, 0 where it
+// broadcasts), and same-size inputs skip it (rank 0).
+
+#include <fmt/format.h>
+
+#include <climits>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backends/intel_gpu/cl_types.h"
+#include "backends/intel_gpu/kernels/ew_formulas.h"
+#include "backends/intel_gpu/kernels/launch.h"
+#include "backends/intel_gpu/opencl.h"
+#include "frame/core/tensor.h"
+#include "frame/ops/kernel_registry.h"
+#include "frame/ops/op_registry.h"
+
+namespace frame::backends::intel_gpu {
+namespace {
+
+using ops::KernelContext;
+using ops::NodeContext;
+
+// Kernel signature: inputs..., output, rank, meta[, p0, p1].
+std::string signature(std::string_view name, const ClType& t, size_t num_inputs, bool bool_out,
+                      bool with_params) {
+  std::string s = fmt::format("__kernel void {}(", name);
+  for (size_t k = 0; k < num_inputs; ++k) {
+    s += fmt::format("__global const {}* in{}, ", t.pointee, k);
+  }
+  s += fmt::format("__global {}* out, const int rank, __global const int* meta",
+                   bool_out ? "uchar" : t.pointee);
+  if (with_params) s += ", const T p0, const T p1";
+  return s + ")";
+}
+
+// Writes `value` (an expression in T) to out[i]: bool as 0/1, floats rounded to storage.
+std::string store_out(const ClType& t, bool bool_out, const std::string& value) {
+  if (bool_out) return fmt::format("out[i] = (uchar)(({}) ? 1 : 0);", value);
+  return cl_store(t, "out", "i", value);
+}
+
+std::string kernel_name(const EwOp& op) { return fmt::format("frame_op_{}", op.op); }
+constexpr std::string_view kFusedKernelName = "frame_fused";
+
+// Every list op with a formula for dtype `t`, as one program: its parameters are kernel
+// arguments, so one build per dtype per process serves every node of every op (and PoCL
+// compiles each kernel to machine code lazily, at its first launch).
+std::string library_source(const ClType& t) {
+  std::string s = cl_type_prelude(t) + ew_prelude();
+  for (const EwOp& op : ew_ops()) {
+    if (op.formula == nullptr || op.arity == kVariadic || !op.dtypes.contains(t.dtype)) continue;
+    s += signature(kernel_name(op), t, static_cast<size_t>(op.arity), op.bool_out, true);
+    s += " {\n" + index_code(static_cast<size_t>(op.arity));
+    if (op.arity == 1) {
+      s += fmt::format("  const T x = {};\n", cl_load(t, "in0", "idx0"));
+    } else {
+      s += fmt::format("  const T a = {};\n  const T b = {};\n", cl_load(t, "in0", "idx0"),
+                       cl_load(t, "in1", "idx1"));
+    }
+    s += fmt::format("  {}\n}}\n", store_out(t, op.bool_out, std::string(op.formula->expr)));
+  }
+  return s;
+}
+
+// A launch over float inputs of type `t`, one work-item per output element.
+LaunchSpec float_spec(const ClType& t, std::string source, std::string name, Shape out_shape,
+                      bool bool_out) {
+  LaunchSpec spec;
+  spec.source = std::move(source);
+  spec.options = cl_build_options(t);
+  spec.name = std::move(name);
+  spec.out_shape = std::move(out_shape);
+  spec.in_elem_bytes = dtype_size(t.dtype);
+  spec.out_elem_bytes = bool_out ? 1 : spec.in_elem_bytes;
+  return spec;
+}
+
+// ---- list ops ----
+
+Status ew_accepts(const NodeContext& ctx) { return runnable_type(ctx).status(); }
+
+Result<std::shared_ptr<void>> ew_prepare(const NodeContext& ctx) {
+  Result<const ClType*> t = runnable_type(ctx);
+  if (!t.is_ok()) return t.status().with_prefix(where(ctx));
+  const EwOp* op = find_ew_op(ctx.op);
+  if (op == nullptr || op->formula == nullptr) {
+    return ctx.error("intel_gpu: no OpenCL formula for op '{}'", ctx.op);
+  }
+  FRAME_ASSIGN_OR_RETURN(Shape out_shape, broadcast_shapes(ctx));
+  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l,
+                         make_launch(ctx, float_spec(**t, library_source(**t), kernel_name(*op),
+                                                     out_shape, op->bool_out)));
+  const std::array<double, 2> p = op->params(ctx, op->formula->string_true);
+  const auto at = static_cast<cl_uint>(op->arity) + 3;
+  for (cl_uint k = 0; k < 2; ++k) {
+    FRAME_RETURN_IF_ERROR((*t)->fp64 ? set_arg(l->kernel.get(), at + k, p[k])
+                                     : set_arg(l->kernel.get(), at + k, static_cast<float>(p[k])));
+  }
+  return std::shared_ptr<void>(std::move(l));
+}
+
+// ---- variadic list ops (sum, mean, max, min) ----
+
+// The fold rounds to the storage type after every step on the cpu; generated for the dtypes
+// whose compute type is the storage type, where that rounding is a no-op.
+constexpr DTypeSet kVariadicTypes{DTypeCode::kFloat32, DTypeCode::kFloat64};
+constexpr std::string_view kVariadicKernelName = "frame_variadic";
+
+// One kernel per (op, dtype, input count): the binary step folds the inputs left to right.
+std::string variadic_source(const EwOp& op, const ClType& t, size_t n) {
+  std::string s = cl_type_prelude(t) + ew_prelude();
+  s += fmt::format("inline T frame_fold_step(const T a, const T b) {{ return {}; }}\n",
+                   op.formula->expr);
+  s += signature(kVariadicKernelName, t, n, false, false) + " {\n" + index_code(n);
+  s += fmt::format("  T acc = {};\n", cl_load(t, "in0", "idx0"));
+  for (size_t k = 1; k < n; ++k) {
+    s += fmt::format("  acc = frame_fold_step(acc, {});\n",
+                     cl_load(t, fmt::format("in{}", k), fmt::format("idx{}", k)));
+  }
+  if (op.mean) s += fmt::format("  acc = acc / (T){};\n", n);
+  s += fmt::format("  {}\n}}\n", cl_store(t, "out", "i", "acc"));
+  return s;
+}
+
+Result<std::shared_ptr<void>> variadic_prepare(const NodeContext& ctx) {
+  Result<const ClType*> t = runnable_type(ctx);
+  if (!t.is_ok()) return t.status().with_prefix(where(ctx));
+  const EwOp* op = find_ew_op(ctx.op);
+  if (op == nullptr || op->formula == nullptr || op->arity != kVariadic) {
+    return ctx.error("intel_gpu: no OpenCL formula for op '{}'", ctx.op);
+  }
+  FRAME_ASSIGN_OR_RETURN(Shape out_shape, broadcast_shapes(ctx));
+  FRAME_ASSIGN_OR_RETURN(
+      std::shared_ptr<Launch> l,
+      make_launch(ctx, float_spec(**t, variadic_source(*op, **t, ctx.num_inputs()),
+                                  std::string(kVariadicKernelName), out_shape, false)));
+  return std::shared_ptr<void>(std::move(l));
+}
+
+// ---- fused_elementwise_internal ----
+
+// Fused groups are generated for these; f16/bf16 bodies would need the per-op rounding of
+// every intermediate (not generated yet: such groups run on the cpu fused kernel).
+constexpr DTypeSet kFusedTypes{DTypeCode::kFloat32, DTypeCode::kFloat64};
+
+// The body as OpenCL C: one inline function per body node (its formula with its parameters
+// as literals), then straight-line code over the output element. The source text is the
+// body's fingerprint: equal bodies share one built program (make_kernel's cache).
+Result<std::string> fused_source(const NodeContext& ctx, const ClType& t, const ir::Graph& body) {
+  if (body.outputs().size() != 1 || body.inputs().size() != ctx.num_inputs()) {
+    return unimplemented("fused body has {} inputs and {} outputs (node has {})",
+                         body.inputs().size(), body.outputs().size(), ctx.num_inputs());
+  }
+  if (!kFusedTypes.contains(t.dtype)) {
+    return unimplemented("fused groups are generated for f32 and f64 only");
+  }
+  std::string fns;
+  std::string code;
+  std::vector<std::string> var(body.num_values());
+  for (size_t k = 0; k < body.inputs().size(); ++k) {
+    var[static_cast<size_t>(body.inputs()[k])] = fmt::format("v_in{}", k);
+    code += fmt::format("  const T v_in{} = {};\n", k,
+                        cl_load(t, fmt::format("in{}", k), fmt::format("idx{}", k)));
+  }
+  FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, body.topological_order());
+  int fn_index = 0;
+  for (ir::NodeId id : order) {
+    const ir::Node& n = body.node(id);
+    const EwOp* op = find_ew_op(n.op);
+    const bool arity_ok =
+        op != nullptr &&
+        (op->arity == kVariadic ? !n.inputs.empty()
+                                : n.inputs.size() == static_cast<size_t>(op->arity));
+    if (op == nullptr || op->formula == nullptr || op->bool_out || !arity_ok ||
+        n.outputs.size() != 1) {
+      return unimplemented("fused body node '{}' ({}) has no OpenCL formula", n.name, n.op);
+    }
+    for (ir::ValueId v : n.inputs) {
+      if (v == ir::kNoValue || var[static_cast<size_t>(v)].empty()) {
+        return unimplemented("fused body node '{}' reads a value from outside the body", n.name);
+      }
+    }
+    const ir::Value& out = body.value(n.outputs[0]);
+    if (!out.type || out.type->dtype != t.dtype) {
+      return unimplemented("fused body node '{}' changes the dtype", n.name);
+    }
+    const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
+    const NodeContext nctx = ops::make_node_context(body, n, schema);
+    const std::array<double, 2> p = op->params(nctx, op->formula->string_true);
+    const std::string args = op->arity == 1 ? "const T x" : "const T a, const T b";
+    fns += fmt::format(
+        "inline T f{}({}) {{\n  const T p0 = {};\n  const T p1 = {};\n  return (T)({});\n}}\n",
+        fn_index, args, cl_literal(p[0], t.fp64), cl_literal(p[1], t.fp64), op->formula->expr);
+    const std::string result = fmt::format("v{}", fn_index);
+    std::string call;
+    if (op->arity == kVariadic) {  // left fold of the binary step, as the cpu kernel does
+      call = var[static_cast<size_t>(n.inputs[0])];
+      for (size_t k = 1; k < n.inputs.size(); ++k) {
+        call = fmt::format("f{}({}, {})", fn_index, call, var[static_cast<size_t>(n.inputs[k])]);
+      }
+      if (op->mean) call = fmt::format("({}) / (T){}", call, n.inputs.size());
+    } else {
+      call = fmt::format("f{}({}", fn_index, var[static_cast<size_t>(n.inputs[0])]);
+      if (op->arity == 2) call += ", " + var[static_cast<size_t>(n.inputs[1])];
+      call += ")";
+    }
+    code += fmt::format("  const T {} = {};\n", result, call);
+    var[static_cast<size_t>(n.outputs[0])] = result;
+    ++fn_index;
+  }
+  const std::string& result = var[static_cast<size_t>(body.outputs()[0])];
+  if (result.empty()) return unimplemented("fused body output is not computed");
+  std::string s = cl_type_prelude(t) + ew_prelude() + fns;
+  s += signature(kFusedKernelName, t, body.inputs().size(), false, false) + " {\n" +
+       index_code(body.inputs().size());
+  s += code + fmt::format("  {}\n}}\n", cl_store(t, "out", "i", result));
+  return s;
+}
+
+const ir::Graph* body_of(const NodeContext& ctx) {
+  const auto* body = ctx.attr<std::shared_ptr<const ir::Graph>>("body");
+  return body == nullptr ? nullptr : body->get();
+}
+
+Status fused_accepts(const NodeContext& ctx) {
+  FRAME_ASSIGN_OR_RETURN(const ClType* t, runnable_type(ctx));
+  const ir::Graph* body = body_of(ctx);
+  if (body == nullptr) return unimplemented("fused node without a body");
+  return fused_source(ctx, *t, *body).status();
+}
+
+Result<std::shared_ptr<void>> fused_prepare(const NodeContext& ctx) {
+  Result<const ClType*> t = runnable_type(ctx);
+  if (!t.is_ok()) return t.status().with_prefix(where(ctx));
+  const ir::Graph* body = body_of(ctx);
+  if (body == nullptr) return ctx.error("attribute 'body' is missing");
+  Result<std::string> source = fused_source(ctx, **t, *body);
+  if (!source.is_ok()) return source.status().with_prefix(where(ctx));
+  const ir::Value& out = body->value(body->outputs()[0]);
+  if (!out.type) return ctx.error("fused body output has no type");
+  FRAME_ASSIGN_OR_RETURN(
+      std::shared_ptr<Launch> l,
+      make_launch(ctx, float_spec(**t, std::move(source).value(), std::string(kFusedKernelName),
+                                  out.type->shape, false)));
+  return std::shared_ptr<void>(std::move(l));
+}
+
+[[maybe_unused]] const bool kRegistered = [] {
+  for (const EwOp& op : ew_ops()) {
+    const DTypeSet types = op.dtypes & kClTypes;
+    const bool variadic = op.arity == kVariadic;
+    const DTypeSet kernel_types = variadic ? types & kVariadicTypes : types;
+    if (kernel_types.mask == 0 || op.formula == nullptr) continue;
+    ops::KernelDef def;
+    def.op = std::string(op.op);
+    def.backend = std::string(kBackendName);
+    def.fn = run_launch;
+    def.prepare = variadic ? variadic_prepare : ew_prepare;
+    def.accepts = ew_accepts;
+    def.dtypes = kernel_types;
+    def.file = __FILE__;
+    def.line = __LINE__;
+    ops::KernelRegistry::global().register_kernel(std::move(def));
+  }
+  return true;
+}();
+
+}  // namespace
+
+FRAME_REGISTER_KERNEL(fused_elementwise_internal, "intel_gpu", run_launch)
+    .prepare(fused_prepare)
+    .accepts(fused_accepts)
+    .dtypes(kFusedTypes);
+
+}  // namespace frame::backends::intel_gpu

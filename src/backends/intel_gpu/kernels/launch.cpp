@@ -1,0 +1,183 @@
+// Prepare and run of one intel_gpu node (launch.h).
+
+#include "backends/intel_gpu/kernels/launch.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+
+namespace frame::backends::intel_gpu {
+
+std::string index_code(size_t num_inputs) {
+  std::string s = "  const int i = (int)get_global_id(0);\n";
+  for (size_t k = 0; k < num_inputs; ++k) s += fmt::format("  int idx{} = i;\n", k);
+  s += "  if (rank > 0) {\n    int rem = i;\n";
+  for (size_t k = 0; k < num_inputs; ++k) s += fmt::format("    idx{} = 0;\n", k);
+  s += "    for (int d = rank - 1; d >= 0; --d) {\n"
+       "      const int q = rem % meta[d];\n      rem /= meta[d];\n";
+  for (size_t k = 0; k < num_inputs; ++k) {
+    s += fmt::format("      idx{} += q * meta[{} * rank + d];\n", k, k + 1);
+  }
+  s += "    }\n  }\n";
+  return s;
+}
+
+Result<Shape> broadcast_shapes(const ops::NodeContext& ctx) {
+  Shape out;
+  for (const ir::TensorType& t : ctx.input_types) {
+    const Shape& s = t.shape;
+    if (s.size() > out.size()) out.insert(out.begin(), s.size() - out.size(), 1);
+    for (size_t i = 0; i < s.size(); ++i) {
+      int64_t& o = out[out.size() - s.size() + i];
+      if (o == 1) {
+        o = s[i];
+      } else if (s[i] != 1 && s[i] != o) {
+        return ctx.error("shapes do not broadcast");
+      }
+    }
+  }
+  return out;
+}
+
+std::string where(const ops::NodeContext& ctx) {
+  return fmt::format("node '{}' ({}): intel_gpu: ", ctx.node_name, ctx.op);
+}
+
+Status device_ready(const ops::NodeContext& ctx) {
+  if (selected_device() == nullptr) return unimplemented("{}", unavailable_reason());
+  for (const ir::TensorType& in : ctx.input_types) {
+    if (numel_of(in.shape) > INT_MAX) {
+      return unimplemented("inputs of more than 2^31 - 1 elements (32-bit indices)");
+    }
+  }
+  return Status();
+}
+
+Result<const ClType*> runnable_type(const ops::NodeContext& ctx) {
+  FRAME_RETURN_IF_ERROR(device_ready(ctx));
+  const Device* dev = selected_device();
+  const ClType* t = ctx.num_inputs() == 0 ? nullptr : cl_type(ctx.input_types[0].dtype);
+  if (t == nullptr) return unimplemented("no OpenCL spelling of the node's dtype");
+  if (t->fp64 && !dev->fp64) {
+    return unimplemented("the OpenCL device '{}' has no cl_khr_fp64", dev->device_name);
+  }
+  for (const ir::TensorType& in : ctx.input_types) {
+    if (in.dtype != t->dtype) return unimplemented("inputs of different dtypes");
+  }
+  return t;
+}
+
+Result<std::shared_ptr<Launch>> make_launch(const ops::NodeContext& ctx, const LaunchSpec& spec) {
+  const Device* dev = selected_device();
+  if (dev == nullptr) return ctx.error("intel_gpu: {}", unavailable_reason());
+  auto l = std::make_shared<Launch>();
+  l->dev = dev;
+  Result<ClKernel> kernel = make_kernel(*dev, spec.source, spec.options, spec.name);
+  if (!kernel.is_ok()) return kernel.status().with_prefix(where(ctx));
+  l->kernel = std::move(kernel).value();
+  const int64_t n = numel_of(spec.out_shape);
+  if (n > INT_MAX) return ctx.error("intel_gpu: output of {} elements exceeds 2^31 - 1", n);
+  l->out_elems = static_cast<size_t>(n);
+  l->work_items = spec.work_items.value_or(l->out_elems);
+  l->out_bytes = l->out_elems * spec.out_elem_bytes;
+  const size_t r = spec.out_shape.size();
+  const size_t num_inputs = spec.num_inputs.value_or(ctx.num_inputs());
+  std::vector<cl_int> meta(r * (num_inputs + 1), 0);
+  bool same_size = !spec.strides.has_value();
+  for (size_t d = 0; d < r; ++d) meta[d] = static_cast<cl_int>(spec.out_shape[d]);
+  for (size_t k = 0; k < num_inputs; ++k) {
+    const Shape& s = ctx.input_types[k].shape;
+    if (!ctx.has_input(k)) {
+      l->in_bytes.push_back(0);
+      FRAME_ASSIGN_OR_RETURN(ClMem m, make_buffer(*dev, 0, CL_MEM_READ_ONLY, "absent input"));
+      l->inputs.push_back(std::move(m));
+      continue;
+    }
+    if (spec.raw_meta.has_value()) {
+      same_size = false;
+    } else if (spec.strides.has_value()) {
+      const std::vector<int64_t>& st = (*spec.strides)[k];
+      for (size_t d = 0; d < r; ++d) meta[(k + 1) * r + d] = static_cast<cl_int>(st[d]);
+    } else {
+      same_size = same_size && numel_of(s) == n;
+      int64_t stride = 1;
+      for (size_t j = s.size(); j-- > 0;) {
+        const size_t d = r - s.size() + j;
+        meta[(k + 1) * r + d] = s[j] == 1 ? 0 : static_cast<cl_int>(stride);
+        stride *= s[j];
+      }
+    }
+    l->in_bytes.push_back(static_cast<size_t>(numel_of(s)) * spec.in_elem_bytes);
+    FRAME_ASSIGN_OR_RETURN(ClMem m, make_buffer(*dev, l->in_bytes.back(), CL_MEM_READ_ONLY,
+                                                fmt::format("input {}", k)));
+    l->inputs.push_back(std::move(m));
+  }
+  if (spec.raw_meta.has_value()) {
+    meta.assign(spec.raw_meta->begin(), spec.raw_meta->end());
+    for (int64_t v : *spec.raw_meta) {
+      if (v > INT_MAX || v < INT_MIN) return ctx.error("intel_gpu: a size exceeds 32 bits");
+    }
+  }
+  FRAME_ASSIGN_OR_RETURN(l->output, make_buffer(*dev, l->out_bytes, CL_MEM_WRITE_ONLY, "output"));
+  FRAME_ASSIGN_OR_RETURN(
+      l->meta, make_buffer(*dev, meta.size() * sizeof(cl_int), CL_MEM_READ_ONLY, "index strides"));
+  if (!meta.empty()) {
+    const cl_int e =
+        clEnqueueWriteBuffer(dev->queue, l->meta.get(), CL_TRUE, 0, meta.size() * sizeof(cl_int),
+                             meta.data(), 0, nullptr, nullptr);
+    if (e != CL_SUCCESS) return ctx.error("intel_gpu: writing strides: {}", cl_error_name(e));
+  }
+  const cl_int rank = spec.raw_meta.has_value() ? static_cast<cl_int>(meta.size())
+                      : same_size               ? 0
+                                                : static_cast<cl_int>(r);
+  const size_t slots = std::max(spec.input_slots.value_or(l->inputs.size()), l->inputs.size());
+  Status st;
+  cl_uint a = 0;
+  for (size_t k = 0; k < slots && st.is_ok(); ++k) {
+    const ClMem& m = l->inputs.empty() ? l->output : l->inputs[std::min(k, l->inputs.size() - 1)];
+    st = set_arg(l->kernel.get(), a++, m.get());
+  }
+  if (st.is_ok()) st = set_arg(l->kernel.get(), a++, l->output.get());
+  if (st.is_ok()) st = set_arg(l->kernel.get(), a++, rank);
+  if (st.is_ok()) st = set_arg(l->kernel.get(), a++, l->meta.get());
+  if (!st.is_ok()) return st.with_prefix(where(ctx));
+  return l;
+}
+
+Status run_launch(ops::KernelContext& ctx) {
+  auto* l = static_cast<Launch*>(ctx.state);
+  Tensor& out = ctx.output(0);
+  if (static_cast<size_t>(out.numel()) != l->out_elems) {
+    return ctx.node->error("intel_gpu: output has {} elements, prepared for {}", out.numel(),
+                           l->out_elems);
+  }
+  if (l->work_items == 0 || l->out_elems == 0) return Status();
+  const cl_command_queue q = l->dev->queue;
+  std::lock_guard lock(l->mu);
+  for (size_t k = 0; k < l->inputs.size(); ++k) {
+    const Tensor& in = ctx.input(k);
+    if ((in.defined() ? in.nbytes() : 0) != l->in_bytes[k]) {
+      return ctx.node->error("intel_gpu: input {} has {} bytes, prepared for {}", k, in.nbytes(),
+                             l->in_bytes[k]);
+    }
+    if (l->in_bytes[k] == 0) continue;
+    const cl_int e = clEnqueueWriteBuffer(q, l->inputs[k].get(), CL_FALSE, 0, l->in_bytes[k],
+                                          in.raw_data(), 0, nullptr, nullptr);
+    if (e != CL_SUCCESS) {
+      return ctx.node->error("intel_gpu: copying input {} to the device: {}", k, cl_error_name(e));
+    }
+  }
+  cl_int e = clEnqueueNDRangeKernel(q, l->kernel.get(), 1, nullptr, &l->work_items, nullptr, 0,
+                                    nullptr, nullptr);
+  if (e != CL_SUCCESS) return ctx.node->error("intel_gpu: kernel launch: {}", cl_error_name(e));
+  // Blocking: the in-order queue has finished the copies and the kernel when it returns.
+  e = clEnqueueReadBuffer(q, l->output.get(), CL_TRUE, 0, l->out_bytes, out.raw_data(), 0, nullptr,
+                          nullptr);
+  if (e != CL_SUCCESS) {
+    return ctx.node->error("intel_gpu: copying the output to the host: {}", cl_error_name(e));
+  }
+  return Status();
+}
+
+}  // namespace frame::backends::intel_gpu

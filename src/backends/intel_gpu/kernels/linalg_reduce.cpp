@@ -1,0 +1,304 @@
+// intel_gpu kernels of matmul (numpy batch broadcasting and 1-D promotion), the reductions
+// (reduce_sum, _mean, _prod, _max, _min, _l1, _l2, _sum_square, _log_sum; constant axes) and
+// slice (constant starts/ends/axes/steps): one work-item per output element, accumulating in
+// the compute type T (the cpu kernels accumulate in double; the cross-backend tolerance covers
+// the difference).
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/intel_gpu/cl_types.h"
+#include "backends/intel_gpu/kernels/launch.h"
+#include "frame/ops/kernel_registry.h"
+#include "ops/schemas/data_movement_shapes.h"
+#include "ops/schemas/nn_geometry.h"
+
+namespace frame::backends::intel_gpu {
+namespace {
+
+using ops::NodeContext;
+
+LaunchSpec float_launch(const ClType& t, std::string source, std::string name, Shape out_shape) {
+  LaunchSpec spec;
+  spec.source = std::move(source);
+  spec.options = cl_build_options(t);
+  spec.name = std::move(name);
+  spec.out_shape = std::move(out_shape);
+  spec.in_elem_bytes = dtype_size(t.dtype);
+  spec.out_elem_bytes = spec.in_elem_bytes;
+  return spec;
+}
+
+Status float_accepts(const NodeContext& ctx) { return runnable_type(ctx).status(); }
+
+// ---- matmul ----
+
+// meta: M, N, K, nb, batch dims[nb], a batch strides[nb], b batch strides[nb] (elements).
+std::string matmul_source(const ClType& t) {
+  return cl_type_prelude(t) +
+         fmt::format(
+             "__kernel void frame_matmul(__global const {0}* in0, __global const {0}* in1, "
+             "__global {0}* out, const int rank, __global const int* m) {{\n"
+             "  const int M = m[0], N = m[1], K = m[2], nb = m[3];\n"
+             "  const int i = (int)get_global_id(0);\n"
+             "  const int c = i % N, r = (i / N) % M;\n"
+             "  int bi = i / N / M, a_off = 0, b_off = 0;\n"
+             "  for (int d = nb - 1; d >= 0; --d) {{\n"
+             "    const int q = bi % m[4 + d];\n"
+             "    bi /= m[4 + d];\n"
+             "    a_off += q * m[4 + nb + d];\n"
+             "    b_off += q * m[4 + 2 * nb + d];\n"
+             "  }}\n"
+             "  T acc = (T)0;\n"
+             "  for (int k = 0; k < K; ++k) acc += {1} * {2};\n"
+             "  {3}\n"
+             "}}\n",
+             t.pointee, cl_load(t, "in0", "a_off + r * K + k"),
+             cl_load(t, "in1", "b_off + k * N + c"), cl_store(t, "out", "i", "acc"));
+}
+
+Result<std::shared_ptr<void>> matmul_prepare(const NodeContext& ctx) {
+  Result<const ClType*> t = runnable_type(ctx);
+  if (!t.is_ok()) return t.status().with_prefix(where(ctx));
+  Shape a = ctx.input_types[0].shape, b = ctx.input_types[1].shape;
+  if (a.empty() || b.empty()) return ctx.error("matmul of a scalar");
+  const bool a1 = a.size() == 1, b1 = b.size() == 1;
+  if (a1) a.insert(a.begin(), 1);
+  if (b1) b.push_back(1);
+  const int64_t m = a[a.size() - 2], k = a.back(), n = b.back();
+  if (b[b.size() - 2] != k) return ctx.error("inner dims {} and {} differ", k, b[b.size() - 2]);
+  const Shape ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+  const size_t nb = std::max(ab.size(), bb.size());
+  Shape batch(nb, 1);
+  std::vector<int64_t> as(nb, 0), bs(nb, 0);
+  // Right-aligned broadcast of the batch dims; strides in elements of whole matrices.
+  int64_t sa = m * k, sb = k * n;
+  for (size_t j = 0; j < nb; ++j) {
+    const size_t d = nb - 1 - j;
+    const int64_t da = j < ab.size() ? ab[ab.size() - 1 - j] : 1;
+    const int64_t db = j < bb.size() ? bb[bb.size() - 1 - j] : 1;
+    if (da != db && da != 1 && db != 1) return ctx.error("batch dims do not broadcast");
+    batch[d] = da == 1 ? db : da;
+    as[d] = da == 1 ? 0 : sa;
+    bs[d] = db == 1 ? 0 : sb;
+    sa *= da;
+    sb *= db;
+  }
+  Shape out = batch;
+  if (!a1) out.push_back(m);
+  if (!b1) out.push_back(n);
+  LaunchSpec spec = float_launch(**t, matmul_source(**t), "frame_matmul", out);
+  spec.raw_meta = std::vector<int64_t>{m, n, k, static_cast<int64_t>(nb)};
+  for (const auto* v : {&batch, &as, &bs})
+    spec.raw_meta->insert(spec.raw_meta->end(), v->begin(), v->end());
+  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));
+  return std::shared_ptr<void>(std::move(l));
+}
+
+// ---- reductions ----
+
+struct Reduction {
+  std::string_view op;
+  std::string_view init;    // T expression
+  std::string_view fold;    // statement over acc and v
+  std::string_view finish;  // T expression over acc and n (the reduced element count)
+};
+// The cpu kernels' init/fold/finish (reduction.cpp), in OpenCL C.
+constexpr Reduction kReductions[] = {
+    {"reduce_sum", "(T)0", "acc += v;", "acc"},
+    {"reduce_mean", "(T)0", "acc += v;", "acc / (T)n"},
+    {"reduce_prod", "(T)1", "acc *= v;", "acc"},
+    {"reduce_max", "(T)(-INFINITY)", "if (v > acc || isnan(v)) acc = isnan(acc) ? acc : v;", "acc"},
+    {"reduce_min", "(T)INFINITY", "if (v < acc || isnan(v)) acc = isnan(acc) ? acc : v;", "acc"},
+    {"reduce_l1", "(T)0", "acc += v < (T)0 ? -v : v;", "acc"},
+    {"reduce_sum_square", "(T)0", "acc += v * v;", "acc"},
+    {"reduce_l2", "(T)0", "acc += v * v;", "sqrt(acc)"},
+    {"reduce_log_sum", "(T)0", "acc += v;", "log(acc)"},
+};
+
+const Reduction* find_reduction(std::string_view op) {
+  for (const Reduction& r : kReductions) {
+    if (r.op == op) return &r;
+  }
+  return nullptr;
+}
+
+// meta: nk, kept dims[nk], kept strides[nk], nr, reduced dims[nr], reduced strides[nr], n.
+std::string reduce_source(const ClType& t, const Reduction& r) {
+  return cl_type_prelude(t) +
+         fmt::format(
+             "__kernel void frame_reduce(__global const {0}* in0, __global {0}* out, const int "
+             "rank, __global const int* m) {{\n"
+             "  const int i = (int)get_global_id(0);\n"
+             "  const int nk = m[0];\n"
+             "  __global const int* kd = m + 1;\n"
+             "  __global const int* ks = kd + nk;\n"
+             "  const int nr = ks[nk];\n"
+             "  __global const int* rd = ks + nk + 1;\n"
+             "  __global const int* rs = rd + nr;\n"
+             "  const int n = rs[nr];\n"
+             "  int base = 0, o = i;\n"
+             "  for (int d = nk - 1; d >= 0; --d) {{\n"
+             "    base += (o % kd[d]) * ks[d];\n"
+             "    o /= kd[d];\n"
+             "  }}\n"
+             "  T acc = {1};\n"
+             "  for (int j = 0; j < n; ++j) {{\n"
+             "    int off = base, rem = j;\n"
+             "    for (int d = nr - 1; d >= 0; --d) {{\n"
+             "      off += (rem % rd[d]) * rs[d];\n"
+             "      rem /= rd[d];\n"
+             "    }}\n"
+             "    const T v = {2};\n"
+             "    {3}\n"
+             "  }}\n"
+             "  {4}\n"
+             "}}\n",
+             t.pointee, r.init, cl_load(t, "in0", "off"), r.fold,
+             cl_store(t, "out", "i", std::string(r.finish)));
+}
+
+// Axes come from the `axes` attribute or a constant input 1 (a computed one stays on cpu).
+Status reduce_accepts(const NodeContext& ctx) {
+  if (ctx.has_input(1) && ctx.constant_input(1) == nullptr) {
+    return unimplemented("reduction axes that are not a constant");
+  }
+  return float_accepts(ctx);
+}
+
+Result<std::shared_ptr<void>> reduce_prepare(const NodeContext& ctx) {
+  Result<const ClType*> t = runnable_type(ctx);
+  if (!t.is_ok()) return t.status().with_prefix(where(ctx));
+  const Reduction* r = find_reduction(ctx.op);
+  if (r == nullptr) return ctx.error("intel_gpu: no OpenCL reduction for op '{}'", ctx.op);
+  const Shape& in = ctx.input_types[0].shape;
+  FRAME_ASSIGN_OR_RETURN(
+      std::vector<bool> reduced,
+      ops::nn::resolve_reduce_axes(ctx, static_cast<int64_t>(in.size()),
+                                   ctx.has_input(1) ? ctx.constant_input(1) : nullptr));
+  std::vector<int64_t> kd, ks, rd, rs;
+  int64_t stride = 1, n = 1, out_numel = 1;
+  std::vector<int64_t> strides(in.size());
+  for (size_t d = in.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride *= in[d];
+  }
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (reduced[d]) {
+      rd.push_back(in[d]);
+      rs.push_back(strides[d]);
+      n *= in[d];
+    } else {
+      kd.push_back(in[d]);
+      ks.push_back(strides[d]);
+      out_numel *= in[d];
+    }
+  }
+  LaunchSpec spec = float_launch(**t, reduce_source(**t, *r), "frame_reduce", Shape{out_numel});
+  spec.num_inputs = 1;
+  spec.raw_meta = std::vector<int64_t>{static_cast<int64_t>(kd.size())};
+  spec.raw_meta->insert(spec.raw_meta->end(), kd.begin(), kd.end());
+  spec.raw_meta->insert(spec.raw_meta->end(), ks.begin(), ks.end());
+  spec.raw_meta->push_back(static_cast<int64_t>(rd.size()));
+  spec.raw_meta->insert(spec.raw_meta->end(), rd.begin(), rd.end());
+  spec.raw_meta->insert(spec.raw_meta->end(), rs.begin(), rs.end());
+  spec.raw_meta->push_back(n);
+  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));
+  return std::shared_ptr<void>(std::move(l));
+}
+
+// ---- slice ----
+
+// meta: r, out dims[r], input strides * steps[r], start offset.
+std::string slice_source(size_t elem_bytes) {
+  const char* e = elem_bytes == 1   ? "uchar"
+                  : elem_bytes == 2 ? "ushort"
+                  : elem_bytes == 4 ? "uint"
+                                    : "ulong";
+  return fmt::format(
+      "__kernel void frame_slice(__global const {0}* in0, __global {0}* out, const int rank, "
+      "__global const int* m) {{\n"
+      "  const int i = (int)get_global_id(0);\n"
+      "  const int r = m[0];\n"
+      "  int off = m[1 + 2 * r], rem = i;\n"
+      "  for (int d = r - 1; d >= 0; --d) {{\n"
+      "    off += (rem % m[1 + d]) * m[1 + r + d];\n"
+      "    rem /= m[1 + d];\n"
+      "  }}\n"
+      "  out[i] = in0[off];\n"
+      "}}\n",
+      e);
+}
+
+// starts/ends/axes/steps must be constants (the shape function already requires it).
+Status slice_accepts(const NodeContext& ctx) {
+  for (size_t k = 1; k < ctx.num_inputs(); ++k) {
+    if (ctx.has_input(k) && ctx.constant_input(k) == nullptr) {
+      return unimplemented("slice input {} is not a constant", k);
+    }
+  }
+  return device_ready(ctx);
+}
+
+Result<std::shared_ptr<void>> slice_prepare(const NodeContext& ctx) {
+  FRAME_RETURN_IF_ERROR(device_ready(ctx).with_prefix(where(ctx)));
+  const Shape& in = ctx.input_types[0].shape;
+  FRAME_ASSIGN_OR_RETURN(ops::dm::SliceParams p, ops::dm::slice_params(ctx, in));
+  const auto r = static_cast<int64_t>(in.size());
+  std::vector<int64_t> meta{r};
+  meta.insert(meta.end(), p.out_shape.begin(), p.out_shape.end());
+  int64_t stride = 1, offset = 0;
+  std::vector<int64_t> st(in.size());
+  for (size_t d = in.size(); d-- > 0;) {
+    // Along a dim of one output element the step is never taken (it may be huge: INT64_MAX).
+    st[d] = p.out_shape[d] > 1 ? stride * p.step[d] : 0;
+    offset += p.start[d] * stride;
+    stride *= in[d];
+  }
+  meta.insert(meta.end(), st.begin(), st.end());
+  meta.push_back(offset);
+  LaunchSpec spec;
+  spec.in_elem_bytes = dtype_size(ctx.input_types[0].dtype);
+  spec.out_elem_bytes = spec.in_elem_bytes;
+  spec.source = slice_source(spec.in_elem_bytes);
+  spec.name = "frame_slice";
+  spec.out_shape = p.out_shape;
+  spec.num_inputs = 1;
+  spec.raw_meta = std::move(meta);
+  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));
+  return std::shared_ptr<void>(std::move(l));
+}
+
+[[maybe_unused]] const bool kRegistered = [] {
+  for (const Reduction& r : kReductions) {
+    ops::KernelDef def;
+    def.op = std::string(r.op);
+    def.backend = std::string(kBackendName);
+    def.fn = run_launch;
+    def.prepare = reduce_prepare;
+    def.accepts = reduce_accepts;
+    def.dtypes = kClTypes;
+    def.file = __FILE__;
+    def.line = __LINE__;
+    ops::KernelRegistry::global().register_kernel(std::move(def));
+  }
+  return true;
+}();
+
+}  // namespace
+
+FRAME_REGISTER_KERNEL(matmul, "intel_gpu", run_launch)
+    .prepare(matmul_prepare)
+    .accepts(float_accepts)
+    .dtypes(kClTypes);
+FRAME_REGISTER_KERNEL(slice, "intel_gpu", run_launch)
+    .prepare(slice_prepare)
+    .accepts(slice_accepts)
+    .dtypes(kAllDTypes);
+
+}  // namespace frame::backends::intel_gpu

@@ -1,0 +1,279 @@
+// The intel_gpu backend (docs/backends/intel-gpu.md) on whatever OpenCL device this machine
+// has (PoCL on the CPU in CI): formula coverage of the elementwise lists, device selection,
+// fused groups generated per body and cached by fingerprint, backend boundaries with cpu
+// nodes, concurrent runs. Per-op values against cpu are the op database's (OpDb.*@intel_gpu).
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "frame/ops/elementwise.h"
+#include "frame/ops/kernel_registry.h"
+#include "frame/runtime/backend.h"
+#include "frame/runtime/compile.h"
+
+#ifdef FRAME_HAVE_INTEL_GPU
+#include "backends/intel_gpu/opencl.h"
+#endif
+
+namespace frame::runtime {
+namespace {
+
+// Skips when the backend is not built or no OpenCL device exists (CI installs PoCL, so there
+// every test runs).
+#define REQUIRE_INTEL_GPU()                                                                 \
+  do {                                                                                      \
+    const Backend* b = find_backend("intel_gpu");                                           \
+    if (b == nullptr) GTEST_SKIP() << "intel_gpu is not in this build (no OpenCL headers)"; \
+    if (!b->unavailable_reason().empty()) GTEST_SKIP() << b->unavailable_reason();          \
+  } while (0)
+
+// Every list entry accepting a float dtype has a kernel for all its float dtypes (a formula
+// missing from ew_formulas.cpp leaves the op without one).
+TEST(IntelGpu, EveryFloatOpOfTheElementwiseListsHasAKernel) {
+  if (find_backend("intel_gpu") == nullptr) GTEST_SKIP() << "intel_gpu is not in this build";
+  const DTypeSet floats{DTypeCode::kFloat32, DTypeCode::kFloat64, DTypeCode::kFloat16,
+                        DTypeCode::kBFloat16};
+  std::vector<std::string> missing;
+  auto check = [&](const char* op, DTypeSet types) {
+    const DTypeSet want = types & floats;
+    if (want.mask == 0) return;
+    const ops::KernelDef* k = ops::KernelRegistry::global().find(op, "intel_gpu");
+    if (k == nullptr || (k->dtypes & want) != want) missing.emplace_back(op);
+  };
+#define FRAME_TEST_CHECK(name, F, types, traits, doc) check(#name, types);
+  FRAME_EW_UNARY_OPS(FRAME_TEST_CHECK)
+  FRAME_EW_BINARY_OPS(FRAME_TEST_CHECK)
+#undef FRAME_TEST_CHECK
+  // The variadic folds round after every step on cpu: generated where that is a no-op.
+  const DTypeSet fold_types{DTypeCode::kFloat32, DTypeCode::kFloat64};
+#define FRAME_TEST_CHECK(name, F, types, traits, doc) check(#name, types& fold_types);
+  FRAME_EW_VARIADIC_OPS(FRAME_TEST_CHECK)
+#undef FRAME_TEST_CHECK
+  EXPECT_TRUE(missing.empty()) << "list ops without an OpenCL formula (ew_formulas.cpp): "
+                               << ::testing::PrintToString(missing);
+  EXPECT_NE(ops::KernelRegistry::global().find("fused_elementwise_internal", "intel_gpu"), nullptr);
+}
+
+// y = sigmoid(x * w + b) - relu(x), w and b broadcast along the last axis of x [2, 3].
+ir::Graph chain_graph() {
+  ir::Graph g("chain");
+  const ir::TensorType xt{DTypeCode::kFloat32, {2, 3}};
+  const ir::TensorType vt{DTypeCode::kFloat32, {3}};
+  ir::ValueId x = g.add_input("x", xt);
+  ir::ValueId w = g.add_input("w", vt);
+  ir::ValueId b = g.add_input("b", vt);
+  auto m = g.create_node("mul", "m", {x, w}, 1, {}, {"m"});
+  auto a = g.create_node("add", "a", {g.node(*m).outputs[0], b}, 1, {}, {"a"});
+  auto s = g.create_node("sigmoid", "s", {g.node(*a).outputs[0]}, 1, {}, {"s"});
+  auto r = g.create_node("relu", "r", {x}, 1, {}, {"r"});
+  auto y = g.create_node("sub", "y", {g.node(*s).outputs[0], g.node(*r).outputs[0]}, 1, {}, {"y"});
+  g.add_output(g.node(*y).outputs[0]);
+  return g;
+}
+
+const std::vector<float> kX = {-1.5F, 0.0F, 2.0F, 0.5F, -3.0F, 1.25F};
+const std::vector<float> kW = {0.5F, -2.0F, 1.0F};
+const std::vector<float> kB = {0.1F, 0.2F, -0.3F};
+
+double expected_chain(size_t i) {
+  const double x = kX[i];
+  const double z = x * kW[i % 3] + kB[i % 3];
+  return 1.0 / (1.0 + std::exp(-z)) - std::max(x, 0.0);
+}
+
+TensorMap chain_inputs() {
+  return {{"x", Tensor::from_vector<float>({2, 3}, kX)},
+          {"w", Tensor::from_vector<float>({3}, kW)},
+          {"b", Tensor::from_vector<float>({3}, kB)}};
+}
+
+CompileOptions gpu_options() {
+  CompileOptions o;
+  o.backends = {"intel_gpu", "cpu"};
+  o.use_cache = false;
+  return o;
+}
+
+TEST(IntelGpu, FusedGroupRunsAsOneGeneratedKernel) {
+  REQUIRE_INTEL_GPU();
+  CompileOptions o = gpu_options();
+  o.strict = true;  // every node on an intel_gpu kernel
+  auto exe = compile(chain_graph(), o);
+  ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+  ASSERT_EQ(exe->report().placements.size(), 1U);
+  EXPECT_EQ(exe->report().placements[0].op, "fused_elementwise_internal");
+  EXPECT_EQ(exe->report().placements[0].backend, "intel_gpu");
+  ASSERT_EQ(exe->report().fused_groups.size(), 1U);
+  EXPECT_EQ(exe->report().fused_groups[0].size(), 5U);
+  auto out = exe->run(chain_inputs());
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  for (size_t i = 0; i < kX.size(); ++i) {
+    EXPECT_NEAR(out->at("y").data<float>()[i], expected_chain(i), 1e-6) << i;
+  }
+}
+
+TEST(IntelGpu, FusedGroupInF64WithAttributes) {
+  REQUIRE_INTEL_GPU();
+  // y = elu(x, alpha = 0.25) * x - 0.5: alpha becomes a double literal of the generated body.
+  ir::Graph g("f64");
+  ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat64, {5}});
+  ir::ValueId h = g.add_constant("h", Tensor::from_vector<double>({}, {0.5}));
+  auto e = g.create_node("elu", "e", {x}, 1, {{"alpha", 0.25}}, {"e"});
+  auto m = g.create_node("mul", "m", {g.node(*e).outputs[0], x}, 1, {}, {"m"});
+  auto y = g.create_node("sub", "y", {g.node(*m).outputs[0], h}, 1, {}, {"y"});
+  g.add_output(g.node(*y).outputs[0]);
+  CompileOptions o = gpu_options();
+  o.strict = true;
+  auto exe = compile(g, o);
+  if (!exe.is_ok() && exe.status().message().find("cl_khr_fp64") != std::string::npos) {
+    GTEST_SKIP() << exe.status().message();
+  }
+  ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+  ASSERT_EQ(exe->report().placements.size(), 1U);
+  EXPECT_EQ(exe->report().placements[0].backend, "intel_gpu");
+  const std::vector<double> xs = {-3.0, -0.5, 0.0, 0.125, 2.0};
+  auto out = exe->run({{"x", Tensor::from_vector<double>({5}, xs)}});
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double elu = xs[i] < 0 ? 0.25 * std::expm1(xs[i]) : xs[i];
+    EXPECT_NEAR(out->at("y").data<double>()[i], elu * xs[i] - 0.5, 1e-14) << i;
+  }
+}
+
+TEST(IntelGpu, FusedGroupWithVariadicNodes) {
+  REQUIRE_INTEL_GPU();
+  // y = max(x * x, w, 0.25) - mean(x, w): folds of three and two inputs inside one body.
+  ir::Graph g("variadic");
+  const ir::TensorType t{DTypeCode::kFloat32, {4}};
+  ir::ValueId x = g.add_input("x", t);
+  ir::ValueId w = g.add_input("w", t);
+  ir::ValueId q = g.add_constant("q", Tensor::from_vector<float>({}, {0.25F}));
+  auto sq = g.create_node("mul", "sq", {x, x}, 1, {}, {"sq"});
+  auto mx = g.create_node("max", "mx", {g.node(*sq).outputs[0], w, q}, 1, {}, {"mx"});
+  auto mn = g.create_node("mean", "mn", {x, w}, 1, {}, {"mn"});
+  auto y =
+      g.create_node("sub", "y", {g.node(*mx).outputs[0], g.node(*mn).outputs[0]}, 1, {}, {"y"});
+  g.add_output(g.node(*y).outputs[0]);
+  CompileOptions o = gpu_options();
+  o.strict = true;
+  auto exe = compile(g, o);
+  ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+  ASSERT_EQ(exe->report().placements.size(), 1U);
+  EXPECT_EQ(exe->report().placements[0].backend, "intel_gpu");
+  const std::vector<float> xs = {-2.0F, 0.25F, std::nanf(""), 0.75F};
+  const std::vector<float> ws = {1.0F, -3.0F, 0.5F, 0.125F};
+  auto out = exe->run(
+      {{"x", Tensor::from_vector<float>({4}, xs)}, {"w", Tensor::from_vector<float>({4}, ws)}});
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  const float* got = out->at("y").data<float>();
+  const double expect[] = {4.0 - (-0.5), 0.25 - (-1.375), 0.0, 0.5625 - 0.4375};
+  for (size_t i : {0U, 1U, 3U}) EXPECT_NEAR(got[i], expect[i], 1e-6) << i;
+  EXPECT_TRUE(std::isnan(got[2])) << "a NaN operand of max gives NaN (numpy.maximum)";
+}
+
+#ifdef FRAME_HAVE_INTEL_GPU
+// Run twice by ctest (intel_gpu_disk_cache_write, then _read) with FRAME_OPENCL_CACHE_DIR set
+// to a fresh directory: the first process builds and stores the programs, the second loads
+// them instead of building.
+TEST(IntelGpu, DiskCacheWritesThenLoads) {
+  REQUIRE_INTEL_GPU();
+  const char* phase = std::getenv("FRAME_TEST_OPENCL_DISK_CACHE");
+  const char* dir = std::getenv("FRAME_OPENCL_CACHE_DIR");
+  if (phase == nullptr || dir == nullptr) {
+    GTEST_SKIP() << "run by the ctests intel_gpu_disk_cache_write/_read";
+  }
+  auto exe = compile(chain_graph(), gpu_options());
+  ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+  auto out = exe->run(chain_inputs());
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  EXPECT_NEAR(out->at("y").data<float>()[1], expected_chain(1), 1e-6);
+  if (std::string(phase) == "write") {
+    EXPECT_GE(backends::intel_gpu::programs_built(), 1U);
+    EXPECT_EQ(backends::intel_gpu::programs_loaded(), 0U);
+    size_t files = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      files += e.path().extension() == ".clbin" ? 1 : 0;
+    }
+    EXPECT_EQ(files, backends::intel_gpu::programs_built());
+  } else {
+    EXPECT_EQ(backends::intel_gpu::programs_built(), 0U);
+    EXPECT_GE(backends::intel_gpu::programs_loaded(), 1U);
+  }
+}
+
+TEST(IntelGpu, EqualFusedBodiesAreBuiltOnce) {
+  REQUIRE_INTEL_GPU();
+  auto first = compile(chain_graph(), gpu_options());
+  ASSERT_TRUE(first.is_ok()) << first.status().to_string();
+  const size_t built = backends::intel_gpu::programs_built();
+  auto second = compile(chain_graph(), gpu_options());
+  ASSERT_TRUE(second.is_ok()) << second.status().to_string();
+  EXPECT_EQ(backends::intel_gpu::programs_built(), built) << "same body fingerprint: no rebuild";
+  auto out = second->run(chain_inputs());
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  EXPECT_NEAR(out->at("y").data<float>()[4], expected_chain(4), 1e-6);
+}
+#endif
+
+TEST(IntelGpu, UnfusedNodesAndCpuNodesExchangeValuesAtBoundaries) {
+  REQUIRE_INTEL_GPU();
+  CompileOptions o = gpu_options();
+  o.disabled_passes = {"operator-fusion"};
+  // clip has no intel_gpu kernel: x -> mul (gpu) -> clip (cpu) -> add (gpu) -> y.
+  ir::Graph g("boundary");
+  const ir::TensorType t{DTypeCode::kFloat32, {4}};
+  ir::ValueId x = g.add_input("x", t);
+  ir::ValueId lo = g.add_constant("lo", Tensor::from_vector<float>({}, {-1.0F}));
+  ir::ValueId hi = g.add_constant("hi", Tensor::from_vector<float>({}, {1.0F}));
+  auto m = g.create_node("mul", "m", {x, x}, 1, {}, {"m"});
+  auto c = g.create_node("clip", "c", {g.node(*m).outputs[0], lo, hi}, 1, {}, {"c"});
+  auto a = g.create_node("add", "a", {g.node(*c).outputs[0], x}, 1, {}, {"y"});
+  g.add_output(g.node(*a).outputs[0]);
+  auto exe = compile(g, o);
+  ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+  std::string placed;
+  for (const Placement& p : exe->report().placements) placed += p.node + ":" + p.backend + " ";
+  EXPECT_EQ(placed, "m:intel_gpu c:cpu a:intel_gpu ");
+  const std::vector<float> xs = {-2.0F, -0.5F, 0.75F, 3.0F};
+  auto out = exe->run({{"x", Tensor::from_vector<float>({4}, xs)}});
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double sq = static_cast<double>(xs[i]) * xs[i];
+    EXPECT_NEAR(out->at("y").data<float>()[i], std::min(sq, 1.0) + xs[i], 1e-6) << i;
+  }
+}
+
+TEST(IntelGpu, ConcurrentRunsOfOneExecutable) {
+  REQUIRE_INTEL_GPU();
+  auto exe = compile(chain_graph(), gpu_options());
+  ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+  std::vector<std::thread> threads;
+  std::vector<int> bad(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < 20; ++r) {
+        auto out = exe->run(chain_inputs());
+        if (!out.is_ok()) {
+          ++bad[static_cast<size_t>(t)];
+          continue;
+        }
+        for (size_t i = 0; i < kX.size(); ++i) {
+          if (std::fabs(out->at("y").data<float>()[i] - expected_chain(i)) > 1e-6) {
+            ++bad[static_cast<size_t>(t)];
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(bad, std::vector<int>(4, 0));
+}
+
+}  // namespace
+}  // namespace frame::runtime
