@@ -12,6 +12,7 @@ PACKAGES=(
   python3-dev pybind11-dev python3-pybind11 python3-venv python3-pip python3-setuptools
   python3-numpy python3-pytest python3-onnx python3-torch python3-torchvision
   graphviz
+  clang libclang-rt-14-dev libomp-14-dev  # the ASan+UBSan/libFuzzer and TSan builds (docs/fuzzing.md)
 )
 
 missing=()
