@@ -31,15 +31,15 @@ C gs_reflect(C x, C lo, C hi) {
   if (range <= C(0)) return lo;
   if (x < lo) {
     const C d = lo - x;
-    const auto n = static_cast<int64_t>(d / range);
-    const C r = d - static_cast<C>(n) * range;
-    return n % 2 == 0 ? lo + r : hi - r;
+    const C n = std::floor(d / range);  // a far-out x: beyond int64, so kept in C
+    const C r = d - n * range;
+    return std::fmod(n, C(2)) == C(0) ? lo + r : hi - r;
   }
   if (x > hi) {
     const C d = x - hi;
-    const auto n = static_cast<int64_t>(d / range);
-    const C r = d - static_cast<C>(n) * range;
-    return n % 2 == 0 ? hi - r : lo + r;
+    const C n = std::floor(d / range);  // a far-out x: beyond int64, so kept in C
+    const C r = d - n * range;
+    return std::fmod(n, C(2)) == C(0) ? hi - r : lo + r;
   }
   return x;
 }
@@ -96,6 +96,11 @@ void grid_sample_plane(const T* im, int64_t h, int64_t w, const T* grid, int64_t
         y = gs_reflect(y, y_min, y_max);
       }
     }
+    // A grid value can be anything: NaN and coordinates beyond every tap (cubic reads
+    // floor(x) - 1 .. floor(x) + 2) read only padding, and bounding them keeps the int64
+    // casts below defined.
+    x = std::isnan(x) ? C(-4) : std::clamp(x, C(-4), C(w + 3));
+    y = std::isnan(y) ? C(-4) : std::clamp(y, C(-4), C(h + 3));
     C v;
     if constexpr (M == GsMode::kNearest) {
       v = pixel(static_cast<int64_t>(y), static_cast<int64_t>(x));
