@@ -17,8 +17,9 @@ cmake --build build-asan -j "$(nproc)" --target frame_runtime_tests frame_onnx_t
       frame_robustness_tests frame_load_tests frame_fuzz_onnx_load frame_fuzz_onnx_run \
       frame_fuzz_text_ir frame_fuzz_npy
 built=$(date +%s)
+echo "sanitizers: build $((built - start)) s"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 ctest --test-dir build-asan --output-on-failure -j "$(nproc)" \
       -L '^(runtime|onnx|robustness|load|fuzz_regression|fuzz_smoke)$' "$@"
-echo "sanitizers: build $((built - start)) s, tests $(($(date +%s) - built)) s"
+echo "sanitizers: tests $(($(date +%s) - built)) s"

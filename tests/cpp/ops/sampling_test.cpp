@@ -99,6 +99,23 @@ TEST(SamplingOps, GridSampleFarOutsideAndNanCoordinatesReadPadding) {
   EXPECT_LE((*rf)[0].data<float>()[0], 4.0F);
 }
 
+TEST(SamplingOps, GridSampleOfAnEmptyImageReadsZeros) {
+  // Found by the onnx_run fuzzer: an image of width 0 with border or reflection padding
+  // clamped the tap into [0, -1] and read before the buffer. No pixel exists: every point is 0.
+  for (const char* pad : {"zeros", "border", "reflection"}) {
+    OpCall c;
+    c.op = "grid_sample";
+    c.inputs = {make<float>(DTypeCode::kFloat32, {1, 1, 2, 0}, {}),
+                make<float>(DTypeCode::kFloat32, {1, 1, 2, 2}, {0, 0, 0.5F, -0.5F})};
+    c.attrs = {{"padding_mode", std::string(pad)}};
+    Result<std::vector<Tensor>> r = run_op(c);
+    ASSERT_TRUE(r.is_ok()) << pad << ": " << r.status().to_string();
+    ASSERT_EQ((*r)[0].shape(), Shape({1, 1, 1, 2}));
+    EXPECT_EQ((*r)[0].data<float>()[0], 0.0F) << pad;
+    EXPECT_EQ((*r)[0].data<float>()[1], 0.0F) << pad;
+  }
+}
+
 ir::AttrMap tf_idf_attrs(std::vector<int64_t> counts, std::vector<int64_t> indexes) {
   return {{"mode", std::string("TF")},
           {"min_gram_length", int64_t{1}},

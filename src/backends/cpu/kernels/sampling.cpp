@@ -62,6 +62,10 @@ template <GsMode M, GsPad P, typename T>
 void grid_sample_plane(const T* im, int64_t h, int64_t w, const T* grid, int64_t npts, T* out,
                        bool align) {
   using C = double;
+  if (h == 0 || w == 0) {  // no pixel to read (border/reflection would clamp into nothing)
+    for (int64_t i = 0; i < npts; ++i) out[i] = from_compute<T>(compute_t<T>(0));
+    return;
+  }
   // Borders of the reflection and of the out-of-bound test (ONNX reference _prepare_border).
   const C x_min = align ? C(0) : C(-0.5), x_max = align ? C(w - 1) : C(w) - C(0.5);
   const C y_min = align ? C(0) : C(-0.5), y_max = align ? C(h - 1) : C(h) - C(0.5);
