@@ -23,6 +23,7 @@ PACKAGES=(
   python3-numpy python3-pytest python3-onnx python3-torch python3-torchvision
   graphviz
   pocl-opencl-icd clinfo  # an OpenCL device on the CPU: the intel_gpu backend's tests run on it
+  clang libclang-rt-14-dev libomp-14-dev  # the ASan+UBSan/libFuzzer and TSan builds (docs/fuzzing.md)
 )
 if [ "${1:-}" = "--main" ]; then PACKAGES=("${MAIN_PACKAGES[@]}"); fi
 

@@ -1,5 +1,6 @@
 #include "frame/core/npy.h"
 
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -78,30 +79,34 @@ Result<Tensor> fortran_to_c(const Tensor& f) {
   return c;
 }
 
-}  // namespace
-
-Result<Tensor> read_npy(const std::string& path, std::optional<DTypeCode> as_dtype) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return make_error(StatusCode::kIo, "cannot open '{}'", path);
+// Reads one .npy image from `f` (positioned at its start); `name` names it in errors. The
+// declared data size is checked against the bytes the stream holds before anything is
+// allocated, so a header claiming a huge shape is an error, not an allocation.
+Result<Tensor> read_npy_stream(std::istream& f, const std::string& name,
+                               std::optional<DTypeCode> as_dtype) {
+  f.seekg(0, std::ios::end);
+  const std::streamoff total = f.tellg();
+  f.seekg(0, std::ios::beg);
+  if (!f || total < 0) return make_error(StatusCode::kIo, "cannot read '{}'", name);
   char magic[8];
   if (!f.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) {
-    return make_error(StatusCode::kIo, "'{}' is not an .npy file (bad magic)", path);
+    return make_error(StatusCode::kIo, "'{}' is not an .npy file (bad magic)", name);
   }
   uint32_t hlen = 0;
   if (magic[6] == 1) {
     unsigned char b[2];
     if (!f.read(reinterpret_cast<char*>(b), 2))
-      return make_error(StatusCode::kIo, "'{}': truncated header", path);
+      return make_error(StatusCode::kIo, "'{}': truncated header", name);
     hlen = b[0] | (b[1] << 8);
   } else {
     unsigned char b[4];
     if (!f.read(reinterpret_cast<char*>(b), 4))
-      return make_error(StatusCode::kIo, "'{}': truncated header", path);
+      return make_error(StatusCode::kIo, "'{}': truncated header", name);
     hlen = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<uint32_t>(b[3]) << 24);
   }
-  if (hlen > (1u << 20)) return make_error(StatusCode::kIo, "'{}': header too large", path);
+  if (hlen > (1u << 20)) return make_error(StatusCode::kIo, "'{}': header too large", name);
   std::string h(hlen, '\0');
-  if (!f.read(h.data(), hlen)) return make_error(StatusCode::kIo, "'{}': truncated header", path);
+  if (!f.read(h.data(), hlen)) return make_error(StatusCode::kIo, "'{}': truncated header", name);
   std::string descr = header_field(h, "descr");
   std::string fortran = header_field(h, "fortran_order");
   std::string shape_s = header_field(h, "shape");
@@ -112,27 +117,51 @@ Result<Tensor> read_npy(const std::string& path, std::optional<DTypeCode> as_dty
       break;
     }
   }
-  if (!dt) return unimplemented("'{}': unsupported npy dtype '{}'", path, descr);
+  if (!dt) return unimplemented("'{}': unsupported npy dtype '{}'", name, descr);
   if (as_dtype && dtype_size(*as_dtype) == dtype_size(*dt)) dt = *as_dtype;
   Shape shape;
-  std::string digits;
+  bool in_dim = false;
   for (char c : shape_s) {
     if (c >= '0' && c <= '9') {
-      digits += c;
-    } else if (!digits.empty()) {
-      shape.push_back(std::stoll(digits));
-      digits.clear();
+      if (!in_dim) shape.push_back(0);
+      in_dim = true;
+      int64_t& d = shape.back();
+      if (d > (INT64_MAX - 9) / 10) {
+        return make_error(StatusCode::kIo, "'{}': dim in shape '{}' overflows int64", name,
+                          shape_s);
+      }
+      d = d * 10 + (c - '0');
+    } else {
+      in_dim = false;
     }
   }
-  if (!digits.empty()) shape.push_back(std::stoll(digits));
+  FRAME_ASSIGN_OR_RETURN(size_t nbytes, checked_nbytes(*dt, shape));
+  const auto data_start = static_cast<std::streamoff>(f.tellg());
+  if (static_cast<uint64_t>(total - data_start) < nbytes) {
+    return make_error(StatusCode::kIo, "'{}': truncated data (expected {} bytes, found {})", name,
+                      nbytes, total - data_start);
+  }
   FRAME_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(*dt, shape));
   if (t.nbytes() > 0 &&
       !f.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(t.nbytes()))) {
-    return make_error(StatusCode::kIo, "'{}': truncated data (expected {} bytes)", path,
+    return make_error(StatusCode::kIo, "'{}': truncated data (expected {} bytes)", name,
                       t.nbytes());
   }
   if (fortran == "True" && t.rank() > 1) return fortran_to_c(t);
   return t;
+}
+
+}  // namespace
+
+Result<Tensor> read_npy(const std::string& path, std::optional<DTypeCode> as_dtype) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return make_error(StatusCode::kIo, "cannot open '{}'", path);
+  return read_npy_stream(f, path, as_dtype);
+}
+
+Result<Tensor> read_npy_bytes(std::string_view bytes, std::optional<DTypeCode> as_dtype) {
+  std::istringstream f(std::string(bytes), std::ios::binary);
+  return read_npy_stream(f, "<npy bytes>", as_dtype);
 }
 
 Status write_npy(const std::string& path, const Tensor& t) {

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
+#include <variant>
 
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/op_registry.h"
@@ -670,7 +671,19 @@ class Importer final : public BodyImporter {
     ni.set_keep_untyped(opts_.keep_untyped);
     ni.set_max_tensor_bytes(opts_.max_tensor_bytes);
     ni.set_body_importer(this);
-    Status s = (row->convert != nullptr ? row->convert : &convert_default)(ni, row->frame_op);
+    Status s;
+    try {
+      s = (row->convert != nullptr ? row->convert : &convert_default)(ni, row->frame_op);
+    } catch (const std::bad_variant_access&) {
+      // A converter reads an attribute as the kind the ONNX spec gives it; the model stored
+      // another kind (AttributeProto.type). Found by the onnx_load fuzzer.
+      std::string kinds;
+      for (const auto& a : n.attribute()) {
+        kinds += fmt::format("{}{}={}", kinds.empty() ? "" : ", ", a.name(),
+                             ::onnx::AttributeProto::AttributeType_Name(a.type()));
+      }
+      s = ni.error("attribute of the wrong kind for {} (got {})", n.op_type(), kinds);
+    }
     if (s.is_ok() || !opts_.keep_untyped) return s;
     // Analysis only: a node the converter cannot take without values (an input it needs as
     // a constant, an untyped input) becomes an untyped stand-in reading every input, so the

@@ -208,7 +208,6 @@ class NodeImporter {
   std::vector<ir::ValueId> inputs_;
   ir::AttrMap attrs_;
   std::vector<std::string> outputs_;
-  int tmp_counter_ = 0;
   bool keep_untyped_ = false;
   size_t max_tensor_bytes_ = SIZE_MAX;
   BodyImporter* bodies_ = nullptr;

@@ -44,6 +44,10 @@ Result<std::vector<ir::TensorType>> infer_subgraph(const NodeContext& ctx, std::
     if (schema == nullptr) {
       return ctx.error("body '{}' node '{}' has unknown op '{}'", attr, n.name, n.op);
     }
+    // Arity and attribute kinds first, as for a top-level node: shape functions rely on them.
+    if (Status s = schema->check_node(n); !s.is_ok()) {
+      return s.with_prefix(ctx.error("in body '{}' ({}): ", attr, g.name()).message());
+    }
     NodeContext inner = make_node_context(g, n, schema);
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       auto it = types.find(n.inputs[i]);

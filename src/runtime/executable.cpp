@@ -88,7 +88,7 @@ Status stage_inputs(const detail::CompiledCore& core, const TensorMap& inputs,
   if (inputs.size() != core.inputs.size()) {
     for (const auto& [name, t] : inputs) {
       const bool known = std::any_of(core.inputs.begin(), core.inputs.end(),
-                                     [&](const auto& s) { return s.first == name; });
+                                     [&name = name](const auto& s) { return s.first == name; });
       if (!known) {
         std::vector<std::string> names;
         for (const auto& s : core.inputs) names.push_back(s.first);
@@ -116,7 +116,7 @@ Status check_outputs(const detail::CompiledCore& core, const TensorMap& outputs)
   }
   for (const auto& [name, t] : outputs) {
     const bool known = std::any_of(core.outputs.begin(), core.outputs.end(),
-                                   [&](const auto& s) { return s.first == name; });
+                                   [&name = name](const auto& s) { return s.first == name; });
     if (!known) {
       std::vector<std::string> names;
       for (const auto& s : core.outputs) names.push_back(s.first);

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "frame/core/status.h"
 #include "frame/core/tensor.h"
@@ -17,6 +18,10 @@ namespace frame {
 /// Errors: kIo (missing file, truncated data), kUnimplemented (other dtypes); Fortran-order
 /// arrays are read into row-major order.
 Result<Tensor> read_npy(const std::string& path, std::optional<DTypeCode> as_dtype = {});
+/// Like `read_npy`, from the bytes of an .npy file held in memory (errors name "<npy bytes>").
+/// Both check the shape's byte size against the data present before allocating (kIo when
+/// the data is shorter, kOutOfRange when the shape's byte size overflows).
+Result<Tensor> read_npy_bytes(std::string_view bytes, std::optional<DTypeCode> as_dtype = {});
 /// Writes `t` as .npy (bf16 as <u2). Errors: kIo.
 Status write_npy(const std::string& path, const Tensor& t);
 

@@ -79,10 +79,10 @@ F<T> make_functor(const Ctx& ctx) {
 /// True for the integer compute types (bool excluded).
 template <typename C>
 inline constexpr bool kIsInt = std::is_integral_v<C> && !std::is_same_v<C, bool>;
-// 8/16-bit values are promoted to int, where their products cannot overflow; wider ones wrap
-// in their unsigned type.
+// Integers wrap in an unsigned type at least as wide as unsigned int: 8/16-bit values would
+// otherwise be promoted to int, where a uint16 product (65535 * 65535) overflows.
 template <typename C>
-using wrap_t = std::conditional_t<(sizeof(C) < sizeof(int)), int, std::make_unsigned_t<C>>;
+using wrap_t = std::conditional_t<(sizeof(C) < sizeof(int)), unsigned int, std::make_unsigned_t<C>>;
 
 /// a + b; integers wrap modulo 2^bits (numpy), floats are IEEE.
 template <typename C>

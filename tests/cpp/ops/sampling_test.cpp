@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,56 @@ TEST(SamplingOps, GridSampleRejectsBadGridAndModes) {
   OpCall bad_pad = c;
   bad_pad.attrs = {{"padding_mode", std::string("wrap")}};
   EXPECT_FALSE(run_op(bad_pad).is_ok());
+}
+
+TEST(SamplingOps, GridSampleFarOutsideAndNanCoordinatesReadPadding) {
+  // Found by the onnx_run fuzzer (tests/fuzz/regressions/onnx_run): a grid value of 1.5e29
+  // made the tap index cast undefined. Hand values on the image [[1, 2], [3, 4]]:
+  // zeros padding reads 0 for any far-outside or NaN point, in every mode.
+  const float inf_like = 1.5e29F, nan = std::numeric_limits<float>::quiet_NaN();
+  for (const char* mode : {"bilinear", "nearest", "bicubic"}) {
+    OpCall c;
+    c.op = "grid_sample";
+    c.inputs = {
+        make<float>(DTypeCode::kFloat32, {1, 1, 2, 2}, {1, 2, 3, 4}),
+        make<float>(DTypeCode::kFloat32, {1, 1, 3, 2}, {inf_like, 0, -inf_like, 0, nan, nan})};
+    c.attrs = {{"mode", std::string(mode)}};
+    Result<std::vector<Tensor>> r = run_op(c);
+    ASSERT_TRUE(r.is_ok()) << mode << ": " << r.status().to_string();
+    for (int i = 0; i < 3; ++i) EXPECT_EQ((*r)[0].data<float>()[i], 0.0F) << mode << " " << i;
+  }
+  // Border padding clamps x to the last column; y = 0 is row 0.5: (2 + 4) / 2.
+  OpCall border;
+  border.op = "grid_sample";
+  border.inputs = {make<float>(DTypeCode::kFloat32, {1, 1, 2, 2}, {1, 2, 3, 4}),
+                   make<float>(DTypeCode::kFloat32, {1, 1, 1, 2}, {inf_like, 0})};
+  border.attrs = {{"padding_mode", std::string("border")}};
+  Result<std::vector<Tensor>> b = run_op(border);
+  ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+  EXPECT_FLOAT_EQ((*b)[0].data<float>()[0], 3.0F);
+  // Reflection of a far point keeps only a few bits of its phase: any bilinear mix of pixels.
+  border.attrs = {{"padding_mode", std::string("reflection")}};
+  Result<std::vector<Tensor>> rf = run_op(border);
+  ASSERT_TRUE(rf.is_ok()) << rf.status().to_string();
+  EXPECT_GE((*rf)[0].data<float>()[0], 1.0F);
+  EXPECT_LE((*rf)[0].data<float>()[0], 4.0F);
+}
+
+TEST(SamplingOps, GridSampleOfAnEmptyImageReadsZeros) {
+  // Found by the onnx_run fuzzer: an image of width 0 with border or reflection padding
+  // clamped the tap into [0, -1] and read before the buffer. No pixel exists: every point is 0.
+  for (const char* pad : {"zeros", "border", "reflection"}) {
+    OpCall c;
+    c.op = "grid_sample";
+    c.inputs = {make<float>(DTypeCode::kFloat32, {1, 1, 2, 0}, {}),
+                make<float>(DTypeCode::kFloat32, {1, 1, 2, 2}, {0, 0, 0.5F, -0.5F})};
+    c.attrs = {{"padding_mode", std::string(pad)}};
+    Result<std::vector<Tensor>> r = run_op(c);
+    ASSERT_TRUE(r.is_ok()) << pad << ": " << r.status().to_string();
+    ASSERT_EQ((*r)[0].shape(), Shape({1, 1, 1, 2}));
+    EXPECT_EQ((*r)[0].data<float>()[0], 0.0F) << pad;
+    EXPECT_EQ((*r)[0].data<float>()[1], 0.0F) << pad;
+  }
 }
 
 ir::AttrMap tf_idf_attrs(std::vector<int64_t> counts, std::vector<int64_t> indexes) {

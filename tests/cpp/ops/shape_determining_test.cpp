@@ -74,7 +74,7 @@ bool rejects_non_constant(const OpSchema& s, size_t probe, size_t num_inputs) {
       }
       Result<std::vector<ir::TensorType>> r = s.shape_fn()(ctx);
       if (r.is_ok()) continue;
-      const std::string& m = r.status().message();
+      const std::string m = r.status().message();  // status() is a temporary
       if (m.find("input " + std::to_string(probe) + " (") != std::string::npos &&
           m.find("must be a constant") != std::string::npos) {
         return true;

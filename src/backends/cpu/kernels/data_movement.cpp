@@ -62,7 +62,9 @@ Status slice_cpu(KernelContext& ctx) {
   std::vector<int64_t> strides(in.size());
   for (size_t i = 0; i < in.size(); ++i) {
     offset += p.start[i] * st[i];
-    strides[i] = p.step[i] * st[i];
+    // A dim of at most one element never advances; its step may be huge (INT64_MAX), and
+    // step * stride would overflow.
+    strides[i] = p.out_shape[i] <= 1 ? 0 : p.step[i] * st[i];
   }
   return copy_view(ctx, offset, p.out_shape, strides);
 }

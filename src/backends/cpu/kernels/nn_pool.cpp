@@ -85,36 +85,41 @@ Status max_pool_kernel(KernelContext& ctx) {
     }
   }
   int64_t* ip = want_idx ? ctx.output(1).data<int64_t>() : nullptr;
-  return dispatch_dtype<kMaxPoolDTypes>(x.dtype(), [&]<typename T>() {
-    using C = compute_t<T>;
-    const T* xp = x.data<T>();
-    T* yp = ctx.output(0).data<T>();
+  // The locals the window lambdas read are captured by name: clang 14 cannot reach an
+  // enclosing function's locals from lambdas inside an OpenMP loop of a generic lambda.
+  return dispatch_dtype<kMaxPoolDTypes>(
+      x.dtype(), [&, &g = g, r = r, &row_strides = row_strides, &idx_strides = idx_strides,
+                  in_plane = in_plane, out_plane = out_plane, ip = ip]<typename T>() {
+        using C = compute_t<T>;
+        const T* xp = x.data<T>();
+        T* yp = ctx.output(0).data<T>();
 #pragma omp parallel for num_threads(ctx.num_threads) if (planes > 1)
-    for (int64_t pl = 0; pl < planes; ++pl) {
-      std::vector<int64_t> k(r), coords(r);
-      const T* xc = xp + pl * in_plane;
-      for_each_window(g, [&](int64_t p, const std::vector<int64_t>& start) {
-        C best = std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity()
-                                                      : std::numeric_limits<C>::lowest();
-        int64_t best_idx = -1;
-        for_each_tap(g, start, k, coords, [&](const std::vector<int64_t>& c) {
-          int64_t off = 0, flat = 0;
-          for (size_t d = 0; d < r; ++d) {
-            if (c[d] < 0 || c[d] >= g.in[d]) return;
-            off += c[d] * row_strides[d];
-            flat += c[d] * idx_strides[d];
-          }
-          const C v = to_compute(xc[off]);
-          if (best_idx < 0 || v > best || (is_nan(v) && !is_nan(best))) {
-            best = v;
-            best_idx = flat;
-          }
-        });
-        yp[pl * out_plane + p] = from_compute<T>(best);
-        if (ip != nullptr) ip[pl * out_plane + p] = best_idx < 0 ? -1 : pl * in_plane + best_idx;
+        for (int64_t pl = 0; pl < planes; ++pl) {
+          std::vector<int64_t> k(r), coords(r);
+          const T* xc = xp + pl * in_plane;
+          for_each_window(g, [&](int64_t p, const std::vector<int64_t>& start) {
+            C best = std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity()
+                                                          : std::numeric_limits<C>::lowest();
+            int64_t best_idx = -1;
+            for_each_tap(g, start, k, coords, [&](const std::vector<int64_t>& c) {
+              int64_t off = 0, flat = 0;
+              for (size_t d = 0; d < r; ++d) {
+                if (c[d] < 0 || c[d] >= g.in[d]) return;
+                off += c[d] * row_strides[d];
+                flat += c[d] * idx_strides[d];
+              }
+              const C v = to_compute(xc[off]);
+              if (best_idx < 0 || v > best || (is_nan(v) && !is_nan(best))) {
+                best = v;
+                best_idx = flat;
+              }
+            });
+            yp[pl * out_plane + p] = from_compute<T>(best);
+            if (ip != nullptr)
+              ip[pl * out_plane + p] = best_idx < 0 ? -1 : pl * in_plane + best_idx;
+          });
+        }
       });
-    }
-  });
 }
 
 FRAME_REGISTER_KERNEL(max_pool, "cpu", max_pool_kernel).dtypes(kMaxPoolDTypes);
@@ -127,33 +132,36 @@ Status average_pool_kernel(KernelContext& ctx) {
   const int64_t planes = x.dim(0) * x.dim(1), in_plane = numel_of(g.in),
                 out_plane = numel_of(g.out);
   const std::vector<int64_t> strides = contiguous_strides(g.in);
-  return dispatch_dtype<kFloatDTypes>(x.dtype(), [&]<typename T>() {
-    const T* xp = x.data<T>();
-    T* yp = ctx.output(0).data<T>();
+  // Captured by name for clang 14, as in max_pool_kernel.
+  return dispatch_dtype<kFloatDTypes>(
+      x.dtype(), [&, &g = g, r = r, include_pad = include_pad, &strides = strides,
+                  in_plane = in_plane, out_plane = out_plane]<typename T>() {
+        const T* xp = x.data<T>();
+        T* yp = ctx.output(0).data<T>();
 #pragma omp parallel for num_threads(ctx.num_threads) if (planes > 1)
-    for (int64_t pl = 0; pl < planes; ++pl) {
-      std::vector<int64_t> k(r), coords(r);
-      const T* xc = xp + pl * in_plane;
-      for_each_window(g, [&](int64_t p, const std::vector<int64_t>& start) {
-        double sum = 0;
-        int64_t count = 0;
-        for_each_tap(g, start, k, coords, [&](const std::vector<int64_t>& c) {
-          bool inside = true, in_padded = true;
-          int64_t off = 0;
-          for (size_t d = 0; d < r; ++d) {
-            inside = inside && c[d] >= 0 && c[d] < g.in[d];
-            in_padded = in_padded && c[d] >= -g.pad_begin[d] && c[d] < g.in[d] + g.pad_end[d];
-            off += c[d] * strides[d];
-          }
-          if (inside) sum += static_cast<double>(to_compute(xc[off]));
-          if (include_pad ? in_padded : inside) ++count;
-        });
-        const double v =
-            count > 0 ? sum / static_cast<double>(count) : std::numeric_limits<double>::quiet_NaN();
-        yp[pl * out_plane + p] = from_compute<T>(static_cast<compute_t<T>>(v));
+        for (int64_t pl = 0; pl < planes; ++pl) {
+          std::vector<int64_t> k(r), coords(r);
+          const T* xc = xp + pl * in_plane;
+          for_each_window(g, [&](int64_t p, const std::vector<int64_t>& start) {
+            double sum = 0;
+            int64_t count = 0;
+            for_each_tap(g, start, k, coords, [&](const std::vector<int64_t>& c) {
+              bool inside = true, in_padded = true;
+              int64_t off = 0;
+              for (size_t d = 0; d < r; ++d) {
+                inside = inside && c[d] >= 0 && c[d] < g.in[d];
+                in_padded = in_padded && c[d] >= -g.pad_begin[d] && c[d] < g.in[d] + g.pad_end[d];
+                off += c[d] * strides[d];
+              }
+              if (inside) sum += static_cast<double>(to_compute(xc[off]));
+              if (include_pad ? in_padded : inside) ++count;
+            });
+            const double v = count > 0 ? sum / static_cast<double>(count)
+                                       : std::numeric_limits<double>::quiet_NaN();
+            yp[pl * out_plane + p] = from_compute<T>(static_cast<compute_t<T>>(v));
+          });
+        }
       });
-    }
-  });
 }
 
 FRAME_REGISTER_KERNEL(average_pool, "cpu", average_pool_kernel).dtypes(kFloatDTypes);

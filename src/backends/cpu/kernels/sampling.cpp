@@ -31,15 +31,15 @@ C gs_reflect(C x, C lo, C hi) {
   if (range <= C(0)) return lo;
   if (x < lo) {
     const C d = lo - x;
-    const auto n = static_cast<int64_t>(d / range);
-    const C r = d - static_cast<C>(n) * range;
-    return n % 2 == 0 ? lo + r : hi - r;
+    const C n = std::floor(d / range);  // a far-out x: beyond int64, so kept in C
+    const C r = d - n * range;
+    return std::fmod(n, C(2)) == C(0) ? lo + r : hi - r;
   }
   if (x > hi) {
     const C d = x - hi;
-    const auto n = static_cast<int64_t>(d / range);
-    const C r = d - static_cast<C>(n) * range;
-    return n % 2 == 0 ? hi - r : lo + r;
+    const C n = std::floor(d / range);  // a far-out x: beyond int64, so kept in C
+    const C r = d - n * range;
+    return std::fmod(n, C(2)) == C(0) ? hi - r : lo + r;
   }
   return x;
 }
@@ -62,6 +62,10 @@ template <GsMode M, GsPad P, typename T>
 void grid_sample_plane(const T* im, int64_t h, int64_t w, const T* grid, int64_t npts, T* out,
                        bool align) {
   using C = double;
+  if (h == 0 || w == 0) {  // no pixel to read (border/reflection would clamp into nothing)
+    for (int64_t i = 0; i < npts; ++i) out[i] = from_compute<T>(compute_t<T>(0));
+    return;
+  }
   // Borders of the reflection and of the out-of-bound test (ONNX reference _prepare_border).
   const C x_min = align ? C(0) : C(-0.5), x_max = align ? C(w - 1) : C(w) - C(0.5);
   const C y_min = align ? C(0) : C(-0.5), y_max = align ? C(h - 1) : C(h) - C(0.5);
@@ -96,6 +100,11 @@ void grid_sample_plane(const T* im, int64_t h, int64_t w, const T* grid, int64_t
         y = gs_reflect(y, y_min, y_max);
       }
     }
+    // A grid value can be anything: NaN and coordinates beyond every tap (cubic reads
+    // floor(x) - 1 .. floor(x) + 2) read only padding, and bounding them keeps the int64
+    // casts below defined.
+    x = std::isnan(x) ? C(-4) : std::clamp(x, C(-4), C(w + 3));
+    y = std::isnan(y) ? C(-4) : std::clamp(y, C(-4), C(h + 3));
     C v;
     if constexpr (M == GsMode::kNearest) {
       v = pixel(static_cast<int64_t>(y), static_cast<int64_t>(x));

@@ -100,7 +100,6 @@ void repeat_fill(const std::byte* src, size_t elem, int64_t period, std::byte* d
   }
 }
 
-inline const float* f32(const std::byte* p) { return reinterpret_cast<const float*>(p); }
 inline float* f32(std::byte* p) { return reinterpret_cast<float*>(p); }
 
 Status run_generic(const Program& p, const Step& s, Scratch& sc, int64_t n) {

@@ -206,7 +206,8 @@ Result<std::shared_ptr<void>> slice_prepare(const NodeContext& ctx) {
   std::vector<int64_t> strides(in.size());
   for (size_t i = 0; i < in.size(); ++i) {
     offset += p.start[i] * st[i];
-    strides[i] = p.step[i] * st[i];
+    // As in the cpu slice: a dim of at most one element never advances (its step may be huge).
+    strides[i] = p.out_shape[i] <= 1 ? 0 : p.step[i] * st[i];
   }
   return std::shared_ptr<void>(std::make_shared<StridedPlan>(
       make_plan(p.out_shape, strides, offset, dtype_size(ctx.input_types[0].dtype))));
