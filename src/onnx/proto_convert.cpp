@@ -31,31 +31,43 @@ void copy_cast(const Src& src, Tensor& t) {
   for (int i = 0; i < src.size(); ++i) dst[i] = static_cast<T>(src.Get(i));
 }
 
+// The typed field that carries values of `dt` and how many values it holds.
+struct TypedField {
+  std::string_view name;
+  int64_t count = 0;
+};
+
+TypedField typed_field_of(const TensorProto& p, DTypeCode dt) {
+  switch (dt) {
+    case DTypeCode::kFloat32:
+      return {"float_data", p.float_data_size()};
+    case DTypeCode::kFloat64:
+      return {"double_data", p.double_data_size()};
+    case DTypeCode::kInt64:
+      return {"int64_data", p.int64_data_size()};
+    case DTypeCode::kUInt32:
+    case DTypeCode::kUInt64:
+      return {"uint64_data", p.uint64_data_size()};
+    default:
+      return {"int32_data", p.int32_data_size()};
+  }
+}
+
+// Copies the typed field into `t`, whose element count the caller checked against
+// typed_field_of (before allocating `t`): every element is written.
 Status fill_from_typed_fields(const TensorProto& p, Tensor& t) {
-  const int64_t n = t.numel();
-  auto check_count = [&](int64_t have, std::string_view field) -> Status {
-    if (have != n) {
-      return invalid_argument("tensor '{}': {} has {} values, shape {} needs {}", p.name(), field,
-                              have, shape_to_string(t.shape()), n);
-    }
-    return Status();
-  };
   switch (t.dtype()) {
     case DTypeCode::kFloat32:
-      FRAME_RETURN_IF_ERROR(check_count(p.float_data_size(), "float_data"));
       copy_cast<float>(p.float_data(), t);
       return Status();
     case DTypeCode::kFloat64:
-      FRAME_RETURN_IF_ERROR(check_count(p.double_data_size(), "double_data"));
       copy_cast<double>(p.double_data(), t);
       return Status();
     case DTypeCode::kInt64:
-      FRAME_RETURN_IF_ERROR(check_count(p.int64_data_size(), "int64_data"));
       copy_cast<int64_t>(p.int64_data(), t);
       return Status();
     case DTypeCode::kFloat16:
     case DTypeCode::kBFloat16: {
-      FRAME_RETURN_IF_ERROR(check_count(p.int32_data_size(), "int32_data"));
       auto* dst = static_cast<uint16_t*>(t.raw_data());
       for (int i = 0; i < p.int32_data_size(); ++i) {
         dst[i] = static_cast<uint16_t>(p.int32_data(i));
@@ -63,35 +75,27 @@ Status fill_from_typed_fields(const TensorProto& p, Tensor& t) {
       return Status();
     }
     case DTypeCode::kInt32:
-      FRAME_RETURN_IF_ERROR(check_count(p.int32_data_size(), "int32_data"));
       copy_cast<int32_t>(p.int32_data(), t);
       return Status();
     case DTypeCode::kInt16:
-      FRAME_RETURN_IF_ERROR(check_count(p.int32_data_size(), "int32_data"));
       copy_cast<int16_t>(p.int32_data(), t);
       return Status();
     case DTypeCode::kInt8:
-      FRAME_RETURN_IF_ERROR(check_count(p.int32_data_size(), "int32_data"));
       copy_cast<int8_t>(p.int32_data(), t);
       return Status();
     case DTypeCode::kUInt8:
-      FRAME_RETURN_IF_ERROR(check_count(p.int32_data_size(), "int32_data"));
       copy_cast<uint8_t>(p.int32_data(), t);
       return Status();
     case DTypeCode::kUInt16:
-      FRAME_RETURN_IF_ERROR(check_count(p.int32_data_size(), "int32_data"));
       copy_cast<uint16_t>(p.int32_data(), t);
       return Status();
     case DTypeCode::kUInt32:
-      FRAME_RETURN_IF_ERROR(check_count(p.uint64_data_size(), "uint64_data"));
       copy_cast<uint32_t>(p.uint64_data(), t);
       return Status();
     case DTypeCode::kUInt64:
-      FRAME_RETURN_IF_ERROR(check_count(p.uint64_data_size(), "uint64_data"));
       copy_cast<uint64_t>(p.uint64_data(), t);
       return Status();
     case DTypeCode::kBool: {
-      FRAME_RETURN_IF_ERROR(check_count(p.int32_data_size(), "int32_data"));
       bool* dst = t.data<bool>();
       for (int i = 0; i < p.int32_data_size(); ++i) dst[i] = p.int32_data(i) != 0;
       return Status();
@@ -349,8 +353,18 @@ Result<Tensor> tensor_from_proto(const TensorProto& p, ExternalData& external, s
                               *nbytes);
     }
     bytes = p.raw_data();
+  } else {
+    // A typed field must hold one value per element; checked before the buffer is allocated
+    // so a few values cannot make the loader allocate and fill gigabytes first.
+    const TypedField field = typed_field_of(p, *dt);
+    const int64_t n = numel_of(shape);
+    if (field.count != n) {
+      return invalid_argument("tensor '{}': {} has {} values, shape {} needs {}", p.name(),
+                              field.name, field.count, shape_to_string(shape), n);
+    }
   }
-  FRAME_ASSIGN_OR_RETURN(Tensor t, bytes ? Tensor::empty(*dt, shape) : Tensor::zeros(*dt, shape));
+  // Every element is written below (bytes or typed field): no need to zero the buffer.
+  FRAME_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(*dt, shape));
   if (bytes) {
     // ONNX raw and external data are little-endian, as is every host frame supports.
     if (*nbytes > 0) std::memcpy(t.raw_data(), bytes->data(), *nbytes);

@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <new>
 #include <set>
 #include <shared_mutex>
+#include <stdexcept>
 
 #include "frame/ops/backend_availability.h"
 #include "frame/ops/kernel_registry.h"
@@ -17,6 +19,12 @@
 
 namespace frame::runtime {
 namespace {
+
+Status out_of_memory_error(const ops::NodeContext& ctx, std::string_view step) {
+  return make_error(StatusCode::kOutOfRange,
+                    "node '{}' ({}): kernel {} could not allocate its scratch memory",
+                    ctx.node_name, ctx.op, step);
+}
 
 // One node run by its registered kernel. The context borrows attributes and constants from
 // the compiled graph, which the Executable keeps alive and never mutates.
@@ -36,7 +44,15 @@ class KernelPart final : public CompiledPart {
     kc.state = state_.get();
     kc.num_threads = io.num_threads;
     if (io.run_state != nullptr) kc.subgraphs = static_cast<Runners*>(io.run_state)->ptrs;
-    return kernel_->fn(kc);
+    // A kernel's scratch allocation that fails is an error of this node, not an abort
+    // (docs/security.md: a model cannot crash the process).
+    try {
+      return kernel_->fn(kc);
+    } catch (const std::bad_alloc&) {
+      return out_of_memory_error(ctx_, "run");
+    } catch (const std::length_error&) {
+      return out_of_memory_error(ctx_, "run");
+    }
   }
   // Bodies get one runner (arena + bound views) per run slot: re-entrant runs never share one.
   std::shared_ptr<void> make_run_state() const override {
@@ -88,7 +104,14 @@ class KernelBackend final : public Backend {
     FRAME_RETURN_IF_ERROR(k->supports(ctx));
     std::shared_ptr<void> state;
     if (k->prepare != nullptr) {
-      Result<std::shared_ptr<void>> s = k->prepare(ctx);
+      Result<std::shared_ptr<void>> s = internal_error("prepare did not run");
+      try {
+        s = k->prepare(ctx);
+      } catch (const std::bad_alloc&) {
+        return out_of_memory_error(ctx, "prepare");
+      } catch (const std::length_error&) {
+        return out_of_memory_error(ctx, "prepare");
+      }
       if (!s.is_ok()) return s.status();
       state = std::move(s).value();
     }

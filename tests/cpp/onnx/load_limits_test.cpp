@@ -3,6 +3,7 @@
 // negative and overflowing dims, cycles, dangling names, duplicate outputs and wrong attribute
 // kinds are each an error naming the place, never a crash or a huge allocation.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -191,6 +192,25 @@ TEST(LoadLimits, NegativeAndOverflowingDims) {
     m.output("y");
     m.add(node("Relu", {"x"}, {"y"}, "relu"));
     expect_error(load_from_bytes(m.bytes()).status(), {"graph input 'x'", "dim 0"});
+  }
+}
+
+// An initializer declaring 2^29 floats (2 GiB) or 2^28 int64 but holding 4 typed values is
+// refused before its buffer is allocated: the peak RSS does not grow by the declared size.
+TEST(LoadLimits, TypedFieldCountCheckedBeforeAllocation) {
+  for (const bool f32 : {true, false}) {
+    ModelBuilder m(13);
+    m.input("x", {4}, f32 ? TensorProto::FLOAT : TensorProto::INT64)
+        .output("y", f32 ? TensorProto::FLOAT : TensorProto::INT64);
+    m.init(f32 ? float_tensor("w", {int64_t{1} << 29}, {1, 2, 3, 4})
+               : int64_tensor("w", {int64_t{1} << 28}, {1, 2, 3, 4}));
+    m.add(node("Add", {"x", "w"}, {"y"}, "add"));
+    rusage before{}, after{};
+    getrusage(RUSAGE_SELF, &before);
+    expect_error(load_from_bytes(m.bytes()).status(),
+                 {"tensor 'w'", f32 ? "float_data has 4 values" : "int64_data has 4 values"});
+    getrusage(RUSAGE_SELF, &after);
+    EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 256 * 1024);  // KiB
   }
 }
 

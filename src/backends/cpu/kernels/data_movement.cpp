@@ -183,29 +183,27 @@ Status pad_cpu(KernelContext& ctx) {
   if (out.numel() == 0) return Status();
   const size_t r = in.shape().size();
   if (r == 0) return copy_through(ctx);
-  // Per-axis source index maps: the inner loops do lookups only.
-  std::vector<std::vector<int64_t>> map(r);
-  for (size_t a = 0; a < r; ++a) {
-    for (int64_t o = 0; o < p.out_shape[a]; ++o) {
-      map[a].push_back(ops::dm::pad_source_index(p.mode, o, p.begin[a], in.shape()[a]));
-    }
-  }
+  // Source indices are computed per row (outer axes) and per padded element (last axis): no
+  // table per output index, whose size the model controls (docs/security.md, "Memory outside
+  // the plan"). The copied range [lo, hi) of the last axis is one contiguous copy.
   const std::vector<int64_t> st = strides_of(in.shape());
   const bool has_value = ctx.inputs.size() > 2 && ctx.node->has_input(2);
-  const int64_t inner = p.out_shape[r - 1];
+  const int64_t inner = p.out_shape[r - 1], d_last = in.shape()[r - 1], b_last = p.begin[r - 1];
+  const int64_t lo = std::clamp<int64_t>(b_last, 0, inner);
+  const int64_t hi = std::clamp<int64_t>(b_last + d_last, lo, inner);
   const int64_t rows = out.numel() / inner;
   return dispatch_storage(in.dtype(), [&]<typename T>() {
     const T fill = has_value ? ctx.input(2).data<T>()[0] : T{};
     const T* src = in.data<T>();
     T* dst = out.data<T>();
-    const std::vector<int64_t>& last = map[r - 1];
     const int nt = threads_for(out.numel(), ctx.num_threads);
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
     for (int64_t row = 0; row < rows; ++row) {
       int64_t rem = row, off = 0;
       bool filled = false;
       for (size_t a = r - 1; a-- > 0;) {
-        const int64_t s = map[a][static_cast<size_t>(rem % p.out_shape[a])];
+        const int64_t s =
+            ops::dm::pad_source_index(p.mode, rem % p.out_shape[a], p.begin[a], in.shape()[a]);
         rem /= p.out_shape[a];
         filled = filled || s < 0;
         off += s * st[a];
@@ -215,10 +213,15 @@ Status pad_cpu(KernelContext& ctx) {
         std::fill(o, o + inner, fill);
         continue;
       }
-      for (int64_t j = 0; j < inner; ++j) {
-        const int64_t s = last[static_cast<size_t>(j)];
-        o[j] = s < 0 ? fill : src[off + s];
-      }
+      auto padded = [&](int64_t j0, int64_t j1) {
+        for (int64_t j = j0; j < j1; ++j) {
+          const int64_t s = ops::dm::pad_source_index(p.mode, j, b_last, d_last);
+          o[j] = s < 0 ? fill : src[off + s];
+        }
+      };
+      padded(0, lo);
+      std::copy(src + off + (lo - b_last), src + off + (hi - b_last), o + lo);
+      padded(hi, inner);
     }
   });
 }

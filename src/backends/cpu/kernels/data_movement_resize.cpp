@@ -22,6 +22,49 @@ using ops::dm::NearestMode;
 using ops::dm::ResizeMode;
 using ops::dm::ResizeParams;
 
+// At most this many taps per output index of one axis (cubic).
+constexpr int kMaxTaps = 4;
+
+// The taps of output index `o` on axis `a`: (input index, weight) pairs with nonzero weight
+// written to idx / w; returns their count. *outside: tf_crop_and_resize extrapolates there.
+int axis_taps(const ResizeParams& p, size_t a, int64_t in, int64_t out, int64_t o, int64_t* idx,
+              double* w, bool* outside) {
+  int n = 0;
+  auto add = [&](int64_t i, double wt) {
+    if (wt == 0.0) return;  // zero taps change nothing and keep non-resized axes to one tap
+    idx[n] = std::clamp<int64_t>(i, 0, in - 1);
+    w[n++] = wt;
+  };
+  double x = ops::dm::resize_source_coord(p, a, o, in, out);
+  *outside = p.coord == CoordMode::kTfCropAndResize && (x < 0.0 || x > static_cast<double>(in - 1));
+  if (p.mode == ResizeMode::kNearest) {
+    add(ops::dm::resize_nearest_index(p.nearest, x), 1.0);
+  } else if (p.mode == ResizeMode::kLinear) {
+    x = std::clamp(x, 0.0, static_cast<double>(in - 1));
+    const double x0 = std::floor(x), r = x - x0;
+    add(static_cast<int64_t>(x0), 1.0 - r);
+    add(static_cast<int64_t>(x0) + 1, r);
+  } else {
+    const double x0 = std::floor(x), r = x - x0, A = p.cubic_a;
+    const double d[4] = {r + 1.0, r, 1.0 - r, 2.0 - r};
+    double c[4] = {((A * d[0] - 5 * A) * d[0] + 8 * A) * d[0] - 4 * A,
+                   ((A + 2) * d[1] - (A + 3)) * d[1] * d[1] + 1,
+                   ((A + 2) * d[2] - (A + 3)) * d[2] * d[2] + 1,
+                   ((A * d[3] - 5 * A) * d[3] + 8 * A) * d[3] - 4 * A};
+    const int64_t base = static_cast<int64_t>(x0) - 1;
+    if (p.exclude_outside) {
+      double sum = 0.0;
+      for (int k = 0; k < 4; ++k) {
+        if (base + k < 0 || base + k >= in) c[k] = 0.0;
+        sum += c[k];
+      }
+      for (double& v : c) v = sum != 0.0 ? v / sum : 0.0;
+    }
+    for (int k = 0; k < 4; ++k) add(base + k, c[k]);
+  }
+  return n;
+}
+
 // Taps of one axis in CSR form: output index o uses taps [begin[o], begin[o + 1]).
 struct AxisTaps {
   std::vector<int64_t> begin;
@@ -33,55 +76,35 @@ struct AxisTaps {
 AxisTaps make_taps(const ResizeParams& p, size_t a, int64_t in, int64_t out) {
   AxisTaps t;
   t.begin.push_back(0);
-  auto add = [&](int64_t i, double w) {
-    if (w == 0.0) return;  // zero taps change nothing and keep non-resized axes to one tap
-    t.idx.push_back(std::clamp<int64_t>(i, 0, in - 1));
-    t.w.push_back(w);
-  };
+  int64_t idx[kMaxTaps];
+  double w[kMaxTaps];
   for (int64_t o = 0; o < out; ++o) {
-    double x = ops::dm::resize_source_coord(p, a, o, in, out);
-    t.outside.push_back(p.coord == CoordMode::kTfCropAndResize &&
-                        (x < 0.0 || x > static_cast<double>(in - 1)));
-    if (p.mode == ResizeMode::kNearest) {
-      add(ops::dm::resize_nearest_index(p.nearest, x), 1.0);
-    } else if (p.mode == ResizeMode::kLinear) {
-      x = std::clamp(x, 0.0, static_cast<double>(in - 1));
-      const double x0 = std::floor(x), r = x - x0;
-      add(static_cast<int64_t>(x0), 1.0 - r);
-      add(static_cast<int64_t>(x0) + 1, r);
-    } else {
-      const double x0 = std::floor(x), r = x - x0, A = p.cubic_a;
-      const double d[4] = {r + 1.0, r, 1.0 - r, 2.0 - r};
-      double c[4] = {((A * d[0] - 5 * A) * d[0] + 8 * A) * d[0] - 4 * A,
-                     ((A + 2) * d[1] - (A + 3)) * d[1] * d[1] + 1,
-                     ((A + 2) * d[2] - (A + 3)) * d[2] * d[2] + 1,
-                     ((A * d[3] - 5 * A) * d[3] + 8 * A) * d[3] - 4 * A};
-      const int64_t base = static_cast<int64_t>(x0) - 1;
-      if (p.exclude_outside) {
-        double sum = 0.0;
-        for (int k = 0; k < 4; ++k) {
-          if (base + k < 0 || base + k >= in) c[k] = 0.0;
-          sum += c[k];
-        }
-        for (double& v : c) v = sum != 0.0 ? v / sum : 0.0;
-      }
-      for (int k = 0; k < 4; ++k) add(base + k, c[k]);
-    }
+    bool outside = false;
+    const int n = axis_taps(p, a, in, out, o, idx, w, &outside);
+    t.idx.insert(t.idx.end(), idx, idx + n);
+    t.w.insert(t.w.end(), w, w + n);
+    t.outside.push_back(outside);
     t.begin.push_back(static_cast<int64_t>(t.idx.size()));
   }
   return t;
 }
 
+// The taps of one output element on one axis: a view into an AxisTaps table or into a
+// per-thread buffer computed for this element.
+struct ElemTaps {
+  const int64_t* idx = nullptr;
+  const double* w = nullptr;
+  int64_t n = 0;
+};
+
 template <typename T>
-double accumulate(const T* src, const std::vector<AxisTaps>& taps, const std::vector<int64_t>& st,
-                  const int64_t* coord, size_t a, int64_t off) {
-  if (a == taps.size()) return static_cast<double>(to_compute(src[off]));
-  const AxisTaps& t = taps[a];
-  const size_t o = static_cast<size_t>(coord[a]);
+double accumulate(const T* src, const ElemTaps* taps, size_t r, const std::vector<int64_t>& st,
+                  size_t a, int64_t off) {
+  if (a == r) return static_cast<double>(to_compute(src[off]));
+  const ElemTaps& t = taps[a];
   double s = 0.0;
-  for (int64_t k = t.begin[o]; k < t.begin[o + 1]; ++k) {
-    const size_t uk = static_cast<size_t>(k);
-    s += t.w[uk] * accumulate(src, taps, st, coord, a + 1, off + t.idx[uk] * st[a]);
+  for (int64_t k = 0; k < t.n; ++k) {
+    s += t.w[k] * accumulate(src, taps, r, st, a + 1, off + t.idx[k] * st[a]);
   }
   return s;
 }
@@ -97,19 +120,47 @@ Status resize_cpu(KernelContext& ctx) {
   }
   if (y.numel() == 0) return Status();
   const size_t r = static_cast<size_t>(x.rank());
+  // Per-axis tables (up to ~73 bytes per output index) only while they stay within the
+  // output's own size (or 1 MiB); a thin output whose tables would be the larger part computes
+  // each element's taps on the fly instead (docs/security.md, "Memory outside the plan").
+  int64_t sum_out = 0;
+  for (size_t a = 0; a < r; ++a) sum_out += y.dim(a);
+  const bool tables = static_cast<uint64_t>(sum_out) * (8 * (1 + 2 * kMaxTaps) + 1) <=
+                      std::max<uint64_t>(y.nbytes(), uint64_t{1} << 20);
   std::vector<AxisTaps> taps;
-  for (size_t a = 0; a < r; ++a) taps.push_back(make_taps(p, a, x.dim(a), y.dim(a)));
+  for (size_t a = 0; tables && a < r; ++a) taps.push_back(make_taps(p, a, x.dim(a), y.dim(a)));
   const std::vector<int64_t> st = strides_of(x.shape());
   const std::vector<int64_t> out_st = strides_of(y.shape());
   const int64_t n = y.numel();
   const int nt = threads_for(n, ctx.num_threads);
-  // Decodes output element e into per-axis coordinates; true if it lies outside the roi.
-  auto decode = [&](int64_t e, int64_t* coord) {
+  // Per-thread scratch: coordinates and each axis's taps of the current element.
+  struct Scratch {
+    std::vector<int64_t> coord, idx;
+    std::vector<double> w;
+    std::vector<ElemTaps> et;
+    explicit Scratch(size_t rank)
+        : coord(rank), idx(rank * kMaxTaps), w(rank * kMaxTaps), et(rank) {}
+  };
+  // Decodes output element e into each axis's taps; true if it lies outside the roi.
+  auto decode = [&](int64_t e, Scratch& sc) {
     bool outside = false;
     for (size_t a = 0; a < r; ++a) {
-      coord[a] = e / out_st[a];
+      const int64_t c = e / out_st[a];
       e %= out_st[a];
-      outside = outside || taps[a].outside[static_cast<size_t>(coord[a])] != 0;
+      if (tables) {
+        const AxisTaps& t = taps[a];
+        const auto uc = static_cast<size_t>(c);
+        const auto b = static_cast<size_t>(t.begin[uc]);
+        sc.et[a] = {t.idx.data() + b, t.w.data() + b, t.begin[uc + 1] - t.begin[uc]};
+        outside = outside || t.outside[uc] != 0;
+      } else {
+        int64_t* idx = sc.idx.data() + a * kMaxTaps;
+        double* w = sc.w.data() + a * kMaxTaps;
+        bool out_a = false;
+        const int k = axis_taps(p, a, x.dim(a), y.dim(a), c, idx, w, &out_a);
+        sc.et[a] = {idx, w, k};
+        outside = outside || out_a;
+      }
     }
     return outside;
   };
@@ -120,18 +171,15 @@ Status resize_cpu(KernelContext& ctx) {
       const T extrapolated = from_compute<T>(static_cast<compute_t<T>>(p.extrapolation_value));
 #pragma omp parallel num_threads(nt) if (nt > 1)
       {
-        std::vector<int64_t> coord(r);  // one buffer per thread, not per element
+        Scratch sc(r);  // one buffer per thread, not per element
 #pragma omp for schedule(static)
         for (int64_t e = 0; e < n; ++e) {
-          if (decode(e, coord.data())) {
+          if (decode(e, sc)) {
             dst[e] = extrapolated;
             continue;
           }
           int64_t off = 0;
-          for (size_t a = 0; a < r; ++a) {
-            const AxisTaps& t = taps[a];
-            off += t.idx[static_cast<size_t>(t.begin[static_cast<size_t>(coord[a])])] * st[a];
-          }
+          for (size_t a = 0; a < r; ++a) off += sc.et[a].idx[0] * st[a];
           dst[e] = src[off];
         }
       }
@@ -142,11 +190,11 @@ Status resize_cpu(KernelContext& ctx) {
     T* dst = y.data<T>();
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
-      std::vector<int64_t> coord(r);
+      Scratch sc(r);
 #pragma omp for schedule(static)
       for (int64_t e = 0; e < n; ++e) {
-        const double v = decode(e, coord.data()) ? p.extrapolation_value
-                                                 : accumulate(src, taps, st, coord.data(), 0, 0);
+        const double v =
+            decode(e, sc) ? p.extrapolation_value : accumulate(src, sc.et.data(), r, st, 0, 0);
         dst[e] = from_compute<T>(static_cast<compute_t<T>>(v));
       }
     }

@@ -4,6 +4,7 @@
 /// B packed row-major in the accumulation type, rows computed in i-k-j order (contiguous
 /// inner loop), rows split across OpenMP threads with one accumulator row per thread.
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <type_traits>
@@ -98,6 +99,18 @@ void row_times_packed(const T* a, int64_t a_step, const Acc* bp, int64_t k, int6
     const Acc* brow = bp + kk * n;
     for (int64_t j = 0; j < n; ++j) row[j] += av * brow[j];
   }
+}
+
+/// Bytes of im2col/col2im scratch a cpu convolution kernel holds at once (security.md,
+/// "Memory outside the plan"): the kernels tile over positions so that rows x tile stays under
+/// it, with at least one position per tile (then the scratch is one column of `rows` values,
+/// proportional to the weight tensor).
+inline constexpr int64_t kConvScratchBytes = int64_t{4} << 20;
+
+/// Positions per tile for a scratch of `rows` values of `elem` bytes per position, at most `npos`.
+inline int64_t conv_tile_positions(int64_t rows, int64_t elem, int64_t npos) {
+  const int64_t per_pos = std::max<int64_t>(1, rows * elem);
+  return std::clamp<int64_t>(kConvScratchBytes / per_pos, 1, std::max<int64_t>(1, npos));
 }
 
 /// Calls fn(r, row) for r in [0, rows) with a per-thread scratch row of `n` Acc values,

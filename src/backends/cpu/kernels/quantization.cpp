@@ -269,33 +269,29 @@ Status qlinear_matmul_kernel(KernelContext& ctx) {
 FRAME_REGISTER_KERNEL(qlinear_matmul, "cpu", qlinear_matmul_kernel).dtypes(kQ8);
 
 // Geometry of an integer convolution, resolved once per node by the kernels' prepare step:
-// sizes and the input offset of every (output position, tap), -1 where the tap falls in the
-// padding.
+// sizes, and the input offset of every (output position, tap) of the first tile of
+// `tile` positions, -1 where the tap falls in the padding. The tile keeps the table under
+// kConvScratchBytes (or one position): with one tile the table is built once here, with more
+// each run rebuilds it tile by tile (security.md, "Memory outside the plan").
 struct ConvPlan {
   int64_t group = 1, nb = 0, c_in = 0, m_out = 0, cg = 0, mg = 0, plane = 0, npos = 0, taps = 1;
+  int64_t tile = 1;
+  WindowGeometry g;
   std::vector<int64_t> tab;
 };
 
-Result<ConvPlan> make_conv_plan(const ops::NodeContext& node, const Shape& xs, const Shape& ws) {
-  FRAME_ASSIGN_OR_RETURN(
-      WindowGeometry g,
-      ops::nn::resolve_window(node, std::span(xs.data() + 2, xs.size() - 2),
-                              std::span(ws.data() + 2, ws.size() - 2), ops::nn::WindowKind::kConv));
-  ConvPlan p;
-  p.group = node.attr_or<int64_t>("group", 1);
-  p.nb = xs[0];
-  p.c_in = xs[1];
-  p.m_out = ws[0];
-  p.cg = p.c_in / p.group;
-  p.mg = p.m_out / p.group;
+// Writes the offsets of positions [p0, p0 + count) into tab (count x taps).
+void fill_conv_tab(const ConvPlan& p, int64_t p0, int64_t count, std::vector<int64_t>& tab) {
+  const WindowGeometry& g = p.g;
   const size_t r = static_cast<size_t>(g.rank);
-  p.plane = numel_of(g.in);
-  p.npos = numel_of(g.out);
-  for (int64_t kd : g.kernel) p.taps *= kd;
   const std::vector<int64_t> in_strides = contiguous_strides(g.in);
-  p.tab.resize(static_cast<size_t>(p.npos * p.taps));
+  tab.resize(static_cast<size_t>(count * p.taps));
   std::vector<int64_t> pos(r, 0), tap(r, 0);
-  for (int64_t q = 0; q < p.npos; ++q) {
+  for (size_t d = r, rem = static_cast<size_t>(p0); d-- > 0;) {
+    pos[d] = static_cast<int64_t>(rem % static_cast<size_t>(g.out[d]));
+    rem /= static_cast<size_t>(g.out[d]);
+  }
+  for (int64_t q = 0; q < count; ++q) {
     std::fill(tap.begin(), tap.end(), 0);
     for (int64_t t = 0; t < p.taps; ++t) {
       int64_t off = 0;
@@ -307,7 +303,7 @@ Result<ConvPlan> make_conv_plan(const ops::NodeContext& node, const Shape& xs, c
         }
         off += c * in_strides[d];
       }
-      p.tab[static_cast<size_t>(q * p.taps + t)] = off;
+      tab[static_cast<size_t>(q * p.taps + t)] = off;
       for (size_t d = r; d-- > 0;) {
         if (++tap[d] < g.kernel[d]) break;
         tap[d] = 0;
@@ -318,6 +314,24 @@ Result<ConvPlan> make_conv_plan(const ops::NodeContext& node, const Shape& xs, c
       pos[d] = 0;
     }
   }
+}
+
+Result<ConvPlan> make_conv_plan(const ops::NodeContext& node, const Shape& xs, const Shape& ws) {
+  ConvPlan p;
+  FRAME_ASSIGN_OR_RETURN(p.g, ops::nn::resolve_window(node, std::span(xs.data() + 2, xs.size() - 2),
+                                                      std::span(ws.data() + 2, ws.size() - 2),
+                                                      ops::nn::WindowKind::kConv));
+  p.group = node.attr_or<int64_t>("group", 1);
+  p.nb = xs[0];
+  p.c_in = xs[1];
+  p.m_out = ws[0];
+  p.cg = p.c_in / p.group;
+  p.mg = p.m_out / p.group;
+  p.plane = numel_of(p.g.in);
+  p.npos = numel_of(p.g.out);
+  for (int64_t kd : p.g.kernel) p.taps *= kd;
+  p.tile = conv_tile_positions(p.taps, static_cast<int64_t>(sizeof(int64_t)), p.npos);
+  fill_conv_tab(p, 0, std::min(p.tile, p.npos), p.tab);
   return p;
 }
 
@@ -330,9 +344,9 @@ Result<std::shared_ptr<void>> prepare_conv_plan(const ops::NodeContext& ctx) {
 }
 
 // int32 convolution of (x - x_zero_point) and (w - w_zero_point[m]) with ONNX Conv geometry;
-// padded positions contribute 0. Calls emit(n, m, acc_plane) per (batch, output channel).
-// Uses the prepared plan (ctx.state), or builds one when the caller ran no prepare step
-// (constant folding).
+// padded positions contribute 0. Calls emit(n, m, p0, count, acc) per (batch, output channel)
+// and tile of positions [p0, p0 + count). Uses the prepared plan (ctx.state), or builds one
+// when the caller ran no prepare step (constant folding).
 template <typename Emit>
 Status int_conv(KernelContext& ctx, const Tensor& x, const Tensor& w, int32_t xzp,
                 const std::vector<int32_t>& wzp, Emit&& emit) {
@@ -343,8 +357,7 @@ Status int_conv(KernelContext& ctx, const Tensor& x, const Tensor& w, int32_t xz
     plan = &local;
   }
   const int64_t nb = plan->nb, c_in = plan->c_in, m_out = plan->m_out, cg = plan->cg, mg = plan->mg,
-                plane = plan->plane, npos = plan->npos, taps = plan->taps;
-  const std::vector<int64_t>& tab = plan->tab;
+                plane = plan->plane, npos = plan->npos, taps = plan->taps, tile = plan->tile;
   const bool per_channel = wzp.size() > 1;
   return dispatch_dtype<kQ8>(x.dtype(), [&]<typename X>() {
     return dispatch_dtype<kQ8>(w.dtype(), [&]<typename W>() {
@@ -356,26 +369,32 @@ Status int_conv(KernelContext& ctx, const Tensor& x, const Tensor& w, int32_t xz
       for (size_t i = 0; i < wi.size(); ++i) {
         wi[i] = static_cast<int32_t>(wr[i]) - wzp[per_channel ? i / static_cast<size_t>(per_m) : 0];
       }
-#pragma omp parallel num_threads(ctx.num_threads) if (nb * m_out > 1 && npos * per_m > 4096)
-      {
-        std::vector<int32_t> acc(static_cast<size_t>(npos));
+      std::vector<int64_t> tile_tab;
+      for (int64_t p0 = 0; p0 < npos; p0 += tile) {
+        const int64_t np = std::min(tile, npos - p0);
+        if (p0 > 0) fill_conv_tab(*plan, p0, np, tile_tab);
+        const std::vector<int64_t>& tab = p0 == 0 ? plan->tab : tile_tab;
+#pragma omp parallel num_threads(ctx.num_threads) if (nb * m_out > 1 && np * per_m > 4096)
+        {
+          std::vector<int32_t> acc(static_cast<size_t>(np));
 #pragma omp for schedule(static)
-        for (int64_t nm = 0; nm < nb * m_out; ++nm) {
-          const int64_t bi = nm / m_out, mi = nm % m_out, gi = mi / mg;
-          std::fill(acc.begin(), acc.end(), 0);
-          for (int64_t c = 0; c < cg; ++c) {
-            const int32_t* xc = xi.data() + (bi * c_in + gi * cg + c) * plane;
-            const int32_t* wc = wi.data() + (mi * cg + c) * taps;
-            for (int64_t p = 0; p < npos; ++p) {
-              const int64_t* tp = tab.data() + p * taps;
-              int32_t s = 0;
-              for (int64_t t = 0; t < taps; ++t) {
-                if (tp[t] >= 0) s += xc[tp[t]] * wc[t];
+          for (int64_t nm = 0; nm < nb * m_out; ++nm) {
+            const int64_t bi = nm / m_out, mi = nm % m_out, gi = mi / mg;
+            std::fill(acc.begin(), acc.end(), 0);
+            for (int64_t c = 0; c < cg; ++c) {
+              const int32_t* xc = xi.data() + (bi * c_in + gi * cg + c) * plane;
+              const int32_t* wc = wi.data() + (mi * cg + c) * taps;
+              for (int64_t p = 0; p < np; ++p) {
+                const int64_t* tp = tab.data() + p * taps;
+                int32_t s = 0;
+                for (int64_t t = 0; t < taps; ++t) {
+                  if (tp[t] >= 0) s += xc[tp[t]] * wc[t];
+                }
+                acc[static_cast<size_t>(p)] += s;
               }
-              acc[static_cast<size_t>(p)] += s;
             }
+            emit(bi, mi, p0, np, acc.data());
           }
-          emit(bi, mi, acc.data());
         }
       }
       return Status();
@@ -390,8 +409,8 @@ Status conv_integer_kernel(KernelContext& ctx) {
   const int64_t m_out = y.dim(1), npos = y.numel() / std::max<int64_t>(1, y.dim(0) * m_out);
   int32_t* out = y.data<int32_t>();
   return int_conv(ctx, ctx.input(0), ctx.input(1), xzp, wzp,
-                  [&](int64_t bi, int64_t mi, const int32_t* acc) {
-                    std::copy(acc, acc + npos, out + (bi * m_out + mi) * npos);
+                  [&](int64_t bi, int64_t mi, int64_t p0, int64_t np, const int32_t* acc) {
+                    std::copy(acc, acc + np, out + (bi * m_out + mi) * npos + p0);
                   });
 }
 
@@ -419,11 +438,11 @@ Status qlinear_conv_kernel(KernelContext& ctx) {
   return dispatch_dtype<kQ8>(y.dtype(), [&]<typename Q>() {
     Q* out = y.data<Q>();
     return int_conv(ctx, ctx.input(0), ctx.input(3), xzp, wzp,
-                    [&](int64_t bi, int64_t mi, const int32_t* acc) {
+                    [&](int64_t bi, int64_t mi, int64_t p0, int64_t np, const int32_t* acc) {
                       const double f = factor[static_cast<size_t>(mi)];
                       const int32_t b = bias[static_cast<size_t>(mi)];
-                      Q* o = out + (bi * m_out + mi) * npos;
-                      for (int64_t p = 0; p < npos; ++p) {
+                      Q* o = out + (bi * m_out + mi) * npos + p0;
+                      for (int64_t p = 0; p < np; ++p) {
                         o[p] = saturate_round<Q>(static_cast<double>(acc[p] + b) * f, yzp);
                       }
                     });

@@ -140,78 +140,122 @@ Status gather_kernel(KernelContext& ctx) {
 
 // ---- pad (ONNX Pad, opset 21) ----
 
-// One run of an output row: `len` elements at `dst` either filled or copied from `src` (both
-// in elements, relative to the output row and to the source row base).
+// One run of an output row: `len` elements at `dst` either filled, copied from `src`, or (repeat)
+// the one source block of `inner` elements at `src` repeated (edge padding); `dst` and `src` in
+// elements, relative to the output row and to the source row base.
 struct PadSegment {
   int64_t dst = 0;
   int64_t src = 0;
   int64_t len = 0;
   bool fill = false;
+  bool repeat = false;
 };
 
 // The output is `rows` rows of `row` elements: the axes before the last padded one (k) index
-// the rows; axis k and the unpadded axes after it make up a row. map[a][i] is the source
-// index of output index i on axis a < k, or -1 where the row is fill.
+// the rows; axis k and the unpadded axes after it make up a row. The source index of a row on
+// each axis a < k is computed per row (pad_source_index): no table per output index, whose size
+// the model controls (docs/security.md, "Memory outside the plan").
 struct PadPlan {
   size_t elem = 1;
+  ops::dm::PadMode mode = ops::dm::PadMode::kConstant;
   std::vector<int64_t> out_dims;    // axes [0, k)
+  std::vector<int64_t> in_dims;     // axes [0, k)
+  std::vector<int64_t> begin;       // axes [0, k)
   std::vector<int64_t> src_stride;  // input strides (elements) of axes [0, k)
-  std::vector<std::vector<int64_t>> map;
   std::vector<PadSegment> segs;
+  int64_t inner = 1;
   int64_t row = 0;
   int64_t rows = 0;
 };
 
+// Reflect and wrap padding of the last padded axis k become one segment per source run; more
+// padded indices than this on axis k go to the cpu kernel, which needs no segment table.
+constexpr int64_t kMaxPeriodicPadIndices = int64_t{1} << 16;
+
+// The last axis whose output differs from the input (r when none).
+size_t last_padded_axis(const ops::dm::PadParams& pp, const Shape& in) {
+  size_t k = in.size();
+  for (size_t a = 0; a < in.size(); ++a) {
+    if (pp.begin[a] != 0 || pp.out_shape[a] != in[a]) k = a;
+  }
+  return k;
+}
+
 Status pad_accepts(const NodeContext& ctx) {
-  if (!ops::dm::pad_params(ctx, ctx.input_types[0].shape).is_ok()) {
-    return unimplemented("pads or axes are not constants at prepare");
+  const Shape& in = ctx.input_types[0].shape;
+  Result<ops::dm::PadParams> pp = ops::dm::pad_params(ctx, in);
+  if (!pp.is_ok()) return unimplemented("pads or axes are not constants at prepare");
+  const size_t k = last_padded_axis(*pp, in);
+  if (k < in.size() &&
+      (pp->mode == ops::dm::PadMode::kReflect || pp->mode == ops::dm::PadMode::kWrap)) {
+    // Output indices of axis k outside the copied input range.
+    const int64_t ok = pp->out_shape[k], lo = std::clamp<int64_t>(pp->begin[k], 0, ok);
+    const int64_t hi = std::clamp<int64_t>(pp->begin[k] + in[k], lo, ok);
+    if (lo + (ok - hi) > kMaxPeriodicPadIndices) {
+      return unimplemented("reflect/wrap pad of {} indices on axis {} (at most {})", lo + (ok - hi),
+                           k, kMaxPeriodicPadIndices);
+    }
   }
   return Status();
 }
 
 Result<std::shared_ptr<void>> pad_prepare(const NodeContext& ctx) {
+  FRAME_RETURN_IF_ERROR(pad_accepts(ctx));
   const Shape& in = ctx.input_types[0].shape;
   FRAME_ASSIGN_OR_RETURN(ops::dm::PadParams pp, ops::dm::pad_params(ctx, in));
   const size_t r = in.size();
   auto p = std::make_shared<PadPlan>();
   p->elem = dtype_size(ctx.input_types[0].dtype);
-  // k: the last axis whose output differs from the input; the axes after it are whole rows.
-  size_t k = r;
-  for (size_t a = 0; a < r; ++a) {
-    if (pp.begin[a] != 0 || pp.out_shape[a] != in[a]) k = a;
-  }
+  p->mode = pp.mode;
+  // k: the last padded axis; the axes after it are whole rows.
+  const size_t k = last_padded_axis(pp, in);
   int64_t inner = 1;
   for (size_t a = (k == r ? 0 : k + 1); a < r; ++a) inner *= in[a];
+  p->inner = inner;
   const std::vector<int64_t> st = contiguous_strides(in);
   p->rows = 1;
   if (k == r) {  // nothing padded: one row, one copy
     p->row = inner;
-    if (inner > 0) p->segs.push_back({0, 0, inner, false});
+    if (inner > 0) p->segs.push_back({0, 0, inner, false, false});
     return std::shared_ptr<void>(std::move(p));
   }
   for (size_t a = 0; a < k; ++a) {
     p->out_dims.push_back(pp.out_shape[a]);
+    p->in_dims.push_back(in[a]);
+    p->begin.push_back(pp.begin[a]);
     p->src_stride.push_back(st[a]);
     p->rows *= pp.out_shape[a];
-    std::vector<int64_t>& m = p->map.emplace_back();
-    for (int64_t o = 0; o < pp.out_shape[a]; ++o) {
-      m.push_back(ops::dm::pad_source_index(pp.mode, o, pp.begin[a], in[a]));
-    }
   }
-  // Axis k: runs of consecutive source indices become one copy, runs of -1 one fill.
-  const int64_t ok = pp.out_shape[k];
+  // Axis k: the copied input range [lo, hi) is one copy; the padding before and after it is one
+  // fill (constant) or one repeat (edge) each, computed without visiting every index; reflect
+  // and wrap padding (at most kMaxPeriodicPadIndices indices, pad_accepts) merges runs of
+  // consecutive source indices into one copy.
+  const int64_t ok = pp.out_shape[k], dk = in[k], bk = pp.begin[k];
   p->row = ok * inner;
-  for (int64_t o = 0; o < ok;) {
-    const int64_t s = ops::dm::pad_source_index(pp.mode, o, pp.begin[k], in[k]);
-    int64_t e = o + 1;
-    while (e < ok) {
-      const int64_t t = ops::dm::pad_source_index(pp.mode, e, pp.begin[k], in[k]);
-      if (s < 0 ? t >= 0 : t != s + (e - o)) break;
-      ++e;
+  if (inner == 0 || ok == 0) return std::shared_ptr<void>(std::move(p));
+  const int64_t lo = std::clamp<int64_t>(bk, 0, ok), hi = std::clamp<int64_t>(bk + dk, lo, ok);
+  auto padding = [&](int64_t o0, int64_t o1) {
+    if (o0 >= o1) return;
+    if (pp.mode == ops::dm::PadMode::kConstant || dk == 0) {
+      p->segs.push_back({o0 * inner, 0, (o1 - o0) * inner, true, false});
+      return;
     }
-    if (inner > 0) p->segs.push_back({o * inner, s < 0 ? 0 : s * inner, (e - o) * inner, s < 0});
-    o = e;
-  }
+    if (pp.mode == ops::dm::PadMode::kEdge || dk == 1) {
+      const int64_t s = ops::dm::pad_source_index(pp.mode, o0, bk, dk);
+      p->segs.push_back({o0 * inner, s * inner, (o1 - o0) * inner, false, true});
+      return;
+    }
+    for (int64_t o = o0; o < o1;) {
+      const int64_t s = ops::dm::pad_source_index(pp.mode, o, bk, dk);
+      int64_t e = o + 1;
+      while (e < o1 && ops::dm::pad_source_index(pp.mode, e, bk, dk) == s + (e - o)) ++e;
+      p->segs.push_back({o * inner, s * inner, (e - o) * inner, false, false});
+      o = e;
+    }
+  };
+  padding(0, lo);
+  if (lo < hi) p->segs.push_back({lo * inner, (lo - bk) * inner, (hi - lo) * inner, false, false});
+  padding(hi, ok);
   return std::shared_ptr<void>(std::move(p));
 }
 
@@ -226,7 +270,8 @@ void pad_range(const PadPlan& p, const E* src, E* dst, E fill, int64_t e0, int64
     int64_t rem = row, off = 0;
     bool filled = false;
     for (size_t a = k; a-- > 0;) {  // one division chain per row
-      const int64_t s = p.map[a][static_cast<size_t>(rem % p.out_dims[a])];
+      const int64_t s =
+          ops::dm::pad_source_index(p.mode, rem % p.out_dims[a], p.begin[a], p.in_dims[a]);
       rem /= p.out_dims[a];
       filled = filled || s < 0;
       off += s * p.src_stride[a];
@@ -241,6 +286,14 @@ void pad_range(const PadPlan& p, const E* src, E* dst, E fill, int64_t e0, int64
       if (a >= b) continue;
       if (g.fill) {
         std::fill(d + a, d + b, fill);
+      } else if (g.repeat && p.inner == 1) {
+        std::fill(d + a, d + b, src[off + g.src]);
+      } else if (g.repeat) {
+        for (int64_t q = a; q < b;) {  // one source block per step, partial at the ends
+          const int64_t j = (q - g.dst) % p.inner, n = std::min(b - q, p.inner - j);
+          std::memcpy(d + q, src + off + g.src + j, static_cast<size_t>(n) * sizeof(E));
+          q += n;
+        }
       } else {
         std::memcpy(d + a, src + off + g.src + (a - g.dst), static_cast<size_t>(b - a) * sizeof(E));
       }
@@ -333,6 +386,17 @@ Status resize_accepts(const NodeContext& ctx) {
   constexpr DTypeSet kLinearDTypes{DTypeCode::kFloat32};  // the linear loop is f32
   if (p.mode == ResizeMode::kLinear && !kLinearDTypes.contains(ctx.input_types[0].dtype)) {
     return unimplemented("mode linear on {}", dtype_name(ctx.input_types[0].dtype));
+  }
+  // The index (and weight) tables hold one entry per output row and column: keep them within
+  // the output's own size (or 1 MiB), so a thin output cannot make them the larger part
+  // (docs/security.md, "Memory outside the plan"); the cpu kernel needs no such tables.
+  const uint64_t per_index = p.mode == ResizeMode::kLinear ? 24 : 8;
+  const auto oh = static_cast<uint64_t>(p.out_shape[2]), ow = static_cast<uint64_t>(p.out_shape[3]);
+  const uint64_t table = (oh + ow) * per_index;
+  const uint64_t out = static_cast<uint64_t>(in[0] * in[1]) * oh * ow *
+                       static_cast<uint64_t>(dtype_size(ctx.input_types[0].dtype));
+  if (table > std::max<uint64_t>(out, uint64_t{1} << 20)) {
+    return unimplemented("resize tables of {} bytes for an output of {} bytes", table, out);
   }
   return Status();
 }
