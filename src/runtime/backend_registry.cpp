@@ -102,8 +102,14 @@ class KernelBackend final : public Backend {
       }
       Result<std::shared_ptr<const CompiledSubgraph>> b = part.subgraphs->compile(**g);
       if (!b.is_ok()) {
+        // The body compiler does not prefix its errors; the graph's own name only when it
+        // differs from the attribute's ("body 'body': body 'body'" said nothing new).
+        const std::string& graph_name = (*g)->name();
         return b.status().with_prefix(
-            fmt::format("node '{}' ({}) body '{}': ", n.name, n.op, attr));
+            graph_name.empty() || graph_name == attr
+                ? fmt::format("node '{}' ({}) body '{}': ", n.name, n.op, attr)
+                : fmt::format("node '{}' ({}) body '{}' (graph '{}'): ", n.name, n.op, attr,
+                              graph_name));
       }
       bodies.push_back(std::move(b).value());
     }

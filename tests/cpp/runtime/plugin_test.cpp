@@ -226,6 +226,30 @@ TEST(Plugin, LoadPluginFromAPluginInitializerFailsInsteadOfDeadlocking) {
   dlclose(h);
 }
 
+TEST(Plugin, ShapeFunctionDtypeOutsideTheSchemaIsACompileError) {
+  Result<PluginInfo> info = load_plugin(plugin("dtype_plugin"));
+  ASSERT_TRUE(info.is_ok()) << info.status().message();
+  struct Case {
+    std::string op, expect;
+  };
+  for (const Case& c : {Case{"plugin_bad_dtype",
+                             "node 'n' (plugin_bad_dtype): the shape function "
+                             "gives output 0 (Y) dtype i64, but the schema "
+                             "allows {f32}"},
+                        Case{"plugin_bad_type_var",
+                             "node 'n' (plugin_bad_type_var): the shape function gives output 0 "
+                             "(Y) dtype f64, but type T is f32 (input 0, X)"}}) {
+    ir::Graph g;
+    ir::ValueId x = g.add_input("x", {DTypeCode::kFloat32, {4}});
+    Result<ir::NodeId> n = g.create_node(c.op, "n", {x}, 1);
+    ASSERT_TRUE(n.is_ok()) << n.status().message();
+    g.add_output(g.node(*n).outputs[0]);
+    Result<Executable> exe = compile(g);
+    ASSERT_FALSE(exe.is_ok()) << c.op;
+    EXPECT_NE(exe.status().message().find(c.expect), std::string::npos) << exe.status().message();
+  }
+}
+
 TEST(Plugin, DirectoryIsNotAPlugin) {
   Result<PluginInfo> info = load_plugin(std::filesystem::temp_directory_path().string());
   ASSERT_FALSE(info.is_ok());
