@@ -1,6 +1,7 @@
 #include "frame/ops/op_schema.h"
 
 #include <algorithm>
+#include <exception>
 
 #include "frame/ops/op_registry.h"
 #include "frame/ops/registration_batch.h"
@@ -213,7 +214,17 @@ Status check_output_types(const OpSchema& op, const NodeContext& ctx,
 Result<std::vector<ir::TensorType>> OpSchema::infer(const NodeContext& ctx) const {
   FRAME_RETURN_IF_ERROR(check_input_types(ctx));
   if (shape_fn_ == nullptr) return ctx.error("op has no shape function (ARCH-041)");
-  FRAME_ASSIGN_OR_RETURN(std::vector<ir::TensorType> out, shape_fn_(ctx));
+  // Shape functions may come from plugins; an exception must not cross frame's API.
+  Result<std::vector<ir::TensorType>> inferred = [&]() -> Result<std::vector<ir::TensorType>> {
+    try {
+      return shape_fn_(ctx);
+    } catch (const std::exception& e) {
+      return ctx.error("the shape function threw an exception: {}", e.what());
+    } catch (...) {
+      return ctx.error("the shape function threw an exception");
+    }
+  }();
+  FRAME_ASSIGN_OR_RETURN(std::vector<ir::TensorType> out, std::move(inferred));
   if (out.size() != ctx.num_outputs) {
     return internal_error("node '{}' ({}): shape function returned {} types for {} outputs",
                           ctx.node_name, name_, out.size(), ctx.num_outputs);

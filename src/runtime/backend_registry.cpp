@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <set>
@@ -35,7 +36,17 @@ class KernelPart final : public CompiledPart {
     kc.state = state_.get();
     kc.num_threads = io.num_threads;
     if (io.run_state != nullptr) kc.subgraphs = static_cast<Runners*>(io.run_state)->ptrs;
-    return kernel_->fn(kc);
+    // Kernels may come from plugins; an exception must not cross frame's API (one thrown
+    // inside an OpenMP region still terminates, docs/security.md).
+    try {
+      return kernel_->fn(kc);
+    } catch (const std::exception& e) {
+      return internal_error("node '{}' ({}): kernel {}@{} threw an exception: {}", ctx_.node_name,
+                            kernel_->op, kernel_->op, kernel_->backend, e.what());
+    } catch (...) {
+      return internal_error("node '{}' ({}): kernel {}@{} threw an exception", ctx_.node_name,
+                            kernel_->op, kernel_->op, kernel_->backend);
+    }
   }
   // Bodies get one runner (arena + bound views) per run slot: re-entrant runs never share one.
   std::shared_ptr<void> make_run_state() const override {

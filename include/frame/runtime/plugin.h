@@ -33,10 +33,10 @@ struct PluginInfo {
 /// error it is closed again, and if glibc cannot unload it (e.g. STB_GNU_UNIQUE symbols, from
 /// an inline function with a static local), its static initializers would not run again, so
 /// every later load of that path returns the same error (saying so). Loading a path that is
-/// already loaded adds nothing and succeeds. Plugins are trusted code: an exception escaping a
-/// plugin's static initializer, shape function or kernel terminates the process
-/// (docs/security.md). Thread-safe (loads are serialized; lookups in the registries may run
-/// concurrently).
+/// already loaded adds nothing and succeeds. Plugins are trusted code and must not throw: an
+/// exception escaping a plugin's static initializer terminates the process (one escaping a
+/// shape function or a kernel call becomes an error naming the node; docs/security.md).
+/// Thread-safe (loads are serialized; lookups in the registries may run concurrently).
 /// Errors: kNotFound (no such file), kInvalidArgument (a directory or other non-regular file;
 /// not a loadable library: dlerror's message; or a registration fault), kAlreadyExists (a name
 /// another library registered), kFailedPrecondition (called from a plugin's static initializer

@@ -250,6 +250,33 @@ TEST(Plugin, ShapeFunctionDtypeOutsideTheSchemaIsACompileError) {
   }
 }
 
+TEST(Plugin, ExceptionsFromShapeFunctionsAndKernelsAreErrors) {
+  Result<PluginInfo> info = load_plugin(plugin("throw_plugin"));
+  ASSERT_TRUE(info.is_ok()) << info.status().message();
+  auto graph_of = [](const std::string& op) {
+    ir::Graph g;
+    ir::ValueId x = g.add_input("x", {DTypeCode::kFloat32, {4}});
+    ir::NodeId n = *g.create_node(op, "n", {x}, 1);
+    g.add_output(g.node(n).outputs[0]);
+    return g;
+  };
+  Result<Executable> shape = compile(graph_of("plugin_throw_shape"));
+  ASSERT_FALSE(shape.is_ok());
+  EXPECT_NE(shape.status().message().find(
+                "node 'n' (plugin_throw_shape): the shape function threw an exception: shape boom"),
+            std::string::npos)
+      << shape.status().message();
+
+  Result<Executable> exe = compile(graph_of("plugin_throw_kernel"));
+  ASSERT_TRUE(exe.is_ok()) << exe.status().message();
+  Result<TensorMap> out = exe->run({{"x", Tensor::from_vector<float>({4}, {1, 2, 3, 4})}});
+  ASSERT_FALSE(out.is_ok());
+  EXPECT_NE(out.status().message().find("node 'n' (plugin_throw_kernel): kernel "
+                                        "plugin_throw_kernel@cpu threw an exception: kernel boom"),
+            std::string::npos)
+      << out.status().message();
+}
+
 TEST(Plugin, DirectoryIsNotAPlugin) {
   Result<PluginInfo> info = load_plugin(std::filesystem::temp_directory_path().string());
   ASSERT_FALSE(info.is_ok());
