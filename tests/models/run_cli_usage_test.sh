@@ -84,6 +84,32 @@ grep -q "writing '$out/full/probs.npy' failed" "$out/stderr.txt" || { cat "$out/
 ln -sf /dev/full "$out/prof.json"
 rc=0; "$frame" run --profile-json "$out/prof.json" > /dev/null 2> "$out/stderr.txt" || rc=$?
 [ "$rc" -eq 1 ] || fail "--profile-json on /dev/full exited $rc, expected 1"
+# A Loop body that does not compile is named once ("body 'body': body 'body'" said it twice).
+/usr/bin/python3 - "$out/loop_body.onnx" <<'PY'
+import sys
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper, save
+shape = numpy_helper.from_array(np.array([2147483648, 4], np.int64), "shape")
+body = helper.make_graph(
+    [helper.make_node("Identity", ["c"], ["c_out"]),
+     helper.make_node("Constant", [], ["s"], value=shape),
+     helper.make_node("ConstantOfShape", ["s"], ["big"], name="constant_of_shape"),
+     helper.make_node("ReduceSum", ["big"], ["sum"], keepdims=0)],
+    "body",
+    [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+     helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+    [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+     helper.make_tensor_value_info("sum", TensorProto.FLOAT, [])])
+m = numpy_helper.from_array(np.array(2, np.int64), "m")
+c = numpy_helper.from_array(np.array(True), "cond")
+g = helper.make_graph([helper.make_node("Loop", ["m", "cond"], ["y"], name="loop", body=body)], "g",
+                      [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [m, c])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys.argv[1])
+PY
+rc=0; "$frame" run "$out/loop_body.onnx" > /dev/null 2> "$out/stderr.txt" || rc=$?
+[ "$rc" -eq 1 ] || fail "loop_body.onnx exited $rc, expected 1"
+grep -q "node 'loop' (loop) body 'body': pass 'shape-inference': node 'constant_of_shape'" \
+  "$out/stderr.txt" || { cat "$out/stderr.txt" >&2; fail "loop body error"; }
 # frame inspect says what import did: Identity of an initializer becomes an alias (no node),
 # Identity of an activation stays a node (counts known by construction).
 /usr/bin/python3 - "$out/ident.onnx" <<'PY'
