@@ -192,6 +192,7 @@ Status write_npy(const std::string& path, const Tensor& t) {
   f.write(h.data(), static_cast<std::streamsize>(h.size()));
   if (t.nbytes() > 0)
     f.write(static_cast<const char*>(t.raw_data()), static_cast<std::streamsize>(t.nbytes()));
+  f.close();  // buffered bytes reach the file (or fail, e.g. a full disk) only here
   if (!f) return make_error(StatusCode::kIo, "write to '{}' failed", path);
   return Status();
 }

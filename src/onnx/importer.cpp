@@ -376,7 +376,7 @@ class Importer final : public BodyImporter {
     std::vector<std::string> missing;
     std::set<std::string> seen;
     size_t nodes = 0;
-    FRAME_RETURN_IF_ERROR(collect_unsupported(gp, 0, "", missing, seen, nodes));
+    FRAME_RETURN_IF_ERROR(collect_unsupported(gp, 0, "", "", "", missing, seen, nodes));
     if (missing.empty()) return Status();
     std::string list;
     for (const std::string& m : missing) list += "\n  " + m;
@@ -384,12 +384,18 @@ class Importer final : public BodyImporter {
                          seen.size(), list);
   }
 
+  // `where`: the bodies enclosing `gp`, outermost first; `outer` and `inner`: the outermost
+  // and the innermost one alone.
   Status collect_unsupported(const ::onnx::GraphProto& gp, int depth, const std::string& where,
+                             const std::string& outer, const std::string& inner,
                              std::vector<std::string>& missing, std::set<std::string>& seen,
                              size_t& nodes) {
     if (depth > opts_.max_nesting_depth) {
+      // The full path would repeat one prefix per level: name the outermost body only.
+      const std::string path =
+          depth <= 2 ? where : fmt::format("{}... ({} bodies deep) ... {}", outer, depth, inner);
       return invalid_argument("{}body '{}' is nested deeper than {} levels (max_nesting_depth)",
-                              where, gp.name(), opts_.max_nesting_depth);
+                              path, gp.name(), opts_.max_nesting_depth);
     }
     nodes += static_cast<size_t>(gp.node_size());
     if (nodes > opts_.max_nodes) {
@@ -400,12 +406,17 @@ class Importer final : public BodyImporter {
       const auto& n = gp.node(i);
       const std::string node = n.name().empty() ? fmt::format("#{}", i) : n.name();
       for (const auto& a : n.attribute()) {
-        const std::string in =
-            fmt::format("{}body '{}' of node '{}' ({}): ", where, a.name(), node, n.op_type());
-        if (a.has_g())
-          FRAME_RETURN_IF_ERROR(collect_unsupported(a.g(), depth + 1, in, missing, seen, nodes));
+        const std::string entry =
+            fmt::format("body '{}' of node '{}' ({}): ", a.name(), node, n.op_type());
+        const std::string in = where + entry;
+        const std::string& next_outer = depth == 0 ? in : outer;
+        if (a.has_g()) {
+          FRAME_RETURN_IF_ERROR(
+              collect_unsupported(a.g(), depth + 1, in, next_outer, entry, missing, seen, nodes));
+        }
         for (const auto& g : a.graphs()) {
-          FRAME_RETURN_IF_ERROR(collect_unsupported(g, depth + 1, in, missing, seen, nodes));
+          FRAME_RETURN_IF_ERROR(
+              collect_unsupported(g, depth + 1, in, next_outer, entry, missing, seen, nodes));
         }
       }
       const int opset = opset_of(n.domain());

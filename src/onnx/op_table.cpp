@@ -1001,8 +1001,11 @@ std::vector<OpRow> custom_op_rows() {
 
 namespace frame::onnx {
 
-Status register_custom_op(const std::string& domain, const std::string& op_type,
-                          const std::string& frame_op) {
+namespace {
+// The checks shared by check_custom_op and register_custom_op; `c.mu` is held by the caller.
+Status custom_op_error(const detail::CustomRows& c, const std::string& domain,
+                       const std::string& op_type, const std::string& frame_op,
+                       const std::set<std::string>& pending_ops) {
   if (domain.empty() || domain == "ai.onnx") {
     return invalid_argument(
         "register_custom_op: domain '{}' is the default ONNX domain, whose ops are fixed; map "
@@ -1010,12 +1013,10 @@ Status register_custom_op(const std::string& domain, const std::string& op_type,
         domain);
   }
   if (op_type.empty()) return invalid_argument("register_custom_op: empty ONNX op type");
-  if (ops::OpRegistry::global().find(frame_op) == nullptr) {
+  if (pending_ops.count(frame_op) == 0 && ops::OpRegistry::global().find(frame_op) == nullptr) {
     return not_found("register_custom_op: {}::{} -> '{}': no frame op named '{}' is registered",
                      domain, op_type, frame_op, frame_op);
   }
-  detail::CustomRows& c = detail::custom_rows();
-  std::lock_guard<std::mutex> lock(c.mu);
   for (const detail::OpRow& r : c.rows) {
     if (r.domain == domain && r.op_type == op_type) {
       return make_error(StatusCode::kAlreadyExists,
@@ -1023,6 +1024,22 @@ Status register_custom_op(const std::string& domain, const std::string& op_type,
                         r.frame_op);
     }
   }
+  return Status();
+}
+}  // namespace
+
+Status check_custom_op(const std::string& domain, const std::string& op_type,
+                       const std::string& frame_op, const std::set<std::string>& pending_ops) {
+  detail::CustomRows& c = detail::custom_rows();
+  std::lock_guard<std::mutex> lock(c.mu);
+  return custom_op_error(c, domain, op_type, frame_op, pending_ops);
+}
+
+Status register_custom_op(const std::string& domain, const std::string& op_type,
+                          const std::string& frame_op) {
+  detail::CustomRows& c = detail::custom_rows();
+  std::lock_guard<std::mutex> lock(c.mu);
+  FRAME_RETURN_IF_ERROR(custom_op_error(c, domain, op_type, frame_op, {}));
   const detail::CustomRows::Strings& str =
       c.strings.emplace_back(detail::CustomRows::Strings{domain, op_type, frame_op});
   c.rows.push_back(detail::OpRow{str.domain, str.op_type, 1, 0, str.frame_op, nullptr,

@@ -1,6 +1,7 @@
 #include "frame/ops/kernel_registry.h"
 
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -127,13 +128,25 @@ Status commit_registrations(RegistrationBatch batch) {
                         key_of(k.op, k.backend), site(k.file, k.line));
     }
   }
+  std::map<std::string, const LoweringPattern*> pattern_keys;  // backend, name, anchor
   for (const LoweringPattern& p : batch.patterns) {
     if (p.backend.empty() || p.fn == nullptr) {
       return invalid_argument("lowering pattern '{}': {} (registered at {})", p.name,
                               p.backend.empty() ? "empty backend" : "null function",
                               site(p.file, p.line));
     }
+    auto [it, fresh] = pattern_keys.emplace(p.backend + '\n' + p.name + '\n' + p.anchor_op, &p);
+    if (!fresh) {
+      return make_error(StatusCode::kAlreadyExists,
+                        "lowering pattern '{}': duplicate for backend '{}' at op '{}' (registered "
+                        "at {}, again at {})",
+                        p.name, p.backend, p.anchor_op, site(it->second->file, it->second->line),
+                        site(p.file, p.line));
+    }
   }
+  // Deferred checks see the batch's op names; they run before any lock is taken because they
+  // may look up the registries themselves.
+  if (!batch.after.empty()) FRAME_RETURN_IF_ERROR(check_deferred(batch.after, names));
   OpRegistry& ops = OpRegistry::global();
   KernelRegistry& kr = KernelRegistry::global();
   LoweringPatternRegistry& pr = LoweringPatternRegistry::global();
@@ -165,12 +178,27 @@ Status commit_registrations(RegistrationBatch batch) {
       }
     }
     for (const LoweringPattern& p : batch.patterns) {
+      if (names.count(p.anchor_op) == 0 && ops.ops_.count(p.anchor_op) == 0) {
+        return invalid_argument(
+            "lowering pattern '{}': anchor op '{}' is not registered (registered at {})", p.name,
+            p.anchor_op, site(p.file, p.line));
+      }
       for (const auto& q : pr.patterns_) {
         if (q->backend == p.backend && q->name == p.name && q->anchor_op == p.anchor_op) {
           return make_error(StatusCode::kAlreadyExists,
                             "lowering pattern '{}': duplicate for backend '{}' (first registered "
                             "at {}:{}), registered again at {}",
                             p.name, p.backend, q->file, q->line, site(p.file, p.line));
+        }
+      }
+    }
+    if (batch.require_cpu_kernels) {
+      // ARCH-041: cpu is the fallback backend, every op must run there.
+      for (const OpSchema& op : batch.ops) {
+        if (keys.count(key_of(op.name(), "cpu")) == 0) {
+          return invalid_argument(
+              "op '{}': no cpu kernel (ARCH-041: every op needs a cpu kernel; registered at {})",
+              op.name(), site(op.file(), op.line()));
         }
       }
     }
@@ -186,16 +214,34 @@ Status commit_registrations(RegistrationBatch batch) {
       pr.patterns_.push_back(std::make_unique<LoweringPattern>(std::move(p)));
     }
   }
-  for (auto& action : batch.after) FRAME_RETURN_IF_ERROR(action());
+  for (DeferredRegistration& action : batch.after) {
+    if (Status s = action.apply(); !s.is_ok()) return s.with_prefix(action.what + ": ");
+  }
   return Status();
 }
 
-void run_after_registration(std::string what, std::function<Status()> action) {
+Status check_deferred(const std::vector<DeferredRegistration>& actions,
+                      const std::set<std::string>& ops) {
+  std::set<std::string> claimed;
+  const BatchView view{&ops, &claimed};
+  for (const DeferredRegistration& action : actions) {
+    if (Status s = action.check(view); !s.is_ok()) return s.with_prefix(action.what + ": ");
+  }
+  return Status();
+}
+
+void run_after_registration(std::string what, std::function<Status(const BatchView&)> check,
+                            std::function<Status()> apply) {
   if (RegistrationBatch* batch = collecting_batch()) {
-    batch->after.push_back(std::move(action));
+    batch->after.push_back(
+        DeferredRegistration{std::move(what), std::move(check), std::move(apply)});
     return;
   }
-  if (Status s = action(); !s.is_ok()) registration_fatal(what, "", s.message(), "", 0);
+  const std::set<std::string> none;
+  std::set<std::string> claimed;
+  Status s = check(BatchView{&none, &claimed});
+  if (s.is_ok()) s = apply();
+  if (!s.is_ok()) registration_fatal(what, "", s.message(), "", 0);
 }
 
 const KernelDef* KernelRegistry::find(std::string_view op, std::string_view backend) const {

@@ -1,6 +1,7 @@
 #include "frame/ops/op_schema.h"
 
 #include <algorithm>
+#include <exception>
 
 #include "frame/ops/op_registry.h"
 #include "frame/ops/registration_batch.h"
@@ -170,14 +171,65 @@ Status OpSchema::check_input_types(const NodeContext& ctx) const {
   return Status();
 }
 
+namespace {
+// The output types a shape function returned: each declared output's dtype is in its allowed
+// set and agrees with its type variable (the inputs and earlier outputs carrying it).
+Status check_output_types(const OpSchema& op, const NodeContext& ctx,
+                          const std::vector<ir::TensorType>& out) {
+  const std::vector<ArgSpec>& outputs = op.outputs();
+  // A shape function (a plugin's, say) must not give an output a dtype its schema forbids:
+  // kernels size and type their writes by the declared dtypes.
+  for (size_t i = 0; i < out.size() && i < outputs.size(); ++i) {
+    const ArgSpec& spec = outputs[i];
+    const DTypeCode d = out[i].dtype;
+    if (!spec.dtypes.contains(d)) {
+      return ctx.error("the shape function gives output {} ({}) dtype {}, but the schema allows {}",
+                       i, spec.name, dtype_name(d), dtype_set_to_string(spec.dtypes));
+    }
+    if (spec.type_var.empty()) continue;
+    for (size_t k = 0; k < ctx.num_inputs(); ++k) {
+      const ArgSpec* in = op.input_spec(k);
+      if (!ctx.has_input(k) || in == nullptr || in->type_var != spec.type_var) continue;
+      if (ctx.input_types[k].dtype != d) {
+        return ctx.error(
+            "the shape function gives output {} ({}) dtype {}, but type {} is {} (input {}, {})", i,
+            spec.name, dtype_name(d), spec.type_var, dtype_name(ctx.input_types[k].dtype), k,
+            in->name);
+      }
+      break;
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (outputs[j].type_var == spec.type_var && out[j].dtype != d) {
+        return ctx.error(
+            "the shape function gives output {} ({}) dtype {}, but type {} is {} (output {}, {})",
+            i, spec.name, dtype_name(d), spec.type_var, dtype_name(out[j].dtype), j,
+            outputs[j].name);
+      }
+    }
+  }
+  return Status();
+}
+}  // namespace
+
 Result<std::vector<ir::TensorType>> OpSchema::infer(const NodeContext& ctx) const {
   FRAME_RETURN_IF_ERROR(check_input_types(ctx));
   if (shape_fn_ == nullptr) return ctx.error("op has no shape function (ARCH-041)");
-  FRAME_ASSIGN_OR_RETURN(std::vector<ir::TensorType> out, shape_fn_(ctx));
+  // Shape functions may come from plugins; an exception must not cross frame's API.
+  Result<std::vector<ir::TensorType>> inferred = [&]() -> Result<std::vector<ir::TensorType>> {
+    try {
+      return shape_fn_(ctx);
+    } catch (const std::exception& e) {
+      return ctx.error("the shape function threw an exception: {}", e.what());
+    } catch (...) {
+      return ctx.error("the shape function threw an exception");
+    }
+  }();
+  FRAME_ASSIGN_OR_RETURN(std::vector<ir::TensorType> out, std::move(inferred));
   if (out.size() != ctx.num_outputs) {
     return internal_error("node '{}' ({}): shape function returned {} types for {} outputs",
                           ctx.node_name, name_, out.size(), ctx.num_outputs);
   }
+  FRAME_RETURN_IF_ERROR(check_output_types(*this, ctx, out));
   for (size_t i = 0; i < out.size(); ++i) {
     Result<size_t> bytes = checked_nbytes(out[i].dtype, out[i].shape);
     if (!bytes.is_ok() && bytes.status().code() == StatusCode::kOutOfRange) {

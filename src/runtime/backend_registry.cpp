@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <new>
@@ -45,13 +46,21 @@ class KernelPart final : public CompiledPart {
     kc.num_threads = io.num_threads;
     if (io.run_state != nullptr) kc.subgraphs = static_cast<Runners*>(io.run_state)->ptrs;
     // A kernel's scratch allocation that fails is an error of this node, not an abort
-    // (docs/security.md: a model cannot crash the process).
+    // (docs/security.md: a model cannot crash the process); kernels may come from plugins,
+    // and an exception must not cross frame's API (one thrown inside an OpenMP region still
+    // terminates, docs/security.md).
     try {
       return kernel_->fn(kc);
     } catch (const std::bad_alloc&) {
       return out_of_memory_error(ctx_, "run");
     } catch (const std::length_error&) {
       return out_of_memory_error(ctx_, "run");
+    } catch (const std::exception& e) {
+      return internal_error("node '{}' ({}): kernel {}@{} threw an exception: {}", ctx_.node_name,
+                            kernel_->op, kernel_->op, kernel_->backend, e.what());
+    } catch (...) {
+      return internal_error("node '{}' ({}): kernel {}@{} threw an exception", ctx_.node_name,
+                            kernel_->op, kernel_->op, kernel_->backend);
     }
   }
   // Bodies get one runner (arena + bound views) per run slot: re-entrant runs never share one.
@@ -128,8 +137,14 @@ class KernelBackend final : public Backend {
       }
       Result<std::shared_ptr<const CompiledSubgraph>> b = part.subgraphs->compile(**g);
       if (!b.is_ok()) {
+        // The body compiler does not prefix its errors; the graph's own name only when it
+        // differs from the attribute's ("body 'body': body 'body'" said nothing new).
+        const std::string& graph_name = (*g)->name();
         return b.status().with_prefix(
-            fmt::format("node '{}' ({}) body '{}': ", n.name, n.op, attr));
+            graph_name.empty() || graph_name == attr
+                ? fmt::format("node '{}' ({}) body '{}': ", n.name, n.op, attr)
+                : fmt::format("node '{}' ({}) body '{}' (graph '{}'): ", n.name, n.op, attr,
+                              graph_name));
       }
       bodies.push_back(std::move(b).value());
     }

@@ -169,8 +169,8 @@ class BodyCompiler final : public SubgraphCompiler {
     sub.max_tensor_bytes = ctx_.max_tensor_bytes;
     sub.allow_inplace = ctx_.allow_inplace;
     sub.reuse_buffers = ctx_.reuse_buffers;
-    FRAME_RETURN_IF_ERROR(passes::run_pipeline(*g, passes::kStandardPipeline, sub, {})
-                              .with_prefix(fmt::format("body '{}': ", body.name())));
+    // The caller (backend_registry.cpp) names the node and body.
+    FRAME_RETURN_IF_ERROR(passes::run_pipeline(*g, passes::kStandardPipeline, sub, {}));
     auto plan = std::make_shared<BodyPlan>();
     for (ir::ValueId v : g->inputs()) plan->in_types.push_back(*g->value(v).type);
     for (ir::ValueId v : g->outputs()) {

@@ -191,7 +191,7 @@ def check_small(frame, out):
         fail(f"-o g.jpg: {p.stderr}")
     p = run([frame, "viz", model, "-o", os.path.join(out, "no_such_dir", "g.svg")],
             expect_rc=1)
-    if "no_such_dir/g.svg: cannot open for writing" not in p.stderr:
+    if "cannot write '" + os.path.join(out, "no_such_dir", "g.svg") + "'" not in p.stderr:
         fail(f"-o into a missing directory: {p.stderr}")
     p = run([frame, "viz", model, "-o", svg_path, "--stage", "fusion"], expect_rc=2)
     if "unknown stage 'fusion'" not in p.stderr or "operator-fusion" not in p.stderr:
@@ -252,6 +252,28 @@ def check_resnet18(frame, out, models_dir, src):
     print(f"viz_test: resnet18 ok ({clusters} fused groups drawn, {before} nodes at import)")
 
 
+def check_write_errors(frame, out):
+    """A write error (file size limit) is frame's error naming the path, exit 1; an existing
+    file is left as it was and no temporary file is left behind (every format)."""
+    model = os.path.join(out, "viz.onnx")
+    make_model(model)
+    for ext in ("svg", "png", "dot"):
+        path = os.path.join(out, f"limited.{ext}")
+        with open(path, "w") as f:
+            f.write("old")
+        cmd = ["sh", "-c", 'trap "" XFSZ; ulimit -f 1; exec "$@"', "sh", frame, "viz", model,
+               "-o", path]
+        p = run(cmd, expect_rc=1)
+        if f"cannot write '{path}'" not in p.stderr:
+            fail(f"{ext}: the error does not name the path:\n{p.stderr}")
+        with open(path) as f:
+            if f.read() != "old":
+                fail(f"{ext}: the existing file was clobbered")
+        left = [n for n in os.listdir(out) if n.startswith(f".limited.{ext}.")]
+        if left:
+            fail(f"{ext}: temporary files left behind: {left}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--frame", required=True)
@@ -264,6 +286,7 @@ def main():
         check_resnet18(a.frame, a.out, a.resnet18, a.src)
     else:
         check_small(a.frame, a.out)
+        check_write_errors(a.frame, a.out)
 
 
 if __name__ == "__main__":

@@ -10,12 +10,14 @@
 #include "commands.h"
 #include "frame/ops/kernel_registry.h"
 #include "frame/runtime/backend.h"
+#include "model_util.h"
 
 namespace frame::cli {
 namespace {
 
 struct BackendsOptions {
   bool json = false;
+  std::vector<std::string> plugins;
 } g_backends;
 
 // Backends the project documents (docs/backends/); those a build lacks are listed as such.
@@ -53,6 +55,11 @@ std::vector<BackendRow> backend_rows() {
 }
 
 int run_backends() {
+  // First, so the kernel counts include what the plugins add.
+  if (Status s = load_plugins(g_backends.plugins); !s.is_ok()) {
+    std::fprintf(stderr, "frame backends: %s\n", s.message().c_str());
+    return kExitError;
+  }
   std::vector<BackendRow> rows = backend_rows();
   if (g_backends.json) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
@@ -80,6 +87,9 @@ CommandRegistration reg{
               CLI::App* sub = app.add_subcommand(
                   "backends", "List the backends: kind, kernels, and whether they run here");
               sub->add_flag("--json", g_backends.json, "Print the list as JSON");
+              sub->add_option("--plugin", g_backends.plugins,
+                              "Shared library to load first, so its kernels are counted "
+                              "(repeatable; docs/architecture/op-registration.md#plugins)");
               return sub;
             },
             run_backends}};

@@ -34,6 +34,7 @@ struct InspectOptions {
   std::vector<std::string> plugins;
   bool json = false;
   std::string max_memory;
+  CLI::Option* max_memory_option = nullptr;  // to tell `--max-memory ""` from no flag
 } g_inspect;
 
 int fail(const Status& s) {
@@ -183,16 +184,23 @@ void print_sdi(const std::vector<passes::ShapeDeterminingInput>& sdi) {
 int run_inspect() {
   InspectOptions& o = g_inspect;
   if (Status s = load_plugins(o.plugins); !s.is_ok()) return fail(s);
+  // Bad option values are usage errors (exit 2, docs/cli.md).
   Result<std::map<std::string, Shape>> shapes = parse_shapes(o.shapes);
-  if (!shapes.is_ok()) return fail(shapes.status());
+  if (!shapes.is_ok()) return usage_error("inspect", shapes.status());
   Result<std::vector<std::string>> backends = backends_for(o.backend);
-  if (!backends.is_ok()) return fail(backends.status());
+  if (!backends.is_ok()) {
+    return usage_error("inspect", backends.status());
+  }
+  Result<std::map<std::string, std::string>> files = parse_inputs(o.inputs);
+  if (!files.is_ok()) return usage_error("inspect", files.status());
   onnx::LoadOptions lo;
   lo.input_shapes = *shapes;
   runtime::CompileOptions co;
-  if (!o.max_memory.empty()) {
+  if (o.max_memory_option != nullptr && o.max_memory_option->count() > 0) {
     Result<size_t> max_memory = parse_byte_size(o.max_memory);
-    if (!max_memory.is_ok()) return fail(max_memory.status().with_prefix("--max-memory: "));
+    if (!max_memory.is_ok()) {
+      return usage_error("inspect", max_memory.status().with_prefix("--max-memory: "));
+    }
     apply_memory_limit(*max_memory, co, lo);
   }
   onnx::LoadOptions session_load;
@@ -202,8 +210,6 @@ int run_inspect() {
   if (!o.inputs.empty()) {
     // The specialization a session compiles for these values and shapes (ADR 0006); inputs
     // without a file get random values of their declared or --shape shape.
-    Result<std::map<std::string, std::string>> files = parse_inputs(o.inputs);
-    if (!files.is_ok()) return fail(files.status());
     Result<runtime::TensorMap> given = read_input_files(*files);
     if (!given.is_ok()) return fail(given.status());
     runtime::SessionOptions so;
@@ -325,8 +331,9 @@ CommandRegistration reg{Command{
                       "NAME=FILE.npy: inspect the specialization for this input's value and "
                       "shape (ADR 0006); other inputs get random values");
       sub->add_flag("--json", g_inspect.json, "Print the report as JSON");
-      sub->add_option("--max-memory", g_inspect.max_memory,
-                      "Memory limit, e.g. 512M or 4G (as for frame run; docs/security.md)");
+      g_inspect.max_memory_option =
+          sub->add_option("--max-memory", g_inspect.max_memory,
+                          "Memory limit, e.g. 512M or 4G (as for frame run; docs/security.md)");
       return sub;
     },
     run_inspect}};

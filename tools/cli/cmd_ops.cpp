@@ -1,6 +1,6 @@
-// `frame ops [--json] [--check] [--onnx-table]`: lists both registries; --check runs the
-// registry self-check (ARCH-041) and exits 1 on any problem; --onnx-table prints the ONNX op
-// table with each frame op's backends as the Markdown that docs/onnx.md embeds.
+// `frame ops [--json] [--check] [--onnx-table] [--plugin LIB ...]`: lists both registries; --check
+// runs the registry self-check (ARCH-041) and exits 1 on any problem; --onnx-table prints the ONNX
+// op table with each frame op's backends as the Markdown that docs/onnx.md embeds.
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -18,6 +18,7 @@ struct OpsOptions {
   bool json = false;
   bool check = false;
   bool onnx_table = false;
+  std::vector<std::string> plugins;
 } g_ops;
 
 // One Markdown row per ONNX op table row (docs/onnx.md "Table", kept in sync by the ctest
@@ -44,6 +45,11 @@ void print_onnx_table() {
 int run_ops() {
   using ops::KernelRegistry;
   using ops::OpRegistry;
+  // First, so the listings and the self-check include what the plugins add.
+  if (Status s = load_plugins(g_ops.plugins); !s.is_ok()) {
+    std::fprintf(stderr, "frame ops: %s\n", s.message().c_str());
+    return kExitError;
+  }
   if (g_ops.check) {
     std::vector<std::string> problems = ops::registry_self_check();
     for (const auto& p : problems) std::fprintf(stderr, "self-check: %s\n", p.c_str());
@@ -89,6 +95,10 @@ CommandRegistration reg{
               sub->add_flag("--check", g_ops.check,
                             "Run the registry self-check (every op has a shape function and a cpu "
                             "kernel; every kernel names a registered op)");
+              sub->add_option("--plugin", g_ops.plugins,
+                              "Shared library to load first, so its ops and kernels are listed "
+                              "and self-checked (repeatable; "
+                              "docs/architecture/op-registration.md#plugins)");
               sub->add_flag("--onnx-table", g_ops.onnx_table,
                             "Print the ONNX op table (op type, opsets, frame op, backends, "
                             "conversion) as Markdown, as docs/onnx.md embeds it");

@@ -44,6 +44,7 @@ struct RunOptions {
   bool strict = false;
   std::string profile_json;
   std::string max_memory;
+  CLI::Option* max_memory_option = nullptr;  // to tell `--max-memory ""` from no flag
 } g_run;
 
 int fail(const Status& s) {
@@ -94,12 +95,19 @@ int run_run() {
   RunOptions& o = g_run;
   // First: a plugin may add ops, kernels, backends and ONNX mappings the rest needs.
   if (Status s = load_plugins(o.plugins); !s.is_ok()) return fail(s);
+  // Bad option values are usage errors (exit 2, docs/cli.md).
   Result<std::map<std::string, Shape>> shapes = parse_shapes(o.shapes);
-  if (!shapes.is_ok()) return fail(shapes.status());
+  if (!shapes.is_ok()) return usage_error("run", shapes.status());
   Result<std::map<std::string, std::string>> files = parse_inputs(o.inputs);
-  if (!files.is_ok()) return fail(files.status());
+  if (!files.is_ok()) return usage_error("run", files.status());
   Result<std::vector<std::string>> backends = backends_for(o.backend);
-  if (!backends.is_ok()) return fail(backends.status());
+  if (!backends.is_ok()) return usage_error("run", backends.status());
+  std::optional<size_t> max_memory;
+  if (o.max_memory_option != nullptr && o.max_memory_option->count() > 0) {
+    Result<size_t> m = parse_byte_size(o.max_memory);
+    if (!m.is_ok()) return usage_error("run", m.status().with_prefix("--max-memory: "));
+    max_memory = *m;
+  }
 
   std::optional<BundledModel> bundled;
   std::string model_path = o.model;
@@ -122,11 +130,7 @@ int run_run() {
   so.compile.num_threads = o.threads;
   so.compile.strict = o.strict;
   onnx::LoadOptions lo;
-  if (!o.max_memory.empty()) {
-    Result<size_t> max_memory = parse_byte_size(o.max_memory);
-    if (!max_memory.is_ok()) return fail(max_memory.status().with_prefix("--max-memory: "));
-    apply_memory_limit(*max_memory, so.compile, lo);
-  }
+  if (max_memory) apply_memory_limit(*max_memory, so.compile, lo);
   auto t0 = std::chrono::steady_clock::now();
   Result<runtime::Session> session = [&] {
     Progress p("loading " + model_path);
@@ -170,6 +174,7 @@ int run_run() {
   if (!o.profile_json.empty()) {
     std::ofstream f(o.profile_json);
     f << profile.to_json() << "\n";
+    f.close();  // a full disk may only show when the buffer is flushed
     if (!f) {
       return fail(make_error(StatusCode::kIo, "cannot write --profile-json '{}'", o.profile_json));
     }
@@ -177,7 +182,8 @@ int run_run() {
   std::sort(times.begin(), times.end());
   const double run_s = times[times.size() / 2];
 
-  std::vector<std::string> written;
+  std::vector<std::string> written;        // paths
+  std::vector<std::string> written_lines;  // "PATH", or "PATH (output 'NAME')" when renamed
   if (!o.output_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(o.output_dir, ec);
@@ -185,11 +191,18 @@ int run_run() {
       return fail(make_error(StatusCode::kIo, "cannot create --output-dir '{}': {}", o.output_dir,
                              ec.message()));
     }
+    std::vector<std::string> names;
+    for (const auto& [name, t] : outputs) names.push_back(name);
+    const std::vector<std::string> stems = unique_file_stems(names);
+    size_t k = 0;
     for (const auto& [name, t] : outputs) {
-      const auto path = std::filesystem::path(o.output_dir) / (sanitize_file_name(name) + ".npy");
-      Status s = write_npy(path.string(), t);
+      const std::string& stem = stems[k++];
+      const auto path = std::filesystem::path(o.output_dir) / (stem + ".npy");
+      Status s = write_npy_verified(path.string(), t);
       if (!s.is_ok()) return fail(s);
       written.push_back(path.string());
+      written_lines.push_back(stem == name ? path.string()
+                                           : fmt::format("{} (output '{}')", path.string(), name));
     }
   }
 
@@ -268,7 +281,7 @@ int run_run() {
     std::printf("backends: %s; threads: %d; OpenMP wait policy: %s\n",
                 fmt::format("{}", fmt::join(*backends, ", ")).c_str(), exe->report().num_threads,
                 runtime::openmp_wait_policy().c_str());
-    for (const std::string& path : written) std::printf("wrote %s\n", path.c_str());
+    for (const std::string& line : written_lines) std::printf("wrote %s\n", line.c_str());
     if (o.kernels) {
       Table t({"node", "op", "backend", "path"});
       for (const auto& p : exe->report().placements) {
@@ -320,10 +333,11 @@ CommandRegistration reg{Command{
           ->check(int_in_range(1, 1000000));
       sub->add_option("--output-dir", g_run.output_dir, "Write DIR/<output>.npy for each output");
       sub->add_flag("--json", g_run.json, "Print the result as JSON");
-      sub->add_option("--max-memory", g_run.max_memory,
-                      "Memory limit, e.g. 512M or 4G: compiling refuses a model whose run "
-                      "would hold more (arena + constants), or a larger tensor; default 3/4 of "
-                      "physical memory (docs/security.md)");
+      g_run.max_memory_option =
+          sub->add_option("--max-memory", g_run.max_memory,
+                          "Memory limit, e.g. 512M or 4G: compiling refuses a model whose run "
+                          "would hold more (arena + constants), or a larger tensor; default 3/4 of "
+                          "physical memory (docs/security.md)");
       sub->add_flag("--strict", g_run.strict,
                     "Lowering's strict mode: a node that no backend of the chain runs with its "
                     "own kernel (decomposition or cpu fallback) is an error naming it");

@@ -78,10 +78,14 @@ int run_viz() {
     return kExitUsage;
   }
   if (!viz::have_graphviz()) return fail(viz::render({}, *format, o.output));
+  // Bad option values are usage errors (exit 2, docs/cli.md).
   Result<std::map<std::string, Shape>> shapes = parse_shapes(o.shapes);
-  if (!shapes.is_ok()) return fail(shapes.status());
+  if (!shapes.is_ok()) return usage_error("viz", shapes.status());
   Result<std::vector<std::string>> backends = backends_for(o.backend);
-  if (!backends.is_ok()) return fail(backends.status());
+  if (!backends.is_ok()) return usage_error("viz", backends.status());
+  if (Result<std::map<std::string, std::string>> files = parse_inputs(o.inputs); !files.is_ok()) {
+    return usage_error("viz", files.status());
+  }
   Result<ir::Graph> graph = load_graph(o, *shapes, *backends);
   if (!graph.is_ok()) {
     // A shape function rejected a non-constant shape input (ARCH-044): say what to pass first.

@@ -3,17 +3,22 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <random>
+#include <set>
 #include <sstream>
 
+#include "commands.h"
 #include "frame/core/npy.h"
 #include "frame/runtime/backend.h"
 #include "frame/runtime/plugin.h"
@@ -202,6 +207,76 @@ std::string summarize(const Tensor& t, int n_first) {
   return fmt::format("min {:.6g} max {:.6g} mean {:.6g} first [{}]", s.min, s.max, s.mean, first);
 }
 
+std::vector<std::string> unique_file_stems(const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  std::set<std::string> taken;
+  for (const std::string& name : names) {
+    const std::string base = sanitize_file_name(name);
+    std::string stem = base;
+    for (int k = 2; taken.count(stem) != 0; ++k) stem = base + "_" + std::to_string(k);
+    taken.insert(stem);
+    out.push_back(stem);
+  }
+  return out;
+}
+
+Status write_npy_verified(const std::string& path, const Tensor& t) {
+  FRAME_RETURN_IF_ERROR(write_npy(path, t));
+  // write_npy cannot see an error that happens when its stream is closed: read it back.
+  Result<Tensor> back = read_npy(path);
+  if (!back.is_ok()) {
+    return make_error(StatusCode::kIo, "writing '{}' failed (it does not read back: {})", path,
+                      back.status().message());
+  }
+  if (back->dtype() != t.dtype() || back->shape() != t.shape() ||
+      (t.nbytes() > 0 && std::memcmp(back->raw_data(), t.raw_data(), t.nbytes()) != 0)) {
+    return make_error(StatusCode::kIo, "writing '{}' failed (it reads back different)", path);
+  }
+  return Status();
+}
+
+Status write_file_replacing(const std::string& path, std::string_view data) {
+  const std::filesystem::path target(path);
+  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : ".";
+  std::string tmpl = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
+  const int fd = mkstemp(tmpl.data());
+  if (fd < 0) {
+    return make_error(StatusCode::kIo, "cannot write '{}': cannot create a file in '{}': {}", path,
+                      dir.string(), std::strerror(errno));
+  }
+  auto fail = [&](const char* step, int err) {
+    std::remove(tmpl.c_str());
+    return make_error(StatusCode::kIo, "cannot write '{}': {}: {}", path, step, std::strerror(err));
+  };
+  // mkstemp creates 0600; give the picture the permissions a plain create would.
+  const mode_t mask = umask(0);
+  umask(mask);
+  if (fchmod(fd, 0666 & ~mask) != 0) {
+    const int err = errno;
+    close(fd);
+    return fail("chmod", err);
+  }
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : EIO;
+      close(fd);
+      return fail("write", err);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (close(fd) != 0) return fail("close", errno);
+  if (std::rename(tmpl.c_str(), path.c_str()) != 0) return fail("rename", errno);
+  return Status();
+}
+
+int usage_error(const std::string& verb, const Status& s) {
+  std::fprintf(stderr, "frame %s: %s\n", verb.c_str(), s.message().c_str());
+  return kExitUsage;
+}
+
 std::string sanitize_file_name(const std::string& name) {
   std::string out = name;
   for (char& c : out) {
@@ -351,7 +426,7 @@ Result<std::vector<std::string>> complete_inputs(const runtime::Session& session
     if (Result<size_t> b = checked_nbytes(vi.dtype, shape); !b.is_ok() || *b > limit) {
       return make_error(StatusCode::kOutOfRange,
                         "input '{}' is {}{}: {} bytes, over the limit of {} bytes per tensor "
-                        "(--max-memory)",
+                        "(raise it with --max-memory)",
                         vi.name, dtype_name(vi.dtype), shape_to_string(shape),
                         b.is_ok() ? fmt::format("{}", *b) : std::string("more than 2^64"), limit);
     }

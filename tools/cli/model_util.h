@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -69,6 +70,25 @@ struct Stats {
 Stats tensor_stats(const Tensor& t, int n_first = 6);
 /// Output file stem: characters outside [A-Za-z0-9._-] become '_'.
 std::string sanitize_file_name(const std::string& name);
+/// File stems for `names` (outputs, in order), unique within the list: sanitize_file_name, and
+/// a stem taken by an earlier name gets "_2", "_3", ... (outputs 'a/b' and 'a_b' would both
+/// be a_b otherwise, and the second file would overwrite the first).
+std::vector<std::string> unique_file_stems(const std::vector<std::string>& names);
+
+/// write_npy, then reads the file back and compares dtype, shape and bytes: a write that fails
+/// only when the stream is flushed or closed (a full disk, a file size limit, /dev/full) is an
+/// error too. Errors: kIo naming `path`; those of write_npy.
+Status write_npy_verified(const std::string& path, const Tensor& t);
+
+/// Writes `data` to `path` through a temporary file in the same directory, checking every
+/// write and the close, then renames it over `path`: on an error the temporary file is
+/// removed and an existing `path` is left as it was. Errors: kIo naming `path` and the reason.
+Status write_file_replacing(const std::string& path, std::string_view data);
+
+/// Reports a bad option value (docs/cli.md: exit 2): prints "frame VERB: MESSAGE" on stderr
+/// and returns kExitUsage.
+int usage_error(const std::string& verb, const Status& s);
+
 /// Largest |a - b| over elements (shapes must match; returns +inf otherwise).
 double max_abs_error(const Tensor& a, const Tensor& b);
 

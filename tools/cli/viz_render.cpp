@@ -5,12 +5,14 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "model_util.h"
 #include "viz_graph.h"
 
 #ifdef FRAME_HAVE_GRAPHVIZ
@@ -163,35 +165,36 @@ Status render(const DrawnGraph& d, Format format, const std::string& path) {
     set(ae, "label", label_text({e.label}));
   }
 
-  // The file is opened here: Graphviz reports an unwritable path on stderr only.
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) {
-    return make_error(StatusCode::kIo, "-o {}: cannot open for writing: {}", path,
-                      std::strerror(errno));
-  }
-  int rc = 0;
+  // Rendered to memory, then written by us: Graphviz's own file output leaves a truncated
+  // file on a write error and, for svg/png, calls exit(1) inside gvwrite.
+  std::string data;
   if (format == Format::kDot) {
-    rc = agwrite(root, f);
+    char* buf = nullptr;
+    size_t len = 0;
+    std::FILE* mem = open_memstream(&buf, &len);
+    if (mem == nullptr) return internal_error("viz: open_memstream: {}", std::strerror(errno));
+    const int rc = agwrite(root, mem);
+    const bool closed = std::fclose(mem) == 0;
+    if (buf != nullptr) data.assign(buf, len);
+    std::free(buf);
+    if (rc != 0 || !closed) return internal_error("Graphviz: cannot write the graph as dot");
   } else if (gvLayout(gvc.get(), root, "dot") != 0) {
-    std::fclose(f);
-    std::remove(path.c_str());
     return unimplemented(
         "Graphviz could not lay out the graph with 'dot' (is the dot layout plugin of libgvc "
         "installed?)");
   } else {
     const char* renderer = format == Format::kSvg ? "svg" : "png";
-    rc = gvRender(gvc.get(), root, renderer, f);
+    char* buf = nullptr;
+    unsigned int len = 0;
+    const int rc = gvRenderData(gvc.get(), root, renderer, &buf, &len);
+    if (rc == 0 && buf != nullptr) data.assign(buf, len);
+    if (buf != nullptr) gvFreeRenderData(buf);
     gvFreeLayout(gvc.get(), root);
     if (rc != 0) {
-      std::fclose(f);
-      std::remove(path.c_str());
       return unimplemented("-o {}: Graphviz has no '{}' renderer (plugin missing)", path, renderer);
     }
   }
-  if (std::fclose(f) != 0 || rc != 0) {
-    return make_error(StatusCode::kIo, "-o {}: cannot write the graph", path);
-  }
-  return Status();
+  return write_file_replacing(path, data);
 }
 
 #else

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -127,17 +128,36 @@ int max_supported_opset();
 Status register_custom_op(const std::string& domain, const std::string& op_type,
                           const std::string& frame_op);
 
+/// The checks of register_custom_op without registering anything: the same errors, except that
+/// a `frame_op` in `pending_ops` (ops of a plugin batch about to be registered) counts as
+/// registered. Lets a plugin's FRAME_REGISTER_ONNX_OP mappings be validated before any of the
+/// plugin is registered (docs/architecture/op-registration.md "Plugins").
+Status check_custom_op(const std::string& domain, const std::string& op_type,
+                       const std::string& frame_op, const std::set<std::string>& pending_ops);
+
 }  // namespace frame::onnx
 
 /// Maps ONNX nodes `domain::op_type` to the frame op `frame_op` at static-init time, for
 /// plugins (runtime::load_plugin): `FRAME_REGISTER_ONNX_OP("com.example", "Swish", swish);`.
-/// Runs register_custom_op after the plugin's ops are registered; in the program itself it runs
-/// at static-init time, where the op must already be registered (call register_custom_op from
-/// main instead when unsure); an error there is a fatal registration fault (ARCH-040).
-#define FRAME_REGISTER_ONNX_OP(domain, op_type, frame_op)                                  \
-  [[maybe_unused]] static const bool FRAME_CONCAT(frame_onnx_mapping_, __COUNTER__) = [] { \
-    ::frame::ops::run_after_registration("onnx mapping " domain "::" op_type, [] {         \
-      return ::frame::onnx::register_custom_op(domain, op_type, #frame_op);                \
-    });                                                                                    \
-    return true;                                                                           \
+/// In a plugin the mapping is checked (check_custom_op; a (domain, op_type) mapped twice in the
+/// plugin is an error too) before any of the plugin is registered, so a bad mapping refuses
+/// the whole plugin, and applied (register_custom_op) after its ops are registered. In the
+/// program itself it runs at static-init time, where the op must already be registered (call
+/// register_custom_op from main instead when unsure); an error there is a fatal registration
+/// fault (ARCH-040).
+#define FRAME_REGISTER_ONNX_OP(domain, op_type, frame_op)                                    \
+  [[maybe_unused]] static const bool FRAME_CONCAT(frame_onnx_mapping_, __COUNTER__) = [] {   \
+    ::frame::ops::run_after_registration(                                                    \
+        "onnx mapping " domain "::" op_type,                                                 \
+        [](const ::frame::ops::BatchView& batch) -> ::frame::Status {                        \
+          FRAME_RETURN_IF_ERROR(                                                             \
+              ::frame::onnx::check_custom_op(domain, op_type, #frame_op, *batch.ops));       \
+          if (!batch.claimed->insert("onnx:" domain "::" op_type).second) {                  \
+            return ::frame::invalid_argument("{}::{} is mapped twice in one plugin", domain, \
+                                             op_type);                                       \
+          }                                                                                  \
+          return ::frame::Status();                                                          \
+        },                                                                                   \
+        [] { return ::frame::onnx::register_custom_op(domain, op_type, #frame_op); });       \
+    return true;                                                                             \
   }()

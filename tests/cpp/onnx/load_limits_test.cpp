@@ -107,6 +107,16 @@ TEST(LoadLimits, NestingDepth) {
                {"node 'if1' (If)", "nested deeper than 3 levels (max_nesting_depth)"});
   o.max_nesting_depth = 4;
   EXPECT_TRUE(load_from_bytes(nested_ifs(4), o).is_ok());
+  // Much deeper: the message names the outermost and the innermost body, not every level
+  // (8 nested Ifs, limit 3: 2 of the 8 "(If)" prefixes).
+  o.max_nesting_depth = 3;
+  const std::string m = load_from_bytes(nested_ifs(8), o).status().message();
+  size_t prefixes = 0;
+  for (size_t at = m.find("(If): "); at != std::string::npos; at = m.find("(If): ", at + 1)) {
+    ++prefixes;
+  }
+  EXPECT_EQ(prefixes, 2U) << m;
+  EXPECT_NE(m.find("nested deeper than 3 levels"), std::string::npos) << m;
 }
 
 TEST(LoadLimits, NodeCountCountsBodies) {

@@ -1,0 +1,25 @@
+#pragma once
+// Shared pieces of the faulty test plugins: an f32 identity op body.
+#include <cstring>
+
+#include "frame/onnx/onnx.h"
+#include "frame/ops/kernel_registry.h"
+#include "frame/ops/op_schema.h"
+
+namespace plugin_test {
+
+constexpr frame::DTypeSet kF32{frame::DTypeCode::kFloat32};
+
+inline frame::Result<std::vector<frame::ir::TensorType>> same_type(
+    const frame::ops::NodeContext& ctx) {
+  return std::vector<frame::ir::TensorType>{ctx.input_types[0]};
+}
+
+inline frame::Status copy_cpu(frame::ops::KernelContext& ctx) {
+  const frame::Tensor& x = ctx.input(0);
+  std::memcpy(ctx.output(0).data<float>(), x.data<float>(),
+              static_cast<size_t>(x.numel()) * sizeof(float));
+  return frame::Status();
+}
+
+}  // namespace plugin_test
