@@ -29,9 +29,11 @@ foreach(_line IN LISTS _lines)
     set(_name "${_suite}${CMAKE_MATCH_1}")
     if(NOT _name MATCHES "DISABLED_")
       add_test("${_name}" "${FRAME_TEST_BINARY}" "--gtest_filter=${_name}")
+      # A GTEST_SKIP shows as "not run" in ctest's summary, as with CMake's own discovery.
       set_tests_properties("${_name}" PROPERTIES
                            ENVIRONMENT "${FRAME_TEST_ENV}" WORKING_DIRECTORY "${FRAME_TEST_WORKDIR}"
-                           LABELS "${FRAME_TEST_LABELS}")
+                           LABELS "${FRAME_TEST_LABELS}"
+                           SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
     endif()
   elseif(_line MATCHES "^([^ ]+)")
     set(_suite "${CMAKE_MATCH_1}")

@@ -78,7 +78,15 @@ int run_backends() {
     std::printf("%-*s  %-11s  %7zu  %s\n", static_cast<int>(w), r.name.c_str(), r.kind.c_str(),
                 r.kernels, r.status.c_str());
   }
-  std::printf("auto = the available optimized backends, then cpu (frame run --backend auto)\n");
+  std::string autos;
+  for (std::string_view b : runtime::kAutoBackends) {
+    if (runtime::find_backend(b) == nullptr) continue;
+    autos += std::string(b) + ", ";
+  }
+  std::printf(
+      "auto (the default of frame run) = %scpu; other backends run only when named "
+      "(--backend NAME,cpu)\n",
+      autos.c_str());
   return 0;
 }
 
