@@ -213,9 +213,12 @@ Status pad_cpu(KernelContext& ctx) {
         std::fill(o, o + inner, fill);
         continue;
       }
-      auto padded = [&](int64_t j0, int64_t j1) {
+      // Explicit captures: clang 14 cannot reach the enclosing function's locals from a lambda
+      // inside an OpenMP region of a generic lambda.
+      auto padded = [o, src, fill, off, mode = p.mode, bl = b_last, dl = d_last](int64_t j0,
+                                                                                 int64_t j1) {
         for (int64_t j = j0; j < j1; ++j) {
-          const int64_t s = ops::dm::pad_source_index(p.mode, j, b_last, d_last);
+          const int64_t s = ops::dm::pad_source_index(mode, j, bl, dl);
           o[j] = s < 0 ? fill : src[off + s];
         }
       };
