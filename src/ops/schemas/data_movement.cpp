@@ -108,9 +108,19 @@ Types gather_elements_infer(const NodeContext& ctx) {
     return ctx.error("input 1 (indices) has rank {}, expected rank {} of input 0 (>= 1)",
                      idx.size(), data.size());
   }
-  FRAME_RETURN_IF_ERROR(normalize_axis(ctx, ctx.attr_or<int64_t>("axis", 0),
-                                       static_cast<int64_t>(data.size()), "axis")
-                            .status());
+  FRAME_ASSIGN_OR_RETURN(const int64_t axis,
+                         normalize_axis(ctx, ctx.attr_or<int64_t>("axis", 0),
+                                        static_cast<int64_t>(data.size()), "axis"));
+  // Off the axis an output element reads data at its own coordinate (ONNX GatherElements):
+  // indices may not be larger than data there.
+  for (size_t d = 0; d < data.size(); ++d) {
+    if (static_cast<int64_t>(d) != axis && idx[d] > data[d]) {
+      return ctx.error(
+          "input 1 (indices) dim {} is {}, larger than input 0's {} (only the axis "
+          "{} may differ)",
+          d, idx[d], data[d], axis);
+    }
+  }
   return one(ctx.input_types[0].dtype, idx);
 }
 
