@@ -92,6 +92,12 @@ Probe probe_devices() {
       d.is_intel = vendor.find("intel") != std::string::npos ||
                    lower(d.platform_name).find("intel") != std::string::npos;
       d.fp64 = device_string(id, CL_DEVICE_EXTENSIONS).find("cl_khr_fp64") != std::string::npos;
+      cl_uint align_bits = 0;
+      if (clGetDeviceInfo(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof(align_bits), &align_bits,
+                          nullptr) == CL_SUCCESS &&
+          align_bits >= 8) {
+        d.base_align = std::max<size_t>(align_bits / 8, 16);
+      }
       d.identity = fmt::format("{} | {} | {} | {}", d.platform_name,
                                platform_string(pl, CL_PLATFORM_VERSION), d.device_name,
                                device_string(id, CL_DRIVER_VERSION));

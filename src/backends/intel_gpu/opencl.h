@@ -40,6 +40,8 @@ struct Device {
   bool is_gpu = false;
   bool is_intel = false;  ///< vendor or platform names Intel
   bool fp64 = false;      ///< cl_khr_fp64: double precision kernels can be built
+  /// CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: the alignment of a sub-buffer's origin.
+  size_t base_align = 128;
   /// Platform, device and driver versions: program binaries on disk are reused only by the
   /// same identity.
   std::string identity;

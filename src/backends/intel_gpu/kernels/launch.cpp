@@ -79,7 +79,13 @@ Result<std::shared_ptr<Launch>> make_launch(const ops::NodeContext& ctx, const L
   const int64_t n = numel_of(spec.out_shape);
   if (n > INT_MAX) return ctx.error("intel_gpu: output of {} elements exceeds 2^31 - 1", n);
   l->out_elems = static_cast<size_t>(n);
-  l->work_items = spec.work_items.value_or(l->out_elems);
+  if (spec.global.has_value()) {
+    l->work_dim = spec.work_dim;
+    l->global = *spec.global;
+    if (spec.local.has_value()) l->local = *spec.local;
+  } else {
+    l->global = {spec.work_items.value_or(l->out_elems), 1, 1};
+  }
   l->out_bytes = l->out_elems * spec.out_elem_bytes;
   const size_t r = spec.out_shape.size();
   const size_t num_inputs = spec.num_inputs.value_or(ctx.num_inputs());
@@ -90,8 +96,6 @@ Result<std::shared_ptr<Launch>> make_launch(const ops::NodeContext& ctx, const L
     const Shape& s = ctx.input_types[k].shape;
     if (!ctx.has_input(k)) {
       l->in_bytes.push_back(0);
-      FRAME_ASSIGN_OR_RETURN(ClMem m, make_buffer(*dev, 0, CL_MEM_READ_ONLY, "absent input"));
-      l->inputs.push_back(std::move(m));
       continue;
     }
     if (spec.raw_meta.has_value()) {
@@ -109,9 +113,6 @@ Result<std::shared_ptr<Launch>> make_launch(const ops::NodeContext& ctx, const L
       }
     }
     l->in_bytes.push_back(static_cast<size_t>(numel_of(s)) * spec.in_elem_bytes);
-    FRAME_ASSIGN_OR_RETURN(ClMem m, make_buffer(*dev, l->in_bytes.back(), CL_MEM_READ_ONLY,
-                                                fmt::format("input {}", k)));
-    l->inputs.push_back(std::move(m));
   }
   if (spec.raw_meta.has_value()) {
     meta.assign(spec.raw_meta->begin(), spec.raw_meta->end());
@@ -119,7 +120,7 @@ Result<std::shared_ptr<Launch>> make_launch(const ops::NodeContext& ctx, const L
       if (v > INT_MAX || v < INT_MIN) return ctx.error("intel_gpu: a size exceeds 32 bits");
     }
   }
-  FRAME_ASSIGN_OR_RETURN(l->output, make_buffer(*dev, l->out_bytes, CL_MEM_WRITE_ONLY, "output"));
+  FRAME_ASSIGN_OR_RETURN(l->dummy, make_buffer(*dev, 0, CL_MEM_READ_WRITE, "absent input"));
   FRAME_ASSIGN_OR_RETURN(
       l->meta, make_buffer(*dev, meta.size() * sizeof(cl_int), CL_MEM_READ_ONLY, "index strides"));
   if (!meta.empty()) {
@@ -131,18 +132,32 @@ Result<std::shared_ptr<Launch>> make_launch(const ops::NodeContext& ctx, const L
   const cl_int rank = spec.raw_meta.has_value() ? static_cast<cl_int>(meta.size())
                       : same_size               ? 0
                                                 : static_cast<cl_int>(r);
-  const size_t slots = std::max(spec.input_slots.value_or(l->inputs.size()), l->inputs.size());
-  Status st;
-  cl_uint a = 0;
-  for (size_t k = 0; k < slots && st.is_ok(); ++k) {
-    const ClMem& m = l->inputs.empty() ? l->output : l->inputs[std::min(k, l->inputs.size() - 1)];
-    st = set_arg(l->kernel.get(), a++, m.get());
-  }
-  if (st.is_ok()) st = set_arg(l->kernel.get(), a++, l->output.get());
-  if (st.is_ok()) st = set_arg(l->kernel.get(), a++, rank);
-  if (st.is_ok()) st = set_arg(l->kernel.get(), a++, l->meta.get());
+  l->input_slots = std::max(spec.input_slots.value_or(l->in_bytes.size()), l->in_bytes.size());
+  // Pointer arguments are bound per run (bind_buffers); the layout arguments once here.
+  const auto a = static_cast<cl_uint>(l->input_slots + 1);
+  Status st = set_arg(l->kernel.get(), a, rank);
+  if (st.is_ok()) st = set_arg(l->kernel.get(), a + 1, l->meta.get());
   if (!st.is_ok()) return st.with_prefix(where(ctx));
   return l;
+}
+
+Status bind_buffers(Launch& l, std::span<const cl_mem> inputs, cl_mem output) {
+  cl_uint a = 0;
+  for (size_t k = 0; k < l.input_slots; ++k) {
+    cl_mem m = inputs.empty() ? output : inputs[std::min(k, inputs.size() - 1)];
+    if (m == nullptr) m = l.dummy.get();
+    FRAME_RETURN_IF_ERROR(set_arg(l.kernel.get(), a++, m));
+  }
+  return set_arg(l.kernel.get(), a, output);
+}
+
+Status enqueue_kernel(const Launch& l, cl_command_queue q) {
+  if (l.work_items() == 0 || l.out_elems == 0) return Status();
+  const bool local = l.local[0] != 0;
+  const cl_int e = clEnqueueNDRangeKernel(q, l.kernel.get(), l.work_dim, nullptr, l.global.data(),
+                                          local ? l.local.data() : nullptr, 0, nullptr, nullptr);
+  if (e != CL_SUCCESS) return internal_error("kernel launch: {}", cl_error_name(e));
+  return Status();
 }
 
 Status run_launch(ops::KernelContext& ctx) {
@@ -152,28 +167,42 @@ Status run_launch(ops::KernelContext& ctx) {
     return ctx.node->error("intel_gpu: output has {} elements, prepared for {}", out.numel(),
                            l->out_elems);
   }
-  if (l->work_items == 0 || l->out_elems == 0) return Status();
+  if (l->work_items() == 0 || l->out_elems == 0) return Status();
   const cl_command_queue q = l->dev->queue;
   std::lock_guard lock(l->mu);
-  for (size_t k = 0; k < l->inputs.size(); ++k) {
+  if (!l->own_output.get()) {
+    for (size_t k = 0; k < l->in_bytes.size(); ++k) {
+      ClMem m;
+      if (l->in_bytes[k] > 0) {
+        FRAME_ASSIGN_OR_RETURN(m, make_buffer(*l->dev, l->in_bytes[k], CL_MEM_READ_ONLY,
+                                              fmt::format("input {}", k)));
+      }
+      l->own_inputs.push_back(std::move(m));
+    }
+    FRAME_ASSIGN_OR_RETURN(l->own_output,
+                           make_buffer(*l->dev, l->out_bytes, CL_MEM_READ_WRITE, "output"));
+  }
+  std::vector<cl_mem> ins(l->in_bytes.size(), nullptr);
+  for (size_t k = 0; k < l->in_bytes.size(); ++k) {
     const Tensor& in = ctx.input(k);
     if ((in.defined() ? in.nbytes() : 0) != l->in_bytes[k]) {
       return ctx.node->error("intel_gpu: input {} has {} bytes, prepared for {}", k, in.nbytes(),
                              l->in_bytes[k]);
     }
     if (l->in_bytes[k] == 0) continue;
-    const cl_int e = clEnqueueWriteBuffer(q, l->inputs[k].get(), CL_FALSE, 0, l->in_bytes[k],
-                                          in.raw_data(), 0, nullptr, nullptr);
+    ins[k] = l->own_inputs[k].get();
+    const cl_int e = clEnqueueWriteBuffer(q, ins[k], CL_FALSE, 0, l->in_bytes[k], in.raw_data(),
+                                          0, nullptr, nullptr);
     if (e != CL_SUCCESS) {
       return ctx.node->error("intel_gpu: copying input {} to the device: {}", k, cl_error_name(e));
     }
   }
-  cl_int e = clEnqueueNDRangeKernel(q, l->kernel.get(), 1, nullptr, &l->work_items, nullptr, 0,
-                                    nullptr, nullptr);
-  if (e != CL_SUCCESS) return ctx.node->error("intel_gpu: kernel launch: {}", cl_error_name(e));
+  Status st = bind_buffers(*l, ins, l->own_output.get());
+  if (st.is_ok()) st = enqueue_kernel(*l, q);
+  if (!st.is_ok()) return st.with_prefix(where(*ctx.node));
   // Blocking: the in-order queue has finished the copies and the kernel when it returns.
-  e = clEnqueueReadBuffer(q, l->output.get(), CL_TRUE, 0, l->out_bytes, out.raw_data(), 0, nullptr,
-                          nullptr);
+  const cl_int e = clEnqueueReadBuffer(q, l->own_output.get(), CL_TRUE, 0, l->out_bytes,
+                                       out.raw_data(), 0, nullptr, nullptr);
   if (e != CL_SUCCESS) {
     return ctx.node->error("intel_gpu: copying the output to the host: {}", cl_error_name(e));
   }

@@ -1,16 +1,19 @@
 #pragma once
 /// \file
 /// One intel_gpu node ready to run (docs/backends/intel-gpu.md, "Host and device memory"):
-/// its kernel object, device buffers for its inputs and output made once at prepare, and the
-/// copy-in / launch / copy-out of a run. Kernels follow one argument convention:
+/// its kernel object and launch geometry made once at prepare, the binding of its buffers,
+/// and the copy-in / launch / copy-out of a node run on its own. Kernels follow one argument
+/// convention:
 /// `(inputs..., out, int rank, __global const int* meta, extra...)`, where `meta` holds the
 /// output dims and, per input, the input stride of each output dim (0 where it broadcasts);
 /// `rank` 0 means every input is indexed like the output. Absent optional inputs get a dummy
 /// buffer and are not copied.
 
+#include <array>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,18 +25,36 @@
 
 namespace frame::backends::intel_gpu {
 
-/// Device buffers, kernel and launch geometry of one node.
+/// Kernel, argument layout and launch geometry of one node, made once at prepare. The
+/// buffers it reads and writes are bound per run: a device group (group.h) binds
+/// sub-buffers of its run slot's device memory, run_launch (one node on its own) binds the
+/// node's own buffers, made at its first run.
 struct Launch {
   const Device* dev = nullptr;
   ClKernel kernel;
-  std::vector<ClMem> inputs;
+  /// Per device input (the node's leading inputs the kernel reads): its bytes, 0 when the
+  /// optional input is absent (bound to `dummy`, never read).
   std::vector<size_t> in_bytes;
-  ClMem output;
+  /// Input pointer parameters of the kernel (>= in_bytes.size()); the extra ones are bound to
+  /// the last input's buffer and never read.
+  size_t input_slots = 0;
   size_t out_bytes = 0;
   size_t out_elems = 0;
   ClMem meta;
-  size_t work_items = 0;  ///< global size: one work-item per output element unless set
-  std::mutex mu;          ///< guards the buffers' contents during a run
+  ClMem dummy;  ///< bound to absent inputs
+  /// NDRange: `work_dim` dims of `global` work-items, work-groups of `local` (all 0: the
+  /// implementation chooses). Zero work-items: nothing is enqueued.
+  cl_uint work_dim = 1;
+  std::array<size_t, 3> global = {0, 1, 1};
+  std::array<size_t, 3> local = {0, 0, 0};
+  /// run_launch's own buffers (one node run on its own), made at its first run.
+  std::vector<ClMem> own_inputs;
+  ClMem own_output;
+  /// Guards the kernel's pointer arguments from binding to enqueue, and run_launch's buffers.
+  std::mutex mu;
+
+  /// Total work-items (0: nothing to launch).
+  size_t work_items() const { return global[0] * global[1] * global[2]; }
 };
 
 /// What make_launch builds.
@@ -48,6 +69,11 @@ struct LaunchSpec {
   std::optional<std::vector<std::vector<int64_t>>> strides;
   /// Work-items when not one per output element (e.g. one per softmax row).
   std::optional<size_t> work_items;
+  /// A 2-D or 3-D NDRange with explicit work-group sizes (tiled kernels); replaces
+  /// work_items. `global` must be a multiple of `local` in each dim.
+  std::optional<std::array<size_t, 3>> global;
+  std::optional<std::array<size_t, 3>> local;
+  cl_uint work_dim = 1;
   /// The whole `meta` buffer and `rank` argument for kernels with their own layout (conv,
   /// pooling, gemm); replaces the strides above.
   std::optional<std::vector<int64_t>> raw_meta;
@@ -81,7 +107,17 @@ Result<const ClType*> runnable_type(const ops::NodeContext& ctx);
 /// first arguments. Errors name the node.
 Result<std::shared_ptr<Launch>> make_launch(const ops::NodeContext& ctx, const LaunchSpec& spec);
 
-/// The kernel function of every intel_gpu kernel: copies the inputs in, launches, copies the
+/// Binds the kernel's pointer arguments: `inputs` per device input (nullptr: absent, bound to
+/// the dummy buffer), then `output`. Call with `l.mu` held until the kernel is enqueued (OpenCL
+/// copies the arguments at enqueue). Errors name the OpenCL error.
+Status bind_buffers(Launch& l, std::span<const cl_mem> inputs, cl_mem output);
+
+/// Enqueues the kernel with its NDRange on `q` (nothing for zero work-items). Call with
+/// `l.mu` held, after bind_buffers. Errors name the OpenCL error.
+Status enqueue_kernel(const Launch& l, cl_command_queue q);
+
+/// The kernel function of every intel_gpu kernel when a node runs on its own (the op
+/// database, a node outside any device group): copies the inputs in, launches, copies the
 /// output back (blocking). Errors name the node and the OpenCL error.
 Status run_launch(ops::KernelContext& ctx);
 
