@@ -160,6 +160,12 @@ Status enqueue_kernel(const Launch& l, cl_command_queue q) {
   return Status();
 }
 
+Status enqueue_node(Launch& l, cl_command_queue q, std::span<const cl_mem> inputs, cl_mem output) {
+  if (l.custom) return l.custom(q, inputs, output);
+  FRAME_RETURN_IF_ERROR(bind_buffers(l, inputs, output));
+  return enqueue_kernel(l, q);
+}
+
 Status run_launch(ops::KernelContext& ctx) {
   auto* l = static_cast<Launch*>(ctx.state);
   Tensor& out = ctx.output(0);
@@ -174,8 +180,8 @@ Status run_launch(ops::KernelContext& ctx) {
     for (size_t k = 0; k < l->in_bytes.size(); ++k) {
       ClMem m;
       if (l->in_bytes[k] > 0) {
-        FRAME_ASSIGN_OR_RETURN(m, make_buffer(*l->dev, l->in_bytes[k], CL_MEM_READ_ONLY,
-                                              fmt::format("input {}", k)));
+        FRAME_ASSIGN_OR_RETURN(
+            m, make_buffer(*l->dev, l->in_bytes[k], CL_MEM_READ_ONLY, fmt::format("input {}", k)));
       }
       l->own_inputs.push_back(std::move(m));
     }
@@ -191,14 +197,13 @@ Status run_launch(ops::KernelContext& ctx) {
     }
     if (l->in_bytes[k] == 0) continue;
     ins[k] = l->own_inputs[k].get();
-    const cl_int e = clEnqueueWriteBuffer(q, ins[k], CL_FALSE, 0, l->in_bytes[k], in.raw_data(),
-                                          0, nullptr, nullptr);
+    const cl_int e = clEnqueueWriteBuffer(q, ins[k], CL_FALSE, 0, l->in_bytes[k], in.raw_data(), 0,
+                                          nullptr, nullptr);
     if (e != CL_SUCCESS) {
       return ctx.node->error("intel_gpu: copying input {} to the device: {}", k, cl_error_name(e));
     }
   }
-  Status st = bind_buffers(*l, ins, l->own_output.get());
-  if (st.is_ok()) st = enqueue_kernel(*l, q);
+  Status st = enqueue_node(*l, q, ins, l->own_output.get());
   if (!st.is_ok()) return st.with_prefix(where(*ctx.node));
   // Blocking: the in-order queue has finished the copies and the kernel when it returns.
   const cl_int e = clEnqueueReadBuffer(q, l->own_output.get(), CL_TRUE, 0, l->out_bytes,

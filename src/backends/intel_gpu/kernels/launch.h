@@ -10,6 +10,7 @@
 /// buffer and are not copied.
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -47,6 +48,10 @@ struct Launch {
   cl_uint work_dim = 1;
   std::array<size_t, 3> global = {0, 1, 1};
   std::array<size_t, 3> local = {0, 0, 0};
+  /// Set for a node whose device work is not one kernel of ours (e.g. oneDNN's GPU
+  /// primitives on Intel GPUs): enqueues it on the queue, reading `inputs` (per device input,
+  /// nullptr when absent) and writing `output`; replaces bind_buffers + enqueue_kernel.
+  std::function<Status(cl_command_queue q, std::span<const cl_mem> inputs, cl_mem output)> custom;
   /// run_launch's own buffers (one node run on its own), made at its first run.
   std::vector<ClMem> own_inputs;
   ClMem own_output;
@@ -115,6 +120,10 @@ Status bind_buffers(Launch& l, std::span<const cl_mem> inputs, cl_mem output);
 /// Enqueues the kernel with its NDRange on `q` (nothing for zero work-items). Call with
 /// `l.mu` held, after bind_buffers. Errors name the OpenCL error.
 Status enqueue_kernel(const Launch& l, cl_command_queue q);
+
+/// Enqueues the node's work on `q` with `inputs` / `output` bound: `custom` when set, else
+/// bind_buffers + enqueue_kernel. Call with `l.mu` held. Errors name the OpenCL error.
+Status enqueue_node(Launch& l, cl_command_queue q, std::span<const cl_mem> inputs, cl_mem output);
 
 /// The kernel function of every intel_gpu kernel when a node runs on its own (the op
 /// database, a node outside any device group): copies the inputs in, launches, copies the
