@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "frame/ops/backend_availability.h"
+#include "frame/ops/device_group.h"
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/op_registry.h"
 #include "frame/runtime/backend.h"
@@ -91,14 +92,44 @@ class KernelPart final : public CompiledPart {
   std::vector<std::shared_ptr<const CompiledSubgraph>> bodies_;
 };
 
+// A run of nodes a device backend keeps in device memory (include/frame/ops/device_group.h).
+class DeviceGroupPart final : public CompiledPart {
+ public:
+  explicit DeviceGroupPart(std::unique_ptr<ops::DeviceGroup> group) : group_(std::move(group)) {}
+  Status run(const PartIO& io) const override {
+    try {
+      return group_->run(io.inputs, io.outputs, io.run_state);
+    } catch (const std::bad_alloc&) {
+      return make_error(StatusCode::kOutOfRange, "device group: out of host memory");
+    }
+  }
+  std::shared_ptr<void> make_run_state() const override { return group_->make_run_state(); }
+  size_t device_bytes() const override { return group_->device_bytes(); }
+  bool input_on_device(size_t k) const override { return group_->input_on_device(k); }
+
+ private:
+  std::unique_ptr<ops::DeviceGroup> group_;
+};
+
 class KernelBackend final : public Backend {
  public:
   explicit KernelBackend(std::string name) : name_(std::move(name)) {}
   std::string_view name() const override { return name_; }
-  Granularity granularity() const override { return Granularity::kPerKernel; }
+  // A device backend with a group compiler gets runs of nodes, so values stay on the device.
+  Granularity granularity() const override {
+    return ops::find_device_group_compiler(name_) != nullptr ? Granularity::kWholeGraph
+                                                             : Granularity::kPerKernel;
+  }
+  bool device_memory() const override { return ops::find_device_group_compiler(name_) != nullptr; }
   // A device backend's layer registers a probe (ops::register_availability_probe).
   std::string unavailable_reason() const override { return ops::backend_unavailable_reason(name_); }
   Result<std::unique_ptr<CompiledPart>> compile(const PartSpec& part) const override {
+    if (ops::DeviceGroupCompiler group = ops::find_device_group_compiler(name_);
+        group != nullptr && part.graph != nullptr && !part.nodes.empty()) {
+      ops::DeviceGroupSpec spec{part.graph, part.nodes, part.inputs, part.outputs};
+      FRAME_ASSIGN_OR_RETURN(std::unique_ptr<ops::DeviceGroup> g, group(spec));
+      return std::unique_ptr<CompiledPart>(std::make_unique<DeviceGroupPart>(std::move(g)));
+    }
     if (part.graph == nullptr || part.nodes.size() != 1) {
       return internal_error("backend '{}': a per-kernel part holds exactly one node", name_);
     }

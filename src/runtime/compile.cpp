@@ -56,6 +56,19 @@ std::string CompileReport::to_json() const {
   j["lowering_fused"] = lf;
   j["lowering_rewrites"] = lowering_rewrites;
   j["peak_arena_bytes"] = peak_arena_bytes;
+  nlohmann::ordered_json dg = nlohmann::ordered_json::array();
+  for (const DeviceGroupReport& d : device_groups) {
+    dg.push_back({{"backend", d.backend},
+                  {"nodes", d.nodes},
+                  {"copies_in", d.copies_in},
+                  {"copies_out", d.copies_out},
+                  {"bytes_in", d.bytes_in},
+                  {"bytes_out", d.bytes_out},
+                  {"constants", d.constants},
+                  {"constant_bytes", d.constant_bytes},
+                  {"device_bytes", d.device_bytes}});
+  }
+  j["device_groups"] = dg;
   j["cache_hit"] = cache_hit;
   return j.dump(2);
 }
@@ -375,6 +388,7 @@ Result<std::shared_ptr<const detail::CompiledCore>> compile_core(const ir::Graph
   r.fused_groups = passes::fused_groups(*g);
   r.lowering_rewrites = ctx.lowering_rewrites;
   r.peak_arena_bytes = ctx.peak_arena_bytes;
+  r.device_groups = core->plan.device_groups;
   return std::shared_ptr<const detail::CompiledCore>(std::move(core));
 }
 

@@ -236,6 +236,37 @@ NodeProfile step_info(const ir::Graph& g, const passes::PassContext& ctx,
   return info;
 }
 
+// What one part of a device backend copies across its boundary per run (inputs it reads on
+// the device, constants uploaded once, outputs read back).
+DeviceGroupReport device_group_report(const ir::Graph& g, const Backend& be, const PartSpec& spec,
+                                      const CompiledPart& part) {
+  DeviceGroupReport r;
+  r.backend = std::string(be.name());
+  for (ir::NodeId id : spec.nodes) r.nodes.push_back(g.node(id).name);
+  auto bytes = [&](ir::ValueId v) -> size_t {
+    const ir::Value& val = g.value(v);
+    return val.type ? static_cast<size_t>(numel_of(val.type->shape)) * dtype_size(val.type->dtype)
+                    : 0;
+  };
+  for (size_t k = 0; k < spec.inputs.size(); ++k) {
+    const ir::ValueId v = spec.inputs[k];
+    if (v == ir::kNoValue || !part.input_on_device(k)) continue;
+    if (g.value(v).is_constant()) {
+      ++r.constants;
+      r.constant_bytes += bytes(v);
+    } else {
+      r.copies_in.push_back(g.value(v).name);
+      r.bytes_in += bytes(v);
+    }
+  }
+  for (ir::ValueId v : spec.outputs) {
+    r.copies_out.push_back(g.value(v).name);
+    r.bytes_out += bytes(v);
+  }
+  r.device_bytes = part.device_bytes();
+  return r;
+}
+
 }  // namespace
 
 Result<Plan> build_plan(std::shared_ptr<const ir::Graph> graph, const passes::PassContext& ctx,
@@ -306,6 +337,9 @@ Result<Plan> build_plan(std::shared_ptr<const ir::Graph> graph, const passes::Pa
         spec.outputs = n.outputs;
       }
       FRAME_ASSIGN_OR_RETURN(step.part, be->compile(spec));
+      if (be->device_memory()) {
+        plan.device_groups.push_back(device_group_report(g, *be, spec, *step.part));
+      }
       step.inputs = spec.inputs;
       step.outputs = spec.outputs;
     }

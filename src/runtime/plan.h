@@ -45,6 +45,9 @@ struct Plan {
   /// Per external value (graph inputs and outputs): the step slots that read it (k >= 0: input
   /// k) or write it (k < 0: output -k-1), so binding a run's tensors touches only those.
   std::vector<std::vector<std::pair<size_t, int64_t>>> refs;
+  /// Parts of device backends (Backend::device_memory) in step order, with their boundary
+  /// copies (CompileReport::device_groups).
+  std::vector<DeviceGroupReport> device_groups;
   /// Step infos in step order: the layout a Profile is filled with.
   std::vector<NodeProfile> profile_layout;
   /// Bytes one run needs: planned region + workspace.

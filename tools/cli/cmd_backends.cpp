@@ -25,7 +25,7 @@ constexpr const char* kKnownBackends[] = {"cpu", "onednn", "cuda", "intel_gpu", 
 
 struct BackendRow {
   std::string name;
-  std::string kind;    // "per-kernel", "whole-graph" or "-"
+  std::string kind;    // "per-kernel", "device-groups", "whole-graph" or "-"
   std::string status;  // "available", "unavailable: why" or "not in this build"
   size_t kernels = 0;
 };
@@ -44,7 +44,9 @@ std::vector<BackendRow> backend_rows() {
   for (size_t i = 0; i < names.size(); ++i) {
     BackendRow r{names[i], "-", "not in this build", counts[i]};
     if (const runtime::Backend* b = runtime::find_backend(names[i])) {
+      // A device backend's kernels run in device groups (values stay in device memory).
       r.kind = b->granularity() == runtime::Backend::Granularity::kPerKernel ? "per-kernel"
+               : b->device_memory()                                          ? "device-groups"
                                                                              : "whole-graph";
       std::string why = b->unavailable_reason();
       r.status = why.empty() ? "available" : "unavailable: " + why;

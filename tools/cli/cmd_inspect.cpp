@@ -122,6 +122,42 @@ void print_fused(const runtime::CompileReport& r) {
 
 // Every node's placement; under it, each alternative passed over and why (also for nodes on
 // a later backend of the chain through its own kernel, which are not fallbacks).
+// Device groups: runs of nodes whose values stay in device memory, and the host <-> device
+// copies each run costs at its boundary (docs/backends/intel-gpu.md, "Device memory").
+void print_device_groups(const runtime::CompileReport& r) {
+  if (r.device_groups.empty()) return;
+  auto mib = [](size_t b) { return static_cast<double>(b) / (1 << 20); };
+  auto names = [](const std::vector<std::string>& v) {
+    constexpr size_t kShown = 3;
+    if (v.size() <= kShown) return fmt::format("{}", fmt::join(v, ", "));
+    return fmt::format("{} (+{})", fmt::join(v.begin(), v.begin() + kShown, ", "),
+                       v.size() - kShown);
+  };
+  size_t in = 0, out = 0, bytes_in = 0, bytes_out = 0;
+  for (const runtime::DeviceGroupReport& g : r.device_groups) {
+    in += g.copies_in.size();
+    out += g.copies_out.size();
+    bytes_in += g.bytes_in;
+    bytes_out += g.bytes_out;
+  }
+  std::printf(
+      "\ndevice groups: %zu (values stay in device memory inside a group)\n"
+      "host<->device copies per run: %zu in (%.2f MiB), %zu out (%.2f MiB)\n",
+      r.device_groups.size(), in, mib(bytes_in), out, mib(bytes_out));
+  Table t({"#", "backend", "nodes", "first .. last", "copies in", "copies out", "constants",
+           "device MiB"},
+          {true, false, true, false, false, false, true, true});
+  for (size_t i = 0; i < r.device_groups.size(); ++i) {
+    const runtime::DeviceGroupReport& g = r.device_groups[i];
+    t.add({std::to_string(i + 1), g.backend, std::to_string(g.nodes.size()),
+           g.nodes.size() == 1 ? g.nodes.front() : g.nodes.front() + " .. " + g.nodes.back(),
+           names(g.copies_in), names(g.copies_out),
+           fmt::format("{} ({:.2f} MiB once)", g.constants, mib(g.constant_bytes)),
+           fmt::format("{:.2f}", mib(g.device_bytes))});
+  }
+  t.print();
+}
+
 void print_placements(const runtime::CompileReport& r) {
   std::printf("\nplacement (rejected alternatives indented under their node):\n");
   Table t({"node", "op", "backend", "path"});
@@ -300,6 +336,7 @@ int run_inspect() {
   std::printf("\nlowering-pattern rewrites: %zu\n", r.lowering_rewrites.size());
   for (const std::string& rw : r.lowering_rewrites) std::printf("  %s\n", rw.c_str());
   print_placements(r);
+  print_device_groups(r);
   std::printf("\npeak arena: %zu bytes (%.2f MiB)\n", r.peak_arena_bytes,
               static_cast<double>(r.peak_arena_bytes) / (1 << 20));
   std::printf("\npass times:\n");

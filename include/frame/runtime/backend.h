@@ -49,6 +49,12 @@ class CompiledPart {
   /// Mutable per-run state (e.g. bound views of a nested plan), made once per arena of the
   /// runtime's pool and reused, so steady-state runs allocate nothing. Default: none.
   virtual std::shared_ptr<void> make_run_state() const { return nullptr; }
+  /// Device memory one run slot of this part holds, in bytes (0 for host parts), for the
+  /// compile report (CompileReport::device_groups).
+  virtual size_t device_bytes() const { return 0; }
+  /// For a device part: whether part input `k` is copied to the device (false for one only
+  /// read on the host when the part was compiled, e.g. a constant `shape`).
+  virtual bool input_on_device(size_t /*k*/) const { return true; }
 };
 
 /// A control-flow body compiled by the runtime into a nested static plan (ADR 0006 decision
@@ -106,6 +112,11 @@ class Backend {
   /// platform found"), for `frame backends` and error messages. Host backends are always
   /// available; a device backend probes once and caches the answer. Thread-safe.
   virtual std::string unavailable_reason() const { return {}; }
+  /// True when the backend's parts keep values in device memory, so every part input it
+  /// reads is a host -> device copy and every part output a device -> host copy (counted in
+  /// CompileReport::device_groups). The generic per-kernel backend says so for a backend
+  /// with a device group compiler (include/frame/ops/device_group.h).
+  virtual bool device_memory() const { return false; }
 };
 
 /// Registers a backend object under backend->name(). Errors: kAlreadyExists for a taken name,

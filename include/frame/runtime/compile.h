@@ -83,6 +83,22 @@ struct Placement {
 };
 
 /// What the compiler did; shown by `frame inspect`.
+/// One device group: a run of consecutive nodes a device backend executes with its values in
+/// device memory (include/frame/ops/device_group.h, docs/backends/intel-gpu.md). Copies happen
+/// only at its boundary: each run copies `copies_in` host -> device and `copies_out` device ->
+/// host; constants are uploaded once per run slot.
+struct DeviceGroupReport {
+  std::string backend;
+  std::vector<std::string> nodes;       ///< node names in execution order
+  std::vector<std::string> copies_in;   ///< values copied host -> device every run
+  std::vector<std::string> copies_out;  ///< values copied device -> host every run
+  size_t bytes_in = 0;                  ///< bytes of copies_in
+  size_t bytes_out = 0;                 ///< bytes of copies_out
+  size_t constants = 0;                 ///< constants uploaded once per run slot
+  size_t constant_bytes = 0;
+  size_t device_bytes = 0;  ///< device memory per run slot (values and constants)
+};
+
 struct CompileReport {
   std::map<std::string, int> op_counts_before;  ///< op -> node count of the input graph
   std::map<std::string, int> op_counts_after;   ///< after the pipeline
@@ -102,6 +118,8 @@ struct CompileReport {
   /// (<op>)" (include/frame/ops/lowering_pattern.h), e.g. batch-norm folded into a conv.
   std::vector<std::string> lowering_rewrites;
   size_t peak_arena_bytes = 0;
+  /// Device groups in execution order (empty when every node runs on a host backend).
+  std::vector<DeviceGroupReport> device_groups;
   bool cache_hit = false;
   std::string to_json() const;
 };

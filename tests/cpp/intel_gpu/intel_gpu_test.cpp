@@ -231,14 +231,13 @@ TEST(IntelGpu, UnfusedNodesAndCpuNodesExchangeValuesAtBoundaries) {
   REQUIRE_INTEL_GPU();
   CompileOptions o = gpu_options();
   o.disabled_passes = {"operator-fusion"};
-  // clip has no intel_gpu kernel: x -> mul (gpu) -> clip (cpu) -> add (gpu) -> y.
+  // cumsum has no intel_gpu kernel: x -> mul (gpu) -> cumsum (cpu) -> add (gpu) -> y.
   ir::Graph g("boundary");
   const ir::TensorType t{DTypeCode::kFloat32, {4}};
   ir::ValueId x = g.add_input("x", t);
-  ir::ValueId lo = g.add_constant("lo", Tensor::from_vector<float>({}, {-1.0F}));
-  ir::ValueId hi = g.add_constant("hi", Tensor::from_vector<float>({}, {1.0F}));
+  ir::ValueId axis = g.add_constant("axis", Tensor::from_vector<int64_t>({}, {0}));
   auto m = g.create_node("mul", "m", {x, x}, 1, {}, {"m"});
-  auto c = g.create_node("clip", "c", {g.node(*m).outputs[0], lo, hi}, 1, {}, {"c"});
+  auto c = g.create_node("cumsum", "c", {g.node(*m).outputs[0], axis}, 1, {}, {"c"});
   auto a = g.create_node("add", "a", {g.node(*c).outputs[0], x}, 1, {}, {"y"});
   g.add_output(g.node(*a).outputs[0]);
   auto exe = compile(g, o);
@@ -249,9 +248,66 @@ TEST(IntelGpu, UnfusedNodesAndCpuNodesExchangeValuesAtBoundaries) {
   const std::vector<float> xs = {-2.0F, -0.5F, 0.75F, 3.0F};
   auto out = exe->run({{"x", Tensor::from_vector<float>({4}, xs)}});
   ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  double running = 0;
   for (size_t i = 0; i < xs.size(); ++i) {
-    const double sq = static_cast<double>(xs[i]) * xs[i];
-    EXPECT_NEAR(out->at("y").data<float>()[i], std::min(sq, 1.0) + xs[i], 1e-6) << i;
+    running += static_cast<double>(xs[i]) * xs[i];
+    EXPECT_NEAR(out->at("y").data<float>()[i], running + xs[i], 1e-5) << i;
+  }
+  // Two device groups; copies exactly at the cpu node's boundary and the graph's.
+  const std::vector<DeviceGroupReport>& dg = exe->report().device_groups;
+  ASSERT_EQ(dg.size(), 2U);
+  EXPECT_EQ(dg[0].nodes, std::vector<std::string>{"m"});
+  EXPECT_EQ(dg[0].copies_in, std::vector<std::string>{"x"});
+  EXPECT_EQ(dg[0].copies_out, std::vector<std::string>{"m"});
+  EXPECT_EQ(dg[1].nodes, std::vector<std::string>{"a"});
+  EXPECT_EQ(dg[1].copies_in, (std::vector<std::string>{"c", "x"}));
+  EXPECT_EQ(dg[1].copies_out, std::vector<std::string>{"y"});
+  EXPECT_EQ(dg[1].bytes_in, 2 * 4 * sizeof(float));
+}
+
+// x -> relu -> exp -> neg -> tanh -> y, also reading the exp value as a second output: one
+// device group, one copy in, two copies out, intermediates never copied; the constant of
+// the add is uploaded once per run slot and counted as such.
+TEST(IntelGpu, ConsecutiveNodesStayInDeviceMemory) {
+  REQUIRE_INTEL_GPU();
+  CompileOptions o = gpu_options();
+  o.strict = true;
+  o.disabled_passes = {"operator-fusion"};
+  ir::Graph g("resident");
+  const int64_t n = 1000;
+  ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {n}});
+  ir::ValueId k = g.add_constant("k", Tensor::from_vector<float>({1}, {0.25F}));
+  auto r = g.create_node("relu", "r", {x}, 1, {}, {"r"});
+  auto e = g.create_node("exp", "e", {g.node(*r).outputs[0]}, 1, {}, {"e"});
+  auto ng = g.create_node("neg", "ng", {g.node(*e).outputs[0]}, 1, {}, {"ng"});
+  auto a = g.create_node("add", "a", {g.node(*ng).outputs[0], k}, 1, {}, {"a"});
+  auto t = g.create_node("tanh", "t", {g.node(*a).outputs[0]}, 1, {}, {"y"});
+  g.add_output(g.node(*t).outputs[0]);
+  g.add_output(g.node(*e).outputs[0]);
+  auto exe = compile(g, o);
+  ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+  const std::vector<DeviceGroupReport>& dg = exe->report().device_groups;
+  ASSERT_EQ(dg.size(), 1U);
+  EXPECT_EQ(dg[0].nodes.size(), 5U);
+  EXPECT_EQ(dg[0].copies_in, std::vector<std::string>{"x"});
+  EXPECT_EQ(dg[0].copies_out, (std::vector<std::string>{"e", "y"}));
+  EXPECT_EQ(dg[0].constants, 1U);
+  EXPECT_EQ(dg[0].constant_bytes, sizeof(float));
+  // Six values of 4,000 bytes with short lifetimes: x, r, e (alive to the end), ng, a, y. At
+  // most four are alive at once (e, the node's input and output, the constant is tiny), so
+  // a plan reusing memory needs well under the six values' sum.
+  EXPECT_LT(dg[0].device_bytes, 5 * n * sizeof(float));
+  EXPECT_GE(dg[0].device_bytes, 3 * n * sizeof(float));
+  for (int run = 0; run < 3; ++run) {  // later runs reuse the uploaded constant
+    std::vector<float> xs(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) xs[static_cast<size_t>(i)] = 0.01F * (i % 97) - 0.3F + run;
+    auto out = exe->run({{"x", Tensor::from_vector<float>({n}, xs)}});
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    for (int64_t i = 0; i < n; ++i) {
+      const double ex = std::exp(std::max(static_cast<double>(xs[static_cast<size_t>(i)]), 0.0));
+      ASSERT_NEAR(out->at("e").data<float>()[i], ex, 1e-5 * ex) << i;
+      ASSERT_NEAR(out->at("y").data<float>()[i], std::tanh(-ex + 0.25), 1e-5) << i;
+    }
   }
 }
 
