@@ -1,5 +1,5 @@
 // intel_gpu kernels of the data-movement ops for every dtype: identity, expand, tile,
-// depth_to_space, space_to_depth, concat, gather, pad and where move elements by their size
+// depth_to_space, space_to_depth, concat, gather, pad, trilu and where move elements by their size
 // (uchar / ushort / uint / ulong storage, one program per size), so integers and bool run like
 // floats; cast converts between any two dtypes with the cpu kernel's rounding and saturation
 // (ops::ew::CastOp). Shape-determining inputs must be constants, as for the cpu kernels' shape
@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <climits>
 #include <initializer_list>
 #include <memory>
@@ -357,6 +358,46 @@ Result<std::shared_ptr<void>> pad_prepare(const NodeContext& ctx) {
   return std::shared_ptr<void>(std::move(l));
 }
 
+// ---- trilu ----
+
+// k (input 1) must be a constant: it is clamped like the cpu kernel's (beyond n + m every k
+// acts the same) and stored in `meta`.
+Status trilu_accepts(const NodeContext& ctx) {
+  if (ctx.has_input(1) && ctx.constant_input(1) == nullptr) {
+    return unimplemented("trilu input 1 (k) is not a constant");
+  }
+  return device_ready(ctx);
+}
+
+// meta: n, m (the last two dims), upper, k. Element (row, j) is kept when j - row >= k (upper)
+// or j - row <= k (lower), else zero (all-zero bits are 0 / false in every dtype).
+Result<std::shared_ptr<void>> trilu_prepare(const NodeContext& ctx) {
+  FRAME_RETURN_IF_ERROR(trilu_accepts(ctx).with_prefix(where(ctx)));
+  const Shape& in = ctx.input_types[0].shape;
+  if (in.size() < 2) return ctx.error("input rank {} < 2", in.size());
+  const int64_t n = in[in.size() - 2], m = in.back();
+  const Tensor* kt = ctx.has_input(1) ? ctx.constant_input(1) : nullptr;
+  if (kt != nullptr && kt->numel() != 1) return ctx.error("input 1 (k) must hold one value");
+  const int64_t k =
+      std::clamp<int64_t>(kt != nullptr ? kt->element_as_int64(0) : 0, -(n + m + 1), n + m + 1);
+  const size_t e = dtype_size(ctx.input_types[0].dtype);
+  LaunchSpec spec = copy_spec(
+      ctx,
+      fmt::format("__kernel void frame_trilu(__global const {0}* in0, __global {0}* out, const int "
+                  "rank, __global const int* meta) {{\n"
+                  "  const int i = (int)get_global_id(0);\n"
+                  "  const int n = meta[0], m = meta[1], upper = meta[2];\n"
+                  "  const int j = i % m, row = (i / m) % n;\n"
+                  "  const long cut = clamp((long)row + meta[3] + (upper ? 0 : 1), 0L, (long)m);\n"
+                  "  out[i] = ((long)j < cut) == (upper != 0) ? ({0})0 : in0[i];\n}}\n",
+                  storage_type(e)),
+      "frame_trilu");
+  spec.out_shape = in;
+  spec.num_inputs = 1;
+  spec.raw_meta = std::vector<int64_t>{n, m, ctx.attr_or<int64_t>("upper", 1) != 0 ? 1 : 0, k};
+  return finish(ctx, spec);
+}
+
 // ---- where ----
 
 Result<std::shared_ptr<void>> where_prepare(const NodeContext& ctx) {
@@ -531,6 +572,10 @@ FRAME_REGISTER_KERNEL(gather, "intel_gpu", run_launch)
 FRAME_REGISTER_KERNEL(pad, "intel_gpu", run_launch)
     .prepare(pad_prepare)
     .accepts(pad_accepts)
+    .dtypes(kAllDTypes);
+FRAME_REGISTER_KERNEL(trilu, "intel_gpu", run_launch)
+    .prepare(trilu_prepare)
+    .accepts(trilu_accepts)
     .dtypes(kAllDTypes);
 FRAME_REGISTER_KERNEL(where, "intel_gpu", run_launch)
     .prepare(where_prepare)
