@@ -5,6 +5,7 @@
 /// preallocated outputs, kernel call. Shared by the op database harness, the property tests,
 /// the decomposition tests and backend-vs-cpu cross checks.
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -15,6 +16,7 @@
 #include "frame/core/status.h"
 #include "frame/core/tensor.h"
 #include "frame/ir/graph.h"
+#include "frame/ops/device_group.h"
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/op_registry.h"
 #include "frame/ops/op_schema.h"
@@ -136,6 +138,53 @@ inline Result<std::vector<Tensor>> run_op(const OpCall& call, std::string_view b
   kctx.state = state.get();
   kctx.num_threads = call.num_threads;
   if (Status s = kernel->fn(kctx); !s.is_ok()) return s.with_prefix("kernel: ");
+  return outputs;
+}
+
+/// Runs `call` as a one-node device group of `backend` (include/frame/ops/device_group.h): the
+/// path the runtime takes for a device backend, with inputs copied to device memory,
+/// sub-buffers bound and outputs read back, so each op-database case also checks a kernel's
+/// binding inside a group. kNotFound when `backend` has no group compiler; other errors carry
+/// the stage ("group compile: ", "group run: ").
+inline Result<std::vector<Tensor>> run_op_in_device_group(const OpCall& call,
+                                                          std::string_view backend) {
+  ops::DeviceGroupCompiler compiler = ops::find_device_group_compiler(backend);
+  if (compiler == nullptr) return not_found("backend '{}' has no device group compiler", backend);
+  FRAME_ASSIGN_OR_RETURN(detail::CheckedCall c, detail::check_call(call));
+  auto g = std::make_shared<ir::Graph>("group_case");
+  std::vector<ir::ValueId> ins;
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    const Tensor& t = call.inputs[i];
+    const bool constant = std::find(call.constant_inputs.begin(), call.constant_inputs.end(), i) !=
+                          call.constant_inputs.end();
+    const std::string name = "in" + std::to_string(i);
+    ins.push_back(!t.defined() ? ir::kNoValue
+                  : constant   ? g->add_constant(name, t)
+                               : g->add_input(name, ir::TensorType{t.dtype(), t.shape()}));
+  }
+  FRAME_ASSIGN_OR_RETURN(
+      ir::NodeId id,
+      g->create_node(call.op, call.node_name, ins, static_cast<int>(call.num_outputs), call.attrs));
+  ops::DeviceGroupSpec spec;
+  spec.graph = g.get();
+  spec.nodes = {id};
+  spec.inputs = ins;
+  std::vector<Tensor> outputs;
+  for (size_t k = 0; k < c.types.size(); ++k) {
+    const ir::ValueId v = g->node(id).outputs[k];
+    g->value(v).type = c.types[k];
+    g->add_output(v);
+    spec.outputs.push_back(v);
+    FRAME_ASSIGN_OR_RETURN(Tensor out, Tensor::empty(c.types[k].dtype, c.types[k].shape));
+    if (out.nbytes() > 0) std::memset(out.raw_data(), 0xFF, out.nbytes());
+    outputs.push_back(std::move(out));
+  }
+  Result<std::unique_ptr<ops::DeviceGroup>> group = compiler(spec);
+  if (!group.is_ok()) return group.status().with_prefix("group compile: ");
+  std::shared_ptr<void> state = (*group)->make_run_state();
+  if (Status s = (*group)->run(call.inputs, outputs, state.get()); !s.is_ok()) {
+    return s.with_prefix("group run: ");
+  }
   return outputs;
 }
 

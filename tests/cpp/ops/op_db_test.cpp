@@ -34,6 +34,7 @@
 #include "common/op_runner.h"
 #include "common/tolerance.h"
 #include "frame/core/npy.h"
+#include "frame/ops/device_group.h"
 #include "frame/ops/kernel_registry.h"
 
 namespace frame::test {
@@ -172,7 +173,6 @@ class OpDbTest : public ::testing::Test {
     }
     call.constant_inputs = c.at("constant_inputs").get<std::vector<size_t>>();
     const json& out_files = c.at("outputs");
-    const json& out_dtypes = c.at("output_dtypes");
     call.num_outputs = out_files.size();
 
     if (backend_ != "cpu") {
@@ -184,12 +184,28 @@ class OpDbTest : public ::testing::Test {
     ASSERT_TRUE(got.is_ok()) << "op '" << call.op << "' on " << backend_ << ": "
                              << got.status().to_string();
     ASSERT_EQ(got->size(), out_files.size());
+    check_outputs(*got, "");
+    // A device backend runs nodes in device groups (include/frame/ops/device_group.h): the
+    // same case through that path (device memory, sub-buffers) must give the same answer.
+    if (backend_ != "cpu" && ops::find_device_group_compiler(backend_) != nullptr) {
+      Result<std::vector<Tensor>> grouped = run_op_in_device_group(call, backend_);
+      ASSERT_TRUE(grouped.is_ok()) << "op '" << call.op << "' in a " << backend_
+                                   << " device group: " << grouped.status().to_string();
+      ASSERT_EQ(grouped->size(), out_files.size());
+      check_outputs(*grouped, " (device group)");
+    }
+  }
 
+ private:
+  void check_outputs(const std::vector<Tensor>& got, const char* path) {
+    const json& c = *case_;
+    const json& out_files = c.at("outputs");
+    const json& out_dtypes = c.at("output_dtypes");
     const std::vector<bool> check = c.at("check_values").get<std::vector<bool>>();
     for (size_t i = 0; i < out_files.size(); ++i) {
       Result<Tensor> expected = load_array(dir_, out_files[i], out_dtypes[i]);
       ASSERT_TRUE(expected.is_ok()) << "output " << i << ": " << expected.status().to_string();
-      const Tensor& actual = (*got)[i];
+      const Tensor& actual = got[i];
       ASSERT_EQ(actual.dtype(), expected->dtype())
           << "output " << i << ": shape inference gives dtype " << dtype_name(actual.dtype())
           << ", reference has " << dtype_name(expected->dtype());
@@ -207,11 +223,10 @@ class OpDbTest : public ::testing::Test {
         tol.atol = std::max(tol.atol, x.atol);
       }
       CompareResult r = compare_tensors(actual, *expected, tol);
-      EXPECT_TRUE(r.ok) << "output " << i << " on " << backend_ << ": " << r.message;
+      EXPECT_TRUE(r.ok) << "output " << i << " on " << backend_ << path << ": " << r.message;
     }
   }
 
- private:
   std::shared_ptr<const json> case_;
   std::string dir_;
   std::string backend_;
