@@ -14,8 +14,12 @@ from op_db.common import Case, to_bf16_bits, from_bf16_bits
 I64_MAX = np.iinfo(np.int64).max
 I64_MIN = np.iinfo(np.int64).min
 DTYPES = ["f32", "f64", "f16", "bf16", "i8", "i16", "i32", "i64", "u8", "bool"]
+# The pure copies run for every dtype (a device backend copies them by element size), so
+# their cases cover every dtype a kernel may declare.
+MOVE_DTYPES = DTYPES + ["u16", "u32", "u64"]
 NP = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i8": np.int8, "i16": np.int16,
-      "i32": np.int32, "i64": np.int64, "u8": np.uint8, "bool": np.bool_}
+      "i32": np.int32, "i64": np.int64, "u8": np.uint8, "bool": np.bool_, "u16": np.uint16,
+      "u32": np.uint32, "u64": np.uint64}
 
 
 def i64(v):
@@ -30,7 +34,7 @@ def rand(rng, shape, dt):
         return to_bf16_bits(rng.standard_normal(shape).astype(np.float32))
     if dt in ("f32", "f64", "f16"):
         return rng.standard_normal(shape).astype(NP[dt])
-    lo, hi = (0, 200) if dt == "u8" else (-100, 100)
+    lo, hi = (0, 200) if dt.startswith("u") else (-100, 100)
     return rng.integers(lo, hi, size=shape).astype(NP[dt])
 
 
@@ -134,7 +138,7 @@ def np_slice(x, starts, ends, axes=None, steps=None):
 
 def slice_cases(rng):
     out = []
-    for dt in DTYPES:
+    for dt in MOVE_DTYPES:
         x = rand(rng, (4, 6), dt)
         out.append(case("slice", [x, i64([1, 1]), i64([3, 5])], [x[1:3, 1:5]], name=f"basic_{dt}",
                         dt=dt))
@@ -294,7 +298,7 @@ def scatter_cases(rng):
 
 def expand_cases(rng):
     out = []
-    for dt in DTYPES:
+    for dt in MOVE_DTYPES:
         x = rand(rng, (3, 1), dt)
         out.append(case("expand", [x, i64([2, 1, 4])], [np.broadcast_to(x, (2, 3, 4)).copy()],
                         name=f"bcast_{dt}", dt=dt))
@@ -310,7 +314,7 @@ def expand_cases(rng):
 
 def squeeze_unsqueeze_flatten_cases(rng):
     out = []
-    for dt in DTYPES:
+    for dt in MOVE_DTYPES:
         x = rand(rng, (1, 3, 1, 2), dt)
         out.append(case("squeeze", [x, i64([0, -2])], [x.reshape(3, 2)], name=f"axes_{dt}", dt=dt))
         out.append(case("unsqueeze", [x, i64([0, -1])], [x.reshape(1, 1, 3, 1, 2, 1)],
@@ -353,7 +357,7 @@ def np_pad(x, pads, mode, value=0, axes=None):
 
 def pad_cases(rng):
     out = []
-    for dt in DTYPES:
+    for dt in MOVE_DTYPES:
         x = rand(rng, (2, 3), dt)
         v = rand(rng, (), dt)
         out.append(case("pad", [x, i64([1, 0, 0, 2]), np.asarray(v)],
@@ -379,7 +383,7 @@ def pad_cases(rng):
 
 def tile_cases(rng):
     out = []
-    for dt in DTYPES:
+    for dt in MOVE_DTYPES:
         x = rand(rng, (2, 3), dt)
         out.append(case("tile", [x, i64([2, 3])], [np.tile(x, (2, 3))], name=f"basic_{dt}", dt=dt))
     x = rand(rng, (2, 1, 3), "f32")
@@ -425,7 +429,7 @@ def d2s_ref(x, b, mode):
 
 def block_cases(rng):
     out = []
-    for dt in ["f32", "f16", "bf16", "i8", "bool"]:
+    for dt in MOVE_DTYPES:
         x = rand(rng, (2, 8, 3, 2), dt)
         for mode in ["DCR", "CRD"]:
             out.append(case("depth_to_space", [x], [d2s_ref(x, 2, mode)],
@@ -440,7 +444,7 @@ def block_cases(rng):
 
 def trilu_cases(rng):
     out = []
-    for dt in DTYPES:
+    for dt in MOVE_DTYPES:
         x = rand(rng, (2, 3, 5), dt)
         out.append(case("trilu", [x], [np.triu(x)], name=f"upper_{dt}", dt=dt))
         out.append(case("trilu", [x, i64(1)], [np.tril(x, 1)], {"upper": 0}, f"lower_k1_{dt}", dt))
