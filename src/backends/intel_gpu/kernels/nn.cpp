@@ -1,10 +1,10 @@
 // intel_gpu kernels for the ops of a CNN forward pass: conv (1-D/2-D: implicit GEMM on the
 // tiled GEMM of tiled_gemm.h; depthwise-like and 3-D: direct, one work-item per output
-// element), max_pool, global average/max pool, batch_normalization (inference), gemm (tiled;
-// vector products one work-item per output element) and the copy-through layout ops
-// (reshape, flatten, squeeze, unsqueeze). Kernels for any OpenCL device; oneDNN's GPU engine
-// on Intel GPUs is not written yet (docs/backends/intel-gpu.md). Accumulation is in the
-// compute type T.
+// element, with 2-D index arithmetic below 3-D), max_pool, global average/max pool,
+// batch_normalization (inference), gemm (tiled; vector products one work-item per output element)
+// and the copy-through layout ops (reshape, flatten, squeeze, unsqueeze). Kernels for any OpenCL
+// device; oneDNN's GPU engine on Intel GPUs is not written yet (docs/backends/intel-gpu.md).
+// Accumulation is in the compute type T.
 
 #include <fmt/format.h>
 
@@ -162,6 +162,45 @@ std::string tiled_conv_source(const ClType& t, bool has_bias, bool pointwise) {
   return tiled_gemm_source(t, code);
 }
 
+// One work-item per output element for 1-D and 2-D convs the tiled kernel does not take
+// (depthwise-like: one output channel per group), with the 2-D index arithmetic written out
+// (no per-tap loop over a generic rank); tiled_conv_source's meta. The sum runs in the
+// generic kernel's order (channel, then taps row-major; padding taps skipped).
+std::string direct_conv2d_source(const ClType& t, bool has_bias) {
+  return cl_type_prelude(t) +
+         fmt::format(
+             "__kernel void frame_conv2d(__global const {0}* in0, __global const {0}* in1, "
+             "__global const {0}* in2, __global {0}* out, const int rank, __global const int* "
+             "m) {{\n"
+             "  const int C = m[1], Mo = m[2], group = m[3], H = m[4], W = m[5], KH = m[6];\n"
+             "  const int KW = m[7], SH = m[8], SW = m[9], DH = m[10], DW = m[11];\n"
+             "  const int PH = m[12], PW = m[13], OH = m[14], OW = m[15];\n"
+             "  const int i = (int)get_global_id(0);\n"
+             "  const int ow = i % OW, oh = (i / OW) % OH, oc = (i / (OW * OH)) % Mo;\n"
+             "  const int n = i / (OW * OH * Mo);\n"
+             "  const int cg = C / group, mg = Mo / group, gi = oc / mg;\n"
+             "  T acc = (T)0;\n"
+             "  for (int c = 0; c < cg; ++c) {{\n"
+             "    const int xbase = (n * C + gi * cg + c) * H * W;\n"
+             "    const int wbase = (oc * cg + c) * KH * KW;\n"
+             "    for (int kh = 0; kh < KH; ++kh) {{\n"
+             "      const int ih = oh * SH - PH + kh * DH;\n"
+             "      if (ih < 0 || ih >= H) continue;\n"
+             "      for (int kw = 0; kw < KW; ++kw) {{\n"
+             "        const int iw = ow * SW - PW + kw * DW;\n"
+             "        if (iw >= 0 && iw < W) acc += {1} * {2};\n"
+             "      }}\n"
+             "    }}\n"
+             "  }}\n"
+             "  {3}\n"
+             "  {4}\n"
+             "}}\n",
+             t.pointee, cl_load(t, "in0", "xbase + ih * W + iw"),
+             cl_load(t, "in1", "wbase + kh * KW + kw"),
+             has_bias ? fmt::format("acc += {};", cl_load(t, "in2", "oc")) : "",
+             cl_store(t, "out", "i", "acc"));
+}
+
 // The tiled conv's meta (tiled_conv_source) for a 1-D or 2-D geometry.
 std::vector<int64_t> tiled_conv_meta(const Shape& x, const Shape& wt, int64_t group,
                                      const WindowGeometry& g) {
@@ -218,9 +257,16 @@ Result<std::shared_ptr<void>> conv_prepare(const NodeContext& ctx) {
     FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));
     if (tiled_fits(*l)) return std::shared_ptr<void>(std::move(l));
   }
-  LaunchSpec spec = float_launch(**t, conv_source(**t, has_bias), "frame_conv", out);
-  spec.raw_meta = std::vector<int64_t>{x[0], x[1], wt[0], group};
-  append_window(g, *spec.raw_meta);
+  const bool planar = g.rank == 1 || g.rank == 2;
+  LaunchSpec spec =
+      planar ? float_launch(**t, direct_conv2d_source(**t, has_bias), "frame_conv2d", out)
+             : float_launch(**t, conv_source(**t, has_bias), "frame_conv", out);
+  if (planar) {
+    spec.raw_meta = tiled_conv_meta(x, wt, group, g);
+  } else {
+    spec.raw_meta = std::vector<int64_t>{x[0], x[1], wt[0], group};
+    append_window(g, *spec.raw_meta);
+  }
   if (!has_bias) spec.num_inputs = 2;
   spec.input_slots = 3;  // the kernel declares in2 (read only with a bias)
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));
