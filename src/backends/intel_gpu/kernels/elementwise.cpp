@@ -281,7 +281,7 @@ Result<std::string> fused_source(const NodeContext& ctx, const ClType& t, const 
   const std::string& result = var[static_cast<size_t>(body.outputs()[0])];
   if (result.empty()) return unimplemented("fused body output is not computed");
   const size_t n_in = body.inputs().size();
-  std::string params, args, lanes, tail;
+  std::string params, args, tail;
   for (size_t k = 0; k < n_in; ++k) {
     params += fmt::format("{}const T v_in{}", k == 0 ? "" : ", ", k);
     args += fmt::format("{}{}", k == 0 ? "" : ", ",
@@ -299,7 +299,7 @@ Result<std::string> fused_source(const NodeContext& ctx, const ClType& t, const 
   s += "  const int n = meta[0];\n  const int i = (int)get_global_id(0) * 4;\n"
        "  if (i + 4 <= n) {\n";
   for (size_t k = 0; k < n_in; ++k) {
-    s += fmt::format("    const float4 x{0} = vload4(0, in{0} + i);\n", k);
+    s += fmt::format("    const float4 x{0} = vload4(0, in{0} + i);\n", k);  // f32 only
   }
   s += "    float4 y;\n";
   for (const char* lane : {"s0", "s1", "s2", "s3"}) {
@@ -333,8 +333,8 @@ Result<std::shared_ptr<void>> fused_prepare(const NodeContext& ctx) {
   if (!t.is_ok()) return t.status().with_prefix(where(ctx));
   const ir::Graph* body = body_of(ctx);
   if (body == nullptr) return ctx.error("attribute 'body' is missing");
-  Result<std::string> source = fused_source(ctx, **t, *body);
-  if (!source.is_ok()) return source.status().with_prefix(where(ctx));
+  if (body->outputs().size() != 1)
+    return ctx.error("fused body has {} outputs, expected 1", body->outputs().size());
   const ir::Value& out = body->value(body->outputs()[0]);
   if (!out.type) return ctx.error("fused body output has no type");
   // 4 elements per work-item where every input is indexed like the output (launch.h's
@@ -342,10 +342,8 @@ Result<std::shared_ptr<void>> fused_prepare(const NodeContext& ctx) {
   const int64_t n = numel_of(out.type->shape);
   bool vec4 = kVec4Types.contains((*t)->dtype) && n >= 4;
   for (const ir::TensorType& in : ctx.input_types) vec4 = vec4 && numel_of(in.shape) == n;
-  if (vec4) {
-    source = fused_source(ctx, **t, *body, true);
-    if (!source.is_ok()) return source.status().with_prefix(where(ctx));
-  }
+  Result<std::string> source = fused_source(ctx, **t, *body, vec4);
+  if (!source.is_ok()) return source.status().with_prefix(where(ctx));
   LaunchSpec spec = float_spec(**t, std::move(source).value(), std::string(kFusedKernelName),
                                out.type->shape, false);
   if (vec4) {
