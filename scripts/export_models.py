@@ -12,7 +12,8 @@ Models (all eval mode, torch.manual_seed(0) before each is built):
   resnet18     torchvision resnet18(weights=None), input f32[1,3,224,224]
   transformer  nn.TransformerEncoderLayer(256, 4, 1024, dropout=0, batch_first), f32[1,128,256]
   cnn          two Conv-BatchNorm-ReLU-MaxPool blocks + linear head, input f32[2,3,64,64]
-  mobilenet_v2 torchvision mobilenet_v2(weights=None) (depthwise convs), input f32[1,3,224,224]
+  mobilenet_v2 torchvision mobilenet_v2(weights=None), convs re-initialized fan-in (depthwise
+               convs), input f32[1,3,224,224]
 
 Eval-mode export folds BatchNormalization into the preceding Conv, so the
 resnet18 and cnn graphs contain no BatchNormalization node.
@@ -68,7 +69,13 @@ def build_resnet18():
 
 def build_mobilenet_v2():
     import torchvision
-    return torchvision.models.mobilenet_v2(weights=None), (1, 3, 224, 224)
+    model = torchvision.models.mobilenet_v2(weights=None)
+    # torchvision's fan-out init shrinks every depthwise conv by ~sqrt(channels): the random
+    # model's output would be ~1e-9, below any absolute tolerance. Fan-in keeps it ~1.
+    for m in model.modules():
+        if isinstance(m, nn.Conv2d):
+            nn.init.kaiming_normal_(m.weight, mode="fan_in", nonlinearity="relu")
+    return model, (1, 3, 224, 224)
 
 
 def build_transformer():

@@ -143,16 +143,82 @@ Result<std::shared_ptr<void>> variadic_prepare(const NodeContext& ctx) {
   return std::shared_ptr<void>(std::move(l));
 }
 
+// ---- clip ----
+
+// y = min(max(x, lo), hi) as the cpu ClipOp (NaN passes through); the bounds are the scalar
+// inputs 1 and 2, read on the device (has_min / has_max: 0 when absent, the input then bound
+// to the dummy buffer and never read).
+std::string clip_source(const ClType& t) {
+  return cl_type_prelude(t) +
+         fmt::format(
+             "__kernel void frame_clip(__global const {0}* in0, __global const {0}* in1, "
+             "__global const {0}* in2, __global {0}* out, const int rank, __global const int* "
+             "meta, const int has_min, const int has_max) {{\n"
+             "  const int i = (int)get_global_id(0);\n"
+             "  const T x = {1};\n"
+             "  const T y = has_min && x < {2} ? {2} : x;\n"
+             "  {3}\n"
+             "}}\n",
+             t.pointee, cl_load(t, "in0", "i"), cl_load(t, "in1", "0"),
+             cl_store(t, "out", "i",
+                      fmt::format("has_max && y > {0} ? {0} : y", cl_load(t, "in2", "0"))));
+}
+
+// runnable_type over the present inputs (an absent min has no dtype of its own).
+Result<const ClType*> clip_type(const NodeContext& ctx) {
+  FRAME_RETURN_IF_ERROR(device_ready(ctx));
+  const ClType* t = cl_type(ctx.input_types[0].dtype);
+  if (t == nullptr) return unimplemented("no OpenCL spelling of the node's dtype");
+  if (t->fp64 && !selected_device()->fp64) {
+    return unimplemented("the OpenCL device '{}' has no cl_khr_fp64",
+                         selected_device()->device_name);
+  }
+  for (size_t k = 1; k < ctx.num_inputs(); ++k) {
+    if (ctx.has_input(k) && ctx.input_types[k].dtype != t->dtype) {
+      return unimplemented("inputs of different dtypes");
+    }
+  }
+  return t;
+}
+
+Status clip_accepts(const NodeContext& ctx) { return clip_type(ctx).status(); }
+
+Result<std::shared_ptr<void>> clip_prepare(const NodeContext& ctx) {
+  Result<const ClType*> t = clip_type(ctx);
+  if (!t.is_ok()) return t.status().with_prefix(where(ctx));
+  const bool has_min = ctx.has_input(1), has_max = ctx.has_input(2);
+  for (size_t k = 1; k < 3; ++k) {
+    if (ctx.has_input(k) && numel_of(ctx.input_types[k].shape) != 1) {
+      return ctx.error("input {} ({}) must be a scalar", k, k == 1 ? "min" : "max");
+    }
+  }
+  LaunchSpec spec =
+      float_spec(**t, clip_source(**t), "frame_clip", ctx.input_types[0].shape, false);
+  spec.raw_meta.emplace();
+  spec.input_slots = 3;  // absent bounds bind the dummy buffer
+  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));
+  FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), 6, static_cast<cl_int>(has_min ? 1 : 0)));
+  FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), 7, static_cast<cl_int>(has_max ? 1 : 0)));
+  return std::shared_ptr<void>(std::move(l));
+}
+
 // ---- fused_elementwise_internal ----
 
 // Fused groups are generated for these; f16/bf16 bodies would need the per-op rounding of
 // every intermediate (not generated yet: such groups run on the cpu fused kernel).
 constexpr DTypeSet kFusedTypes{DTypeCode::kFloat32, DTypeCode::kFloat64};
+// Fused groups whose inputs all have the output's size read and write these 4 at a time.
+constexpr DTypeSet kVec4Types{DTypeCode::kFloat32};
 
 // The body as OpenCL C: one inline function per body node (its formula with its parameters
-// as literals), then straight-line code over the output element. The source text is the
-// body's fingerprint: equal bodies share one built program (make_kernel's cache).
-Result<std::string> fused_source(const NodeContext& ctx, const ClType& t, const ir::Graph& body) {
+// as literals), then `frame_body`, straight-line code from the input values to the output
+// value. The kernel calls it once per output element; with `vec4` (f32, every input of the
+// output's size), each work-item reads 4 elements of every input with vload4 and writes 4
+// with vstore4, the last partial 4 element by element (meta[0] = the element count). The
+// source text is the body's fingerprint: equal bodies share one built program (make_kernel's
+// cache).
+Result<std::string> fused_source(const NodeContext& ctx, const ClType& t, const ir::Graph& body,
+                                 bool vec4 = false) {
   if (body.outputs().size() != 1 || body.inputs().size() != ctx.num_inputs()) {
     return unimplemented("fused body has {} inputs and {} outputs (node has {})",
                          body.inputs().size(), body.outputs().size(), ctx.num_inputs());
@@ -165,8 +231,6 @@ Result<std::string> fused_source(const NodeContext& ctx, const ClType& t, const 
   std::vector<std::string> var(body.num_values());
   for (size_t k = 0; k < body.inputs().size(); ++k) {
     var[static_cast<size_t>(body.inputs()[k])] = fmt::format("v_in{}", k);
-    code += fmt::format("  const T v_in{} = {};\n", k,
-                        cl_load(t, fmt::format("in{}", k), fmt::format("idx{}", k)));
   }
   FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, body.topological_order());
   int fn_index = 0;
@@ -216,10 +280,39 @@ Result<std::string> fused_source(const NodeContext& ctx, const ClType& t, const 
   }
   const std::string& result = var[static_cast<size_t>(body.outputs()[0])];
   if (result.empty()) return unimplemented("fused body output is not computed");
+  const size_t n_in = body.inputs().size();
+  std::string params, args, tail;
+  for (size_t k = 0; k < n_in; ++k) {
+    params += fmt::format("{}const T v_in{}", k == 0 ? "" : ", ", k);
+    args += fmt::format("{}{}", k == 0 ? "" : ", ",
+                        cl_load(t, fmt::format("in{}", k), fmt::format("idx{}", k)));
+    tail += fmt::format("{}in{}[j]", k == 0 ? "" : ", ", k);
+  }
   std::string s = cl_type_prelude(t) + ew_prelude() + fns;
-  s += signature(kFusedKernelName, t, body.inputs().size(), false, false) + " {\n" +
-       index_code(body.inputs().size());
-  s += code + fmt::format("  {}\n}}\n", cl_store(t, "out", "i", result));
+  s += fmt::format("inline T frame_body({}) {{\n{}  return {};\n}}\n", params, code, result);
+  s += signature(kFusedKernelName, t, n_in, false, false) + " {\n";
+  if (!vec4) {
+    s += index_code(n_in);
+    s += fmt::format("  {}\n}}\n", cl_store(t, "out", "i", fmt::format("frame_body({})", args)));
+    return s;
+  }
+  s += "  const int n = meta[0];\n  const int i = (int)get_global_id(0) * 4;\n"
+       "  if (i + 4 <= n) {\n";
+  for (size_t k = 0; k < n_in; ++k) {
+    s += fmt::format("    const float4 x{0} = vload4(0, in{0} + i);\n", k);  // f32 only
+  }
+  s += "    float4 y;\n";
+  for (const char* lane : {"s0", "s1", "s2", "s3"}) {
+    std::string lane_args;
+    for (size_t k = 0; k < n_in; ++k) {
+      lane_args += fmt::format("{}x{}.{}", k == 0 ? "" : ", ", k, lane);
+    }
+    s += fmt::format("    y.{} = frame_body({});\n", lane, lane_args);
+  }
+  s += fmt::format(
+      "    vstore4(y, 0, out + i);\n  }} else {{\n"
+      "    for (int j = i; j < n; ++j) out[j] = frame_body({});\n  }}\n}}\n",
+      tail);
   return s;
 }
 
@@ -240,14 +333,24 @@ Result<std::shared_ptr<void>> fused_prepare(const NodeContext& ctx) {
   if (!t.is_ok()) return t.status().with_prefix(where(ctx));
   const ir::Graph* body = body_of(ctx);
   if (body == nullptr) return ctx.error("attribute 'body' is missing");
-  Result<std::string> source = fused_source(ctx, **t, *body);
-  if (!source.is_ok()) return source.status().with_prefix(where(ctx));
+  if (body->outputs().size() != 1)
+    return ctx.error("fused body has {} outputs, expected 1", body->outputs().size());
   const ir::Value& out = body->value(body->outputs()[0]);
   if (!out.type) return ctx.error("fused body output has no type");
-  FRAME_ASSIGN_OR_RETURN(
-      std::shared_ptr<Launch> l,
-      make_launch(ctx, float_spec(**t, std::move(source).value(), std::string(kFusedKernelName),
-                                  out.type->shape, false)));
+  // 4 elements per work-item where every input is indexed like the output (launch.h's
+  // rank 0) and the output is f32.
+  const int64_t n = numel_of(out.type->shape);
+  bool vec4 = kVec4Types.contains((*t)->dtype) && n >= 4;
+  for (const ir::TensorType& in : ctx.input_types) vec4 = vec4 && numel_of(in.shape) == n;
+  Result<std::string> source = fused_source(ctx, **t, *body, vec4);
+  if (!source.is_ok()) return source.status().with_prefix(where(ctx));
+  LaunchSpec spec = float_spec(**t, std::move(source).value(), std::string(kFusedKernelName),
+                               out.type->shape, false);
+  if (vec4) {
+    spec.raw_meta = std::vector<int64_t>{n};
+    spec.work_items = static_cast<size_t>((n + 3) / 4);
+  }
+  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));
   return std::shared_ptr<void>(std::move(l));
 }
 
@@ -274,6 +377,10 @@ Result<std::shared_ptr<void>> fused_prepare(const NodeContext& ctx) {
 
 }  // namespace
 
+FRAME_REGISTER_KERNEL(clip, "intel_gpu", run_launch)
+    .prepare(clip_prepare)
+    .accepts(clip_accepts)
+    .dtypes(kClTypes);
 FRAME_REGISTER_KERNEL(fused_elementwise_internal, "intel_gpu", run_launch)
     .prepare(fused_prepare)
     .accepts(fused_accepts)

@@ -1,4 +1,5 @@
-// intel_gpu kernels of matmul (numpy batch broadcasting and 1-D promotion), the reductions
+// intel_gpu kernels of matmul (numpy batch broadcasting and 1-D promotion; the tiled GEMM of
+// tiled_gemm.h, one work-item per output element for vector products), the reductions
 // (reduce_sum, _mean, _prod, _max, _min, _l1, _l2, _sum_square, _log_sum; constant axes) and
 // slice (constant starts/ends/axes/steps): one work-item per output element, accumulating in
 // the compute type T (the cpu kernels accumulate in double; the cross-backend tolerance covers
@@ -14,6 +15,7 @@
 
 #include "backends/intel_gpu/cl_types.h"
 #include "backends/intel_gpu/kernels/launch.h"
+#include "backends/intel_gpu/kernels/tiled_gemm.h"
 #include "frame/ops/kernel_registry.h"
 #include "ops/schemas/data_movement_shapes.h"
 #include "ops/schemas/nn_geometry.h"
@@ -62,6 +64,26 @@ std::string matmul_source(const ClType& t) {
              cl_load(t, "in1", "b_off + k * N + c"), cl_store(t, "out", "i", "acc"));
 }
 
+// The same meta, batch index z = get_global_id(2) (tiled_gemm.h).
+std::string tiled_matmul_source(const ClType& t) {
+  TiledGemmCode code;
+  code.name = "frame_matmul_tiled";
+  code.setup =
+      "  const int M = m[0], N = m[1], K = m[2], nb = m[3];\n"
+      "  int bi = z, a_off = 0, b_off = 0;\n"
+      "  for (int d = nb - 1; d >= 0; --d) {\n"
+      "    const int q = bi % m[4 + d];\n"
+      "    bi /= m[4 + d];\n"
+      "    a_off += q * m[4 + nb + d];\n"
+      "    b_off += q * m[4 + 2 * nb + d];\n"
+      "  }\n"
+      "  const int o_off = z * M * N;\n";
+  code.load_a = fmt::format("        v = {};", cl_load(t, "in0", "a_off + r * K + k"));
+  code.load_b = fmt::format("        v = {};", cl_load(t, "in1", "b_off + k * N + c"));
+  code.store = "        " + cl_store(t, "out", "o_off + r * N + c", "acc_v");
+  return tiled_gemm_source(t, code);
+}
+
 Result<std::shared_ptr<void>> matmul_prepare(const NodeContext& ctx) {
   Result<const ClType*> t = runnable_type(ctx);
   if (!t.is_ok()) return t.status().with_prefix(where(ctx));
@@ -92,10 +114,18 @@ Result<std::shared_ptr<void>> matmul_prepare(const NodeContext& ctx) {
   Shape out = batch;
   if (!a1) out.push_back(m);
   if (!b1) out.push_back(n);
+  std::vector<int64_t> meta{m, n, k, static_cast<int64_t>(nb)};
+  for (const auto* v : {&batch, &as, &bs}) meta.insert(meta.end(), v->begin(), v->end());
+  // Tiled unless a vector product (one row or column: a tile would idle 31 of 32 rows).
+  if (m > 1 && n > 1) {
+    LaunchSpec spec = float_launch(**t, tiled_matmul_source(**t), "frame_matmul_tiled", out);
+    spec.raw_meta = meta;
+    set_tiled_geometry(spec, m, n, numel_of(batch));
+    FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));
+    if (tiled_fits(*l)) return std::shared_ptr<void>(std::move(l));
+  }
   LaunchSpec spec = float_launch(**t, matmul_source(**t), "frame_matmul", out);
-  spec.raw_meta = std::vector<int64_t>{m, n, k, static_cast<int64_t>(nb)};
-  for (const auto* v : {&batch, &as, &bs})
-    spec.raw_meta->insert(spec.raw_meta->end(), v->begin(), v->end());
+  spec.raw_meta = std::move(meta);
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));
   return std::shared_ptr<void>(std::move(l));
 }

@@ -1,9 +1,10 @@
-// intel_gpu kernels for the ops of a CNN forward pass: conv (direct, one work-item per output
-// element), max_pool, global average/max pool, batch_normalization (inference), gemm (one
-// work-item per output element) and
-// the copy-through layout ops (reshape, flatten, squeeze, unsqueeze). Plain kernels for any
-// OpenCL device; a tiled GEMM, im2col conv and oneDNN's GPU engine on Intel GPUs are not
-// written yet (docs/backends/intel-gpu.md). Accumulation is in the compute type T.
+// intel_gpu kernels for the ops of a CNN forward pass: conv (1-D/2-D: implicit GEMM on the
+// tiled GEMM of tiled_gemm.h; depthwise-like and 3-D: direct, one work-item per output
+// element, with 2-D index arithmetic below 3-D), max_pool, global average/max pool,
+// batch_normalization (inference), gemm (tiled; vector products one work-item per output element)
+// and the copy-through layout ops (reshape, flatten, squeeze, unsqueeze). Kernels for any OpenCL
+// device; oneDNN's GPU engine on Intel GPUs is not written yet (docs/backends/intel-gpu.md).
+// Accumulation is in the compute type T.
 
 #include <fmt/format.h>
 
@@ -14,6 +15,7 @@
 
 #include "backends/intel_gpu/cl_types.h"
 #include "backends/intel_gpu/kernels/launch.h"
+#include "backends/intel_gpu/kernels/tiled_gemm.h"
 #include "frame/ops/kernel_registry.h"
 #include "ops/schemas/nn_geometry.h"
 
@@ -122,6 +124,107 @@ std::string conv_source(const ClType& t, bool has_bias) {
   return s;
 }
 
+// Implicit GEMM per (image n, group g), batch index z = n * group + g: A = the group's
+// weights [mg, K = cg * KH * KW], B = the im2col of its input channels [K, OH * OW] read in
+// place (zero in the padding; `pointwise`: a 1x1 stride-1 unpadded kernel reads the input
+// plane directly), out[n, g * mg + r, c]. meta: N, C, M, group, H, W, KH, KW, SH, SW, DH,
+// DW, PH, PW, OH, OW (1-D convs as 2-D with H = 1).
+std::string tiled_conv_source(const ClType& t, bool has_bias, bool pointwise) {
+  TiledGemmCode code;
+  code.name = "frame_conv_tiled";
+  code.inputs = 3;
+  code.setup =
+      "  const int C = m[1], Mo = m[2], group = m[3], H = m[4], W = m[5], KH = m[6];\n"
+      "  const int KW = m[7], SH = m[8], SW = m[9], DH = m[10], DW = m[11], PH = m[12];\n"
+      "  const int PW = m[13], OW = m[15];\n"
+      "  const int cg = C / group, mg = Mo / group, taps = KH * KW;\n"
+      "  const int M = mg, N = m[14] * OW, K = cg * taps;\n"
+      "  const int n = z / group, g = z % group;\n"
+      "  const int w_off = g * mg * K, x_off = (n * C + g * cg) * H * W;\n"
+      "  const int o_off = (n * Mo + g * mg) * N;\n";
+  code.load_a = fmt::format("        v = {};", cl_load(t, "in1", "w_off + r * K + k"));
+  if (pointwise) {
+    code.load_b = fmt::format("        v = {};", cl_load(t, "in0", "x_off + k * N + c"));
+  } else {
+    code.load_b = fmt::format(
+        "        const int ci = k / taps, tap = k - ci * taps;\n"
+        "        const int kh = tap / KW, kw = tap - kh * KW;\n"
+        "        const int oh = c / OW, ow = c - oh * OW;\n"
+        "        const int ih = oh * SH - PH + kh * DH, iw = ow * SW - PW + kw * DW;\n"
+        "        if (ih >= 0 && ih < H && iw >= 0 && iw < W) v = {};",
+        cl_load(t, "in0", "x_off + (ci * H + ih) * W + iw"));
+  }
+  code.store =
+      fmt::format("        {}\n        {}",
+                  has_bias ? fmt::format("const T y = acc_v + {};", cl_load(t, "in2", "g * mg + r"))
+                           : "const T y = acc_v;",
+                  cl_store(t, "out", "o_off + r * N + c", "y"));
+  return tiled_gemm_source(t, code);
+}
+
+// One work-item per output element for 1-D and 2-D convs the tiled kernel does not take
+// (depthwise-like: one output channel per group), with the 2-D index arithmetic written out
+// (no per-tap loop over a generic rank); tiled_conv_source's meta. The sum runs in the
+// generic kernel's order (channel, then taps row-major; padding taps skipped).
+std::string direct_conv2d_source(const ClType& t, bool has_bias) {
+  return cl_type_prelude(t) +
+         fmt::format(
+             "__kernel void frame_conv2d(__global const {0}* in0, __global const {0}* in1, "
+             "__global const {0}* in2, __global {0}* out, const int rank, __global const int* "
+             "m) {{\n"
+             "  const int C = m[1], Mo = m[2], group = m[3], H = m[4], W = m[5], KH = m[6];\n"
+             "  const int KW = m[7], SH = m[8], SW = m[9], DH = m[10], DW = m[11];\n"
+             "  const int PH = m[12], PW = m[13], OH = m[14], OW = m[15];\n"
+             "  const int i = (int)get_global_id(0);\n"
+             "  const int ow = i % OW, oh = (i / OW) % OH, oc = (i / (OW * OH)) % Mo;\n"
+             "  const int n = i / (OW * OH * Mo);\n"
+             "  const int cg = C / group, mg = Mo / group, gi = oc / mg;\n"
+             "  T acc = (T)0;\n"
+             "  for (int c = 0; c < cg; ++c) {{\n"
+             "    const int xbase = (n * C + gi * cg + c) * H * W;\n"
+             "    const int wbase = (oc * cg + c) * KH * KW;\n"
+             "    for (int kh = 0; kh < KH; ++kh) {{\n"
+             "      const int ih = oh * SH - PH + kh * DH;\n"
+             "      if (ih < 0 || ih >= H) continue;\n"
+             "      for (int kw = 0; kw < KW; ++kw) {{\n"
+             "        const int iw = ow * SW - PW + kw * DW;\n"
+             "        if (iw >= 0 && iw < W) acc += {1} * {2};\n"
+             "      }}\n"
+             "    }}\n"
+             "  }}\n"
+             "  {3}\n"
+             "  {4}\n"
+             "}}\n",
+             t.pointee, cl_load(t, "in0", "xbase + ih * W + iw"),
+             cl_load(t, "in1", "wbase + kh * KW + kw"),
+             has_bias ? fmt::format("acc += {};", cl_load(t, "in2", "oc")) : "",
+             cl_store(t, "out", "i", "acc"));
+}
+
+// The tiled conv's meta (tiled_conv_source) for a 1-D or 2-D geometry.
+std::vector<int64_t> tiled_conv_meta(const Shape& x, const Shape& wt, int64_t group,
+                                     const WindowGeometry& g) {
+  // A 1-D conv is a 2-D one over a plane of height 1.
+  const size_t d = g.rank == 2 ? 1 : 0;
+  const bool two = g.rank == 2;
+  return {x[0],
+          x[1],
+          wt[0],
+          group,
+          two ? g.in[0] : 1,
+          g.in[d],
+          two ? g.kernel[0] : 1,
+          g.kernel[d],
+          two ? g.strides[0] : 1,
+          g.strides[d],
+          two ? g.dilations[0] : 1,
+          g.dilations[d],
+          two ? g.pad_begin[0] : 0,
+          g.pad_begin[d],
+          two ? g.out[0] : 1,
+          g.out[d]};
+}
+
 Result<std::shared_ptr<void>> conv_prepare(const NodeContext& ctx) {
   Result<const ClType*> t = runnable_type(ctx);
   if (!t.is_ok()) return t.status().with_prefix(where(ctx));
@@ -134,9 +237,36 @@ Result<std::shared_ptr<void>> conv_prepare(const NodeContext& ctx) {
   const bool has_bias = ctx.has_input(2);
   Shape out = {x[0], wt[0]};
   out.insert(out.end(), g.out.begin(), g.out.end());
-  LaunchSpec spec = float_launch(**t, conv_source(**t, has_bias), "frame_conv", out);
-  spec.raw_meta = std::vector<int64_t>{x[0], x[1], wt[0], ctx.attr_or<int64_t>("group", 1)};
-  append_window(g, *spec.raw_meta);
+  const int64_t group = ctx.attr_or<int64_t>("group", 1);
+  // Tiled implicit GEMM for 1-D and 2-D convs with more than one output channel per group;
+  // the direct kernel for depthwise-like convs (a one-row GEMM per group) and 3-D.
+  const int64_t mg = group > 0 ? wt[0] / group : 0;
+  if ((g.rank == 1 || g.rank == 2) && mg > 1 && group > 0 && x[1] % group == 0 &&
+      wt[0] % group == 0) {
+    bool pointwise = true;
+    for (size_t d = 0; d < g.in.size(); ++d) {
+      pointwise = pointwise && g.kernel[d] == 1 && g.strides[d] == 1 && g.pad_begin[d] == 0 &&
+                  g.out[d] == g.in[d];
+    }
+    LaunchSpec spec =
+        float_launch(**t, tiled_conv_source(**t, has_bias, pointwise), "frame_conv_tiled", out);
+    spec.raw_meta = tiled_conv_meta(x, wt, group, g);
+    if (!has_bias) spec.num_inputs = 2;
+    spec.input_slots = 3;
+    set_tiled_geometry(spec, mg, numel_of(g.out), x[0] * group);
+    FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));
+    if (tiled_fits(*l)) return std::shared_ptr<void>(std::move(l));
+  }
+  const bool planar = g.rank == 1 || g.rank == 2;
+  LaunchSpec spec =
+      planar ? float_launch(**t, direct_conv2d_source(**t, has_bias), "frame_conv2d", out)
+             : float_launch(**t, conv_source(**t, has_bias), "frame_conv", out);
+  if (planar) {
+    spec.raw_meta = tiled_conv_meta(x, wt, group, g);
+  } else {
+    spec.raw_meta = std::vector<int64_t>{x[0], x[1], wt[0], group};
+    append_window(g, *spec.raw_meta);
+  }
   if (!has_bias) spec.num_inputs = 2;
   spec.input_slots = 3;  // the kernel declares in2 (read only with a bias)
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));
@@ -257,6 +387,25 @@ std::string gemm_source(const ClType& t, bool has_c) {
              cl_store(t, "out", "i", "v"));
 }
 
+// Tiled (tiled_gemm.h); meta: M, N, K, then A(r, k) = in0[r * a_rs + k * a_ks],
+// B(k, c) = in1[k * b_ks + c * b_cs] (the transposes), C's row and column strides.
+std::string tiled_gemm_op_source(const ClType& t, bool has_c) {
+  TiledGemmCode code;
+  code.name = "frame_gemm_tiled";
+  code.inputs = 3;
+  code.params = ", const T alpha, const T beta";
+  code.setup =
+      "  const int M = m[0], N = m[1], K = m[2], a_rs = m[3], a_ks = m[4], b_ks = m[5];\n"
+      "  const int b_cs = m[6], c_rs = m[7], c_cs = m[8];\n";
+  code.load_a = fmt::format("        v = {};", cl_load(t, "in0", "r * a_rs + k * a_ks"));
+  code.load_b = fmt::format("        v = {};", cl_load(t, "in1", "k * b_ks + c * b_cs"));
+  code.store = fmt::format(
+      "        T y = alpha * acc_v;\n        {}\n        {}",
+      has_c ? fmt::format("y += beta * {};", cl_load(t, "in2", "r * c_rs + c * c_cs")) : "",
+      cl_store(t, "out", "r * N + c", "y"));
+  return tiled_gemm_source(t, code);
+}
+
 Result<std::shared_ptr<void>> gemm_prepare(const NodeContext& ctx) {
   Result<const ClType*> t = runnable_type(ctx);
   if (!t.is_ok()) return t.status().with_prefix(where(ctx));
@@ -277,11 +426,26 @@ Result<std::shared_ptr<void>> gemm_prepare(const NodeContext& ctx) {
       c_cs = cs[0] == 1 ? 0 : 1;
     }
   }
-  LaunchSpec spec = float_launch(**t, gemm_source(**t, has_c), "frame_gemm", Shape{m, n});
-  spec.raw_meta = std::vector<int64_t>{m, n, k, ta ? 1 : 0, tb ? 1 : 0, c_rs, c_cs};
-  if (!has_c) spec.num_inputs = 2;
-  spec.input_slots = 3;  // the kernel declares in2 (read only with C)
-  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));
+  std::shared_ptr<Launch> l;
+  // Tiled unless a vector product (one row or column: a tile would idle 31 of 32 rows).
+  if (m > 1 && n > 1) {
+    LaunchSpec spec =
+        float_launch(**t, tiled_gemm_op_source(**t, has_c), "frame_gemm_tiled", Shape{m, n});
+    spec.raw_meta =
+        std::vector<int64_t>{m, n, k, ta ? 1 : k, ta ? m : 1, tb ? 1 : n, tb ? k : 1, c_rs, c_cs};
+    if (!has_c) spec.num_inputs = 2;
+    spec.input_slots = 3;
+    set_tiled_geometry(spec, m, n, 1);
+    FRAME_ASSIGN_OR_RETURN(l, make_launch(ctx, spec));
+    if (!tiled_fits(*l)) l.reset();
+  }
+  if (!l) {
+    LaunchSpec spec = float_launch(**t, gemm_source(**t, has_c), "frame_gemm", Shape{m, n});
+    spec.raw_meta = std::vector<int64_t>{m, n, k, ta ? 1 : 0, tb ? 1 : 0, c_rs, c_cs};
+    if (!has_c) spec.num_inputs = 2;
+    spec.input_slots = 3;  // the kernel declares in2 (read only with C)
+    FRAME_ASSIGN_OR_RETURN(l, make_launch(ctx, spec));
+  }
   const cl_uint next = 6;  // in0, in1, in2, out, rank, meta, then alpha, beta
   const double alpha = ctx.attr_or<double>("alpha", 1.0);
   const double beta = ctx.attr_or<double>("beta", 1.0);
