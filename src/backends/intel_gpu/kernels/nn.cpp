@@ -14,6 +14,7 @@
 
 #include "backends/intel_gpu/cl_types.h"
 #include "backends/intel_gpu/kernels/launch.h"
+#include "backends/intel_gpu/kernels/onednn_gpu.h"
 #include "frame/ops/kernel_registry.h"
 #include "ops/schemas/nn_geometry.h"
 
@@ -123,6 +124,7 @@ std::string conv_source(const ClType& t, bool has_bias) {
 }
 
 Result<std::shared_ptr<void>> conv_prepare(const NodeContext& ctx) {
+  if (auto dnnl = onednn_gpu_prepare(ctx)) return dnnl;  // Intel GPUs: oneDNN (onednn_gpu.h)
   Result<const ClType*> t = runnable_type(ctx);
   if (!t.is_ok()) return t.status().with_prefix(where(ctx));
   const Shape& x = ctx.input_types[0].shape;
