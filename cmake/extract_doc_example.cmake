@@ -1,6 +1,7 @@
 # cmake -DDOC=page.md -DNAME=custom_op -DOUTPUT=file.cpp -P cmake/extract_doc_example.cmake
 # Writes the fenced code block that follows `<!-- doc-example: NAME -->` in DOC to OUTPUT, so a
 # worked example in the docs is compiled and run by the tests.
+include(${CMAKE_CURRENT_LIST_DIR}/write_if_changed.cmake)
 file(READ "${DOC}" _doc)
 string(FIND "${_doc}" "<!-- doc-example: ${NAME} -->" _at)
 if(_at EQUAL -1)
@@ -16,10 +17,4 @@ string(SUBSTRING "${_rest}" ${_open} -1 _rest)
 string(FIND "${_rest}" "\n```" _close)
 string(SUBSTRING "${_rest}" 0 ${_close} _code)
 set(_content "// Extracted from ${DOC} (doc-example: ${NAME}); edit it there.\n${_code}\n")
-set(_old "")
-if(EXISTS "${OUTPUT}")
-  file(READ "${OUTPUT}" _old)
-endif()
-if(NOT _old STREQUAL _content)
-  file(WRITE "${OUTPUT}" "${_content}")
-endif()
+frame_write_if_changed("${OUTPUT}" "${_content}")

@@ -104,12 +104,18 @@ Status fill_from_typed_fields(const TensorProto& p, Tensor& t) {
   return internal_error("unhandled dtype");
 }
 
-// A decimal offset or length key: digits only (no sign, no trailing text), within int64.
+// A decimal offset or length key: digits only (no sign, no trailing text), within int64 (a
+// value past it is called out of range, not malformed).
 Result<int64_t> parse_size_key(const ::onnx::StringStringEntryProto& kv,
                                const std::string& tensor) {
   int64_t v = -1;
   const std::string& text = kv.value();
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec == std::errc::result_out_of_range && text[0] != '-' && end == text.data() + text.size()) {
+    return invalid_argument(
+        "tensor '{}': external data key '{}' has value '{}', out of range (more than 2^63 - 1)",
+        tensor, kv.key(), text);
+  }
   if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v < 0) {
     return invalid_argument(
         "tensor '{}': external data key '{}' has value '{}', not a non-negative integer", tensor,

@@ -238,20 +238,23 @@ std::vector<std::string> backend_names() {
   return {names.begin(), names.end()};
 }
 
-Result<std::vector<std::string>> parse_backend_list(std::string_view list) {
+std::vector<std::string> split_list(std::string_view list, EmptyItems empty) {
   std::vector<std::string> out;
   std::string cur;
-  bool empty_item = false;
   for (size_t i = 0; i <= list.size(); ++i) {
     if (i == list.size() || list[i] == ',') {
-      if (cur.empty()) empty_item = true;
-      out.push_back(std::move(cur));
+      if (!cur.empty() || empty == EmptyItems::kKeep) out.push_back(std::move(cur));
       cur.clear();
     } else if (list[i] != ' ') {
       cur += list[i];
     }
   }
-  if (empty_item) {
+  return out;
+}
+
+Result<std::vector<std::string>> parse_backend_list(std::string_view list) {
+  std::vector<std::string> out = split_list(list, EmptyItems::kKeep);
+  if (std::find(out.begin(), out.end(), std::string()) != out.end()) {
     return invalid_argument(
         "backend list '{}' has an empty item (expected comma-separated names, e.g. "
         "'onednn,cpu' or 'auto')",

@@ -290,21 +290,6 @@ std::map<std::string, int> op_counts(const ir::Graph& g) {
   return counts;
 }
 
-std::vector<std::string> split_pipeline(std::string_view p) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : p) {
-    if (c == ',') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else if (c != ' ') {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
-
 Status run_named(ir::Graph& g, passes::PassContext& ctx, std::string_view name) {
   FRAME_ASSIGN_OR_RETURN(std::unique_ptr<passes::Pass> pass, passes::make_pass(name));
   const auto t0 = std::chrono::steady_clock::now();
@@ -337,7 +322,7 @@ Result<std::shared_ptr<const detail::CompiledCore>> compile_core(const ir::Graph
   // Execution needs placements and buffers of the final graph: when the pipeline did not end
   // with lowering and planning (custom or skipped), run them now.
   std::vector<std::string> ran;
-  for (const std::string& p : split_pipeline(pipeline)) {
+  for (const std::string& p : split_list(pipeline)) {
     if (std::find(options.disabled_passes.begin(), options.disabled_passes.end(), p) ==
         options.disabled_passes.end()) {
       ran.push_back(p);

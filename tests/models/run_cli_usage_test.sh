@@ -22,7 +22,11 @@ grep -q "^backends: .*cpu" "$out/version.txt" || fail "--version does not list c
 
 expect_usage_error "unknown command 'frobnicate' (commands: " frobnicate
 expect_usage_error "Subcommands:" 
-expect_usage_error "expected an integer from 0 to 4096, got 'abc'" run --threads abc
+expect_usage_error "^frame run: --threads: expected an integer from 0 to 4096, got 'abc'" run --threads abc
+# CLI11's own parse errors carry the "frame VERB: " prefix of every other error.
+expect_usage_error "^frame run: The following argument was not expected: --bogus" run --bogus
+expect_usage_error "^frame inspect: model is required" inspect
+expect_usage_error "^frame backends: --opencl-device: expected a non-empty device name" backends --opencl-device ""
 expect_usage_error "expected an integer from 1 to 1000000, got '0'" run --repeat 0
 # Bad option values exit 2 naming the option, for every verb that takes them.
 expect_usage_error "\-\-max-memory: byte size '' is not a number" run --max-memory ""

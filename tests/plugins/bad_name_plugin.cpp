@@ -1,13 +1,9 @@
 // A faulty plugin: an op name that breaks ARCH-040 (upper case).
-#include "frame/ops/op_schema.h"
+#include "plugin_common.h"
 
 namespace {
 
-constexpr frame::DTypeSet kF32{frame::DTypeCode::kFloat32};
-
-frame::Result<std::vector<frame::ir::TensorType>> same_type(const frame::ops::NodeContext& ctx) {
-  return std::vector<frame::ir::TensorType>{ctx.input_types[0]};
-}
+using namespace plugin_test;
 
 FRAME_REGISTER_OP(PluginBadName)
     .input("X", "input", kF32, "T")

@@ -1,12 +1,10 @@
 // A faulty plugin: a fixed input declared after the variadic group (M9), which a builder
 // reports while the schema is built. In a plugin it must be an error, not an abort.
-#include "frame/ops/op_schema.h"
+#include "plugin_common.h"
 
 namespace {
 
-frame::Result<std::vector<frame::ir::TensorType>> same_type(const frame::ops::NodeContext& ctx) {
-  return std::vector<frame::ir::TensorType>{ctx.input_types[0]};
-}
+using namespace plugin_test;
 
 FRAME_REGISTER_OP(plugin_m9_misuse)
     .variadic_input("xs", "inputs", 1)

@@ -1,15 +1,11 @@
 // A faulty plugin: a new op, then an op named like a builtin (relu). load_plugin must refuse
 // the whole plugin, leaving plugin_dup_first unregistered.
-#include "frame/ops/kernel_registry.h"
-#include "frame/ops/op_schema.h"
+#include "plugin_common.h"
 
 namespace {
 
-constexpr frame::DTypeSet kF32{frame::DTypeCode::kFloat32};
+using namespace plugin_test;
 
-frame::Result<std::vector<frame::ir::TensorType>> same_type(const frame::ops::NodeContext& ctx) {
-  return std::vector<frame::ir::TensorType>{ctx.input_types[0]};
-}
 frame::Status noop(frame::ops::KernelContext&) { return frame::Status(); }
 
 FRAME_REGISTER_OP(plugin_dup_first)

@@ -2,17 +2,11 @@
 // from ONNX nodes com.frame.test::Swish.
 #include <cmath>
 
-#include "frame/onnx/onnx.h"
-#include "frame/ops/kernel_registry.h"
-#include "frame/ops/op_schema.h"
+#include "plugin_common.h"
 
 namespace {
 
-constexpr frame::DTypeSet kF32{frame::DTypeCode::kFloat32};
-
-frame::Result<std::vector<frame::ir::TensorType>> same_type(const frame::ops::NodeContext& ctx) {
-  return std::vector<frame::ir::TensorType>{ctx.input_types[0]};
-}
+using namespace plugin_test;
 
 FRAME_REGISTER_OP(plugin_swish)
     .doc("Y = X * sigmoid(X), elementwise (test plugin).")

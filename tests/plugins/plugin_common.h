@@ -1,5 +1,6 @@
 #pragma once
-// Shared pieces of the faulty test plugins: an f32 identity op body.
+// Shared pieces of the test plugins: the f32 dtype set, a shape function passing input 0's
+// type through, and an f32 identity cpu kernel.
 #include <cstring>
 
 #include "frame/onnx/onnx.h"

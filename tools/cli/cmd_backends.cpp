@@ -97,6 +97,7 @@ CommandRegistration reg{
               CLI::App* sub = app.add_subcommand(
                   "backends", "List the backends: kind, kernels, and whether they run here");
               sub->add_flag("--json", g_backends.json, "Print the list as JSON");
+              add_opencl_device_option(sub);
               sub->add_option("--plugin", g_backends.plugins,
                               "Shared library to load first, so its kernels are counted "
                               "(repeatable; docs/architecture/op-registration.md#plugins)");

@@ -359,6 +359,7 @@ CommandRegistration reg{Command{
       sub->add_option("--backend", g_inspect.backend,
                       "Backend chain, comma-separated (e.g. onednn,cpu); default auto = "
                       "the optimized backends built here, then cpu");
+      add_opencl_device_option(sub);
       sub->add_option("--plugin", g_inspect.plugins,
                       "Shared library whose ops, kernels and ONNX mappings to load first "
                       "(repeatable)");

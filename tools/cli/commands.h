@@ -3,6 +3,7 @@
 // registers itself here; main.cpp only parses and dispatches.
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -47,6 +48,28 @@ inline CLI::Validator int_in_range(long long lo, long long hi) {
         return {};
       },
       "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
+/// Environment variable the intel_gpu backend reads to choose its OpenCL device
+/// (docs/backends/intel-gpu.md, "Device selection").
+inline constexpr const char* kOpenclDeviceEnv = "FRAME_OPENCL_DEVICE";
+
+/// Adds `--opencl-device SUBSTRING` to a verb (docs/cli.md): sets kOpenclDeviceEnv for this
+/// process while the command line is parsed, so before the verb runs and before any backend
+/// probes its devices (intel_gpu chooses its device once per process, on first use). Overrides
+/// the variable from the environment. An empty value is a usage error.
+inline CLI::Option* add_opencl_device_option(CLI::App* sub) {
+  return sub
+      ->add_option_function<std::string>(
+          "--opencl-device", [](const std::string& v) { setenv(kOpenclDeviceEnv, v.c_str(), 1); },
+          "intel_gpu: use the OpenCL device whose '<platform> / <device>' name contains "
+          "SUBSTRING (case-insensitive; sets FRAME_OPENCL_DEVICE)")
+      ->type_name("SUBSTRING")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            return v.empty() ? "expected a non-empty device name substring" : "";
+          },
+          ""));
 }
 
 /// Exit codes: 0 success, 1 runtime/model error, 2 usage error.

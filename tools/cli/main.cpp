@@ -37,6 +37,16 @@ int check_verb(int argc, char** argv, const CLI::App& app) {
   return 0;
 }
 
+// The verb on the command line, the first argument that is not an option (check_verb has
+// accepted it), or "" when none: CLI11's own parse errors get the same "frame VERB: " prefix
+// as the verbs' errors.
+std::string verb_of(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (argv[i][0] != '\0' && argv[i][0] != '-') return argv[i];
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -71,7 +81,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    const std::string verb = verb_of(argc, argv);
+    const std::string who = verb.empty() ? "frame" : "frame " + verb;
+    std::fprintf(stderr, "%s: %s (see %s --help)\n", who.c_str(), e.what(), who.c_str());
     return frame::cli::kExitUsage;
   }
   for (auto& c : frame::cli::commands()) {

@@ -220,21 +220,6 @@ std::vector<std::string> unique_file_stems(const std::vector<std::string>& names
   return out;
 }
 
-Status write_npy_verified(const std::string& path, const Tensor& t) {
-  FRAME_RETURN_IF_ERROR(write_npy(path, t));
-  // write_npy cannot see an error that happens when its stream is closed: read it back.
-  Result<Tensor> back = read_npy(path);
-  if (!back.is_ok()) {
-    return make_error(StatusCode::kIo, "writing '{}' failed (it does not read back: {})", path,
-                      back.status().message());
-  }
-  if (back->dtype() != t.dtype() || back->shape() != t.shape() ||
-      (t.nbytes() > 0 && std::memcmp(back->raw_data(), t.raw_data(), t.nbytes()) != 0)) {
-    return make_error(StatusCode::kIo, "writing '{}' failed (it reads back different)", path);
-  }
-  return Status();
-}
-
 Status write_file_replacing(const std::string& path, std::string_view data) {
   const std::filesystem::path target(path);
   const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : ".";

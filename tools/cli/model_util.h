@@ -75,11 +75,6 @@ std::string sanitize_file_name(const std::string& name);
 /// be a_b otherwise, and the second file would overwrite the first).
 std::vector<std::string> unique_file_stems(const std::vector<std::string>& names);
 
-/// write_npy, then reads the file back and compares dtype, shape and bytes: a write that fails
-/// only when the stream is flushed or closed (a full disk, a file size limit, /dev/full) is an
-/// error too. Errors: kIo naming `path`; those of write_npy.
-Status write_npy_verified(const std::string& path, const Tensor& t);
-
 /// Writes `data` to `path` through a temporary file in the same directory, checking every
 /// write and the close, then renames it over `path`: on an error the temporary file is
 /// removed and an existing `path` is left as it was. Errors: kIo naming `path` and the reason.

@@ -10,6 +10,8 @@
 #include <memory>
 #include <variant>
 
+#include "frame/runtime/backend.h"
+
 namespace frame::cli::viz {
 namespace {
 
@@ -26,21 +28,6 @@ constexpr std::string_view kNotPlaced = "not placed yet";
 constexpr std::string_view kNotPlacedColour = "#eeeeee";
 constexpr std::string_view kInputColour = "#d9f0d3";
 constexpr std::string_view kOutputColour = "#fde0ef";
-
-std::vector<std::string> split(std::string_view list) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : list) {
-    if (c == ',') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else if (c != ' ') {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
 
 // Fixed colours for the backends this project has, then a palette by chain position.
 std::string backend_colour(const std::string& backend, size_t position) {
@@ -401,7 +388,7 @@ DrawnGraph Builder::build(const std::string& model) {
 
 std::vector<std::string> stage_names() {
   std::vector<std::string> out = {"import"};
-  for (std::string& p : split(passes::kStandardPipeline)) out.push_back(std::move(p));
+  for (std::string& p : runtime::split_list(passes::kStandardPipeline)) out.push_back(std::move(p));
   out.emplace_back("final");
   return out;
 }
@@ -423,7 +410,7 @@ Result<StagedGraph> run_to_stage(ir::Graph imported, const std::string& stage,
   if (stage == "import") return s;
   passes::PassContext ctx;
   ctx.backends = backends;
-  for (const std::string& pass : split(passes::kStandardPipeline)) {
+  for (const std::string& pass : runtime::split_list(passes::kStandardPipeline)) {
     if (Status st = passes::run_pipeline(s.graph, pass, ctx); !st.is_ok()) {
       return st.with_prefix(fmt::format("stage '{}': ", pass));
     }

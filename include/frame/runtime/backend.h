@@ -135,6 +135,14 @@ std::vector<std::string> backend_names();
 /// used, so "auto" quietly means {"cpu"} in a build without them.
 inline constexpr std::string_view kAutoBackends[] = {"onednn"};
 
+/// What split_list does with an empty item (",," or a trailing comma).
+enum class EmptyItems { kDrop, kKeep };
+
+/// Splits a comma-separated list with spaces dropped ("a, b,c" -> {"a", "b", "c"}): backend
+/// lists, pass pipelines (`CompileOptions::pipeline`, passes::kStandardPipeline). Empty items
+/// are dropped, or kept as "" for a caller that rejects them. Never fails.
+std::vector<std::string> split_list(std::string_view list, EmptyItems empty = EmptyItems::kDrop);
+
 /// Splits a `--backend` value: comma-separated names, spaces ignored ("onednn,cpu",
 /// "auto"). Errors: kInvalidArgument for an empty list or an empty item, naming the value.
 Result<std::vector<std::string>> parse_backend_list(std::string_view list);

@@ -24,7 +24,7 @@ namespace frame::backends::intel_gpu {
 inline constexpr std::string_view kBackendName = "intel_gpu";
 
 /// Environment variable selecting the device: a case-insensitive substring of
-/// "<platform name> / <device name>" (e.g. "pocl", "Arc", "UHD").
+/// "<platform name> / <device name>" (e.g. "portable" for PoCL, "Arc", "UHD").
 inline constexpr const char* kDeviceEnv = "FRAME_OPENCL_DEVICE";
 
 /// The device every intel_gpu kernel runs on, with its context and one in-order queue.

@@ -112,8 +112,19 @@ Types range_infer(const NodeContext& ctx) {
     }
     n = q > 0 ? static_cast<int64_t>(q) : 0;
   } else {
+    for (size_t i = 0; i < 3; ++i) {
+      if (!std::isfinite(v[i])) {
+        return ctx.error("input {} ({}) is {}, not finite", i, names[i], v[i]);
+      }
+    }
+    // +inf when the span over delta overflows (a tiny delta); -inf is an empty range.
     const double q = std::ceil((v[1] - v[0]) / v[2]);
-    if (!std::isfinite(q) || q > 9.0e18) return ctx.error("range length is not finite");
+    if (q > 9.0e18) {
+      return ctx.error(
+          "range from {} to {} by delta {} has {:.3g} elements, more than 9e18 (delta too small "
+          "for the span)",
+          v[0], v[1], v[2], q);
+    }
     n = q > 0 ? static_cast<int64_t>(q) : 0;
   }
   return one(ctx.input_types[0].dtype, {n});

@@ -201,7 +201,10 @@ TEST_F(ExternalDataSecurity, RangesMustFitTheFileAndTheTensor) {
       {{{"location", "weights.bin"}, {"offset", "-4"}}, "not a non-negative integer"},
       {{{"location", "weights.bin"}, {"offset", "16x"}}, "not a non-negative integer"},
       {{{"location", "weights.bin"}, {"length", "99999999999999999999"}},
-       "not a non-negative integer"},
+       "key 'length' has value '99999999999999999999', out of range (more than 2^63 - 1)"},
+      // 2^64 - 8: well-formed digits past int64.
+      {{{"location", "weights.bin"}, {"offset", "18446744073709551608"}},
+       "key 'offset' has value '18446744073709551608', out of range (more than 2^63 - 1)"},
       {{{"location", "missing.bin"}}, "missing.bin"},
       {{{"location", "sub"}}, "not a readable file"},
       {{{"location", "."}}, "not a readable file"},

@@ -195,6 +195,33 @@ TEST(DataDependentShapes, RejectNonConstantOperands) {
   }
 }
 
+// A float range whose length overflows says so (too many elements, delta too small); a bound
+// that is not finite names the input.
+TEST(RangeErrors, TooManyElementsAndNonFiniteBoundsSayWhy) {
+  auto range = [](float start, float limit, float delta) {
+    OpCall rg;
+    rg.op = "range";
+    rg.inputs = {Tensor::scalar<float>(start), Tensor::scalar<float>(limit),
+                 Tensor::scalar<float>(delta)};
+    rg.constant_inputs = {0, 1, 2};
+    return run_op(rg);
+  };
+  // 1 / 1e-30 = 1e30 elements (float 1e-30 is 1.0000000031710769e-30).
+  Result<std::vector<Tensor>> r = range(0.0F, 1.0F, 1e-30F);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("has 1e+30 elements, more than 9e18 (delta too small"),
+            std::string::npos)
+      << r.status().message();
+  r = range(0.0F, INFINITY, 1.0F);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("input 1 (limit) is inf, not finite"), std::string::npos)
+      << r.status().message();
+  // A span the wrong way is empty however small delta is, not an error.
+  r = range(0.0F, -1.0F, 1e-30F);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ((*r)[0].numel(), 0);
+}
+
 TEST(DataMovementErrors, BadIndicesAreErrorsNotCrashes) {
   OpCall g;
   g.op = "gather";

@@ -70,6 +70,18 @@ TEST(Backends, ParseCommaSeparatedLists) {
   }
 }
 
+// The one splitter of backend lists and pass pipelines: spaces dropped, empty items dropped or
+// kept as "".
+TEST(Backends, SplitListDropsSpacesAndEmptyItems) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(split_list("a, b ,c"), (V{"a", "b", "c"}));
+  EXPECT_EQ(split_list(",a,,b c,"), (V{"a", "bc"}));
+  EXPECT_EQ(split_list(""), V{});
+  EXPECT_EQ(split_list(" , "), V{});
+  EXPECT_EQ(split_list(",a,,b,", EmptyItems::kKeep), (V{"", "a", "", "b", ""}));
+  EXPECT_EQ(split_list("", EmptyItems::kKeep), V{""});
+}
+
 TEST(Backends, AutoIsTheDefaultAndExpandsToPresentOptimizedBackendsThenCpu) {
   EXPECT_EQ(CompileOptions().backends, (std::vector<std::string>{"auto"}));
   auto chain = resolve_backends({"auto"});

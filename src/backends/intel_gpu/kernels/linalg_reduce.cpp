@@ -15,6 +15,7 @@
 
 #include "backends/intel_gpu/cl_types.h"
 #include "backends/intel_gpu/kernels/launch.h"
+#include "backends/intel_gpu/kernels/onednn_gpu.h"
 #include "backends/intel_gpu/kernels/tiled_gemm.h"
 #include "frame/ops/kernel_registry.h"
 #include "ops/schemas/data_movement_shapes.h"
@@ -85,6 +86,7 @@ std::string tiled_matmul_source(const ClType& t) {
 }
 
 Result<std::shared_ptr<void>> matmul_prepare(const NodeContext& ctx) {
+  if (auto dnnl = onednn_gpu_prepare(ctx)) return dnnl;  // Intel GPUs: oneDNN (onednn_gpu.h)
   Result<const ClType*> t = runnable_type(ctx);
   if (!t.is_ok()) return t.status().with_prefix(where(ctx));
   Shape a = ctx.input_types[0].shape, b = ctx.input_types[1].shape;

@@ -15,6 +15,7 @@
 
 #include "backends/intel_gpu/cl_types.h"
 #include "backends/intel_gpu/kernels/launch.h"
+#include "backends/intel_gpu/kernels/onednn_gpu.h"
 #include "backends/intel_gpu/kernels/tiled_gemm.h"
 #include "frame/ops/kernel_registry.h"
 #include "ops/schemas/nn_geometry.h"
@@ -226,6 +227,7 @@ std::vector<int64_t> tiled_conv_meta(const Shape& x, const Shape& wt, int64_t gr
 }
 
 Result<std::shared_ptr<void>> conv_prepare(const NodeContext& ctx) {
+  if (auto dnnl = onednn_gpu_prepare(ctx)) return dnnl;  // Intel GPUs: oneDNN (onednn_gpu.h)
   Result<const ClType*> t = runnable_type(ctx);
   if (!t.is_ok()) return t.status().with_prefix(where(ctx));
   const Shape& x = ctx.input_types[0].shape;
