@@ -11,6 +11,17 @@ __version__: str
 _Dim = Union[int, str, None]
 _DTypeLike = Union[str, npt.DTypeLike]
 
+class LoadLimits:
+    """Limits of the ONNX import (onnx::LoadLimits); the defaults are the C++ ones."""
+
+    max_model_bytes: int
+    max_tensor_bytes: int
+    max_initializer_bytes: int
+    max_nesting_depth: int
+    max_nodes: int
+    max_attribute_elements: int
+    def __init__(self) -> None: ...
+
 class SessionOptions:
     """Options of an InferenceSession (ONNX Runtime style)."""
 
@@ -28,6 +39,9 @@ class SessionOptions:
     def disabled_passes(self, value: Sequence[str]) -> None: ...
     max_specializations: int
     max_cache_bytes: int
+    max_memory_bytes: int
+    max_tensor_bytes: int
+    load_limits: LoadLimits
     def __init__(self) -> None: ...
 
 class NodeArg:
@@ -61,6 +75,7 @@ class InferenceSession:
     def get_inputs(self) -> List[NodeArg]: ...
     def get_outputs(self) -> List[NodeArg]: ...
     def placement(self) -> List[Dict[str, Any]]: ...
+    def report(self) -> Optional[Dict[str, Any]]: ...
     def profile(self) -> Dict[str, Any]: ...
     def cache_stats(self) -> Dict[str, int]: ...
     def shape_determining_inputs(self) -> List[str]: ...
@@ -114,11 +129,22 @@ class Executable:
     def output_signature(self) -> List[Tuple[str, np.dtype[Any], List[int]]]: ...
 
 def compile(
-    graph: Graph, backends: Sequence[str] = ..., strict: bool = False, threads: int = 0
+    graph: Graph,
+    backends: Sequence[str] = ...,
+    strict: bool = False,
+    threads: int = 0,
+    *,
+    max_memory_bytes: int = ...,
+    max_tensor_bytes: int = ...,
 ) -> Executable: ...
 def load_onnx(
-    path: Union[str, PathLike[str]], input_shapes: Mapping[str, Sequence[int]] = ...
+    path: Union[str, PathLike[str]],
+    input_shapes: Mapping[str, Sequence[int]] = ...,
+    *,
+    limits: Optional[LoadLimits] = None,
 ) -> Graph: ...
+def load_plugin(path: Union[str, PathLike[str]]) -> Dict[str, Any]: ...
+def backends() -> List[Dict[str, Any]]: ...
 def register_op(
     name: str,
     inputs: Sequence[str],

@@ -34,7 +34,9 @@
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/op_registry.h"
 #include "frame/ops/op_schema.h"
+#include "frame/runtime/backend.h"
 #include "frame/runtime/compile.h"
+#include "frame/runtime/plugin.h"
 #include "frame/runtime/session.h"
 
 namespace py = pybind11;
@@ -315,17 +317,24 @@ struct PySessionOptions {
   bool strict = false;
   bool enable_profiling = false;
   std::vector<std::string> disabled_passes;
-  size_t max_specializations = 32;
-  size_t max_cache_bytes = size_t{1} << 30;
+  // The cache bounds (max_specializations, max_cache_bytes) and the resource limits
+  // (compile.max_memory_bytes, compile.max_tensor_bytes) start at the C++ defaults; the other
+  // fields of `session` are set from the ones above by to_runtime().
+  runtime::SessionOptions session;
+  // Limits of the ONNX import (docs/security.md); unused for a session over a frame.Graph.
+  onnx::LoadLimits load_limits;
 
   runtime::SessionOptions to_runtime() const {
-    runtime::SessionOptions o;
+    runtime::SessionOptions o = session;
     o.compile.backends = backends;
     o.compile.strict = strict;
     o.compile.num_threads = threads;
     o.compile.disabled_passes = disabled_passes;
-    o.max_specializations = max_specializations;
-    o.max_cache_bytes = max_cache_bytes;
+    return o;
+  }
+  onnx::LoadOptions to_load() const {
+    onnx::LoadOptions o;
+    static_cast<onnx::LoadLimits&>(o) = load_limits;
     return o;
   }
 };
@@ -371,6 +380,7 @@ class InferenceSession {
     if (backends) options_.backends = *backends;
     if (threads) options_.threads = *threads;
     runtime::SessionOptions ro = options_.to_runtime();
+    onnx::LoadOptions lo = options_.to_load();
     std::optional<Result<runtime::Session>> opened;
     if (py::isinstance<py::bytes>(model)) {
       // Read in place: `model` (immutable bytes) outlives the call.
@@ -379,13 +389,13 @@ class InferenceSession {
       PyBytes_AsStringAndSize(model.ptr(), &data, &size);
       std::string_view bytes(data, static_cast<size_t>(size));
       py::gil_scoped_release release;
-      opened.emplace(onnx::open_session_from_bytes(bytes, ro));
+      opened.emplace(onnx::open_session_from_bytes(bytes, ro, lo));
     } else if (py::isinstance<py::str>(model) ||
                py::isinstance(model, py::module_::import("os").attr("PathLike"))) {
       std::string path = py::str(py::module_::import("os").attr("fspath")(model));
       check_readable(path);
       py::gil_scoped_release release;
-      opened.emplace(onnx::open_session(path, ro));
+      opened.emplace(onnx::open_session(path, ro, lo));
     } else {
       throw py::type_error(
           "InferenceSession: expected a path (str or os.PathLike), bytes or Graph, got " +
@@ -447,6 +457,10 @@ class InferenceSession {
   py::list placement() const {
     std::optional<runtime::CompileReport> r = sess().last_report();
     return r ? placements_to_list(*r) : py::list();
+  }
+  py::object report() const {
+    std::optional<runtime::CompileReport> r = sess().last_report();
+    return r ? json_loads(r->to_json()) : py::object(py::none());
   }
   py::object profile() const {
     if (!profile_) {
@@ -733,11 +747,13 @@ class PyExecutable {
 };
 
 PyExecutable compile_graph(const PyGraph& g, const std::vector<std::string>& backends, bool strict,
-                           int threads) {
+                           int threads, size_t max_memory_bytes, size_t max_tensor_bytes) {
   runtime::CompileOptions o;
   o.backends = backends;
   o.strict = strict;
   o.num_threads = threads;
+  o.max_memory_bytes = max_memory_bytes;
+  o.max_tensor_bytes = max_tensor_bytes;
   // Copied under the GIL, so another thread may keep building `g` meanwhile.
   ir::Graph graph = g.graph();
   Result<runtime::Executable> exe = [&] {
@@ -769,10 +785,12 @@ std::unique_ptr<InferenceSession> make_session(const py::object& model,
 }
 
 PyGraph load_onnx(const py::object& path_obj,
-                  const std::map<std::string, std::vector<int64_t>>& input_shapes) {
+                  const std::map<std::string, std::vector<int64_t>>& input_shapes,
+                  const std::optional<onnx::LoadLimits>& limits) {
   std::string path = py::str(py::module_::import("os").attr("fspath")(path_obj));
   check_readable(path);
   onnx::LoadOptions o;
+  if (limits) static_cast<onnx::LoadLimits&>(o) = *limits;
   for (const auto& [k, v] : input_shapes) o.input_shapes[k] = v;
   Result<ir::Graph> g = [&] {
     py::gil_scoped_release release;
@@ -1025,6 +1043,56 @@ void register_op(const std::string& name, const std::vector<std::string>& inputs
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Plugins and backends.
+
+// frame.load_plugin: runtime::load_plugin, what it added as a dict. A missing file is
+// FileNotFoundError with frame's message; other refusals map like any Status.
+py::dict load_plugin(const py::object& path_obj) {
+  std::string path = py::str(py::module_::import("os").attr("fspath")(path_obj));
+  if (path.find('\0') != std::string::npos) {
+    throw py::value_error("plugin path contains a NUL character");
+  }
+  Result<runtime::PluginInfo> info = [&] {
+    py::gil_scoped_release release;  // dlopen and the plugin's registrations
+    return runtime::load_plugin(path);
+  }();
+  if (!info.is_ok()) {
+    std::error_code ec;
+    if (info.status().code() == StatusCode::kNotFound && !std::filesystem::exists(path, ec)) {
+      PyErr_SetString(PyExc_FileNotFoundError, info.status().message().c_str());
+      throw py::error_already_set();
+    }
+    raise_status(info.status());
+  }
+  py::dict d;
+  d["path"] = info->path;
+  d["ops"] = info->ops;
+  d["kernels"] = info->kernels;
+  d["patterns"] = info->patterns;
+  return d;
+}
+
+// frame.backends: the backends of this build (runtime::backend_names), as `frame backends`
+// describes them.
+py::list backends_list() {
+  py::list out;
+  for (const std::string& name : runtime::backend_names()) {
+    const runtime::Backend* b = runtime::find_backend(name);
+    if (b == nullptr) continue;
+    py::dict d;
+    d["name"] = name;
+    d["kind"] = b->granularity() == runtime::Backend::Granularity::kPerKernel ? "per-kernel"
+                : b->device_memory()                                          ? "device-groups"
+                                                                              : "whole-graph";
+    std::string why = b->unavailable_reason();
+    d["available"] = why.empty();
+    d["reason"] = why;
+    out.append(d);
+  }
+  return out;
+}
+
 }  // namespace
 }  // namespace frame::python
 
@@ -1032,6 +1100,33 @@ PYBIND11_MODULE(_frame, m) {
   using namespace frame::python;  // NOLINT(google-build-using-namespace)
   m.doc() = "frame: a C++20 graph engine (docs/python.md)";
   m.attr("__version__") = FRAME_VERSION;
+
+  py::class_<frame::onnx::LoadLimits>(
+      m, "LoadLimits",
+      "Limits of the ONNX import (onnx::LoadLimits; docs/security.md). A model over one is "
+      "refused with a ValueError naming the tensor, bytes and limit.")
+      .def(py::init<>(), "The C++ defaults.")
+      .def_readwrite("max_model_bytes", &frame::onnx::LoadLimits::max_model_bytes,
+                     "Largest model file accepted, in bytes.")
+      .def_readwrite("max_tensor_bytes", &frame::onnx::LoadLimits::max_tensor_bytes,
+                     "Largest single tensor (initializer, Constant value, external data), in "
+                     "bytes.")
+      .def_readwrite("max_initializer_bytes", &frame::onnx::LoadLimits::max_initializer_bytes,
+                     "Largest sum of the bytes of every initializer and Constant tensor.")
+      .def_readwrite("max_nesting_depth", &frame::onnx::LoadLimits::max_nesting_depth,
+                     "Deepest nesting of subgraphs (If/Loop/Scan bodies).")
+      .def_readwrite("max_nodes", &frame::onnx::LoadLimits::max_nodes,
+                     "Most nodes in the model, bodies included.")
+      .def_readwrite("max_attribute_elements", &frame::onnx::LoadLimits::max_attribute_elements,
+                     "Most elements of one list attribute and bytes of one string attribute.")
+      .def("__repr__", [](const frame::onnx::LoadLimits& l) {
+        return "LoadLimits(max_model_bytes=" + std::to_string(l.max_model_bytes) +
+               ", max_tensor_bytes=" + std::to_string(l.max_tensor_bytes) +
+               ", max_initializer_bytes=" + std::to_string(l.max_initializer_bytes) +
+               ", max_nesting_depth=" + std::to_string(l.max_nesting_depth) +
+               ", max_nodes=" + std::to_string(l.max_nodes) +
+               ", max_attribute_elements=" + std::to_string(l.max_attribute_elements) + ")";
+      });
 
   py::class_<PySessionOptions>(m, "SessionOptions",
                                "Options of an InferenceSession (ONNX Runtime style).")
@@ -1058,10 +1153,29 @@ PYBIND11_MODULE(_frame, m) {
           [](PySessionOptions& o, std::vector<std::string> v) { o.disabled_passes = std::move(v); },
           "Compiler passes to skip by name, e.g. ['operator-fusion']. A tuple: assign a new "
           "sequence to change it.")
-      .def_readwrite("max_specializations", &PySessionOptions::max_specializations,
-                     "Most compiled specializations (input shapes) kept, LRU.")
-      .def_readwrite("max_cache_bytes", &PySessionOptions::max_cache_bytes,
-                     "Most bytes the specialization cache keeps.");
+      .def_property(
+          "max_specializations",
+          [](const PySessionOptions& o) { return o.session.max_specializations; },
+          [](PySessionOptions& o, size_t v) { o.session.max_specializations = v; },
+          "Most compiled specializations (input shapes) kept, LRU.")
+      .def_property(
+          "max_cache_bytes", [](const PySessionOptions& o) { return o.session.max_cache_bytes; },
+          [](PySessionOptions& o, size_t v) { o.session.max_cache_bytes = v; },
+          "Most bytes the specialization cache keeps.")
+      .def_property(
+          "max_memory_bytes",
+          [](const PySessionOptions& o) { return o.session.compile.max_memory_bytes; },
+          [](PySessionOptions& o, size_t v) { o.session.compile.max_memory_bytes = v; },
+          "Bytes one run may hold (arena peak + inputs/outputs + constants); a specialization "
+          "over it fails to compile (ValueError). Default: 3/4 of physical memory.")
+      .def_property(
+          "max_tensor_bytes",
+          [](const PySessionOptions& o) { return o.session.compile.max_tensor_bytes; },
+          [](PySessionOptions& o, size_t v) { o.session.compile.max_tensor_bytes = v; },
+          "Largest single value of a compiled graph, in bytes (ValueError naming it). Default: "
+          "1/2 of physical memory.")
+      .def_readwrite("load_limits", &PySessionOptions::load_limits,
+                     "Limits of the ONNX import (LoadLimits); edits in place take effect.");
 
   py::class_<NodeArg>(m, "NodeArg", "A declared model input or output.")
       .def_readonly("name", &NodeArg::name)
@@ -1085,6 +1199,9 @@ PYBIND11_MODULE(_frame, m) {
       .def("get_outputs", &InferenceSession::get_outputs)
       .def("placement", &InferenceSession::placement,
            "Where each node of the latest compiled specialization runs, and why.")
+      .def("report", &InferenceSession::report,
+           "The compile report of the latest compiled specialization (None before the first "
+           "run), as Executable.report().")
       .def("profile", &InferenceSession::profile,
            "Per-node times of the profiled runs (a Chrome trace dict).")
       .def("cache_stats", &InferenceSession::cache_stats)
@@ -1120,12 +1237,24 @@ PYBIND11_MODULE(_frame, m) {
       .def_property_readonly("output_signature",
                              [](const PyExecutable& e) { return e.signature(false); });
 
+  // The limits' defaults are runtime::CompileOptions' own (fractions of physical memory).
+  const frame::runtime::CompileOptions compile_defaults;
   m.def("compile", &compile_graph, py::arg("graph"),
         py::arg("backends") = std::vector<std::string>{"auto"}, py::arg("strict") = false,
-        py::arg("threads") = 0, "Compiles a Graph.");
+        py::arg("threads") = 0, py::kw_only(),
+        py::arg("max_memory_bytes") = compile_defaults.max_memory_bytes,
+        py::arg("max_tensor_bytes") = compile_defaults.max_tensor_bytes,
+        "Compiles a Graph; a value or run over a memory limit is a ValueError.");
   m.def("load_onnx", &load_onnx, py::arg("path"),
-        py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{},
-        "Imports an ONNX model as a Graph (symbolic dims need input_shapes).");
+        py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{}, py::kw_only(),
+        py::arg("limits") = py::none(),
+        "Imports an ONNX model as a Graph (symbolic dims need input_shapes; limits: "
+        "LoadLimits, default LoadLimits()).");
+  m.def("load_plugin", &load_plugin, py::arg("path"),
+        "Loads a plugin shared library (runtime::load_plugin): its ops, kernels, lowering "
+        "patterns and ONNX mappings, all or nothing. Returns {path, ops, kernels, patterns}.");
+  m.def("backends", &backends_list,
+        "The backends of this build: [{name, kind, available, reason}, ...] (frame backends).");
   m.def("register_op", &register_op, py::arg("name"), py::arg("inputs"), py::arg("outputs"),
         py::arg("attrs") = py::none(), py::arg("traits") = std::vector<std::string>{},
         py::arg("shape_fn") = py::none(), py::kw_only(), py::arg("cpu_kernel"), py::arg("doc") = "",
