@@ -37,7 +37,25 @@ inline ushort frame_bf16_store(float f) {
 }
 )";
   }
+  if (t.dtype == DTypeCode::kFloat16) {
+    // Rounds through a half in private memory with the store's own rounding (no half
+    // arithmetic, so no cl_khr_fp16 needed).
+    s += R"(inline float frame_f16_round(float x) {
+  ushort h;
+  vstore_half_rte(x, 0, (__private half*)&h);
+  return vload_half(0, (__private const half*)&h);
+}
+)";
+  }
   return s;
+}
+
+std::string cl_round(const ClType& t, std::string_view value) {
+  if (t.dtype == DTypeCode::kFloat16) return fmt::format("frame_f16_round((float)({}))", value);
+  if (t.dtype == DTypeCode::kBFloat16) {
+    return fmt::format("frame_bf16_load(frame_bf16_store((float)({})))", value);
+  }
+  return std::string(value);
 }
 
 std::string cl_load(const ClType& t, std::string_view ptr, std::string_view idx) {

@@ -27,7 +27,8 @@ inline constexpr DTypeSet kClTypes{DTypeCode::kFloat32, DTypeCode::kFloat64, DTy
 /// The spelling of `d`, or nullptr when `d` is not in kClTypes.
 const ClType* cl_type(DTypeCode d);
 
-/// `typedef ... T;`, the fp64 pragma where needed, and the bf16 conversion helpers.
+/// `typedef ... T;`, the fp64 pragma where needed, the bf16 conversion helpers and the f16
+/// rounding helper.
 std::string cl_type_prelude(const ClType& t);
 
 /// Expression reading element `idx` of `ptr` as a `T`.
@@ -37,6 +38,11 @@ std::string cl_load(const ClType& t, std::string_view ptr, std::string_view idx)
 /// storage type (nearest even).
 std::string cl_store(const ClType& t, std::string_view ptr, std::string_view idx,
                      std::string_view value);
+
+/// Expression rounding the `T` expression `value` to the storage type and back (nearest
+/// even), i.e. the value a kernel writing it and another reading it would see: the per-op
+/// rounding of f16/bf16 intermediates inside a fused body. Identity for f32 and f64.
+std::string cl_round(const ClType& t, std::string_view value);
 
 /// Build options: division and sqrt correctly rounded (as on the host); unsuffixed literals
 /// single precision when T is float.

@@ -311,6 +311,50 @@ TEST(IntelGpu, ConsecutiveNodesStayInDeviceMemory) {
   }
 }
 
+// y = (x + c) - c in a fused f16 / bf16 body: the cpu stores the sum in the storage type
+// before subtracting (per-op rounding), so y is x rounded to the spacing of the storage type
+// at c (1 for f16 at 1024, 2 for bf16 at 256), ties to even, not x. Expected values by hand.
+template <typename H>
+void check_rounding_body(DTypeCode dt, float c, const std::vector<float>& xs,
+                         const std::vector<float>& want) {
+  ir::Graph g("round");
+  const auto n = static_cast<int64_t>(xs.size());
+  ir::ValueId x = g.add_input("x", ir::TensorType{dt, {n}});
+  ir::ValueId cv = g.add_constant("c", Tensor::from_vector<H>({1}, {H(c)}));
+  auto a = g.create_node("add", "a", {x, cv}, 1, {}, {"a"});
+  auto s = g.create_node("sub", "s", {g.node(*a).outputs[0], cv}, 1, {}, {"y"});
+  g.add_output(g.node(*s).outputs[0]);
+  CompileOptions o = gpu_options();
+  o.strict = true;
+  auto exe = compile(g, o);
+  ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+  ASSERT_EQ(exe->report().placements.size(), 1U);
+  EXPECT_EQ(exe->report().placements[0].op, "fused_elementwise_internal");
+  std::vector<H> in;
+  for (float v : xs) in.emplace_back(v);
+  auto out = exe->run({{"x", Tensor::from_vector<H>({n}, in)}});
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    EXPECT_EQ(static_cast<float>(out->at("y").template data<H>()[i]), want[i]) << "x = " << xs[i];
+  }
+}
+
+TEST(IntelGpu, FusedF16BodyRoundsEveryIntermediate) {
+  REQUIRE_INTEL_GPU();
+  // 1024 + x in f16 (spacing 1): .25 -> 1024, .5 -> 1024 (tie, even), .75 -> 1025,
+  // 1.5 -> 1026 (tie, even), 2.5 -> 1026 (tie, even), -0.75 -> 1023.
+  check_rounding_body<Half>(DTypeCode::kFloat16, 1024.0F, {0.25F, 0.5F, 0.75F, 1.5F, 2.5F, -0.75F},
+                            {0.0F, 0.0F, 1.0F, 2.0F, 2.0F, -1.0F});
+}
+
+TEST(IntelGpu, FusedBf16BodyRoundsEveryIntermediate) {
+  REQUIRE_INTEL_GPU();
+  // 256 + x in bf16 (spacing 2): .5 -> 256, 1 -> 256 (tie, even), 1.5 -> 258, 3 -> 260
+  // (tie, even), 2.5 -> 258.
+  check_rounding_body<BFloat16>(DTypeCode::kBFloat16, 256.0F, {0.5F, 1.0F, 1.5F, 3.0F, 2.5F},
+                                {0.0F, 0.0F, 2.0F, 4.0F, 2.0F});
+}
+
 TEST(IntelGpu, ConcurrentRunsOfOneExecutable) {
   REQUIRE_INTEL_GPU();
   auto exe = compile(chain_graph(), gpu_options());

@@ -204,9 +204,10 @@ Result<std::shared_ptr<void>> clip_prepare(const NodeContext& ctx) {
 
 // ---- fused_elementwise_internal ----
 
-// Fused groups are generated for these; f16/bf16 bodies would need the per-op rounding of
-// every intermediate (not generated yet: such groups run on the cpu fused kernel).
-constexpr DTypeSet kFusedTypes{DTypeCode::kFloat32, DTypeCode::kFloat64};
+// Fused groups are generated for these. f16/bf16 bodies compute in float and round every
+// intermediate to the storage type (cl_round), as the cpu fused kernel's per-node kernels
+// store them: the per-op rounding contract of the cpu backend.
+constexpr DTypeSet kFusedTypes = kClTypes;
 // Fused groups whose inputs all have the output's size read and write these 4 at a time.
 constexpr DTypeSet kVec4Types{DTypeCode::kFloat32};
 
@@ -224,8 +225,9 @@ Result<std::string> fused_source(const NodeContext& ctx, const ClType& t, const 
                          body.inputs().size(), body.outputs().size(), ctx.num_inputs());
   }
   if (!kFusedTypes.contains(t.dtype)) {
-    return unimplemented("fused groups are generated for f32 and f64 only");
+    return unimplemented("fused groups are generated for float dtypes only");
   }
+  const bool narrow = t.dtype == DTypeCode::kFloat16 || t.dtype == DTypeCode::kBFloat16;
   std::string fns;
   std::string code;
   std::vector<std::string> var(body.num_values());
@@ -244,6 +246,10 @@ Result<std::string> fused_source(const NodeContext& ctx, const ClType& t, const 
     if (op == nullptr || op->formula == nullptr || op->bool_out || !arity_ok ||
         n.outputs.size() != 1) {
       return unimplemented("fused body node '{}' ({}) has no OpenCL formula", n.name, n.op);
+    }
+    if (narrow && op->arity == kVariadic) {  // the cpu fold rounds after every step
+      return unimplemented("fused {} body node '{}' ({}) is a variadic fold", dtype_name(t.dtype),
+                           n.name, n.op);
     }
     for (ir::ValueId v : n.inputs) {
       if (v == ir::kNoValue || var[static_cast<size_t>(v)].empty()) {
@@ -274,7 +280,7 @@ Result<std::string> fused_source(const NodeContext& ctx, const ClType& t, const 
       if (op->arity == 2) call += ", " + var[static_cast<size_t>(n.inputs[1])];
       call += ")";
     }
-    code += fmt::format("  const T {} = {};\n", result, call);
+    code += fmt::format("  const T {} = {};\n", result, cl_round(t, call));
     var[static_cast<size_t>(n.outputs[0])] = result;
     ++fn_index;
   }
