@@ -1,7 +1,8 @@
 // Edge cases of the intel_gpu backend's limits (docs/backends/intel-gpu.md): outputs beyond the
-// 32-bit index range are declined (cpu runs the node) rather than failing the compilation, a
-// device group larger than the device's largest buffer spreads over several buffers, and a
-// damaged on-disk program cache is rebuilt rather than handed to the driver.
+// 32-bit index range are declined (cpu runs the node) rather than failing the compilation,
+// fusion leaves out ops the fused kernel cannot generate, a device group larger than the
+// device's largest buffer spreads over several buffers, and a damaged on-disk program cache is
+// rebuilt rather than handed to the driver.
 
 #include <gtest/gtest.h>
 
@@ -65,6 +66,42 @@ TEST(IntelGpuBreak, OutputBeyond32BitIndicesIsDeclinedNotAnError) {
   ASSERT_EQ(p->rejected.size(), 1U);
   EXPECT_NE(p->rejected[0].find("output 0 has 2147483712 elements"), std::string::npos)
       << p->rejected[0];
+}
+
+// relu -> clip -> neg and relu -> cast (f32 to f32) -> neg: every node has an intel_gpu kernel,
+// but the fused kernel has no formula for clip or cast. operator-fusion used to fuse each chain
+// into one group, which intel_gpu then declined as a whole: the chain ran on cpu, and --strict
+// failed although no node needs cpu. Members the preferred backend cannot fuse stay unfused.
+TEST(IntelGpuBreak, FusionKeepsOutMembersTheFusedKernelCannotGenerate) {
+  REQUIRE_INTEL_GPU();
+  CompileOptions o = gpu_options();
+  o.backends = {"intel_gpu"};
+  o.strict = true;
+  ir::Graph g("clip_chain");
+  ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {5}});
+  ir::ValueId lo = g.add_constant("lo", Tensor::from_vector<float>({}, {0.25F}));
+  ir::ValueId hi = g.add_constant("hi", Tensor::from_vector<float>({}, {1.5F}));
+  auto r = g.create_node("relu", "r", {x}, 1, {}, {"r"});
+  auto c = g.create_node("clip", "c", {g.node(*r).outputs[0], lo, hi}, 1, {}, {"c"});
+  auto n = g.create_node("neg", "n", {g.node(*c).outputs[0]}, 1, {}, {"y"});
+  auto k = g.create_node("cast", "k", {g.node(*r).outputs[0]}, 1, {{"to", int64_t{1}}},
+                         {"k"});  // ONNX FLOAT
+  ASSERT_TRUE(k.is_ok()) << k.status().to_string();
+  auto m = g.create_node("neg", "m", {g.node(*k).outputs[0]}, 1, {}, {"z"});
+  g.add_output(g.node(*n).outputs[0]);
+  g.add_output(g.node(*m).outputs[0]);
+  auto exe = compile(g, o);
+  ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+  for (const Placement& p : exe->report().placements) EXPECT_EQ(p.backend, "intel_gpu") << p.node;
+  const std::vector<float> xs = {-1.0F, 0.1F, 0.5F, 1.0F, 3.0F};
+  auto out = exe->run({{"x", Tensor::from_vector<float>({5}, xs)}});
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  const std::vector<float> y = {-0.25F, -0.25F, -0.5F, -1.0F, -1.5F};
+  const std::vector<float> z = {-0.0F, -0.1F, -0.5F, -1.0F, -3.0F};
+  for (size_t i = 0; i < xs.size(); ++i) {
+    EXPECT_EQ(out->at("y").data<float>()[i], y[i]) << i;
+    EXPECT_EQ(out->at("z").data<float>()[i], z[i]) << i;
+  }
 }
 
 #ifdef FRAME_HAVE_INTEL_GPU
