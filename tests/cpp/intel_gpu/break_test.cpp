@@ -1,8 +1,8 @@
 // Edge cases of the intel_gpu backend's limits (docs/backends/intel-gpu.md): outputs beyond the
 // 32-bit index range are declined (cpu runs the node) rather than failing the compilation,
-// fusion leaves out ops the fused kernel cannot generate, a device group larger than the
-// device's largest buffer spreads over several buffers, and a damaged on-disk program cache is
-// rebuilt rather than handed to the driver.
+// fusion leaves out ops the fused kernel cannot generate, fused folds of hundreds of inputs
+// build, a device group larger than the device's largest buffer spreads over several buffers,
+// and a damaged on-disk program cache is rebuilt rather than handed to the driver.
 
 #include <gtest/gtest.h>
 
@@ -101,6 +101,42 @@ TEST(IntelGpuBreak, FusionKeepsOutMembersTheFusedKernelCannotGenerate) {
   for (size_t i = 0; i < xs.size(); ++i) {
     EXPECT_EQ(out->at("y").data<float>()[i], y[i]) << i;
     EXPECT_EQ(out->at("z").data<float>()[i], z[i]) << i;
+  }
+}
+
+// relu(sum(x0, ..., x299)) fused: the generated left fold nested one call per input, and the
+// OpenCL compiler refused the program (bracket nesting level exceeded maximum of 256), which
+// failed the whole compilation although cpu runs it.
+TEST(IntelGpuBreak, FusedVariadicFoldOfManyInputsBuilds) {
+  REQUIRE_INTEL_GPU();
+  CompileOptions o = gpu_options();
+  o.strict = true;
+  ir::Graph g("wide_sum");
+  const size_t n = 300;
+  std::vector<ir::ValueId> xs;
+  TensorMap feeds;
+  std::vector<double> expected(3, 0.0);
+  for (size_t k = 0; k < n; ++k) {
+    const std::string name = "x" + std::to_string(k);
+    xs.push_back(g.add_input(name, ir::TensorType{DTypeCode::kFloat32, {3}}));
+    const std::vector<float> v = {0.5F * static_cast<float>(k % 7), -0.25F,
+                                  static_cast<float>(k % 3) - 1.0F};
+    for (size_t i = 0; i < 3; ++i) expected[i] += v[i];
+    feeds.emplace(name, Tensor::from_vector<float>({3}, v));
+  }
+  auto s = g.create_node("sum", "s", xs, 1, {}, {"s"});
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  auto r = g.create_node("relu", "r", {g.node(*s).outputs[0]}, 1, {}, {"y"});
+  g.add_output(g.node(*r).outputs[0]);
+  auto exe = compile(g, o);
+  ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+  ASSERT_EQ(exe->report().placements.size(), 1U);
+  EXPECT_EQ(exe->report().placements[0].op, "fused_elementwise_internal");
+  EXPECT_EQ(exe->report().placements[0].backend, "intel_gpu");
+  auto out = exe->run(feeds);
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(out->at("y").data<float>()[i], std::max(expected[i], 0.0), 1e-3) << i;
   }
 }
 
