@@ -12,7 +12,11 @@
 //  * no member has kHasSideEffect; groups of one node are left alone;
 //  * the preferred backend (ctx.backends[0]) has a fused kernel supporting every dtype in
 //    the group, and every member op has a cpu kernel for its dtype (the cpu fused kernel
-//    interprets the body with them).
+//    interprets the body with them);
+//  * when the preferred backend is not cpu and is available, its fused kernel accepts a group
+//    of the member alone: one member it cannot generate (e.g. intel_gpu's clip, prelu, cast)
+//    would send the whole group to the cpu fused kernel, and fail --strict, although every
+//    node has a kernel on the preferred backend.
 
 #include "passes/operator_fusion.h"
 
@@ -22,6 +26,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "frame/ops/backend_availability.h"
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/op_registry.h"
 #include "passes/pass_factories.h"
@@ -58,9 +63,12 @@ class OperatorFusionPass final : public Pass {
 
  private:
   bool candidate(const ir::Graph& g, const ir::Node& n) const;
+  bool preferred_accepts_alone(const ir::Graph& g, const ir::Node& n) const;
   Status fuse_group(ir::Graph& g, const std::vector<ir::NodeId>& members);
 
   const ops::KernelDef* fused_kernel_ = nullptr;
+  bool probe_preferred_ = false;  // ask fused_kernel_ about each member alone
+  mutable std::unordered_map<const ir::Node*, bool> accepted_alone_;  // per run
 };
 
 bool OperatorFusionPass::candidate(const ir::Graph& g, const ir::Node& n) const {
@@ -76,7 +84,42 @@ bool OperatorFusionPass::candidate(const ir::Graph& g, const ir::Node& n) const 
     if (!g.value(v).type || !fused_kernel_->dtypes.contains(g.value(v).type->dtype)) return false;
   }
   const ops::KernelDef* k = ops::KernelRegistry::global().find(n.op, "cpu");
-  return k != nullptr && k->supports(ops::make_node_context(g, n, s)).is_ok();
+  if (k == nullptr || !k->supports(ops::make_node_context(g, n, s)).is_ok()) return false;
+  return !probe_preferred_ || preferred_accepts_alone(g, n);
+}
+
+// The preferred backend's fused kernel asked about a body of `n` alone (memoized per node).
+bool OperatorFusionPass::preferred_accepts_alone(const ir::Graph& g, const ir::Node& n) const {
+  if (auto it = accepted_alone_.find(&n); it != accepted_alone_.end()) return it->second;
+  auto body = std::make_shared<ir::Graph>(n.name + "_probe");
+  ops::NodeContext ctx;
+  ctx.op = kFusedElementwiseOp;
+  ctx.node_name = n.name;
+  ctx.schema = ops::OpRegistry::global().find(kFusedElementwiseOp);
+  std::vector<ir::ValueId> ins;
+  for (ir::ValueId v : n.inputs) {
+    if (v == ir::kNoValue) {
+      ins.push_back(v);
+      continue;
+    }
+    const ir::TensorType& t = *g.value(v).type;
+    ins.push_back(body->add_input(fmt::format("in{}", ctx.input_types.size()), t));
+    ctx.input_types.push_back(t);
+    ctx.input_present.push_back(true);
+    ctx.input_constants.push_back(nullptr);
+  }
+  bool ok = false;
+  Result<ir::NodeId> b = body->create_node(n.op, n.name, ins, 1, n.attrs, {"out"});
+  if (b.is_ok()) {
+    const ir::ValueId out = body->node(*b).outputs[0];
+    body->value(out).type = g.value(n.outputs[0]).type;
+    body->add_output(out);
+    const ir::AttrMap attrs{{"body", std::shared_ptr<const ir::Graph>(std::move(body))}};
+    ctx.attrs = &attrs;
+    ok = fused_kernel_->supports(ctx).is_ok();
+  }
+  accepted_alone_[&n] = ok;
+  return ok;
 }
 
 Status OperatorFusionPass::fuse_group(ir::Graph& g, const std::vector<ir::NodeId>& members) {
@@ -127,6 +170,10 @@ Status OperatorFusionPass::run(ir::Graph& g, PassContext& ctx) {
   if (ctx.backends.empty()) return Status();
   fused_kernel_ = ops::KernelRegistry::global().find(kFusedElementwiseOp, ctx.backends[0]);
   if (fused_kernel_ == nullptr) return Status();  // the backend cannot run fused groups
+  // An unavailable backend declines everything: its nodes go to cpu, fused as before.
+  probe_preferred_ =
+      ctx.backends[0] != "cpu" && ops::backend_unavailable_reason(ctx.backends[0]).empty();
+  accepted_alone_.clear();
   FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, g.topological_order());
   const std::vector<std::vector<ir::NodeId>> uses = g.use_lists();
   std::vector<int> pos(g.num_node_slots(), -1);

@@ -30,7 +30,8 @@ constexpr int kNone = -1;
 struct Slot {
   ir::ValueId value = ir::kNoValue;
   size_t bytes = 0;
-  size_t offset = 0;  // in the run slot's device buffer
+  size_t block = 0;   // which of the run slot's device buffers holds it
+  size_t offset = 0;  // in that buffer
   int first = 0;      // node index of its producer (0 for boundary inputs and constants)
   int last = 0;       // last node index reading it; the node count for boundary outputs
   bool constant = false;
@@ -49,41 +50,57 @@ struct NodeRun {
 // Per run slot: device memory, sub-buffers, queue; made at the first run.
 struct RunSlot {
   bool ready = false;
-  ClMem buffer;
-  std::vector<ClMem> sub;  // per slot; empty handle for a zero-byte slot
+  std::vector<ClMem> buffers;  // one per block of the plan
+  std::vector<ClMem> sub;      // per slot; empty handle for a zero-byte slot
   ClQueue queue;
   std::vector<cl_mem> ins;  // scratch: one node's input buffers
 };
 
-// Offsets for `slots`: largest first, each at the lowest aligned offset that overlaps no
-// placed slot alive at the same time (the host memory planner's rule, docs/architecture/
-// compiler-passes.md). Returns the total bytes.
-size_t plan_offsets(std::vector<Slot>& slots, size_t align) {
+// Blocks and offsets for `slots`: largest first, each at the lowest aligned offset that
+// overlaps no placed slot alive at the same time (the host memory planner's rule, docs/
+// architecture/compiler-passes.md), in the first block where it then ends within `max_block`
+// bytes (CL_DEVICE_MAX_MEM_ALLOC_SIZE: one buffer cannot be larger). Returns each block's
+// bytes; a slot larger than `max_block` is an error naming it.
+Result<std::vector<size_t>> plan_offsets(std::vector<Slot>& slots, size_t align, size_t max_block) {
   std::vector<size_t> order(slots.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return slots[a].bytes > slots[b].bytes; });
   std::vector<size_t> placed;
-  size_t total = 0;
+  std::vector<size_t> blocks;
   for (size_t i : order) {
     Slot& s = slots[i];
     if (s.bytes == 0) continue;
-    std::vector<std::pair<size_t, size_t>> busy;  // [begin, end) of live placed slots
-    for (size_t j : placed) {
-      const Slot& o = slots[j];
-      if (o.first <= s.last && s.first <= o.last) busy.emplace_back(o.offset, o.offset + o.bytes);
+    if (s.bytes > max_block) {
+      return internal_error(
+          "intel_gpu: value '{}' has {} bytes, more than the device's largest buffer "
+          "(CL_DEVICE_MAX_MEM_ALLOC_SIZE {})",
+          s.name, s.bytes, max_block);
     }
-    std::sort(busy.begin(), busy.end());
-    size_t at = 0;
-    for (const auto& [b, e] : busy) {
-      if (at + s.bytes <= b) break;
-      at = std::max(at, (e + align - 1) / align * align);
+    for (size_t b = 0;; ++b) {
+      std::vector<std::pair<size_t, size_t>> busy;  // [begin, end) of live placed slots
+      for (size_t j : placed) {
+        const Slot& o = slots[j];
+        if (o.block == b && o.first <= s.last && s.first <= o.last) {
+          busy.emplace_back(o.offset, o.offset + o.bytes);
+        }
+      }
+      std::sort(busy.begin(), busy.end());
+      size_t at = 0;
+      for (const auto& [begin, end] : busy) {
+        if (at + s.bytes <= begin) break;
+        at = std::max(at, (end + align - 1) / align * align);
+      }
+      if (at + s.bytes > max_block) continue;  // a later (or new) block
+      if (b == blocks.size()) blocks.push_back(0);
+      s.block = b;
+      s.offset = at;
+      blocks[b] = std::max(blocks[b], at + s.bytes);
+      break;
     }
-    s.offset = at;
-    total = std::max(total, at + s.bytes);
     placed.push_back(i);
   }
-  return total;
+  return blocks;
 }
 
 class Group final : public ops::DeviceGroup {
@@ -107,6 +124,7 @@ class Group final : public ops::DeviceGroup {
   std::vector<NodeRun> nodes_;
   std::vector<int> input_slot_;   // per group input: slot, kNone when not read on the device
   std::vector<int> output_slot_;  // per group output
+  std::vector<size_t> blocks_;    // bytes of each device buffer of a run slot
   size_t device_bytes_ = 0;
 };
 
@@ -198,7 +216,9 @@ Result<std::unique_ptr<ops::DeviceGroup>> Group::compile(const ops::DeviceGroupS
       s.last = n;
     }
   }
-  group->device_bytes_ = plan_offsets(group->slots_, dev->base_align);
+  FRAME_ASSIGN_OR_RETURN(group->blocks_,
+                         plan_offsets(group->slots_, dev->base_align, dev->max_alloc));
+  for (size_t b : group->blocks_) group->device_bytes_ += b;
   return std::unique_ptr<ops::DeviceGroup>(std::move(group));
 }
 
@@ -207,8 +227,15 @@ Status Group::setup(RunSlot& rs) const {
   rs.queue = ClQueue(clCreateCommandQueue(dev_->context, dev_->id, 0, &e));
   if (e != CL_SUCCESS)
     return internal_error("intel_gpu: clCreateCommandQueue: {}", cl_error_name(e));
-  FRAME_ASSIGN_OR_RETURN(
-      rs.buffer, make_buffer(*dev_, device_bytes_, CL_MEM_READ_WRITE, "device group memory"));
+  rs.buffers.clear();
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    FRAME_ASSIGN_OR_RETURN(
+        ClMem m, make_buffer(*dev_, blocks_[b], CL_MEM_READ_WRITE,
+                             fmt::format("device group memory (buffer {} of {}, "
+                                         "first node '{}')",
+                                         b + 1, blocks_.size(), nodes_[0].ctx.node_name)));
+    rs.buffers.push_back(std::move(m));
+  }
   rs.sub.clear();
   for (const Slot& s : slots_) {
     if (s.bytes == 0) {
@@ -216,8 +243,8 @@ Status Group::setup(RunSlot& rs) const {
       continue;
     }
     cl_buffer_region region{s.offset, s.bytes};
-    cl_mem m = clCreateSubBuffer(rs.buffer.get(), CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION,
-                                 &region, &e);
+    cl_mem m = clCreateSubBuffer(rs.buffers[s.block].get(), CL_MEM_READ_WRITE,
+                                 CL_BUFFER_CREATE_TYPE_REGION, &region, &e);
     if (e != CL_SUCCESS) {
       return internal_error("intel_gpu: sub-buffer of value '{}' ({} bytes at {}): {}", s.name,
                             s.bytes, s.offset, cl_error_name(e));

@@ -98,6 +98,12 @@ Probe probe_devices() {
           align_bits >= 8) {
         d.base_align = std::max<size_t>(align_bits / 8, 16);
       }
+      cl_ulong max_alloc = 0;
+      if (clGetDeviceInfo(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof(max_alloc), &max_alloc,
+                          nullptr) == CL_SUCCESS &&
+          max_alloc > 0 && max_alloc < SIZE_MAX) {
+        d.max_alloc = static_cast<size_t>(max_alloc);
+      }
       d.identity = fmt::format("{} | {} | {} | {}", d.platform_name,
                                platform_string(pl, CL_PLATFORM_VERSION), d.device_name,
                                device_string(id, CL_DRIVER_VERSION));
@@ -167,7 +173,11 @@ std::string cache_dir() {
   return dir == nullptr ? std::string() : std::string(dir);
 }
 
-// File layout: u64 key length, key, program binary.
+// File layout: u64 key length, key, u64 binary length, u64 FNV-1a of the binary, binary. The
+// length and hash catch a truncated or damaged file before the driver sees it (PoCL aborts on a
+// truncated binary). The format tag in the key keeps files of an older layout from matching.
+constexpr std::string_view kCacheFormat = "frame clbin 2\n";
+
 std::filesystem::path cache_file(const std::string& dir, const std::string& key) {
   return std::filesystem::path(dir) / fmt::format("{:016x}.clbin", fnv1a(key));
 }
@@ -182,9 +192,18 @@ cl_program load_cached(const Device& d, const std::string& key, const std::strin
   if (!in.read(reinterpret_cast<char*>(&n), sizeof(n)) || n != key.size()) return nullptr;
   std::string stored(key.size(), '\0');
   if (!in.read(stored.data(), static_cast<std::streamsize>(n)) || stored != key) return nullptr;
+  uint64_t bin_size = 0;
+  uint64_t bin_hash = 0;
+  if (!in.read(reinterpret_cast<char*>(&bin_size), sizeof(bin_size)) ||
+      !in.read(reinterpret_cast<char*>(&bin_hash), sizeof(bin_hash))) {
+    return nullptr;
+  }
   const std::vector<unsigned char> bin((std::istreambuf_iterator<char>(in)),
                                        std::istreambuf_iterator<char>());
-  if (bin.empty()) return nullptr;
+  if (bin.empty() || bin.size() != bin_size ||
+      fnv1a(std::string_view(reinterpret_cast<const char*>(bin.data()), bin.size())) != bin_hash) {
+    return nullptr;  // truncated or damaged: rebuilt from source and rewritten
+  }
   const unsigned char* ptr = bin.data();
   const size_t size = bin.size();
   cl_int status = CL_SUCCESS;
@@ -221,11 +240,16 @@ void store_cached(const Device& d, const std::string& key, cl_program prog) {
   {
     std::ofstream out(tmp, std::ios::binary);
     const uint64_t n = key.size();
+    const uint64_t bin_size = size;
+    const uint64_t bin_hash =
+        fnv1a(std::string_view(reinterpret_cast<const char*>(bin.data()), bin.size()));
     out.write(reinterpret_cast<const char*>(&n), sizeof(n));
     out.write(key.data(), static_cast<std::streamsize>(key.size()));
+    out.write(reinterpret_cast<const char*>(&bin_size), sizeof(bin_size));
+    out.write(reinterpret_cast<const char*>(&bin_hash), sizeof(bin_hash));
     out.write(reinterpret_cast<const char*>(bin.data()), static_cast<std::streamsize>(size));
+    out.close();  // flushes: a full disk shows here, not after the rename
     if (!out) {
-      out.close();
       std::filesystem::remove(tmp, ec);
       return;
     }
@@ -238,7 +262,7 @@ Result<cl_program> cached_program(const Device& d, const std::string& source,
                                   std::string_view options) {
   ProgramCache& c = cache();
   std::lock_guard lock(c.mu);  // also serializes builds: each source is built once
-  std::string key = fmt::format("{}\n{}\n{}", d.identity, options, source);
+  std::string key = fmt::format("{}{}\n{}\n{}", kCacheFormat, d.identity, options, source);
   if (auto it = c.programs.find(key); it != c.programs.end()) return it->second;
   const std::string opts(options);
   if (cl_program prog = load_cached(d, key, opts); prog != nullptr) {

@@ -11,6 +11,7 @@
 #include <CL/cl.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -42,6 +43,9 @@ struct Device {
   bool fp64 = false;      ///< cl_khr_fp64: double precision kernels can be built
   /// CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: the alignment of a sub-buffer's origin.
   size_t base_align = 128;
+  /// CL_DEVICE_MAX_MEM_ALLOC_SIZE in bytes: the largest single buffer. Kernels decline values
+  /// above it; a device group spreads its values over buffers of at most this size.
+  size_t max_alloc = SIZE_MAX;
   /// Platform, device and driver versions: program binaries on disk are reused only by the
   /// same identity.
   std::string identity;

@@ -268,19 +268,22 @@ Result<std::string> fused_source(const NodeContext& ctx, const ClType& t, const 
         "inline T f{}({}) {{\n  const T p0 = {};\n  const T p1 = {};\n  return (T)({});\n}}\n",
         fn_index, args, cl_literal(p[0], t.fp64), cl_literal(p[1], t.fp64), op->formula->expr);
     const std::string result = fmt::format("v{}", fn_index);
-    std::string call;
-    if (op->arity == kVariadic) {  // left fold of the binary step, as the cpu kernel does
-      call = var[static_cast<size_t>(n.inputs[0])];
+    if (op->arity == kVariadic) {
+      // Left fold of the binary step, as the cpu kernel does, one statement per input: a
+      // nested call per input exceeds the compiler's bracket nesting limit (256 in clang)
+      // for a few hundred inputs.
+      code += fmt::format("  T {} = {};\n", result, var[static_cast<size_t>(n.inputs[0])]);
       for (size_t k = 1; k < n.inputs.size(); ++k) {
-        call = fmt::format("f{}({}, {})", fn_index, call, var[static_cast<size_t>(n.inputs[k])]);
+        code += fmt::format("  {0} = f{1}({0}, {2});\n", result, fn_index,
+                            var[static_cast<size_t>(n.inputs[k])]);
       }
-      if (op->mean) call = fmt::format("({}) / (T){}", call, n.inputs.size());
+      if (op->mean) code += fmt::format("  {0} = {0} / (T){1};\n", result, n.inputs.size());
     } else {
-      call = fmt::format("f{}({}", fn_index, var[static_cast<size_t>(n.inputs[0])]);
+      std::string call = fmt::format("f{}({}", fn_index, var[static_cast<size_t>(n.inputs[0])]);
       if (op->arity == 2) call += ", " + var[static_cast<size_t>(n.inputs[1])];
       call += ")";
+      code += fmt::format("  const T {} = {};\n", result, cl_round(t, call));
     }
-    code += fmt::format("  const T {} = {};\n", result, cl_round(t, call));
     var[static_cast<size_t>(n.outputs[0])] = result;
     ++fn_index;
   }

@@ -6,6 +6,10 @@
 
 #include <algorithm>
 #include <climits>
+#include <string_view>
+#include <vector>
+
+#include "frame/ops/op_schema.h"
 
 namespace frame::backends::intel_gpu {
 
@@ -45,10 +49,34 @@ std::string where(const ops::NodeContext& ctx) {
 }
 
 Status device_ready(const ops::NodeContext& ctx) {
-  if (selected_device() == nullptr) return unimplemented("{}", unavailable_reason());
-  for (const ir::TensorType& in : ctx.input_types) {
-    if (numel_of(in.shape) > INT_MAX) {
-      return unimplemented("inputs of more than 2^31 - 1 elements (32-bit indices)");
+  const Device* dev = selected_device();
+  if (dev == nullptr) return unimplemented("{}", unavailable_reason());
+  auto check = [&](const ir::TensorType& t, std::string_view what, size_t k) -> Status {
+    const int64_t n = numel_of(t.shape);
+    if (n > INT_MAX) {
+      return unimplemented("{} {} has {} elements, more than 2^31 - 1 (32-bit indices)", what, k,
+                           n);
+    }
+    const size_t bytes = n > 0 ? static_cast<size_t>(n) * dtype_size(t.dtype) : 0;
+    if (bytes > dev->max_alloc) {
+      return unimplemented(
+          "{} {} has {} bytes, more than the device's largest buffer "
+          "(CL_DEVICE_MAX_MEM_ALLOC_SIZE {})",
+          what, k, bytes, dev->max_alloc);
+    }
+    return Status();
+  };
+  for (size_t k = 0; k < ctx.input_types.size(); ++k) {
+    if (ctx.has_input(k)) FRAME_RETURN_IF_ERROR(check(ctx.input_types[k], "input", k));
+  }
+  // Outputs too: expand, tile, pad or concat make large outputs from small inputs. A shape
+  // function that fails here fails again, with its message, at prepare.
+  if (ctx.schema != nullptr) {
+    Result<std::vector<ir::TensorType>> outs = ctx.schema->infer(ctx);
+    if (outs.is_ok()) {
+      for (size_t k = 0; k < outs->size(); ++k) {
+        FRAME_RETURN_IF_ERROR(check((*outs)[k], "output", k));
+      }
     }
   }
   return Status();

@@ -100,8 +100,8 @@ Result<Shape> broadcast_shapes(const ops::NodeContext& ctx);
 /// already prefixes accepts() reasons with the backend name).
 std::string where(const ops::NodeContext& ctx);
 
-/// Why the node cannot run on intel_gpu beyond its dtype set (no device, more than 2^31 - 1
-/// elements), or OK.
+/// Why the node cannot run on intel_gpu beyond its dtype set (no device, an input or output of
+/// more than 2^31 - 1 elements or of more bytes than the device's largest buffer), or OK.
 Status device_ready(const ops::NodeContext& ctx);
 
 /// The float spelling of the node (input 0's dtype, shared by every input), or why not:
