@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <limits>
 #include <mutex>
 
 #include "frame/ops/op_registry.h"
@@ -33,6 +34,26 @@ Tensor scalar_of(DTypeCode d, double v) {
     }
   });
   return t;
+}
+
+// scalar_of for an attribute's value: an integer input dtype must hold it (a float attribute
+// of a model is not trusted; the cast of an out-of-range or NaN value is undefined).
+Result<Tensor> attr_scalar(NodeImporter& n, DTypeCode d, double v, std::string_view attr) {
+  Status fits;
+  (void)dispatch_dtype(d, [&]<typename T>() {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      // [-2^digits, 2^digits) for signed T, [0, 2^digits) for unsigned: exact doubles.
+      const double hi = std::ldexp(1.0, std::numeric_limits<T>::digits);
+      const double lo = std::is_signed_v<T> ? -hi : 0.0;
+      if (!(v >= lo && v < hi)) {
+        fits =
+            n.error("attribute '{}' = {} does not fit the input dtype {} (range {} to {})", attr, v,
+                    dtype_name(d), std::numeric_limits<T>::lowest(), std::numeric_limits<T>::max());
+      }
+    }
+  });
+  FRAME_RETURN_IF_ERROR(fits);
+  return scalar_of(d, v);
 }
 
 template <typename T>
@@ -104,8 +125,12 @@ Status convert_clip_v6(NodeImporter& n, std::string_view op) {
   FRAME_RETURN_IF_ERROR(expect_type(n, 0));
   const DTypeCode d = n.input_type(0)->dtype;
   std::vector<ValueId> in = {n.input(0), ir::kNoValue, ir::kNoValue};
-  if (auto v = n.take_attr("min")) in[1] = n.constant(scalar_of(d, std::get<double>(*v)), "min");
-  if (auto v = n.take_attr("max")) in[2] = n.constant(scalar_of(d, std::get<double>(*v)), "max");
+  for (const auto& [k, name] : {std::pair{1, "min"}, std::pair{2, "max"}}) {
+    if (auto v = n.take_attr(name)) {
+      FRAME_ASSIGN_OR_RETURN(Tensor t, attr_scalar(n, d, std::get<double>(*v), name));
+      in[static_cast<size_t>(k)] = n.constant(std::move(t), name);
+    }
+  }
   return n.emit(op, in, n.attrs());
 }
 
@@ -150,7 +175,9 @@ Status convert_pad_v2(NodeImporter& n, std::string_view op) {
   const char* key = n.has_attr("paddings") ? "paddings" : "pads";
   FRAME_RETURN_IF_ERROR(ints_attr_to_input(n, key, 1, in, true));
   if (auto v = n.take_attr("value")) {
-    in.push_back(n.constant(scalar_of(n.input_type(0)->dtype, std::get<double>(*v)), "value"));
+    FRAME_ASSIGN_OR_RETURN(Tensor t,
+                           attr_scalar(n, n.input_type(0)->dtype, std::get<double>(*v), "value"));
+    in.push_back(n.constant(std::move(t), "value"));
   }
   return n.emit(op, in, n.attrs());
 }
@@ -305,7 +332,8 @@ Status convert_thresholded_relu(NodeImporter& n, std::string_view) {
   const DTypeCode d = n.input_type(0)->dtype;
   double alpha = 1.0;
   if (const auto* v = get<double>(n.attrs(), "alpha")) alpha = *v;
-  const ValueId a = n.constant(scalar_of(d, alpha), "alpha");
+  FRAME_ASSIGN_OR_RETURN(Tensor at, attr_scalar(n, d, alpha, "alpha"));
+  const ValueId a = n.constant(std::move(at), "alpha");
   const ValueId zero = n.constant(scalar_of(d, 0.0), "zero");
   FRAME_ASSIGN_OR_RETURN(auto gt, n.emit_tmp("greater", {n.input(0), a}, {}));
   return n.emit("where", {gt[0], n.input(0), zero}, {});
@@ -320,9 +348,12 @@ Status convert_shrink(NodeImporter& n, std::string_view) {
   if (const auto* v = get<double>(n.attrs(), "lambd")) lambd = *v;
   if (const auto* v = get<double>(n.attrs(), "bias")) bias = *v;
   const ValueId x = n.input(0);
-  const ValueId pl = n.constant(scalar_of(d, lambd), "lambd");
-  const ValueId nl = n.constant(scalar_of(d, -lambd), "neg_lambd");
-  const ValueId b = n.constant(scalar_of(d, bias), "bias");
+  FRAME_ASSIGN_OR_RETURN(Tensor lt, attr_scalar(n, d, lambd, "lambd"));
+  FRAME_ASSIGN_OR_RETURN(Tensor nlt, attr_scalar(n, d, -lambd, "lambd"));
+  FRAME_ASSIGN_OR_RETURN(Tensor bt, attr_scalar(n, d, bias, "bias"));
+  const ValueId pl = n.constant(std::move(lt), "lambd");
+  const ValueId nl = n.constant(std::move(nlt), "neg_lambd");
+  const ValueId b = n.constant(std::move(bt), "bias");
   const ValueId zero = n.constant(scalar_of(d, 0.0), "zero");
   FRAME_ASSIGN_OR_RETURN(auto lo, n.emit_tmp("less", {x, nl}, {}));
   FRAME_ASSIGN_OR_RETURN(auto hi, n.emit_tmp("greater", {x, pl}, {}));
