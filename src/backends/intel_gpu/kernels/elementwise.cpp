@@ -208,6 +208,7 @@ Result<std::shared_ptr<void>> clip_prepare(const NodeContext& ctx) {
 // intermediate to the storage type (cl_round), as the cpu fused kernel's per-node kernels
 // store them: the per-op rounding contract of the cpu backend.
 constexpr DTypeSet kFusedTypes = kClTypes;
+constexpr DTypeSet kNarrowTypes{DTypeCode::kFloat16, DTypeCode::kBFloat16};
 // Fused groups whose inputs all have the output's size read and write these 4 at a time.
 constexpr DTypeSet kVec4Types{DTypeCode::kFloat32};
 
@@ -227,7 +228,8 @@ Result<std::string> fused_source(const NodeContext& ctx, const ClType& t, const 
   if (!kFusedTypes.contains(t.dtype)) {
     return unimplemented("fused groups are generated for float dtypes only");
   }
-  const bool narrow = t.dtype == DTypeCode::kFloat16 || t.dtype == DTypeCode::kBFloat16;
+  // f16/bf16: computed in float, rounded per op (a prepare-time choice of generated code).
+  const bool narrow = kNarrowTypes.contains(t.dtype);
   std::string fns;
   std::string code;
   std::vector<std::string> var(body.num_values());
