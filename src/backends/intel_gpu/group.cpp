@@ -168,10 +168,14 @@ Result<std::unique_ptr<ops::DeviceGroup>> Group::compile(const ops::DeviceGroupS
     r.ctx = ops::make_node_context(g, node, schema);
     FRAME_RETURN_IF_ERROR(k->supports(r.ctx));
     if (k->fn != run_launch || k->prepare == nullptr || node.outputs.size() != 1) {
-      return internal_error(
-          "node '{}' ({}): kernel {}@intel_gpu does not follow the launch "
-          "convention (kernels/launch.h)",
-          node.name, node.op, node.op);
+      // A kernel registered under intel_gpu (a plugin's, say) must build a Launch in its
+      // prepare step and run through run_launch, with one output, to join a device group
+      // (docs/backends/intel-gpu.md, "Host and device memory").
+      return unimplemented(
+          "node '{}' ({}): kernel {}@intel_gpu (registered at {}:{}) does not follow the launch "
+          "convention of intel_gpu kernels (a prepare step building a Launch, run_launch, one "
+          "output), so it cannot run in a device group",
+          node.name, node.op, node.op, k->file, k->line);
     }
     FRAME_ASSIGN_OR_RETURN(r.state, k->prepare(r.ctx));
     r.launch = static_cast<Launch*>(r.state.get());
@@ -262,8 +266,10 @@ Status Group::setup(RunSlot& rs) const {
     }
     e = clEnqueueWriteBuffer(rs.queue.get(), rs.sub[i].get(), CL_FALSE, 0, s.bytes, t->raw_data(),
                              0, nullptr, nullptr);
-    if (e != CL_SUCCESS)
+    if (e != CL_SUCCESS) {
+      clFinish(rs.queue.get());
       return internal_error("intel_gpu: uploading a constant: {}", cl_error_name(e));
+    }
   }
   e = clFinish(rs.queue.get());
   if (e != CL_SUCCESS)
@@ -283,12 +289,14 @@ Status Group::run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
     const Slot& slot = slots_[static_cast<size_t>(s)];
     if (slot.bytes == 0) continue;
     if (!inputs[k].defined() || inputs[k].nbytes() != slot.bytes) {
+      clFinish(q);  // earlier copies may still read the caller's memory
       return internal_error("intel_gpu: device group input {} has {} bytes, compiled for {}", k,
                             inputs[k].defined() ? inputs[k].nbytes() : 0, slot.bytes);
     }
     const cl_int e = clEnqueueWriteBuffer(q, rs.sub[static_cast<size_t>(s)].get(), CL_FALSE, 0,
                                           slot.bytes, inputs[k].raw_data(), 0, nullptr, nullptr);
     if (e != CL_SUCCESS) {
+      clFinish(q);
       return internal_error("intel_gpu: copying input {} to the device: {}", k, cl_error_name(e));
     }
   }
