@@ -50,6 +50,13 @@ inline ushort frame_bf16_store(float f) {
   return s;
 }
 
+std::string_view cl_storage_type(size_t elem_bytes) {
+  return elem_bytes == 1   ? "uchar"
+         : elem_bytes == 2 ? "ushort"
+         : elem_bytes == 4 ? "uint"
+                           : "ulong";
+}
+
 std::string cl_round(const ClType& t, std::string_view value) {
   if (t.dtype == DTypeCode::kFloat16) return fmt::format("frame_f16_round((float)({}))", value);
   if (t.dtype == DTypeCode::kBFloat16) {

@@ -5,6 +5,7 @@
 /// (`compute_t`): f16 and bf16 compute in float and are rounded to nearest even after every op
 /// (per-op rounding), f64 computes in double and needs the device's cl_khr_fp64.
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -43,6 +44,10 @@ std::string cl_store(const ClType& t, std::string_view ptr, std::string_view idx
 /// even), i.e. the value a kernel writing it and another reading it would see: the per-op
 /// rounding of f16/bf16 intermediates inside a fused body. Identity for f32 and f64.
 std::string cl_round(const ClType& t, std::string_view value);
+
+/// The OpenCL C type holding one element of `elem_bytes` (1, 2, 4 or 8) bytes: kernels that
+/// only move elements use it, so one program per element size serves every dtype.
+std::string_view cl_storage_type(size_t elem_bytes);
 
 /// Build options: division and sqrt correctly rounded (as on the host); unsuffixed literals
 /// single precision when T is float.

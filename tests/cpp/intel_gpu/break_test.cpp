@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cpp/intel_gpu/intel_gpu_test_util.h"
 #include "frame/runtime/backend.h"
 #include "frame/runtime/compile.h"
 
@@ -25,19 +26,7 @@
 namespace frame::runtime {
 namespace {
 
-#define REQUIRE_INTEL_GPU()                                                                 \
-  do {                                                                                      \
-    const Backend* b = find_backend("intel_gpu");                                           \
-    if (b == nullptr) GTEST_SKIP() << "intel_gpu is not in this build (no OpenCL headers)"; \
-    if (!b->unavailable_reason().empty()) GTEST_SKIP() << b->unavailable_reason();          \
-  } while (0)
-
-CompileOptions gpu_options() {
-  CompileOptions o;
-  o.backends = {"intel_gpu", "cpu"};
-  o.use_cache = false;
-  return o;
-}
+using test::gpu_options;
 
 const Placement* placement_of(const Executable& exe, const std::string& node) {
   for (const Placement& p : exe.report().placements) {

@@ -12,17 +12,11 @@
 #include <vector>
 
 #include "common/op_runner.h"
+#include "cpp/intel_gpu/intel_gpu_test_util.h"
 #include "frame/runtime/backend.h"
 
 namespace frame::test {
 namespace {
-
-#define REQUIRE_INTEL_GPU()                                                                 \
-  do {                                                                                      \
-    const runtime::Backend* b = runtime::find_backend("intel_gpu");                         \
-    if (b == nullptr) GTEST_SKIP() << "intel_gpu is not in this build (no OpenCL headers)"; \
-    if (!b->unavailable_reason().empty()) GTEST_SKIP() << b->unavailable_reason();          \
-  } while (0)
 
 // ONNX TensorProto.DataType of the cast targets used here.
 constexpr int64_t kOnnxF16 = 10, kOnnxF32 = 1, kOnnxI8 = 3, kOnnxU8 = 2, kOnnxI32 = 6, kOnnxI64 = 7,

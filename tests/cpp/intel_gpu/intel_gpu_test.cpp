@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "cpp/intel_gpu/intel_gpu_test_util.h"
 #include "frame/ops/elementwise.h"
 #include "frame/ops/kernel_registry.h"
 #include "frame/runtime/backend.h"
@@ -25,14 +26,7 @@
 namespace frame::runtime {
 namespace {
 
-// Skips when the backend is not built or no OpenCL device exists (CI installs PoCL, so there
-// every test runs).
-#define REQUIRE_INTEL_GPU()                                                                 \
-  do {                                                                                      \
-    const Backend* b = find_backend("intel_gpu");                                           \
-    if (b == nullptr) GTEST_SKIP() << "intel_gpu is not in this build (no OpenCL headers)"; \
-    if (!b->unavailable_reason().empty()) GTEST_SKIP() << b->unavailable_reason();          \
-  } while (0)
+using test::gpu_options;
 
 // Every list entry accepting a float dtype has a kernel for all its float dtypes (a formula
 // missing from ew_formulas.cpp leaves the op without one).
@@ -97,13 +91,6 @@ TensorMap chain_inputs() {
   return {{"x", Tensor::from_vector<float>({2, 3}, kX)},
           {"w", Tensor::from_vector<float>({3}, kW)},
           {"b", Tensor::from_vector<float>({3}, kB)}};
-}
-
-CompileOptions gpu_options() {
-  CompileOptions o;
-  o.backends = {"intel_gpu", "cpu"};
-  o.use_cache = false;
-  return o;
 }
 
 TEST(IntelGpu, FusedGroupRunsAsOneGeneratedKernel) {

@@ -13,18 +13,12 @@
 #include <utility>
 #include <vector>
 
+#include "cpp/intel_gpu/intel_gpu_test_util.h"
 #include "frame/runtime/backend.h"
 #include "frame/runtime/compile.h"
 
 namespace frame::runtime {
 namespace {
-
-#define REQUIRE_INTEL_GPU()                                                                 \
-  do {                                                                                      \
-    const Backend* b = find_backend("intel_gpu");                                           \
-    if (b == nullptr) GTEST_SKIP() << "intel_gpu is not in this build (no OpenCL headers)"; \
-    if (!b->unavailable_reason().empty()) GTEST_SKIP() << b->unavailable_reason();          \
-  } while (0)
 
 // Deterministic values in [-1, 1).
 std::vector<float> values(size_t n, uint32_t seed) {

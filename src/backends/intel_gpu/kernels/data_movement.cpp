@@ -30,14 +30,6 @@ namespace {
 
 using ops::NodeContext;
 
-// OpenCL C type holding one element of `elem_bytes` bytes (element copies only).
-std::string_view storage_type(size_t elem_bytes) {
-  return elem_bytes == 1   ? "uchar"
-         : elem_bytes == 2 ? "ushort"
-         : elem_bytes == 4 ? "uint"
-                           : "ulong";
-}
-
 // Output 0's shape from the op's shape function (the same code the cpu path runs).
 Result<Shape> inferred_shape(const NodeContext& ctx) {
   const ops::OpSchema* schema =
@@ -85,7 +77,7 @@ Result<std::shared_ptr<void>> identity_prepare(const NodeContext& ctx) {
       fmt::format("__kernel void frame_identity(__global const {0}* in0, __global {0}* out, const "
                   "int rank, __global const int* meta) {{\n"
                   "  const int i = (int)get_global_id(0);\n  out[i] = in0[i];\n}}\n",
-                  storage_type(e)),
+                  cl_storage_type(e)),
       "frame_identity");
   spec.out_shape = ctx.input_types[0].shape;
   spec.raw_meta.emplace();
@@ -102,7 +94,7 @@ Result<std::shared_ptr<void>> view_launch(const NodeContext& ctx, Shape dims,
       ctx,
       fmt::format("__kernel void frame_view(__global const {0}* in0, __global {0}* out, const int "
                   "rank, __global const int* meta) {{\n{1}  out[i] = in0[idx0];\n}}\n",
-                  storage_type(e), index_code(1)),
+                  cl_storage_type(e), index_code(1)),
       "frame_view");
   spec.out_shape = std::move(dims);
   spec.num_inputs = 1;
@@ -180,7 +172,7 @@ Result<std::shared_ptr<void>> space_to_depth_prepare(const NodeContext& ctx) {
 std::string concat_source(size_t elem_bytes, size_t n) {
   std::string s = "__kernel void frame_concat(";
   for (size_t k = 0; k < n; ++k) {
-    s += fmt::format("__global const {}* in{}, ", storage_type(elem_bytes), k);
+    s += fmt::format("__global const {}* in{}, ", cl_storage_type(elem_bytes), k);
   }
   s += fmt::format(
       "__global {}* out, const int rank, __global const int* m) {{\n"
@@ -188,7 +180,7 @@ std::string concat_source(size_t elem_bytes, size_t n) {
       "  const int inner = m[0], len = m[1];\n"
       "  const int j = i % inner, a = (i / inner) % len, o = i / inner / len;\n"
       "  __global const int* st = m + 2;\n",
-      storage_type(elem_bytes));
+      cl_storage_type(elem_bytes));
   for (size_t k = 0; k < n; ++k) {
     s += fmt::format(
         "  {0}if (a < st[{2}]) out[i] = in{1}[(o * (st[{2}] - st[{1}]) + a - st[{1}]) * inner + "
@@ -256,7 +248,7 @@ Result<std::shared_ptr<void>> gather_prepare(const NodeContext& ctx) {
                   "  const int n = m[0], inner = m[1], dim = m[2 + n];\n"
                   "  const int j = (i / inner) % n, o = i / inner / n;\n"
                   "  out[i] = in0[(o * dim + m[2 + j]) * inner + i % inner];\n}}\n",
-                  storage_type(e)),
+                  cl_storage_type(e)),
       "frame_gather");
   meta.push_back(dim);  // after the indices: m[2 + n]
   spec.out_shape = std::move(out);
@@ -303,7 +295,7 @@ __kernel void frame_pad(__global const {0}* in0, __global const {0}* in1, __glob
   out[i] = in0[off];
 }}
 )",
-      storage_type(elem_bytes), has_value ? "in2[0]" : "0");
+      cl_storage_type(elem_bytes), has_value ? "in2[0]" : "0");
 }
 
 int pad_mode_code(ops::dm::PadMode m) {
@@ -390,7 +382,7 @@ Result<std::shared_ptr<void>> trilu_prepare(const NodeContext& ctx) {
                   "  const int j = i % m, row = (i / m) % n;\n"
                   "  const long cut = clamp((long)row + meta[3] + (upper ? 0 : 1), 0L, (long)m);\n"
                   "  out[i] = ((long)j < cut) == (upper != 0) ? ({0})0 : in0[i];\n}}\n",
-                  storage_type(e)),
+                  cl_storage_type(e)),
       "frame_trilu");
   spec.out_shape = in;
   spec.num_inputs = 1;
@@ -411,7 +403,7 @@ Result<std::shared_ptr<void>> where_prepare(const NodeContext& ctx) {
       "__kernel void frame_where(__global const uchar* in0, __global const {0}* in1, __global "
       "const {0}* in2, __global {0}* out, const int rank, __global const int* meta) {{\n{1}"
       "  out[i] = in0[idx0] ? in1[idx1] : in2[idx2];\n}}\n",
-      storage_type(e), index_code(3));
+      cl_storage_type(e), index_code(3));
   spec.name = "frame_where";
   spec.out_shape = std::move(out);
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));

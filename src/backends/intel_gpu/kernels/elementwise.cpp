@@ -68,22 +68,7 @@ std::string library_source(const ClType& t) {
   return s;
 }
 
-// A launch over float inputs of type `t`, one work-item per output element.
-LaunchSpec float_spec(const ClType& t, std::string source, std::string name, Shape out_shape,
-                      bool bool_out) {
-  LaunchSpec spec;
-  spec.source = std::move(source);
-  spec.options = cl_build_options(t);
-  spec.name = std::move(name);
-  spec.out_shape = std::move(out_shape);
-  spec.in_elem_bytes = dtype_size(t.dtype);
-  spec.out_elem_bytes = bool_out ? 1 : spec.in_elem_bytes;
-  return spec;
-}
-
 // ---- list ops ----
-
-Status ew_accepts(const NodeContext& ctx) { return runnable_type(ctx).status(); }
 
 Result<std::shared_ptr<void>> ew_prepare(const NodeContext& ctx) {
   Result<const ClType*> t = runnable_type(ctx);
@@ -99,8 +84,7 @@ Result<std::shared_ptr<void>> ew_prepare(const NodeContext& ctx) {
   const std::array<double, 2> p = op->params(ctx, op->formula->string_true);
   const auto at = static_cast<cl_uint>(op->arity) + 3;
   for (cl_uint k = 0; k < 2; ++k) {
-    FRAME_RETURN_IF_ERROR((*t)->fp64 ? set_arg(l->kernel.get(), at + k, p[k])
-                                     : set_arg(l->kernel.get(), at + k, static_cast<float>(p[k])));
+    FRAME_RETURN_IF_ERROR(set_t_arg(*l, **t, at + k, p[k]));
   }
   return std::shared_ptr<void>(std::move(l));
 }
@@ -377,7 +361,7 @@ Result<std::shared_ptr<void>> fused_prepare(const NodeContext& ctx) {
     def.backend = std::string(kBackendName);
     def.fn = run_launch;
     def.prepare = variadic ? variadic_prepare : ew_prepare;
-    def.accepts = ew_accepts;
+    def.accepts = float_accepts;
     def.dtypes = kernel_types;
     def.file = __FILE__;
     def.line = __LINE__;

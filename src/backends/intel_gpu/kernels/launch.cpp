@@ -96,6 +96,25 @@ Result<const ClType*> runnable_type(const ops::NodeContext& ctx) {
   return t;
 }
 
+LaunchSpec float_spec(const ClType& t, std::string source, std::string name, Shape out_shape,
+                      bool bool_out) {
+  LaunchSpec spec;
+  spec.source = std::move(source);
+  spec.options = cl_build_options(t);
+  spec.name = std::move(name);
+  spec.out_shape = std::move(out_shape);
+  spec.in_elem_bytes = dtype_size(t.dtype);
+  spec.out_elem_bytes = bool_out ? 1 : spec.in_elem_bytes;
+  return spec;
+}
+
+Status float_accepts(const ops::NodeContext& ctx) { return runnable_type(ctx).status(); }
+
+Status set_t_arg(const Launch& l, const ClType& t, cl_uint index, double v) {
+  return t.fp64 ? set_arg(l.kernel.get(), index, v)
+                : set_arg(l.kernel.get(), index, static_cast<float>(v));
+}
+
 Result<std::shared_ptr<Launch>> make_launch(const ops::NodeContext& ctx, const LaunchSpec& spec) {
   const Device* dev = selected_device();
   if (dev == nullptr) return ctx.error("intel_gpu: {}", unavailable_reason());

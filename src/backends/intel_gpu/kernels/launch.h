@@ -108,6 +108,17 @@ Status device_ready(const ops::NodeContext& ctx);
 /// device_ready, no fp64 on the device, mixed dtypes.
 Result<const ClType*> runnable_type(const ops::NodeContext& ctx);
 
+/// A launch of a kernel over inputs of the float type `t`, one work-item per output element:
+/// build options of `t`, element sizes of `t` (the output's 1 byte with `bool_out`).
+LaunchSpec float_spec(const ClType& t, std::string source, std::string name, Shape out_shape,
+                      bool bool_out = false);
+
+/// `accepts` of the float kernels: runnable_type's answer (device, fp64, one dtype).
+Status float_accepts(const ops::NodeContext& ctx);
+
+/// Sets the kernel argument `index` of type T (`t.compute`: float or double) to `v`.
+Status set_t_arg(const Launch& l, const ClType& t, cl_uint index, double v);
+
 /// Builds the kernel (through the program cache), the buffers and `meta`, and sets the
 /// first arguments. Errors name the node.
 Result<std::shared_ptr<Launch>> make_launch(const ops::NodeContext& ctx, const LaunchSpec& spec);

@@ -25,10 +25,7 @@ using ops::NodeContext;
 // Element copies only: the type is the element's size, so one program per size serves
 // every dtype.
 std::string transpose_source(size_t elem_bytes) {
-  const char* e = elem_bytes == 1   ? "uchar"
-                  : elem_bytes == 2 ? "ushort"
-                  : elem_bytes == 4 ? "uint"
-                                    : "ulong";
+  const std::string_view e = cl_storage_type(elem_bytes);
   return fmt::format(
       "__kernel void frame_transpose(__global const {0}* in0, __global {0}* out, const int rank,"
       " __global const int* meta) {{\n{1}  out[i] = in0[idx0];\n}}\n",
@@ -107,21 +104,13 @@ Result<std::shared_ptr<void>> softmax_prepare(const NodeContext& ctx) {
       inner *= v;
     }
   }
-  LaunchSpec spec;
-  spec.source = softmax_source(**t, kLog);
-  spec.options = cl_build_options(**t);
-  spec.name = "frame_softmax";
-  spec.out_shape = in;
-  spec.in_elem_bytes = dtype_size((*t)->dtype);
-  spec.out_elem_bytes = spec.in_elem_bytes;
+  LaunchSpec spec = float_spec(**t, softmax_source(**t, kLog), "frame_softmax", in);
   spec.work_items = static_cast<size_t>(outer * inner);
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));
   FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), 4, static_cast<cl_int>(n)));
   FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), 5, static_cast<cl_int>(inner)));
   return std::shared_ptr<void>(std::move(l));
 }
-
-Status softmax_accepts(const NodeContext& ctx) { return runnable_type(ctx).status(); }
 
 }  // namespace
 
@@ -131,11 +120,11 @@ FRAME_REGISTER_KERNEL(transpose, "intel_gpu", run_launch)
     .dtypes(kAllDTypes);
 FRAME_REGISTER_KERNEL(softmax, "intel_gpu", run_launch)
     .prepare(softmax_prepare<false>)
-    .accepts(softmax_accepts)
+    .accepts(float_accepts)
     .dtypes(kClTypes);
 FRAME_REGISTER_KERNEL(log_softmax, "intel_gpu", run_launch)
     .prepare(softmax_prepare<true>)
-    .accepts(softmax_accepts)
+    .accepts(float_accepts)
     .dtypes(kClTypes);
 
 }  // namespace frame::backends::intel_gpu

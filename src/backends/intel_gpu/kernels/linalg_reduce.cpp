@@ -26,19 +26,6 @@ namespace {
 
 using ops::NodeContext;
 
-LaunchSpec float_launch(const ClType& t, std::string source, std::string name, Shape out_shape) {
-  LaunchSpec spec;
-  spec.source = std::move(source);
-  spec.options = cl_build_options(t);
-  spec.name = std::move(name);
-  spec.out_shape = std::move(out_shape);
-  spec.in_elem_bytes = dtype_size(t.dtype);
-  spec.out_elem_bytes = spec.in_elem_bytes;
-  return spec;
-}
-
-Status float_accepts(const NodeContext& ctx) { return runnable_type(ctx).status(); }
-
 // ---- matmul ----
 
 // meta: M, N, K, nb, batch dims[nb], a batch strides[nb], b batch strides[nb] (elements).
@@ -120,13 +107,13 @@ Result<std::shared_ptr<void>> matmul_prepare(const NodeContext& ctx) {
   for (const auto* v : {&batch, &as, &bs}) meta.insert(meta.end(), v->begin(), v->end());
   // Tiled unless a vector product (one row or column: a tile would idle 31 of 32 rows).
   if (m > 1 && n > 1) {
-    LaunchSpec spec = float_launch(**t, tiled_matmul_source(**t), "frame_matmul_tiled", out);
+    LaunchSpec spec = float_spec(**t, tiled_matmul_source(**t), "frame_matmul_tiled", out);
     spec.raw_meta = meta;
     set_tiled_geometry(spec, m, n, numel_of(batch));
     FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));
     if (tiled_fits(*l)) return std::shared_ptr<void>(std::move(l));
   }
-  LaunchSpec spec = float_launch(**t, matmul_source(**t), "frame_matmul", out);
+  LaunchSpec spec = float_spec(**t, matmul_source(**t), "frame_matmul", out);
   spec.raw_meta = std::move(meta);
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));
   return std::shared_ptr<void>(std::move(l));
@@ -231,7 +218,7 @@ Result<std::shared_ptr<void>> reduce_prepare(const NodeContext& ctx) {
       out_numel *= in[d];
     }
   }
-  LaunchSpec spec = float_launch(**t, reduce_source(**t, *r), "frame_reduce", Shape{out_numel});
+  LaunchSpec spec = float_spec(**t, reduce_source(**t, *r), "frame_reduce", Shape{out_numel});
   spec.num_inputs = 1;
   spec.raw_meta = std::vector<int64_t>{static_cast<int64_t>(kd.size())};
   spec.raw_meta->insert(spec.raw_meta->end(), kd.begin(), kd.end());
@@ -248,10 +235,7 @@ Result<std::shared_ptr<void>> reduce_prepare(const NodeContext& ctx) {
 
 // meta: r, out dims[r], input strides * steps[r], start offset.
 std::string slice_source(size_t elem_bytes) {
-  const char* e = elem_bytes == 1   ? "uchar"
-                  : elem_bytes == 2 ? "ushort"
-                  : elem_bytes == 4 ? "uint"
-                                    : "ulong";
+  const std::string_view e = cl_storage_type(elem_bytes);
   return fmt::format(
       "__kernel void frame_slice(__global const {0}* in0, __global {0}* out, const int rank, "
       "__global const int* m) {{\n"

@@ -80,19 +80,6 @@ inline bool frame_tap(__global const int* w, int p, int t, int* off) {
 }
 )";
 
-LaunchSpec float_launch(const ClType& t, std::string source, std::string name, Shape out_shape) {
-  LaunchSpec spec;
-  spec.source = std::move(source);
-  spec.options = cl_build_options(t);
-  spec.name = std::move(name);
-  spec.out_shape = std::move(out_shape);
-  spec.in_elem_bytes = dtype_size(t.dtype);
-  spec.out_elem_bytes = spec.in_elem_bytes;
-  return spec;
-}
-
-Status float_accepts(const NodeContext& ctx) { return runnable_type(ctx).status(); }
-
 // ---- conv ----
 
 std::string conv_source(const ClType& t, bool has_bias) {
@@ -251,7 +238,7 @@ Result<std::shared_ptr<void>> conv_prepare(const NodeContext& ctx) {
                   g.out[d] == g.in[d];
     }
     LaunchSpec spec =
-        float_launch(**t, tiled_conv_source(**t, has_bias, pointwise), "frame_conv_tiled", out);
+        float_spec(**t, tiled_conv_source(**t, has_bias, pointwise), "frame_conv_tiled", out);
     spec.raw_meta = tiled_conv_meta(x, wt, group, g);
     if (!has_bias) spec.num_inputs = 2;
     spec.input_slots = 3;
@@ -260,9 +247,9 @@ Result<std::shared_ptr<void>> conv_prepare(const NodeContext& ctx) {
     if (tiled_fits(*l)) return std::shared_ptr<void>(std::move(l));
   }
   const bool planar = g.rank == 1 || g.rank == 2;
-  LaunchSpec spec =
-      planar ? float_launch(**t, direct_conv2d_source(**t, has_bias), "frame_conv2d", out)
-             : float_launch(**t, conv_source(**t, has_bias), "frame_conv", out);
+  LaunchSpec spec = planar
+                        ? float_spec(**t, direct_conv2d_source(**t, has_bias), "frame_conv2d", out)
+                        : float_spec(**t, conv_source(**t, has_bias), "frame_conv", out);
   if (planar) {
     spec.raw_meta = tiled_conv_meta(x, wt, group, g);
   } else {
@@ -315,7 +302,7 @@ Result<std::shared_ptr<void>> max_pool_prepare(const NodeContext& ctx) {
       ops::nn::resolve_window(ctx, std::span(x.data() + 2, x.size() - 2), *ks, WindowKind::kPool));
   Shape out = {x[0], x[1]};
   out.insert(out.end(), g.out.begin(), g.out.end());
-  LaunchSpec spec = float_launch(**t, max_pool_source(**t), "frame_max_pool", out);
+  LaunchSpec spec = float_spec(**t, max_pool_source(**t), "frame_max_pool", out);
   spec.raw_meta.emplace();
   append_window(g, *spec.raw_meta);
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));
@@ -357,7 +344,7 @@ Result<std::shared_ptr<void>> global_pool_prepare(const NodeContext& ctx) {
   Shape out(x.size(), 1);
   out[0] = x[0];
   out[1] = x[1];
-  LaunchSpec spec = float_launch(**t, global_pool_source<kMax>(**t), "frame_global_pool", out);
+  LaunchSpec spec = float_spec(**t, global_pool_source<kMax>(**t), "frame_global_pool", out);
   spec.raw_meta = std::vector<int64_t>{planes == 0 ? 0 : numel_of(x) / planes};
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));
   return std::shared_ptr<void>(std::move(l));
@@ -432,7 +419,7 @@ Result<std::shared_ptr<void>> gemm_prepare(const NodeContext& ctx) {
   // Tiled unless a vector product (one row or column: a tile would idle 31 of 32 rows).
   if (m > 1 && n > 1) {
     LaunchSpec spec =
-        float_launch(**t, tiled_gemm_op_source(**t, has_c), "frame_gemm_tiled", Shape{m, n});
+        float_spec(**t, tiled_gemm_op_source(**t, has_c), "frame_gemm_tiled", Shape{m, n});
     spec.raw_meta =
         std::vector<int64_t>{m, n, k, ta ? 1 : k, ta ? m : 1, tb ? 1 : n, tb ? k : 1, c_rs, c_cs};
     if (!has_c) spec.num_inputs = 2;
@@ -442,7 +429,7 @@ Result<std::shared_ptr<void>> gemm_prepare(const NodeContext& ctx) {
     if (!tiled_fits(*l)) l.reset();
   }
   if (!l) {
-    LaunchSpec spec = float_launch(**t, gemm_source(**t, has_c), "frame_gemm", Shape{m, n});
+    LaunchSpec spec = float_spec(**t, gemm_source(**t, has_c), "frame_gemm", Shape{m, n});
     spec.raw_meta = std::vector<int64_t>{m, n, k, ta ? 1 : 0, tb ? 1 : 0, c_rs, c_cs};
     if (!has_c) spec.num_inputs = 2;
     spec.input_slots = 3;  // the kernel declares in2 (read only with C)
@@ -451,13 +438,8 @@ Result<std::shared_ptr<void>> gemm_prepare(const NodeContext& ctx) {
   const cl_uint next = 6;  // in0, in1, in2, out, rank, meta, then alpha, beta
   const double alpha = ctx.attr_or<double>("alpha", 1.0);
   const double beta = ctx.attr_or<double>("beta", 1.0);
-  if ((*t)->fp64) {
-    FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), next, alpha));
-    FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), next + 1, beta));
-  } else {
-    FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), next, static_cast<float>(alpha)));
-    FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), next + 1, static_cast<float>(beta)));
-  }
+  FRAME_RETURN_IF_ERROR(set_t_arg(*l, **t, next, alpha));
+  FRAME_RETURN_IF_ERROR(set_t_arg(*l, **t, next + 1, beta));
   return std::shared_ptr<void>(std::move(l));
 }
 
@@ -494,22 +476,18 @@ Result<std::shared_ptr<void>> batch_norm_prepare(const NodeContext& ctx) {
   const Shape& x = ctx.input_types[0].shape;
   if (x.size() < 2) return ctx.error("input rank {} < 2", x.size());
   const int64_t planes = x[0] * x[1];
-  LaunchSpec spec = float_launch(**t, batch_norm_source(**t), "frame_batch_norm", x);
+  LaunchSpec spec = float_spec(**t, batch_norm_source(**t), "frame_batch_norm", x);
   spec.raw_meta = std::vector<int64_t>{x[1], planes == 0 ? 1 : numel_of(x) / planes};
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));
   const double eps = ctx.attr_or<double>("epsilon", 1e-5);
-  FRAME_RETURN_IF_ERROR((*t)->fp64 ? set_arg(l->kernel.get(), 8, eps)
-                                   : set_arg(l->kernel.get(), 8, static_cast<float>(eps)));
+  FRAME_RETURN_IF_ERROR(set_t_arg(*l, **t, 8, eps));
   return std::shared_ptr<void>(std::move(l));
 }
 
 // ---- reshape, flatten, squeeze, unsqueeze: element copies of input 0 ----
 
 std::string copy_source(size_t elem_bytes) {
-  const char* e = elem_bytes == 1   ? "uchar"
-                  : elem_bytes == 2 ? "ushort"
-                  : elem_bytes == 4 ? "uint"
-                                    : "ulong";
+  const std::string_view e = cl_storage_type(elem_bytes);
   return fmt::format(
       "__kernel void frame_copy(__global const {0}* in0, __global {0}* out, const int rank, "
       "__global const int* meta) {{\n  const int i = (int)get_global_id(0);\n  out[i] = "

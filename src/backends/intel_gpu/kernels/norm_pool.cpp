@@ -42,23 +42,6 @@ Result<const ClType*> float_type(const NodeContext& ctx) {
   return t;
 }
 
-LaunchSpec float_launch(const ClType& t, std::string source, std::string name, Shape out_shape) {
-  LaunchSpec spec;
-  spec.source = std::move(source);
-  spec.options = cl_build_options(t);
-  spec.name = std::move(name);
-  spec.out_shape = std::move(out_shape);
-  spec.in_elem_bytes = dtype_size(t.dtype);
-  spec.out_elem_bytes = spec.in_elem_bytes;
-  return spec;
-}
-
-// Sets the T-typed kernel argument `index` (float or double).
-Status set_t_arg(const Launch& l, const ClType& t, cl_uint index, double v) {
-  return t.fp64 ? set_arg(l.kernel.get(), index, v)
-                : set_arg(l.kernel.get(), index, static_cast<float>(v));
-}
-
 // Mean and population variance of row `base`, stride 1, `n` elements, into `mean`, `var`.
 std::string moments_code(const ClType& t) {
   const std::string x = cl_load(t, "in0", "base + j");
@@ -137,7 +120,7 @@ Result<std::shared_ptr<void>> layer_norm_prepare(const NodeContext& ctx) {
   const std::span<const int64_t> norm(x.data() + axis, x.size() - static_cast<size_t>(axis));
   const int64_t n = numel_of(norm);
   const bool has_bias = ctx.has_input(2);
-  LaunchSpec spec = float_launch(t, layer_norm_source(t, has_bias), "frame_layer_norm", x);
+  LaunchSpec spec = float_spec(t, layer_norm_source(t, has_bias), "frame_layer_norm", x);
   spec.work_items = static_cast<size_t>(n == 0 ? 0 : numel_of(x) / n);
   spec.raw_meta = std::vector<int64_t>{n, static_cast<int64_t>(norm.size())};
   spec.raw_meta->insert(spec.raw_meta->end(), norm.begin(), norm.end());
@@ -185,7 +168,7 @@ Result<std::shared_ptr<void>> instance_norm_prepare(const NodeContext& ctx) {
   const Shape& x = ctx.input_types[0].shape;
   if (x.size() < 2) return ctx.error("input rank {} < 2", x.size());
   const int64_t planes = x[0] * x[1];
-  LaunchSpec spec = float_launch(**t, instance_norm_source(**t), "frame_instance_norm", x);
+  LaunchSpec spec = float_spec(**t, instance_norm_source(**t), "frame_instance_norm", x);
   spec.work_items = static_cast<size_t>(planes);
   spec.raw_meta = std::vector<int64_t>{x[1], planes == 0 ? 0 : numel_of(x) / planes};
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));
@@ -259,8 +242,7 @@ Result<std::shared_ptr<void>> average_pool_prepare(const NodeContext& ctx) {
                                                  ops::nn::WindowKind::kPool));
   Shape out = {x[0], x[1]};
   out.insert(out.end(), g.out.begin(), g.out.end());
-  LaunchSpec spec =
-      float_launch(**t, average_pool_source(**t), "frame_average_pool", std::move(out));
+  LaunchSpec spec = float_spec(**t, average_pool_source(**t), "frame_average_pool", std::move(out));
   spec.raw_meta =
       std::vector<int64_t>{ctx.attr_or<int64_t>("count_include_pad", 0) != 0 ? 1 : 0, g.rank};
   for (const auto* v :
