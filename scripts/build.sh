@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs dependencies (scripts/bootstrap.sh), configures and builds frame into ./build.
-# Usage: scripts/build.sh [--main] [extra cmake args]. BUILD_DIR overrides the build directory.
+# Usage: scripts/build.sh [--main] [extra cmake args]. BUILD_DIR overrides the build directory;
+# FRAME_BOOTSTRAPPED=1 skips the bootstrap (scripts/test.sh runs and times it as its own stage).
 #   --main  the main job only: installs what it needs and builds the `frame` binary (no tests,
 #           no Python package); without it, everything (library, CLI, tests, Python, examples).
 set -euo pipefail
@@ -13,7 +14,7 @@ if [ "${1:-}" = "--main" ]; then
     -DFRAME_BUILD_TESTS=OFF -DFRAME_BUILD_PYTHON=OFF "$@"
   cmake --build "$BUILD_DIR" -j "$(nproc)" --target frame_cli
 else
-  scripts/bootstrap.sh
+  if [ "${FRAME_BOOTSTRAPPED:-0}" != 1 ]; then scripts/bootstrap.sh; fi
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFRAME_WERROR=ON \
     -DFRAME_BUILD_TESTS=ON -DFRAME_BUILD_PYTHON=ON "$@"
   cmake --build "$BUILD_DIR" -j "$(nproc)"

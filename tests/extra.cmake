@@ -20,10 +20,8 @@ if(TARGET frame_ops_tests)
   add_dependencies(frame_ops_tests frame_op_db)
   # Compiled-in default; the FRAME_OP_DB_DIR environment variable overrides it at run time.
   target_compile_definitions(frame_ops_tests PRIVATE FRAME_OP_DB_DIR="${FRAME_OP_DB_DIR}")
-  # The whole op database in one process, so the op x backend support matrix is printed once
-  # in the test log and written to <build>/op_db_support_matrix.md.
-  add_test(NAME op_db_support_matrix COMMAND frame_ops_tests --gtest_filter=OpDb.*
-           WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+  # ctest runs the database as one entry per family and backend (OpDb.<family>@<backend>);
+  # op_db_support_matrix sums their results up (cmake/frame_gtest_list.cmake).
 endif()
 
 # Session test models (tests/session/gen_session_models.py, ADR 0006): a small BERT-style

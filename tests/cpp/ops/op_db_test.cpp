@@ -1,14 +1,15 @@
-// The op database harness (ggml test-backend-ops style): one gtest per
-// manifest case and backend. "OpDb.<op>/<case>" (e.g. OpDb.add/broadcast_f32) runs schema
-// check, shape inference and the cpu kernel, then compares with the independent reference
-// under the BUILD-011 tolerance of the output dtype (or the case's documented override).
-// "OpDb.<op>/<case>@<backend>" does the same with the kernel of every other backend that
-// registers one for the op (e.g. OpDb.max_pool/2d_pad_f32@onednn), placed strictly on that
-// backend and compared with the same reference under the BUILD-011 cross-backend tolerance
-// class (or the case's override where looser). A case the backend's
-// kernel declines (KernelDef::supports) is skipped for that backend only; the op x backend
-// support matrix (passed / declined / failed) is printed once after a run of two or more cases
-// and written to <build>/op_db_support_matrix.md (ctest: the op_db_support_matrix test).
+// The op database harness (ggml test-backend-ops style): one gtest per manifest case and
+// backend, "OpDb.<family>/<op>/<case>@<backend>" (e.g. OpDb.elementwise/add/broadcast_f32@cpu).
+// On cpu it runs schema check, shape inference and the cpu kernel, then compares with the
+// independent reference under the BUILD-011 tolerance of the output dtype (or the case's
+// documented override); on every other backend that registers a kernel for the op (e.g.
+// OpDb.nn/max_pool/2d_pad_f32@onednn) it does the same with that kernel, placed strictly on
+// that backend, under the BUILD-011 cross-backend tolerance class (or the case's override
+// where looser). A case the backend's kernel declines (KernelDef::supports) is skipped for
+// that backend only, with the reason. ctest runs one entry per family and backend
+// (`OpDb.elementwise@onednn`, cmake/frame_gtest_list.cmake); its op_db_support_matrix entry
+// writes the op x backend matrix (passed / declined / failed) to
+// <build>/op_db_support_matrix.md from those entries' results.
 // The manifest comes from tests/ops/gen_op_db.py (built by the frame_op_db target); the
 // FRAME_OP_DB_DIR environment variable overrides the compiled-in directory, and
 // FRAME_OP_DB_BACKENDS (comma-separated) limits the non-cpu backends tested.
@@ -16,17 +17,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdlib>
 #include <fstream>
-#include <iostream>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -75,80 +71,10 @@ Result<ir::AttrValue> load_attr(const std::string& dir, const std::string& name,
   return invalid_argument("attribute '{}' has unknown manifest type '{}'", name, type);
 }
 
-// Op x backend outcome counts of the cases that ran: passed, declined, failed.
-class SupportMatrix {
- public:
-  enum Outcome { kPassed, kDeclined, kFailed };
-  static SupportMatrix& global() {
-    static SupportMatrix* m = new SupportMatrix();
-    return *m;
-  }
-  void record(const std::string& op, const std::string& backend, Outcome o) {
-    std::lock_guard lock(mu_);
-    backends_.emplace(backend);
-    ++counts_[op][backend][o];
-  }
-  // Markdown table, one row per op, one column per backend; "" when fewer than two cases ran
-  // (ctest runs each discovered test in its own process: no per-test matrices).
-  std::string to_markdown() const {
-    std::lock_guard lock(mu_);
-    int total = 0;
-    for (const auto& [op, per_backend] : counts_) {
-      for (const auto& [b, c] : per_backend) total += c[kPassed] + c[kDeclined] + c[kFailed];
-    }
-    if (total < 2) return "";
-    std::ostringstream out;
-    out << "# Op database support matrix (passed / declined / failed cases)\n\n| op |";
-    for (const std::string& b : backends_) out << " " << b << " |";
-    out << "\n|---|";
-    for (size_t i = 0; i < backends_.size(); ++i) out << "---|";
-    out << "\n";
-    for (const auto& [op, per_backend] : counts_) {
-      out << "| " << op << " |";
-      for (const std::string& b : backends_) {
-        auto it = per_backend.find(b);
-        if (it == per_backend.end()) {
-          out << " - |";
-          continue;
-        }
-        const auto& c = it->second;
-        out << " " << c[kPassed] << " / " << c[kDeclined] << " / " << c[kFailed] << " |";
-      }
-      out << "\n";
-    }
-    return out.str();
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::set<std::string> backends_;
-  std::map<std::string, std::map<std::string, std::array<int, 3>>> counts_;
-};
-
-// Prints the support matrix once after all tests and writes it under the build dir.
-class SupportMatrixReport : public ::testing::Environment {
- public:
-  void TearDown() override {
-    const std::string md = SupportMatrix::global().to_markdown();
-    if (md.empty()) return;
-    std::cout << "\n" << md << std::flush;
-#ifdef FRAME_BINARY_DIR
-    std::ofstream(std::string(FRAME_BINARY_DIR) + "/op_db_support_matrix.md") << md;
-#endif
-  }
-};
-
 class OpDbTest : public ::testing::Test {
  public:
   OpDbTest(std::shared_ptr<const json> c, std::string dir, std::string backend)
       : case_(std::move(c)), dir_(std::move(dir)), backend_(std::move(backend)) {}
-
-  void TearDown() override {
-    const SupportMatrix::Outcome o = IsSkipped()    ? SupportMatrix::kDeclined
-                                     : HasFailure() ? SupportMatrix::kFailed
-                                                    : SupportMatrix::kPassed;
-    SupportMatrix::global().record(case_->at("op").get<std::string>(), backend_, o);
-  }
 
   void TestBody() override {
     const json& c = *case_;
@@ -326,7 +252,6 @@ std::vector<std::string> cross_backends() {
     register_broken(dir + "/manifest.json is not valid JSON: " + e.what());
     return false;
   }
-  ::testing::AddGlobalTestEnvironment(new SupportMatrixReport());
   const std::vector<std::string> others = cross_backends();
   auto whole = std::make_shared<const json>(manifest);
   for (const std::string& b : others) {
@@ -337,14 +262,17 @@ std::vector<std::string> cross_backends() {
   }
   for (const json& c : manifest.at("cases")) {
     auto shared = std::make_shared<const json>(c);
-    const std::string name = sanitize(c.at("id").get<std::string>());
+    // OpDb.<family>/<op>/<case>@<backend>: ctest runs one entry per family and backend
+    // (cmake/frame_gtest_list.cmake), `--gtest_filter='OpDb.*/add/*@cpu'` one op.
+    const std::string name =
+        sanitize(c.at("family").get<std::string>() + "/" + c.at("id").get<std::string>());
     const std::string op = c.at("op").get<std::string>();
     std::vector<std::string> backends{"cpu"};
     for (const std::string& b : others) {
       if (ops::KernelRegistry::global().find(op, b) != nullptr) backends.push_back(b);
     }
     for (const std::string& b : backends) {
-      const std::string test = b == "cpu" ? name : name + "@" + b;
+      const std::string test = name + "@" + b;
       ::testing::RegisterTest(
           "OpDb", test.c_str(), nullptr, nullptr, __FILE__, __LINE__,
           [shared, dir, b]() -> OpDbTest* { return new OpDbTest(shared, dir, b); });
