@@ -31,30 +31,6 @@ using ops::NodeContext;
 // included (docs/backends/onednn.md). false selects the plain-layout conv.
 constexpr bool kBlockedActivations = true;
 
-// A reorder primitive with a user scratchpad (so the prepared state holds no mutable memory).
-struct Reorder {
-  dnnl::primitive prim;
-  memory::desc scratch;
-  bool active = false;
-};
-
-Reorder make_reorder(const memory::desc& from, const memory::desc& to) {
-  Reorder r;
-  dnnl::reorder::primitive_desc pd(engine(), from, engine(), to, default_attr());
-  r.prim = dnnl::reorder(pd);
-  r.scratch = pd.scratchpad_desc();
-  r.active = true;
-  return r;
-}
-
-Status run_reorder(const NodeContext& node, const Reorder& r, const memory& from,
-                   const memory& to) {
-  const memory scratch = scratchpad(r.scratch);
-  const ExecArg args[] = {
-      {DNNL_ARG_FROM, &from}, {DNNL_ARG_TO, &to}, {DNNL_ARG_SCRATCHPAD, &scratch}};
-  return execute(node, r.prim, args);
-}
-
 class ConvPrimitive final : public LinearPrimitive {
  public:
   dnnl::primitive prim;
