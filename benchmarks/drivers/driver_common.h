@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -126,6 +127,18 @@ inline void print_result(const std::string& engine, const std::string& version, 
       engine.c_str(), version.c_str(), load_ms, compile_ms, runs.c_str(), max_rss_kib(),
       extra.empty() ? "" : ", ", extra.c_str());
   std::fflush(stdout);
+}
+
+/// A driver's main(): parses argv and returns `run(args)`; an exception (a bad command line, a
+/// failed load or run) is printed as "`name`: what" on stderr and exits 1.
+template <typename Run>
+int driver_main(const char* name, int argc, char** argv, Run run) {
+  try {
+    return run(parse_args(argc, argv));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    return 1;
+  }
 }
 
 }  // namespace bench

@@ -111,11 +111,4 @@ int run(const bench::DriverArgs& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(bench::parse_args(argc, argv));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "frame_driver: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return bench::driver_main("frame_driver", argc, argv, run); }

@@ -210,11 +210,4 @@ int run(const bench::DriverArgs& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(bench::parse_args(argc, argv));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ort_driver: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return bench::driver_main("ort_driver", argc, argv, run); }
