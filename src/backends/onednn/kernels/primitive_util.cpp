@@ -74,6 +74,14 @@ Status run_reorder(const ops::NodeContext& node, const Reorder& r, const dnnl::m
   return execute(node, r.prim, args);
 }
 
+Result<dnnl::memory> in_layout(const ops::NodeContext& node, const Reorder& r, BufferSlot slot,
+                               const dnnl::memory::desc& md, const dnnl::memory& user) {
+  if (!r.active) return user;
+  const dnnl::memory buf = thread_buffer(slot, md);
+  FRAME_RETURN_IF_ERROR(run_reorder(node, r, user, buf));
+  return buf;
+}
+
 dnnl::memory::dims padded(const Shape& s, size_t rank) {
   dnnl::memory::dims d(rank - std::min(rank, s.size()), 1);
   d.insert(d.end(), s.begin(), s.end());

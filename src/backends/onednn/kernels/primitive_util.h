@@ -44,6 +44,11 @@ Reorder make_reorder(const dnnl::memory::desc& from, const dnnl::memory::desc& t
 Status run_reorder(const ops::NodeContext& node, const Reorder& r, const dnnl::memory& from,
                    const dnnl::memory& to);
 
+/// `user` as the primitive reads it: `user` itself, or (with `r` active) `user` reordered into
+/// the thread's `slot` buffer of layout `md`. Errors: as run_reorder.
+Result<dnnl::memory> in_layout(const ops::NodeContext& node, const Reorder& r, BufferSlot slot,
+                               const dnnl::memory::desc& md, const dnnl::memory& user);
+
 /// `s` with leading 1s up to `rank` dims (oneDNN wants equal ranks); `s` unchanged when it
 /// has `rank` dims or more.
 dnnl::memory::dims padded(const Shape& s, size_t rank);

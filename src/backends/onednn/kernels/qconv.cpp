@@ -64,14 +64,13 @@ class QConvPrimitive final : public LinearPrimitive {
     const NodeContext& node = *ctx.node;
     try {
       int32_t zps[2] = {zero_point(ctx, ix.xzp), zero_point(ctx, ix.yzp)};
-      const memory x_user = wrap(src_user, ctx.input(static_cast<size_t>(ix.x)));
-      const memory src = src_reorder.active ? thread_buffer(BufferSlot::kSrc, src_md) : x_user;
-      if (src_reorder.active) FRAME_RETURN_IF_ERROR(run_reorder(node, src_reorder, x_user, src));
+      FRAME_ASSIGN_OR_RETURN(const memory src,
+                             in_layout(node, src_reorder, BufferSlot::kSrc, src_md,
+                                       wrap(src_user, ctx.input(static_cast<size_t>(ix.x)))));
       memory w = w_packed;
       if (!weights_packed) {
-        const memory w_in = wrap(w_user, ctx.input(static_cast<size_t>(ix.w)));
-        w = w_reorder.active ? thread_buffer(BufferSlot::kWeights, w_md) : w_in;
-        if (w_reorder.active) FRAME_RETURN_IF_ERROR(run_reorder(node, w_reorder, w_in, w));
+        FRAME_ASSIGN_OR_RETURN(w, in_layout(node, w_reorder, BufferSlot::kWeights, w_md,
+                                            wrap(w_user, ctx.input(static_cast<size_t>(ix.w)))));
       }
       const memory y_user = wrap(dst_user, ctx.output(0));
       const memory dst = dst_reorder.active ? thread_buffer(BufferSlot::kDst, dst_md) : y_user;
