@@ -96,6 +96,20 @@ inline double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+/// Runs `run_once` args.warmup times untimed, then args.runs times; returns each timed run's
+/// milliseconds.
+template <typename F>
+std::vector<double> timed_runs(const DriverArgs& args, F&& run_once) {
+  for (int i = 0; i < args.warmup; ++i) run_once();
+  std::vector<double> run_ms;
+  for (int i = 0; i < args.runs; ++i) {
+    auto t = std::chrono::steady_clock::now();
+    run_once();
+    run_ms.push_back(ms_since(t));
+  }
+  return run_ms;
+}
+
 /// Peak resident set size of this process so far, in KiB: VmHWM of /proc/self/status.
 /// Not getrusage's ru_maxrss: Linux keeps that across fork + exec, so a driver started by a
 /// large parent (compare.py with torch loaded) would report the parent's peak.
