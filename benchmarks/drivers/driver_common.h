@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -95,6 +96,20 @@ inline double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+/// Runs `run_once` args.warmup times untimed, then args.runs times; returns each timed run's
+/// milliseconds.
+template <typename F>
+std::vector<double> timed_runs(const DriverArgs& args, F&& run_once) {
+  for (int i = 0; i < args.warmup; ++i) run_once();
+  std::vector<double> run_ms;
+  for (int i = 0; i < args.runs; ++i) {
+    auto t = std::chrono::steady_clock::now();
+    run_once();
+    run_ms.push_back(ms_since(t));
+  }
+  return run_ms;
+}
+
 /// Peak resident set size of this process so far, in KiB: VmHWM of /proc/self/status.
 /// Not getrusage's ru_maxrss: Linux keeps that across fork + exec, so a driver started by a
 /// large parent (compare.py with torch loaded) would report the parent's peak.
@@ -126,6 +141,18 @@ inline void print_result(const std::string& engine, const std::string& version, 
       engine.c_str(), version.c_str(), load_ms, compile_ms, runs.c_str(), max_rss_kib(),
       extra.empty() ? "" : ", ", extra.c_str());
   std::fflush(stdout);
+}
+
+/// A driver's main(): parses argv and returns `run(args)`; an exception (a bad command line, a
+/// failed load or run) is printed as "`name`: what" on stderr and exits 1.
+template <typename Run>
+int driver_main(const char* name, int argc, char** argv, Run run) {
+  try {
+    return run(parse_args(argc, argv));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    return 1;
+  }
 }
 
 }  // namespace bench

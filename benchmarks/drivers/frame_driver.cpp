@@ -73,13 +73,7 @@ int run(const bench::DriverArgs& args) {
     frame::Status st = bench::run_reusing(exe, inputs, outputs);
     if (!st.is_ok()) throw std::runtime_error("run: " + st.message());
   };
-  for (int i = 0; i < args.warmup; ++i) run_once();
-  std::vector<double> run_ms;
-  for (int i = 0; i < args.runs; ++i) {
-    auto t = std::chrono::steady_clock::now();
-    run_once();
-    run_ms.push_back(bench::ms_since(t));
-  }
+  const std::vector<double> run_ms = bench::timed_runs(args, run_once);
   if (!args.save_dir.empty()) {
     for (const auto& [name, t] : outputs) {
       frame::Status st = frame::write_npy(args.save_dir + "/" + name + ".npy", t);
@@ -111,11 +105,4 @@ int run(const bench::DriverArgs& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(bench::parse_args(argc, argv));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "frame_driver: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return bench::driver_main("frame_driver", argc, argv, run); }

@@ -184,13 +184,7 @@ int run(const bench::DriverArgs& args) {
                   out_c.size(), out_values.data()),
           "Run");
   };
-  for (int i = 0; i < args.warmup; ++i) run_once();
-  std::vector<double> run_ms;
-  for (int i = 0; i < args.runs; ++i) {
-    auto t = std::chrono::steady_clock::now();
-    run_once();
-    run_ms.push_back(bench::ms_since(t));
-  }
+  const std::vector<double> run_ms = bench::timed_runs(args, run_once);
   if (!args.save_dir.empty()) {
     for (size_t i = 0; i < out_names.size(); ++i) {
       npy_lite::write(args.save_dir + "/" + out_names[i] + ".npy", "<f4", args.outputs[i].second,
@@ -210,11 +204,4 @@ int run(const bench::DriverArgs& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(bench::parse_args(argc, argv));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ort_driver: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return bench::driver_main("ort_driver", argc, argv, run); }

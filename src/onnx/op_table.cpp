@@ -152,12 +152,16 @@ Status convert_dft_v20(NodeImporter& n, std::string_view op) {
   return n.emit(op, in, attrs);
 }
 
-// Split-2/11: `split` attribute -> input.
-Status convert_split_v2(NodeImporter& n, std::string_view op) {
+// An optional ints attribute `kAttr` -> input 1 (Split-2/11 `split`, Squeeze/Unsqueeze-1..12
+// `axes`).
+template <const char* kAttr>
+Status convert_ints_attr_v1(NodeImporter& n, std::string_view op) {
   std::vector<ValueId> in = {n.input(0)};
-  FRAME_RETURN_IF_ERROR(ints_attr_to_input(n, "split", 1, in, false));
+  FRAME_RETURN_IF_ERROR(ints_attr_to_input(n, kAttr, 1, in, false));
   return n.emit(op, in, n.attrs());
 }
+constexpr char kSplitAttr[] = "split";
+constexpr char kAxesAttr[] = "axes";
 
 // Slice-1: starts/ends/axes attributes -> inputs.
 Status convert_slice_v1(NodeImporter& n, std::string_view op) {
@@ -207,13 +211,6 @@ Status convert_upsample(NodeImporter& n, std::string_view op) {
   a["coordinate_transformation_mode"] = std::string("asymmetric");
   a["nearest_mode"] = std::string("floor");
   return n.emit(op, in, a);
-}
-
-// Squeeze/Unsqueeze-1..12: axes attribute -> input.
-Status convert_axes_attr(NodeImporter& n, std::string_view op) {
-  std::vector<ValueId> in = {n.input(0)};
-  FRAME_RETURN_IF_ERROR(ints_attr_to_input(n, "axes", 1, in, false));
-  return n.emit(op, in, n.attrs());
 }
 
 // Dropout-1..11: ratio attribute -> input; is_test (opset < 7) is implied by inference.
@@ -848,7 +845,7 @@ const std::vector<OpRow> kRows = {
     SINCE("Reshape", 5, "reshape"),
     SAME("Transpose", "transpose"),
     SINCE("Concat", 4, "concat"),
-    ROW("Split", 2, 12, "split", convert_split_v2, "split attr -> input"),
+    ROW("Split", 2, 12, "split", convert_ints_attr_v1<kSplitAttr>, "split attr -> input"),
     SINCE("Split", 13, "split"),
     ROW("Slice", 1, 9, "slice", convert_slice_v1, "starts/ends/axes attrs -> inputs"),
     SINCE("Slice", 10, "slice"),
@@ -859,9 +856,9 @@ const std::vector<OpRow> kRows = {
     SINCE("ScatterElements", 11, "scatter_elements"),
     SINCE("ScatterND", 11, "scatter_nd"),
     SINCE("Expand", 8, "expand"),
-    ROW("Squeeze", 1, 12, "squeeze", convert_axes_attr, "axes attr -> input"),
+    ROW("Squeeze", 1, 12, "squeeze", convert_ints_attr_v1<kAxesAttr>, "axes attr -> input"),
     SINCE("Squeeze", 13, "squeeze"),
-    ROW("Unsqueeze", 1, 12, "unsqueeze", convert_axes_attr, "axes attr -> input"),
+    ROW("Unsqueeze", 1, 12, "unsqueeze", convert_ints_attr_v1<kAxesAttr>, "axes attr -> input"),
     SINCE("Unsqueeze", 13, "unsqueeze"),
     SAME("Flatten", "flatten"),
     ROW("Pad", 1, 10, "pad", convert_pad_v2, "pads/value attrs -> inputs"),

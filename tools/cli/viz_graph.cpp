@@ -154,6 +154,18 @@ class Builder {
     d_.nodes.push_back(std::move(n));
     return d_.nodes.back();
   }
+  // Adds the cluster of fused node `id` (name, op and placement); returns its index.
+  int add_cluster(ir::NodeId id) {
+    const ir::Node& n = g_.node(id);
+    const passes::NodePlacement* p = placement(id);
+    DrawnCluster cl;
+    cl.id = fmt::format("cluster_n{}", id);
+    cl.lines = {n.name, p == nullptr ? n.op : fmt::format("{} [{}]", n.op, p->backend)};
+    cl.fill = fill_for(p);
+    describe_placement(p, cl.lines, cl.fallback, cl.tooltip);
+    d_.clusters.push_back(std::move(cl));
+    return static_cast<int>(d_.clusters.size()) - 1;
+  }
   Unit plain(ir::NodeId id);
   Unit fused_elementwise(ir::NodeId id, const ir::Graph& body);
   Unit fused_post_ops(ir::NodeId id, const std::string& base,
@@ -189,14 +201,7 @@ Unit Builder::plain(ir::NodeId id) {
 
 Unit Builder::fused_elementwise(ir::NodeId id, const ir::Graph& body) {
   const ir::Node& n = g_.node(id);
-  const passes::NodePlacement* p = placement(id);
-  const int c = static_cast<int>(d_.clusters.size());
-  DrawnCluster cl;
-  cl.id = fmt::format("cluster_n{}", id);
-  cl.lines = {n.name, p == nullptr ? n.op : fmt::format("{} [{}]", n.op, p->backend)};
-  cl.fill = fill_for(p);
-  describe_placement(p, cl.lines, cl.fallback, cl.tooltip);
-  d_.clusters.push_back(std::move(cl));
+  const int c = add_cluster(id);
   const std::string fill = d_.clusters.back().fill;
 
   // Body input k is the fused node's input k (operator-fusion builds it so).
@@ -241,14 +246,7 @@ Unit Builder::fused_elementwise(ir::NodeId id, const ir::Graph& body) {
 Unit Builder::fused_post_ops(ir::NodeId id, const std::string& base,
                              const std::vector<std::string>& post_ops) {
   const ir::Node& n = g_.node(id);
-  const passes::NodePlacement* p = placement(id);
-  const int c = static_cast<int>(d_.clusters.size());
-  DrawnCluster cl;
-  cl.id = fmt::format("cluster_n{}", id);
-  cl.lines = {n.name, p == nullptr ? n.op : fmt::format("{} [{}]", n.op, p->backend)};
-  cl.fill = fill_for(p);
-  describe_placement(p, cl.lines, cl.fallback, cl.tooltip);
-  d_.clusters.push_back(std::move(cl));
+  const int c = add_cluster(id);
   const std::string fill = d_.clusters.back().fill;
 
   // The base op reads inputs 0..2; the first "add" post-op reads the residual (input 3).

@@ -228,6 +228,14 @@ class OpSchemaBuilder {
   /// Declares output 0 a view of input `input` (OpSchema::view_of_input). Fatal unless
   /// `input` is a declared fixed input and the schema has exactly one output.
   OpSchemaBuilder& view_of_input(int input);
+  /// Applies `add(*this)`: a block of declarations several schemas share (e.g. the window
+  /// attributes of conv and pool) written once, in declaration order. `add` takes an
+  /// OpSchemaBuilder&; its misuse is fatal like the calls it makes.
+  template <typename F>
+  OpSchemaBuilder& with(F&& add) {
+    add(*this);
+    return *this;
+  }
   /// The finished schema (moves out of the builder).
   OpSchema build();
   const std::string& name() const { return schema_.name_; }

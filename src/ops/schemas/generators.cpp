@@ -229,55 +229,61 @@ FRAME_REGISTER_OP(size)
     .output("size", "int64 scalar", kI64)
     .shape_infer(size_infer);
 
+namespace {
+
+// high and low of random_uniform(_like).
+OpSchemaBuilder& uniform_params(OpSchemaBuilder& b) {
+  return b.attr("high", AttrType::kFloat, "upper bound (exclusive)", 1.0)
+      .attr("low", AttrType::kFloat, "lower bound", 0.0);
+}
+
+// mean and scale of random_normal(_like).
+OpSchemaBuilder& normal_params(OpSchemaBuilder& b) {
+  return b.attr("mean", AttrType::kFloat, "mean", 0.0)
+      .attr("scale", AttrType::kFloat, "standard deviation", 1.0);
+}
+
+// Everything but the doc of a random op: the samples output, dtype, the distribution's
+// `params`, seed and side effect. A `like` op takes its shape (and default dtype) from its
+// input, the others from the `shape` attribute (dtype default 1 = float).
+auto random_op(bool like, OpSchemaBuilder& (*params)(OpSchemaBuilder&)) {
+  return [=](OpSchemaBuilder& b) {
+    if (like) b.input("input", "shape (and default dtype) donor", kAllDTypes);
+    b.output("output", "samples", kFloatDTypes);
+    if (like) {
+      b.optional_attr("dtype", AttrType::kInt, "ONNX TensorProto data type");
+    } else {
+      b.attr("dtype", AttrType::kInt, "ONNX TensorProto data type (1 = float)", int64_t{1});
+    }
+    params(b).optional_attr("seed", AttrType::kFloat, "seed of the generator");
+    if (!like) b.required_attr("shape", AttrType::kInts, "output shape");
+    b.traits({OpTrait::kHasSideEffect}).shape_infer(like ? random_like_infer : random_infer);
+  };
+}
+
+}  // namespace
+
 FRAME_REGISTER_OP(random_uniform)
     .doc(
         "ONNX RandomUniform (opset 22): U[low, high) samples; with `seed` a fixed stream per "
         "seed, without it fresh values on every run.")
-    .output("output", "samples", kFloatDTypes)
-    .attr("dtype", AttrType::kInt, "ONNX TensorProto data type (1 = float)", int64_t{1})
-    .attr("high", AttrType::kFloat, "upper bound (exclusive)", 1.0)
-    .attr("low", AttrType::kFloat, "lower bound", 0.0)
-    .optional_attr("seed", AttrType::kFloat, "seed of the generator")
-    .required_attr("shape", AttrType::kInts, "output shape")
-    .traits({OpTrait::kHasSideEffect})
-    .shape_infer(random_infer);
+    .with(random_op(false, uniform_params));
 
 FRAME_REGISTER_OP(random_normal)
     .doc("ONNX RandomNormal (opset 22): N(mean, scale^2) samples; seeding as random_uniform.")
-    .output("output", "samples", kFloatDTypes)
-    .attr("dtype", AttrType::kInt, "ONNX TensorProto data type (1 = float)", int64_t{1})
-    .attr("mean", AttrType::kFloat, "mean", 0.0)
-    .attr("scale", AttrType::kFloat, "standard deviation", 1.0)
-    .optional_attr("seed", AttrType::kFloat, "seed of the generator")
-    .required_attr("shape", AttrType::kInts, "output shape")
-    .traits({OpTrait::kHasSideEffect})
-    .shape_infer(random_infer);
+    .with(random_op(false, normal_params));
 
 FRAME_REGISTER_OP(random_uniform_like)
     .doc(
         "ONNX RandomUniformLike (opset 22): random_uniform with the input's shape (and dtype "
         "unless `dtype` is set).")
-    .input("input", "shape (and default dtype) donor", kAllDTypes)
-    .output("output", "samples", kFloatDTypes)
-    .optional_attr("dtype", AttrType::kInt, "ONNX TensorProto data type")
-    .attr("high", AttrType::kFloat, "upper bound (exclusive)", 1.0)
-    .attr("low", AttrType::kFloat, "lower bound", 0.0)
-    .optional_attr("seed", AttrType::kFloat, "seed of the generator")
-    .traits({OpTrait::kHasSideEffect})
-    .shape_infer(random_like_infer);
+    .with(random_op(true, uniform_params));
 
 FRAME_REGISTER_OP(random_normal_like)
     .doc(
         "ONNX RandomNormalLike (opset 22): random_normal with the input's shape (and dtype "
         "unless `dtype` is set).")
-    .input("input", "shape (and default dtype) donor", kAllDTypes)
-    .output("output", "samples", kFloatDTypes)
-    .optional_attr("dtype", AttrType::kInt, "ONNX TensorProto data type")
-    .attr("mean", AttrType::kFloat, "mean", 0.0)
-    .attr("scale", AttrType::kFloat, "standard deviation", 1.0)
-    .optional_attr("seed", AttrType::kFloat, "seed of the generator")
-    .traits({OpTrait::kHasSideEffect})
-    .shape_infer(random_like_infer);
+    .with(random_op(true, normal_params));
 
 FRAME_REGISTER_OP(bernoulli)
     .doc("ONNX Bernoulli (opset 22): 1 with probability input[i], else 0.")

@@ -73,6 +73,27 @@ Result<std::vector<TensorType>> infer_conv(const NodeContext& ctx) {
   return one_output(ctx.input_types[0].dtype, out);
 }
 
+constexpr const char* kAutoPadDoc = "NOTSET, SAME_UPPER, SAME_LOWER or VALID";
+constexpr const char* kDilationsDoc = "dilation per spatial dim (default 1)";
+
+// X, W (documented by `w_doc`), optional B and Y of conv and conv_transpose.
+auto conv_io(const char* w_doc) {
+  return [w_doc](OpSchemaBuilder& b) {
+    b.input("X", "input [N, C, D1, ..., Dk]", kFloatDTypes, "T")
+        .input("W", w_doc, kFloatDTypes, "T")
+        .optional_input("B", "bias [M]", kFloatDTypes, "T")
+        .output("Y", "output [N, M, O1, ..., Ok]", kFloatDTypes, "T");
+  };
+}
+
+// The window attributes conv and conv_transpose share (each adds its pads and strides).
+OpSchemaBuilder& conv_window_attrs(OpSchemaBuilder& b) {
+  return b.attr("auto_pad", AttrType::kString, kAutoPadDoc, std::string("NOTSET"))
+      .optional_attr("dilations", AttrType::kInts, kDilationsDoc)
+      .attr("group", AttrType::kInt, "number of channel groups", int64_t{1})
+      .optional_attr("kernel_shape", AttrType::kInts, "must match W's spatial dims if given");
+}
+
 FRAME_REGISTER_OP(conv)
     .doc(
         "N-d convolution (cross-correlation) (ONNX Conv opset 22). X: [N, C, D1..Dk], "
@@ -80,15 +101,8 @@ FRAME_REGISTER_OP(conv)
         "[begin..., end...]; auto_pad SAME_UPPER/SAME_LOWER give ceil(D/stride) outputs with "
         "the odd pad at the end/beginning; VALID uses no pad. Computed in float (double for "
         "f64) and rounded once.")
-    .input("X", "input [N, C, D1, ..., Dk]", kFloatDTypes, "T")
-    .input("W", "weights [M, C/group, k1, ..., kk]", kFloatDTypes, "T")
-    .optional_input("B", "bias [M]", kFloatDTypes, "T")
-    .output("Y", "output [N, M, O1, ..., Ok]", kFloatDTypes, "T")
-    .attr("auto_pad", AttrType::kString, "NOTSET, SAME_UPPER, SAME_LOWER or VALID",
-          std::string("NOTSET"))
-    .optional_attr("dilations", AttrType::kInts, "dilation per spatial dim (default 1)")
-    .attr("group", AttrType::kInt, "number of channel groups", int64_t{1})
-    .optional_attr("kernel_shape", AttrType::kInts, "must match W's spatial dims if given")
+    .with(conv_io("weights [M, C/group, k1, ..., kk]"))
+    .with(conv_window_attrs)
     .optional_attr("pads", AttrType::kInts, "[x1_begin, x2_begin, ..., x1_end, ...] (default 0)")
     .optional_attr("strides", AttrType::kInts, "stride per spatial dim (default 1)")
     .shape_infer(infer_conv);
@@ -128,15 +142,8 @@ FRAME_REGISTER_OP(conv_transpose)
         "output_shape (spatial dims, or N and C first) derives the pads: SAME_UPPER puts the "
         "odd pad at the end, otherwise at the beginning; auto_pad SAME_* without output_shape "
         "targets D*stride.")
-    .input("X", "input [N, C, D1, ..., Dk]", kFloatDTypes, "T")
-    .input("W", "weights [C, M/group, k1, ..., kk]", kFloatDTypes, "T")
-    .optional_input("B", "bias [M]", kFloatDTypes, "T")
-    .output("Y", "output [N, M, O1, ..., Ok]", kFloatDTypes, "T")
-    .attr("auto_pad", AttrType::kString, "NOTSET, SAME_UPPER, SAME_LOWER or VALID",
-          std::string("NOTSET"))
-    .optional_attr("dilations", AttrType::kInts, "dilation per spatial dim (default 1)")
-    .attr("group", AttrType::kInt, "number of channel groups", int64_t{1})
-    .optional_attr("kernel_shape", AttrType::kInts, "must match W's spatial dims if given")
+    .with(conv_io("weights [C, M/group, k1, ..., kk]"))
+    .with(conv_window_attrs)
     .optional_attr("output_padding", AttrType::kInts, "extra size at the end of each dim")
     .optional_attr("output_shape", AttrType::kInts, "requested output size (pads derived)")
     .optional_attr("pads", AttrType::kInts, "[x1_begin, ..., x1_end, ...] (default 0)")
@@ -165,18 +172,17 @@ Result<std::vector<TensorType>> infer_pool(const NodeContext& ctx) {
   return types;
 }
 
-#define FRAME_POOL_ATTRS                                                                   \
-  attr("auto_pad", AttrType::kString, "NOTSET, SAME_UPPER, SAME_LOWER or VALID",           \
-       std::string("NOTSET"))                                                              \
-      .attr("ceil_mode", AttrType::kInt,                                                   \
-            "round the output size up (last window must start "                            \
-            "inside the input or begin pad)",                                              \
-            int64_t{0})                                                                    \
-      .optional_attr("dilations", AttrType::kInts, "dilation per spatial dim (default 1)") \
-      .required_attr("kernel_shape", AttrType::kInts, "window size per spatial dim")       \
-      .optional_attr("pads", AttrType::kInts, "[x1_begin, ..., x1_end, ...] (default 0)")  \
-      .optional_attr("strides", AttrType::kInts, "stride per spatial dim (default 1)")     \
-      .shape_infer(infer_pool)
+// The window attributes of max_pool and average_pool.
+OpSchemaBuilder& pool_attrs(OpSchemaBuilder& b) {
+  return b.attr("auto_pad", AttrType::kString, kAutoPadDoc, std::string("NOTSET"))
+      .attr("ceil_mode", AttrType::kInt,
+            "round the output size up (last window must start inside the input or begin pad)",
+            int64_t{0})
+      .optional_attr("dilations", AttrType::kInts, kDilationsDoc)
+      .required_attr("kernel_shape", AttrType::kInts, "window size per spatial dim")
+      .optional_attr("pads", AttrType::kInts, "[x1_begin, ..., x1_end, ...] (default 0)")
+      .optional_attr("strides", AttrType::kInts, "stride per spatial dim (default 1)");
+}
 
 FRAME_REGISTER_OP(max_pool)
     .doc(
@@ -190,7 +196,8 @@ FRAME_REGISTER_OP(max_pool)
     .optional_output("Indices", "flat int64 index of each selected value",
                      DTypeSet{DTypeCode::kInt64})
     .attr("storage_order", AttrType::kInt, "0 = row major, 1 = column major indices", int64_t{0})
-    .FRAME_POOL_ATTRS;
+    .with(pool_attrs)
+    .shape_infer(infer_pool);
 
 FRAME_REGISTER_OP(average_pool)
     .doc(
@@ -201,7 +208,8 @@ FRAME_REGISTER_OP(average_pool)
     .input("X", "input [N, C, D1, ..., Dk]", kFloatDTypes, "T")
     .output("Y", "pooled values", kFloatDTypes, "T")
     .attr("count_include_pad", AttrType::kInt, "count pad taps in the divisor", int64_t{0})
-    .FRAME_POOL_ATTRS;
+    .with(pool_attrs)
+    .shape_infer(infer_pool);
 
 Result<std::vector<TensorType>> infer_global_pool(const NodeContext& ctx) {
   FRAME_RETURN_IF_ERROR(expect_nchw(ctx));

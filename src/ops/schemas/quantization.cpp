@@ -213,6 +213,35 @@ Types infer_qlinear_conv(const NodeContext& ctx) {
   return one_output(ctx.input_types[7].dtype, out);
 }
 
+// Quantized operand `name` of a QLinear op, then its `name`_scale (f32) and `name`_zero_point
+// (tied to the operand's dtype by `type_var`); `scale_note` says what the parameters may hold.
+auto quantized_input(const char* name, const char* doc, const char* type_var,
+                     const char* scale_note = "") {
+  return [=](OpSchemaBuilder& b) {
+    b.input(name, doc, kQ8, type_var)
+        .input(fmt::format("{}_scale", name), fmt::format("scale of {}{}", name, scale_note), kF32)
+        .input(fmt::format("{}_zero_point", name),
+               fmt::format("zero point of {}{}", name, scale_note), kQ8, type_var);
+  };
+}
+
+// y_scale and y_zero_point of a QLinear op: y's dtype is that of y_zero_point.
+OpSchemaBuilder& output_quantization(OpSchemaBuilder& b) {
+  return b.input("y_scale", "scale of y", kF32).input("y_zero_point", "zero point of y", kQ8, "T3");
+}
+
+// The conv attributes of conv_integer and qlinear_conv.
+OpSchemaBuilder& conv_attrs(OpSchemaBuilder& b) {
+  return b
+      .attr("auto_pad", AttrType::kString, "NOTSET, SAME_UPPER, SAME_LOWER or VALID",
+            std::string("NOTSET"))
+      .optional_attr("dilations", AttrType::kInts, "dilation per spatial dim (default 1)")
+      .attr("group", AttrType::kInt, "number of channel groups", int64_t{1})
+      .optional_attr("kernel_shape", AttrType::kInts, "must match w's spatial dims if given")
+      .optional_attr("pads", AttrType::kInts, "[x1_begin, ..., x1_end, ...] (default 0)")
+      .optional_attr("strides", AttrType::kInts, "stride per spatial dim (default 1)");
+}
+
 }  // namespace
 
 FRAME_REGISTER_OP(quantize_linear)
@@ -278,14 +307,9 @@ FRAME_REGISTER_OP(qlinear_matmul)
         "(numpy.matmul shapes), y = saturate(round_half_even(acc * a_scale * b_scale / "
         "y_scale) + y_zero_point) in the dtype of y_zero_point. a's parameters: one element or "
         "[M] (per row); b's: one element or [N] (per column); y's: one element.")
-    .input("a", "left operand (u8 or i8)", kQ8, "T1")
-    .input("a_scale", "scale of a", kF32)
-    .input("a_zero_point", "zero point of a", kQ8, "T1")
-    .input("b", "right operand (u8 or i8)", kQ8, "T2")
-    .input("b_scale", "scale of b", kF32)
-    .input("b_zero_point", "zero point of b", kQ8, "T2")
-    .input("y_scale", "scale of y", kF32)
-    .input("y_zero_point", "zero point of y", kQ8, "T3")
+    .with(quantized_input("a", "left operand (u8 or i8)", "T1"))
+    .with(quantized_input("b", "right operand (u8 or i8)", "T2"))
+    .with(output_quantization)
     .output("y", "quantized product", kQ8, "T3")
     .shape_infer(infer_qlinear_matmul);
 
@@ -300,13 +324,7 @@ FRAME_REGISTER_OP(conv_integer)
     .optional_input("x_zero_point", "zero point of x (default 0)", kQ8, "T1")
     .optional_input("w_zero_point", "zero point of w (default 0)", kQ8, "T2")
     .output("y", "int32 result", kI32)
-    .attr("auto_pad", AttrType::kString, "NOTSET, SAME_UPPER, SAME_LOWER or VALID",
-          std::string("NOTSET"))
-    .optional_attr("dilations", AttrType::kInts, "dilation per spatial dim (default 1)")
-    .attr("group", AttrType::kInt, "number of channel groups", int64_t{1})
-    .optional_attr("kernel_shape", AttrType::kInts, "must match w's spatial dims if given")
-    .optional_attr("pads", AttrType::kInts, "[x1_begin, ..., x1_end, ...] (default 0)")
-    .optional_attr("strides", AttrType::kInts, "stride per spatial dim (default 1)")
+    .with(conv_attrs)
     .shape_infer(infer_conv_integer);
 
 FRAME_REGISTER_OP(qlinear_conv)
@@ -315,23 +333,12 @@ FRAME_REGISTER_OP(qlinear_conv)
         "B (int32), y = saturate(round_half_even(acc * x_scale * w_scale[m] / y_scale) + "
         "y_zero_point) in the dtype of y_zero_point. w_scale/w_zero_point: one element or [M] "
         "(per output channel). Conv attributes as conv_integer.")
-    .input("x", "input (u8 or i8)", kQ8, "T1")
-    .input("x_scale", "scale of x", kF32)
-    .input("x_zero_point", "zero point of x", kQ8, "T1")
-    .input("w", "weights (u8 or i8)", kQ8, "T2")
-    .input("w_scale", "scale of w: one element or [M]", kF32)
-    .input("w_zero_point", "zero point of w: one element or [M]", kQ8, "T2")
-    .input("y_scale", "scale of y", kF32)
-    .input("y_zero_point", "zero point of y", kQ8, "T3")
+    .with(quantized_input("x", "input (u8 or i8)", "T1"))
+    .with(quantized_input("w", "weights (u8 or i8)", "T2", ": one element or [M]"))
+    .with(output_quantization)
     .optional_input("B", "int32 bias [M] in units of x_scale * w_scale", kI32)
     .output("y", "quantized result", kQ8, "T3")
-    .attr("auto_pad", AttrType::kString, "NOTSET, SAME_UPPER, SAME_LOWER or VALID",
-          std::string("NOTSET"))
-    .optional_attr("dilations", AttrType::kInts, "dilation per spatial dim (default 1)")
-    .attr("group", AttrType::kInt, "number of channel groups", int64_t{1})
-    .optional_attr("kernel_shape", AttrType::kInts, "must match w's spatial dims if given")
-    .optional_attr("pads", AttrType::kInts, "[x1_begin, ..., x1_end, ...] (default 0)")
-    .optional_attr("strides", AttrType::kInts, "stride per spatial dim (default 1)")
+    .with(conv_attrs)
     .shape_infer(infer_qlinear_conv);
 
 }  // namespace frame::ops

@@ -199,6 +199,40 @@ constexpr const char* kSeqDoc =
     "int32 [batch] steps per sequence (<= seq_length); outputs past a sequence's end are 0 and "
     "its Y_h is the state after its last step. A run-time value: shapes do not depend on it";
 
+// X, W, R and the optional B of lstm, gru and rnn, each op documenting its gate layout.
+auto weight_inputs(const char* w_doc, const char* r_doc, const char* b_doc) {
+  return [=](OpSchemaBuilder& b) {
+    b.input("X", "input sequence", kFloatDTypes, "T")
+        .input("W", w_doc, kFloatDTypes, "T")
+        .input("R", r_doc, kFloatDTypes, "T")
+        .optional_input("B", b_doc, kFloatDTypes, "T");
+  };
+}
+
+// The inputs after B that lstm, gru and rnn share: sequence_lens, initial_h.
+OpSchemaBuilder& state_inputs(OpSchemaBuilder& b) {
+  return b.optional_input("sequence_lens", kSeqDoc, kI32)
+      .optional_input("initial_h", "initial hidden state (0 when absent)", kFloatDTypes, "T");
+}
+
+// Y and Y_h, shared by lstm, gru and rnn (lstm adds Y_c).
+OpSchemaBuilder& hidden_outputs(OpSchemaBuilder& b) {
+  return b.output("Y", "every step's hidden state", kFloatDTypes, "T")
+      .optional_output("Y_h", "last hidden state", kFloatDTypes, "T");
+}
+
+// The attributes every recurrent op has: activations, their alpha/beta, clip, direction,
+// hidden_size.
+OpSchemaBuilder& recurrent_attrs(OpSchemaBuilder& b) {
+  return b.optional_attr("activations", AttrType::kStrings, kActivationsDoc)
+      .optional_attr("activation_alpha", AttrType::kFloats, kAlphaDoc)
+      .optional_attr("activation_beta", AttrType::kFloats, kBetaDoc)
+      .optional_attr("clip", AttrType::kFloat, "pre-activations clipped to [-clip, clip]")
+      .attr("direction", AttrType::kString, "forward, reverse or bidirectional",
+            std::string("forward"))
+      .optional_attr("hidden_size", AttrType::kInt, "H; must equal R's last dim");
+}
+
 }  // namespace
 
 FRAME_REGISTER_OP(lstm)
@@ -210,26 +244,16 @@ FRAME_REGISTER_OP(lstm)
         "uses fg = 1 - i. Layout 0: X [seq, batch, input], Y [seq, D, batch, H], Y_h/Y_c "
         "[D, batch, H]; layout 1: X [batch, seq, input], Y [batch, seq, D, H], Y_h/Y_c "
         "[batch, D, H]; D = 2 for bidirectional (forward in slot 0).")
-    .input("X", "input sequence", kFloatDTypes, "T")
-    .input("W", "[D, 4H, input] input weights (gates i, o, f, c)", kFloatDTypes, "T")
-    .input("R", "[D, 4H, H] recurrence weights", kFloatDTypes, "T")
-    .optional_input("B", "[D, 8H] input biases then recurrence biases (0 when absent)",
-                    kFloatDTypes, "T")
-    .optional_input("sequence_lens", kSeqDoc, kI32)
-    .optional_input("initial_h", "initial hidden state (0 when absent)", kFloatDTypes, "T")
+    .with(weight_inputs("[D, 4H, input] input weights (gates i, o, f, c)",
+                        "[D, 4H, H] recurrence weights",
+                        "[D, 8H] input biases then recurrence biases (0 when absent)"))
+    .with(state_inputs)
     .optional_input("initial_c", "initial cell state (0 when absent)", kFloatDTypes, "T")
     .optional_input("P", "[D, 3H] peephole weights (gates i, o, f; 0 when absent)", kFloatDTypes,
                     "T")
-    .output("Y", "every step's hidden state", kFloatDTypes, "T")
-    .optional_output("Y_h", "last hidden state", kFloatDTypes, "T")
+    .with(hidden_outputs)
     .optional_output("Y_c", "last cell state", kFloatDTypes, "T")
-    .optional_attr("activations", AttrType::kStrings, kActivationsDoc)
-    .optional_attr("activation_alpha", AttrType::kFloats, kAlphaDoc)
-    .optional_attr("activation_beta", AttrType::kFloats, kBetaDoc)
-    .optional_attr("clip", AttrType::kFloat, "pre-activations clipped to [-clip, clip]")
-    .attr("direction", AttrType::kString, "forward, reverse or bidirectional",
-          std::string("forward"))
-    .optional_attr("hidden_size", AttrType::kInt, "H; must equal R's last dim")
+    .with(recurrent_attrs)
     .attr("input_forget", AttrType::kInt, "1: forget gate = 1 - input gate", int64_t{0})
     .attr("layout", AttrType::kInt, "0: sequence-major, 1: batch-major", int64_t{0})
     .shape_infer(infer_lstm);
@@ -240,22 +264,12 @@ FRAME_REGISTER_OP(gru)
         "+ H Rr^T + Wbr + Rbr), h = g(Xt Wh^T + (r*H) Rh^T + Rbh + Wbh) or, with "
         "linear_before_reset=1, h = g(Xt Wh^T + r*(H Rh^T + Rbh) + Wbh); Ht = (1-z)*h + z*H. "
         "Gate order z, r, h. Shapes and layouts as lstm (no Y_c).")
-    .input("X", "input sequence", kFloatDTypes, "T")
-    .input("W", "[D, 3H, input] input weights (gates z, r, h)", kFloatDTypes, "T")
-    .input("R", "[D, 3H, H] recurrence weights", kFloatDTypes, "T")
-    .optional_input("B", "[D, 6H] input biases then recurrence biases (0 when absent)",
-                    kFloatDTypes, "T")
-    .optional_input("sequence_lens", kSeqDoc, kI32)
-    .optional_input("initial_h", "initial hidden state (0 when absent)", kFloatDTypes, "T")
-    .output("Y", "every step's hidden state", kFloatDTypes, "T")
-    .optional_output("Y_h", "last hidden state", kFloatDTypes, "T")
-    .optional_attr("activations", AttrType::kStrings, kActivationsDoc)
-    .optional_attr("activation_alpha", AttrType::kFloats, kAlphaDoc)
-    .optional_attr("activation_beta", AttrType::kFloats, kBetaDoc)
-    .optional_attr("clip", AttrType::kFloat, "pre-activations clipped to [-clip, clip]")
-    .attr("direction", AttrType::kString, "forward, reverse or bidirectional",
-          std::string("forward"))
-    .optional_attr("hidden_size", AttrType::kInt, "H; must equal R's last dim")
+    .with(weight_inputs("[D, 3H, input] input weights (gates z, r, h)",
+                        "[D, 3H, H] recurrence weights",
+                        "[D, 6H] input biases then recurrence biases (0 when absent)"))
+    .with(state_inputs)
+    .with(hidden_outputs)
+    .with(recurrent_attrs)
     .attr("layout", AttrType::kInt, "0: sequence-major, 1: batch-major", int64_t{0})
     .attr("linear_before_reset", AttrType::kInt,
           "1: apply the reset gate after the recurrence product", int64_t{0})
@@ -265,22 +279,11 @@ FRAME_REGISTER_OP(rnn)
     .doc(
         "Whole-sequence simple RNN (ONNX RNN-14): Ht = f(Xt Wi^T + H Ri^T + Wbi + Rbi), f = Tanh "
         "by default. Shapes and layouts as lstm (no Y_c).")
-    .input("X", "input sequence", kFloatDTypes, "T")
-    .input("W", "[D, H, input] input weights", kFloatDTypes, "T")
-    .input("R", "[D, H, H] recurrence weights", kFloatDTypes, "T")
-    .optional_input("B", "[D, 2H] input bias then recurrence bias (0 when absent)", kFloatDTypes,
-                    "T")
-    .optional_input("sequence_lens", kSeqDoc, kI32)
-    .optional_input("initial_h", "initial hidden state (0 when absent)", kFloatDTypes, "T")
-    .output("Y", "every step's hidden state", kFloatDTypes, "T")
-    .optional_output("Y_h", "last hidden state", kFloatDTypes, "T")
-    .optional_attr("activations", AttrType::kStrings, kActivationsDoc)
-    .optional_attr("activation_alpha", AttrType::kFloats, kAlphaDoc)
-    .optional_attr("activation_beta", AttrType::kFloats, kBetaDoc)
-    .optional_attr("clip", AttrType::kFloat, "pre-activations clipped to [-clip, clip]")
-    .attr("direction", AttrType::kString, "forward, reverse or bidirectional",
-          std::string("forward"))
-    .optional_attr("hidden_size", AttrType::kInt, "H; must equal R's last dim")
+    .with(weight_inputs("[D, H, input] input weights", "[D, H, H] recurrence weights",
+                        "[D, 2H] input bias then recurrence bias (0 when absent)"))
+    .with(state_inputs)
+    .with(hidden_outputs)
+    .with(recurrent_attrs)
     .attr("layout", AttrType::kInt, "0: sequence-major, 1: batch-major", int64_t{0})
     .shape_infer(infer_simple_rnn);
 

@@ -27,6 +27,7 @@ namespace frame::runtime {
 namespace {
 
 using test::gpu_options;
+using test::strict_gpu_options;
 
 const Placement* placement_of(const Executable& exe, const std::string& node) {
   for (const Placement& p : exe.report().placements) {
@@ -63,9 +64,7 @@ TEST(IntelGpuBreak, OutputBeyond32BitIndicesIsDeclinedNotAnError) {
 // failed although no node needs cpu. Members the preferred backend cannot fuse stay unfused.
 TEST(IntelGpuBreak, FusionKeepsOutMembersTheFusedKernelCannotGenerate) {
   REQUIRE_INTEL_GPU();
-  CompileOptions o = gpu_options();
-  o.backends = {"intel_gpu"};
-  o.strict = true;
+  CompileOptions o = strict_gpu_options();
   ir::Graph g("clip_chain");
   ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {5}});
   ir::ValueId lo = g.add_constant("lo", Tensor::from_vector<float>({}, {0.25F}));

@@ -27,4 +27,13 @@ inline CompileOptions gpu_options() {
   return o;
 }
 
+/// intel_gpu alone, strict (every node must run on an intel_gpu kernel), no compile cache.
+inline CompileOptions strict_gpu_options() {
+  CompileOptions o;
+  o.backends = {"intel_gpu"};
+  o.use_cache = false;
+  o.strict = true;
+  return o;
+}
+
 }  // namespace frame::runtime::test

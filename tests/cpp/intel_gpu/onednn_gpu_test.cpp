@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cpp/intel_gpu/intel_gpu_test_util.h"
 #include "frame/ops/op_registry.h"
 #include "frame/runtime/backend.h"
 #include "frame/runtime/compile.h"
@@ -143,10 +144,7 @@ TEST(IntelGpuOnednn, ForcedConvStillComputesTheConvolution) {
   auto c = g.create_node("conv", "c", {x, w, b}, 1, {}, {"y"});
   ASSERT_TRUE(c.is_ok()) << c.status().to_string();
   g.add_output(g.node(*c).outputs[0]);
-  CompileOptions o;
-  o.backends = {"intel_gpu"};
-  o.use_cache = false;
-  o.strict = true;
+  CompileOptions o = test::strict_gpu_options();
   auto exe = compile(g, o);
   ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
   const std::vector<float> xv = {1, 2, 3, 4, 5, 6, 7, 8, 9};

@@ -33,10 +33,7 @@ std::vector<float> values(size_t n, uint32_t seed) {
 
 // Compiles `g` strictly on intel_gpu (no node elsewhere), runs it on `inputs`, returns "y".
 std::vector<float> run_strict(const ir::Graph& g, const TensorMap& inputs) {
-  CompileOptions o;
-  o.backends = {"intel_gpu"};
-  o.use_cache = false;
-  o.strict = true;
+  CompileOptions o = test::strict_gpu_options();
   auto exe = compile(g, o);
   EXPECT_TRUE(exe.is_ok()) << exe.status().to_string();
   if (!exe.is_ok()) return {};
@@ -260,10 +257,7 @@ TEST(IntelGpuTiled, FusedGroupFourWideWithTail) {
   auto r = g.create_node("relu", "r", {g.node(*s).outputs[0]}, 1, {}, {"r"});
   auto y = g.create_node("sub", "y", {g.node(*r).outputs[0], h}, 1, {}, {"y"});
   g.add_output(g.node(*y).outputs[0]);
-  CompileOptions o;
-  o.backends = {"intel_gpu"};
-  o.use_cache = false;
-  o.strict = true;
+  CompileOptions o = test::strict_gpu_options();
   auto exe = compile(g, o);
   ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
   ASSERT_EQ(exe->report().placements.size(), 1U);

@@ -138,18 +138,14 @@ TEST(OnednnLayout, NothingMarkedWithCpuOnly) {
 
 TEST(OnednnLayout, BlockedChainMatchesCpu) {
   const ir::Graph g = chain();
-  runtime::CompileOptions ref;
-  ref.backends = {"cpu"};
-  ref.use_cache = false;
+  runtime::CompileOptions ref = uncached({"cpu"});
   Result<runtime::Executable> slow = runtime::compile(g, ref);
   ASSERT_TRUE(slow.is_ok()) << slow.status().message();
   const runtime::TensorMap inputs{{"x", grid_tensor({1, 16, 10, 10}, 9)}};
   Result<runtime::TensorMap> e = slow->run(inputs);
   ASSERT_TRUE(e.is_ok()) << e.status().message();
   for (int threads : {1, 2}) {
-    runtime::CompileOptions on;
-    on.backends = {"onednn", "cpu"};
-    on.use_cache = false;
+    runtime::CompileOptions on = uncached({"onednn", "cpu"});
     on.num_threads = threads;
     Result<runtime::Executable> fast = runtime::compile(g, on);
     ASSERT_TRUE(fast.is_ok()) << fast.status().message();
@@ -208,9 +204,7 @@ Result<Tensor> run_fused(const std::string& backend, const ints& layouts, const 
   FRAME_ASSIGN_OR_RETURN(
       ir::NodeId n, g.create_node("fused_post_ops_internal", "f", {xv, w, b, rv}, 1, attrs, {"y"}));
   g.add_output(g.node(n).outputs[0]);
-  runtime::CompileOptions o;
-  o.backends = {backend};
-  o.use_cache = false;
+  runtime::CompileOptions o = uncached({backend});
   FRAME_ASSIGN_OR_RETURN(runtime::Executable exe, runtime::compile(g, o));
   if (const runtime::Placement p = placement_of(exe, "f"); p.backend != backend) {
     return unimplemented("node f not on {}: {}", backend, fmt::join(p.rejected, "; "));

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/op_runner.h"
@@ -14,6 +15,15 @@
 #include "frame/runtime/compile.h"
 
 namespace frame::test::linear {
+
+/// Compile options for `backends` (in preference order) with the compile cache off, so every
+/// test compiles its graph afresh.
+inline runtime::CompileOptions uncached(std::vector<std::string> backends) {
+  runtime::CompileOptions o;
+  o.backends = std::move(backends);
+  o.use_cache = false;
+  return o;
+}
 
 /// f32 tensor of multiples of 1/8 in [-2, 2]: products and sums of a few thousand terms are
 /// exact in f32, so a mismatch is a wrong element, not a summation order.

@@ -75,16 +75,12 @@ TEST(OnednnGemm, RunsOnOnednnThroughCompile) {
   Result<ir::NodeId> n = g.create_node("gemm", "fc", {x, w, b}, 1, {{"transB", int64_t{1}}});
   ASSERT_TRUE(n.is_ok()) << n.status().message();
   g.add_output(g.node(*n).outputs[0]);
-  runtime::CompileOptions on;
-  on.backends = {"onednn", "cpu"};
-  on.use_cache = false;
+  runtime::CompileOptions on = uncached({"onednn", "cpu"});
   Result<runtime::Executable> fast = runtime::compile(g, on);
   ASSERT_TRUE(fast.is_ok()) << fast.status().message();
   EXPECT_EQ(placement_of(*fast, "fc").backend, "onednn");
   EXPECT_EQ(placement_of(*fast, "fc").path, "kernel");
-  runtime::CompileOptions ref;
-  ref.backends = {"cpu"};
-  ref.use_cache = false;
+  runtime::CompileOptions ref = uncached({"cpu"});
   Result<runtime::Executable> slow = runtime::compile(g, ref);
   ASSERT_TRUE(slow.is_ok()) << slow.status().message();
   const runtime::TensorMap in{{"x", grid_tensor({4, 32}, 7)}};

@@ -39,13 +39,9 @@ int count_op(const ir::Graph& g, std::string_view op) {
 void expect_same_as_cpu(const ir::Graph& g, const runtime::TensorMap& inputs,
                         ToleranceClass tol = ToleranceClass::kOp,
                         const std::vector<std::string>& skip = {}) {
-  runtime::CompileOptions on;
-  on.backends = {"onednn", "cpu"};
+  runtime::CompileOptions on = uncached({"onednn", "cpu"});
   on.disabled_passes = skip;
-  on.use_cache = false;
-  runtime::CompileOptions ref;
-  ref.backends = {"cpu"};
-  ref.use_cache = false;
+  runtime::CompileOptions ref = uncached({"cpu"});
   Result<runtime::Executable> fast = runtime::compile(g, on);
   Result<runtime::Executable> slow = runtime::compile(g, ref);
   ASSERT_TRUE(fast.is_ok()) << fast.status().message();
@@ -108,9 +104,7 @@ TEST(OnednnPatterns, BatchNormFoldedIntoConv) {
 }
 
 TEST(OnednnPatterns, CompileReportListsTheRewrites) {
-  runtime::CompileOptions o;
-  o.backends = {"onednn", "cpu"};
-  o.use_cache = false;
+  runtime::CompileOptions o = uncached({"onednn", "cpu"});
   Result<runtime::Executable> exe = runtime::compile(conv_bn(false, true), o);
   ASSERT_TRUE(exe.is_ok()) << exe.status().message();
   ASSERT_EQ(exe->report().lowering_rewrites.size(), 1u);

@@ -86,6 +86,15 @@ ir::Graph qdq_graph(bool conv, bool int8_weights, bool second_reader, bool relu 
   return g;
 }
 
+// Whether some node that `pick` selects is placed on onednn.
+template <typename Pick>
+bool any_on_onednn(const runtime::Executable& exe, Pick pick) {
+  for (const runtime::Placement& p : exe.report().placements) {
+    if (pick(p) && p.backend == "onednn") return true;
+  }
+  return false;
+}
+
 TEST(OnednnQdqPatterns, QdqBecomesOneInt8Node) {
   for (bool conv : {true, false}) {
     for (bool relu : {false, true}) {
@@ -111,22 +120,12 @@ TEST(OnednnQdqPatterns, MatchesTheFloatQdqGraphWithinOneStep) {
     for (bool relu : {false, true}) {
       SCOPED_TRACE(fmt::format("{}{}", conv ? "conv" : "matmul", relu ? " + relu" : ""));
       const ir::Graph g = qdq_graph(conv, true, false, relu);
-      runtime::CompileOptions on;
-      on.backends = {"onednn", "cpu"};
-      on.use_cache = false;
-      runtime::CompileOptions ref;
-      ref.backends = {"cpu"};
-      ref.use_cache = false;
-      Result<runtime::Executable> fast = runtime::compile(g, on);
-      Result<runtime::Executable> slow = runtime::compile(g, ref);
+      Result<runtime::Executable> fast = runtime::compile(g, uncached({"onednn", "cpu"}));
+      Result<runtime::Executable> slow = runtime::compile(g, uncached({"cpu"}));
       ASSERT_TRUE(fast.is_ok()) << fast.status().message();
       ASSERT_TRUE(slow.is_ok()) << slow.status().message();
-      bool int8_on_onednn = false;
-      for (const runtime::Placement& p : fast->report().placements) {
-        int8_on_onednn =
-            int8_on_onednn || (p.op.rfind("qlinear_", 0) == 0 && p.backend == "onednn");
-      }
-      EXPECT_TRUE(int8_on_onednn);
+      EXPECT_TRUE(any_on_onednn(
+          *fast, [](const runtime::Placement& p) { return p.op.rfind("qlinear_", 0) == 0; }));
       const runtime::TensorMap in{{"x", u8_tensor(conv ? Shape{1, 16, 10, 10} : Shape{6, 40}, 11)}};
       Result<runtime::TensorMap> a = fast->run(in), e = slow->run(in);
       ASSERT_TRUE(a.is_ok()) << a.status().message();
@@ -213,21 +212,12 @@ TEST(OnednnQdqPatterns, QuantizeMovesBeforeMaxPool) {
 
 TEST(OnednnQdqPatterns, StemMatchesTheFloatQdqGraphWithinOneStep) {
   const ir::Graph g = stem_graph(false);
-  runtime::CompileOptions on;
-  on.backends = {"onednn", "cpu"};
-  on.use_cache = false;
-  runtime::CompileOptions ref;
-  ref.backends = {"cpu"};
-  ref.use_cache = false;
-  Result<runtime::Executable> fast = runtime::compile(g, on);
-  Result<runtime::Executable> slow = runtime::compile(g, ref);
+  Result<runtime::Executable> fast = runtime::compile(g, uncached({"onednn", "cpu"}));
+  Result<runtime::Executable> slow = runtime::compile(g, uncached({"cpu"}));
   ASSERT_TRUE(fast.is_ok()) << fast.status().message();
   ASSERT_TRUE(slow.is_ok()) << slow.status().message();
-  bool u8_pool_on_onednn = false;
-  for (const runtime::Placement& p : fast->report().placements) {
-    u8_pool_on_onednn = u8_pool_on_onednn || (p.op == "max_pool" && p.backend == "onednn");
-  }
-  EXPECT_TRUE(u8_pool_on_onednn);
+  // The u8 max_pool runs on onednn.
+  EXPECT_TRUE(any_on_onednn(*fast, [](const runtime::Placement& p) { return p.op == "max_pool"; }));
   const runtime::TensorMap in{{"x", u8_tensor(Shape{1, 16, 10, 10}, 12)}};
   Result<runtime::TensorMap> a = fast->run(in), e = slow->run(in);
   ASSERT_TRUE(a.is_ok()) << a.status().message();

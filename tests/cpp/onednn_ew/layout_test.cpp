@@ -11,45 +11,10 @@
 #include <vector>
 
 #include "common/op_runner.h"
+#include "cpp/onednn_ew/ew_test_util.h"
 
-namespace frame {
+namespace frame::test {
 namespace {
-
-using test::OpCall;
-using test::run_op;
-
-template <typename T>
-Tensor iota_tensor(const Shape& shape) {
-  std::vector<T> v(static_cast<size_t>(numel_of(shape)));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<T>(i % 251 + i / 7);
-  return Tensor::from_vector<T>(shape, v);
-}
-
-Tensor make(DTypeCode dt, const Shape& shape) {
-  switch (dt) {
-    case DTypeCode::kUInt8:
-      return iota_tensor<uint8_t>(shape);
-    case DTypeCode::kInt64:
-      return iota_tensor<int64_t>(shape);
-    default:
-      return iota_tensor<float>(shape);
-  }
-}
-
-void expect_identical(const OpCall& call, const std::string& what) {
-  auto fast = run_op(call, "onednn");
-  ASSERT_TRUE(fast.is_ok()) << what << ": " << fast.status().to_string();
-  auto ref = run_op(call, "cpu");
-  ASSERT_TRUE(ref.is_ok()) << what << ": " << ref.status().to_string();
-  ASSERT_EQ(fast->size(), ref->size()) << what;
-  for (size_t i = 0; i < ref->size(); ++i) {
-    const Tensor& a = (*fast)[i];
-    const Tensor& b = (*ref)[i];
-    ASSERT_EQ(a.shape(), b.shape()) << what;
-    ASSERT_EQ(a.nbytes(), b.nbytes()) << what;
-    EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()), 0) << what << " output " << i;
-  }
-}
 
 TEST(LayoutOnednn, TransposeEveryPermutationKind) {
   struct Case {
@@ -145,4 +110,4 @@ TEST(LayoutOnednn, SplitBySizesAndByCount) {
 }
 
 }  // namespace
-}  // namespace frame
+}  // namespace frame::test

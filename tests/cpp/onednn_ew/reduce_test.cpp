@@ -14,10 +14,12 @@
 
 #include "common/op_runner.h"
 #include "common/tolerance.h"
+#include "cpp/onednn_ew/ew_test_util.h"
 
 namespace frame {
 namespace {
 
+using test::expect_matches_cpu;
 using test::OpCall;
 using test::run_op;
 
@@ -27,16 +29,6 @@ Tensor random_tensor(const Shape& shape, float lo, float hi, uint32_t seed) {
   std::vector<float> v(static_cast<size_t>(numel_of(shape)));
   for (float& x : v) x = dist(rng);
   return Tensor::from_vector<float>(shape, v);
-}
-
-void expect_matches_cpu(const OpCall& call, const std::string& what) {
-  auto fast = run_op(call, "onednn");
-  ASSERT_TRUE(fast.is_ok()) << what << ": " << fast.status().to_string();
-  auto ref = run_op(call, "cpu");
-  ASSERT_TRUE(ref.is_ok()) << what << ": " << ref.status().to_string();
-  const test::CompareResult r =
-      test::compare_tensors((*fast)[0], (*ref)[0], test::tolerance_for(DTypeCode::kFloat32));
-  EXPECT_TRUE(r.ok) << what << ": " << r.message;
 }
 
 const std::vector<std::string> kOps = {

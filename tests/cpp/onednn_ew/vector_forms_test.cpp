@@ -19,6 +19,7 @@
 
 #include "common/op_runner.h"
 #include "common/tolerance.h"
+#include "cpp/onednn_ew/ew_test_util.h"
 #include "frame/ops/elementwise.h"
 #include "frame/ops/kernel_registry.h"
 // The Highway targets the onednn kernels compile (src/backends/onednn/kernels/hwy_targets.h).
@@ -28,6 +29,7 @@
 namespace frame {
 namespace {
 
+using test::expect_matches_cpu;
 using test::OpCall;
 using test::run_op;
 
@@ -74,16 +76,6 @@ Tensor vec_tensor(Shape shape, uint32_t seed) {
 }
 
 // Runs `call` on onednn and cpu and compares (BUILD-011 op class).
-void expect_matches_cpu(const OpCall& call, const std::string& what) {
-  auto fast = run_op(call, "onednn");
-  ASSERT_TRUE(fast.is_ok()) << what << ": " << fast.status().to_string();
-  auto ref = run_op(call, "cpu");
-  ASSERT_TRUE(ref.is_ok()) << what << ": " << ref.status().to_string();
-  const test::CompareResult r =
-      test::compare_tensors((*fast)[0], (*ref)[0], test::tolerance_for(DTypeCode::kFloat32));
-  EXPECT_TRUE(r.ok) << what << ": " << r.message;
-}
-
 struct UnaryCase {
   std::string op;
   ir::AttrMap attrs;

@@ -12,6 +12,7 @@
 
 #include "common/op_runner.h"
 #include "common/tolerance.h"
+#include "cpp/ops/graph_runner.h"
 #include "frame/ops/op_registry.h"
 
 namespace frame::test {
@@ -99,43 +100,6 @@ std::vector<OpCall> hand_made_calls(const std::string& op, DTypeCode d, std::mt1
     }
   }
   return calls;
-}
-
-// Runs `g` node by node with the cpu kernels. Graph inputs bind to `inputs` in order.
-Result<std::vector<Tensor>> run_graph(const ir::Graph& g, const std::vector<Tensor>& inputs) {
-  std::map<ir::ValueId, Tensor> env;
-  for (size_t i = 0; i < g.inputs().size(); ++i) env[g.inputs()[i]] = inputs[i];
-  FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, g.topological_order());
-  for (ir::NodeId id : order) {
-    const ir::Node& n = g.node(id);
-    OpCall call;
-    call.op = n.op;
-    call.node_name = n.name;
-    call.attrs = n.attrs;
-    call.num_outputs = n.outputs.size();
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      const ir::ValueId v = n.inputs[i];
-      if (v == ir::kNoValue) {
-        call.inputs.emplace_back();
-        continue;
-      }
-      const ir::Value& val = g.value(v);
-      if (val.constant) {
-        call.inputs.push_back(*val.constant);
-        call.constant_inputs.push_back(i);
-      } else {
-        call.inputs.push_back(env.at(v));
-      }
-    }
-    FRAME_ASSIGN_OR_RETURN(std::vector<Tensor> outs, run_op(call));
-    for (size_t k = 0; k < n.outputs.size(); ++k) env[n.outputs[k]] = outs[k];
-  }
-  std::vector<Tensor> result;
-  for (ir::ValueId v : g.outputs()) {
-    const ir::Value& val = g.value(v);
-    result.push_back(val.constant ? *val.constant : env.at(v));
-  }
-  return result;
 }
 
 std::vector<std::string> decomposable_ops() {

@@ -12,6 +12,7 @@
 
 #include "common/op_runner.h"
 #include "common/tolerance.h"
+#include "cpp/ops/graph_runner.h"
 #include "frame/ops/op_registry.h"
 
 namespace frame::test {
@@ -68,28 +69,6 @@ TEST(NnShapeErrors, MatmulGemmEinsum) {
   e.attrs["equation"] = std::string("ij->iz");
   e.inputs.pop_back();
   EXPECT_NE(error_of(e).find("output subscript 'z'"), std::string::npos) << error_of(e);
-}
-
-// Runs `g` node by node with the cpu kernels (graph inputs bound in order).
-Result<std::vector<Tensor>> run_graph(const ir::Graph& g, const std::vector<Tensor>& inputs) {
-  std::map<ir::ValueId, Tensor> env;
-  for (size_t i = 0; i < g.inputs().size(); ++i) env[g.inputs()[i]] = inputs[i];
-  FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, g.topological_order());
-  for (ir::NodeId id : order) {
-    const ir::Node& n = g.node(id);
-    OpCall call{n.op, {}, n.attrs};
-    call.num_outputs = n.outputs.size();
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      const ir::Value& val = g.value(n.inputs[i]);
-      if (val.constant) call.constant_inputs.push_back(i);
-      call.inputs.push_back(val.constant ? *val.constant : env.at(n.inputs[i]));
-    }
-    FRAME_ASSIGN_OR_RETURN(std::vector<Tensor> outs, run_op(call));
-    for (size_t k = 0; k < n.outputs.size(); ++k) env[n.outputs[k]] = outs[k];
-  }
-  std::vector<Tensor> result;
-  for (ir::ValueId v : g.outputs()) result.push_back(env.at(v));
-  return result;
 }
 
 void expect_decomposition_matches(const OpCall& call) {

@@ -9,6 +9,8 @@
 #include <map>
 #include <random>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "frame/ir/graph.h"
@@ -16,6 +18,15 @@
 #include "frame/ops/op_registry.h"
 
 namespace frame::test {
+
+/// Adds a one-output node `op` named `name` (its output named `name` too) reading `ins`;
+/// returns the output. A failed create_node is a test failure.
+inline ir::ValueId add_node(ir::Graph& g, std::string_view op, std::string name,
+                            std::vector<ir::ValueId> ins) {
+  auto id = g.create_node(op, name, std::move(ins), 1, {}, {name});
+  EXPECT_TRUE(id.is_ok()) << id.status().to_string();
+  return g.node(*id).outputs[0];
+}
 
 /// Sets every node output's type from its schema (the graph's inputs must be typed).
 inline Status infer_types(ir::Graph& g) {

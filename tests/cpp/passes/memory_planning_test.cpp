@@ -18,12 +18,7 @@ namespace {
 using ir::TensorType;
 constexpr DTypeCode kF32 = DTypeCode::kFloat32;
 
-ir::ValueId add_node(ir::Graph& g, std::string_view op, std::string name,
-                     std::vector<ir::ValueId> ins) {
-  auto id = g.create_node(op, name, std::move(ins), 1, {}, {name});
-  EXPECT_TRUE(id.is_ok()) << id.status().to_string();
-  return g.node(*id).outputs[0];
-}
+using test::add_node;
 
 std::string plan(ir::Graph& g, bool inplace, bool reuse) {
   PassContext ctx;

@@ -20,6 +20,20 @@
 
 namespace frame::test {
 
+/// ONNX shape sub-graph: the reshape target is computed from x's shape. Propagating the values
+/// of shape -> gather -> concat makes reshape's shape static.
+inline constexpr std::string_view kShapeSubgraph = R"(graph main {
+  %x = graph_input() : f32[2,3,4]
+  %i0 = const tensor<i64[1]>[0]
+  %m1 = const tensor<i64[1]>[-1]
+  %s = shape(%x) @shape_0
+  %d0 = gather(%s, %i0) {axis = 0} @gather_0
+  %t = concat(%d0, %m1) {axis = 0} @concat_0
+  %y = reshape(%x, %t) @reshape_0
+  graph_output(%y)
+}
+)";
+
 /// Parses `text`; a parse error fails the test and yields an empty graph.
 inline ir::Graph parse_graph(std::string_view text) {
   Result<ir::Graph> g = ir::parse_text(text);

@@ -68,25 +68,11 @@ TEST(ShapeInference, DtypeMismatchIsReported) {
   EXPECT_NE(s.message().find("node 'a' (add): input 1"), std::string::npos) << s.message();
 }
 
-// ONNX shape sub-graph: the reshape target is computed from x's shape. Propagating the values
-// of shape -> gather -> concat makes reshape's shape static.
-constexpr std::string_view kShapeSubgraph = R"(graph main {
-  %x = graph_input() : f32[2,3,4]
-  %i0 = const tensor<i64[1]>[0]
-  %m1 = const tensor<i64[1]>[-1]
-  %s = shape(%x) @shape_0
-  %d0 = gather(%s, %i0) {axis = 0} @gather_0
-  %t = concat(%d0, %m1) {axis = 0} @concat_0
-  %y = reshape(%x, %t) @reshape_0
-  graph_output(%y)
-}
-)";
-
 TEST(ShapeInference, PropagatesShapeSubgraphValues) {
   const ops::KernelDef* k = ops::KernelRegistry::global().find("shape", "cpu");
   ASSERT_NE(k, nullptr);
   ASSERT_EQ(k->type_only_inputs, std::vector<int>{0}) << "shape@cpu must read only input 0's type";
-  ir::Graph g = test::parse_graph(kShapeSubgraph);
+  ir::Graph g = test::parse_graph(test::kShapeSubgraph);
   ASSERT_TRUE(test::run_verified(g, "shape-inference").is_ok());
   const ir::Value& y = g.value(g.find_value("y"));
   ASSERT_TRUE(y.type.has_value());

@@ -22,6 +22,7 @@
 
 #include "common/tolerance.h"
 #include "cpp/onnx/model_builder.h"
+#include "cpp/robustness/attack_test_util.h"
 #include "frame/onnx/onnx.h"
 #include "frame/ops/kernel_registry.h"
 #include "frame/runtime/compile.h"
@@ -30,26 +31,11 @@ namespace frame::runtime {
 namespace {
 
 using ints = std::vector<int64_t>;
-using test::compare_tensors;
-using test::CompareResult;
-using test::tolerance_for;
+using test::grid;
 using test::ToleranceClass;
 constexpr DTypeCode kF32 = DTypeCode::kFloat32;
 
 bool have_onednn() { return ops::KernelRegistry::global().find("conv", "onednn") != nullptr; }
-
-// Deterministic values in about [-2, 2], different per `seed`.
-Tensor grid(const Shape& s, int seed, float scale = 1.0F) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  std::vector<float> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    v[static_cast<size_t>(i)] =
-        scale * static_cast<float>(std::sin(0.37 * static_cast<double>(i) + seed) *
-                                   (1.5 + 0.5 * std::cos(seed)));
-  }
-  return Tensor::from_vector<float>(s, v);
-}
 
 Executable compile_or_die(const ir::Graph& g, std::vector<std::string> backends, int threads = 0,
                           bool share = true) {
@@ -85,7 +71,8 @@ void expect_same(const TensorMap& got, const TensorMap& want, ToleranceClass cls
   ASSERT_EQ(got.size(), want.size());
   for (const auto& [name, t] : want) {
     ASSERT_EQ(got.count(name), 1U) << name;
-    const CompareResult c = compare_tensors(got.at(name), t, tolerance_for(kF32, cls));
+    const test::CompareResult c =
+        test::compare_tensors(got.at(name), t, test::tolerance_for(kF32, cls));
     EXPECT_TRUE(c.ok) << name << ": " << c.message;
   }
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/tolerance.h"
+#include "cpp/robustness/attack_test_util.h"
 #include "frame/ops/kernel_registry.h"
 #include "frame/runtime/compile.h"
 
@@ -22,20 +23,9 @@ namespace {
 using ints = std::vector<int64_t>;
 using test::compare_tensors;
 using test::CompareResult;
+using test::grid;
 using test::tolerance_for;
 using test::ToleranceClass;
-
-// Deterministic values in about [-2, 2], different per `seed`.
-Tensor grid(const Shape& s, int seed) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  std::vector<float> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    v[static_cast<size_t>(i)] = static_cast<float>(std::sin(0.37 * static_cast<double>(i) + seed) *
-                                                   (1.5 + 0.5 * std::cos(seed)));
-  }
-  return Tensor::from_vector<float>(s, v);
-}
 
 Result<Executable> compile_with(const ir::Graph& g, std::vector<std::string> backends) {
   CompileOptions o;

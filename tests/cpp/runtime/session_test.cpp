@@ -84,6 +84,17 @@ TEST(Session, StaticDimsOfABuiltGraphAreChecked) {
       << out.status().message();
 }
 
+// Runs the reshape_graph session with target `shape`: true when y has that shape and holds
+// x's values 0..11 in order.
+bool reshapes_to(const Session& s, const Shape& shape) {
+  Result<TensorMap> out = s.run({{"x", kX}, {"target", Tensor::from_vector<int64_t>({2}, shape)}});
+  bool ok = out.is_ok() && out->at("y").shape() == shape;
+  for (int64_t k = 0; ok && k < 12; ++k) {
+    ok = out->at("y").data<float>()[k] == static_cast<float>(k);
+  }
+  return ok;
+}
+
 TEST(Session, ConcurrentRunsWithDifferentTargets) {
   Result<Session> s = Session::from_graph(reshape_graph(), cpu());
   ASSERT_TRUE(s.is_ok());
@@ -94,13 +105,7 @@ TEST(Session, ConcurrentRunsWithDifferentTargets) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 24; ++i) {
         const Shape& shape = shapes[static_cast<size_t>(i + t) % shapes.size()];
-        Result<TensorMap> out =
-            s->run({{"x", kX}, {"target", Tensor::from_vector<int64_t>({2}, shape)}});
-        bool ok = out.is_ok() && out->at("y").shape() == shape;
-        for (int64_t k = 0; ok && k < 12; ++k) {
-          ok = out->at("y").data<float>()[k] == static_cast<float>(k);
-        }
-        if (!ok) ++wrong;
+        if (!reshapes_to(*s, shape)) ++wrong;
       }
     });
   }
@@ -134,13 +139,7 @@ TEST(Session, ConcurrentRunsOfOneNewKeyCompileItOnce) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&] {
-      Result<TensorMap> out =
-          s->run({{"x", kX}, {"target", Tensor::from_vector<int64_t>({2}, {4, 3})}});
-      bool ok = out.is_ok() && out->at("y").shape() == Shape{4, 3};
-      for (int64_t k = 0; ok && k < 12; ++k) {
-        ok = out->at("y").data<float>()[k] == static_cast<float>(k);
-      }
-      if (!ok) ++wrong;
+      if (!reshapes_to(*s, Shape{4, 3})) ++wrong;
     });
   }
   for (std::thread& th : threads) th.join();

@@ -68,6 +68,19 @@ Status gather_cpu(KernelContext& ctx) {
   });
 }
 
+// Offset in data (strides `dst_st`) of element `e` of indices (strides `ist`, same rank) with
+// its `axis` coordinate replaced by the index `at` (GatherElements / ScatterElements addressing).
+int64_t element_offset(int64_t e, int64_t axis, int64_t at, const std::vector<int64_t>& ist,
+                       const std::vector<int64_t>& dst_st) {
+  int64_t rem = e, off = 0;
+  for (size_t d = 0; d < dst_st.size(); ++d) {
+    const int64_t c = rem / ist[d];
+    rem %= ist[d];
+    off += (static_cast<int64_t>(d) == axis ? at : c) * dst_st[d];
+  }
+  return off;
+}
+
 Status gather_elements_cpu(KernelContext& ctx) {
   const Tensor& data = ctx.input(0);
   const Tensor& idx = ctx.input(1);
@@ -75,20 +88,13 @@ Status gather_elements_cpu(KernelContext& ctx) {
   const int64_t axis = normalized_axis(ctx, data.rank());
   const std::vector<int64_t> dst_st = strides_of(data.shape());
   const std::vector<int64_t> ist = strides_of(idx.shape());
-  const size_t r = static_cast<size_t>(data.rank());
   return dispatch_dtype<kIndexDTypes>(idx.dtype(), [&]<typename I>() -> Status {
     FRAME_ASSIGN_OR_RETURN(std::vector<int64_t> ix, checked_indices<I>(ctx, idx, data.dim(axis)));
     return dispatch_storage(data.dtype(), [&]<typename T>() {
       const T* src = data.data<T>();
       T* dst = out.data<T>();
       for (int64_t e = 0; e < idx.numel(); ++e) {
-        int64_t rem = e, off = 0;
-        for (size_t d = 0; d < r; ++d) {
-          const int64_t c = rem / ist[d];
-          rem %= ist[d];
-          off += (static_cast<int64_t>(d) == axis ? ix[static_cast<size_t>(e)] : c) * dst_st[d];
-        }
-        dst[e] = src[off];
+        dst[e] = src[element_offset(e, axis, ix[static_cast<size_t>(e)], ist, dst_st)];
       }
     });
   });
@@ -198,7 +204,6 @@ Status scatter_elements_cpu(KernelContext& ctx) {
   const int64_t axis = normalized_axis(ctx, data.rank());
   const std::vector<int64_t> dst_st = strides_of(data.shape());
   const std::vector<int64_t> ist = strides_of(idx.shape());
-  const size_t r = static_cast<size_t>(data.rank());
   if (out.raw_data() != data.raw_data() && data.nbytes() > 0) {
     std::memcpy(out.raw_data(), data.raw_data(), data.nbytes());
   }
@@ -210,12 +215,7 @@ Status scatter_elements_cpu(KernelContext& ctx) {
         T* dst = out.data<T>();
         // Sequential on purpose: duplicate indices reduce in index order.
         for (int64_t e = 0; e < idx.numel(); ++e) {
-          int64_t rem = e, off = 0;
-          for (size_t d = 0; d < r; ++d) {
-            const int64_t c = rem / ist[d];
-            rem %= ist[d];
-            off += (static_cast<int64_t>(d) == axis ? ix[static_cast<size_t>(e)] : c) * dst_st[d];
-          }
+          const int64_t off = element_offset(e, axis, ix[static_cast<size_t>(e)], ist, dst_st);
           dst[off] = Red::apply(dst[off], u[e]);
         }
       });

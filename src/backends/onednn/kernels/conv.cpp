@@ -31,30 +31,6 @@ using ops::NodeContext;
 // included (docs/backends/onednn.md). false selects the plain-layout conv.
 constexpr bool kBlockedActivations = true;
 
-// A reorder primitive with a user scratchpad (so the prepared state holds no mutable memory).
-struct Reorder {
-  dnnl::primitive prim;
-  memory::desc scratch;
-  bool active = false;
-};
-
-Reorder make_reorder(const memory::desc& from, const memory::desc& to) {
-  Reorder r;
-  dnnl::reorder::primitive_desc pd(engine(), from, engine(), to, default_attr());
-  r.prim = dnnl::reorder(pd);
-  r.scratch = pd.scratchpad_desc();
-  r.active = true;
-  return r;
-}
-
-Status run_reorder(const NodeContext& node, const Reorder& r, const memory& from,
-                   const memory& to) {
-  const memory scratch = scratchpad(r.scratch);
-  const ExecArg args[] = {
-      {DNNL_ARG_FROM, &from}, {DNNL_ARG_TO, &to}, {DNNL_ARG_SCRATCHPAD, &scratch}};
-  return execute(node, r.prim, args);
-}
-
 class ConvPrimitive final : public LinearPrimitive {
  public:
   dnnl::primitive prim;
@@ -69,14 +45,12 @@ class ConvPrimitive final : public LinearPrimitive {
   Status run(KernelContext& ctx) const override {
     const NodeContext& node = *ctx.node;
     try {
-      const memory x_user = wrap(src_user, ctx.input(0));
-      const memory src = src_reorder.active ? thread_buffer(BufferSlot::kSrc, src_md) : x_user;
-      if (src_reorder.active) FRAME_RETURN_IF_ERROR(run_reorder(node, src_reorder, x_user, src));
+      FRAME_ASSIGN_OR_RETURN(const memory src, in_layout(node, src_reorder, BufferSlot::kSrc,
+                                                         src_md, wrap(src_user, ctx.input(0))));
       memory w = w_packed;
       if (!weights_packed) {
-        const memory w_in = wrap(w_user, ctx.input(1));
-        w = w_reorder.active ? thread_buffer(BufferSlot::kWeights, w_md) : w_in;
-        if (w_reorder.active) FRAME_RETURN_IF_ERROR(run_reorder(node, w_reorder, w_in, w));
+        FRAME_ASSIGN_OR_RETURN(
+            w, in_layout(node, w_reorder, BufferSlot::kWeights, w_md, wrap(w_user, ctx.input(1))));
       }
       const memory y_user = wrap(dst_user, ctx.output(0));
       const memory dst = dst_reorder.active ? thread_buffer(BufferSlot::kDst, dst_md) : y_user;

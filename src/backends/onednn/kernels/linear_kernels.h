@@ -55,4 +55,22 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const ops::NodeContext& ctx
 /// Kernel function of every LinearPrimitive-based kernel: runs the prepared state.
 Status run_linear(ops::KernelContext& ctx);
 
+/// accepts() of a LinearPrimitive kernel whose state `kMake(ctx, kArg, build)` creates: only
+/// the primitive descriptor is built (`build` false). Errors: kMake's (kUnimplemented where
+/// oneDNN cannot run the node).
+template <auto kMake, const auto& kArg>
+Status accepts_linear(const ops::NodeContext& ctx) {
+  return kMake(ctx, kArg, false).status();
+}
+
+/// prepare() of the same kernel: the built state, run by run_linear. Errors: kMake's.
+template <auto kMake, const auto& kArg>
+Result<std::shared_ptr<void>> prepare_linear(const ops::NodeContext& ctx) {
+  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<LinearPrimitive> p, kMake(ctx, kArg, true));
+  return std::shared_ptr<void>(std::move(p));
+}
+
+/// The dtypes of the int8 kernels' quantized operands (u8 or s8).
+inline constexpr DTypeSet kQ8DTypes{DTypeCode::kInt8, DTypeCode::kUInt8};
+
 }  // namespace frame::backends::onednn

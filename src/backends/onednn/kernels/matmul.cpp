@@ -55,12 +55,6 @@ class MatmulPrimitive final : public LinearPrimitive {
   }
 };
 
-memory::dims padded(const Shape& s, size_t rank) {
-  memory::dims d(rank - std::min(rank, s.size()), 1);
-  d.insert(d.end(), s.begin(), s.end());
-  return d;
-}
-
 }  // namespace
 
 Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, bool gemm,
@@ -80,26 +74,10 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
   dnnl::post_ops pops;
   memory::desc b_user, a_md, y_md;
   if (!gemm) {
-    // numpy: a 1-D A is a row, a 1-D B a column; the output buffer has the same elements.
-    if (as.size() == 1) as.insert(as.begin(), 1);
-    if (bs.size() == 1) bs.push_back(1);
-    // A 2-D B (a weight) is shared by every batch of A: fold A's batch dims into M, one GEMM
-    // [prod(batch) * M, K] x [K, N] instead of many small ones (a [128, 1, 256] x [256, 768]
-    // attention projection ran as 128 GEMVs, 3x slower). Same bytes for A and Y.
-    if (bs.size() == 2 && as.size() > 2) {
-      int64_t rows = 1;
-      for (size_t i = 0; i + 1 < as.size(); ++i) rows *= as[i];
-      as = Shape{rows, as.back()};
-    }
-    const size_t rank = std::max(as.size(), bs.size());
-    const memory::dims ad = padded(as, rank), bd = padded(bs, rank);
-    memory::dims yd(rank);
-    for (size_t i = 0; i + 2 < rank; ++i) yd[i] = std::max(ad[i], bd[i]);
-    yd[rank - 2] = ad[rank - 2];
-    yd[rank - 1] = bd[rank - 1];
-    a_md = plain_desc(ad, dt);
-    b_user = plain_desc(bd, dt);
-    y_md = plain_desc(yd, dt);
+    const MatmulDims md = matmul_dims(as, bs);
+    a_md = plain_desc(md.a, dt);
+    b_user = plain_desc(md.b, dt);
+    y_md = plain_desc(md.y, dt);
   } else {
     const bool ta = ctx.attr_or<int64_t>("transA", 0) != 0;
     const bool tb = ctx.attr_or<int64_t>("transB", 0) != 0;
@@ -149,19 +127,9 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
     return dnnl_declines("matmul", e);
   }
   if (bc != nullptr) {
-    try {
-      // Constant B: reordered once here into the primitive's layout, read-only afterwards.
-      p->b_packed = memory(p->b_md, engine());
-      const memory b_in = wrap(b_user, *bc);
-      dnnl::reorder::primitive_desc rpd(engine(), b_user, engine(), p->b_md, default_attr());
-      const memory scratch = scratchpad(rpd.scratchpad_desc());
-      const ExecArg args[] = {
-          {DNNL_ARG_FROM, &b_in}, {DNNL_ARG_TO, &p->b_packed}, {DNNL_ARG_SCRATCHPAD, &scratch}};
-      FRAME_RETURN_IF_ERROR(execute(ctx, dnnl::reorder(rpd), args));
-      p->b_is_packed = true;
-    } catch (const dnnl::error& e) {
-      return dnnl_failure(ctx, "weight reorder", e);
-    }
+    // Constant B: reordered once here into the primitive's layout.
+    FRAME_ASSIGN_OR_RETURN(p->b_packed, pack_weights(ctx, b_user, p->b_md, *bc));
+    p->b_is_packed = true;
   }
   return std::shared_ptr<LinearPrimitive>(p);
 }

@@ -2,6 +2,7 @@
 
 #include "backends/onednn/kernels/primitive_util.h"
 
+#include <algorithm>
 #include <array>
 
 namespace frame::backends::onednn {
@@ -53,6 +54,73 @@ int append_post_ops(dnnl::post_ops& ops, std::span<const ops::fused::PostOp> pos
     }
   }
   return add_index;
+}
+
+Reorder make_reorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
+  Reorder r;
+  if (from == to) return r;
+  dnnl::reorder::primitive_desc pd(engine(), from, engine(), to, default_attr());
+  r.prim = dnnl::reorder(pd);
+  r.scratch = pd.scratchpad_desc();
+  r.active = true;
+  return r;
+}
+
+Status run_reorder(const ops::NodeContext& node, const Reorder& r, const dnnl::memory& from,
+                   const dnnl::memory& to) {
+  const dnnl::memory scratch = scratchpad(r.scratch);
+  const ExecArg args[] = {
+      {DNNL_ARG_FROM, &from}, {DNNL_ARG_TO, &to}, {DNNL_ARG_SCRATCHPAD, &scratch}};
+  return execute(node, r.prim, args);
+}
+
+Result<dnnl::memory> in_layout(const ops::NodeContext& node, const Reorder& r, BufferSlot slot,
+                               const dnnl::memory::desc& md, const dnnl::memory& user) {
+  if (!r.active) return user;
+  const dnnl::memory buf = thread_buffer(slot, md);
+  FRAME_RETURN_IF_ERROR(run_reorder(node, r, user, buf));
+  return buf;
+}
+
+dnnl::memory::dims padded(const Shape& s, size_t rank) {
+  dnnl::memory::dims d(rank - std::min(rank, s.size()), 1);
+  d.insert(d.end(), s.begin(), s.end());
+  return d;
+}
+
+MatmulDims matmul_dims(Shape as, Shape bs) {
+  if (as.size() == 1) as.insert(as.begin(), 1);
+  if (bs.size() == 1) bs.push_back(1);
+  // A 2-D B (a weight) is shared by every batch of A: fold A's batch dims into M, one GEMM
+  // [prod(batch) * M, K] x [K, N] instead of many small ones (a [128, 1, 256] x [256, 768]
+  // attention projection ran as 128 GEMVs, 3x slower). Same bytes for A and Y.
+  if (bs.size() == 2 && as.size() > 2) {
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < as.size(); ++i) rows *= as[i];
+    as = Shape{rows, as.back()};
+  }
+  const size_t rank = std::max(as.size(), bs.size());
+  MatmulDims d{padded(as, rank), padded(bs, rank), dnnl::memory::dims(rank)};
+  for (size_t i = 0; i + 2 < rank; ++i) d.y[i] = std::max(d.a[i], d.b[i]);
+  d.y[rank - 2] = d.a[rank - 2];
+  d.y[rank - 1] = d.b[rank - 1];
+  return d;
+}
+
+Result<dnnl::memory> pack_weights(const ops::NodeContext& ctx, const dnnl::memory::desc& user,
+                                  const dnnl::memory::desc& md, const Tensor& w) {
+  try {
+    dnnl::memory packed(md, engine());
+    const dnnl::memory w_in = wrap(user, w);
+    dnnl::reorder::primitive_desc rpd(engine(), user, engine(), md, default_attr());
+    const dnnl::memory scratch = scratchpad(rpd.scratchpad_desc());
+    const ExecArg args[] = {
+        {DNNL_ARG_FROM, &w_in}, {DNNL_ARG_TO, &packed}, {DNNL_ARG_SCRATCHPAD, &scratch}};
+    FRAME_RETURN_IF_ERROR(execute(ctx, dnnl::reorder(rpd), args));
+    return packed;
+  } catch (const dnnl::error& e) {
+    return dnnl_failure(ctx, "weight reorder", e);
+  }
 }
 
 }  // namespace frame::backends::onednn

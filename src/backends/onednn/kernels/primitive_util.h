@@ -3,6 +3,8 @@
 /// Helpers of the onednn conv / matmul / gemm kernels (docs/backends/onednn.md#convolution-
 /// matmul-and-gemm): per-thread activation buffers, oneDNN post-ops from the post-op list of
 /// fused_post_ops_internal, allocation-free primitive execution, and dnnl::error -> Status.
+/// Also the pieces the float and int8 kernels share: reorders with a user scratchpad, the
+/// numpy matmul dims, and the one-time reorder of constant weights.
 
 #include <cstddef>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -11,6 +13,7 @@
 
 #include "backends/onednn/dnnl_util.h"
 #include "frame/core/status.h"
+#include "frame/core/tensor.h"
 #include "frame/ops/op_schema.h"
 #include "ops/schemas/nn_fused_internal.h"
 
@@ -23,5 +26,45 @@ namespace frame::backends::onednn {
 /// with blocked dst). Returns the post-op index of the add, or -1.
 int append_post_ops(dnnl::post_ops& ops, std::span<const ops::fused::PostOp> post,
                     const dnnl::memory::desc* residual);
+
+/// A reorder primitive with a user scratchpad (so the prepared state holds no mutable memory);
+/// `active` false where no reorder is needed.
+struct Reorder {
+  dnnl::primitive prim;
+  dnnl::memory::desc scratch;
+  bool active = false;
+};
+
+/// The reorder `from` -> `to`; inactive when the two descriptors are equal. Throws
+/// dnnl::error where oneDNN cannot reorder between them.
+Reorder make_reorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to);
+
+/// Runs the active reorder `r` from `from` into `to` on the thread's stream. Errors: as
+/// execute().
+Status run_reorder(const ops::NodeContext& node, const Reorder& r, const dnnl::memory& from,
+                   const dnnl::memory& to);
+
+/// `user` as the primitive reads it: `user` itself, or (with `r` active) `user` reordered into
+/// the thread's `slot` buffer of layout `md`. Errors: as run_reorder.
+Result<dnnl::memory> in_layout(const ops::NodeContext& node, const Reorder& r, BufferSlot slot,
+                               const dnnl::memory::desc& md, const dnnl::memory& user);
+
+/// `s` with leading 1s up to `rank` dims (oneDNN wants equal ranks); `s` unchanged when it
+/// has `rank` dims or more.
+dnnl::memory::dims padded(const Shape& s, size_t rank);
+
+/// The oneDNN dims of numpy matmul A x B, all of one rank.
+struct MatmulDims {
+  dnnl::memory::dims a, b, y;
+};
+
+/// Dims of numpy matmul `as` x `bs` (non-empty shapes): a 1-D A is a row, a 1-D B a column
+/// (the output buffer has the same elements); with a 2-D B, A's batch dims fold into M.
+MatmulDims matmul_dims(Shape as, Shape bs);
+
+/// Reorders constant weights `w` (laid out as `user`) once into a new memory of layout `md`,
+/// read-only afterwards. Errors: "weight reorder" failures (dnnl_failure) and execute()'s.
+Result<dnnl::memory> pack_weights(const ops::NodeContext& ctx, const dnnl::memory::desc& user,
+                                  const dnnl::memory::desc& md, const Tensor& w);
 
 }  // namespace frame::backends::onednn

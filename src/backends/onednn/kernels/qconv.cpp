@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "backends/onednn/dnnl_util.h"
+#include "backends/onednn/kernels/linear_kernels.h"
+#include "backends/onednn/kernels/primitive_util.h"
 #include "frame/ops/kernel_registry.h"
 #include "ops/schemas/nn_geometry.h"
 
@@ -33,33 +35,9 @@ struct QConvIndex {
 constexpr QConvIndex kConvInteger{0, 1, 2, 3, -1, -1, -1, -1, -1};
 constexpr QConvIndex kQLinearConv{0, 3, 2, 5, 1, 4, 6, 7, 8};
 
-struct Reorder {
-  dnnl::primitive prim;
-  memory::desc scratch;
-  bool active = false;
-};
-
-Reorder make_reorder(const memory::desc& from, const memory::desc& to) {
-  Reorder r;
-  if (from == to) return r;
-  dnnl::reorder::primitive_desc pd(engine(), from, engine(), to, default_attr());
-  r.prim = dnnl::reorder(pd);
-  r.scratch = pd.scratchpad_desc();
-  r.active = true;
-  return r;
-}
-
-Status run_reorder(const NodeContext& node, const Reorder& r, const memory& from,
-                   const memory& to) {
-  const memory scratch = scratchpad(r.scratch);
-  const ExecArg args[] = {
-      {DNNL_ARG_FROM, &from}, {DNNL_ARG_TO, &to}, {DNNL_ARG_SCRATCHPAD, &scratch}};
-  return execute(node, r.prim, args);
-}
-
 bool one_element(const Shape& s) { return numel_of(s) == 1 && s.size() <= 1; }
 
-class QConvPrimitive {
+class QConvPrimitive final : public LinearPrimitive {
  public:
   QConvIndex ix{};
   dnnl::primitive prim;
@@ -82,18 +60,17 @@ class QConvPrimitive {
     return static_cast<int32_t>(ctx.input(static_cast<size_t>(i)).element_as_int64(0));
   }
 
-  Status run(KernelContext& ctx) const {
+  Status run(KernelContext& ctx) const override {
     const NodeContext& node = *ctx.node;
     try {
       int32_t zps[2] = {zero_point(ctx, ix.xzp), zero_point(ctx, ix.yzp)};
-      const memory x_user = wrap(src_user, ctx.input(static_cast<size_t>(ix.x)));
-      const memory src = src_reorder.active ? thread_buffer(BufferSlot::kSrc, src_md) : x_user;
-      if (src_reorder.active) FRAME_RETURN_IF_ERROR(run_reorder(node, src_reorder, x_user, src));
+      FRAME_ASSIGN_OR_RETURN(const memory src,
+                             in_layout(node, src_reorder, BufferSlot::kSrc, src_md,
+                                       wrap(src_user, ctx.input(static_cast<size_t>(ix.x)))));
       memory w = w_packed;
       if (!weights_packed) {
-        const memory w_in = wrap(w_user, ctx.input(static_cast<size_t>(ix.w)));
-        w = w_reorder.active ? thread_buffer(BufferSlot::kWeights, w_md) : w_in;
-        if (w_reorder.active) FRAME_RETURN_IF_ERROR(run_reorder(node, w_reorder, w_in, w));
+        FRAME_ASSIGN_OR_RETURN(w, in_layout(node, w_reorder, BufferSlot::kWeights, w_md,
+                                            wrap(w_user, ctx.input(static_cast<size_t>(ix.w)))));
       }
       const memory y_user = wrap(dst_user, ctx.output(0));
       const memory dst = dst_reorder.active ? thread_buffer(BufferSlot::kDst, dst_md) : y_user;
@@ -233,32 +210,15 @@ Result<std::shared_ptr<QConvPrimitive>> make_qconv(const NodeContext& ctx, const
   return p;
 }
 
-template <const QConvIndex& kIx>
-Status accepts_qconv(const NodeContext& ctx) {
-  return make_qconv(ctx, kIx, false).status();
-}
+FRAME_REGISTER_KERNEL(conv_integer, "onednn", run_linear)
+    .dtypes(kQ8DTypes)
+    .accepts(accepts_linear<make_qconv, kConvInteger>)
+    .prepare(prepare_linear<make_qconv, kConvInteger>);
 
-template <const QConvIndex& kIx>
-Result<std::shared_ptr<void>> prepare_qconv(const NodeContext& ctx) {
-  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<QConvPrimitive> p, make_qconv(ctx, kIx, true));
-  return std::shared_ptr<void>(std::move(p));
-}
-
-Status run_qconv(KernelContext& ctx) {
-  return static_cast<const QConvPrimitive*>(ctx.state)->run(ctx);
-}
-
-constexpr DTypeSet kQ8{DTypeCode::kInt8, DTypeCode::kUInt8};
-
-FRAME_REGISTER_KERNEL(conv_integer, "onednn", run_qconv)
-    .dtypes(kQ8)
-    .accepts(accepts_qconv<kConvInteger>)
-    .prepare(prepare_qconv<kConvInteger>);
-
-FRAME_REGISTER_KERNEL(qlinear_conv, "onednn", run_qconv)
-    .dtypes(kQ8)
-    .accepts(accepts_qconv<kQLinearConv>)
-    .prepare(prepare_qconv<kQLinearConv>);
+FRAME_REGISTER_KERNEL(qlinear_conv, "onednn", run_linear)
+    .dtypes(kQ8DTypes)
+    .accepts(accepts_linear<make_qconv, kQLinearConv>)
+    .prepare(prepare_linear<make_qconv, kQLinearConv>);
 
 }  // namespace
 }  // namespace frame::backends::onednn

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "backends/onednn/dnnl_util.h"
+#include "backends/onednn/kernels/linear_kernels.h"
+#include "backends/onednn/kernels/primitive_util.h"
 #include "frame/ops/kernel_registry.h"
 
 namespace frame::backends::onednn {
@@ -31,7 +33,7 @@ constexpr QIndex kQLinear{0, 2, 3, 5, 1, 4, 6, 7};
 
 bool one_element(const Shape& s) { return numel_of(s) == 1 && s.size() <= 1; }
 
-class QMatmulPrimitive {
+class QMatmulPrimitive final : public LinearPrimitive {
  public:
   QIndex ix{};
   dnnl::primitive prim;
@@ -54,7 +56,7 @@ class QMatmulPrimitive {
     return static_cast<int32_t>(ctx.input(static_cast<size_t>(i)).element_as_int64(0));
   }
 
-  Status run(KernelContext& ctx) const {
+  Status run(KernelContext& ctx) const override {
     const NodeContext& node = *ctx.node;
     try {
       int32_t zps[3] = {zero_point(ctx, ix.azp), zero_point(ctx, ix.bzp), zero_point(ctx, ix.yzp)};
@@ -92,12 +94,6 @@ class QMatmulPrimitive {
   }
 };
 
-memory::dims padded(const Shape& s, size_t rank) {
-  memory::dims d(rank - std::min(rank, s.size()), 1);
-  d.insert(d.end(), s.begin(), s.end());
-  return d;
-}
-
 Result<std::shared_ptr<QMatmulPrimitive>> make_qmatmul(const NodeContext& ctx, const QIndex& ix,
                                                        bool build) {
   const auto in = [&](int i) -> const ir::TensorType& {
@@ -114,7 +110,7 @@ Result<std::shared_ptr<QMatmulPrimitive>> make_qmatmul(const NodeContext& ctx, c
                            shape_to_string(in(i).shape));
     }
   }
-  Shape as = in(ix.a).shape, bs = in(ix.b).shape;
+  const Shape &as = in(ix.a).shape, &bs = in(ix.b).shape;
   for (const Shape* s : {&as, &bs}) {
     for (int64_t d : *s) {
       if (d == 0) return unimplemented("an empty operand {}", shape_to_string(*s));
@@ -122,20 +118,9 @@ Result<std::shared_ptr<QMatmulPrimitive>> make_qmatmul(const NodeContext& ctx, c
   }
   auto p = std::make_shared<QMatmulPrimitive>();
   p->ix = ix;
-  if (as.size() == 1) as.insert(as.begin(), 1);
-  if (bs.size() == 1) bs.push_back(1);
-  // A 2-D B is shared by every batch of A: one GEMM over the folded rows (as matmul.cpp).
-  if (bs.size() == 2 && as.size() > 2) {
-    int64_t rows = 1;
-    for (size_t i = 0; i + 1 < as.size(); ++i) rows *= as[i];
-    as = Shape{rows, as.back()};
-  }
-  const size_t rank = std::max(as.size(), bs.size());
-  const memory::dims ad = padded(as, rank), bd = padded(bs, rank);
-  memory::dims yd(rank);
-  for (size_t i = 0; i + 2 < rank; ++i) yd[i] = std::max(ad[i], bd[i]);
-  yd[rank - 2] = ad[rank - 2];
-  yd[rank - 1] = bd[rank - 1];
+  const MatmulDims md = matmul_dims(as, bs);
+  const memory::dims &ad = md.a, &bd = md.b, &yd = md.y;
+  const size_t rank = yd.size();
   const int64_t n = yd[rank - 1];
   const DTypeCode out = ix.yzp >= 0 ? in(ix.yzp).dtype : DTypeCode::kInt32;
   p->a_md = plain_desc(ad, *to_dnnl(in(ix.a).dtype));
@@ -174,49 +159,22 @@ Result<std::shared_ptr<QMatmulPrimitive>> make_qmatmul(const NodeContext& ctx, c
     return dnnl_declines("int8 matmul", e);
   }
   if (bc != nullptr) {
-    try {
-      // Constant B: reordered once here into the primitive's layout, read-only afterwards.
-      p->b_packed = memory(p->b_md, engine());
-      const memory b_in = wrap(p->b_user, *bc);
-      dnnl::reorder::primitive_desc rpd(engine(), p->b_user, engine(), p->b_md, default_attr());
-      const memory scratch = scratchpad(rpd.scratchpad_desc());
-      const ExecArg args[] = {
-          {DNNL_ARG_FROM, &b_in}, {DNNL_ARG_TO, &p->b_packed}, {DNNL_ARG_SCRATCHPAD, &scratch}};
-      FRAME_RETURN_IF_ERROR(execute(ctx, dnnl::reorder(rpd), args));
-      p->b_is_packed = true;
-    } catch (const dnnl::error& e) {
-      return dnnl_failure(ctx, "weight reorder", e);
-    }
+    // Constant B: reordered once here into the primitive's layout.
+    FRAME_ASSIGN_OR_RETURN(p->b_packed, pack_weights(ctx, p->b_user, p->b_md, *bc));
+    p->b_is_packed = true;
   }
   return p;
 }
 
-template <const QIndex& kIx>
-Status accepts_qmatmul(const NodeContext& ctx) {
-  return make_qmatmul(ctx, kIx, false).status();
-}
+FRAME_REGISTER_KERNEL(matmul_integer, "onednn", run_linear)
+    .dtypes(kQ8DTypes)
+    .accepts(accepts_linear<make_qmatmul, kMatmulInteger>)
+    .prepare(prepare_linear<make_qmatmul, kMatmulInteger>);
 
-template <const QIndex& kIx>
-Result<std::shared_ptr<void>> prepare_qmatmul(const NodeContext& ctx) {
-  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<QMatmulPrimitive> p, make_qmatmul(ctx, kIx, true));
-  return std::shared_ptr<void>(std::move(p));
-}
-
-Status run_qmatmul(KernelContext& ctx) {
-  return static_cast<const QMatmulPrimitive*>(ctx.state)->run(ctx);
-}
-
-constexpr DTypeSet kQ8{DTypeCode::kInt8, DTypeCode::kUInt8};
-
-FRAME_REGISTER_KERNEL(matmul_integer, "onednn", run_qmatmul)
-    .dtypes(kQ8)
-    .accepts(accepts_qmatmul<kMatmulInteger>)
-    .prepare(prepare_qmatmul<kMatmulInteger>);
-
-FRAME_REGISTER_KERNEL(qlinear_matmul, "onednn", run_qmatmul)
-    .dtypes(kQ8)
-    .accepts(accepts_qmatmul<kQLinear>)
-    .prepare(prepare_qmatmul<kQLinear>);
+FRAME_REGISTER_KERNEL(qlinear_matmul, "onednn", run_linear)
+    .dtypes(kQ8DTypes)
+    .accepts(accepts_linear<make_qmatmul, kQLinear>)
+    .prepare(prepare_linear<make_qmatmul, kQLinear>);
 
 }  // namespace
 }  // namespace frame::backends::onednn
