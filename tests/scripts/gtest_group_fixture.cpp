@@ -1,9 +1,10 @@
 // A GoogleTest binary whose cases pass, skip, fail, crash or hang on request (environment
-// variables FIXTURE_FAIL, FIXTURE_CRASH, FIXTURE_HANG, FIXTURE_LEAK_EXIT), for the test of
-// tests/scripts/gtest_group.py (tests/scripts/test_gtest_group.py).
+// variables FIXTURE_FAIL, FIXTURE_CRASH, FIXTURE_HANG, FIXTURE_LEAK_EXIT, FIXTURE_SETUP_HANG),
+// for the test of tests/scripts/gtest_group.py (tests/scripts/test_gtest_group.py).
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 
@@ -14,7 +15,12 @@ bool on(const char* name) {
   return v != nullptr && *v == '1';
 }
 
-TEST(Fixture, APasses) { EXPECT_EQ(2 + 2, 4); }
+// Output without a final newline: gtest's "[ OK ]" then shares the line.
+TEST(Fixture, APasses) {
+  std::printf("progress...");
+  std::fflush(stdout);
+  EXPECT_EQ(2 + 2, 4);
+}
 
 TEST(Fixture, BSkips) { GTEST_SKIP() << "no device here"; }
 
@@ -37,6 +43,9 @@ TEST(Other, Passes) { EXPECT_EQ(3 * 3, 9); }
 // A non-zero exit after every case passed (as LeakSanitizer reports at exit).
 class ExitCode : public ::testing::Environment {
  public:
+  void SetUp() override {
+    if (on("FIXTURE_SETUP_HANG")) std::this_thread::sleep_for(std::chrono::seconds(120));
+  }
   void TearDown() override {
     if (on("FIXTURE_LEAK_EXIT")) std::_Exit(23);
   }

@@ -20,7 +20,7 @@ def run(fixture, work, entry, flt, env=None, timeout=None):
     results = os.path.join(work, "results")
     e = dict(os.environ)
     for k in ("FIXTURE_FAIL", "FIXTURE_CRASH", "FIXTURE_HANG", "FIXTURE_LEAK_EXIT",
-              "FRAME_TEST_CASE_TIMEOUT", "FRAME_TEST_VERBOSE"):
+              "FIXTURE_SETUP_HANG", "FRAME_TEST_CASE_TIMEOUT", "FRAME_TEST_VERBOSE"):
         e.pop(k, None)
     e.update(env or {})
     if timeout is not None:
@@ -55,6 +55,16 @@ def main():
     reasons = {c.get("reason") for c in rec["cases"].values() if c["status"] == "skipped"}
     expect(reasons == {"no device here"}, "the skip reason is recorded", out)
     expect("5 passed, 2 skipped, 0 failed" in out, "the summary line counts outcomes", out)
+
+    rc, st, _, out = run(fixture, work, "gtest_env", "Fixture.*",
+                         {"GTEST_PRINT_TIME": "0", "GTEST_BRIEF": "1", "GTEST_COLOR": "yes"})
+    expect(rc == 0 and st == everything, "GTEST_* output settings do not change the outcome",
+           out)
+
+    rc, st, rec, out = run(fixture, work, "setup_hang", "Fixture.*",
+                           {"FIXTURE_SETUP_HANG": "1"}, 2)
+    expect(rc == 1 and "hung outside a case" in " ".join(rec["problems"]),
+           "a hang in global set-up (outside every case) fails after the limit", out)
 
     rc, st, _, out = run(fixture, work, "skips", "Fixture.BSkips:Fixture.FSkipsToo")
     expect(rc == 77, "a group where every case skips exits 77 (ctest: not run)", out)
