@@ -46,16 +46,24 @@ struct IdentityFinish {
     return acc;
   }
 };
-struct SumR : IdentityFinish {
+// Sum, or product (kProd).
+template <bool kProd>
+struct ArithmeticR : IdentityFinish {
   template <typename A, typename T>
   static A init() {
-    return A(0);
+    return A(kProd ? 1 : 0);
   }
   template <typename A>
   static void fold(A& acc, A x) {
-    acc += x;
+    if constexpr (kProd) {
+      acc *= x;
+    } else {
+      acc += x;
+    }
   }
 };
+using SumR = ArithmeticR<false>;
+using ProdR = ArithmeticR<true>;
 struct MeanR : SumR {
   template <typename A>
   static A finish(A acc, int64_t n) {
@@ -64,16 +72,6 @@ struct MeanR : SumR {
     } else {
       return n == 0 ? A(0) : acc / n;
     }
-  }
-};
-struct ProdR : IdentityFinish {
-  template <typename A, typename T>
-  static A init() {
-    return A(1);
-  }
-  template <typename A>
-  static void fold(A& acc, A x) {
-    acc *= x;
   }
 };
 // Max (kMax) or min; NaN wins.
