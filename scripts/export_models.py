@@ -84,9 +84,9 @@ def build_transformer():
     return layer, (1, 128, 256)
 
 
-def build_cnn():
-    model = SmallCnn()
-    # Non-trivial running statistics so the folded BatchNorm actually changes values.
+def randomize_batch_norms(model):
+    """Gives every BatchNorm2d of `model` non-trivial statistics and affine parameters, so a
+    folded BatchNorm actually changes values (draws from torch's global generator)."""
     with torch.no_grad():
         for m in model.modules():
             if isinstance(m, nn.BatchNorm2d):
@@ -94,6 +94,11 @@ def build_cnn():
                 m.running_var.uniform_(0.5, 1.5)
                 m.weight.uniform_(0.5, 1.5)
                 m.bias.uniform_(-0.2, 0.2)
+
+
+def build_cnn():
+    model = SmallCnn()
+    randomize_batch_norms(model)
     return model, (2, 3, 64, 64)
 
 

@@ -52,6 +52,12 @@ inline frame::Tensor random_tensor(frame::Shape shape, float lo = -1.f, float hi
   return t;
 }
 
+/// The common benchmark arguments: one `threads` argument of 1 and 2, manual timing, in ms.
+/// Use as `BENCHMARK(BM_x)->Apply(bench::timed_threads)`.
+inline void timed_threads(benchmark::internal::Benchmark* b) {
+  b->ArgName("threads")->Arg(1)->Arg(2)->UseManualTime()->Unit(benchmark::kMillisecond);
+}
+
 /// Compiles `g`; on error records it on `state` and returns nothing.
 inline std::optional<rt::Executable> compile_or_skip(benchmark::State& state, const ir::Graph& g,
                                                      const rt::CompileOptions& options) {

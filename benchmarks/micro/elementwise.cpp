@@ -46,12 +46,7 @@ void BM_FusedChain8(benchmark::State& state) {
   set_gbps(state, 2.0 * kN * sizeof(float), total);
   state.SetLabel(bench::placement_label(*exe));
 }
-BENCHMARK(BM_FusedChain8)
-    ->ArgName("threads")
-    ->Arg(1)
-    ->Arg(2)
-    ->UseManualTime()
-    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FusedChain8)->Apply(bench::timed_threads);
 
 void BM_GeluBiasRelu(benchmark::State& state) {
   const int64_t rows = 1024, cols = 4096;
@@ -84,12 +79,7 @@ void BM_GeluBiasRelu(benchmark::State& state) {
   set_gbps(state, 2.0 * rows * cols * sizeof(float), total);
   state.SetLabel(bench::placement_label(*exe));
 }
-BENCHMARK(BM_GeluBiasRelu)
-    ->ArgName("threads")
-    ->Arg(1)
-    ->Arg(2)
-    ->UseManualTime()
-    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_GeluBiasRelu)->Apply(bench::timed_threads);
 
 // STREAM kernels: `arrays` is 2 for copy, 3 for triad.
 template <bool kTriad>
@@ -129,17 +119,7 @@ void stream(benchmark::State& state) {
 }
 void BM_StreamCopy(benchmark::State& state) { stream<false>(state); }
 void BM_StreamTriad(benchmark::State& state) { stream<true>(state); }
-BENCHMARK(BM_StreamCopy)
-    ->ArgName("threads")
-    ->Arg(1)
-    ->Arg(2)
-    ->UseManualTime()
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_StreamTriad)
-    ->ArgName("threads")
-    ->Arg(1)
-    ->Arg(2)
-    ->UseManualTime()
-    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_StreamCopy)->Apply(bench::timed_threads);
+BENCHMARK(BM_StreamTriad)->Apply(bench::timed_threads);
 
 }  // namespace

@@ -32,11 +32,6 @@ void BM_NodeOverhead(benchmark::State& state) {
   state.counters["ns_per_node"] = total * 1e9 / static_cast<double>(state.iterations()) / nodes;
   state.SetLabel(bench::placement_label(*exe));
 }
-BENCHMARK(BM_NodeOverhead)
-    ->ArgName("threads")
-    ->Arg(1)
-    ->Arg(2)
-    ->UseManualTime()
-    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_NodeOverhead)->Apply(bench::timed_threads);
 
 }  // namespace

@@ -55,22 +55,8 @@ Status run_cpu_kernel(const ir::Graph& g, const ir::Node& n, const ops::OpSchema
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     if (n.inputs[i] != ir::kNoValue) ins[i] = *g.value(n.inputs[i]).constant;
   }
-  outs.clear();
-  for (const ir::TensorType& t : types) {
-    FRAME_ASSIGN_OR_RETURN(Tensor o, Tensor::zeros(t.dtype, t.shape));
-    outs.push_back(std::move(o));
-  }
-  std::shared_ptr<void> state;
-  if (k->prepare != nullptr) {
-    FRAME_ASSIGN_OR_RETURN(state, k->prepare(ctx));
-  }
-  ops::KernelContext kc;
-  kc.node = &ctx;
-  kc.inputs = ins;
-  kc.outputs = outs;
-  kc.state = state.get();
-  kc.num_threads = 1;
-  return k->fn(kc);
+  FRAME_ASSIGN_OR_RETURN(outs, k->run_once(ctx, ins, types));
+  return Status();
 }
 
 }  // namespace

@@ -38,6 +38,29 @@ Status KernelDef::supports(const NodeContext& ctx) const {
   return Status();
 }
 
+Result<std::vector<Tensor>> KernelDef::run_once(const NodeContext& ctx,
+                                                std::span<const Tensor> inputs,
+                                                std::span<const ir::TensorType> out_types) const {
+  std::vector<Tensor> outputs;
+  outputs.reserve(out_types.size());
+  for (const ir::TensorType& t : out_types) {
+    FRAME_ASSIGN_OR_RETURN(Tensor out, Tensor::zeros(t.dtype, t.shape));
+    outputs.push_back(std::move(out));
+  }
+  std::shared_ptr<void> state;
+  if (prepare != nullptr) {
+    FRAME_ASSIGN_OR_RETURN(state, prepare(ctx));
+  }
+  KernelContext kctx;
+  kctx.node = &ctx;
+  kctx.inputs = inputs;
+  kctx.outputs = outputs;
+  kctx.state = state.get();
+  kctx.num_threads = 1;
+  FRAME_RETURN_IF_ERROR(fn(kctx));
+  return outputs;
+}
+
 KernelRegistry& KernelRegistry::global() {
   static KernelRegistry* r = new KernelRegistry();
   return *r;

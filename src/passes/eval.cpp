@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <memory>
 
 #include "frame/ops/op_registry.h"
 #include "frame/ops/subgraph.h"
@@ -88,24 +87,7 @@ Result<std::vector<Tensor>> evaluate_node(const ir::Graph& g, const ir::Node& n,
       FRAME_ASSIGN_OR_RETURN(inputs[i], Tensor::view(t.dtype, t.shape, g_placeholder));
     }
   }
-  std::vector<Tensor> outputs;
-  outputs.reserve(out_types.size());
-  for (const ir::TensorType& t : out_types) {
-    FRAME_ASSIGN_OR_RETURN(Tensor out, Tensor::zeros(t.dtype, t.shape));
-    outputs.push_back(std::move(out));
-  }
-  std::shared_ptr<void> state;
-  if (kernel.prepare != nullptr) {
-    FRAME_ASSIGN_OR_RETURN(state, kernel.prepare(ctx));
-  }
-  ops::KernelContext kctx;
-  kctx.node = &ctx;
-  kctx.inputs = inputs;
-  kctx.outputs = outputs;
-  kctx.state = state.get();
-  kctx.num_threads = 1;
-  FRAME_RETURN_IF_ERROR(kernel.fn(kctx));
-  return outputs;
+  return kernel.run_once(ctx, inputs, out_types);
 }
 
 }  // namespace frame::passes

@@ -356,13 +356,7 @@ CommandRegistration reg{Command{
       CLI::App* sub = app.add_subcommand(
           "inspect", "Show what the compiler does to a model (counts, fusion, placement, memory)");
       sub->add_option("model", g_inspect.model, "ONNX model file")->required();
-      sub->add_option("--backend", g_inspect.backend,
-                      "Backend chain, comma-separated (e.g. onednn,cpu); default auto = "
-                      "the optimized backends built here, then cpu");
-      add_opencl_device_option(sub);
-      sub->add_option("--plugin", g_inspect.plugins,
-                      "Shared library whose ops, kernels and ONNX mappings to load first "
-                      "(repeatable)");
+      add_backend_options(sub, g_inspect.backend, g_inspect.plugins);
       sub->add_option("--shape", g_inspect.shapes,
                       "NAME=d0,d1,... concrete shape of a dynamic input");
       sub->add_option("--input", g_inspect.inputs,

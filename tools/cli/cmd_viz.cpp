@@ -141,13 +141,7 @@ CommandRegistration reg{Command{
                 return fmt::format("unknown stage '{}' (stages: {})", v, fmt::join(stages, ", "));
               },
               "PASS"));
-      sub->add_option("--backend", g_viz.backend,
-                      "Backend chain, comma-separated (e.g. onednn,cpu); default auto = "
-                      "the optimized backends built here, then cpu");
-      add_opencl_device_option(sub);
-      sub->add_option("--plugin", g_viz.plugins,
-                      "Shared library whose ops, kernels and ONNX mappings to load first "
-                      "(repeatable)");
+      add_backend_options(sub, g_viz.backend, g_viz.plugins);
       sub->add_option("--shape", g_viz.shapes, "NAME=d0,d1,... concrete shape of a dynamic input");
       sub->add_option("--input", g_viz.inputs,
                       "NAME=FILE.npy: draw the specialization for this input's value and "

@@ -72,6 +72,19 @@ inline CLI::Option* add_opencl_device_option(CLI::App* sub) {
           ""));
 }
 
+/// Adds `--backend CHAIN`, `--opencl-device` and `--plugin LIB` (repeatable), in that order: the
+/// options that choose what `frame inspect` and `frame viz` compile a model for.
+inline void add_backend_options(CLI::App* sub, std::string& backend,
+                                std::vector<std::string>& plugins) {
+  sub->add_option("--backend", backend,
+                  "Backend chain, comma-separated (e.g. onednn,cpu); default auto = "
+                  "the optimized backends built here, then cpu");
+  add_opencl_device_option(sub);
+  sub->add_option("--plugin", plugins,
+                  "Shared library whose ops, kernels and ONNX mappings to load first "
+                  "(repeatable)");
+}
+
 /// Exit codes: 0 success, 1 runtime/model error, 2 usage error.
 inline constexpr int kExitError = 1;
 inline constexpr int kExitUsage = 2;

@@ -81,6 +81,13 @@ struct KernelDef {
   /// supported set, e.g. "kernel relu@cpu does not support dtype i8 (supports {f32, f64})",
   /// or the reason `accepts` gave.
   Status supports(const NodeContext& ctx) const;
+
+  /// Runs this kernel once on `ctx` outside a compiled plan (import-time and compile-time
+  /// folding): outputs of `out_types` allocated zeroed, the prepare step run first when there
+  /// is one, one thread, no subgraph runners. Does not call `supports`. Errors: those of
+  /// Tensor::zeros, prepare and the kernel.
+  Result<std::vector<Tensor>> run_once(const NodeContext& ctx, std::span<const Tensor> inputs,
+                                       std::span<const ir::TensorType> out_types) const;
 };
 
 /// Global kernel table. Thread-safe like OpRegistry.

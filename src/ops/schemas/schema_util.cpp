@@ -107,6 +107,25 @@ Status expect_rank(const NodeContext& ctx, size_t i, int64_t rank, std::string_v
   return Status();
 }
 
+Result<SoftmaxView> softmax_view(const NodeContext& ctx, std::span<const int64_t> shape) {
+  const auto rank = static_cast<int64_t>(shape.size());
+  FRAME_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(ctx, ctx.attr_or<int64_t>("axis", -1), rank,
+                                                      "attribute 'axis'"));
+  const bool legacy = ctx.attr_or<int64_t>("legacy_flatten", 0) != 0;
+  SoftmaxView v;
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t dim = shape[static_cast<size_t>(d)];
+    if (d < axis) {
+      v.outer *= dim;
+    } else if (d == axis || legacy) {
+      v.n *= dim;
+    } else {
+      v.inner *= dim;
+    }
+  }
+  return v;
+}
+
 Result<Tensor> filled_tensor(DTypeCode dtype, Shape shape, double value) {
   FRAME_ASSIGN_OR_RETURN(Tensor t, Tensor::empty(dtype, std::move(shape)));
   FRAME_RETURN_IF_ERROR(dispatch_dtype(dtype, [&]<typename T>() {

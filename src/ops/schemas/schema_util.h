@@ -53,6 +53,17 @@ Result<std::vector<ir::TensorType>> same_as_input(const NodeContext& ctx, size_t
 /// Checks that input `i` has rank `rank`. Error: "input 1 (W) expects rank 4, got rank 3".
 Status expect_rank(const NodeContext& ctx, size_t i, int64_t rank, std::string_view name);
 
+/// A softmax-family input of `shape` viewed as [outer, n, inner], n spanning the normalised
+/// dims: `axis` (attribute, default -1), or [axis, rank) with legacy_flatten=1.
+struct SoftmaxView {
+  int64_t outer = 1;  ///< product of the dims before the axis
+  int64_t n = 1;      ///< product of the normalised dims
+  int64_t inner = 1;  ///< product of the dims after them
+};
+/// The SoftmaxView of `shape` for softmax / log_softmax node `ctx` (shared by the kernels).
+/// Errors: those of normalize_axis for "attribute 'axis'".
+Result<SoftmaxView> softmax_view(const NodeContext& ctx, std::span<const int64_t> shape);
+
 /// A tensor of `dtype` and `shape` filled with `value` (converted like a static_cast; 16-bit
 /// floats rounded to nearest even). Used for decomposition constants.
 Result<Tensor> filled_tensor(DTypeCode dtype, Shape shape, double value);

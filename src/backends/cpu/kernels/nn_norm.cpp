@@ -191,20 +191,8 @@ FRAME_REGISTER_KERNEL(layer_normalization, "cpu", layer_norm_kernel).dtypes(kFlo
 template <bool kLog>
 Status softmax_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  FRAME_ASSIGN_OR_RETURN(
-      int64_t axis, ops::normalize_axis(*ctx.node, ctx.node->attr_or<int64_t>("axis", -1), x.rank(),
-                                        "attribute 'axis'"));
-  const bool legacy = ctx.node->attr_or<int64_t>("legacy_flatten", 0) != 0;
-  // outer x n x inner view; legacy flattens [axis, rank) into n.
-  int64_t outer = 1, n = 1, inner = 1;
-  for (int64_t d = 0; d < x.rank(); ++d) {
-    if (d < axis)
-      outer *= x.dim(d);
-    else if (d == axis || legacy)
-      n *= x.dim(d);
-    else
-      inner *= x.dim(d);
-  }
+  FRAME_ASSIGN_OR_RETURN(const ops::SoftmaxView view, ops::softmax_view(*ctx.node, x.shape()));
+  const int64_t outer = view.outer, n = view.n, inner = view.inner;
   return dispatch_dtype<kFloatDTypes>(x.dtype(), [&]<typename T>() {
     const T* xp = x.data<T>();
     T* yp = ctx.output(0).data<T>();

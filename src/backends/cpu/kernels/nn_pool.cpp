@@ -67,6 +67,20 @@ void for_each_tap(const WindowGeometry& g, const std::vector<int64_t>& start,
   }
 }
 
+// Visits every window of `planes` (N, C) planes, one plane per OpenMP iteration:
+// fn(plane, out_pos, taps), where taps(tap_fn) runs for_each_tap over that window.
+template <typename Fn>
+void for_each_plane_window(const WindowGeometry& g, int64_t planes, int num_threads, Fn&& fn) {
+  const size_t r = static_cast<size_t>(g.rank);
+#pragma omp parallel for num_threads(num_threads) if (planes > 1)
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    std::vector<int64_t> k(r), coords(r);
+    for_each_window(g, [&](int64_t p, const std::vector<int64_t>& start) {
+      fn(pl, p, [&](auto&& tap_fn) { for_each_tap(g, start, k, coords, tap_fn); });
+    });
+  }
+}
+
 Status max_pool_kernel(KernelContext& ctx) {
   FRAME_ASSIGN_OR_RETURN(WindowGeometry g, pool_geometry(ctx));
   const Tensor& x = ctx.input(0);
@@ -93,32 +107,27 @@ Status max_pool_kernel(KernelContext& ctx) {
         using C = compute_t<T>;
         const T* xp = x.data<T>();
         T* yp = ctx.output(0).data<T>();
-#pragma omp parallel for num_threads(ctx.num_threads) if (planes > 1)
-        for (int64_t pl = 0; pl < planes; ++pl) {
-          std::vector<int64_t> k(r), coords(r);
+        for_each_plane_window(g, planes, ctx.num_threads, [&](int64_t pl, int64_t p, auto&& taps) {
           const T* xc = xp + pl * in_plane;
-          for_each_window(g, [&](int64_t p, const std::vector<int64_t>& start) {
-            C best = std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity()
-                                                          : std::numeric_limits<C>::lowest();
-            int64_t best_idx = -1;
-            for_each_tap(g, start, k, coords, [&](const std::vector<int64_t>& c) {
-              int64_t off = 0, flat = 0;
-              for (size_t d = 0; d < r; ++d) {
-                if (c[d] < 0 || c[d] >= g.in[d]) return;
-                off += c[d] * row_strides[d];
-                flat += c[d] * idx_strides[d];
-              }
-              const C v = to_compute(xc[off]);
-              if (best_idx < 0 || v > best || (is_nan(v) && !is_nan(best))) {
-                best = v;
-                best_idx = flat;
-              }
-            });
-            yp[pl * out_plane + p] = from_compute<T>(best);
-            if (ip != nullptr)
-              ip[pl * out_plane + p] = best_idx < 0 ? -1 : pl * in_plane + best_idx;
+          C best = std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity()
+                                                        : std::numeric_limits<C>::lowest();
+          int64_t best_idx = -1;
+          taps([&](const std::vector<int64_t>& c) {
+            int64_t off = 0, flat = 0;
+            for (size_t d = 0; d < r; ++d) {
+              if (c[d] < 0 || c[d] >= g.in[d]) return;
+              off += c[d] * row_strides[d];
+              flat += c[d] * idx_strides[d];
+            }
+            const C v = to_compute(xc[off]);
+            if (best_idx < 0 || v > best || (is_nan(v) && !is_nan(best))) {
+              best = v;
+              best_idx = flat;
+            }
           });
-        }
+          yp[pl * out_plane + p] = from_compute<T>(best);
+          if (ip != nullptr) ip[pl * out_plane + p] = best_idx < 0 ? -1 : pl * in_plane + best_idx;
+        });
       });
 }
 
@@ -138,29 +147,25 @@ Status average_pool_kernel(KernelContext& ctx) {
                   in_plane = in_plane, out_plane = out_plane]<typename T>() {
         const T* xp = x.data<T>();
         T* yp = ctx.output(0).data<T>();
-#pragma omp parallel for num_threads(ctx.num_threads) if (planes > 1)
-        for (int64_t pl = 0; pl < planes; ++pl) {
-          std::vector<int64_t> k(r), coords(r);
+        for_each_plane_window(g, planes, ctx.num_threads, [&](int64_t pl, int64_t p, auto&& taps) {
           const T* xc = xp + pl * in_plane;
-          for_each_window(g, [&](int64_t p, const std::vector<int64_t>& start) {
-            double sum = 0;
-            int64_t count = 0;
-            for_each_tap(g, start, k, coords, [&](const std::vector<int64_t>& c) {
-              bool inside = true, in_padded = true;
-              int64_t off = 0;
-              for (size_t d = 0; d < r; ++d) {
-                inside = inside && c[d] >= 0 && c[d] < g.in[d];
-                in_padded = in_padded && c[d] >= -g.pad_begin[d] && c[d] < g.in[d] + g.pad_end[d];
-                off += c[d] * strides[d];
-              }
-              if (inside) sum += static_cast<double>(to_compute(xc[off]));
-              if (include_pad ? in_padded : inside) ++count;
-            });
-            const double v = count > 0 ? sum / static_cast<double>(count)
-                                       : std::numeric_limits<double>::quiet_NaN();
-            yp[pl * out_plane + p] = from_compute<T>(static_cast<compute_t<T>>(v));
+          double sum = 0;
+          int64_t count = 0;
+          taps([&](const std::vector<int64_t>& c) {
+            bool inside = true, in_padded = true;
+            int64_t off = 0;
+            for (size_t d = 0; d < r; ++d) {
+              inside = inside && c[d] >= 0 && c[d] < g.in[d];
+              in_padded = in_padded && c[d] >= -g.pad_begin[d] && c[d] < g.in[d] + g.pad_end[d];
+              off += c[d] * strides[d];
+            }
+            if (inside) sum += static_cast<double>(to_compute(xc[off]));
+            if (include_pad ? in_padded : inside) ++count;
           });
-        }
+          const double v = count > 0 ? sum / static_cast<double>(count)
+                                     : std::numeric_limits<double>::quiet_NaN();
+          yp[pl * out_plane + p] = from_compute<T>(static_cast<compute_t<T>>(v));
+        });
       });
 }
 

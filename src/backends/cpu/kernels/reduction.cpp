@@ -39,20 +39,31 @@ bool is_nan(A v) {
 }
 
 // Reducers: init value, per-element fold, final transform (n = number of folded elements).
-struct SumR {
-  template <typename A, typename T>
-  static A init() {
-    return A(0);
-  }
-  template <typename A>
-  static void fold(A& acc, A x) {
-    acc += x;
-  }
+// The result of most reducers is the folded value itself.
+struct IdentityFinish {
   template <typename A>
   static A finish(A acc, int64_t) {
     return acc;
   }
 };
+// Sum, or product (kProd).
+template <bool kProd>
+struct ArithmeticR : IdentityFinish {
+  template <typename A, typename T>
+  static A init() {
+    return A(kProd ? 1 : 0);
+  }
+  template <typename A>
+  static void fold(A& acc, A x) {
+    if constexpr (kProd) {
+      acc *= x;
+    } else {
+      acc += x;
+    }
+  }
+};
+using SumR = ArithmeticR<false>;
+using ProdR = ArithmeticR<true>;
 struct MeanR : SumR {
   template <typename A>
   static A finish(A acc, int64_t n) {
@@ -63,57 +74,27 @@ struct MeanR : SumR {
     }
   }
 };
-struct ProdR {
-  template <typename A, typename T>
-  static A init() {
-    return A(1);
-  }
-  template <typename A>
-  static void fold(A& acc, A x) {
-    acc *= x;
-  }
-  template <typename A>
-  static A finish(A acc, int64_t) {
-    return acc;
-  }
-};
-struct MaxR {
-  // Identity of an empty reduction: -inf, or the lowest value of T (ONNX ReduceMax-18).
+// Max (kMax) or min; NaN wins.
+template <bool kMax>
+struct ExtremumR : IdentityFinish {
+  // Identity of an empty reduction: -inf (+inf for min), or the lowest (highest) value of T
+  // (ONNX ReduceMax-18).
   template <typename A, typename T>
   static A init() {
     if constexpr (std::is_floating_point_v<A>) {
-      return -std::numeric_limits<A>::infinity();
+      return kMax ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::infinity();
     } else {
-      return static_cast<A>(std::numeric_limits<T>::lowest());
+      return static_cast<A>(kMax ? std::numeric_limits<T>::lowest()
+                                 : std::numeric_limits<T>::max());
     }
   }
   template <typename A>
   static void fold(A& acc, A x) {
-    if (x > acc || is_nan(x)) acc = is_nan(acc) ? acc : x;
-  }
-  template <typename A>
-  static A finish(A acc, int64_t) {
-    return acc;
+    if ((kMax ? x > acc : x < acc) || is_nan(x)) acc = is_nan(acc) ? acc : x;
   }
 };
-struct MinR {
-  template <typename A, typename T>
-  static A init() {
-    if constexpr (std::is_floating_point_v<A>) {
-      return std::numeric_limits<A>::infinity();
-    } else {
-      return static_cast<A>(std::numeric_limits<T>::max());
-    }
-  }
-  template <typename A>
-  static void fold(A& acc, A x) {
-    if (x < acc || is_nan(x)) acc = is_nan(acc) ? acc : x;
-  }
-  template <typename A>
-  static A finish(A acc, int64_t) {
-    return acc;
-  }
-};
+using MaxR = ExtremumR<true>;
+using MinR = ExtremumR<false>;
 struct L1R : SumR {
   template <typename A>
   static void fold(A& acc, A x) {

@@ -30,13 +30,18 @@ namespace {
 
 using ops::NodeContext;
 
-// Output 0's shape from the op's shape function (the same code the cpu path runs).
-Result<Shape> inferred_shape(const NodeContext& ctx) {
+// Output 0's type from the op's shape function (the same code the cpu path runs).
+Result<ir::TensorType> inferred_type(const NodeContext& ctx) {
   const ops::OpSchema* schema =
       ctx.schema != nullptr ? ctx.schema : ops::OpRegistry::global().find(ctx.op);
   if (schema == nullptr) return ctx.error("intel_gpu: op '{}' has no schema", ctx.op);
   FRAME_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, schema->infer(ctx));
-  return types.at(0).shape;
+  return types.at(0);
+}
+
+Result<Shape> inferred_shape(const NodeContext& ctx) {
+  FRAME_ASSIGN_OR_RETURN(ir::TensorType t, inferred_type(ctx));
+  return t.shape;
 }
 
 // Every input from `first` on that is present must be a constant (shape-determining inputs).
@@ -62,6 +67,19 @@ LaunchSpec copy_spec(const NodeContext& ctx, std::string source, std::string nam
   return spec;
 }
 
+// copy_spec of kernel `name`: in0 -> out in input 0's storage type, `body` (OpenCL C) sets out[i]
+// for the work item's flat output index i; `meta` names the int meta argument.
+LaunchSpec copy_kernel_spec(const NodeContext& ctx, std::string_view name, std::string_view meta,
+                            std::string_view body) {
+  return copy_spec(
+      ctx,
+      fmt::format("__kernel void {1}(__global const {0}* in0, __global {0}* out, "
+                  "const int rank, __global const int* {2}) {{\n"
+                  "  const int i = (int)get_global_id(0);\n{3}}}\n",
+                  cl_storage_type(dtype_size(ctx.input_types[0].dtype)), name, meta, body),
+      std::string(name));
+}
+
 Result<std::shared_ptr<void>> finish(const NodeContext& ctx, const LaunchSpec& spec) {
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));
   return std::shared_ptr<void>(std::move(l));
@@ -71,14 +89,7 @@ Result<std::shared_ptr<void>> finish(const NodeContext& ctx, const LaunchSpec& s
 
 Result<std::shared_ptr<void>> identity_prepare(const NodeContext& ctx) {
   FRAME_RETURN_IF_ERROR(device_ready(ctx).with_prefix(where(ctx)));
-  const size_t e = dtype_size(ctx.input_types[0].dtype);
-  LaunchSpec spec = copy_spec(
-      ctx,
-      fmt::format("__kernel void frame_identity(__global const {0}* in0, __global {0}* out, const "
-                  "int rank, __global const int* meta) {{\n"
-                  "  const int i = (int)get_global_id(0);\n  out[i] = in0[i];\n}}\n",
-                  cl_storage_type(e)),
-      "frame_identity");
+  LaunchSpec spec = copy_kernel_spec(ctx, "frame_identity", "meta", "  out[i] = in0[i];\n");
   spec.out_shape = ctx.input_types[0].shape;
   spec.raw_meta.emplace();
   return finish(ctx, spec);
@@ -239,17 +250,10 @@ Result<std::shared_ptr<void>> gather_prepare(const NodeContext& ctx) {
     }
     meta.push_back(x < 0 ? x + dim : x);
   }
-  const size_t e = dtype_size(ctx.input_types[0].dtype);
-  LaunchSpec spec = copy_spec(
-      ctx,
-      fmt::format("__kernel void frame_gather(__global const {0}* in0, __global {0}* out, const "
-                  "int rank, __global const int* m) {{\n"
-                  "  const int i = (int)get_global_id(0);\n"
-                  "  const int n = m[0], inner = m[1], dim = m[2 + n];\n"
-                  "  const int j = (i / inner) % n, o = i / inner / n;\n"
-                  "  out[i] = in0[(o * dim + m[2 + j]) * inner + i % inner];\n}}\n",
-                  cl_storage_type(e)),
-      "frame_gather");
+  LaunchSpec spec = copy_kernel_spec(ctx, "frame_gather", "m",
+                                     "  const int n = m[0], inner = m[1], dim = m[2 + n];\n"
+                                     "  const int j = (i / inner) % n, o = i / inner / n;\n"
+                                     "  out[i] = in0[(o * dim + m[2 + j]) * inner + i % inner];\n");
   meta.push_back(dim);  // after the indices: m[2 + n]
   spec.out_shape = std::move(out);
   spec.num_inputs = 1;
@@ -373,17 +377,13 @@ Result<std::shared_ptr<void>> trilu_prepare(const NodeContext& ctx) {
   const int64_t k =
       std::clamp<int64_t>(kt != nullptr ? kt->element_as_int64(0) : 0, -(n + m + 1), n + m + 1);
   const size_t e = dtype_size(ctx.input_types[0].dtype);
-  LaunchSpec spec = copy_spec(
-      ctx,
-      fmt::format("__kernel void frame_trilu(__global const {0}* in0, __global {0}* out, const int "
-                  "rank, __global const int* meta) {{\n"
-                  "  const int i = (int)get_global_id(0);\n"
-                  "  const int n = meta[0], m = meta[1], upper = meta[2];\n"
+  LaunchSpec spec = copy_kernel_spec(
+      ctx, "frame_trilu", "meta",
+      fmt::format("  const int n = meta[0], m = meta[1], upper = meta[2];\n"
                   "  const int j = i % m, row = (i / m) % n;\n"
                   "  const long cut = clamp((long)row + meta[3] + (upper ? 0 : 1), 0L, (long)m);\n"
-                  "  out[i] = ((long)j < cut) == (upper != 0) ? ({0})0 : in0[i];\n}}\n",
-                  cl_storage_type(e)),
-      "frame_trilu");
+                  "  out[i] = ((long)j < cut) == (upper != 0) ? ({0})0 : in0[i];\n",
+                  cl_storage_type(e)));
   spec.out_shape = in;
   spec.num_inputs = 1;
   spec.raw_meta = std::vector<int64_t>{n, m, ctx.attr_or<int64_t>("upper", 1) != 0 ? 1 : 0, k};
@@ -498,11 +498,8 @@ std::string cast_source(DTypeCode from, DTypeCode to) {
 }
 
 Result<DTypeCode> cast_target(const NodeContext& ctx) {
-  const ops::OpSchema* schema =
-      ctx.schema != nullptr ? ctx.schema : ops::OpRegistry::global().find(ctx.op);
-  if (schema == nullptr) return ctx.error("intel_gpu: op '{}' has no schema", ctx.op);
-  FRAME_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, schema->infer(ctx));
-  return types.at(0).dtype;
+  FRAME_ASSIGN_OR_RETURN(ir::TensorType t, inferred_type(ctx));
+  return t.dtype;
 }
 
 Status cast_accepts(const NodeContext& ctx) {

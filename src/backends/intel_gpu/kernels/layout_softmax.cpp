@@ -88,27 +88,12 @@ Result<std::shared_ptr<void>> softmax_prepare(const NodeContext& ctx) {
   Result<const ClType*> t = runnable_type(ctx);
   if (!t.is_ok()) return t.status().with_prefix(where(ctx));
   const Shape& in = ctx.input_types[0].shape;
-  const auto rank = static_cast<int64_t>(in.size());
-  FRAME_ASSIGN_OR_RETURN(int64_t axis, ops::normalize_axis(ctx, ctx.attr_or<int64_t>("axis", -1),
-                                                           rank, "attribute 'axis'"));
-  const bool legacy = ctx.attr_or<int64_t>("legacy_flatten", 0) != 0;
-  // outer x n x inner view; legacy flattens [axis, rank) into n.
-  int64_t outer = 1, n = 1, inner = 1;
-  for (int64_t d = 0; d < rank; ++d) {
-    const int64_t v = in[static_cast<size_t>(d)];
-    if (d < axis) {
-      outer *= v;
-    } else if (d == axis || legacy) {
-      n *= v;
-    } else {
-      inner *= v;
-    }
-  }
+  FRAME_ASSIGN_OR_RETURN(const ops::SoftmaxView view, ops::softmax_view(ctx, in));
   LaunchSpec spec = float_spec(**t, softmax_source(**t, kLog), "frame_softmax", in);
-  spec.work_items = static_cast<size_t>(outer * inner);
+  spec.work_items = static_cast<size_t>(view.outer * view.inner);
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));
-  FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), 4, static_cast<cl_int>(n)));
-  FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), 5, static_cast<cl_int>(inner)));
+  FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), 4, static_cast<cl_int>(view.n)));
+  FRAME_RETURN_IF_ERROR(set_arg(l->kernel.get(), 5, static_cast<cl_int>(view.inner)));
   return std::shared_ptr<void>(std::move(l));
 }
 

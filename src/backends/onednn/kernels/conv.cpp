@@ -208,6 +208,13 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
   dnnl::primitive_attr attr = default_attr();
   const auto pk = dnnl::prop_kind::forward_inference;
   memory::desc src_pd, w_pd, dst_pd;
+  // The layouts oneDNN chose; deconvolution and convolution descriptors expose the same ones.
+  const auto take_descs = [&](const auto& pd) {
+    src_pd = pd.src_desc();
+    w_pd = pd.weights_desc();
+    dst_pd = pd.dst_desc();
+    p->scratch_md = pd.scratchpad_desc();
+  };
   try {
     // Inside the try: oneDNN throws on post-ops it rejects (e.g. a clip with min > max).
     dnnl::post_ops pops;
@@ -217,20 +224,14 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
       dnnl::deconvolution_forward::desc d(pk, dnnl::algorithm::deconvolution_direct, src_any, w_any,
                                           p->bias_md, dst_any, strides, dilates, pad_l, pad_r);
       dnnl::deconvolution_forward::primitive_desc pd(d, attr, engine());
-      src_pd = pd.src_desc();
-      w_pd = pd.weights_desc();
-      dst_pd = pd.dst_desc();
-      p->scratch_md = pd.scratchpad_desc();
+      take_descs(pd);
       if (reorder_weights) p->prim = dnnl::deconvolution_forward(pd);
     } else {
       dnnl::convolution_forward::desc d(pk, dnnl::algorithm::convolution_direct, src_any, w_any,
                                         p->bias_md, dst_any, strides, dilates, pad_l, pad_r);
       dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
       impl = pd.impl_info_str();
-      src_pd = pd.src_desc();
-      w_pd = pd.weights_desc();
-      dst_pd = pd.dst_desc();
-      p->scratch_md = pd.scratchpad_desc();
+      take_descs(pd);
       if (reorder_weights) p->prim = dnnl::convolution_forward(pd);
     }
   } catch (const dnnl::error& e) {

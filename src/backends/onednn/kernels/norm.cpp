@@ -83,6 +83,18 @@ memory::dims ncs_dims(const Shape& x) {
   return {x[0], x[1], s};
 }
 
+// A plan with the data type, [N, C, S] (ncs_dims) and emptiness of the node's input set.
+Result<NormPlan> ncs_plan(const NodeContext& node) {
+  NormPlan p;
+  FRAME_ASSIGN_OR_RETURN(p.dt, data_type_of(node));
+  const memory::dims ncs = ncs_dims(node.input_types[0].shape);
+  p.n = ncs[0];
+  p.c = ncs[1];
+  p.s = ncs[2];
+  p.empty = numel_of(node.input_types[0].shape) == 0;
+  return p;
+}
+
 // [N, C, 1, S]: oneDNN's vectorized batch normalization takes 4-D and 5-D plain layouts only.
 memory::dims nc1s(int64_t n, int64_t c, int64_t s) { return {n, c, 1, s}; }
 
@@ -112,30 +124,18 @@ Result<NormPlan> plan_batch_norm(const NodeContext& node) {
   if (node.attr_or<int64_t>("training_mode", 0) != 0) {
     return unimplemented("batch_normalization with training_mode=1 (batch statistics)");
   }
-  NormPlan p;
-  FRAME_ASSIGN_OR_RETURN(p.dt, data_type_of(node));
-  const memory::dims ncs = ncs_dims(node.input_types[0].shape);
-  p.n = ncs[0];
-  p.c = ncs[1];
-  p.s = ncs[2];
+  FRAME_ASSIGN_OR_RETURN(NormPlan p, ncs_plan(node));
   p.dims = nc1s(p.n, p.c, p.s);
   p.form = is_f32(node) ? Form::kAffine : Form::kPrimitive;
   static constexpr int kArgs[] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
   for (int i = 0; i < 4; ++i) {
     p.params.emplace_back(kArgs[i], nn::ParamPlan::make(node, i + 1, p.c, {}));
   }
-  p.empty = numel_of(node.input_types[0].shape) == 0;
   return p;
 }
 
 Result<NormPlan> plan_instance_norm(const NodeContext& node) {
-  NormPlan p;
-  FRAME_ASSIGN_OR_RETURN(p.dt, data_type_of(node));
-  const memory::dims ncs = ncs_dims(node.input_types[0].shape);
-  p.n = ncs[0];
-  p.c = ncs[1];
-  p.s = ncs[2];
-  p.empty = numel_of(node.input_types[0].shape) == 0;
+  FRAME_ASSIGN_OR_RETURN(NormPlan p, ncs_plan(node));
   if (is_f32(node)) {
     p.form = Form::kRowNorm;
     p.dims = {p.n * p.c, p.s};

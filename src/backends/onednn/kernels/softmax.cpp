@@ -28,20 +28,8 @@ struct SoftmaxState {
 Result<dnnl::softmax_v2_forward::primitive_desc> plan_softmax(const NodeContext& node, bool log,
                                                               bool* empty) {
   const ir::TensorType& x = node.input_types[0];
-  FRAME_ASSIGN_OR_RETURN(int64_t axis, ops::normalize_axis(node, node.attr_or<int64_t>("axis", -1),
-                                                           x.rank(), "attribute 'axis'"));
-  const bool legacy = node.attr_or<int64_t>("legacy_flatten", 0) != 0;
-  int64_t outer = 1, n = 1, inner = 1;
-  for (int64_t d = 0; d < x.rank(); ++d) {
-    const int64_t v = x.shape[static_cast<size_t>(d)];
-    if (d < axis) {
-      outer *= v;
-    } else if (d == axis || legacy) {
-      n *= v;
-    } else {
-      inner *= v;
-    }
-  }
+  FRAME_ASSIGN_OR_RETURN(const ops::SoftmaxView view, ops::softmax_view(node, x.shape));
+  const int64_t outer = view.outer, n = view.n, inner = view.inner;
   const auto dt = to_dnnl(x.dtype);
   if (!dt) return unimplemented("no oneDNN data type for {}", dtype_name(x.dtype));
   *empty = outer * n * inner == 0;
