@@ -1,7 +1,6 @@
 // decomposition: composites are inlined when the first preferred backend has no kernel for
 // them (or when forced), recursively, with output names kept and the result verified.
 
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -58,17 +57,6 @@ PassContext on_backend(std::string backend) {
 // No backend is named test_backend, so it has no kernel for any composite: each is expanded.
 Status decompose_for_test_backend(ir::Graph& g) {
   return test::run_verified(g, "shape-inference,decomposition", on_backend("test_backend"));
-}
-
-// `%y = <op>(%x) @<name>` on an f32[3] input.
-ir::Graph one_op_graph(std::string_view op, std::string_view name) {
-  return test::parse_graph(fmt::format(R"(graph main {{
-  %x = graph_input() : f32[3]
-  %y = {}(%x) @{}
-  graph_output(%y)
-}}
-)",
-                                       op, name));
 }
 
 constexpr std::string_view kGelu = R"(graph main {
@@ -141,14 +129,14 @@ TEST(Decomposition, InlinedGeluComputesGelu) {
 }
 
 TEST(Decomposition, ExpandsRecursively) {
-  ir::Graph g = one_op_graph("pass_test_nested", "nested");
+  ir::Graph g = test::one_op_graph("pass_test_nested", "nested", "f32[3]");
   ASSERT_TRUE(decompose_for_test_backend(g).is_ok());
   // nested -> relu + gelu, and gelu -> its erf form: no composite is left.
   test::expect_golden(g, "decomposition_nested");
 }
 
 TEST(Decomposition, StopsAtTheDepthLimit) {
-  ir::Graph g = one_op_graph("pass_test_loop", "loop");
+  ir::Graph g = test::one_op_graph("pass_test_loop", "loop", "f32[3]");
   ASSERT_TRUE(decompose_for_test_backend(g).is_ok());
   // Eight expansions each add a relu; the ninth-level composite stays as a node.
   size_t loops = 0;
