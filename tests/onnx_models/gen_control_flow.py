@@ -29,13 +29,14 @@ def model(graph, opset):
     return m
 
 
-def save(out, case, m, runs, ref):
-    """runs: run name -> feeds; ref(feeds) -> list of expected outputs (numpy)."""
+def save(out, case, m, runs=None, ref=None):
+    """runs: run name -> feeds; ref(feeds) -> list of expected outputs (numpy). Without runs,
+    only the model (the test classifies its inputs or expects it to be refused)."""
     d = os.path.join(out, case)
     os.makedirs(d, exist_ok=True)
     onnx.save(m, os.path.join(d, "model.onnx"))
     names = [o.name for o in m.graph.output]
-    for run, feeds in runs.items():
+    for run, feeds in (runs or {}).items():
         rd = os.path.join(d, run)
         os.makedirs(rd, exist_ok=True)
         for k, v in feeds.items():
@@ -47,6 +48,14 @@ def save(out, case, m, runs, ref):
 def const_node(name, value):
     return helper.make_node("Constant", [], [name], value=helper.make_tensor(
         name + "_t", onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[value.dtype], value.shape, value.flatten()))
+
+
+def loop_body(nodes, name, carried_in, outs):
+    """A Loop body (i, cond_in, *carried_in) -> (cond_out, *outs) that passes the condition
+    through unchanged before `nodes`."""
+    return helper.make_graph([helper.make_node("Identity", ["cond_in"], ["cond_out"])] + nodes,
+                             name, [vi("i", I64, []), vi("cond_in", B, [])] + carried_in,
+                             [vi("cond_out", B, [])] + outs)
 
 
 def if_runtime(out):
@@ -117,15 +126,13 @@ def if_shapes(out):
 def loop_scan(out):
     # for i < M: y = y + x * i (x captured); scan out: y * 2. Trip count and cond are bound as
     # constants by the test (scan outputs need a static trip count).
-    body = helper.make_graph([
-        helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+    body = loop_body([
         helper.make_node("Cast", ["i"], ["fi"], to=F),
         helper.make_node("Mul", ["x", "fi"], ["xi"]),
         helper.make_node("Add", ["y_in", "xi"], ["y_out"]),
         const_node("two", np.full((1,), 2, np.float32)),
         helper.make_node("Mul", ["y_out", "two"], ["s"]),
-    ], "loop_body", [vi("i", I64, []), vi("cond_in", B, []), vi("y_in", F, [3])],
-        [vi("cond_out", B, []), vi("y_out", F, [3]), vi("s", F, [3])])
+    ], "loop_body", [vi("y_in", F, [3])], [vi("y_out", F, [3]), vi("s", F, [3])])
     g = helper.make_graph([helper.make_node("Loop", ["M", "cond", "y0"], ["y", "scan"], body=body)],
                           "loop_scan", [vi("M", I64, []), vi("cond", B, []), vi("y0", F, [3]),
                                         vi("x", F, [3])],
@@ -152,16 +159,14 @@ def loop_nested(out):
     ], "then_body", [], [vi("t", F, [2])])
     else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else_body", [],
                                [vi("e", F, [2])])
-    body = helper.make_graph([
-        helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+    body = loop_body([
         const_node("two_i", np.array(2, np.int64)),
         const_node("zero_i", np.array(0, np.int64)),
         helper.make_node("Mod", ["i", "two_i"], ["r"]),
         helper.make_node("Equal", ["r", "zero_i"], ["even"]),
         helper.make_node("If", ["even"], ["d"], then_branch=then_g, else_branch=else_g),
         helper.make_node("Add", ["acc_in", "d"], ["acc_out"]),
-    ], "outer_body", [vi("i", I64, []), vi("cond_in", B, []), vi("acc_in", F, [2])],
-        [vi("cond_out", B, []), vi("acc_out", F, [2])])
+    ], "outer_body", [vi("acc_in", F, [2])], [vi("acc_out", F, [2])])
     g = helper.make_graph([helper.make_node("Loop", ["M", "", "acc0"], ["acc"], body=body)],
                           "loop_nested", [vi("M", I64, []), vi("acc0", F, [2]), vi("x", F, [2])],
                           [vi("acc", F, [2])])
@@ -176,8 +181,7 @@ def loop_unroll(out):
     # As ONNX test_loop11: the body slices a constant table at [i, i+1), a shape that is static
     # only for a known i, so the loop is unrolled (M and cond bound as constants by the test).
     table = np.array([1, 2, 3, 4, 5], np.float32)
-    body = helper.make_graph([
-        helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+    body = loop_body([
         const_node("table", table),
         const_node("one", np.array(1, np.int64)),
         helper.make_node("Add", ["i", "one"], ["end"]),
@@ -187,8 +191,7 @@ def loop_unroll(out):
         helper.make_node("Mul", ["t", "w"], ["tw"]),
         helper.make_node("Add", ["y_in", "tw"], ["y_out"]),
         helper.make_node("Identity", ["y_out"], ["scan_out"]),
-    ], "slice_body", [vi("i", I64, []), vi("cond_in", B, []), vi("y_in", F, [1])],
-        [vi("cond_out", B, []), vi("y_out", F, [1]), vi("scan_out", F, [1])])
+    ], "slice_body", [vi("y_in", F, [1])], [vi("y_out", F, [1]), vi("scan_out", F, [1])])
     g = helper.make_graph([helper.make_node("Loop", ["M", "cond", "y0"], ["y", "scan"], body=body)],
                           "loop_unroll", [vi("M", I64, []), vi("cond", B, []), vi("y0", F, [1]),
                                           vi("w", F, [1])],
@@ -246,43 +249,32 @@ def loop_while(out):
         [helper.make_node("Loop", ["M", "", "y0"], ["y", "s"], body=while_body(True))],
         "loop_while_scan", [vi("M", I64, []), vi("y0", F, [2]), vi("limit", F, [])],
         [vi("y", F, [2]), vi("s", F, [None, 2])])
-    d = os.path.join(out, "loop_while_scan")
-    os.makedirs(d, exist_ok=True)
-    onnx.save(model(g2, 13), os.path.join(d, "model.onnx"))
+    save(out, "loop_while_scan", model(g2, 13))
 
 
 def loop_capture_shape(out):
     # The body reshapes with `shape`, a graph input captured from the outer graph: `shape` is
     # shape-determining through the body (model only; the test classifies its inputs).
-    body = helper.make_graph([
-        helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+    body = loop_body([
         helper.make_node("Reshape", ["y_in", "shape"], ["r"]),
         helper.make_node("Relu", ["r"], ["rr"]),
         const_node("back", np.array([6], np.int64)),
         helper.make_node("Reshape", ["rr", "back"], ["y_out"]),
-    ], "reshape_body", [vi("i", I64, []), vi("cond_in", B, []), vi("y_in", F, [6])],
-        [vi("cond_out", B, []), vi("y_out", F, [6])])
+    ], "reshape_body", [vi("y_in", F, [6])], [vi("y_out", F, [6])])
     g = helper.make_graph([helper.make_node("Loop", ["M", "", "y0"], ["y"], body=body)],
                           "loop_capture_shape", [vi("M", I64, []), vi("y0", F, [6]),
                                                  vi("shape", I64, [2])], [vi("y", F, [6])])
-    d = os.path.join(out, "loop_capture_shape")
-    os.makedirs(d, exist_ok=True)
-    onnx.save(model(g, 13), os.path.join(d, "model.onnx"))
+    save(out, "loop_capture_shape", model(g, 13))
 
 
 def loop_carried_change(out):
     # The carried value grows by one element per iteration: not static (ARCH-044).
-    body = helper.make_graph([
-        helper.make_node("Identity", ["cond_in"], ["cond_out"]),
-        helper.make_node("Concat", ["v_in", "v_in"], ["v_out"], axis=0),
-    ], "grow_body", [vi("i", I64, []), vi("cond_in", B, []), vi("v_in", F, [2])],
-        [vi("cond_out", B, []), vi("v_out", F, ["n"])])
+    body = loop_body([helper.make_node("Concat", ["v_in", "v_in"], ["v_out"], axis=0)],
+                     "grow_body", [vi("v_in", F, [2])], [vi("v_out", F, ["n"])])
     g = helper.make_graph([helper.make_node("Loop", ["M", "", "v0"], ["v"], body=body)],
                           "loop_carried_change", [vi("M", I64, []), vi("v0", F, [2])],
                           [vi("v", F, ["n"])])
-    d = os.path.join(out, "loop_carried_change")
-    os.makedirs(d, exist_ok=True)
-    onnx.save(model(g, 13), os.path.join(d, "model.onnx"))
+    save(out, "loop_carried_change", model(g, 13))
 
 
 def ref_loop_scan(f):
@@ -321,6 +313,21 @@ def ref_scan11(f):
         s = s + f["a"][:, t] * f["w"]
         y[:, t] = s
     return [s, y]
+
+
+def ref_scan8(f):
+    s_all, y_all = [], []
+    for r in range(2):
+        s = f["s0"][r].copy()
+        ys = []
+        for t in range(3):
+            a = f["a"][r, t]
+            b = f["b"][r, 2 - t]
+            s = s + a * b
+            ys.append(a - b)
+        s_all.append(s)
+        y_all.append(np.stack(ys))
+    return [np.stack(s_all).astype(np.float32), np.stack(y_all).astype(np.float32)]
 
 
 def scan_body_two(with_state_copy=False):
@@ -380,29 +387,10 @@ def scan8(out):
         "scan8", [vi("s0", F, [2, 2]), vi("a", F, [2, 3, 2]), vi("b", F, [2, 3, 2])],
         [vi("s", F, [2, 2]), vi("y", F, [2, 3, 2])])
     rng = np.random.default_rng(4)
-    m = model(g, 8)
-    feeds = {"s0": rng.standard_normal((2, 2)).astype(np.float32),
-             "a": rng.standard_normal((2, 3, 2)).astype(np.float32),
-             "b": rng.standard_normal((2, 3, 2)).astype(np.float32)}
-    d = os.path.join(out, "scan8")
-    rd = os.path.join(d, "run")
-    os.makedirs(rd, exist_ok=True)
-    onnx.save(m, os.path.join(d, "model.onnx"))
-    s_all, y_all = [], []
-    for r in range(2):
-        s = feeds["s0"][r].copy()
-        ys = []
-        for t in range(3):
-            a = feeds["a"][r, t]
-            b = feeds["b"][r, 2 - t]
-            s = s + a * b
-            ys.append(a - b)
-        s_all.append(s)
-        y_all.append(np.stack(ys))
-    for k, v in feeds.items():
-        np.save(os.path.join(rd, "in_%s.npy" % k), v)
-    np.save(os.path.join(rd, "out_s.npy"), np.stack(s_all).astype(np.float32))
-    np.save(os.path.join(rd, "out_y.npy"), np.stack(y_all).astype(np.float32))
+    save(out, "scan8", model(g, 8), {"run": {
+        "s0": rng.standard_normal((2, 2)).astype(np.float32),
+        "a": rng.standard_normal((2, 3, 2)).astype(np.float32),
+        "b": rng.standard_normal((2, 3, 2)).astype(np.float32)}}, ref_scan8)
 
 
 def main():

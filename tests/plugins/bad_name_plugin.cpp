@@ -5,9 +5,6 @@ namespace {
 
 using namespace plugin_test;
 
-FRAME_REGISTER_OP(PluginBadName)
-    .input("X", "input", kF32, "T")
-    .output("Y", "output", kF32, "T")
-    .shape_infer(same_type);
+FRAME_REGISTER_OP(PluginBadName).with(f32_same_type);
 
 }  // namespace

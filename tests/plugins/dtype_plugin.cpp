@@ -9,10 +9,7 @@ frame::Result<std::vector<frame::ir::TensorType>> i64_type(const frame::ops::Nod
   t.dtype = frame::DTypeCode::kInt64;
   return std::vector<frame::ir::TensorType>{t};
 }
-FRAME_REGISTER_OP(plugin_bad_dtype)
-    .input("X", "input", kF32, "T")
-    .output("Y", "output", kF32, "T")
-    .shape_infer(i64_type);
+FRAME_REGISTER_OP(plugin_bad_dtype).with(f32_x_to_y).shape_infer(i64_type);
 FRAME_REGISTER_KERNEL(plugin_bad_dtype, "cpu", copy_cpu).dtypes(kF32);
 
 frame::Result<std::vector<frame::ir::TensorType>> f64_type(const frame::ops::NodeContext& ctx) {

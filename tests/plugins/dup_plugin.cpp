@@ -8,15 +8,9 @@ using namespace plugin_test;
 
 frame::Status noop(frame::ops::KernelContext&) { return frame::Status(); }
 
-FRAME_REGISTER_OP(plugin_dup_first)
-    .input("X", "input", kF32, "T")
-    .output("Y", "output", kF32, "T")
-    .shape_infer(same_type);
+FRAME_REGISTER_OP(plugin_dup_first).with(f32_same_type);
 FRAME_REGISTER_KERNEL(plugin_dup_first, "cpu", noop).dtypes(kF32);
 
-FRAME_REGISTER_OP(relu)
-    .input("X", "input", kF32, "T")
-    .output("Y", "output", kF32, "T")
-    .shape_infer(same_type);
+FRAME_REGISTER_OP(relu).with(f32_same_type);
 
 }  // namespace

@@ -10,9 +10,7 @@ using namespace plugin_test;
 
 FRAME_REGISTER_OP(plugin_swish)
     .doc("Y = X * sigmoid(X), elementwise (test plugin).")
-    .input("X", "input", kF32, "T")
-    .output("Y", "output", kF32, "T")
-    .shape_infer(same_type);
+    .with(f32_same_type);
 
 frame::Status plugin_swish_cpu(frame::ops::KernelContext& ctx) {
   const frame::Tensor& x = ctx.input(0);

@@ -3,10 +3,7 @@
 
 namespace {
 using namespace plugin_test;
-FRAME_REGISTER_OP(plugin_nocpu)
-    .input("X", "input", kF32, "T")
-    .output("Y", "output", kF32, "T")
-    .shape_infer(same_type);
+FRAME_REGISTER_OP(plugin_nocpu).with(f32_same_type);
 }  // namespace
 
 FRAME_REGISTER_ONNX_OP("com.frame.test", "NoCpu", plugin_nocpu);

@@ -4,10 +4,7 @@
 
 namespace {
 using namespace plugin_test;
-FRAME_REGISTER_OP(plugin_remap_op)
-    .input("X", "input", kF32, "T")
-    .output("Y", "output", kF32, "T")
-    .shape_infer(same_type);
+FRAME_REGISTER_OP(plugin_remap_op).with(f32_same_type);
 FRAME_REGISTER_KERNEL(plugin_remap_op, "cpu", copy_cpu).dtypes(kF32);
 }  // namespace
 

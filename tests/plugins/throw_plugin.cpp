@@ -12,14 +12,8 @@ frame::Result<std::vector<frame::ir::TensorType>> throwing_shape(const frame::op
 frame::Status throwing_kernel(frame::ops::KernelContext&) {
   throw std::runtime_error("kernel boom");
 }
-FRAME_REGISTER_OP(plugin_throw_shape)
-    .input("X", "input", kF32, "T")
-    .output("Y", "output", kF32, "T")
-    .shape_infer(throwing_shape);
+FRAME_REGISTER_OP(plugin_throw_shape).with(f32_x_to_y).shape_infer(throwing_shape);
 FRAME_REGISTER_KERNEL(plugin_throw_shape, "cpu", copy_cpu).dtypes(kF32);
-FRAME_REGISTER_OP(plugin_throw_kernel)
-    .input("X", "input", kF32, "T")
-    .output("Y", "output", kF32, "T")
-    .shape_infer(same_type);
+FRAME_REGISTER_OP(plugin_throw_kernel).with(f32_same_type);
 FRAME_REGISTER_KERNEL(plugin_throw_kernel, "cpu", throwing_kernel).dtypes(kF32);
 }  // namespace

@@ -12,14 +12,8 @@ using namespace plugin_test;
 struct Touch {
   Touch() { ++plugin_unique_counter(); }
 } touch;
-FRAME_REGISTER_OP(plugin_unique_op)
-    .input("X", "input", kF32, "T")
-    .output("Y", "output", kF32, "T")
-    .shape_infer(same_type);
+FRAME_REGISTER_OP(plugin_unique_op).with(f32_same_type);
 FRAME_REGISTER_KERNEL(plugin_unique_op, "cpu", copy_cpu).dtypes(kF32);
-FRAME_REGISTER_OP(relu)
-    .input("X", "input", kF32, "T")
-    .output("Y", "output", kF32, "T")
-    .shape_infer(same_type);
+FRAME_REGISTER_OP(relu).with(f32_same_type);
 FRAME_REGISTER_KERNEL(relu, "cpu", copy_cpu).dtypes(kF32);
 }  // namespace

@@ -52,6 +52,14 @@ void expect_close(const std::vector<float>& got, const std::vector<double>& want
   }
 }
 
+// sum_k a[k * a_step] * b[k * b_step] in double: one element of a reference matrix product,
+// with each operand's layout (transposed or not) given by its step along k.
+double dot(const float* a, int64_t a_step, const float* b, int64_t b_step, int64_t K) {
+  double acc = 0;
+  for (int64_t k = 0; k < K; ++k) acc += double(a[k * a_step]) * b[k * b_step];
+  return acc;
+}
+
 struct Input {
   std::string name;
   Shape shape;
@@ -91,9 +99,7 @@ TEST(IntelGpuTiled, GemmTransposedWithRowC) {
   std::vector<double> want(M * N);
   for (int64_t r = 0; r < M; ++r) {
     for (int64_t c = 0; c < N; ++c) {
-      double acc = 0;
-      for (int64_t k = 0; k < K; ++k)
-        acc += double(ins[0].data[k * M + r]) * ins[1].data[c * K + k];
+      const double acc = dot(&ins[0].data[r], M, &ins[1].data[c * K], 1, K);
       want[r * N + c] = 0.5 * acc + 2.0 * ins[2].data[c];
     }
   }
@@ -108,10 +114,7 @@ TEST(IntelGpuTiled, GemmPlainWithoutC) {
   std::vector<double> want(M * N);
   for (int64_t r = 0; r < M; ++r) {
     for (int64_t c = 0; c < N; ++c) {
-      double acc = 0;
-      for (int64_t k = 0; k < K; ++k)
-        acc += double(ins[0].data[r * K + k]) * ins[1].data[k * N + c];
-      want[r * N + c] = acc;
+      want[r * N + c] = dot(&ins[0].data[r * K], 1, &ins[1].data[c], N, K);
     }
   }
   expect_close(run_strict(g, feed(ins)), want);
@@ -129,11 +132,7 @@ TEST(IntelGpuTiled, MatmulBroadcastsBatchDims) {
     for (int64_t j = 0; j < 3; ++j) {
       for (int64_t r = 0; r < M; ++r) {
         for (int64_t c = 0; c < N; ++c) {
-          double acc = 0;
-          for (int64_t k = 0; k < K; ++k) {
-            acc += double(ins[0].data[(i * M + r) * K + k]) * ins[1].data[(j * K + k) * N + c];
-          }
-          want.push_back(acc);
+          want.push_back(dot(&ins[0].data[(i * M + r) * K], 1, &ins[1].data[j * K * N + c], N, K));
         }
       }
     }

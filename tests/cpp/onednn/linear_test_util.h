@@ -7,11 +7,13 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "common/op_runner.h"
 #include "common/tolerance.h"
+#include "frame/ir/graph.h"
 #include "frame/runtime/compile.h"
 
 namespace frame::test::linear {
@@ -35,6 +37,15 @@ inline Tensor grid_tensor(Shape shape, uint32_t seed) {
   std::vector<float> v(static_cast<size_t>(n));
   for (float& x : v) x = static_cast<float>(dist(rng)) / 8.0F;
   return Tensor::from_vector(std::move(shape), v);
+}
+
+/// Adds a one-output node `op` named `name` reading `ins`, its output named `<name>:0`;
+/// returns the output. A failed create_node is a test failure.
+inline ir::ValueId add_op(ir::Graph& g, std::string_view op, std::string name,
+                          std::vector<ir::ValueId> ins, ir::AttrMap attrs = {}) {
+  auto id = g.create_node(op, std::move(name), std::move(ins), 1, std::move(attrs));
+  EXPECT_TRUE(id.is_ok()) << id.status().to_string();
+  return g.node(*id).outputs[0];
 }
 
 /// Runs `call` on onednn and on cpu, with the weight inputs `constant` shown as constants

@@ -84,7 +84,7 @@ ir::Graph conv_bn(bool relu, bool conv_bias) {
                                        std::vector<ir::ValueId>(std::begin(bn_in), std::end(bn_in)),
                                        1, {{"epsilon", 1e-3}});
   ir::ValueId out = g.node(bn).outputs[0];
-  if (relu) out = g.node(*g.create_node("relu", "relu0", {out}, 1)).outputs[0];
+  if (relu) out = add_op(g, "relu", "relu0", {out});
   g.add_output(out);
   return g;
 }
@@ -151,10 +151,8 @@ TEST(OnednnPatterns, ConvResidualAddReluFused) {
   const ir::ValueId r = g.add_input("r", ir::TensorType{DTypeCode::kFloat32, {2, 8, 7, 7}});
   const ir::ValueId w = g.add_constant("w", grid_tensor({8, 8, 3, 3}, 1));
   const ir::ValueId b = g.add_constant("b", grid_tensor({8}, 2));
-  const ir::NodeId c = *g.create_node("conv", "c", {x, w, b}, 1, {{"pads", ints{1, 1, 1, 1}}});
-  const ir::NodeId a = *g.create_node("add", "a", {r, g.node(c).outputs[0]}, 1);
-  const ir::NodeId y = *g.create_node("relu", "y", {g.node(a).outputs[0]}, 1);
-  g.add_output(g.node(y).outputs[0]);
+  const ir::ValueId c = add_op(g, "conv", "c", {x, w, b}, {{"pads", ints{1, 1, 1, 1}}});
+  g.add_output(add_op(g, "relu", "y", {add_op(g, "add", "a", {r, c})}));
   ir::Graph lowered = g;
   const std::vector<std::string> rw = lower(lowered, {"onednn", "cpu"});
   EXPECT_EQ(rw.size(), 1u);
@@ -177,12 +175,11 @@ TEST(OnednnPatterns, FusedElementwiseGroupTakenAsPostOps) {
   ir::Graph g("grouped");
   const ir::ValueId x = g.add_input("x", t);
   const ir::ValueId r = g.add_input("r", t);
-  const ir::NodeId c =
-      *g.create_node("conv", "c", {x, g.add_constant("w", grid_tensor({4, 4, 3, 3}, 1))}, 1,
-                     {{"pads", ints{1, 1, 1, 1}}});
-  const ir::NodeId f = *g.create_node("fused_elementwise_internal", "f", {g.node(c).outputs[0], r},
-                                      1, {{"body", std::shared_ptr<const ir::Graph>(body)}});
-  g.add_output(g.node(f).outputs[0]);
+  const ir::ValueId c =
+      add_op(g, "conv", "c", {x, g.add_constant("w", grid_tensor({4, 4, 3, 3}, 1))},
+             {{"pads", ints{1, 1, 1, 1}}});
+  g.add_output(add_op(g, "fused_elementwise_internal", "f", {c, r},
+                      {{"body", std::shared_ptr<const ir::Graph>(body)}}));
   ir::Graph lowered = g;
   EXPECT_EQ(lower(lowered, {"onednn", "cpu"}).size(), 1u);
   EXPECT_EQ(lowered.num_nodes(), 1u);
@@ -201,10 +198,8 @@ TEST(OnednnPatterns, MatmulAndGemmResidualFused) {
     const ir::ValueId r = g.add_input("r", ir::TensorType{DTypeCode::kFloat32, ys});
     std::vector<ir::ValueId> in{x, g.add_constant("w", grid_tensor({10, 5}, 1))};
     if (gemm) in.push_back(g.add_constant("c", grid_tensor({5}, 2)));
-    const ir::NodeId m = *g.create_node(base, "m", in, 1);
-    const ir::NodeId t = *g.create_node("tanh", "t", {g.node(m).outputs[0]}, 1);
-    const ir::NodeId a = *g.create_node("add", "a", {g.node(t).outputs[0], r}, 1);
-    g.add_output(g.node(a).outputs[0]);
+    const ir::ValueId t = add_op(g, "tanh", "t", {add_op(g, base, "m", in)});
+    g.add_output(add_op(g, "add", "a", {t, r}));
     ir::Graph lowered = g;
     EXPECT_EQ(lower(lowered, {"onednn", "cpu"}).size(), 1u) << base;
     EXPECT_EQ(lowered.num_nodes(), 1u) << base;
@@ -216,11 +211,9 @@ TEST(OnednnPatterns, NoFusionWhenIntermediateHasASecondUse) {
   ir::Graph g("two_uses");
   const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {4, 16}});
   const ir::ValueId w = g.add_constant("w", grid_tensor({16, 8}, 1));
-  const ir::NodeId m = *g.create_node("matmul", "m", {x, w}, 1);
-  const ir::NodeId y = *g.create_node("relu", "y", {g.node(m).outputs[0]}, 1);
-  const ir::NodeId z = *g.create_node("sigmoid", "z", {g.node(m).outputs[0]}, 1);
-  g.add_output(g.node(y).outputs[0]);
-  g.add_output(g.node(z).outputs[0]);
+  const ir::ValueId m = add_op(g, "matmul", "m", {x, w});
+  g.add_output(add_op(g, "relu", "y", {m}));
+  g.add_output(add_op(g, "sigmoid", "z", {m}));
   ir::Graph lowered = g;
   EXPECT_TRUE(lower(lowered, {"onednn", "cpu"}).empty());
   EXPECT_EQ(lowered.num_nodes(), 3u);
@@ -254,14 +247,12 @@ TEST(OnednnPatterns, MatmulAndGemmActivationsFused) {
         in.push_back(g.add_constant("c", grid_tensor({7}, 2)));
         battrs = {{"alpha", 0.5}};
       }
-      const ir::NodeId m = *g.create_node(base, "m", in, 1, battrs);
-      std::vector<ir::ValueId> ain{g.node(m).outputs[0]};
+      std::vector<ir::ValueId> ain{add_op(g, base, "m", in, battrs)};
       if (act.op == "clip") {
         ain.push_back(g.add_constant("lo", Tensor::from_vector<float>({}, {-0.75F})));
         ain.push_back(g.add_constant("hi", Tensor::from_vector<float>({}, {1.5F})));
       }
-      const ir::NodeId y = *g.create_node(act.op, "y", ain, 1, act.attrs);
-      g.add_output(g.node(y).outputs[0]);
+      g.add_output(add_op(g, act.op, "y", ain, act.attrs));
       ir::Graph lowered = g;
       const std::vector<std::string> skip{"decomposition"};
       const std::vector<std::string> rw = lower(lowered, {"onednn", "cpu"}, skip);

@@ -59,6 +59,15 @@ struct Builder {
     EXPECT_TRUE(id.is_ok()) << id.status().to_string();
     return g.node(*id).outputs[0];
   }
+  // A new input `x` of `shape` plus a new input bias over its last axis (broadcast).
+  struct Biased {
+    ir::ValueId x, sum;
+  };
+  Biased input_plus_bias(const Shape& shape) {
+    const ir::ValueId x = input(shape);
+    const ir::ValueId bias = input({shape.back()});
+    return {x, op("add", {x, bias})};
+  }
 };
 
 CompileOptions options(const std::string& backend, int threads) {
@@ -139,9 +148,7 @@ TEST(FusedOnednn, BiasBroadcastGeluRelu) {
   // Short rows (replicated per run) and long rows (tiles wrap across a row).
   for (const Shape& shape : {Shape{128, 300}, Shape{3, 2500}, Shape{2, 5, 4096}}) {
     Builder b;
-    const ir::ValueId x = b.input(shape);
-    const ir::ValueId bias = b.input({shape.back()});
-    ir::ValueId t = b.op("add", {x, bias});
+    ir::ValueId t = b.input_plus_bias(shape).sum;
     t = b.op("gelu", {t}, {{"approximate", std::string("tanh")}});
     t = b.op("relu", {t});
     EXPECT_TRUE(fused_on_onednn(expect_same_as_cpu(b, t))) << fmt::format("{}", shape);
@@ -151,9 +158,7 @@ TEST(FusedOnednn, BiasBroadcastGeluRelu) {
 // Outputs of 16 MiB and more are written with non-temporal stores; an odd size leaves a tail.
 TEST(FusedOnednn, LargeOutputStreamedPastTheCaches) {
   Builder b;
-  const ir::ValueId x = b.input({2049, 2051});
-  const ir::ValueId bias = b.input({2051});
-  ir::ValueId t = b.op("add", {x, bias});
+  ir::ValueId t = b.input_plus_bias({2049, 2051}).sum;
   t = b.op("gelu", {t}, {{"approximate", std::string("tanh")}});
   t = b.op("relu", {t});
   EXPECT_TRUE(fused_on_onednn(expect_same_as_cpu(b, t)));
@@ -318,9 +323,7 @@ TEST(FusedOnednn, DirectCallWithOutputOnInputMemory) {
 // per thread, so concurrent runs of one executable agree with a sequential one.
 TEST(FusedOnednn, ConcurrentRunsOfOneExecutable) {
   Builder b;
-  const ir::ValueId x = b.input({257, 300});
-  const ir::ValueId bias = b.input({300});
-  ir::ValueId t = b.op("add", {x, bias});
+  ir::ValueId t = b.input_plus_bias({257, 300}).sum;
   t = b.op("gelu", {t});
   t = b.op("reduce_mean", {t}, {{"axes", std::vector<int64_t>{1}}});
   b.g.add_output(t);
@@ -348,9 +351,8 @@ TEST(FusedOnednn, ConcurrentRunsOfOneExecutable) {
 
 TEST(PlainOnednn, UnfusedOpsRunOnOnednn) {
   Builder b;
-  const ir::ValueId x = b.input({300, 301});
-  const ir::ValueId bias = b.input({301});
-  ir::ValueId t = b.op("add", {x, bias});
+  const auto [x, sum] = b.input_plus_bias({300, 301});
+  ir::ValueId t = sum;
   t = b.op("relu", {t});
   t = b.op("mul", {t, x});
   CompileOptions base;

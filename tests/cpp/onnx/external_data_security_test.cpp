@@ -25,7 +25,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace frame::onnx::testing;  // NOLINT(build/namespaces)
-using ::onnx::TensorProto;
 
 // A value no test tensor holds: the outside file is filled with it.
 constexpr float kSecret = 31337.5f;
@@ -62,17 +61,7 @@ class ExternalDataSecurity : public ::testing::Test {
   static ModelBuilder model(const std::vector<std::pair<std::string, std::string>>& keys) {
     ModelBuilder m(13);
     m.input("x", {4}).output("y");
-    TensorProto w;
-    w.set_name("w");
-    w.set_data_type(TensorProto::FLOAT);
-    w.add_dims(4);
-    w.set_data_location(TensorProto::EXTERNAL);
-    for (const auto& [k, v] : keys) {
-      auto* e = w.add_external_data();
-      e->set_key(k);
-      e->set_value(v);
-    }
-    m.init(w);
+    m.init(external_tensor("w", {4}, keys));
     m.add(node("Mul", {"x", "w"}, {"y"}, "mul"));
     return m;
   }
@@ -237,18 +226,7 @@ TEST_F(ExternalDataSecurity, EachFileIsOpenedOnce) {
   // Three tensors in one file: w (offset 16) and two more at offsets 0 and 12.
   ModelBuilder m = model({{"location", "weights.bin"}, {"offset", "16"}});
   for (const auto& [name, offset] : {std::pair{"a", "0"}, std::pair{"b", "12"}}) {
-    TensorProto t;
-    t.set_name(name);
-    t.set_data_type(TensorProto::FLOAT);
-    t.add_dims(2);
-    t.set_data_location(TensorProto::EXTERNAL);
-    auto* e = t.add_external_data();
-    e->set_key("location");
-    e->set_value("weights.bin");
-    e = t.add_external_data();
-    e->set_key("offset");
-    e->set_value(offset);
-    m.init(t);
+    m.init(external_tensor(name, {2}, {{"location", "weights.bin"}, {"offset", offset}}));
   }
   m.output("a").output("b");
   const int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -276,15 +254,7 @@ TEST_F(ExternalDataSecurity, NoTensorHoldsOutsideBytes) {
   // a whole, and an analysis load (keep_untyped) fails the same way: no tensor of any graph
   // the loader returns can hold the outside file's bytes.
   ModelBuilder m = model({{"location", "weights.bin"}, {"offset", "16"}});
-  TensorProto s;
-  s.set_name("s");
-  s.set_data_type(TensorProto::FLOAT);
-  s.add_dims(4);
-  s.set_data_location(TensorProto::EXTERNAL);
-  auto* e = s.add_external_data();
-  e->set_key("location");
-  e->set_value("linkdir/secret.bin");
-  m.init(s);
+  m.init(external_tensor("s", {4}, {{"location", "linkdir/secret.bin"}}));
   m.output("s");
   for (bool keep_untyped : {false, true}) {
     LoadOptions o;

@@ -301,20 +301,8 @@ TEST(OnnxLoader, ExternalDataRelativeToModel) {
   }
   ModelBuilder m(13);
   m.input("x", {3}).output("y");
-  TensorProto w;
-  w.set_name("w");
-  w.set_data_type(TensorProto::FLOAT);
-  w.add_dims(3);
-  w.set_data_location(TensorProto::EXTERNAL);
-  auto kv = [&](const char* k, const char* v) {
-    auto* e = w.add_external_data();
-    e->set_key(k);
-    e->set_value(v);
-  };
-  kv("location", "weights.bin");
-  kv("offset", "8");
-  kv("length", "12");
-  m.init(w);
+  m.init(
+      external_tensor("w", {3}, {{"location", "weights.bin"}, {"offset", "8"}, {"length", "12"}}));
   m.add(node("Mul", {"x", "w"}, {"y"}, "mul"));
   {
     std::ofstream f(dir / "model.onnx", std::ios::binary);

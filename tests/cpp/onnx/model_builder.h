@@ -46,6 +46,25 @@ inline ::onnx::TensorProto float_tensor(const std::string& name, const std::vect
   return t;
 }
 
+/// A TensorProto whose data lies in a file, located by the external_data entries `keys`
+/// ("location", "offset", "length") in the given order.
+inline ::onnx::TensorProto external_tensor(
+    const std::string& name, const std::vector<int64_t>& dims,
+    const std::vector<std::pair<std::string, std::string>>& keys,
+    int32_t elem_type = ::onnx::TensorProto::FLOAT) {
+  ::onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(elem_type);
+  for (int64_t d : dims) t.add_dims(d);
+  t.set_data_location(::onnx::TensorProto::EXTERNAL);
+  for (const auto& [k, v] : keys) {
+    auto* e = t.add_external_data();
+    e->set_key(k);
+    e->set_value(v);
+  }
+  return t;
+}
+
 inline ::onnx::TensorProto int64_tensor(const std::string& name, const std::vector<int64_t>& dims,
                                         const std::vector<int64_t>& values) {
   ::onnx::TensorProto t;

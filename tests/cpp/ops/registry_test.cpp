@@ -5,6 +5,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
+#include <utility>
 
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/op_registry.h"
@@ -67,49 +69,32 @@ Result<std::vector<ir::TensorType>> noop_shape(const NodeContext& ctx) {
   return same_as_input0(ctx);
 }
 
+// Registers op `name` with a shape function as if declared at file:line; the death tests
+// below expect it to be fatal.
+void register_test_op(std::string name, const char* file, int line) {
+  [[maybe_unused]] OpRegistration r =
+      OpSchemaBuilder(std::move(name), file, line).shape_infer(noop_shape);
+}
+
 // ---- ARCH-040 / M9: fatal registration faults (death tests) ----
 TEST(RegistryDeathTest, IllegalNameIsFatal) {
-  EXPECT_DEATH(
-      {
-        [[maybe_unused]] OpRegistration r =
-            OpSchemaBuilder("Bad-Name", "file.cpp", 7).shape_infer(noop_shape);
-      },
-      "fatal registration error: op 'Bad-Name': illegal name \\(ARCH-040: must match "
-      "\\^\\[a-z\\]\\[a-z0-9_\\]\\*\\$\\) \\(registered at file.cpp:7\\)");
-  EXPECT_DEATH(
-      {
-        [[maybe_unused]] OpRegistration r =
-            OpSchemaBuilder("9lives", "f", 1).shape_infer(noop_shape);
-      },
-      "illegal name");
-  EXPECT_DEATH(
-      { [[maybe_unused]] OpRegistration r = OpSchemaBuilder("", "f", 1).shape_infer(noop_shape); },
-      "illegal name");
+  EXPECT_DEATH(register_test_op("Bad-Name", "file.cpp", 7),
+               "fatal registration error: op 'Bad-Name': illegal name \\(ARCH-040: must match "
+               "\\^\\[a-z\\]\\[a-z0-9_\\]\\*\\$\\) \\(registered at file.cpp:7\\)");
+  EXPECT_DEATH(register_test_op("9lives", "f", 1), "illegal name");
+  EXPECT_DEATH(register_test_op("", "f", 1), "illegal name");
 }
 
 TEST(RegistryDeathTest, DuplicateNameIsFatal) {
   EXPECT_DEATH(
-      {
-        [[maybe_unused]] OpRegistration r =
-            OpSchemaBuilder("registry_test_op", "dup.cpp", 3).shape_infer(noop_shape);
-      },
+      register_test_op("registry_test_op", "dup.cpp", 3),
       "op 'registry_test_op': duplicate name \\(ARCH-040: first registered at .*registry_test"
       ".cpp:[0-9]+\\) \\(registered at dup.cpp:3\\)");
 }
 
 TEST(RegistryDeathTest, ReservedNamesAreFatal) {
-  EXPECT_DEATH(
-      {
-        [[maybe_unused]] OpRegistration r =
-            OpSchemaBuilder("graph_input", "f", 1).shape_infer(noop_shape);
-      },
-      "op 'graph_input': reserved name");
-  EXPECT_DEATH(
-      {
-        [[maybe_unused]] OpRegistration r =
-            OpSchemaBuilder("graph_output", "f", 1).shape_infer(noop_shape);
-      },
-      "op 'graph_output': reserved name");
+  EXPECT_DEATH(register_test_op("graph_input", "f", 1), "op 'graph_input': reserved name");
+  EXPECT_DEATH(register_test_op("graph_output", "f", 1), "op 'graph_output': reserved name");
 }
 
 TEST(RegistryDeathTest, MissingShapeFunctionIsFatal) {

@@ -3,10 +3,21 @@
 
 #include <gtest/gtest.h>
 
+#include <string_view>
+
 #include "cpp/passes/pass_test_util.h"
 
 namespace frame::passes {
 namespace {
+
+Status cse(ir::Graph& g) { return test::run_verified(g, "shape-inference,cse"); }
+
+// Expects cse to leave `nodes` nodes of the text-IR graph `text`.
+void expect_cse_leaves(size_t nodes, std::string_view text) {
+  ir::Graph g = test::parse_graph(text);
+  ASSERT_TRUE(cse(g).is_ok());
+  EXPECT_EQ(g.num_nodes(), nodes);
+}
 
 TEST(Cse, MergesCommutativeSwapsButNotSub) {
   ir::Graph g = test::parse_graph(R"(graph main {
@@ -23,7 +34,7 @@ TEST(Cse, MergesCommutativeSwapsButNotSub) {
   graph_output(%o)
 }
 )");
-  ASSERT_TRUE(test::run_verified(g, "shape-inference,cse").is_ok());
+  ASSERT_TRUE(cse(g).is_ok());
   // add_ba merges into add_ab; the subs stay apart; then mul_3 = mul(d1, s1) is mul_1 with
   // swapped operands and merges too, while mul_2 = mul(s1, d2) differs.
   test::expect_golden(g, "cse_commutative");
@@ -40,7 +51,7 @@ TEST(Cse, MergesEqualAttrsOnlyAndKeepsTheOutputName) {
   graph_output(%n, %r2, %r3)
 }
 )");
-  ASSERT_TRUE(test::run_verified(g, "shape-inference,cse").is_ok());
+  ASSERT_TRUE(cse(g).is_ok());
   // sum_b is the graph output "r2", so it survives and sum_a goes.
   test::expect_golden(g, "cse_output_name");
   ASSERT_EQ(g.outputs().size(), 3u);
@@ -48,19 +59,17 @@ TEST(Cse, MergesEqualAttrsOnlyAndKeepsTheOutputName) {
 }
 
 TEST(Cse, TwoOutputNamesKeepTwoNodes) {
-  ir::Graph g = test::parse_graph(R"(graph main {
+  expect_cse_leaves(2u, R"(graph main {
   %x = graph_input() : f32[2]
   %y1 = relu(%x) @relu_a
   %y2 = relu(%x) @relu_b
   graph_output(%y1, %y2)
 }
 )");
-  ASSERT_TRUE(test::run_verified(g, "shape-inference,cse").is_ok());
-  EXPECT_EQ(g.num_nodes(), 2u);
 }
 
 TEST(Cse, NeverMergesSideEffectOps) {
-  ir::Graph g = test::parse_graph(R"(graph main {
+  expect_cse_leaves(5u, R"(graph main {
   %r1 = random_uniform() {seed = 1.0, shape = [2]} @rand_a
   %r2 = random_uniform() {seed = 1.0, shape = [2]} @rand_b
   %p1 = print(%r1) @print_a
@@ -69,8 +78,6 @@ TEST(Cse, NeverMergesSideEffectOps) {
   graph_output(%y, %p2)
 }
 )");
-  ASSERT_TRUE(test::run_verified(g, "shape-inference,cse").is_ok());
-  EXPECT_EQ(g.num_nodes(), 5u);
 }
 
 TEST(Cse, MergesEqualConstantsSoTheirUsersMerge) {
@@ -88,7 +95,7 @@ TEST(Cse, MergesEqualConstantsSoTheirUsersMerge) {
   graph_output(%o)
 }
 )");
-  ASSERT_TRUE(test::run_verified(g, "shape-inference,cse").is_ok());
+  ASSERT_TRUE(cse(g).is_ok());
   // c2 becomes c1 (same dtype and bytes); c3 is f64 and stays.
   test::expect_golden(g, "cse_constants");
 }

@@ -31,24 +31,32 @@ Result<ir::Graph> decompose_loop(const ops::NodeContext& ctx) {
   return relu_then(ctx, "pass_test_loop");
 }
 
+// The signature both test composites share: x -> y of the same float type.
+void float_x_to_y(ops::OpSchemaBuilder& b) {
+  b.input("x", "input", kFloatDTypes, "T")
+      .output("y", "output", kFloatDTypes, "T")
+      .shape_infer(same_type);
+}
+
 // Test-only composites: one containing a composite (gelu), one containing itself.
 FRAME_REGISTER_OP(pass_test_nested)
     .doc("test only: gelu(relu(x))")
-    .input("x", "input", kFloatDTypes, "T")
-    .output("y", "output", kFloatDTypes, "T")
-    .shape_infer(same_type)
+    .with(float_x_to_y)
     .decomposition(decompose_nested);
 FRAME_REGISTER_OP(pass_test_loop)
     .doc("test only: decomposes into itself")
-    .input("x", "input", kFloatDTypes, "T")
-    .output("y", "output", kFloatDTypes, "T")
-    .shape_infer(same_type)
+    .with(float_x_to_y)
     .decomposition(decompose_loop);
 
 PassContext on_backend(std::string backend) {
   PassContext ctx;
   ctx.backends = {std::move(backend), "cpu"};
   return ctx;
+}
+
+// No backend is named test_backend, so it has no kernel for any composite: each is expanded.
+Status decompose_for_test_backend(ir::Graph& g) {
+  return test::run_verified(g, "shape-inference,decomposition", on_backend("test_backend"));
 }
 
 constexpr std::string_view kGelu = R"(graph main {
@@ -61,8 +69,7 @@ constexpr std::string_view kGelu = R"(graph main {
 
 TEST(Decomposition, ExpandsGeluWhenThePreferredBackendLacksIt) {
   ir::Graph g = test::parse_graph(kGelu);
-  ASSERT_TRUE(
-      test::run_verified(g, "shape-inference,decomposition", on_backend("test_backend")).is_ok());
+  ASSERT_TRUE(decompose_for_test_backend(g).is_ok());
   test::expect_golden(g, "decomposition_gelu");
   test::expect_verifies(g);
   EXPECT_LT(g.find_node("gelu_0"), 0);
@@ -93,8 +100,7 @@ TEST(Decomposition, ExpandsLayerNormalization) {
   graph_output(%y)
 }
 )");
-  ASSERT_TRUE(
-      test::run_verified(g, "shape-inference,decomposition", on_backend("test_backend")).is_ok());
+  ASSERT_TRUE(decompose_for_test_backend(g).is_ok());
   test::expect_golden(g, "decomposition_layer_norm");
   test::expect_verifies(g);
 }
@@ -123,27 +129,15 @@ TEST(Decomposition, InlinedGeluComputesGelu) {
 }
 
 TEST(Decomposition, ExpandsRecursively) {
-  ir::Graph g = test::parse_graph(R"(graph main {
-  %x = graph_input() : f32[3]
-  %y = pass_test_nested(%x) @nested
-  graph_output(%y)
-}
-)");
-  ASSERT_TRUE(
-      test::run_verified(g, "shape-inference,decomposition", on_backend("test_backend")).is_ok());
+  ir::Graph g = test::one_op_graph("pass_test_nested", "nested", "f32[3]");
+  ASSERT_TRUE(decompose_for_test_backend(g).is_ok());
   // nested -> relu + gelu, and gelu -> its erf form: no composite is left.
   test::expect_golden(g, "decomposition_nested");
 }
 
 TEST(Decomposition, StopsAtTheDepthLimit) {
-  ir::Graph g = test::parse_graph(R"(graph main {
-  %x = graph_input() : f32[3]
-  %y = pass_test_loop(%x) @loop
-  graph_output(%y)
-}
-)");
-  ASSERT_TRUE(
-      test::run_verified(g, "shape-inference,decomposition", on_backend("test_backend")).is_ok());
+  ir::Graph g = test::one_op_graph("pass_test_loop", "loop", "f32[3]");
+  ASSERT_TRUE(decompose_for_test_backend(g).is_ok());
   // Eight expansions each add a relu; the ninth-level composite stays as a node.
   size_t loops = 0;
   size_t relus = 0;

@@ -98,12 +98,7 @@ TEST(PassManager, VerifiesAfterEachPassWhenAsked) {
 }
 
 TEST(PassManager, PassErrorsNameThePass) {
-  ir::Graph g = test::parse_graph(R"(graph main {
-  %x = graph_input() : f32[2]
-  %y = no_such_op(%x) @n
-  graph_output(%y)
-}
-)");
+  ir::Graph g = test::one_op_graph("no_such_op", "n", "f32[2]");
   PassContext ctx;
   Status s = run_pipeline(g, "shape-inference", ctx);
   EXPECT_EQ(s.code(), StatusCode::kNotFound);

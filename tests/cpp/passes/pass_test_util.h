@@ -41,6 +41,14 @@ inline ir::Graph parse_graph(std::string_view text) {
   return g.is_ok() ? std::move(g).value() : ir::Graph();
 }
 
+/// Parses `%y = <op>(%x) @<name>` over one graph input `%x` of type `type` ("f32[3]").
+inline ir::Graph one_op_graph(std::string_view op, std::string_view name, std::string_view type) {
+  const std::string text = "graph main {\n  %x = graph_input() : " + std::string(type) +
+                           "\n  %y = " + std::string(op) + "(%x) @" + std::string(name) +
+                           "\n  graph_output(%y)\n}\n";
+  return parse_graph(text);
+}
+
 /// Runs `pipeline` with verification after every pass.
 inline Status run_verified(ir::Graph& g, std::string_view pipeline, passes::PassContext ctx = {}) {
   ctx.verify_after_each = true;

@@ -392,15 +392,7 @@ TEST(LatestAttack, ExternalDataMustBeARegularFile) {
     SCOPED_TRACE(location);
     ModelBuilder m(13);
     m.input("x", {4}).output("y");
-    ::onnx::TensorProto w;
-    w.set_name("w");
-    w.set_data_type(::onnx::TensorProto::FLOAT);
-    w.add_dims(4);
-    w.set_data_location(::onnx::TensorProto::EXTERNAL);
-    auto* e = w.add_external_data();
-    e->set_key("location");
-    e->set_value(location);
-    m.init(w);
+    m.init(onnx::testing::external_tensor("w", {4}, {{"location", location}}));
     m.add(node("Add", {"x", "w"}, {"y"}, "add"));
     const fs::path model = dir / "m.onnx";
     std::ofstream(model, std::ios::binary) << m.bytes();

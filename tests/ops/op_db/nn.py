@@ -44,6 +44,13 @@ def same_pads(inp, k, s, d, lower):
     return pb, pe
 
 
+def conv_window(attrs, nd):
+    """(strides, dilations, group, begin pads, end pads) of conv attrs, ONNX defaults filled."""
+    pads = attrs.get("pads", [0] * 2 * nd)
+    return (attrs.get("strides", [1] * nd), attrs.get("dilations", [1] * nd),
+            attrs.get("group", 1), pads[:nd], pads[nd:])
+
+
 def conv_ref(strides, dilations, group, pb, pe):
     def f(x, w, b=None):
         nd = x.ndim - 2
@@ -73,10 +80,7 @@ def conv_cases(rng):
     ]
     for xs, ws, bias, attrs, nm in variants:
         x, w = rng.standard_normal(xs), rng.standard_normal(ws)
-        nd = len(xs) - 2
-        pads = attrs.get("pads", [0] * 2 * nd)
-        f = conv_ref(attrs.get("strides", [1] * nd), attrs.get("dilations", [1] * nd),
-                     attrs.get("group", 1), pads[:nd], pads[nd:])
+        f = conv_ref(*conv_window(attrs, len(xs) - 2))
         ins = [x, w] + ([rng.standard_normal(ws[0])] if bias else [])
         out += with_acc_tol(typed("conv", nm, f, ins, attrs, typed_inputs=(0, 1, 2)))
     for mode in ("SAME_UPPER", "SAME_LOWER", "VALID"):
@@ -118,10 +122,7 @@ def conv_transpose_cases(rng):
     for xs, ws, bias, attrs, nm in variants:
         x, w = rng.standard_normal(xs), rng.standard_normal(ws)
         nd = len(xs) - 2
-        pads = attrs.get("pads", [0] * 2 * nd)
-        f = conv_t_ref(attrs.get("strides", [1] * nd), attrs.get("dilations", [1] * nd),
-                       attrs.get("group", 1), pads[:nd], pads[nd:],
-                       attrs.get("output_padding", [0] * nd))
+        f = conv_t_ref(*conv_window(attrs, nd), attrs.get("output_padding", [0] * nd))
         ins = [x, w] + ([rng.standard_normal(ws[1] * attrs.get("group", 1))] if bias else [])
         out += with_acc_tol(typed("conv_transpose", nm, f, ins, attrs, typed_inputs=(0, 1, 2)))
     # output_shape derives pads: total = full - target, begin gets the odd pad unless
