@@ -48,6 +48,17 @@ dnnl::memory::desc plain_desc(std::span<const int64_t> shape, dnnl::memory::data
   return dnnl::memory::desc(dims, dt, strides);
 }
 
+bool int8_sums_exact() {
+  static const bool exact = [] {
+    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    // The VNNI bit of avx512_core_vnni (0x67; also in _bf16 and _amx) and of avx2_vnni (0x407),
+    // dnnl_types.h.
+    constexpr unsigned kAvx512Vnni = 0x40, kAvx2Vnni = 0x400;
+    return (isa & (kAvx512Vnni | kAvx2Vnni)) != 0;
+  }();
+  return exact;
+}
+
 dnnl::primitive_attr default_attr() {
   dnnl::primitive_attr a;
   a.set_scratchpad_mode(dnnl::scratchpad_mode::user);

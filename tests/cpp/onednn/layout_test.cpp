@@ -109,6 +109,15 @@ TEST(OnednnLayout, PatternMarksExactlyTheInnerConvEdges) {
   // The layout oneDNN picks on this CPU (nhwc for its brgemm convs on AVX-512, nChw16c for
   // its older jit convs).
   const int64_t l = layout_attr(g, "c1", dst);
+  if (l == 0 && !__builtin_cpu_supports("avx512f")) {
+    // Without AVX-512 oneDNN's convs pick nChw8c, a layout frame does not carry: the pattern
+    // must then leave every edge plain.
+    for (const char* n : {"c1", "dw", "c3", "c4", "e1", "e2"}) {
+      for (std::string_view a : {src, dst, res}) EXPECT_EQ(layout_attr(g, n, a), 0) << n << a;
+    }
+    GTEST_SKIP() << "oneDNN picks nChw8c on this CPU (no AVX-512): checked that no edge is "
+                    "marked";
+  }
   ASSERT_TRUE(l == kNhwc || l == kBlocked) << l;
   // a = relu(c1): read by dw (X) and by c3 (R) only.
   EXPECT_EQ(layout_attr(g, "dw", src), l);
@@ -230,6 +239,14 @@ TEST(OnednnLayout, LayoutAttributesMatchThePlainComputation) {
         const Tensor want = layouts[1] != 0 ? to_layout(*plain, l) : *plain;
         for (const std::string backend : {"cpu", "onednn"}) {
           Result<Tensor> got = run_fused(backend, layouts, xi, ri, group);
+          if (backend == "onednn" && l == kBlocked && !got.is_ok() &&
+              !__builtin_cpu_supports("avx512f")) {
+            // oneDNN has no jit convolution for nChw16c without AVX-512; the kernel declines
+            // (the pattern never asks for it there, PatternMarksExactlyTheInnerConvEdges).
+            EXPECT_NE(got.status().message().find("ref:any"), std::string::npos)
+                << got.status().message();
+            continue;
+          }
           ASSERT_TRUE(got.is_ok())
               << backend << " layout " << l << " mask " << mask << ": " << got.status().message();
           // Grid inputs: exact sums in f32, so the op class holds on both backends (BUILD-011).

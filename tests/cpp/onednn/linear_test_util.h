@@ -27,6 +27,13 @@ inline runtime::CompileOptions uncached(std::vector<std::string> backends) {
   return o;
 }
 
+/// True when the CPU has VNNI (AVX512_VNNI or AVX_VNNI, read from cpuid by the compiler's
+/// builtin, apart from the backend): only then do the onednn int8 kernels run; without it
+/// oneDNN's int8 sums saturate and they decline (docs/backends/onednn.md, "int8 without VNNI").
+inline bool cpu_has_vnni() {
+  return __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni");
+}
+
 /// f32 tensor of multiples of 1/8 in [-2, 2]: products and sums of a few thousand terms are
 /// exact in f32, so a mismatch is a wrong element, not a summation order.
 inline Tensor grid_tensor(Shape shape, uint32_t seed) {
