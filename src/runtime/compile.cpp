@@ -39,6 +39,9 @@ std::string CompileReport::to_json() const {
   nlohmann::ordered_json times = nlohmann::ordered_json::array();
   for (const auto& [pass, ms] : pass_times_ms) times.push_back({{"pass", pass}, {"ms", ms}});
   j["pass_times_ms"] = times;
+  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+  for (const auto& [stage, ms] : stage_times_ms) stages.push_back({{"stage", stage}, {"ms", ms}});
+  j["stage_times_ms"] = stages;
   j["backends"] = backends;
   j["num_threads"] = num_threads;
   nlohmann::ordered_json pl = nlohmann::ordered_json::array();
@@ -290,6 +293,14 @@ std::map<std::string, int> op_counts(const ir::Graph& g) {
   return counts;
 }
 
+// Milliseconds since `t0`, and `t0` moved to now: consecutive stages of one compile.
+double lap_ms(std::chrono::steady_clock::time_point& t0) {
+  const auto now = std::chrono::steady_clock::now();
+  const std::chrono::duration<double, std::milli> dt = now - t0;
+  t0 = now;
+  return dt.count();
+}
+
 Status run_named(ir::Graph& g, passes::PassContext& ctx, std::string_view name) {
   FRAME_ASSIGN_OR_RETURN(std::unique_ptr<passes::Pass> pass, passes::make_pass(name));
   const auto t0 = std::chrono::steady_clock::now();
@@ -299,8 +310,11 @@ Status run_named(ir::Graph& g, passes::PassContext& ctx, std::string_view name) 
   return Status();
 }
 
-Result<std::shared_ptr<const detail::CompiledCore>> compile_core(const ir::Graph& graph,
-                                                                 const CompileOptions& options) {
+// `stages`: the stages compile() timed before this one (CompileReport::stage_times_ms).
+Result<std::shared_ptr<const detail::CompiledCore>> compile_core(
+    const ir::Graph& graph, const CompileOptions& options,
+    std::vector<std::pair<std::string, double>> stages) {
+  auto t0 = std::chrono::steady_clock::now();
   FRAME_RETURN_IF_ERROR(check_sources(graph, options));
   auto core = std::make_shared<detail::CompiledCore>();
   auto g = std::make_shared<ir::Graph>(graph);
@@ -334,12 +348,14 @@ Result<std::shared_ptr<const detail::CompiledCore>> compile_core(const ir::Graph
     FRAME_RETURN_IF_ERROR(run_named(*g, ctx, "backend-lowering"));
     FRAME_RETURN_IF_ERROR(run_named(*g, ctx, "memory-planning"));
   }
+  stages.emplace_back("passes", lap_ms(t0));
   const ir::OpQuery query = ops::make_op_query();
   if (Status s = g->verify(query); !s.is_ok()) {
     return s.with_prefix("compiled graph fails verification: ");
   }
 
   FRAME_RETURN_IF_ERROR(check_limits(*g, ctx.peak_arena_bytes, options));
+  stages.emplace_back("check", lap_ms(t0));
   const int threads = options.num_threads > 0 ? options.num_threads : omp_get_max_threads();
   core->graph = g;
   {
@@ -347,6 +363,7 @@ Result<std::shared_ptr<const detail::CompiledCore>> compile_core(const ir::Graph
     detail::ThreadCountScope scope(threads);
     FRAME_ASSIGN_OR_RETURN(core->plan, detail::build_plan(g, ctx, threads));
   }
+  stages.emplace_back("prepare", lap_ms(t0));
   for (ir::ValueId v : g->inputs()) core->inputs.emplace_back(g->value(v).name, *g->value(v).type);
   for (ir::ValueId v : g->outputs()) {
     if (!g->value(v).type) {
@@ -360,6 +377,7 @@ Result<std::shared_ptr<const detail::CompiledCore>> compile_core(const ir::Graph
   r.num_threads = core->plan.num_threads;
   r.op_counts_after = op_counts(*g);
   r.pass_times_ms = ctx.pass_times_ms;
+  r.stage_times_ms = std::move(stages);
   FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, g->topological_order());
   for (ir::NodeId id : order) {
     const ir::Node& n = g->node(id);
@@ -398,6 +416,8 @@ Status verify_input(const ir::Graph& graph) {
 }  // namespace
 
 Result<Executable> compile(const ir::Graph& graph, const CompileOptions& options) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::pair<std::string, double>> stages;
   FRAME_RETURN_IF_ERROR(verify_input(graph));
   for (ir::ValueId v : graph.inputs()) {
     if (!graph.value(v).type) {
@@ -413,18 +433,22 @@ Result<Executable> compile(const ir::Graph& graph, const CompileOptions& options
   FRAME_ASSIGN_OR_RETURN(resolved.backends, resolve_backends(options.backends));
   // Likewise the thread count: 0 means the OpenMP default of the compiling thread.
   if (resolved.num_threads <= 0) resolved.num_threads = omp_get_max_threads();
+  stages.emplace_back("verify", lap_ms(t0));
   std::string key;
   if (options.use_cache) {
     key = cache_key(graph, resolved);
+    stages.emplace_back("cache_key", lap_ms(t0));
     if (auto core = CompileCache::global().find(key)) {
       auto impl = std::make_shared<ExecutableImpl>();
       impl->core = core;
       impl->report = core->report;
       impl->report.cache_hit = true;
+      impl->report.stage_times_ms = std::move(stages);  // a hit runs no pass
       return Executable(std::move(impl));
     }
   }
-  Result<std::shared_ptr<const detail::CompiledCore>> compiled = compile_core(graph, resolved);
+  Result<std::shared_ptr<const detail::CompiledCore>> compiled =
+      compile_core(graph, resolved, std::move(stages));
   if (!compiled.is_ok()) return passes::with_shape_determining_hint(graph, compiled.status());
   std::shared_ptr<const detail::CompiledCore> core = std::move(compiled).value();
   if (options.use_cache) CompileCache::global().insert(key, core);

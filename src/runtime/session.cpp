@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <future>
 #include <list>
@@ -59,6 +60,8 @@ size_t hash_words(const std::vector<uint64_t>& w) {
 // A compiled specialization and which declared inputs its executable takes.
 struct Compiled {
   Executable exe;
+  /// exe's report with the session's own `specialize` stage first (CompileReport::stage_times_ms).
+  CompileReport report;
   std::vector<size_t> feed;  // indices into the declared inputs
   bool feeds_all = false;    // feed is every declared input: pass the caller's map as is
 };
@@ -215,16 +218,22 @@ class SessionImpl {
     for (size_t i : sd_index_) {
       spec.constant_inputs.emplace(source_.inputs[i].name, by_index[i]->clone());
     }
+    const auto t0 = std::chrono::steady_clock::now();
     Result<ir::Graph> g = source_.specialize(spec);
     if (!g.is_ok()) {
       return g.status().with_prefix(fmt::format("specializing for ({}): ", describe(by_index)));
     }
+    const std::chrono::duration<double, std::milli> specialize_ms =
+        std::chrono::steady_clock::now() - t0;
     Result<Executable> exe = compile(*g, options_.compile);
     if (!exe.is_ok()) {
       return exe.status().with_prefix(fmt::format("compiling for ({}): ", describe(by_index)));
     }
     auto c = std::make_shared<Compiled>();
     c->exe = std::move(*exe);
+    c->report = c->exe.report();
+    c->report.stage_times_ms.insert(c->report.stage_times_ms.begin(),
+                                    {"specialize", specialize_ms.count()});
     for (size_t i = 0; i < source_.inputs.size(); ++i) {
       for (const auto& [name, type] : c->exe.input_signature()) {
         if (name == source_.inputs[i].name) c->feed.push_back(i);
@@ -270,7 +279,7 @@ class SessionImpl {
   // Adds a compiled specialization and evicts least recently used entries beyond the bounds.
   // Caller holds mu_.
   void insert(const Key& key, const std::shared_ptr<const Compiled>& c) const {
-    last_report_ = c->exe.report();
+    last_report_ = c->report;
     // What an entry keeps alive: its arena, the constants it owns (folded values, bound
     // inputs), the last run's inputs and outputs its run slot still references until the next
     // run (Executable run slots reuse their tensor slots so steady-state runs do not allocate),
@@ -468,7 +477,7 @@ Result<std::optional<CompileReport>> Session::report_for(const TensorMap& inputs
   std::lock_guard lock(impl_->mu_);
   auto it = impl_->index_.find(key);
   if (it == impl_->index_.end()) return std::optional<CompileReport>();
-  return std::optional<CompileReport>(it->second->compiled->exe.report());
+  return std::optional<CompileReport>(it->second->compiled->report);
 }
 
 }  // namespace frame::runtime

@@ -15,6 +15,17 @@ for k in a b; do
 done
 "$frame" run "$data/bert.onnx" --input ids="$data/bert.ids_8.npy" --output-dir "$out/bert"
 "$compare" "$out/bert/hidden.npy" "$data/bert.expected_8.npy" --class deep
+# --json and --profile break the specialization's compile down by stage, the session's
+# import (specialize) first.
+"$frame" run "$data/bert.onnx" --shape ids=1,6 --json > "$out/stages.json"
+/usr/bin/python3 -c '
+import json, sys
+st = json.load(open(sys.argv[1]))["compile_stages_ms"]
+assert list(st) == ["specialize", "verify", "passes", "check", "prepare"], st
+assert all(v >= 0 for v in st.values()), st
+' "$out/stages.json"
+"$frame" run "$data/bert.onnx" --shape ids=1,6 --profile > "$out/stages.txt"
+grep -q "compile stages (ms): specialize " "$out/stages.txt" || { cat "$out/stages.txt" >&2; exit 1; }
 # --shape gives random values of a concrete shape to an input with symbolic dims.
 "$frame" run "$data/bert.onnx" --shape ids=1,6 > "$out/random.txt"
 grep -q "output hidden: f32\[1,6,32\]" "$out/random.txt" || { cat "$out/random.txt" >&2; exit 1; }

@@ -348,6 +348,10 @@ int run_inspect() {
   }
   t.add({"total", fmt::format("{:.3f}", total)});
   t.print();
+  std::printf("\ncompile stages:\n");
+  Table st({"stage", "ms"}, {false, true});
+  for (const auto& [stage, ms] : r.stage_times_ms) st.add({stage, fmt::format("{:.3f}", ms)});
+  st.print();
   return 0;
 }
 

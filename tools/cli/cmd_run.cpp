@@ -14,7 +14,9 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "commands.h"
@@ -150,6 +152,10 @@ int run_run() {
   }();
   const double compile_s = seconds_since(t0);
   if (!exe.is_ok()) return fail(exe.status());
+  // The specialization's compile, stage by stage (CompileReport::stage_times_ms).
+  const std::optional<runtime::CompileReport> compiled = session->last_report();
+  const std::vector<std::pair<std::string, double>> stages =
+      compiled ? compiled->stage_times_ms : std::vector<std::pair<std::string, double>>{};
 
   std::vector<double> times;
   runtime::TensorMap outputs;
@@ -224,6 +230,8 @@ int run_run() {
     j["wait_policy"] = runtime::openmp_wait_policy();
     j["times_s"] = {
         {"load", load_s}, {"compile", compile_s}, {"run_median", run_s}, {"repeat", o.repeat}};
+    j["compile_stages_ms"] = nlohmann::ordered_json::object();
+    for (const auto& [stage, ms] : stages) j["compile_stages_ms"][stage] = ms;
     j["random_inputs"] = *random_inputs;
     j["shape_determining_inputs"] = session->shape_determining_inputs();
     const runtime::CacheStats cs = session->cache_stats();
@@ -290,7 +298,12 @@ int run_run() {
       }
       t.print();
     }
-    if (o.profile) print_profile(profile);
+    if (o.profile) {
+      std::vector<std::string> parts;
+      for (const auto& [stage, ms] : stages) parts.push_back(fmt::format("{} {:.3f}", stage, ms));
+      std::printf("compile stages (ms): %s\n", fmt::format("{}", fmt::join(parts, ", ")).c_str());
+      print_profile(profile);
+    }
     if (bundled_err) {
       std::printf("bundled model: max abs error vs expected %.3g (%s)\n", *bundled_err,
                   bundled_ok ? "ok" : "MISMATCH");

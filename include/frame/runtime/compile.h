@@ -103,6 +103,19 @@ struct CompileReport {
   std::map<std::string, int> op_counts_before;  ///< op -> node count of the input graph
   std::map<std::string, int> op_counts_after;   ///< after the pipeline
   std::vector<std::pair<std::string, double>> pass_times_ms;  ///< in pipeline order
+  /// Wall-clock milliseconds of each stage of the compile that built this executable, in the
+  /// order they ran (docs/architecture/execution-model.md, "Compile stages"):
+  /// - `specialize`: a Session's import of the model at the run's shapes and shape-determining
+  ///   values (ADR 0006); only in the reports a Session gives;
+  /// - `verify`: the input graph's checks (V1-V4);
+  /// - `cache_key`: the compile cache's key (the graph's text); only with use_cache;
+  /// - `passes`: the whole pipeline (pass_times_ms breaks it down), lowering and planning
+  ///   included;
+  /// - `check`: verification of the compiled graph and the memory limits;
+  /// - `prepare`: kernels' prepare (oneDNN primitives created, OpenCL programs built) and the
+  ///   execution plan.
+  /// A compile-cache hit (cache_hit) has only `verify` and `cache_key`: it runs no pass.
+  std::vector<std::pair<std::string, double>> stage_times_ms;
   /// The backend chain used: CompileOptions::backends with "auto" expanded.
   std::vector<std::string> backends;
   /// Threads every run uses (CompileOptions::num_threads; 0 resolved to the OpenMP default).

@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "frame/runtime/compile.h"
 
@@ -147,6 +150,52 @@ TEST(Runtime, OutputsThatAreInputsOrRepeatedAreCopiedOut) {
   EXPECT_NE(out->at("x").raw_data(), in.raw_data());
   EXPECT_EQ(out->at("x").data<float>()[1], -2.0F);
   EXPECT_EQ(out->at("n").data<float>()[2], -3.0F);
+}
+
+// The stages of one compile, in order, add up to at most the compile's wall time (measured
+// here around the call), and the `passes` stage holds every pass the pipeline timed. A cache
+// hit runs no pass. About 0.1 s.
+TEST(Runtime, ReportTimesEveryCompileStage) {
+  ir::Graph g("stages");
+  ir::ValueId x = g.add_input("x", TensorType{kF32, {4, 8}});
+  g.add_output(node(g, "relu", "r", {node(g, "neg", "n", {x})}));
+  for (const bool cached : {false, true}) {
+    CompileOptions o;
+    o.use_cache = cached;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto exe = compile(g, o);
+    const std::chrono::duration<double, std::milli> wall = std::chrono::steady_clock::now() - t0;
+    ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+    const CompileReport& r = exe->report();
+    std::vector<std::string> names;
+    double sum = 0, passes = 0, pass_sum = 0;
+    for (const auto& [stage, ms] : r.stage_times_ms) {
+      names.push_back(stage);
+      EXPECT_GE(ms, 0.0) << stage;
+      sum += ms;
+      if (stage == "passes") passes = ms;
+    }
+    for (const auto& [pass, ms] : r.pass_times_ms) pass_sum += ms;
+    const std::vector<std::string> want =
+        r.cache_hit ? std::vector<std::string>{"verify", "cache_key"}
+        : cached    ? std::vector<std::string>{"verify", "cache_key", "passes", "check", "prepare"}
+                    : std::vector<std::string>{"verify", "passes", "check", "prepare"};
+    EXPECT_EQ(names, want);
+    EXPECT_LE(sum, wall.count());
+    if (!r.cache_hit) {
+      EXPECT_GE(passes, pass_sum);
+    }
+    auto j = nlohmann::json::parse(r.to_json());
+    ASSERT_EQ(j["stage_times_ms"].size(), want.size());
+    EXPECT_EQ(j["stage_times_ms"][0]["stage"], "verify");
+  }
+  // The same graph once more with the cache: a hit, verify and key only.
+  CompileOptions o;
+  auto again = compile(g, o);
+  ASSERT_TRUE(again.is_ok());
+  ASSERT_TRUE(again->report().cache_hit);
+  ASSERT_EQ(again->report().stage_times_ms.size(), 2U);
+  EXPECT_EQ(again->report().stage_times_ms[1].first, "cache_key");
 }
 
 TEST(Runtime, ReportCountsFusionAndJson) {
