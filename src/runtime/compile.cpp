@@ -303,10 +303,9 @@ double lap_ms(std::chrono::steady_clock::time_point& t0) {
 
 Status run_named(ir::Graph& g, passes::PassContext& ctx, std::string_view name) {
   FRAME_ASSIGN_OR_RETURN(std::unique_ptr<passes::Pass> pass, passes::make_pass(name));
-  const auto t0 = std::chrono::steady_clock::now();
+  auto t0 = std::chrono::steady_clock::now();
   FRAME_RETURN_IF_ERROR(pass->run(g, ctx));
-  const std::chrono::duration<double, std::milli> dt = std::chrono::steady_clock::now() - t0;
-  ctx.pass_times_ms.emplace_back(std::string(name), dt.count());
+  ctx.pass_times_ms.emplace_back(std::string(name), lap_ms(t0));
   return Status();
 }
 

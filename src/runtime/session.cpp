@@ -58,13 +58,21 @@ size_t hash_words(const std::vector<uint64_t>& w) {
 }
 
 // A compiled specialization and which declared inputs its executable takes.
+
 struct Compiled {
   Executable exe;
-  /// exe's report with the session's own `specialize` stage first (CompileReport::stage_times_ms).
-  CompileReport report;
+  double specialize_ms = 0;  // the session's import of the model for this key
   std::vector<size_t> feed;  // indices into the declared inputs
   bool feeds_all = false;    // feed is every declared input: pass the caller's map as is
 };
+
+// The executable's report with the session's `specialize` stage first
+// (CompileReport::stage_times_ms).
+CompileReport report_of(const Compiled& c) {
+  CompileReport r = c.exe.report();
+  r.stage_times_ms.insert(r.stage_times_ms.begin(), {"specialize", c.specialize_ms});
+  return r;
+}
 
 struct Entry {
   Key key;
@@ -223,7 +231,7 @@ class SessionImpl {
     if (!g.is_ok()) {
       return g.status().with_prefix(fmt::format("specializing for ({}): ", describe(by_index)));
     }
-    const std::chrono::duration<double, std::milli> specialize_ms =
+    const std::chrono::duration<double, std::milli> specialize =
         std::chrono::steady_clock::now() - t0;
     Result<Executable> exe = compile(*g, options_.compile);
     if (!exe.is_ok()) {
@@ -231,9 +239,7 @@ class SessionImpl {
     }
     auto c = std::make_shared<Compiled>();
     c->exe = std::move(*exe);
-    c->report = c->exe.report();
-    c->report.stage_times_ms.insert(c->report.stage_times_ms.begin(),
-                                    {"specialize", specialize_ms.count()});
+    c->specialize_ms = specialize.count();
     for (size_t i = 0; i < source_.inputs.size(); ++i) {
       for (const auto& [name, type] : c->exe.input_signature()) {
         if (name == source_.inputs[i].name) c->feed.push_back(i);
@@ -279,7 +285,7 @@ class SessionImpl {
   // Adds a compiled specialization and evicts least recently used entries beyond the bounds.
   // Caller holds mu_.
   void insert(const Key& key, const std::shared_ptr<const Compiled>& c) const {
-    last_report_ = c->report;
+    last_report_ = report_of(*c);
     // What an entry keeps alive: its arena, the constants it owns (folded values, bound
     // inputs), the last run's inputs and outputs its run slot still references until the next
     // run (Executable run slots reuse their tensor slots so steady-state runs do not allocate),
@@ -477,7 +483,7 @@ Result<std::optional<CompileReport>> Session::report_for(const TensorMap& inputs
   std::lock_guard lock(impl_->mu_);
   auto it = impl_->index_.find(key);
   if (it == impl_->index_.end()) return std::optional<CompileReport>();
-  return std::optional<CompileReport>(it->second->compiled->report);
+  return std::optional<CompileReport>(report_of(*it->second->compiled));
 }
 
 }  // namespace frame::runtime

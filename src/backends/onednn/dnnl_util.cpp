@@ -48,7 +48,7 @@ dnnl::memory::desc plain_desc(std::span<const int64_t> shape, dnnl::memory::data
   return dnnl::memory::desc(dims, dt, strides);
 }
 
-bool int8_sums_exact() {
+Status int8_sums_exact() {
   static const bool exact = [] {
     const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
     // The VNNI bit of avx512_core_vnni (0x67; also in _bf16 and _amx) and of avx2_vnni (0x407),
@@ -56,7 +56,10 @@ bool int8_sums_exact() {
     constexpr unsigned kAvx512Vnni = 0x40, kAvx2Vnni = 0x400;
     return (isa & (kAvx512Vnni | kAvx2Vnni)) != 0;
   }();
-  return exact;
+  if (exact) return Status();
+  return unimplemented(
+      "int8 on a CPU without VNNI (oneDNN sums u8 x s8 pairs in saturating 16-bit lanes there; "
+      "ONNX needs exact int32 sums)");
 }
 
 dnnl::primitive_attr default_attr() {

@@ -31,13 +31,14 @@ std::optional<dnnl::memory::data_type> to_dnnl(DTypeCode dtype);
 /// Row-major (plain, dense) descriptor of `shape` with `dt`; a rank-0 shape becomes {1}.
 dnnl::memory::desc plain_desc(std::span<const int64_t> shape, dnnl::memory::data_type dt);
 
-/// True when oneDNN's int8 convolution and matmul sum u8 x s8 products exactly in int32 on
+/// OK when oneDNN's int8 convolution and matmul sum u8 x s8 products exactly in int32 on
 /// this CPU: with VNNI (AVX512_VNNI or AVX_VNNI, read once from dnnl::get_effective_cpu_isa, so
 /// DNNL_MAX_CPU_ISA counts). Without it oneDNN's AVX2 and AVX-512 int8 kernels add pairs of
 /// products in saturating 16-bit lanes (vpmaddubsw), while ONNX ConvInteger, MatMulInteger,
-/// QLinearConv and QLinearMatMul specify exact int32 sums; the int8 kernels then decline and
-/// the cpu kernels run those nodes (docs/backends/onednn.md, "int8").
-bool int8_sums_exact();
+/// QLinearConv and QLinearMatMul specify exact int32 sums; then kUnimplemented "int8 on a CPU
+/// without VNNI ...", the int8 kernels' accepts() answer, so the cpu kernels run those nodes
+/// (docs/backends/onednn.md, "int8 without VNNI").
+Status int8_sums_exact();
 
 /// Primitive attributes every frame primitive uses: user-managed scratchpad (see
 /// scratchpad()), so the primitive itself holds no mutable memory.

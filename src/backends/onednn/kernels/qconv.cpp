@@ -103,11 +103,7 @@ Result<std::shared_ptr<QConvPrimitive>> make_qconv(const NodeContext& ctx, const
   };
   const Shape& x = in(ix.x).shape;
   const Shape& w = in(ix.w).shape;
-  if (!int8_sums_exact()) {
-    return unimplemented(
-        "int8 on a CPU without VNNI (oneDNN sums u8 x s8 pairs in saturating 16-bit lanes there; "
-        "ONNX needs exact int32 sums)");
-  }
+  FRAME_RETURN_IF_ERROR(int8_sums_exact());
   if (!DTypeSet{DTypeCode::kInt8}.contains(in(ix.w).dtype)) {
     return unimplemented("w of dtype {} (oneDNN int8 convolution weights are s8)",
                          dtype_name(in(ix.w).dtype));

@@ -99,11 +99,7 @@ Result<std::shared_ptr<QMatmulPrimitive>> make_qmatmul(const NodeContext& ctx, c
   const auto in = [&](int i) -> const ir::TensorType& {
     return ctx.input_types[static_cast<size_t>(i)];
   };
-  if (!int8_sums_exact()) {
-    return unimplemented(
-        "int8 on a CPU without VNNI (oneDNN sums u8 x s8 pairs in saturating 16-bit lanes there; "
-        "ONNX needs exact int32 sums)");
-  }
+  FRAME_RETURN_IF_ERROR(int8_sums_exact());
   // An accepts()-time check of B's dtype (the registry checks input 0's only).
   if (!DTypeSet{DTypeCode::kInt8}.contains(in(ix.b).dtype)) {
     return unimplemented("B of dtype {} (oneDNN int8 matmul weights are s8)",
