@@ -12,8 +12,23 @@
 ///                         that shape; the frame driver checks it)
 ///   --save-dir DIR        after the last run, write each output to DIR/NAME.npy
 ///   --lib PATH            the ORT driver: libonnxruntime.so.1 to load
+/// Stream mode (varying shapes), instead of --input, --warmup and --runs:
+///   --stream MANIFEST     one run per line, `NAME=FILE.npy[;NAME=FILE.npy...]` (blank lines
+///                         and lines starting with '#' skipped; a relative FILE is relative to
+///                         the manifest's folder). Every file is read before the first run;
+///                         then each line runs once, in order, timed, with the engine
+///                         allocating the outputs (their shapes change from run to run).
+///                         --warmup and --runs are refused: there is no untimed run.
+///   --passes P            run the whole manifest P times in one process (default 1); a later
+///                         pass shows the steady state once every shape has been seen
+///   --save-every K        with --save-dir DIR: write the outputs of manifest lines 0, K, 2K,
+///                         ... of every pass to DIR/run<i>_<NAME>.npy, i the run's index over
+///                         all passes (i = pass * lines + line); written after that run's
+///                         timing, and such a run's outputs are released untimed
 /// Result: one line `RESULT {json}` on stdout with engine, version, load_ms, compile_ms,
-/// run_ms (every timed run, in order) and max_rss_kib (peak RSS, see max_rss_kib()).
+/// run_ms (every timed run, in order; in stream mode every run of every pass) and max_rss_kib
+/// (peak RSS, see max_rss_kib()). In stream mode it also has "stream_runs" (manifest lines)
+/// and "passes".
 
 #include <sys/resource.h>
 
@@ -21,6 +36,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -38,7 +54,13 @@ struct DriverArgs {
   std::vector<std::pair<std::string, std::vector<int64_t>>> outputs;  ///< name, shape
   std::string save_dir;
   std::string lib;
+  std::string stream;  ///< --stream manifest; empty outside stream mode
+  int passes = 1;      ///< --passes: times the manifest is run (stream mode)
+  int save_every = 0;  ///< --save-every: save every K-th line's outputs (stream mode); 0 = none
 };
+
+/// One line of a stream manifest: the graph inputs of one run, name -> .npy path.
+using StreamRun = std::vector<std::pair<std::string, std::string>>;
 
 /// Splits "NAME=VALUE" at the last '=' (ONNX names may contain '=' rarely, paths never do).
 inline std::pair<std::string, std::string> split_pair(const std::string& s) {
@@ -50,6 +72,7 @@ inline std::pair<std::string, std::string> split_pair(const std::string& s) {
 /// Parses argv; throws std::runtime_error with a usage hint on a bad command line.
 inline DriverArgs parse_args(int argc, char** argv) {
   DriverArgs a;
+  bool counts_given = false;  // --warmup or --runs, which stream mode refuses
   for (int i = 1; i < argc; ++i) {
     std::string k = argv[i];
     if (i + 1 >= argc) throw std::runtime_error("option " + k + " needs a value");
@@ -60,8 +83,10 @@ inline DriverArgs parse_args(int argc, char** argv) {
       a.threads = std::stoi(v);
     } else if (k == "--warmup") {
       a.warmup = std::stoi(v);
+      counts_given = true;
     } else if (k == "--runs") {
       a.runs = std::stoi(v);
+      counts_given = true;
     } else if (k == "--input") {
       a.inputs.push_back(split_pair(v));
     } else if (k == "--output") {
@@ -79,16 +104,89 @@ inline DriverArgs parse_args(int argc, char** argv) {
       a.save_dir = v;
     } else if (k == "--lib") {
       a.lib = v;
+    } else if (k == "--stream") {
+      a.stream = v;
+    } else if (k == "--passes") {
+      a.passes = std::stoi(v);
+    } else if (k == "--save-every") {
+      a.save_every = std::stoi(v);
     } else {
       throw std::runtime_error("unknown option " + k);
     }
   }
-  if (a.model.empty() || a.inputs.empty() || a.runs < 1) {
-    throw std::runtime_error(
-        "usage: --model PATH --input NAME=FILE.npy [--output NAME=D0,D1] [--threads N] "
-        "[--warmup W] [--runs R] [--save-dir DIR]");
+  const char* usage =
+      "usage: --model PATH --input NAME=FILE.npy [--output NAME=D0,D1] [--threads N] "
+      "[--warmup W] [--runs R] [--save-dir DIR]\n"
+      "   or: --model PATH --stream MANIFEST [--passes P] [--threads N] "
+      "[--save-every K --save-dir DIR]";
+  if (a.model.empty()) throw std::runtime_error(usage);
+  if (!a.stream.empty()) {
+    if (!a.inputs.empty()) {
+      throw std::runtime_error(
+          "--stream and --input exclude each other: the manifest names "
+          "every run's inputs");
+    }
+    if (counts_given) {
+      throw std::runtime_error(
+          "--warmup and --runs do not apply with --stream: every manifest "
+          "line runs once per pass, timed (use --passes for more)");
+    }
+    if (a.passes < 1) throw std::runtime_error("--passes must be at least 1");
+    if (a.save_every < 0) throw std::runtime_error("--save-every must be at least 0");
+    if (a.save_every > 0 && a.save_dir.empty()) {
+      throw std::runtime_error("--save-every K needs --save-dir DIR (where the outputs go)");
+    }
+    return a;
   }
+  if (a.passes != 1 || a.save_every != 0) {
+    throw std::runtime_error("--passes and --save-every apply only with --stream");
+  }
+  if (a.inputs.empty() || a.runs < 1) throw std::runtime_error(usage);
   return a;
+}
+
+/// Reads a stream manifest (see the file comment): one StreamRun per non-blank, non-comment
+/// line, in order. Relative .npy paths are resolved against the manifest's folder. Throws
+/// std::runtime_error naming the file and line on a malformed line, or when the manifest has
+/// no run.
+inline std::vector<StreamRun> read_manifest(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw std::runtime_error("cannot open stream manifest " + path);
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  std::vector<StreamRun> runs;
+  std::string line;
+  for (int number = 1; std::getline(f, line); ++number) {
+    const size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    const size_t last = line.find_last_not_of(" \t\r");
+    line = line.substr(first, last - first + 1);
+    StreamRun run;
+    size_t start = 0;
+    while (start <= line.size()) {
+      size_t end = line.find(';', start);
+      if (end == std::string::npos) end = line.size();
+      const std::string item = line.substr(start, end - start);
+      const size_t eq = item.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
+        throw std::runtime_error(path + ":" + std::to_string(number) +
+                                 ": expected NAME=FILE.npy[;NAME=FILE.npy...], got '" + item + "'");
+      }
+      std::string file = item.substr(eq + 1);
+      if (file[0] != '/') file = dir + file;
+      run.emplace_back(item.substr(0, eq), file);
+      start = end + 1;
+    }
+    runs.push_back(std::move(run));
+  }
+  if (runs.empty()) throw std::runtime_error("stream manifest " + path + " has no run");
+  return runs;
+}
+
+/// Whether run `i` of a stream (index over all passes, `lines` manifest lines per pass) has its
+/// outputs saved under --save-every.
+inline bool saves_run(const DriverArgs& args, size_t i, size_t lines) {
+  return args.save_every > 0 && (i % lines) % static_cast<size_t>(args.save_every) == 0;
 }
 
 /// Milliseconds since `t0` on the monotonic clock.

@@ -6,9 +6,21 @@
 // prepared under the compiled count, and oneDNN fixes a primitive's thread partition when it
 // is created, so compiling with 0 (the OpenMP default) and running with another count would
 // time a mismatched partition.
+//
+// Stream mode (--stream, driver_common.h): opens the model as a `runtime::Session`
+// (`onnx::open_session`, default SessionOptions except `compile.num_threads` = --threads, so
+// the default backends, cache bounds and pipeline are measured) and times each manifest line's
+// allocating `Session::run`, which specializes and compiles the graph for a shape key it has
+// not seen (or has evicted). load_ms is the session open; compile_ms is 0 (compiles happen in
+// the runs they serve); the result adds the cache counters ("compiles" = misses,
+// "cache_hits", "evictions"), "pass_compiles" (misses per pass) and "compile_ms_total" (the
+// sum of the compile stages of every specialization built, from its CompileReport, read
+// outside the timed region).
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -17,7 +29,9 @@
 #include "driver_common.h"
 #include "frame/core/npy.h"
 #include "frame/onnx/onnx.h"
+#include "frame/onnx/session.h"
 #include "frame/runtime/compile.h"
+#include "frame/runtime/session.h"
 #include "frame/runtime/threads.h"
 
 namespace {
@@ -28,12 +42,123 @@ T value_or_throw(frame::Result<T> r, const std::string& what) {
   return std::move(r).value();
 }
 
-int run(const bench::DriverArgs& args) {
-  namespace rt = frame::runtime;
+void check_threads(const bench::DriverArgs& args) {
   if (args.threads < 1) {
     throw std::runtime_error("--threads must be at least 1, got " + std::to_string(args.threads) +
                              " (0 would compile for the OpenMP default thread count)");
   }
+}
+
+// "\"placements\": {...}, \"backends\": ..., \"fused_groups\": N": where the nodes of one
+// compiled graph ran, so a result names the backends measured.
+std::string placement_json(const frame::runtime::CompileReport& report) {
+  std::map<std::string, int> placed;
+  for (const auto& p : report.placements) ++placed[p.backend];
+  std::string extra = "\"placements\": {";
+  bool first = true;
+  for (const auto& [backend, n] : placed) {
+    extra += (first ? "\"" : ", \"") + backend + "\": " + std::to_string(n);
+    first = false;
+  }
+  extra += "}, \"backends\": \"";
+  const std::vector<std::string>& chain = report.backends;  // "auto" expanded
+  for (size_t i = 0; i < chain.size(); ++i) extra += (i ? "," : "") + chain[i];
+  extra += "\", \"fused_groups\": " + std::to_string(report.fused_groups.size());
+  return extra;
+}
+
+// Stream mode: every manifest line once per pass through one Session (see the file comment).
+int run_stream(const bench::DriverArgs& args) {
+  namespace rt = frame::runtime;
+  check_threads(args);
+  // Every input of every run is read before the session opens, so no run pays for I/O.
+  const std::vector<bench::StreamRun> manifest = bench::read_manifest(args.stream);
+  std::vector<rt::TensorMap> stream;
+  for (const bench::StreamRun& line : manifest) {
+    rt::TensorMap inputs;
+    for (const auto& [name, path] : line) {
+      inputs[name] = value_or_throw(frame::read_npy(path), "read " + path);
+    }
+    stream.push_back(std::move(inputs));
+  }
+
+  rt::SessionOptions options;  // defaults (backends, pipeline, cache bounds): what a user gets
+  options.compile.num_threads = args.threads;
+  auto t0 = std::chrono::steady_clock::now();
+  rt::Session session =
+      value_or_throw(frame::onnx::open_session(args.model, options), "open " + args.model);
+  const double open_ms = bench::ms_since(t0);
+
+  std::vector<double> run_ms;
+  std::vector<uint64_t> pass_compiles;
+  double compile_ms_total = 0.0;
+  uint64_t misses = session.cache_stats().misses;
+  for (int pass = 0; pass < args.passes; ++pass) {
+    const uint64_t misses_before = misses;
+    for (size_t line = 0; line < stream.size(); ++line) {
+      const size_t i = static_cast<size_t>(pass) * stream.size() + line;
+      const bool save = bench::saves_run(args, i, stream.size());
+      rt::TensorMap kept;  // a saved run's outputs, released after its timing
+      auto t = std::chrono::steady_clock::now();
+      {
+        frame::Result<rt::TensorMap> out = session.run(stream[line]);
+        if (!out.is_ok()) {
+          throw std::runtime_error("run " + std::to_string(i) + " (" + args.stream + " line " +
+                                   std::to_string(line + 1) + "): " + out.status().message());
+        }
+        if (save) kept = std::move(out).value();
+      }  // the outputs of an unsaved run are released inside the timed region, as ORT's are
+      run_ms.push_back(bench::ms_since(t));
+      const uint64_t now = session.cache_stats().misses;
+      if (now != misses) {  // this run compiled: add its compile stages
+        if (std::optional<rt::CompileReport> r = session.last_report()) {
+          for (const auto& [stage, ms] : r->stage_times_ms) compile_ms_total += ms;
+          if (r->num_threads != args.threads) {
+            throw std::runtime_error("specialization compiled for " +
+                                     std::to_string(r->num_threads) + " threads, requested " +
+                                     std::to_string(args.threads));
+          }
+        }
+        misses = now;
+      }
+      for (const auto& [name, tensor] : kept) {
+        const std::string path = args.save_dir + "/run" + std::to_string(i) + "_" + name + ".npy";
+        frame::Status st = frame::write_npy(path, tensor);
+        if (!st.is_ok()) throw std::runtime_error("write " + path + ": " + st.message());
+      }
+    }
+    pass_compiles.push_back(misses - misses_before);
+  }
+
+  const rt::CacheStats stats = session.cache_stats();
+  std::string extra =
+      "\"stream_runs\": " + std::to_string(stream.size()) +
+      ", \"passes\": " + std::to_string(args.passes) +
+      ", \"compiles\": " + std::to_string(stats.misses) +
+      ", \"cache_hits\": " + std::to_string(stats.hits) +
+      ", \"evictions\": " + std::to_string(stats.evictions) +
+      ", \"cache_entries\": " + std::to_string(stats.entries) +
+      ", \"max_specializations\": " + std::to_string(session.options().max_specializations) +
+      ", \"pass_compiles\": [";
+  for (size_t p = 0; p < pass_compiles.size(); ++p) {
+    extra += (p ? ", " : "") + std::to_string(pass_compiles[p]);
+  }
+  char total[64];
+  std::snprintf(total, sizeof total, "%.4f", compile_ms_total);
+  extra += std::string("], \"compile_ms_total\": ") + total;
+  if (std::optional<rt::CompileReport> r = session.last_report()) {
+    extra += ", " + placement_json(*r) + ", \"threads\": " + std::to_string(r->num_threads);
+  }
+  extra += std::string(", \"run_form\": \"allocating outputs (Session::run)\"");
+  extra += ", \"wait_policy\": \"" + rt::openmp_wait_policy() + "\"";
+  bench::print_result("frame", "0.1.0", open_ms, 0.0, run_ms, extra);
+  return 0;
+}
+
+int run(const bench::DriverArgs& args) {
+  namespace rt = frame::runtime;
+  if (!args.stream.empty()) return run_stream(args);
+  check_threads(args);
   auto t0 = std::chrono::steady_clock::now();
   frame::ir::Graph graph = value_or_throw(frame::onnx::load(args.model), "load " + args.model);
   const double load_ms = bench::ms_since(t0);
@@ -82,18 +207,7 @@ int run(const bench::DriverArgs& args) {
   }
 
   // Where the nodes ran (backend -> node count), so a result names the backends measured.
-  std::map<std::string, int> placed;
-  for (const auto& p : exe.report().placements) ++placed[p.backend];
-  std::string extra = "\"placements\": {";
-  bool first = true;
-  for (const auto& [backend, n] : placed) {
-    extra += (first ? "\"" : ", \"") + backend + "\": " + std::to_string(n);
-    first = false;
-  }
-  extra += "}, \"backends\": \"";
-  const std::vector<std::string>& chain = exe.report().backends;  // "auto" expanded
-  for (size_t i = 0; i < chain.size(); ++i) extra += (i ? "," : "") + chain[i];
-  extra += "\", \"fused_groups\": " + std::to_string(exe.report().fused_groups.size());
+  std::string extra = placement_json(exe.report());
   extra += std::string(", \"run_form\": \"") + bench::run_form() + "\"";
   extra += ", \"threads\": " + std::to_string(exe.report().num_threads);
   // libgomp's policy from the environment (this driver does not re-execute itself the way

@@ -21,6 +21,7 @@ struct OrtMemoryInfo;
 struct OrtValue;
 struct OrtRunOptions;
 struct OrtAllocator;
+struct OrtTensorTypeAndShapeInfo;
 
 /// ONNXTensorElementDataType (the TensorProto.DataType numbering).
 enum ElementType : int { kFloat = 1, kInt32 = 6, kInt64 = 7, kDouble = 11 };
@@ -38,7 +39,8 @@ struct ApiBase {
 };
 using GetApiBaseFn = const ApiBase* (*)();
 
-/// Positions in the OrtApi table (all in the frozen version-1 block).
+/// Positions in the OrtApi table (all in the frozen version-1 block), counted along
+/// `struct OrtApi` of include/onnxruntime/core/session/onnxruntime_c_api.h.
 enum Slot : size_t {
   kCreateStatus = 0,
   kGetErrorCode = 1,
@@ -55,6 +57,11 @@ enum Slot : size_t {
   kSessionGetInputName = 36,
   kSessionGetOutputName = 37,
   kCreateTensorWithDataAsOrtValue = 49,
+  kGetTensorMutableData = 51,
+  kGetTensorElementType = 60,
+  kGetDimensionsCount = 61,
+  kGetDimensions = 62,
+  kGetTensorTypeAndShape = 65,
   kCreateCpuMemoryInfo = 69,
   kAllocatorFree = 76,
   kGetAllocatorWithDefaultOptions = 78,
@@ -63,6 +70,7 @@ enum Slot : size_t {
   kReleaseMemoryInfo = 94,
   kReleaseSession = 95,
   kReleaseValue = 96,
+  kReleaseTensorTypeAndShapeInfo = 99,
   kReleaseSessionOptions = 100,
 };
 
@@ -92,6 +100,15 @@ struct Api {
   OrtStatus* (*CreateTensorWithDataAsOrtValue)(const OrtMemoryInfo* info, void* data,
                                                size_t data_bytes, const int64_t* shape, size_t rank,
                                                int element_type, OrtValue** out);
+  /// The data of a tensor value (for an output ORT allocated: valid until ReleaseValue).
+  OrtStatus* (*GetTensorMutableData)(OrtValue* value, void** out);
+  /// Element type (ElementType numbering) of a type-and-shape info.
+  OrtStatus* (*GetTensorElementType)(const OrtTensorTypeAndShapeInfo* info, int* out);
+  OrtStatus* (*GetDimensionsCount)(const OrtTensorTypeAndShapeInfo* info, size_t* out);
+  OrtStatus* (*GetDimensions)(const OrtTensorTypeAndShapeInfo* info, int64_t* dims,
+                              size_t dims_length);
+  /// The type and shape of a tensor value; release the info with ReleaseTensorTypeAndShapeInfo.
+  OrtStatus* (*GetTensorTypeAndShape)(const OrtValue* value, OrtTensorTypeAndShapeInfo** out);
   OrtStatus* (*CreateCpuMemoryInfo)(int allocator_type, int mem_type, OrtMemoryInfo** out);
   OrtStatus* (*AllocatorFree)(OrtAllocator* allocator, void* p);
   OrtStatus* (*GetAllocatorWithDefaultOptions)(OrtAllocator** out);
@@ -100,6 +117,7 @@ struct Api {
   void (*ReleaseMemoryInfo)(OrtMemoryInfo*);
   void (*ReleaseSession)(OrtSession*);
   void (*ReleaseValue)(OrtValue*);
+  void (*ReleaseTensorTypeAndShapeInfo)(OrtTensorTypeAndShapeInfo*);
   void (*ReleaseSessionOptions)(OrtSessionOptions*);
 };
 

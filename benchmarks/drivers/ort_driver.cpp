@@ -3,8 +3,16 @@
 // inputs and outputs to buffers it owns (no copy per run: Run() writes into the preallocated
 // output values), and times warm-up then timed runs. Command line and result line:
 // driver_common.h.
+//
+// Stream mode (--stream): the same session (the model's dynamic axes stay dynamic), every
+// manifest line's inputs read and wrapped in OrtValues before the first run; each run is one
+// timed `Run` with null output values, so ORT allocates outputs of the run's shapes, followed
+// by ReleaseValue of each (inside the timed region, except for a run whose outputs
+// --save-every writes: those are released after saving, untimed). load_ms is 0 and
+// compile_ms is CreateSession, as in the fixed-shape mode.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
@@ -64,6 +72,11 @@ Api load_api(const std::string& lib, std::string* version) {
   take(api.SessionGetInputName, table, kSessionGetInputName);
   take(api.SessionGetOutputName, table, kSessionGetOutputName);
   take(api.CreateTensorWithDataAsOrtValue, table, kCreateTensorWithDataAsOrtValue);
+  take(api.GetTensorMutableData, table, kGetTensorMutableData);
+  take(api.GetTensorElementType, table, kGetTensorElementType);
+  take(api.GetDimensionsCount, table, kGetDimensionsCount);
+  take(api.GetDimensions, table, kGetDimensions);
+  take(api.GetTensorTypeAndShape, table, kGetTensorTypeAndShape);
   take(api.CreateCpuMemoryInfo, table, kCreateCpuMemoryInfo);
   take(api.AllocatorFree, table, kAllocatorFree);
   take(api.GetAllocatorWithDefaultOptions, table, kGetAllocatorWithDefaultOptions);
@@ -72,6 +85,7 @@ Api load_api(const std::string& lib, std::string* version) {
   take(api.ReleaseMemoryInfo, table, kReleaseMemoryInfo);
   take(api.ReleaseSession, table, kReleaseSession);
   take(api.ReleaseValue, table, kReleaseValue);
+  take(api.ReleaseTensorTypeAndShapeInfo, table, kReleaseTensorTypeAndShapeInfo);
   take(api.ReleaseSessionOptions, table, kReleaseSessionOptions);
   // Round-trip a status through slots 0..2 and 93: a wrong table fails here, not later.
   OrtStatus* probe = api.CreateStatus(kErrorFail, "frame-bench-probe");
@@ -82,9 +96,8 @@ Api load_api(const std::string& lib, std::string* version) {
   return api;
 }
 
-// Checks that the session's input (or output) names are exactly `want`, in any order.
-void check_names(const Api& api, ortlite::OrtSession* s, bool inputs,
-                 const std::vector<std::string>& want) {
+// The session's input (or output) names, in model order.
+std::vector<std::string> session_names(const Api& api, ortlite::OrtSession* s, bool inputs) {
   size_t n = 0;
   check(api, (inputs ? api.SessionGetInputCount : api.SessionGetOutputCount)(s, &n), "count");
   ortlite::OrtAllocator* alloc = nullptr;
@@ -97,6 +110,13 @@ void check_names(const Api& api, ortlite::OrtSession* s, bool inputs,
     got.emplace_back(name);
     check(api, api.AllocatorFree(alloc, name), "AllocatorFree");
   }
+  return got;
+}
+
+// Checks that the session's input (or output) names are exactly `want`, in any order.
+void check_names(const Api& api, ortlite::OrtSession* s, bool inputs,
+                 const std::vector<std::string>& want) {
+  const std::vector<std::string> got = session_names(api, s, inputs);
   std::string list;
   for (const auto& g : got) list += " " + g;
   if (got.size() != want.size()) {
@@ -117,9 +137,125 @@ int element_type(const std::string& descr) {
   return ortlite::kInt64;
 }
 
+// The npy descr of an ORT element type, for saving outputs; throws for other types.
+std::string npy_descr(int type) {
+  if (type == ortlite::kFloat) return "<f4";
+  if (type == ortlite::kDouble) return "<f8";
+  if (type == ortlite::kInt32) return "<i4";
+  if (type == ortlite::kInt64) return "<i8";
+  throw std::runtime_error("output element type " + std::to_string(type) +
+                           " cannot be saved (float, double, int32, int64 only)");
+}
+
+// Writes one output ORT allocated to `path` (.npy), reading its type and shape from the value.
+void save_value(const Api& api, ortlite::OrtValue* v, const std::string& path) {
+  ortlite::OrtTensorTypeAndShapeInfo* info = nullptr;
+  check(api, api.GetTensorTypeAndShape(v, &info), "GetTensorTypeAndShape");
+  int type = 0;
+  size_t rank = 0;
+  ortlite::OrtStatus* st = api.GetTensorElementType(info, &type);
+  if (st == nullptr) st = api.GetDimensionsCount(info, &rank);
+  std::vector<int64_t> shape(rank);
+  if (st == nullptr) st = api.GetDimensions(info, shape.data(), rank);
+  api.ReleaseTensorTypeAndShapeInfo(info);
+  check(api, st, "output type and shape");
+  const std::string descr = npy_descr(type);
+  size_t bytes = npy_lite::item_size(descr);
+  for (int64_t d : shape) bytes *= static_cast<size_t>(d);
+  void* data = nullptr;
+  check(api, api.GetTensorMutableData(v, &data), "GetTensorMutableData");
+  npy_lite::write(path, descr, shape, data, bytes);
+}
+
+// Stream mode (see the file comment): `session` is open; times every manifest line once per
+// pass and prints the RESULT line.
+void run_stream(const Api& api, ortlite::OrtSession* session, const bench::DriverArgs& args,
+                const std::string& version, double create_ms) {
+  const std::vector<bench::StreamRun> manifest = bench::read_manifest(args.stream);
+  std::vector<std::string> in_names;
+  for (const auto& [n, p] : manifest.front()) in_names.push_back(n);
+  check_names(api, session, true, in_names);
+  const std::vector<std::string> out_names = session_names(api, session, false);
+  std::vector<const char*> out_c;
+  for (const auto& n : out_names) out_c.push_back(n.c_str());
+
+  // Every input of every run read and wrapped before the first run.
+  ortlite::OrtMemoryInfo* mem = nullptr;
+  check(api, api.CreateCpuMemoryInfo(ortlite::kArenaAllocator, ortlite::kMemTypeDefault, &mem),
+        "CreateCpuMemoryInfo");
+  struct Run {
+    std::vector<npy_lite::Array> arrays;
+    std::vector<std::string> names;
+    std::vector<const char*> names_c;
+    std::vector<const ortlite::OrtValue*> values;
+  };
+  std::vector<Run> stream(manifest.size());
+  for (size_t r = 0; r < manifest.size(); ++r) {
+    Run& run = stream[r];
+    if (manifest[r].size() != in_names.size()) {
+      throw std::runtime_error(args.stream + ": run " + std::to_string(r) + " has " +
+                               std::to_string(manifest[r].size()) + " inputs, the first has " +
+                               std::to_string(in_names.size()));
+    }
+    for (const auto& [name, path] : manifest[r]) {
+      run.names.push_back(name);
+      run.arrays.push_back(npy_lite::read(path));
+    }
+    for (size_t k = 0; k < run.arrays.size(); ++k) {
+      npy_lite::Array& a = run.arrays[k];
+      ortlite::OrtValue* v = nullptr;
+      check(api,
+            api.CreateTensorWithDataAsOrtValue(mem, a.bytes.data(), a.bytes.size(), a.shape.data(),
+                                               a.shape.size(), element_type(a.descr), &v),
+            "CreateTensorWithDataAsOrtValue(input)");
+      run.values.push_back(v);
+      run.names_c.push_back(run.names[k].c_str());
+    }
+  }
+
+  std::vector<double> run_ms;
+  std::vector<ortlite::OrtValue*> outs(out_names.size());
+  for (int pass = 0; pass < args.passes; ++pass) {
+    for (size_t line = 0; line < stream.size(); ++line) {
+      const size_t i = static_cast<size_t>(pass) * stream.size() + line;
+      const bool save = bench::saves_run(args, i, stream.size());
+      const Run& run = stream[line];
+      std::fill(outs.begin(), outs.end(), nullptr);  // ORT allocates each output
+      auto t = std::chrono::steady_clock::now();
+      ortlite::OrtStatus* st = api.Run(session, nullptr, run.names_c.data(), run.values.data(),
+                                       run.values.size(), out_c.data(), out_c.size(), outs.data());
+      if (st == nullptr && !save) {
+        for (auto* v : outs) api.ReleaseValue(v);
+      }
+      run_ms.push_back(bench::ms_since(t));
+      check(api, st,
+            ("Run " + std::to_string(i) + " (" + args.stream + " line " + std::to_string(line + 1) +
+             ")")
+                .c_str());
+      if (save) {
+        for (size_t k = 0; k < outs.size(); ++k) {
+          save_value(api, outs[k],
+                     args.save_dir + "/run" + std::to_string(i) + "_" + out_names[k] + ".npy");
+          api.ReleaseValue(outs[k]);
+        }
+      }
+    }
+  }
+  const std::string extra = "\"stream_runs\": " + std::to_string(stream.size()) +
+                            ", \"passes\": " + std::to_string(args.passes) +
+                            ", \"threads\": " + std::to_string(args.threads);
+  bench::print_result("onnxruntime", version, 0.0, create_ms, run_ms, extra);
+  for (Run& run : stream) {
+    for (const auto* v : run.values) api.ReleaseValue(const_cast<ortlite::OrtValue*>(v));
+  }
+  api.ReleaseMemoryInfo(mem);
+}
+
 int run(const bench::DriverArgs& args) {
   if (args.lib.empty()) throw std::runtime_error("--lib PATH/libonnxruntime.so.1 is required");
-  if (args.outputs.empty()) throw std::runtime_error("--output NAME=D0,D1,... is required");
+  if (args.stream.empty() && args.outputs.empty()) {
+    throw std::runtime_error("--output NAME=D0,D1,... is required (or --stream MANIFEST)");
+  }
   std::string version;
   Api api = load_api(args.lib, &version);
 
@@ -138,6 +274,13 @@ int run(const bench::DriverArgs& args) {
   ortlite::OrtSession* session = nullptr;
   check(api, api.CreateSession(env, args.model.c_str(), opts, &session), "CreateSession");
   const double create_ms = bench::ms_since(t0);
+  if (!args.stream.empty()) {
+    run_stream(api, session, args, version, create_ms);
+    api.ReleaseSession(session);
+    api.ReleaseSessionOptions(opts);
+    api.ReleaseEnv(env);
+    return 0;
+  }
 
   std::vector<std::string> in_names, out_names;
   for (const auto& [n, p] : args.inputs) in_names.push_back(n);

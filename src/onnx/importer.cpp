@@ -699,8 +699,19 @@ class Importer final : public BodyImporter {
       if (o.empty()) o = g_.unique_value_name(name + ":unused");
     }
     const int count = static_cast<int>(stand_in.size());
-    Result<ir::NodeId> id = g_.create_node(kUnconvertedOp, g_.unique_node_name(name),
-                                           std::move(ins), count, {}, std::move(stand_in));
+    // Inputs the ONNX op reads only for their types (Shape, Size, ...) stop the value path
+    // through the stand-in too, as they do through the converted node.
+    ir::AttrMap stand_in_attrs;
+    std::vector<int64_t> type_only;
+    for (size_t i = 0; i < static_cast<size_t>(n.input_size()); ++i) {
+      if (reads_only_type_at_import(n.domain(), n.op_type(), i)) {
+        type_only.push_back(static_cast<int64_t>(i));
+      }
+    }
+    if (!type_only.empty()) stand_in_attrs.emplace(passes::kTypeOnlyInputsAttr, type_only);
+    Result<ir::NodeId> id =
+        g_.create_node(kUnconvertedOp, g_.unique_node_name(name), std::move(ins), count,
+                       std::move(stand_in_attrs), std::move(stand_in));
     return id.is_ok() ? Status() : s;
   }
 

@@ -254,6 +254,13 @@ Status parse_model(std::string_view bytes, ::onnx::ModelProto& model);
 bool needs_constant_at_import(std::string_view domain, std::string_view op_type, int opset,
                               size_t input);
 
+/// Whether (domain, op_type) reads its input `input` only for its type (element type and
+/// shape), so its outputs do not depend on that input's values: Shape, Size, and the `*Like`
+/// generators (EyeLike, RandomNormalLike, RandomUniformLike) take only the input's shape or
+/// dtype (ONNX operator spec). The value-dependence walks of a session's classification stop
+/// there (ADR 0006), also at a stand-in a structure-only load leaves for such a node.
+bool reads_only_type_at_import(std::string_view domain, std::string_view op_type, size_t input);
+
 /// The row serving (domain, op_type) at `opset`, or nullptr.
 const OpRow* find_op(std::string_view domain, std::string_view op_type, int opset);
 /// All rows.

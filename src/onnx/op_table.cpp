@@ -419,6 +419,12 @@ bool needs_constant_at_import(std::string_view domain, std::string_view op_type,
          (op_type == "Scan" && opset < 9 && input == 0);
 }
 
+bool reads_only_type_at_import(std::string_view domain, std::string_view op_type, size_t input) {
+  if (!domain.empty() && domain != "ai.onnx") return false;
+  return input == 0 && (op_type == "Shape" || op_type == "Size" || op_type == "EyeLike" ||
+                        op_type == "RandomNormalLike" || op_type == "RandomUniformLike");
+}
+
 namespace {
 
 // ReverseSequence: gather_elements along time_axis with an index tensor built from the

@@ -45,7 +45,8 @@ runtime::ValueInfo value_info(const ::onnx::ValueInfoProto& v, DTypeCode dtype) 
 
 // Graph inputs whose values reach a position a converter needs as a constant at import
 // (needs_constant_at_import): walking the ONNX nodes forward, every node carries its inputs'
-// value dependence to its outputs except Shape and Size (they read only the shape).
+// value dependence to its outputs except through inputs it reads only for their types
+// (reads_only_type_at_import: Shape, Size, the *Like generators).
 std::set<std::string> import_shape_determining(const ::onnx::ModelProto& model,
                                                const std::vector<runtime::ValueInfo>& inputs) {
   const ::onnx::GraphProto& gp = model.graph();
@@ -71,9 +72,11 @@ std::set<std::string> import_shape_determining(const ::onnx::ModelProto& model,
                                              static_cast<size_t>(i))) {
           out.insert(it->second.begin(), it->second.end());
         }
-        from.insert(it->second.begin(), it->second.end());
+        if (!detail::reads_only_type_at_import(n.domain(), n.op_type(), static_cast<size_t>(i))) {
+          from.insert(it->second.begin(), it->second.end());
+        }
       }
-      if (from.empty() || n.op_type() == "Shape" || n.op_type() == "Size") continue;
+      if (from.empty()) continue;
       for (const std::string& o : n.output()) {
         std::set<std::string>& r = reach[o];
         const size_t before = r.size();

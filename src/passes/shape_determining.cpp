@@ -18,8 +18,14 @@ namespace frame::passes {
 namespace {
 
 // True when the node reads input `i` only for its dtype and shape, so its outputs do not
-// depend on that input's values (the cpu reference kernel declares it).
+// depend on that input's values (the cpu reference kernel declares it, or a stand-in node's
+// kTypeOnlyInputsAttr).
 bool reads_only_type(const ir::Node& n, size_t i) {
+  if (auto it = n.attrs.find(kTypeOnlyInputsAttr); it != n.attrs.end()) {
+    if (const auto* list = std::get_if<std::vector<int64_t>>(&it->second)) {
+      return std::find(list->begin(), list->end(), static_cast<int64_t>(i)) != list->end();
+    }
+  }
   const ops::KernelDef* k = ops::KernelRegistry::global().find(n.op, "cpu");
   if (k == nullptr) return false;
   return std::find(k->type_only_inputs.begin(), k->type_only_inputs.end(), static_cast<int>(i)) !=

@@ -12,6 +12,14 @@
 
 namespace frame::passes {
 
+/// Attribute (a list of input positions, int64s) by which a node without a schema or cpu
+/// kernel says which inputs it reads only for their dtype and shape, so the walk of
+/// shape_determining_inputs stops there as it does at `shape` and `size`. The ONNX importer
+/// sets it on the stand-in a structure-only load leaves for an unconverted Shape or Size node
+/// (one whose input has no type at placeholder shapes): without it the stand-in would carry a
+/// data input's value into the shape arithmetic behind a Reshape and mark that input.
+inline constexpr const char* kTypeOnlyInputsAttr = "type_only_inputs";
+
 /// One shape-determining position a graph input's value reaches.
 struct ShapeDeterminingUse {
   ir::NodeId node = -1;
@@ -44,16 +52,16 @@ struct ShapeDeterminingOptions {
 /// Rule: walking forward from a graph input, a value reached by the walk makes every output of
 /// each node reading it value-dependent too, except where the node reads that position only
 /// for its dtype and shape (the cpu kernel's KernelDef::type_only_inputs, e.g. `shape`,
-/// `size`): the value path stops there, because a tensor's shape is not its value. Ops without
-/// a schema or cpu kernel propagate (conservative). Arithmetic such as Cast, Gather, Concat,
-/// Add, Mul, Slice, Unsqueeze therefore carries the dependence. Dead nodes are skipped. A
-/// control-flow node's input also counts as a shape-determining position when the body input
-/// it feeds is shape-determining inside the body (recursively), e.g. an outer value captured
-/// into a Loop body and used there as a Reshape shape, or a Loop trip count whose iteration
-/// number decides a Slice inside the body. When one marked input of a control-flow node
-/// counts that way, its other marked inputs count too (a Loop's `cond` with its trip count:
-/// the iteration numbers are known only when both are). Each body is classified once per
-/// call, so the cost is linear in the total size of the graph and its bodies.
+/// `size`, or a node's kTypeOnlyInputsAttr): the value path stops there, because a tensor's
+/// shape is not its value. Other ops without a schema or cpu kernel propagate (conservative).
+/// Arithmetic such as Cast, Gather, Concat, Add, Mul, Slice, Unsqueeze therefore carries the
+/// dependence. Dead nodes are skipped. A control-flow node's input also counts as a
+/// shape-determining position when the body input it feeds is shape-determining inside the body
+/// (recursively), e.g. an outer value captured into a Loop body and used there as a Reshape shape,
+/// or a Loop trip count whose iteration number decides a Slice inside the body. When one marked
+/// input of a control-flow node counts that way, its other marked inputs count too (a Loop's `cond`
+/// with its trip count: the iteration numbers are known only when both are). Each body is
+/// classified once per call, so the cost is linear in the total size of the graph and its bodies.
 std::vector<ShapeDeterminingInput> shape_determining_inputs(
     const ir::Graph& g, const ShapeDeterminingOptions& opts = {});
 

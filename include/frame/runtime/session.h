@@ -90,8 +90,9 @@ struct SessionOptions {
   size_t max_specializations = 32;
   /// Most bytes kept, estimated per entry as its arena (CompileReport::peak_arena_bytes) plus
   /// the constants it owns that are not the model's (folded values, bound inputs). Backend
-  /// prepared state (oneDNN reordered weights) is not counted. A specialization larger than
-  /// this on its own is still run, but not kept.
+  /// prepared state is not counted: oneDNN's packed weights are shared by every
+  /// specialization (one copy per constant and layout), primitives are small. A
+  /// specialization larger than this on its own is still run, but not kept.
   size_t max_cache_bytes = size_t{1} << 30;
 };
 

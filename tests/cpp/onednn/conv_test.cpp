@@ -1,12 +1,14 @@
 // onednn conv / conv_transpose kernels against the cpu reference kernels (BUILD-011 op class):
 // 1-d/2-d/3-d, odd sizes, groups, depthwise, dilation, stride, asymmetric pads, auto_pad, bias,
-// constant and non-constant weights; plus placement through runtime::compile.
+// constant and non-constant weights; plus placement through runtime::compile, and constant
+// weights packed once per process: shared by compiles of other input shapes (pointer equality).
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <thread>
 
+#include "backends/onednn/kernels/primitive_util.h"
 #include "cpp/onednn/linear_test_util.h"
 #include "frame/ops/kernel_registry.h"
 
@@ -205,6 +207,85 @@ TEST(OnednnConv, ConcurrentRunsAgree) {
     const CompareResult c = compare_tensors(out[static_cast<size_t>(t)].begin()->second,
                                             e->begin()->second, tolerance_for(DTypeCode::kFloat32));
     EXPECT_TRUE(c.ok) << "thread " << t << ": " << c.message;
+  }
+}
+
+TEST(OnednnPackedWeights, OneObjectPerConstantAndLayout) {
+  using dnnl::memory;
+  namespace dnn = backends::onednn;
+  const Tensor w = grid_tensor({16, 8, 3, 3}, 11);
+  const Tensor same_bytes = w.clone();  // equal values, another constant
+  const memory::desc user({16, 8, 3, 3}, memory::data_type::f32, memory::format_tag::oihw);
+  const memory::desc blocked({16, 8, 3, 3}, memory::data_type::f32, memory::format_tag::ohwi);
+  ops::NodeContext ctx;
+  ctx.op = "conv";
+  ctx.node_name = "packed_weights_test";
+  const size_t live_before = dnn::packed_weight_stats().live;
+  Result<std::shared_ptr<const dnn::PackedWeights>> a = dnn::pack_weights(ctx, user, blocked, w);
+  Result<std::shared_ptr<const dnn::PackedWeights>> b = dnn::pack_weights(ctx, user, blocked, w);
+  Result<std::shared_ptr<const dnn::PackedWeights>> c =
+      dnn::pack_weights(ctx, user, blocked, same_bytes);
+  Result<std::shared_ptr<const dnn::PackedWeights>> plain = dnn::pack_weights(ctx, user, user, w);
+  ASSERT_TRUE(a.is_ok() && b.is_ok() && c.is_ok() && plain.is_ok());
+  EXPECT_EQ(a->get(), b->get());
+  EXPECT_EQ((*a)->mem.get_data_handle(), (*b)->mem.get_data_handle());
+  EXPECT_NE(a->get(), c->get());
+  // Already in the primitive's layout: the constant's own bytes, no copy.
+  EXPECT_EQ((*plain)->mem.get_data_handle(), w.raw_data());
+  // ohwi of oihw: element (o, i, h, w) at ((o * 3 + h) * 3 + w) * 8 + i.
+  const float* packed = static_cast<const float*>((*a)->mem.get_data_handle());
+  for (int64_t o = 0; o < 16; ++o) {
+    for (int64_t i = 0; i < 8; ++i) {
+      for (int64_t k = 0; k < 9; ++k) {
+        ASSERT_EQ(packed[(o * 9 + k) * 8 + i], w.data<float>()[(o * 8 + i) * 9 + k])
+            << o << "," << i << "," << k;
+      }
+    }
+  }
+  EXPECT_EQ(dnn::packed_weight_stats().live, live_before + 3);
+  *a = nullptr;
+  *b = nullptr;
+  *c = nullptr;
+  *plain = nullptr;
+  EXPECT_EQ(dnn::packed_weight_stats().live, live_before);
+}
+
+TEST(OnednnPackedWeights, CompilesForOtherInputShapesShareThem) {
+  // What a session does for each new input shape: compile the graph again around the same
+  // constant. The second compile creates a new primitive but packs nothing.
+  const Tensor w = grid_tensor({16, 8, 3, 3}, 12);
+  auto graph_for = [&](int64_t hw) {
+    ir::Graph g("conv");
+    const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {1, 8, hw, hw}});
+    const ir::ValueId wv = g.add_constant("w", w);
+    const ir::NodeId n = *g.create_node("conv", "c0", {x, wv}, 1, {{"pads", ints{1, 1, 1, 1}}});
+    g.add_output(g.node(n).outputs[0]);
+    return g;
+  };
+  runtime::CompileOptions on = uncached({"onednn", "cpu"});
+  on.num_threads = 1;
+  const ir::Graph g12 = graph_for(12), g20 = graph_for(20);
+  Result<runtime::Executable> first = runtime::compile(g12, on);
+  ASSERT_TRUE(first.is_ok()) << first.status().message();
+  ASSERT_EQ(placement_of(*first, "c0").backend, "onednn");
+  const backends::onednn::PackedWeightStats before = backends::onednn::packed_weight_stats();
+  Result<runtime::Executable> second = runtime::compile(g20, on);
+  ASSERT_TRUE(second.is_ok()) << second.status().message();
+  const backends::onednn::PackedWeightStats after = backends::onednn::packed_weight_stats();
+  EXPECT_EQ(after.packs, before.packs);
+  EXPECT_EQ(after.reuses, before.reuses + 1);
+  EXPECT_EQ(after.live, before.live);
+  // Both still compute the convolution (the cpu kernel is the reference).
+  for (const auto& [g, exe] : {std::pair{&g12, &*first}, std::pair{&g20, &*second}}) {
+    Result<runtime::Executable> ref = runtime::compile(*g, uncached({"cpu"}));
+    ASSERT_TRUE(ref.is_ok());
+    const Shape xs = g->value(g->inputs()[0]).type->shape;
+    const runtime::TensorMap in{{"x", grid_tensor(xs, 13)}};
+    Result<runtime::TensorMap> a = exe->run(in), e = ref->run(in);
+    ASSERT_TRUE(a.is_ok() && e.is_ok());
+    const CompareResult cmp =
+        compare_tensors(a->begin()->second, e->begin()->second, tolerance_for(DTypeCode::kFloat32));
+    EXPECT_TRUE(cmp.ok) << shape_to_string(xs) << ": " << cmp.message;
   }
 }
 

@@ -37,8 +37,7 @@ class ConvPrimitive final : public LinearPrimitive {
   memory::desc src_user, src_md, dst_user, dst_md, w_user, w_md, bias_md, res_md, scratch_md;
   Reorder src_reorder, dst_reorder, w_reorder;
   Reorder res_reorder;  // residual (plain) -> dst layout, for the sum post-op
-  memory w_packed;      // constant weights already in w_md's layout
-  bool weights_packed = false;
+  std::shared_ptr<const PackedWeights> w_packed;  // constant weights in w_md's layout, or null
   bool has_bias = false;
   bool residual_sum = false;  // the residual is added by a sum post-op onto dst
 
@@ -47,8 +46,10 @@ class ConvPrimitive final : public LinearPrimitive {
     try {
       FRAME_ASSIGN_OR_RETURN(const memory src, in_layout(node, src_reorder, BufferSlot::kSrc,
                                                          src_md, wrap(src_user, ctx.input(0))));
-      memory w = w_packed;
-      if (!weights_packed) {
+      memory w;
+      if (w_packed != nullptr) {
+        w = w_packed->mem;
+      } else {
         FRAME_ASSIGN_OR_RETURN(
             w, in_layout(node, w_reorder, BufferSlot::kWeights, w_md, wrap(w_user, ctx.input(1))));
       }
@@ -251,19 +252,12 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
     if (dst_pd != p->dst_user) p->dst_reorder = make_reorder(dst_pd, p->dst_user);
     if (w_pd != w_user) p->w_reorder = make_reorder(w_user, w_pd);
     if (p->residual_sum && dst_pd != p->res_md) p->res_reorder = make_reorder(p->res_md, dst_pd);
-    if (const Tensor* wc = ctx.constant_input(1); wc != nullptr) {
-      // Constant weights: reordered once here, read-only afterwards (shared by all runs).
-      p->w_packed = memory(w_pd, engine());
-      const memory w_in = wrap(w_user, *wc);
-      if (p->w_reorder.active) {
-        FRAME_RETURN_IF_ERROR(run_reorder(ctx, p->w_reorder, w_in, p->w_packed));
-      } else {
-        std::memcpy(p->w_packed.get_data_handle(), wc->raw_data(), w_pd.get_size());
-      }
-      p->weights_packed = true;
-    }
   } catch (const dnnl::error& e) {
     return dnnl_failure(ctx, "weight reorder", e);
+  }
+  if (const Tensor* wc = ctx.constant_input(1); wc != nullptr) {
+    // Constant weights: packed once per process and layout, shared by every specialization.
+    FRAME_ASSIGN_OR_RETURN(p->w_packed, pack_weights(ctx, w_user, w_pd, *wc));
   }
   return std::shared_ptr<LinearPrimitive>(p);
 }

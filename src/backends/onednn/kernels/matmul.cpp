@@ -24,16 +24,15 @@ class MatmulPrimitive final : public LinearPrimitive {
  public:
   dnnl::primitive prim;
   memory::desc a_md, b_user, b_md, c_md, y_md, res_md, scratch_md;
-  memory b_packed;  // constant B in b_md's layout
-  bool b_is_packed = false;
-  int c_post = -1;         // post-op index of gemm's C add, or -1
-  int residual_post = -1;  // post-op index of the residual add, or -1
+  std::shared_ptr<const PackedWeights> b_packed;  // constant B in b_md's layout, or null
+  int c_post = -1;                                // post-op index of gemm's C add, or -1
+  int residual_post = -1;                         // post-op index of the residual add, or -1
 
   Status run(KernelContext& ctx) const override {
     const NodeContext& node = *ctx.node;
     try {
       const memory a = wrap(a_md, ctx.input(0));
-      const memory b = b_is_packed ? b_packed : wrap(b_user, ctx.input(1));
+      const memory b = b_packed != nullptr ? b_packed->mem : wrap(b_user, ctx.input(1));
       const memory y = wrap(y_md, ctx.output(0));
       const memory c = c_post >= 0 ? wrap(c_md, ctx.input(2)) : memory();
       const memory res =
@@ -127,9 +126,8 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
     return dnnl_declines("matmul", e);
   }
   if (bc != nullptr) {
-    // Constant B: reordered once here into the primitive's layout.
+    // Constant B: packed once per process and layout, shared by every specialization.
     FRAME_ASSIGN_OR_RETURN(p->b_packed, pack_weights(ctx, b_user, p->b_md, *bc));
-    p->b_is_packed = true;
   }
   return std::shared_ptr<LinearPrimitive>(p);
 }

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
+#include <mutex>
+#include <unordered_map>
 
 namespace frame::backends::onednn {
 
@@ -107,20 +110,99 @@ MatmulDims matmul_dims(Shape as, Shape bs) {
   return d;
 }
 
-Result<dnnl::memory> pack_weights(const ops::NodeContext& ctx, const dnnl::memory::desc& user,
-                                  const dnnl::memory::desc& md, const Tensor& w) {
+namespace {
+
+// The live packed weights, found by their source's address: a source address names one
+// constant while an object packed from it lives (the object holds the source). Entries whose
+// object died are dropped on the next insert into their bucket and in a periodic sweep.
+class PackedWeightCache {
+ public:
+  struct Entry {
+    const void* data;
+    size_t nbytes;
+    dnnl::memory::desc user, md;
+    std::weak_ptr<const PackedWeights> packed;
+  };
+
+  std::shared_ptr<const PackedWeights> find(const Tensor& w, const dnnl::memory::desc& user,
+                                            const dnnl::memory::desc& md) {
+    std::lock_guard lock(mu_);
+    auto [lo, hi] = map_.equal_range(w.raw_data());
+    for (auto it = lo; it != hi; ++it) {
+      const Entry& e = it->second;
+      if (e.nbytes != w.nbytes() || e.user != user || e.md != md) continue;
+      if (std::shared_ptr<const PackedWeights> p = e.packed.lock()) {
+        ++stats_.reuses;
+        return p;
+      }
+    }
+    return nullptr;
+  }
+
+  void insert(const Tensor& w, const dnnl::memory::desc& user, const dnnl::memory::desc& md,
+              const std::shared_ptr<const PackedWeights>& p) {
+    std::lock_guard lock(mu_);
+    ++stats_.packs;
+    auto [lo, hi] = map_.equal_range(w.raw_data());
+    for (auto it = lo; it != hi;) it = it->second.packed.expired() ? map_.erase(it) : std::next(it);
+    map_.emplace(w.raw_data(), Entry{w.raw_data(), w.nbytes(), user, md, p});
+    if (++inserts_ % 256 == 0) {
+      for (auto it = map_.begin(); it != map_.end();) {
+        it = it->second.packed.expired() ? map_.erase(it) : std::next(it);
+      }
+    }
+  }
+
+  PackedWeightStats stats() {
+    std::lock_guard lock(mu_);
+    PackedWeightStats s = stats_;
+    s.live = 0;
+    for (const auto& [k, e] : map_) s.live += e.packed.expired() ? 0 : 1;
+    return s;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_multimap<const void*, Entry> map_;
+  PackedWeightStats stats_;
+  uint64_t inserts_ = 0;
+};
+
+PackedWeightCache& packed_cache() {
+  static PackedWeightCache* cache = new PackedWeightCache();  // never destroyed: used at exit
+  return *cache;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const PackedWeights>> pack_weights(const ops::NodeContext& ctx,
+                                                          const dnnl::memory::desc& user,
+                                                          const dnnl::memory::desc& md,
+                                                          const Tensor& w) {
+  if (std::shared_ptr<const PackedWeights> p = packed_cache().find(w, user, md)) return p;
+  auto p = std::make_shared<PackedWeights>();
+  p->source = w;
   try {
-    dnnl::memory packed(md, engine());
-    const dnnl::memory w_in = wrap(user, w);
-    dnnl::reorder::primitive_desc rpd(engine(), user, engine(), md, default_attr());
-    const dnnl::memory scratch = scratchpad(rpd.scratchpad_desc());
-    const ExecArg args[] = {
-        {DNNL_ARG_FROM, &w_in}, {DNNL_ARG_TO, &packed}, {DNNL_ARG_SCRATCHPAD, &scratch}};
-    FRAME_RETURN_IF_ERROR(execute(ctx, dnnl::reorder(rpd), args));
-    return packed;
+    if (md == user) {
+      // Already in the primitive's layout: read the constant in place (held by `source`).
+      p->mem = dnnl::memory(md, engine(), const_cast<void*>(w.raw_data()));
+    } else {
+      p->mem = dnnl::memory(md, engine());
+      const dnnl::memory w_in = wrap(user, w);
+      dnnl::reorder::primitive_desc rpd(engine(), user, engine(), md, default_attr());
+      const dnnl::memory scratch = scratchpad(rpd.scratchpad_desc());
+      const ExecArg args[] = {
+          {DNNL_ARG_FROM, &w_in}, {DNNL_ARG_TO, &p->mem}, {DNNL_ARG_SCRATCHPAD, &scratch}};
+      FRAME_RETURN_IF_ERROR(execute(ctx, dnnl::reorder(rpd), args));
+    }
   } catch (const dnnl::error& e) {
     return dnnl_failure(ctx, "weight reorder", e);
   }
+  std::shared_ptr<const PackedWeights> shared = std::move(p);
+  packed_cache().insert(w, user, md, shared);
+  return shared;
 }
+
+PackedWeightStats packed_weight_stats() { return packed_cache().stats(); }
 
 }  // namespace frame::backends::onednn

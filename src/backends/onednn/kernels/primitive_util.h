@@ -7,6 +7,8 @@
 /// numpy matmul dims, and the one-time reorder of constant weights.
 
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <span>
 #include <string_view>
@@ -62,9 +64,33 @@ struct MatmulDims {
 /// (the output buffer has the same elements); with a 2-D B, A's batch dims fold into M.
 MatmulDims matmul_dims(Shape as, Shape bs);
 
-/// Reorders constant weights `w` (laid out as `user`) once into a new memory of layout `md`,
-/// read-only afterwards. Errors: "weight reorder" failures (dnnl_failure) and execute()'s.
-Result<dnnl::memory> pack_weights(const ops::NodeContext& ctx, const dnnl::memory::desc& user,
-                                  const dnnl::memory::desc& md, const Tensor& w);
+/// Constant weights in a primitive's layout (pack_weights). One object per (constant tensor,
+/// source layout, packed layout): every kernel that packs the same constant into the same
+/// layout, in any compile or session specialization of the process, holds the same object,
+/// which lives as long as one of them does (issue: shape-independent work done once per
+/// model; a new input shape re-creates primitives, never the packed weights).
+struct PackedWeights {
+  dnnl::memory mem;  ///< the packed weights; read-only
+  Tensor source;     ///< the constant packed: held so that its address keeps naming it
+};
+
+/// The constant weights `w` (laid out as `user`) in layout `md`: reordered into new memory the
+/// first time, after that the object packed before, while one lives (looked up by `w`'s data
+/// address and byte count and both layouts; constants are immutable). Where `md` equals `user`
+/// the memory is `w`'s own bytes, not a copy. Thread-safe. Errors: "weight reorder" failures
+/// (dnnl_failure) and execute()'s.
+Result<std::shared_ptr<const PackedWeights>> pack_weights(const ops::NodeContext& ctx,
+                                                          const dnnl::memory::desc& user,
+                                                          const dnnl::memory::desc& md,
+                                                          const Tensor& w);
+
+/// Counters of pack_weights over the process, for tests and reports.
+struct PackedWeightStats {
+  uint64_t packs = 0;   ///< weights reordered or wrapped (a new object)
+  uint64_t reuses = 0;  ///< calls served by a live object packed before
+  size_t live = 0;      ///< objects alive now
+};
+/// A snapshot of the counters.
+PackedWeightStats packed_weight_stats();
 
 }  // namespace frame::backends::onednn

@@ -43,10 +43,9 @@ class QConvPrimitive final : public LinearPrimitive {
   dnnl::primitive prim;
   memory::desc src_user, src_md, dst_user, dst_md, w_user, w_md, bias_md, scratch_md, zp_md;
   Reorder src_reorder, dst_reorder, w_reorder;
-  memory w_packed;
-  bool weights_packed = false;
-  int64_t n_scales = 0;       // 0 (conv_integer), 1 or M
-  std::vector<float> scales;  // the output scales, fixed at creation
+  std::shared_ptr<const PackedWeights> w_packed;  // constant weights in w_md's layout, or null
+  int64_t n_scales = 0;                           // 0 (conv_integer), 1 or M
+  std::vector<float> scales;                      // the output scales, fixed at creation
 
   // x_scale * w_scale[m] / y_scale in float32, as the cpu kernel's factor.
   static void factors(const Tensor& xs, const Tensor& ws, const Tensor& ys, int64_t n, float* out) {
@@ -67,8 +66,10 @@ class QConvPrimitive final : public LinearPrimitive {
       FRAME_ASSIGN_OR_RETURN(const memory src,
                              in_layout(node, src_reorder, BufferSlot::kSrc, src_md,
                                        wrap(src_user, ctx.input(static_cast<size_t>(ix.x)))));
-      memory w = w_packed;
-      if (!weights_packed) {
+      memory w;
+      if (w_packed != nullptr) {
+        w = w_packed->mem;
+      } else {
         FRAME_ASSIGN_OR_RETURN(w, in_layout(node, w_reorder, BufferSlot::kWeights, w_md,
                                             wrap(w_user, ctx.input(static_cast<size_t>(ix.w)))));
       }
@@ -194,19 +195,8 @@ Result<std::shared_ptr<QConvPrimitive>> make_qconv(const NodeContext& ctx, const
     return dnnl_declines("int8 convolution", e);
   }
   if (const Tensor* wc = ctx.constant_input(static_cast<size_t>(ix.w)); wc != nullptr) {
-    try {
-      // Constant weights: reordered once here, read-only afterwards.
-      p->w_packed = memory(p->w_md, engine());
-      const memory w_in = wrap(p->w_user, *wc);
-      if (p->w_reorder.active) {
-        FRAME_RETURN_IF_ERROR(run_reorder(ctx, p->w_reorder, w_in, p->w_packed));
-      } else {
-        std::memcpy(p->w_packed.get_data_handle(), wc->raw_data(), wc->nbytes());
-      }
-      p->weights_packed = true;
-    } catch (const dnnl::error& e) {
-      return dnnl_failure(ctx, "weight reorder", e);
-    }
+    // Constant weights: packed once per process and layout, shared by every specialization.
+    FRAME_ASSIGN_OR_RETURN(p->w_packed, pack_weights(ctx, p->w_user, p->w_md, *wc));
   }
   return p;
 }

@@ -38,9 +38,8 @@ class QMatmulPrimitive final : public LinearPrimitive {
   QIndex ix{};
   dnnl::primitive prim;
   memory::desc a_md, b_user, b_md, y_md, scratch_md, zp_md, scale_md;
-  memory b_packed;  // constant B in b_md's layout
-  bool b_is_packed = false;
-  int64_t n_scales = 0;       // 0 (matmul_integer), 1 or N
+  std::shared_ptr<const PackedWeights> b_packed;  // constant B in b_md's layout, or null
+  int64_t n_scales = 0;                           // 0 (matmul_integer), 1 or N
   std::vector<float> scales;  // the output scales when every scale input is a constant
   bool scales_constant = false;
 
@@ -61,7 +60,8 @@ class QMatmulPrimitive final : public LinearPrimitive {
     try {
       int32_t zps[3] = {zero_point(ctx, ix.azp), zero_point(ctx, ix.bzp), zero_point(ctx, ix.yzp)};
       const memory a = wrap(a_md, ctx.input(static_cast<size_t>(ix.a)));
-      const memory b = b_is_packed ? b_packed : wrap(b_user, ctx.input(static_cast<size_t>(ix.b)));
+      const memory b =
+          b_packed != nullptr ? b_packed->mem : wrap(b_user, ctx.input(static_cast<size_t>(ix.b)));
       const memory y = wrap(y_md, ctx.output(0));
       const memory scratch = scratchpad(scratch_md);
       const memory zp_a(zp_md, engine(), &zps[0]), zp_b(zp_md, engine(), &zps[1]);
@@ -160,9 +160,8 @@ Result<std::shared_ptr<QMatmulPrimitive>> make_qmatmul(const NodeContext& ctx, c
     return dnnl_declines("int8 matmul", e);
   }
   if (bc != nullptr) {
-    // Constant B: reordered once here into the primitive's layout.
+    // Constant B: packed once per process and layout, shared by every specialization.
     FRAME_ASSIGN_OR_RETURN(p->b_packed, pack_weights(ctx, p->b_user, p->b_md, *bc));
-    p->b_is_packed = true;
   }
   return p;
 }
