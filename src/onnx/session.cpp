@@ -4,11 +4,13 @@
 
 #include "frame/onnx/session.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "frame/passes/shape_determining.h"
 #include "onnx_internal.h"
@@ -44,11 +46,12 @@ runtime::ValueInfo value_info(const ::onnx::ValueInfoProto& v, DTypeCode dtype) 
 }
 
 // Graph inputs whose values reach a position a converter needs as a constant at import
-// (needs_constant_at_import): walking the ONNX nodes forward, every node carries its inputs'
-// value dependence to its outputs except through inputs it reads only for their types
-// (reads_only_type_at_import: Shape, Size, the *Like generators).
-std::set<std::string> import_shape_determining(const ::onnx::ModelProto& model,
-                                               const std::vector<runtime::ValueInfo>& inputs) {
+// (needs_constant_at_import), each with the ONNX nodes and inputs it reaches: walking the ONNX
+// nodes forward, every node carries its inputs' value dependence to its outputs except
+// through inputs it reads only for their types (reads_only_type_at_import: Shape, Size, the
+// *Like generators).
+std::map<std::string, std::vector<passes::ShapeDeterminingUse>> import_shape_determining(
+    const ::onnx::ModelProto& model, const std::vector<runtime::ValueInfo>& inputs) {
   const ::onnx::GraphProto& gp = model.graph();
   std::map<std::string, int> opsets;
   for (const auto& o : model.opset_import()) {
@@ -57,7 +60,7 @@ std::set<std::string> import_shape_determining(const ::onnx::ModelProto& model,
   if (model.opset_import_size() == 0) opsets[""] = 1;
   std::map<std::string, std::set<std::string>> reach;
   for (const runtime::ValueInfo& vi : inputs) reach[vi.name] = {vi.name};
-  std::set<std::string> out;
+  std::map<std::string, std::vector<passes::ShapeDeterminingUse>> out;
   // ONNX lists nodes in topological order; repeat until stable for models that do not.
   for (bool changed = true; changed;) {
     changed = false;
@@ -70,7 +73,17 @@ std::set<std::string> import_shape_determining(const ::onnx::ModelProto& model,
         if (detail::needs_constant_at_import(n.domain(), n.op_type(),
                                              op == opsets.end() ? 0 : op->second,
                                              static_cast<size_t>(i))) {
-          out.insert(it->second.begin(), it->second.end());
+          for (const std::string& in : it->second) {
+            std::vector<passes::ShapeDeterminingUse>& uses = out[in];
+            // Not an IR node: node -1, named by the ONNX node and its op_type.
+            const passes::ShapeDeterminingUse u{-1, n.name(), n.op_type(), static_cast<size_t>(i),
+                                                ""};
+            if (std::none_of(uses.begin(), uses.end(), [&](const auto& x) {
+                  return x.node_name == u.node_name && x.input == u.input;
+                })) {
+              uses.push_back(u);
+            }
+          }
         }
         if (!detail::reads_only_type_at_import(n.domain(), n.op_type(), static_cast<size_t>(i))) {
           from.insert(it->second.begin(), it->second.end());
@@ -88,40 +101,47 @@ std::set<std::string> import_shape_determining(const ::onnx::ModelProto& model,
   return out;
 }
 
-Result<runtime::Session> open(std::shared_ptr<ParsedModel> pm, const std::string& name,
-                              const runtime::SessionOptions& options) {
-  if (!pm->load.input_shapes.empty() || !pm->load.constant_inputs.empty() ||
-      pm->load.keep_untyped) {
+// The model as open() and classify_inputs() see it: initializers converted once (the kept
+// proto holds only their names, types and dims), the declared inputs, and the structure-only
+// import at placeholder shapes with the inputs it classifies as shape-determining.
+struct Opened {
+  runtime::ModelSource src;
+  ir::Graph structure;
+  std::vector<passes::ShapeDeterminingInput> sdi;
+};
+
+Result<Opened> open_model(ParsedModel& pm, const std::string& name) {
+  if (!pm.load.input_shapes.empty() || !pm.load.constant_inputs.empty() || pm.load.keep_untyped) {
     return invalid_argument(
         "{}: a session takes shapes and values from each run; LoadOptions::input_shapes, "
         "constant_inputs and keep_untyped must be empty",
         name);
   }
-  if (!pm->model.has_graph()) return invalid_argument("{}: model has no graph", name);
-  ::onnx::GraphProto& gp = *pm->model.mutable_graph();
+  if (!pm.model.has_graph()) return invalid_argument("{}: model has no graph", name);
+  ::onnx::GraphProto& gp = *pm.model.mutable_graph();
   // Convert every initializer once; the kept proto holds only its name, type and dims.
-  detail::ExternalData external(pm->dir);
+  detail::ExternalData external(pm.dir);
   size_t total = 0;
   for (::onnx::TensorProto& t : *gp.mutable_initializer()) {
-    if (t.name().empty() || pm->initializers.count(t.name()) > 0) continue;
+    if (t.name().empty() || pm.initializers.count(t.name()) > 0) continue;
     // The sum is checked before the tensor is converted; bad dims or types are left to
     // tensor_from_proto, which names them.
     Result<DTypeCode> dt = detail::dtype_from_onnx(t.data_type());
     Result<size_t> nbytes = dt.is_ok()
                                 ? checked_nbytes(*dt, Shape(t.dims().begin(), t.dims().end()))
                                 : Result<size_t>(size_t{0});
-    if (nbytes.is_ok() && *nbytes > pm->load.max_initializer_bytes - total) {
+    if (nbytes.is_ok() && *nbytes > pm.load.max_initializer_bytes - total) {
       return make_error(StatusCode::kOutOfRange,
                         "{}: initializer '{}' ({} bytes) brings the model's initializers to {} "
                         "bytes, over the limit of {} (max_initializer_bytes)",
-                        name, t.name(), *nbytes, total + *nbytes, pm->load.max_initializer_bytes);
+                        name, t.name(), *nbytes, total + *nbytes, pm.load.max_initializer_bytes);
     }
     if (nbytes.is_ok()) total += *nbytes;
-    Result<Tensor> v = detail::tensor_from_proto(t, external, pm->load.max_tensor_bytes);
+    Result<Tensor> v = detail::tensor_from_proto(t, external, pm.load.max_tensor_bytes);
     if (!v.is_ok()) {
       return v.status().with_prefix(fmt::format("{}: initializer '{}': ", name, t.name()));
     }
-    pm->initializers.emplace(t.name(), std::move(*v));
+    pm.initializers.emplace(t.name(), std::move(*v));
     ::onnx::TensorProto slim;
     slim.set_name(t.name());
     slim.set_data_type(t.data_type());
@@ -129,13 +149,14 @@ Result<runtime::Session> open(std::shared_ptr<ParsedModel> pm, const std::string
     t = std::move(slim);
   }
 
-  runtime::ModelSource src;
+  Opened o;
+  runtime::ModelSource& src = o.src;
   src.name = name;
-  LoadOptions probe = pm->load;
+  LoadOptions probe = pm.load;
   probe.keep_untyped = true;
   bool placeholders = false;  // some input dim is symbolic: the probe's types are not the runs'
   for (const auto& in : gp.input()) {
-    if (pm->initializers.count(in.name()) > 0) continue;  // an initializer: a constant
+    if (pm.initializers.count(in.name()) > 0) continue;  // an initializer: a constant
     if (!in.type().has_tensor_type()) {
       return unimplemented(
           "{}: graph input '{}' is not a tensor (sequence, map and optional inputs are not "
@@ -157,19 +178,38 @@ Result<runtime::Session> open(std::shared_ptr<ParsedModel> pm, const std::string
     probe.input_shapes.emplace(in.name(), std::move(placeholder));
     src.inputs.push_back(std::move(vi));
   }
-  Result<ir::Graph> structure = detail::import_model(pm->model, probe, pm->dir, &pm->initializers);
+  Result<ir::Graph> structure = detail::import_model(pm.model, probe, pm.dir, &pm.initializers);
   if (!structure.is_ok()) return structure.status().with_prefix(name + ": ");
-  std::set<std::string> sd = import_shape_determining(pm->model, src.inputs);
+  o.structure = std::move(*structure);
+  std::map<std::string, std::vector<passes::ShapeDeterminingUse>> at_import =
+      import_shape_determining(pm.model, src.inputs);
   // With placeholder dims, an If whose branches agree at size 1 may differ at the sizes the
   // runs bring (x[:1] vs x): every marked position counts (ADR 0006, decision 5 notes).
   passes::ShapeDeterminingOptions sdo;
   sdo.narrow = !placeholders;
-  for (const passes::ShapeDeterminingInput& s : passes::shape_determining_inputs(*structure, sdo)) {
-    sd.insert(s.name);
-  }
+  std::vector<passes::ShapeDeterminingInput> walked =
+      passes::shape_determining_inputs(o.structure, sdo);
   for (const runtime::ValueInfo& vi : src.inputs) {
-    if (sd.count(vi.name) > 0) src.shape_determining.push_back(vi.name);
+    passes::ShapeDeterminingInput in{o.structure.find_value(vi.name), vi.name, {}};
+    for (const passes::ShapeDeterminingInput& w : walked) {
+      if (w.name == vi.name) in.uses = w.uses;
+    }
+    if (auto it = at_import.find(vi.name); it != at_import.end()) {
+      in.uses.insert(in.uses.end(), it->second.begin(), it->second.end());
+    }
+    if (in.uses.empty()) continue;
+    src.shape_determining.push_back(vi.name);
+    o.sdi.push_back(std::move(in));
   }
+  return o;
+}
+
+Result<runtime::Session> open(std::shared_ptr<ParsedModel> pm, const std::string& name,
+                              const runtime::SessionOptions& options) {
+  FRAME_ASSIGN_OR_RETURN(Opened opened, open_model(*pm, name));
+  runtime::ModelSource src = std::move(opened.src);
+  const ir::Graph* structure = &opened.structure;
+  const ::onnx::GraphProto& gp = pm->model.graph();
   for (const auto& out : gp.output()) {
     Result<DTypeCode> dt = detail::dtype_from_onnx(out.type().tensor_type().elem_type());
     const ir::ValueId v = structure->find_value(out.name());
@@ -211,6 +251,17 @@ Result<runtime::Session> open_session_from_bytes(std::string_view bytes,
   pm->dir = model_dir;
   FRAME_RETURN_IF_ERROR(detail::parse_model(bytes, pm->model));
   return open(std::move(pm), "model", options);
+}
+
+Result<std::vector<passes::ShapeDeterminingInput>> classify_inputs(const std::string& path,
+                                                                   const LoadOptions& load) {
+  ParsedModel pm;
+  pm.load = load;
+  FRAME_RETURN_IF_ERROR(detail::read_model(path, load.max_model_bytes, pm.model));
+  pm.dir = std::filesystem::path(path).parent_path().string();
+  if (pm.dir.empty()) pm.dir = ".";
+  FRAME_ASSIGN_OR_RETURN(Opened opened, open_model(pm, path));
+  return std::move(opened.sdi);
 }
 
 }  // namespace frame::onnx

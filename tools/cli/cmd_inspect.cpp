@@ -258,12 +258,8 @@ int run_inspect() {
     if (!session.is_ok()) return fail(session.status());
     Result<std::vector<std::string>> random = complete_inputs(*session, *shapes, *given);
     if (!random.is_ok()) return fail(random.status());
-    onnx::LoadOptions structure = session_load;
-    structure.keep_untyped = true;
-    for (const auto& [name, t] : *given) structure.input_shapes[name] = t.shape();
-    if (Result<ir::Graph> g = onnx::load(o.model, structure); g.is_ok()) {
-      sdi = passes::shape_determining_inputs(*g);
-    }
+    // The session's own classification (the same with or without the shapes given here).
+    if (auto c = onnx::classify_inputs(o.model, session_load); c.is_ok()) sdi = std::move(*c);
     if (!o.json) print_sdi(sdi);
     Progress p("compiling");
     exe = session->prepare(*given);
@@ -278,11 +274,10 @@ int run_inspect() {
       if (graph.status().message().find("must be a constant") == std::string::npos) {
         return fail(graph.status());
       }
-      onnx::LoadOptions structure = lo;
-      structure.keep_untyped = true;
-      Result<ir::Graph> partial = onnx::load(o.model, structure);
-      if (!partial.is_ok()) return fail(graph.status());
-      sdi = passes::shape_determining_inputs(*partial);
+      Result<std::vector<passes::ShapeDeterminingInput>> c =
+          onnx::classify_inputs(o.model, session_load);
+      if (!c.is_ok()) return fail(graph.status());
+      sdi = std::move(*c);
       // Say what to do first; the compiler's own message and hints follow.
       const Status err(graph.status().code(),
                        "the model has shape-determining inputs (their values decide output "
@@ -300,7 +295,9 @@ int run_inspect() {
       }
       return fail(err);
     }
-    sdi = passes::shape_determining_inputs(*graph);
+    // What a session over this model binds per run (onnx::classify_inputs), so inspect, run
+    // and Python agree.
+    if (auto c = onnx::classify_inputs(o.model, session_load); c.is_ok()) sdi = std::move(*c);
     if (!o.json) print_sdi(sdi);
     co.backends = *backends;
     co.use_cache = false;  // the report should describe a real compilation

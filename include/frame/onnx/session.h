@@ -8,9 +8,11 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "frame/core/status.h"
 #include "frame/onnx/onnx.h"
+#include "frame/passes/shape_determining.h"
 #include "frame/runtime/session.h"
 
 namespace frame::onnx {
@@ -33,5 +35,15 @@ Result<runtime::Session> open_session_from_bytes(std::string_view bytes,
                                                  const runtime::SessionOptions& options = {},
                                                  const LoadOptions& load = {},
                                                  const std::string& model_dir = "");
+
+/// The classification open_session makes (ADR 0006): the declared inputs a session over the
+/// model at `path` binds per run, in model order, each with the positions its value reaches
+/// (IR nodes of the structure-only import at placeholder shapes, symbolic dims as 1; and ONNX
+/// nodes whose converter reads the value at import, with `node` -1 and the ONNX op_type as
+/// `op`). One function for every surface: `frame inspect`, `frame run --json` and Python's
+/// `InferenceSession.shape_determining_inputs()` list the same names, with or without
+/// concrete shapes given. `load` as for open_session. Errors: as open_session.
+Result<std::vector<passes::ShapeDeterminingInput>> classify_inputs(const std::string& path,
+                                                                   const LoadOptions& load = {});
 
 }  // namespace frame::onnx

@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -351,6 +353,27 @@ TEST(OnnxSession, DataInputBehindAShapeOfAnUntypedValueIsNotBound) {
     }
   }
   EXPECT_EQ(s->cache_stats().misses, 1u);
+}
+
+TEST(OnnxSession, ClassifyInputsListsWhatTheSessionBinds) {
+  // onnx::classify_inputs (what `frame inspect` prints) names the session's inputs, with the
+  // positions they reach: `shape` reaches the Reshape target; `x` (symbolic) reaches none.
+  const std::string path = ::testing::TempDir() + "/classify_inputs_reshape.onnx";
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << reshape_model();
+  }
+  Result<runtime::Session> s = open_session(path, cpu_options());
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  Result<std::vector<passes::ShapeDeterminingInput>> c = classify_inputs(path);
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  ASSERT_EQ(c->size(), 1u);
+  EXPECT_EQ(c->front().name, "shape");
+  EXPECT_EQ(s->shape_determining_inputs(), std::vector<std::string>{"shape"});
+  ASSERT_EQ(c->front().uses.size(), 1u);
+  EXPECT_EQ(c->front().uses[0].op, "reshape");
+  EXPECT_EQ(c->front().uses[0].input, 1u);
+  std::remove(path.c_str());
 }
 
 }  // namespace
