@@ -2,6 +2,8 @@
 # GoogleTest cases of FRAME_TEST_BINARY and adds one CTest entry per group of cases, each run in
 # one process by tests/scripts/gtest_group.py (docs/standards/build-and-test.md, "Test entries"):
 # - op database cases `OpDb.<family>/<op>/<case>@<backend>` -> `OpDb.<family>@<backend>`;
+# - cases of a suite whose name ends in `Slow` (over about 10 s each) -> `<target>.slow`, with
+#   the `slow` label (the cost budget of docs/standards/build-and-test.md);
 # - with FRAME_TEST_GROUP_BY = suite, every other suite -> `<target>.<suite>`;
 # - every other case -> `<target>`.
 # A binary that cannot list its tests becomes one failing `<target>.startup` entry. A binary a
@@ -38,7 +40,10 @@ foreach(_line IN LISTS _lines)
       continue()
     endif()
     set(_group "")
-    if(_name MATCHES "^OpDb\\.([^/]+)/[^@]*@([A-Za-z0-9_]+)$")
+    if(_suite MATCHES "Slow\\.$")
+      set(_group "${FRAME_TEST_TARGET}.slow")
+      set(_pattern "*Slow.*")
+    elseif(_name MATCHES "^OpDb\\.([^/]+)/[^@]*@([A-Za-z0-9_]+)$")
       set(_group "OpDb.${CMAKE_MATCH_1}@${CMAKE_MATCH_2}")
       set(_pattern "OpDb.${CMAKE_MATCH_1}/*@${CMAKE_MATCH_2}")
     elseif(FRAME_TEST_GROUP_BY STREQUAL "suite")
@@ -89,6 +94,8 @@ foreach(_i RANGE ${_n})
   if(_group MATCHES "^OpDb\\.")
     list(APPEND _labels op_db)
     list(APPEND _opdb_entries "${_group}")
+  elseif(_group MATCHES "\\.slow$")
+    list(APPEND _labels slow)
   endif()
   _frame_add_group("${_group}" "${_pattern}" "${_labels}")
 endforeach()
