@@ -57,6 +57,15 @@ MIN_REF_SCALE = 1e-3
 ENGINES = ("frame", "ort", "torch")
 
 
+def mark_export_failed(summary, model, threads, engines, error):
+    """Logs that `model` could not be exported and records that error for every thread count
+    and engine, so the report lists the model as failed and the run goes on with the others."""
+    log("%s: export failed: %s" % (model, error))
+    for t in threads:
+        for eng in engines:
+            summary[(model, t, eng)] = {"error": "export failed: %s" % str(error)[:300]}
+
+
 class Missing(Exception):
     """A prerequisite is absent; the message says which and how to get it."""
 
@@ -917,10 +926,7 @@ def main():
         try:
             paths = export_model(m, model_dir)
         except Exception as e:  # report the model as failed, go on with the others
-            log("%s: export failed: %s" % (m, e))
-            for t in threads:
-                for eng in engines:
-                    summary[(m, t, eng)] = {"error": "export failed: %s" % str(e)[:300]}
+            mark_export_failed(summary, m, threads, engines, e)
             continue
         expected = np.load(paths["expected.npy"])
         for t in threads:

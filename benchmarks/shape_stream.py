@@ -463,10 +463,7 @@ def main():
             log("%s: %d runs, %d distinct shapes, references for every %d-th run (%.1f s)" % (
                 m, len(runs), len({x.shape for x in runs}), every, time.time() - t0))
         except Exception as e:  # report the model as failed, go on with the others
-            log("%s: export or stream failed: %s" % (m, e))
-            for t in threads:
-                for eng in ENGINES:
-                    summary[(m, t, eng)] = {"error": "export failed: %s" % str(e)[:300]}
+            compare.mark_export_failed(summary, m, threads, ENGINES, e)
             continue
         plan["runs"][m], plan["every"][m] = len(runs), every
         plan["ref_scale"][m] = max(float(np.max(np.abs(r))) for r in refs.values())

@@ -117,8 +117,7 @@ namespace {
 // object died are dropped on the next insert into their bucket and in a periodic sweep.
 class PackedWeightCache {
  public:
-  struct Entry {
-    const void* data;
+  struct Entry {  // keyed by the source's data address
     size_t nbytes;
     dnnl::memory::desc user, md;
     std::weak_ptr<const PackedWeights> packed;
@@ -145,7 +144,7 @@ class PackedWeightCache {
     ++stats_.packs;
     auto [lo, hi] = map_.equal_range(w.raw_data());
     for (auto it = lo; it != hi;) it = it->second.packed.expired() ? map_.erase(it) : std::next(it);
-    map_.emplace(w.raw_data(), Entry{w.raw_data(), w.nbytes(), user, md, p});
+    map_.emplace(w.raw_data(), Entry{w.nbytes(), user, md, p});
     if (++inserts_ % 256 == 0) {
       for (auto it = map_.begin(); it != map_.end();) {
         it = it->second.packed.expired() ? map_.erase(it) : std::next(it);

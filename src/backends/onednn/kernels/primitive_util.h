@@ -67,8 +67,8 @@ MatmulDims matmul_dims(Shape as, Shape bs);
 /// Constant weights in a primitive's layout (pack_weights). One object per (constant tensor,
 /// source layout, packed layout): every kernel that packs the same constant into the same
 /// layout, in any compile or session specialization of the process, holds the same object,
-/// which lives as long as one of them does (issue: shape-independent work done once per
-/// model; a new input shape re-creates primitives, never the packed weights).
+/// which lives as long as one of them does: a new input shape re-creates primitives, never
+/// the packed weights (ADR 0007, stage A).
 struct PackedWeights {
   dnnl::memory mem;  ///< the packed weights; read-only
   Tensor source;     ///< the constant packed: held so that its address keeps naming it
