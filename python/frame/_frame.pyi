@@ -39,6 +39,8 @@ class SessionOptions:
     def disabled_passes(self, value: Sequence[str]) -> None: ...
     max_specializations: int
     max_cache_bytes: int
+    cache_dir: str
+    max_cache_dir_bytes: int
     max_memory_bytes: int
     max_tensor_bytes: int
     load_limits: LoadLimits

@@ -476,6 +476,10 @@ class InferenceSession {
     d["hits"] = s.hits;
     d["misses"] = s.misses;
     d["evictions"] = s.evictions;
+    d["disk_hits"] = s.disk_hits;
+    d["disk_misses"] = s.disk_misses;
+    d["disk_writes"] = s.disk_writes;
+    d["disk_rejected"] = s.disk_rejected;
     return d;
   }
   const PySessionOptions& get_session_options() const { return options_; }
@@ -1162,6 +1166,17 @@ PYBIND11_MODULE(_frame, m) {
           "max_cache_bytes", [](const PySessionOptions& o) { return o.session.max_cache_bytes; },
           [](PySessionOptions& o, size_t v) { o.session.max_cache_bytes = v; },
           "Most bytes the specialization cache keeps.")
+      .def_property(
+          "cache_dir", [](const PySessionOptions& o) { return o.session.cache_dir; },
+          [](PySessionOptions& o, std::string v) { o.session.cache_dir = std::move(v); },
+          "Directory of the compile cache on disk ('' = none): a specialization compiled by an "
+          "earlier process is read from there without import or passes, and each new one is "
+          "written there (docs/architecture/execution-model.md, 'Compile cache on disk').")
+      .def_property(
+          "max_cache_dir_bytes",
+          [](const PySessionOptions& o) { return o.session.max_cache_dir_bytes; },
+          [](PySessionOptions& o, size_t v) { o.session.max_cache_dir_bytes = v; },
+          "Most bytes cache_dir holds; least recently used entries are removed first.")
       .def_property(
           "max_memory_bytes",
           [](const PySessionOptions& o) { return o.session.compile.max_memory_bytes; },

@@ -212,7 +212,7 @@ struct PendingRef {
 
 class Parser {
  public:
-  explicit Parser(std::string_view text) : lex_(text) {}
+  Parser(std::string_view text, const ParseOptions& options) : lex_(text), options_(options) {}
 
   Result<Graph> parse_top() {
     FRAME_RETURN_IF_ERROR(bump());
@@ -541,6 +541,7 @@ class Parser {
   Result<Tensor> tensor();
 
   Lexer lex_;
+  const ParseOptions& options_;
   Token cur_;
 };
 
@@ -551,6 +552,26 @@ Result<Tensor> Parser::tensor() {
   const Token type_tok = cur_;
   FRAME_ASSIGN_OR_RETURN(TensorType type, this->type());
   FRAME_RETURN_IF_ERROR(expect_punct('>'));
+  if (is_ident("ref")) {
+    const Token ref = cur_;
+    FRAME_RETURN_IF_ERROR(bump());
+    if (cur_.kind != Tok::kString) return err("expected the tensor's id string after 'ref'");
+    const Token id = cur_;
+    FRAME_RETURN_IF_ERROR(bump());
+    if (!options_.resolve_tensor) {
+      return Lexer::error(ref, fmt::format("tensor ref \"{}\" needs a resolver "
+                                           "(ParseOptions::resolve_tensor)",
+                                           id.text));
+    }
+    Result<Tensor> t = options_.resolve_tensor(id.text, type);
+    if (!t.is_ok()) return at(id, t.status());
+    if (t->dtype() != type.dtype || t->shape() != type.shape) {
+      return Lexer::error(
+          id, fmt::format("tensor ref \"{}\" resolved to {}, declared {}", id.text,
+                          TensorType{t->dtype(), t->shape()}.to_string(), type.to_string()));
+    }
+    return std::move(t).value();
+  }
   if (is_punct('<')) {
     return err(
         "expected '[' with the tensor data (text printed without constant data cannot be "
@@ -624,6 +645,10 @@ Result<Tensor> Parser::tensor() {
 
 }  // namespace
 
-Result<Graph> parse_text(std::string_view text) { return Parser(text).parse_top(); }
+Result<Graph> parse_text(std::string_view text) { return parse_text(text, ParseOptions{}); }
+
+Result<Graph> parse_text(std::string_view text, const ParseOptions& options) {
+  return Parser(text, options).parse_top();
+}
 
 }  // namespace frame::ir

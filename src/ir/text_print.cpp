@@ -268,6 +268,13 @@ class Printer {
       out_ += " <undefined>";
       return;
     }
+    if (options_.tensor_ref) {
+      if (std::string id = options_.tensor_ref(t); !id.empty()) {
+        out_ += " ref ";
+        append_quoted(out_, id);
+        return;
+      }
+    }
     if (!options_.constant_data) {
       out_ += fmt::format(" <{} elements>", t.numel());
       return;

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "frame/core/digest.h"
 #include "frame/passes/shape_determining.h"
 #include "onnx_internal.h"
 
@@ -220,6 +221,18 @@ Result<runtime::Session> open(std::shared_ptr<ParsedModel> pm, const std::string
     src.outputs.push_back(value_info(out, d));
   }
   for (const auto& [n, t] : pm->initializers) src.shared_constants.push_back(t);
+  if (!options.cache_dir.empty()) {
+    // The compile cache on disk keys entries by the model's content: the parsed model (its
+    // initializers reduced to names, types and dims) and every initializer's bytes, external
+    // data included, plus the load options that change an import.
+    std::string content = pm->model.SerializeAsString();
+    for (const auto& [n, t] : pm->initializers) {
+      content += fmt::format("\ninitializer {} {}{} {}", n, dtype_name(t.dtype()),
+                             shape_to_string(t.shape()), tensor_digest(t));
+    }
+    content += fmt::format("\nverify {}", pm->load.verify);
+    src.fingerprint = "onnx " + digest_hex(content.data(), content.size());
+  }
   src.specialize = [pm](const runtime::Specialization& spec) -> Result<ir::Graph> {
     LoadOptions lo = pm->load;
     lo.input_shapes = spec.input_shapes;

@@ -20,6 +20,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "frame/core/digest.h"
 #include "frame/ir/text.h"
 #include "frame/ops/op_registry.h"
 #include "frame/passes/pass.h"
@@ -27,6 +28,7 @@
 #include "frame/runtime/backend.h"
 #include "ops/schemas/nn_fused_internal.h"
 #include "passes/operator_fusion.h"
+#include "runtime/compile_internal.h"
 #include "runtime/executable_impl.h"
 #include "runtime/thread_count_scope.h"
 
@@ -73,6 +75,7 @@ std::string CompileReport::to_json() const {
   }
   j["device_groups"] = dg;
   j["cache_hit"] = cache_hit;
+  j["disk_cache_hit"] = disk_cache_hit;
   return j.dump(2);
 }
 
@@ -224,39 +227,13 @@ class CompileCache {
   std::deque<std::string> order_;
 };
 
-// Two independent 64-bit multiply-mix hashes over a constant's bytes (8 bytes per step), so
-// the key carries a 128-bit digest of every weight instead of its printed text: printing
-// ResNet-18's 46 MB of weights cost seconds, hashing them costs milliseconds.
-std::string constant_digest(const Tensor& t) {
-  const auto* p = static_cast<const unsigned char*>(t.raw_data());
-  const size_t n = t.nbytes();
-  uint64_t h1 = 0x9e3779b97f4a7c15ull ^ n, h2 = 0xc2b2ae3d27d4eb4full ^ (n * 31);
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    std::memcpy(&w, p + i, 8);
-    h1 = (h1 ^ w) * 0xff51afd7ed558ccdull;
-    h1 ^= h1 >> 29;
-    h2 = (h2 + w) * 0xc4ceb9fe1a85ec53ull;
-    h2 ^= h2 >> 31;
-  }
-  for (; i < n; ++i) {
-    h1 = (h1 ^ p[i]) * 0x100000001b3ull;
-    h2 = (h2 + p[i]) * 0x9e3779b97f4a7c15ull;
-  }
-  return fmt::format("{:016x}{:016x}", h1, h2);
-}
-
-// Graph fingerprint: its text form without constant data (names, types, attrs, structure)
-// plus a digest of every constant, plus every option. The hash map only indexes; the full
-// key is compared.
 // Digests of every tensor the text form elides (constant values and tensor attributes), in
 // `g` and, recursively, in its graph attributes (control-flow bodies, fused groups): two graphs
 // that differ only in such data must not share a cache entry.
 void append_data_digests(const ir::Graph& g, const std::string& scope, std::string& out) {
   for (size_t v = 0; v < g.num_values(); ++v) {
     const ir::Value& val = g.value(static_cast<ir::ValueId>(v));
-    if (val.constant) out += scope + val.name + "=" + constant_digest(*val.constant) + "\n";
+    if (val.constant) out += scope + val.name + "=" + tensor_digest(*val.constant) + "\n";
   }
   for (ir::NodeId id : g.node_ids()) {
     const ir::Node& n = g.node(id);
@@ -265,7 +242,7 @@ void append_data_digests(const ir::Graph& g, const std::string& scope, std::stri
     for (const auto& [name, value] : n.attrs) sorted.emplace(name, &value);
     for (const auto& [name, value] : sorted) {
       if (const auto* t = std::get_if<Tensor>(value)) {
-        out += scope + n.name + "." + name + "=" + constant_digest(*t) + "\n";
+        out += scope + n.name + "." + name + "=" + tensor_digest(*t) + "\n";
       } else if (const auto* body = std::get_if<std::shared_ptr<const ir::Graph>>(value)) {
         if (*body) append_data_digests(**body, scope + n.name + "." + name + "/", out);
       }
@@ -273,18 +250,10 @@ void append_data_digests(const ir::Graph& g, const std::string& scope, std::stri
   }
 }
 
+// The process-wide cache's key: the graph's fingerprint and every option. The hash map only
+// indexes; the full key is compared.
 std::string cache_key(const ir::Graph& g, const CompileOptions& o) {
-  ir::PrintOptions po;
-  po.constant_data = false;
-  std::string consts;
-  append_data_digests(g, "", consts);
-  return fmt::format(
-      "{}\n--constants--\n{}--options--\nbackends={}\npipeline={}\ndisabled={}\nstrict={}\n"
-      "threads={}\nfold={}\nmax_memory={}\nmax_tensor={}\ninplace={}\nreuse={}\nprint={}\n",
-      ir::print_text(g, po), consts, fmt::join(o.backends, ","), o.pipeline,
-      fmt::join(o.disabled_passes, ","), o.strict, o.num_threads, o.fold_size_limit,
-      o.max_memory_bytes, o.max_tensor_bytes, o.allow_inplace, o.reuse_buffers,
-      fmt::join(o.print_ir_after, ","));
+  return detail::graph_fingerprint(g) + "--options--\n" + detail::options_fingerprint(o);
 }
 
 std::map<std::string, int> op_counts(const ir::Graph& g) {
@@ -315,22 +284,16 @@ Result<std::shared_ptr<const detail::CompiledCore>> compile_core(
     std::vector<std::pair<std::string, double>> stages) {
   auto t0 = std::chrono::steady_clock::now();
   FRAME_RETURN_IF_ERROR(check_sources(graph, options));
-  auto core = std::make_shared<detail::CompiledCore>();
-  auto g = std::make_shared<ir::Graph>(graph);
-  core->report.op_counts_before = op_counts(graph);
+  detail::LoweredGraph lowered;
+  lowered.graph = std::make_shared<ir::Graph>(graph);
+  lowered.op_counts_before = op_counts(graph);
+  ir::Graph& g = *lowered.graph;
 
-  passes::PassContext ctx;
-  ctx.backends = options.backends;
-  ctx.strict = options.strict;
-  // Folding never builds a tensor the limit refuses.
-  ctx.fold_size_limit = std::min(options.fold_size_limit, options.max_tensor_bytes);
-  ctx.max_tensor_bytes = options.max_tensor_bytes;
-  ctx.allow_inplace = options.allow_inplace;
-  ctx.reuse_buffers = options.reuse_buffers;
-  ctx.print_ir_after = options.print_ir_after;
+  lowered.ctx = detail::pass_context(options);
+  passes::PassContext& ctx = lowered.ctx;
   const std::string_view pipeline =
       options.pipeline.empty() ? passes::kStandardPipeline : std::string_view(options.pipeline);
-  FRAME_RETURN_IF_ERROR(passes::run_pipeline(*g, pipeline, ctx, options.disabled_passes));
+  FRAME_RETURN_IF_ERROR(passes::run_pipeline(g, pipeline, ctx, options.disabled_passes));
 
   // Execution needs placements and buffers of the final graph: when the pipeline did not end
   // with lowering and planning (custom or skipped), run them now.
@@ -344,54 +307,11 @@ Result<std::shared_ptr<const detail::CompiledCore>> compile_core(
   const bool planned = ran.size() >= 2 && ran[ran.size() - 2] == "backend-lowering" &&
                        ran.back() == "memory-planning";
   if (!planned) {
-    FRAME_RETURN_IF_ERROR(run_named(*g, ctx, "backend-lowering"));
-    FRAME_RETURN_IF_ERROR(run_named(*g, ctx, "memory-planning"));
+    FRAME_RETURN_IF_ERROR(run_named(g, ctx, "backend-lowering"));
+    FRAME_RETURN_IF_ERROR(run_named(g, ctx, "memory-planning"));
   }
   stages.emplace_back("passes", lap_ms(t0));
-  const ir::OpQuery query = ops::make_op_query();
-  if (Status s = g->verify(query); !s.is_ok()) {
-    return s.with_prefix("compiled graph fails verification: ");
-  }
-
-  FRAME_RETURN_IF_ERROR(check_limits(*g, ctx.peak_arena_bytes, options));
-  stages.emplace_back("check", lap_ms(t0));
-  const int threads = options.num_threads > 0 ? options.num_threads : omp_get_max_threads();
-  core->graph = g;
-  {
-    // Kernels prepare (oneDNN primitives are created) for the thread count they will run with.
-    detail::ThreadCountScope scope(threads);
-    FRAME_ASSIGN_OR_RETURN(core->plan, detail::build_plan(g, ctx, threads));
-  }
-  stages.emplace_back("prepare", lap_ms(t0));
-  for (ir::ValueId v : g->inputs()) core->inputs.emplace_back(g->value(v).name, *g->value(v).type);
-  for (ir::ValueId v : g->outputs()) {
-    if (!g->value(v).type) {
-      return invalid_argument("graph output '{}' has no type", g->value(v).name);
-    }
-    core->outputs.emplace_back(g->value(v).name, *g->value(v).type);
-  }
-
-  CompileReport& r = core->report;
-  r.backends = options.backends;
-  r.num_threads = core->plan.num_threads;
-  r.op_counts_after = op_counts(*g);
-  r.pass_times_ms = ctx.pass_times_ms;
-  r.stage_times_ms = std::move(stages);
-  FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, g->topological_order());
-  for (ir::NodeId id : order) {
-    const ir::Node& n = g->node(id);
-    const passes::NodePlacement& p = ctx.placements.at(id);
-    r.placements.push_back(Placement{n.name, n.op, p.backend, p.path, p.rejected});
-    if (n.op == ops::fused::kFusedPostOpsOp) {
-      std::vector<std::string> fused = detail::fused_node_ops(n);
-      if (!fused.empty()) r.lowering_fused.emplace_back(n.name, std::move(fused));
-    }
-  }
-  r.fused_groups = passes::fused_groups(*g);
-  r.lowering_rewrites = ctx.lowering_rewrites;
-  r.peak_arena_bytes = ctx.peak_arena_bytes;
-  r.device_groups = core->plan.device_groups;
-  return std::shared_ptr<const detail::CompiledCore>(std::move(core));
+  return detail::build_core(std::move(lowered), options, std::move(stages), t0);
 }
 
 // V1–V4 on the caller's graph. Node outputs may still lack types (shape-inference sets them
@@ -414,6 +334,102 @@ Status verify_input(const ir::Graph& graph) {
 
 }  // namespace
 
+namespace detail {
+
+std::string graph_fingerprint(const ir::Graph& g) {
+  ir::PrintOptions po;
+  po.constant_data = false;
+  std::string consts;
+  append_data_digests(g, "", consts);
+  return ir::print_text(g, po) + "--constants--\n" + consts;
+}
+
+std::string options_fingerprint(const CompileOptions& o) {
+  return fmt::format(
+      "backends={}\npipeline={}\ndisabled={}\nstrict={}\nthreads={}\nfold={}\nmax_memory={}\n"
+      "max_tensor={}\ninplace={}\nreuse={}\nprint={}\n",
+      fmt::join(o.backends, ","), o.pipeline, fmt::join(o.disabled_passes, ","), o.strict,
+      o.num_threads, o.fold_size_limit, o.max_memory_bytes, o.max_tensor_bytes, o.allow_inplace,
+      o.reuse_buffers, fmt::join(o.print_ir_after, ","));
+}
+
+passes::PassContext pass_context(const CompileOptions& options) {
+  passes::PassContext ctx;
+  ctx.backends = options.backends;
+  ctx.strict = options.strict;
+  // Folding never builds a tensor the limit refuses.
+  ctx.fold_size_limit = std::min(options.fold_size_limit, options.max_tensor_bytes);
+  ctx.max_tensor_bytes = options.max_tensor_bytes;
+  ctx.allow_inplace = options.allow_inplace;
+  ctx.reuse_buffers = options.reuse_buffers;
+  ctx.print_ir_after = options.print_ir_after;
+  return ctx;
+}
+
+Result<CompileOptions> resolve_options(const CompileOptions& options) {
+  CompileOptions resolved = options;
+  FRAME_ASSIGN_OR_RETURN(resolved.backends, resolve_backends(options.backends));
+  if (resolved.num_threads <= 0) resolved.num_threads = omp_get_max_threads();
+  return resolved;
+}
+
+Result<std::shared_ptr<const CompiledCore>> build_core(
+    LoweredGraph lowered, const CompileOptions& options,
+    std::vector<std::pair<std::string, double>> stages, std::chrono::steady_clock::time_point t0) {
+  std::shared_ptr<ir::Graph> g = std::move(lowered.graph);
+  passes::PassContext& ctx = lowered.ctx;
+  auto core = std::make_shared<CompiledCore>();
+  core->report.op_counts_before = std::move(lowered.op_counts_before);
+  const ir::OpQuery query = ops::make_op_query();
+  if (Status s = g->verify(query); !s.is_ok()) {
+    return s.with_prefix("compiled graph fails verification: ");
+  }
+
+  FRAME_RETURN_IF_ERROR(check_limits(*g, ctx.peak_arena_bytes, options));
+  stages.emplace_back("check", lap_ms(t0));
+  const int threads = options.num_threads > 0 ? options.num_threads : omp_get_max_threads();
+  core->graph = g;
+  {
+    // Kernels prepare (oneDNN primitives are created) for the thread count they will run with.
+    ThreadCountScope scope(threads);
+    FRAME_ASSIGN_OR_RETURN(core->plan, build_plan(g, ctx, threads));
+  }
+  stages.emplace_back("prepare", lap_ms(t0));
+  for (ir::ValueId v : g->inputs()) core->inputs.emplace_back(g->value(v).name, *g->value(v).type);
+  for (ir::ValueId v : g->outputs()) {
+    if (!g->value(v).type) {
+      return invalid_argument("graph output '{}' has no type", g->value(v).name);
+    }
+    core->outputs.emplace_back(g->value(v).name, *g->value(v).type);
+  }
+
+  CompileReport& r = core->report;
+  r.backends = options.backends;
+  r.num_threads = core->plan.num_threads;
+  r.op_counts_after = op_counts(*g);
+  r.pass_times_ms = ctx.pass_times_ms;
+  r.stage_times_ms = std::move(stages);
+  FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, g->topological_order());
+  for (ir::NodeId id : order) {
+    const ir::Node& n = g->node(id);
+    const passes::NodePlacement& p = ctx.placements.at(id);
+    r.placements.push_back(Placement{n.name, n.op, p.backend, p.path, p.rejected});
+    if (n.op == ops::fused::kFusedPostOpsOp) {
+      std::vector<std::string> fused = fused_node_ops(n);
+      if (!fused.empty()) r.lowering_fused.emplace_back(n.name, std::move(fused));
+    }
+  }
+  r.fused_groups = passes::fused_groups(*g);
+  r.lowering_rewrites = ctx.lowering_rewrites;
+  r.peak_arena_bytes = ctx.peak_arena_bytes;
+  r.device_groups = core->plan.device_groups;
+  core->placements = std::move(ctx.placements);
+  core->buffers = std::move(ctx.buffers);
+  return std::shared_ptr<const CompiledCore>(std::move(core));
+}
+
+}  // namespace detail
+
 Result<Executable> compile(const ir::Graph& graph, const CompileOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
   std::vector<std::pair<std::string, double>> stages;
@@ -428,10 +444,8 @@ Result<Executable> compile(const ir::Graph& graph, const CompileOptions& options
   }
   // "auto" is expanded before the cache key is made: the same graph compiled in a process
   // where another backend became available must not hit the old entry.
-  CompileOptions resolved = options;
-  FRAME_ASSIGN_OR_RETURN(resolved.backends, resolve_backends(options.backends));
   // Likewise the thread count: 0 means the OpenMP default of the compiling thread.
-  if (resolved.num_threads <= 0) resolved.num_threads = omp_get_max_threads();
+  FRAME_ASSIGN_OR_RETURN(CompileOptions resolved, detail::resolve_options(options));
   stages.emplace_back("verify", lap_ms(t0));
   std::string key;
   if (options.use_cache) {

@@ -3,6 +3,7 @@
 /// What an Executable holds (private to src/runtime): the compiled graph and its plan, shared
 /// by cached copies, plus the report of the compile() call that returned it.
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,6 +24,10 @@ struct CompiledCore {
   std::vector<std::pair<std::string, ir::TensorType>> inputs;
   std::vector<std::pair<std::string, ir::TensorType>> outputs;
   CompileReport report;
+  /// The pass results the plan was built from, by ids of `graph` (the compile cache on disk
+  /// stores them): where each node runs and where each non-constant value lives.
+  std::map<ir::NodeId, passes::NodePlacement> placements;
+  std::map<ir::ValueId, passes::BufferSlot> buffers;
 
   /// Run slots (arena + bound views) not in use; concurrent runs take distinct slots.
   Result<std::unique_ptr<RunState>> acquire() const;

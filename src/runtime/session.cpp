@@ -17,10 +17,13 @@
 #include <unordered_map>
 #include <utility>
 
+#include "frame/core/digest.h"
 #include "frame/core/dtype.h"
 #include "frame/passes/pass.h"
 #include "frame/passes/shape_determining.h"
 #include "frame/runtime/backend.h"
+#include "runtime/compile_internal.h"
+#include "runtime/disk_cache.h"
 
 namespace frame::runtime {
 
@@ -62,6 +65,7 @@ size_t hash_words(const std::vector<uint64_t>& w) {
 struct Compiled {
   Executable exe;
   double specialize_ms = 0;  // the session's import of the model for this key
+  bool from_disk = false;    // read from the compile cache on disk: no import ran
   std::vector<size_t> feed;  // indices into the declared inputs
   bool feeds_all = false;    // feed is every declared input: pass the caller's map as is
 };
@@ -70,7 +74,9 @@ struct Compiled {
 // (CompileReport::stage_times_ms).
 CompileReport report_of(const Compiled& c) {
   CompileReport r = c.exe.report();
-  r.stage_times_ms.insert(r.stage_times_ms.begin(), {"specialize", c.specialize_ms});
+  if (!c.from_disk) {
+    r.stage_times_ms.insert(r.stage_times_ms.begin(), {"specialize", c.specialize_ms});
+  }
   return r;
 }
 
@@ -97,6 +103,25 @@ class SessionImpl {
       if (t.nbytes() > 0) shared_ranges_.emplace_back(b, b + t.nbytes());
     }
     std::sort(shared_ranges_.begin(), shared_ranges_.end());
+    if (!options_.cache_dir.empty()) {
+      disk_ = std::make_unique<detail::DiskCache>(options_.cache_dir, options_.max_cache_dir_bytes);
+    }
+  }
+
+  // The compile cache on disk's key of one specialization: the model's fingerprint, every
+  // input's dtype and shape, a digest of every bound (shape-determining) value, and every
+  // compile option (backends and threads resolved). The build and CPU are checked by the
+  // entry's header instead, so an entry of another build is found, reported and replaced.
+  std::string disk_key(const std::vector<const Tensor*>& by_index) const {
+    std::string k = fmt::format("model {}\n", source_.fingerprint);
+    for (size_t i = 0; i < by_index.size(); ++i) {
+      k += fmt::format("input {} {}{}\n", source_.inputs[i].name, dtype_name(by_index[i]->dtype()),
+                       shape_to_string(by_index[i]->shape()));
+    }
+    for (size_t i : sd_index_) {
+      k += fmt::format("bound {} {}\n", source_.inputs[i].name, tensor_digest(*by_index[i]));
+    }
+    return k + "--options--\n" + detail::options_fingerprint(resolved_);
   }
 
   // The caller's tensor for each declared input, in model order, after checking names, dtypes,
@@ -226,6 +251,16 @@ class SessionImpl {
     for (size_t i : sd_index_) {
       spec.constant_inputs.emplace(source_.inputs[i].name, by_index[i]->clone());
     }
+    auto c = std::make_shared<Compiled>();
+    std::string disk_key;
+    if (disk_) {
+      disk_key = this->disk_key(by_index);
+      if (std::optional<Executable> hit = disk_->load(disk_key, resolved_)) {
+        c->exe = std::move(*hit);
+        c->from_disk = true;
+        return finish(std::move(c));
+      }
+    }
     const auto t0 = std::chrono::steady_clock::now();
     Result<ir::Graph> g = source_.specialize(spec);
     if (!g.is_ok()) {
@@ -233,20 +268,25 @@ class SessionImpl {
     }
     const std::chrono::duration<double, std::milli> specialize =
         std::chrono::steady_clock::now() - t0;
-    Result<Executable> exe = compile(*g, options_.compile);
+    Result<Executable> exe = compile(*g, disk_ ? resolved_ : options_.compile);
     if (!exe.is_ok()) {
       return exe.status().with_prefix(fmt::format("compiling for ({}): ", describe(by_index)));
     }
-    auto c = std::make_shared<Compiled>();
     c->exe = std::move(*exe);
     c->specialize_ms = specialize.count();
+    if (disk_) disk_->store(disk_key, c->exe);
+    return finish(std::move(c));
+  }
+
+  // Which declared inputs the executable takes.
+  std::shared_ptr<const Compiled> finish(std::shared_ptr<Compiled> c) const {
     for (size_t i = 0; i < source_.inputs.size(); ++i) {
       for (const auto& [name, type] : c->exe.input_signature()) {
         if (name == source_.inputs[i].name) c->feed.push_back(i);
       }
     }
     c->feeds_all = c->feed.size() == source_.inputs.size();
-    return std::shared_ptr<const Compiled>(std::move(c));
+    return c;
   }
 
   // The specialization for the validated inputs: a held one (an LRU touch), one another run
@@ -336,6 +376,10 @@ class SessionImpl {
   SessionOptions options_;
   std::vector<size_t> sd_index_;
   std::vector<std::pair<uintptr_t, uintptr_t>> shared_ranges_;
+  // The compile cache on disk and the options its keys and loads use (backends, threads
+  // resolved once at creation); null without SessionOptions::cache_dir.
+  std::unique_ptr<detail::DiskCache> disk_;
+  CompileOptions resolved_;
 
   mutable std::mutex mu_;
   mutable std::list<Entry> lru_;  // most recently used first
@@ -360,6 +404,12 @@ Result<Session> Session::create(ModelSource source, SessionOptions options) {
   }
   if (Result<std::vector<std::string>> b = resolve_backends(options.compile.backends); !b.is_ok()) {
     return b.status().with_prefix(fmt::format("session for '{}': ", source.name));
+  }
+  if (!options.cache_dir.empty() && source.fingerprint.empty()) {
+    return invalid_argument(
+        "session for '{}': cache_dir '{}' given, but the model source has no fingerprint to key "
+        "the cache by (ModelSource::fingerprint)",
+        source.name, options.cache_dir);
   }
   for (const std::string& p : options.compile.disabled_passes) {
     if (Result<std::unique_ptr<passes::Pass>> pass = passes::make_pass(p); !pass.is_ok()) {
@@ -389,7 +439,9 @@ Result<Session> Session::create(ModelSource source, SessionOptions options) {
     }
   }
   source.shape_determining = std::move(in_model_order);
-  return Session(std::make_shared<SessionImpl>(std::move(source), std::move(options)));
+  auto impl = std::make_shared<SessionImpl>(std::move(source), std::move(options));
+  FRAME_ASSIGN_OR_RETURN(impl->resolved_, detail::resolve_options(impl->options_.compile));
+  return Session(std::move(impl));
 }
 
 Result<Session> Session::from_graph(ir::Graph graph, SessionOptions options) {
@@ -419,6 +471,10 @@ Result<Session> Session::from_graph(ir::Graph graph, SessionOptions options) {
   for (size_t v = 0; v < graph.num_values(); ++v) {
     const ir::Value& val = graph.value(static_cast<ir::ValueId>(v));
     if (val.constant) src.shared_constants.push_back(*val.constant);
+  }
+  if (!options.cache_dir.empty()) {
+    const std::string text = detail::graph_fingerprint(graph);
+    src.fingerprint = "graph " + digest_hex(text.data(), text.size());
   }
   auto shared = std::make_shared<const ir::Graph>(std::move(graph));
   src.specialize = [shared](const Specialization& spec) -> Result<ir::Graph> {
@@ -467,6 +523,13 @@ CacheStats Session::cache_stats() const {
   std::lock_guard lock(impl_->mu_);
   CacheStats s = impl_->stats_;
   s.entries = impl_->lru_.size();
+  if (impl_->disk_) {
+    const detail::DiskCacheCounters d = impl_->disk_->counters();
+    s.disk_hits = d.hits;
+    s.disk_misses = d.misses;
+    s.disk_writes = d.writes;
+    s.disk_rejected = d.rejected;
+  }
   return s;
 }
 

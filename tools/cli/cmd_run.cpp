@@ -1,5 +1,6 @@
 // `frame run [MODEL.onnx] [--backend B] [--input NAME=FILE.npy ...] [--shape NAME=d0,d1 ...]
-// [--threads N] [--repeat N] [--output-dir DIR] [--json] [--profile] [--profile-json FILE]`:
+// [--threads N] [--repeat N] [--output-dir DIR] [--cache-dir DIR] [--json] [--profile]
+// [--profile-json FILE]`:
 // open a model as a runtime::Session, specialize it for the given inputs (ADR 0006), run it;
 // print each output's summary, the per-stage times and, with --profile, per-node times. Without
 // MODEL it runs the bundled small CNN on its bundled input and compares with the bundled expected
@@ -45,6 +46,7 @@ struct RunOptions {
   bool profile = false;
   bool strict = false;
   std::string profile_json;
+  std::string cache_dir;
   std::string max_memory;
   CLI::Option* max_memory_option = nullptr;  // to tell `--max-memory ""` from no flag
 } g_run;
@@ -131,6 +133,7 @@ int run_run() {
   so.compile.backends = *backends;
   so.compile.num_threads = o.threads;
   so.compile.strict = o.strict;
+  so.cache_dir = o.cache_dir;
   onnx::LoadOptions lo;
   if (max_memory) apply_memory_limit(*max_memory, so.compile, lo);
   auto t0 = std::chrono::steady_clock::now();
@@ -240,6 +243,14 @@ int run_run() {
                             {"hits", cs.hits},
                             {"misses", cs.misses},
                             {"evictions", cs.evictions}};
+    if (!o.cache_dir.empty()) {
+      j["cache_dir"] = {{"path", o.cache_dir},
+                        {"hits", cs.disk_hits},
+                        {"misses", cs.disk_misses},
+                        {"writes", cs.disk_writes},
+                        {"rejected", cs.disk_rejected},
+                        {"pass_count", compiled ? compiled->pass_times_ms.size() : 0}};
+    }
     for (const auto& [name, type] : exe->output_signature()) {
       const Tensor& t = outputs.at(name);
       Stats s = tensor_stats(t);
@@ -347,6 +358,10 @@ CommandRegistration reg{Command{
           ->check(int_in_range(1, 1000000));
       sub->add_option("--output-dir", g_run.output_dir, "Write DIR/<output>.npy for each output");
       sub->add_flag("--json", g_run.json, "Print the result as JSON");
+      sub->add_option("--cache-dir", g_run.cache_dir,
+                      "Compile cache on disk: read the compiled specialization from DIR when a "
+                      "run (or `frame compile`) stored it there, else compile and store it "
+                      "(docs/cli.md)");
       g_run.max_memory_option =
           sub->add_option("--max-memory", g_run.max_memory,
                           "Memory limit, e.g. 512M or 4G: compiling refuses a model whose run "

@@ -114,7 +114,8 @@ struct CompileReport {
   /// - `check`: verification of the compiled graph and the memory limits;
   /// - `prepare`: kernels' prepare (oneDNN primitives created, OpenCL programs built) and the
   ///   execution plan.
-  /// A compile-cache hit (cache_hit) has only `verify` and `cache_key`: it runs no pass.
+  /// A compile-cache hit (cache_hit) has only `verify` and `cache_key`: it runs no pass. A
+  /// hit of the compile cache on disk (disk_cache_hit) has `disk_read`, `check` and `prepare`.
   std::vector<std::pair<std::string, double>> stage_times_ms;
   /// The backend chain used: CompileOptions::backends with "auto" expanded.
   std::vector<std::string> backends;
@@ -133,7 +134,12 @@ struct CompileReport {
   size_t peak_arena_bytes = 0;
   /// Device groups in execution order (empty when every node runs on a host backend).
   std::vector<DeviceGroupReport> device_groups;
+  /// True when the process-wide compile cache (CompileOptions::use_cache) returned it.
   bool cache_hit = false;
+  /// True when a Session's compile cache on disk (SessionOptions::cache_dir) returned it: no
+  /// import and no pass ran; stage_times_ms has `disk_read` (reading and checking the entry),
+  /// `check` and `prepare`, and pass_times_ms is empty.
+  bool disk_cache_hit = false;
   std::string to_json() const;
 };
 
@@ -224,6 +230,9 @@ struct RunOptions {
 };
 
 class ExecutableImpl;
+namespace detail {
+class DiskCache;
+}
 
 /// A compiled graph. `run` is thread-safe and re-entrant: concurrent calls on one
 /// Executable each get their own arena and give correct results.
@@ -259,6 +268,7 @@ class Executable {
   const ir::Graph& compiled_graph() const;
 
  private:
+  friend class detail::DiskCache;  // stores the placements and buffers of the core
   std::shared_ptr<const ExecutableImpl> impl_;
 };
 

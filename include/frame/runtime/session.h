@@ -79,6 +79,12 @@ struct ModelSource {
   /// The model's constant tensors that specializations share (not copy): their bytes are not
   /// counted in a cache entry's size. May be empty (then every constant counts).
   std::vector<Tensor> shared_constants;
+  /// Identifies what `specialize` produces, for the compile cache on disk
+  /// (SessionOptions::cache_dir): two sources with equal fingerprints must specialize every
+  /// key to the same graph (e.g. a digest of the model's bytes and of the load options that
+  /// change the import). Empty: the source cannot use a cache directory (Session::create
+  /// refuses a cache_dir).
+  std::string fingerprint;
 };
 
 /// Options of a Session.
@@ -94,6 +100,18 @@ struct SessionOptions {
   /// specialization (one copy per constant and layout), primitives are small. A
   /// specialization larger than this on its own is still run, but not kept.
   size_t max_cache_bytes = size_t{1} << 30;
+  /// Directory of the compile cache on disk (docs/architecture/execution-model.md, "Compile
+  /// cache on disk"); empty (the default): none. A specialization not in the session's own
+  /// cache is read from there when a process compiled it before (no import, no pass runs),
+  /// and written there after it is compiled. Created when first written. A directory that
+  /// cannot be written (a path under a regular file, a full disk, a file-size limit) gives
+  /// one warning on stderr and the session runs uncached; an entry that is damaged,
+  /// truncated, or written by another frame build or on a CPU with other features is
+  /// ignored with a warning and replaced.
+  std::string cache_dir;
+  /// Most bytes the cache directory holds (entries plus shared tensor blobs); the least
+  /// recently used entries are removed first. An entry larger than this is not written.
+  size_t max_cache_dir_bytes = size_t{4} << 30;
 };
 
 /// Counters of a Session's specialization cache.
@@ -105,6 +123,14 @@ struct CacheStats {
   uint64_t hits = 0;
   uint64_t misses = 0;     ///< runs that compiled a specialization
   uint64_t evictions = 0;  ///< entries dropped by a bound, plus ones too large to keep
+  /// Compile cache on disk (SessionOptions::cache_dir; all 0 without one): misses of the
+  /// session's own cache served from the directory (no import, no pass), lookups that found no
+  /// usable entry, entries written, and entries found but ignored (damaged, truncated, another
+  /// build or CPU; counted in disk_misses too).
+  uint64_t disk_hits = 0;
+  uint64_t disk_misses = 0;
+  uint64_t disk_writes = 0;
+  uint64_t disk_rejected = 0;
 };
 
 /// The shared state of a Session (src/runtime/session.cpp).
@@ -115,7 +141,8 @@ class SessionImpl;
 class Session {
  public:
   /// Wraps a model source. Errors: kInvalidArgument when `specialize` is empty, a
-  /// shape-determining name is not a declared input, names repeat, or num_threads < 0;
+  /// shape-determining name is not a declared input, names repeat, num_threads < 0, or a
+  /// cache_dir is given for a source without a fingerprint;
   /// kNotFound for an unknown backend or disabled pass name (checked here, not at the first
   /// run).
   static Result<Session> create(ModelSource source, SessionOptions options = {});

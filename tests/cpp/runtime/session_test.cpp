@@ -13,26 +13,15 @@
 #include <thread>
 #include <vector>
 
+#include "common/reshape_graph.h"
+
 namespace frame::runtime {
 namespace {
 
-// y = reshape(x, target), x: f32[2,6], target: i64[2] (a graph input).
-ir::Graph reshape_graph() {
-  ir::Graph g("reshape_by_input");
-  ir::ValueId x = g.add_input("x", {DTypeCode::kFloat32, {2, 6}});
-  ir::ValueId target = g.add_input("target", {DTypeCode::kInt64, {2}});
-  Result<ir::NodeId> n = g.create_node("reshape", "r", {x, target}, 1, {}, {"y"});
-  EXPECT_TRUE(n.is_ok());
-  g.add_output(g.node(*n).outputs[0]);
-  return g;
-}
+using test::expect_reshape;
+using test::reshape_graph;
 
-const Tensor kX = Tensor::from_vector<float>({2, 6}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
-
-void expect_reshape(const Tensor& y, const Shape& shape) {
-  ASSERT_EQ(y.shape(), shape);
-  for (int64_t i = 0; i < 12; ++i) ASSERT_EQ(y.data<float>()[i], static_cast<float>(i));
-}
+const Tensor kX = test::reshape_input();
 
 SessionOptions cpu() {
   SessionOptions o;

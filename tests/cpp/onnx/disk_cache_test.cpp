@@ -1,0 +1,451 @@
+// The compile cache on disk (SessionOptions::cache_dir; docs/architecture/execution-model.md,
+// "Compile cache on disk"): a second session reads the entry and runs no pass, with outputs
+// bit-identical to the cold compile and matching the bundled PyTorch reference; damaged,
+// truncated, other-build, other-CPU and structurally wrong entries are ignored with a warning
+// and rebuilt; concurrent writers; a directory under a regular file and a file-size limit run
+// uncached with one warning; the size bound evicts. Cost: about 2 s in all (small_cnn and a
+// one-node graph, compiled a few dozen times).
+
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/reshape_graph.h"
+#include "frame/core/digest.h"
+#include "frame/core/npy.h"
+#include "frame/onnx/session.h"
+#include "frame/runtime/session.h"
+
+namespace frame::onnx {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string source_dir() {
+  const char* env = std::getenv("FRAME_SOURCE_DIR");
+  return env != nullptr ? env : FRAME_SOURCE_DIR;
+}
+
+std::string model_path() { return source_dir() + "/models/small_cnn.onnx"; }
+
+// A fresh empty directory under the system temp dir, removed when the test ends.
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> n{0};
+    path_ = fs::temp_directory_path() /
+            ("frame_disk_cache_test_" + std::to_string(getpid()) + "_" + std::to_string(n++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string str() const { return path_.string(); }
+  fs::path path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+runtime::SessionOptions options_for(const std::string& dir) {
+  runtime::SessionOptions o;
+  o.compile.num_threads = 1;
+  o.cache_dir = dir;
+  return o;
+}
+
+Tensor bundled_input() {
+  Result<Tensor> t = read_npy(source_dir() + "/models/small_cnn.input.npy");
+  EXPECT_TRUE(t.is_ok()) << t.status().to_string();
+  return *t;
+}
+
+// One run of small_cnn through a new session over `dir`; the session is returned for its
+// counters and report.
+struct Ran {
+  std::optional<runtime::Session> session;
+  Tensor output;
+};
+
+Ran run_once(const std::string& dir) {
+  Ran r;
+  Result<runtime::Session> s = open_session(model_path(), options_for(dir));
+  EXPECT_TRUE(s.is_ok()) << s.status().to_string();
+  if (!s.is_ok()) return r;
+  Result<runtime::TensorMap> out = s->run({{"input", bundled_input()}});
+  EXPECT_TRUE(out.is_ok()) << out.status().to_string();
+  if (out.is_ok()) r.output = out->begin()->second;
+  r.session = std::move(*s);
+  return r;
+}
+
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && a.nbytes() == b.nbytes() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+}
+
+// The PyTorch reference of the bundled model, under the deep-network tolerance (BUILD-011).
+void expect_matches_reference(const Tensor& y) {
+  Result<Tensor> expected = read_npy(source_dir() + "/models/small_cnn.expected.npy");
+  ASSERT_TRUE(expected.is_ok()) << expected.status().to_string();
+  ASSERT_EQ(y.shape(), expected->shape());
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    const double e = expected->element_as_double(i);
+    ASSERT_NEAR(y.element_as_double(i), e, 1e-4 + 1e-3 * std::fabs(e)) << "element " << i;
+  }
+}
+
+std::vector<fs::path> files_in(const fs::path& dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string read_all(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+void write_all(const fs::path& p, const std::string& bytes) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f << bytes;
+}
+
+size_t count(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = haystack.find(needle); at != std::string::npos;
+       at = haystack.find(needle, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+// Rewrites the one entry under `dir` through `edit` on its JSON document, keeping the header
+// consistent (section sizes and digest), so only the structural checks can reject it.
+void edit_entry_json(const fs::path& dir, const std::function<void(nlohmann::json&)>& edit) {
+  const std::vector<fs::path> entries = files_in(dir / "entries");
+  ASSERT_EQ(entries.size(), 1u);
+  const std::string bytes = read_all(entries[0]);
+  const size_t end = bytes.find("\n\n") + 2;
+  std::string header = bytes.substr(0, end);
+  auto field = [&](const std::string& name) {
+    const size_t at = header.find("\n" + name + " ") + name.size() + 2;
+    return std::stoull(header.substr(at, header.find('\n', at) - at));
+  };
+  const size_t json_bytes = field("json");
+  nlohmann::json j = nlohmann::json::parse(bytes.substr(end, json_bytes));
+  edit(j);
+  const std::string js = j.dump();
+  const std::string binary = bytes.substr(end + json_bytes);
+  const std::string payload = js + binary;
+  std::string out;
+  std::istringstream lines(header);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("json ", 0) == 0) {
+      line = "json " + std::to_string(js.size());
+    } else if (line.rfind("digest ", 0) == 0) {
+      line = "digest " + digest_hex(payload.data(), payload.size());
+    }
+    out += line + "\n";
+  }
+  write_all(entries[0], out + payload);
+}
+
+TEST(DiskCache, SecondSessionReadsTheEntryRunsNoPassAndMatchesBitForBit) {
+  TempDir dir;
+  Ran cold = run_once(dir.str());
+  ASSERT_TRUE(cold.session);
+  runtime::CacheStats cs = cold.session->cache_stats();
+  EXPECT_EQ(cs.disk_misses, 1u);
+  EXPECT_EQ(cs.disk_writes, 1u);
+  EXPECT_EQ(files_in(dir.path() / "entries").size(), 1u);
+  EXPECT_FALSE(files_in(dir.path() / "blobs").empty());  // the conv and gemm weights
+  EXPECT_FALSE(cold.session->last_report()->pass_times_ms.empty());
+  expect_matches_reference(cold.output);
+
+  Ran warm = run_once(dir.str());
+  ASSERT_TRUE(warm.session);
+  cs = warm.session->cache_stats();
+  EXPECT_EQ(cs.disk_hits, 1u);
+  EXPECT_EQ(cs.disk_misses, 0u);
+  EXPECT_EQ(cs.disk_writes, 0u);
+  const runtime::CompileReport r = *warm.session->last_report();
+  EXPECT_TRUE(r.disk_cache_hit);
+  EXPECT_TRUE(r.pass_times_ms.empty());  // no pass ran
+  std::vector<std::string> stages;
+  for (const auto& [stage, ms] : r.stage_times_ms) stages.push_back(stage);
+  EXPECT_EQ(stages, (std::vector<std::string>{"disk_read", "check", "prepare"}));
+  // The kernel choices are the cold compile's.
+  const runtime::CompileReport cr = *cold.session->last_report();
+  ASSERT_EQ(r.placements.size(), cr.placements.size());
+  for (size_t i = 0; i < r.placements.size(); ++i) {
+    EXPECT_EQ(r.placements[i].node, cr.placements[i].node);
+    EXPECT_EQ(r.placements[i].backend, cr.placements[i].backend);
+  }
+  EXPECT_EQ(r.peak_arena_bytes, cr.peak_arena_bytes);
+  EXPECT_TRUE(same_bytes(warm.output, cold.output));
+  // Steady-state runs of the read entry stay identical.
+  Result<runtime::TensorMap> again = warm.session->run({{"input", bundled_input()}});
+  ASSERT_TRUE(again.is_ok());
+  EXPECT_TRUE(same_bytes(again->begin()->second, cold.output));
+}
+
+// Each way an entry can be wrong: the session ignores it with a warning naming the problem,
+// compiles, runs correctly, and writes a good entry the next session reads.
+struct Damage {
+  const char* name;
+  const char* message;  // part of the warning
+  std::function<void(const fs::path& dir)> apply;
+};
+
+void replace_header_line(const fs::path& dir, const std::string& key, const std::string& value) {
+  const fs::path entry = files_in(dir / "entries").at(0);
+  std::string bytes = read_all(entry);
+  const size_t at = bytes.find("\n" + key + " ") + 1;
+  const size_t end = bytes.find('\n', at);
+  bytes.replace(at, end - at, key + " " + value);
+  write_all(entry, bytes);
+}
+
+std::vector<Damage> damages() {
+  return {
+      {"flipped payload byte", "do not match their digest",
+       [](const fs::path& d) {
+         const fs::path e = files_in(d / "entries").at(0);
+         std::string b = read_all(e);
+         b[b.size() - 3] ^= 0x20;
+         write_all(e, b);
+       }},
+      {"truncated", "truncated",
+       [](const fs::path& d) {
+         const fs::path e = files_in(d / "entries").at(0);
+         std::string b = read_all(e);
+         write_all(e, b.substr(0, b.size() / 2));
+       }},
+      {"empty file", "not a frame compile cache entry",
+       [](const fs::path& d) { write_all(files_in(d / "entries").at(0), ""); }},
+      {"other build", "written by 'frame 0.0.1 0000000'",
+       [](const fs::path& d) { replace_header_line(d, "build", "frame 0.0.1 0000000"); }},
+      {"other CPU", "CPU with other features",
+       [](const fs::path& d) { replace_header_line(d, "cpu", "x86:OtherVendor:0.0.0.0.0.0"); }},
+      {"old format", "entry format 0",
+       [](const fs::path& d) {
+         const fs::path e = files_in(d / "entries").at(0);
+         std::string b = read_all(e);
+         b.replace(0, std::string("frame-compile-cache 1").size(), "frame-compile-cache 0");
+         write_all(e, b);
+       }},
+      {"foreign file", "not a frame compile cache entry",
+       [](const fs::path& d) { write_all(files_in(d / "entries").at(0), "hello\n\n"); }},
+      {"damaged blob", "do not match their digest",
+       [](const fs::path& d) {
+         const fs::path blob = files_in(d / "blobs").at(0);
+         std::string b = read_all(blob);
+         b[b.size() - 1] ^= 0x01;
+         write_all(blob, b);
+       }},
+      {"truncated blob", "expected",
+       [](const fs::path& d) {
+         const fs::path blob = files_in(d / "blobs").at(0);
+         write_all(blob, read_all(blob).substr(0, 100));
+       }},
+      {"missing blob", "cannot open",
+       [](const fs::path& d) { fs::remove(files_in(d / "blobs").at(0)); }},
+      {"overlapping buffers", "overlap while both are alive",
+       [](const fs::path& d) {
+         edit_entry_json(d, [](nlohmann::json& j) {
+           for (auto& b : j["buffers"]) b[1] = 0;  // every value at offset 0
+         });
+       }},
+      {"buffer past the arena", "does not hold",
+       [](const fs::path& d) {
+         edit_entry_json(d, [](nlohmann::json& j) { j["peak_arena_bytes"] = 64; });
+       }},
+      {"missing placement", "places",
+       [](const fs::path& d) {
+         edit_entry_json(d, [](nlohmann::json& j) { j["placements"].erase(0); });
+       }},
+      {"backend outside the chain", "not in the chain",
+       [](const fs::path& d) {
+         edit_entry_json(d, [](nlohmann::json& j) { j["placements"][0][1] = "elsewhere"; });
+       }},
+      {"ref to no storage", "names no storage",
+       [](const fs::path& d) {
+         edit_entry_json(d, [](nlohmann::json& j) { j["storages"] = nlohmann::json::array(); });
+       }},
+      {"field of the wrong type", "'buffers' is missing or has the wrong type",
+       [](const fs::path& d) { edit_entry_json(d, [](nlohmann::json& j) { j["buffers"] = 3; }); }},
+      {"another key", "another key",
+       [](const fs::path& d) { edit_entry_json(d, [](nlohmann::json& j) { j["key"] = "x"; }); }},
+  };
+}
+
+TEST(DiskCache, BadEntriesAreIgnoredWithAWarningAndRebuilt) {
+  Tensor reference;
+  for (const Damage& damage : damages()) {
+    SCOPED_TRACE(damage.name);
+    TempDir dir;
+    Ran cold = run_once(dir.str());
+    if (!reference.defined()) reference = cold.output;
+    cold = Ran{};  // no session keeps the blobs mapped
+    damage.apply(dir.path());
+
+    testing::internal::CaptureStderr();
+    Ran again = run_once(dir.str());
+    const std::string err = testing::internal::GetCapturedStderr();
+    ASSERT_TRUE(again.session);
+    const runtime::CacheStats cs = again.session->cache_stats();
+    EXPECT_EQ(cs.disk_hits, 0u);
+    EXPECT_EQ(cs.disk_rejected, 1u);
+    EXPECT_EQ(cs.disk_writes, 1u);  // replaced
+    EXPECT_EQ(count(err, "warning"), 1u) << err;
+    EXPECT_NE(err.find(damage.message), std::string::npos) << err;
+    EXPECT_TRUE(same_bytes(again.output, reference));
+    again = Ran{};
+
+    Ran fixed = run_once(dir.str());
+    ASSERT_TRUE(fixed.session);
+    EXPECT_EQ(fixed.session->cache_stats().disk_hits, 1u);
+    EXPECT_TRUE(same_bytes(fixed.output, reference));
+  }
+}
+
+TEST(DiskCache, ConcurrentWritersOfOneEntryBothSucceed) {
+  TempDir dir;
+  std::vector<Tensor> outs(4);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    threads.emplace_back([&, i] { outs[i] = run_once(dir.str()).output; });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const Tensor& y : outs) expect_matches_reference(y);
+  EXPECT_EQ(files_in(dir.path() / "entries").size(), 1u);
+  for (const fs::path& p : files_in(dir.path() / "entries")) {
+    EXPECT_EQ(p.extension(), ".entry") << "a temporary file was left behind: " << p;
+  }
+  Ran warm = run_once(dir.str());
+  ASSERT_TRUE(warm.session);
+  EXPECT_EQ(warm.session->cache_stats().disk_hits, 1u);
+  EXPECT_TRUE(same_bytes(warm.output, outs[0]));
+}
+
+using test::reshape_graph;
+const Tensor kX = test::reshape_input();
+
+// Runs the reshape graph for each target through one new session; checks each output against
+// the definition of reshape (same data, new shape).
+runtime::Session run_reshapes(const runtime::SessionOptions& o, const std::vector<Shape>& targets) {
+  Result<runtime::Session> s = runtime::Session::from_graph(reshape_graph(), o);
+  EXPECT_TRUE(s.is_ok()) << s.status().to_string();
+  for (const Shape& t : targets) {
+    Result<runtime::TensorMap> out =
+        s->run({{"x", kX}, {"target", Tensor::from_vector<int64_t>({2}, t)}});
+    EXPECT_TRUE(out.is_ok()) << out.status().to_string();
+    if (!out.is_ok()) continue;
+    test::expect_reshape(out->at("y"), t);
+  }
+  return *s;
+}
+
+TEST(DiskCache, BoundShapeValuesArePartOfTheKey) {
+  TempDir dir;
+  runtime::SessionOptions o;
+  o.compile.backends = {"cpu"};
+  o.cache_dir = dir.str();
+  const std::vector<Shape> targets = {{3, 4}, {4, 3}, {12, 1}};
+  EXPECT_EQ(run_reshapes(o, targets).cache_stats().disk_writes, 3u);
+  EXPECT_EQ(files_in(dir.path() / "entries").size(), 3u);
+  const runtime::CacheStats warm = run_reshapes(o, targets).cache_stats();
+  EXPECT_EQ(warm.disk_hits, 3u);
+  EXPECT_EQ(warm.disk_misses, 0u);
+  // Other options are other entries.
+  o.compile.disabled_passes = {"cse"};
+  EXPECT_EQ(run_reshapes(o, {{3, 4}}).cache_stats().disk_writes, 1u);
+}
+
+TEST(DiskCache, SizeBoundEvictsTheLeastRecentlyUsedEntries) {
+  TempDir dir;
+  runtime::SessionOptions o;
+  o.compile.backends = {"cpu"};
+  o.cache_dir = dir.str();
+  (void)run_reshapes(o, {{3, 4}});
+  const size_t one = fs::file_size(files_in(dir.path() / "entries").at(0));
+  o.max_cache_dir_bytes = one * 2 + one / 2;  // room for two entries
+  (void)run_reshapes(o, {{4, 3}, {12, 1}, {1, 12}, {6, 2}});
+  size_t total = 0;
+  for (const char* sub : {"entries", "blobs"}) {
+    for (const fs::path& p : files_in(dir.path() / sub)) total += fs::file_size(p);
+  }
+  EXPECT_LE(total, o.max_cache_dir_bytes);
+  EXPECT_EQ(files_in(dir.path() / "entries").size(), 2u);
+  // The newest two are the ones kept.
+  const runtime::CacheStats cs = run_reshapes(o, {{1, 12}, {6, 2}}).cache_stats();
+  EXPECT_EQ(cs.disk_hits, 2u);
+}
+
+TEST(DiskCache, DirectoryUnderARegularFileRunsUncachedWithOneWarning) {
+  TempDir dir;
+  write_all(dir.path() / "file", "not a directory");
+  runtime::SessionOptions o;
+  o.compile.backends = {"cpu"};
+  o.cache_dir = (dir.path() / "file" / "cache").string();
+  testing::internal::CaptureStderr();
+  const runtime::CacheStats cs = run_reshapes(o, {{3, 4}, {4, 3}, {12, 1}}).cache_stats();
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count(err, "warning"), 1u) << err;
+  EXPECT_NE(err.find("running without the compile cache"), std::string::npos) << err;
+  EXPECT_EQ(cs.disk_writes, 0u);
+  EXPECT_EQ(cs.misses, 3u);
+}
+
+TEST(DiskCache, FileSizeLimitRunsUncachedWithOneWarning) {
+  TempDir dir;
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  rlimit small = saved;
+  small.rlim_cur = 512;  // below any entry
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  runtime::SessionOptions o;
+  o.compile.backends = {"cpu"};
+  o.cache_dir = dir.str();
+  testing::internal::CaptureStderr();
+  const runtime::CacheStats cs = run_reshapes(o, {{3, 4}, {4, 3}}).cache_stats();
+  const std::string err = testing::internal::GetCapturedStderr();
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &saved), 0);
+  EXPECT_EQ(count(err, "warning"), 1u) << err;
+  EXPECT_NE(err.find("RLIMIT_FSIZE"), std::string::npos) << err;
+  EXPECT_EQ(cs.disk_writes, 0u);
+  EXPECT_TRUE(files_in(dir.path() / "entries").empty());
+}
+
+TEST(DiskCache, ASourceWithoutAFingerprintRefusesACacheDir) {
+  runtime::ModelSource src;
+  src.name = "custom";
+  src.specialize = [](const runtime::Specialization&) -> Result<ir::Graph> { return ir::Graph(); };
+  runtime::SessionOptions o;
+  o.cache_dir = "/tmp/unused";
+  Result<runtime::Session> s = runtime::Session::create(src, o);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.status().message().find("fingerprint"), std::string::npos) << s.status().message();
+}
+
+}  // namespace
+}  // namespace frame::onnx
