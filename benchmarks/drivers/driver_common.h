@@ -12,6 +12,10 @@
 ///                         that shape; the frame driver checks it)
 ///   --save-dir DIR        after the last run, write each output to DIR/NAME.npy
 ///   --lib PATH            the ORT driver: libonnxruntime.so.1 to load
+///   --cache-dir DIR       the frame driver: run through a Session with this compile cache
+///                         on disk (SessionOptions::cache_dir); compile_ms is its prepare()
+///   --save-optimized PATH the ORT driver: write the optimized model file at session creation
+///   --opt-level N         the ORT driver: graph optimization level (default 99, all)
 /// Stream mode (varying shapes), instead of --input, --warmup and --runs:
 ///   --stream MANIFEST     one run per line, `NAME=FILE.npy[;NAME=FILE.npy...]` (blank lines
 ///                         and lines starting with '#' skipped; a relative FILE is relative to
@@ -54,8 +58,11 @@ struct DriverArgs {
   std::vector<std::pair<std::string, std::vector<int64_t>>> outputs;  ///< name, shape
   std::string save_dir;
   std::string lib;
-  std::string stream;  ///< --stream manifest; empty outside stream mode
-  int passes = 1;      ///< --passes: times the manifest is run (stream mode)
+  std::string cache_dir;       ///< --cache-dir (frame driver)
+  std::string save_optimized;  ///< --save-optimized (ORT driver)
+  int opt_level = -1;          ///< --opt-level (ORT driver); -1 = all optimizations
+  std::string stream;          ///< --stream manifest; empty outside stream mode
+  int passes = 1;              ///< --passes: times the manifest is run (stream mode)
   int save_every = 0;  ///< --save-every: save every K-th line's outputs (stream mode); 0 = none
 };
 
@@ -104,6 +111,12 @@ inline DriverArgs parse_args(int argc, char** argv) {
       a.save_dir = v;
     } else if (k == "--lib") {
       a.lib = v;
+    } else if (k == "--cache-dir") {
+      a.cache_dir = v;
+    } else if (k == "--save-optimized") {
+      a.save_optimized = v;
+    } else if (k == "--opt-level") {
+      a.opt_level = std::stoi(v);
     } else if (k == "--stream") {
       a.stream = v;
     } else if (k == "--passes") {

@@ -49,6 +49,7 @@ enum Slot : size_t {
   kCreateSession = 7,
   kRun = 9,
   kCreateSessionOptions = 10,
+  kSetOptimizedModelFilePath = 11,
   kSetSessionGraphOptimizationLevel = 23,
   kSetIntraOpNumThreads = 24,
   kSetInterOpNumThreads = 25,
@@ -88,6 +89,9 @@ struct Api {
                     size_t num_inputs, const char* const* output_names, size_t num_outputs,
                     OrtValue** outputs);
   OrtStatus* (*CreateSessionOptions)(OrtSessionOptions** out);
+  /// Where session creation writes the model after its graph optimizations (ORT's "optimized
+  /// model file"; a later session loads that file instead of the original).
+  OrtStatus* (*SetOptimizedModelFilePath)(OrtSessionOptions* options, const char* path);
   OrtStatus* (*SetSessionGraphOptimizationLevel)(OrtSessionOptions* options, int level);
   OrtStatus* (*SetIntraOpNumThreads)(OrtSessionOptions* options, int threads);
   OrtStatus* (*SetInterOpNumThreads)(OrtSessionOptions* options, int threads);

@@ -10,6 +10,10 @@
 // by ReleaseValue of each (inside the timed region, except for a run whose outputs
 // --save-every writes: those are released after saving, untimed). load_ms is 0 and
 // compile_ms is CreateSession, as in the fixed-shape mode.
+//
+// --save-optimized PATH has session creation write ORT's optimized model file; --opt-level N
+// sets the graph optimization level (0 disables, 99 all; default all), e.g. 0 to load such a
+// file without optimizing it again (benchmarks/warm_start.py).
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -64,6 +68,7 @@ Api load_api(const std::string& lib, std::string* version) {
   take(api.CreateSession, table, kCreateSession);
   take(api.Run, table, kRun);
   take(api.CreateSessionOptions, table, kCreateSessionOptions);
+  take(api.SetOptimizedModelFilePath, table, kSetOptimizedModelFilePath);
   take(api.SetSessionGraphOptimizationLevel, table, kSetSessionGraphOptimizationLevel);
   take(api.SetIntraOpNumThreads, table, kSetIntraOpNumThreads);
   take(api.SetInterOpNumThreads, table, kSetInterOpNumThreads);
@@ -265,8 +270,14 @@ int run(const bench::DriverArgs& args) {
   check(api, api.CreateSessionOptions(&opts), "CreateSessionOptions");
   check(api, api.SetIntraOpNumThreads(opts, args.threads), "SetIntraOpNumThreads");
   check(api, api.SetInterOpNumThreads(opts, 1), "SetInterOpNumThreads");
-  check(api, api.SetSessionGraphOptimizationLevel(opts, ortlite::kEnableAllOptimizations),
+  check(api,
+        api.SetSessionGraphOptimizationLevel(
+            opts, args.opt_level >= 0 ? args.opt_level : ortlite::kEnableAllOptimizations),
         "SetSessionGraphOptimizationLevel");
+  if (!args.save_optimized.empty()) {
+    check(api, api.SetOptimizedModelFilePath(opts, args.save_optimized.c_str()),
+          "SetOptimizedModelFilePath");
+  }
 
   // Session creation = load + optimize + kernel preparation: compared with frame's
   // load + compile.

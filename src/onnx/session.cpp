@@ -4,10 +4,16 @@
 
 #include "frame/onnx/session.h"
 
+#include <sys/stat.h>
+#include <time.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -111,16 +117,9 @@ struct Opened {
   std::vector<passes::ShapeDeterminingInput> sdi;
 };
 
-Result<Opened> open_model(ParsedModel& pm, const std::string& name) {
-  if (!pm.load.input_shapes.empty() || !pm.load.constant_inputs.empty() || pm.load.keep_untyped) {
-    return invalid_argument(
-        "{}: a session takes shapes and values from each run; LoadOptions::input_shapes, "
-        "constant_inputs and keep_untyped must be empty",
-        name);
-  }
-  if (!pm.model.has_graph()) return invalid_argument("{}: model has no graph", name);
+// Converts every initializer once; the kept proto holds only its name, type and dims.
+Status convert_initializers(ParsedModel& pm, const std::string& name) {
   ::onnx::GraphProto& gp = *pm.model.mutable_graph();
-  // Convert every initializer once; the kept proto holds only its name, type and dims.
   detail::ExternalData external(pm.dir);
   size_t total = 0;
   for (::onnx::TensorProto& t : *gp.mutable_initializer()) {
@@ -149,6 +148,20 @@ Result<Opened> open_model(ParsedModel& pm, const std::string& name) {
     slim.mutable_dims()->CopyFrom(t.dims());
     t = std::move(slim);
   }
+
+  return Status();
+}
+
+Result<Opened> open_model(ParsedModel& pm, const std::string& name) {
+  if (!pm.load.input_shapes.empty() || !pm.load.constant_inputs.empty() || pm.load.keep_untyped) {
+    return invalid_argument(
+        "{}: a session takes shapes and values from each run; LoadOptions::input_shapes, "
+        "constant_inputs and keep_untyped must be empty",
+        name);
+  }
+  if (!pm.model.has_graph()) return invalid_argument("{}: model has no graph", name);
+  FRAME_RETURN_IF_ERROR(convert_initializers(pm, name));
+  const ::onnx::GraphProto& gp = pm.model.graph();
 
   Opened o;
   runtime::ModelSource& src = o.src;
@@ -205,8 +218,10 @@ Result<Opened> open_model(ParsedModel& pm, const std::string& name) {
   return o;
 }
 
-Result<runtime::Session> open(std::shared_ptr<ParsedModel> pm, const std::string& name,
-                              const runtime::SessionOptions& options) {
+// The model source of a parsed model: declared inputs and outputs, classification, shared
+// initializers, fingerprint (with a cache directory), and specialize() re-importing it.
+Result<runtime::ModelSource> build_source(std::shared_ptr<ParsedModel> pm, const std::string& name,
+                                          const runtime::SessionOptions& options) {
   FRAME_ASSIGN_OR_RETURN(Opened opened, open_model(*pm, name));
   runtime::ModelSource src = std::move(opened.src);
   const ir::Graph* structure = &opened.structure;
@@ -239,7 +254,150 @@ Result<runtime::Session> open(std::shared_ptr<ParsedModel> pm, const std::string
     lo.constant_inputs = spec.constant_inputs;
     return detail::import_model(pm->model, lo, pm->dir, &pm->initializers);
   };
-  return runtime::Session::create(std::move(src), options);
+  return src;
+}
+
+// ---- warm open: a model opened before with the same cache directory is not parsed ----------
+// open_session writes a record (runtime::write_cache_record) with what opening the model found;
+// a later open of the same file reads it and makes a source whose specialize() parses the
+// model only when the compile cache on disk misses a key. The record's key is the file's
+// identity (canonical path, device, inode, size, modification and status-change times; the
+// status-change time cannot be set back by a user, so an edited file is a new key), the load
+// options and the frame build (checked by the record itself).
+
+// `recent`: set when the file changed in the last two seconds. File times are kept at the
+// kernel's clock tick (a few ms), so a file rewritten twice within one tick keeps its times:
+// no record is written for such a file until it has been left alone (as ccache's direct mode
+// does).
+std::optional<std::string> model_record_key(const std::string& path, const LoadOptions& load,
+                                            bool* recent) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  const auto ns = [](const timespec& t) { return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec; };
+  *recent = ns(now) - std::max(ns(st.st_mtim), ns(st.st_ctim)) < 2'000'000'000;
+  std::error_code ec;
+  const std::filesystem::path canonical = std::filesystem::canonical(path, ec);
+  if (ec) return std::nullopt;
+  return fmt::format(
+      "onnx-model\npath {}\ndev {} ino {} size {} mtime {}.{:09d} ctime {}.{:09d}\nverify {} "
+      "limits {} {} {} {} {} {}\n",
+      canonical.string(), static_cast<unsigned long long>(st.st_dev),
+      static_cast<unsigned long long>(st.st_ino), static_cast<long long>(st.st_size),
+      static_cast<long long>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec,
+      static_cast<long long>(st.st_ctim.tv_sec), st.st_ctim.tv_nsec, load.verify,
+      load.max_model_bytes, load.max_tensor_bytes, load.max_initializer_bytes,
+      load.max_nesting_depth, load.max_nodes, load.max_attribute_elements);
+}
+
+nlohmann::json value_infos_json(const std::vector<runtime::ValueInfo>& vis) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const runtime::ValueInfo& vi : vis) {
+    nlohmann::json dims = nlohmann::json::array();
+    for (const runtime::Dim& d : vi.dims) dims.push_back({d.value, d.param});
+    out.push_back({{"name", vi.name},
+                   {"dtype", std::string(dtype_name(vi.dtype))},
+                   {"has_shape", vi.has_shape},
+                   {"dims", dims}});
+  }
+  return out;
+}
+
+std::string source_record(const runtime::ModelSource& src) {
+  return nlohmann::json{{"fingerprint", src.fingerprint},
+                        {"inputs", value_infos_json(src.inputs)},
+                        {"outputs", value_infos_json(src.outputs)},
+                        {"shape_determining", src.shape_determining}}
+      .dump();
+}
+
+// Declared values from a record; nullopt when a field is missing or of the wrong type.
+std::optional<std::vector<runtime::ValueInfo>> value_infos_from(const nlohmann::json& j) {
+  if (!j.is_array()) return std::nullopt;
+  std::vector<runtime::ValueInfo> out;
+  for (const nlohmann::json& v : j) {
+    if (!v.is_object() || !v.contains("name") || !v["name"].is_string() || !v.contains("dtype") ||
+        !v["dtype"].is_string() || !v.contains("has_shape") || !v["has_shape"].is_boolean() ||
+        !v.contains("dims") || !v["dims"].is_array()) {
+      return std::nullopt;
+    }
+    Result<DTypeCode> dt = parse_dtype(v["dtype"].get<std::string>());
+    if (!dt.is_ok()) return std::nullopt;
+    runtime::ValueInfo vi;
+    vi.name = v["name"].get<std::string>();
+    vi.dtype = *dt;
+    vi.has_shape = v["has_shape"].get<bool>();
+    for (const nlohmann::json& d : v["dims"]) {
+      if (!d.is_array() || d.size() != 2 || !d[0].is_number_integer() || !d[1].is_string()) {
+        return std::nullopt;
+      }
+      vi.dims.push_back(runtime::Dim{d[0].get<int64_t>(), d[1].get<std::string>()});
+    }
+    out.push_back(std::move(vi));
+  }
+  return out;
+}
+
+// The model, parsed and its initializers converted on the first specialize (a miss of the
+// compile cache on disk), once for all threads.
+struct LazyModel {
+  std::string path;
+  LoadOptions load;
+  std::once_flag once;
+  Status status;
+  std::shared_ptr<ParsedModel> pm;
+};
+
+std::optional<runtime::ModelSource> source_from_record(const std::string& record,
+                                                       const std::string& path,
+                                                       const LoadOptions& load) {
+  const nlohmann::json j = nlohmann::json::parse(record, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("fingerprint") || !j["fingerprint"].is_string() ||
+      !j.contains("shape_determining") || !j["shape_determining"].is_array()) {
+    return std::nullopt;
+  }
+  std::optional<std::vector<runtime::ValueInfo>> inputs =
+      value_infos_from(j.value("inputs", nlohmann::json()));
+  std::optional<std::vector<runtime::ValueInfo>> outputs =
+      value_infos_from(j.value("outputs", nlohmann::json()));
+  if (!inputs || !outputs) return std::nullopt;
+  runtime::ModelSource src;
+  src.name = path;
+  src.inputs = std::move(*inputs);
+  src.outputs = std::move(*outputs);
+  src.fingerprint = j["fingerprint"].get<std::string>();
+  for (const nlohmann::json& n : j["shape_determining"]) {
+    if (!n.is_string()) return std::nullopt;
+    src.shape_determining.push_back(n.get<std::string>());
+  }
+  auto lazy = std::make_shared<LazyModel>();
+  lazy->path = path;
+  lazy->load = load;
+  src.specialize = [lazy](const runtime::Specialization& spec) -> Result<ir::Graph> {
+    std::call_once(lazy->once, [&] {
+      auto pm = std::make_shared<ParsedModel>();
+      pm->load = lazy->load;
+      pm->dir = std::filesystem::path(lazy->path).parent_path().string();
+      if (pm->dir.empty()) pm->dir = ".";
+      lazy->status = detail::read_model(lazy->path, lazy->load.max_model_bytes, pm->model);
+      if (lazy->status.is_ok()) lazy->status = convert_initializers(*pm, lazy->path);
+      if (lazy->status.is_ok()) lazy->pm = std::move(pm);
+    });
+    if (!lazy->status.is_ok()) return lazy->status;
+    LoadOptions lo = lazy->pm->load;
+    lo.input_shapes = spec.input_shapes;
+    lo.constant_inputs = spec.constant_inputs;
+    return detail::import_model(lazy->pm->model, lo, lazy->pm->dir, &lazy->pm->initializers);
+  };
+  src.late_shared_constants = [lazy]() {
+    std::vector<Tensor> out;
+    if (lazy->pm) {
+      for (const auto& [n, t] : lazy->pm->initializers) out.push_back(t);
+    }
+    return out;
+  };
+  return src;
 }
 
 }  // namespace
@@ -247,12 +405,30 @@ Result<runtime::Session> open(std::shared_ptr<ParsedModel> pm, const std::string
 Result<runtime::Session> open_session(const std::string& path,
                                       const runtime::SessionOptions& options,
                                       const LoadOptions& load) {
+  // With a cache directory, a model opened there before is not parsed now (see above).
+  std::optional<std::string> record_key;
+  bool recent = false;
+  if (!options.cache_dir.empty() && load.input_shapes.empty() && load.constant_inputs.empty() &&
+      !load.keep_untyped) {
+    record_key = model_record_key(path, load, &recent);
+    if (record_key) {
+      if (std::optional<std::string> rec =
+              runtime::read_cache_record(options.cache_dir, *record_key)) {
+        if (std::optional<runtime::ModelSource> src = source_from_record(*rec, path, load)) {
+          return runtime::Session::create(std::move(*src), options);
+        }
+      }
+    }
+  }
   auto pm = std::make_shared<ParsedModel>();
   pm->load = load;
   FRAME_RETURN_IF_ERROR(detail::read_model(path, load.max_model_bytes, pm->model));
   pm->dir = std::filesystem::path(path).parent_path().string();
   if (pm->dir.empty()) pm->dir = ".";
-  return open(std::move(pm), path, options);
+  FRAME_ASSIGN_OR_RETURN(runtime::ModelSource src, build_source(std::move(pm), path, options));
+  if (record_key)
+    (void)runtime::write_cache_record(options.cache_dir, *record_key, source_record(src));
+  return runtime::Session::create(std::move(src), options);
 }
 
 Result<runtime::Session> open_session_from_bytes(std::string_view bytes,
@@ -263,7 +439,8 @@ Result<runtime::Session> open_session_from_bytes(std::string_view bytes,
   pm->load = load;
   pm->dir = model_dir;
   FRAME_RETURN_IF_ERROR(detail::parse_model(bytes, pm->model));
-  return open(std::move(pm), "model", options);
+  FRAME_ASSIGN_OR_RETURN(runtime::ModelSource src, build_source(std::move(pm), "model", options));
+  return runtime::Session::create(std::move(src), options);
 }
 
 Result<std::vector<passes::ShapeDeterminingInput>> classify_inputs(const std::string& path,

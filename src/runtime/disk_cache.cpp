@@ -44,6 +44,12 @@
 #include "runtime/executable_impl.h"
 
 namespace frame::runtime::detail {
+
+// File helpers, also used by the cache records (read_cache_record, write_cache_record).
+bool parse_size(std::string_view s, size_t& out);
+Status write_atomically(const std::string& path, std::initializer_list<std::string_view> parts);
+Result<std::string> read_file(const std::string& path, size_t max_bytes);
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -72,11 +78,15 @@ bool is_digest(std::string_view s) {
          });
 }
 
+}  // namespace
+
 bool parse_size(std::string_view s, size_t& out) {
   if (s.empty()) return false;
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return ec == std::errc() && p == s.data() + s.size();
 }
+
+namespace {
 
 // A read-only (copy-on-write) mapping of a verified blob; constants view into it.
 struct Mapping {
@@ -145,6 +155,8 @@ Result<std::shared_ptr<Mapping>> map_blob(const std::string& blob_dir, const std
   mapped_blobs()[path] = m;
   return m;
 }
+
+}  // namespace
 
 // Writes `parts` to `path` through a fresh temporary file in the same directory and rename(),
 // so a reader sees the old file or the whole new one and two writers of one path both succeed.
@@ -216,6 +228,8 @@ Result<std::string> read_file(const std::string& path, size_t max_bytes) {
   out.resize(done);
   return out;
 }
+
+namespace {
 
 // ---- what an entry holds -----------------------------------------------------------------
 
@@ -793,3 +807,61 @@ void DiskCache::evict_over_budget() {
 }
 
 }  // namespace frame::runtime::detail
+
+namespace frame::runtime {
+
+namespace {
+
+constexpr std::string_view kRecordMagic = "frame-cache-record";
+
+std::string record_path(const std::string& dir, const std::string& key) {
+  return (std::filesystem::path(dir) / "records" / (digest_hex(key.data(), key.size()) + ".record"))
+      .string();
+}
+
+}  // namespace
+
+// A record: "frame-cache-record <format>\nbuild <fingerprint>\nkey <bytes>\nvalue <bytes>\n
+// digest <digest of key and value>\n\n<key><value>".
+std::optional<std::string> read_cache_record(const std::string& dir, const std::string& key) {
+  Result<std::string> bytes = detail::read_file(record_path(dir, key), size_t{16} << 20);
+  if (!bytes.is_ok()) return std::nullopt;
+  const std::string want =
+      fmt::format("{} {}\nbuild {}\nkey {}\nvalue ", kRecordMagic, detail::kDiskCacheFormat,
+                  detail::build_fingerprint(), key.size());
+  const std::string& b = *bytes;
+  if (b.compare(0, want.size(), want) != 0) return std::nullopt;
+  size_t value_bytes = 0;
+  const size_t nl = b.find('\n', want.size());
+  if (nl == std::string::npos ||
+      !detail::parse_size(std::string_view(b).substr(want.size(), nl - want.size()), value_bytes)) {
+    return std::nullopt;
+  }
+  const std::string digest_line = "digest ";
+  if (b.compare(nl + 1, digest_line.size(), digest_line) != 0) return std::nullopt;
+  const size_t body = nl + 1 + digest_line.size() + 32 + 2;
+  if (body > b.size() || b.size() - body != key.size() + value_bytes ||
+      b.compare(body - 2, 2, "\n\n") != 0) {
+    return std::nullopt;
+  }
+  const std::string_view payload = std::string_view(b).substr(body);
+  if (b.compare(nl + 1 + digest_line.size(), 32, digest_hex(payload.data(), payload.size())) != 0 ||
+      payload.substr(0, key.size()) != key) {
+    return std::nullopt;
+  }
+  return std::string(payload.substr(key.size()));
+}
+
+bool write_cache_record(const std::string& dir, const std::string& key, std::string_view value) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(dir) / "records", ec);
+  if (ec) return false;
+  const std::string payload = key + std::string(value);
+  const std::string header =
+      fmt::format("{} {}\nbuild {}\nkey {}\nvalue {}\ndigest {}\n\n", kRecordMagic,
+                  detail::kDiskCacheFormat, detail::build_fingerprint(), key.size(), value.size(),
+                  digest_hex(payload.data(), payload.size()));
+  return detail::write_atomically(record_path(dir, key), {header, payload}).is_ok();
+}
+
+}  // namespace frame::runtime

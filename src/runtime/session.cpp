@@ -98,11 +98,7 @@ class SessionImpl {
                                 source_.inputs[i].name) != source_.shape_determining.end();
       if (sd) sd_index_.push_back(i);
     }
-    for (const Tensor& t : source_.shared_constants) {
-      const auto b = reinterpret_cast<uintptr_t>(t.raw_data());
-      if (t.nbytes() > 0) shared_ranges_.emplace_back(b, b + t.nbytes());
-    }
-    std::sort(shared_ranges_.begin(), shared_ranges_.end());
+    add_shared(source_.shared_constants);
     if (!options_.cache_dir.empty()) {
       disk_ = std::make_unique<detail::DiskCache>(options_.cache_dir, options_.max_cache_dir_bytes);
     }
@@ -224,7 +220,18 @@ class SessionImpl {
     return fmt::format("{}", fmt::join(parts, ", "));
   }
 
+  // Counts `constants` as the model's (shared by every specialization). Caller holds mu_
+  // once the session is shared.
+  void add_shared(const std::vector<Tensor>& constants) const {
+    for (const Tensor& t : constants) {
+      const auto b = reinterpret_cast<uintptr_t>(t.raw_data());
+      if (t.nbytes() > 0) shared_ranges_.emplace_back(b, b + t.nbytes());
+    }
+    std::sort(shared_ranges_.begin(), shared_ranges_.end());
+  }
+
   // Bytes of the compiled graph's constants that are not views into the model's constants.
+  // Caller holds mu_.
   size_t owned_constant_bytes(const ir::Graph& g) const {
     size_t bytes = 0;
     for (size_t v = 0; v < g.num_values(); ++v) {
@@ -268,6 +275,14 @@ class SessionImpl {
     }
     const std::chrono::duration<double, std::milli> specialize =
         std::chrono::steady_clock::now() - t0;
+    if (source_.late_shared_constants) {
+      std::lock_guard lock(mu_);
+      if (!late_shared_added_) {
+        std::vector<Tensor> late = source_.late_shared_constants();
+        late_shared_added_ = !late.empty();
+        add_shared(late);
+      }
+    }
     Result<Executable> exe = compile(*g, disk_ ? resolved_ : options_.compile);
     if (!exe.is_ok()) {
       return exe.status().with_prefix(fmt::format("compiling for ({}): ", describe(by_index)));
@@ -337,8 +352,10 @@ class SessionImpl {
                     dtype_size(type.dtype);
       }
     }
-    const size_t bytes = c->exe.report().peak_arena_bytes +
-                         owned_constant_bytes(c->exe.compiled_graph()) + io_bytes +
+    // A specialization read from disk views its weights in blob mappings every entry of the
+    // model shares (docs/architecture/execution-model.md, "Compile cache on disk").
+    const size_t constants = c->from_disk ? 0 : owned_constant_bytes(c->exe.compiled_graph());
+    const size_t bytes = c->exe.report().peak_arena_bytes + constants + io_bytes +
                          2 * key.words.size() * sizeof(uint64_t);
     if (bytes > options_.max_cache_bytes) {
       ++stats_.evictions;  // run once, not kept
@@ -375,7 +392,8 @@ class SessionImpl {
   ModelSource source_;
   SessionOptions options_;
   std::vector<size_t> sd_index_;
-  std::vector<std::pair<uintptr_t, uintptr_t>> shared_ranges_;
+  mutable std::vector<std::pair<uintptr_t, uintptr_t>> shared_ranges_;  // guarded by mu_
+  mutable bool late_shared_added_ = false;                              // guarded by mu_
   // The compile cache on disk and the options its keys and loads use (backends, threads
   // resolved once at creation); null without SessionOptions::cache_dir.
   std::unique_ptr<detail::DiskCache> disk_;

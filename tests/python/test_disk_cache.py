@@ -23,6 +23,7 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 
 SIZES = [(16, 16), (24, 20), (9, 31)]
+NEW = (13, 7)  # seen only by the second process
 
 
 class Net(nn.Module):
@@ -50,29 +51,29 @@ def model(tmp_path_factory):
 # Runs in a fresh interpreter: one session over the cache directory, every size once; writes
 # each output and the session's counters and last report.
 CHILD = textwrap.dedent("""
-    import json, sys
+    import ast, json, sys
     import numpy as np
     import frame
-    path, cache, out = sys.argv[1], sys.argv[2], sys.argv[3]
+    path, cache, out, sizes = sys.argv[1], sys.argv[2], sys.argv[3], ast.literal_eval(sys.argv[4])
     opts = frame.SessionOptions()
     opts.intra_op_num_threads = 1
     opts.cache_dir = cache
     sess = frame.InferenceSession(path, sess_options=opts)
     rng = np.random.default_rng(0)
     result = {"outputs": []}
-    for h, w in %r:
+    for h, w in sizes:
         x = rng.standard_normal((1, 3, h, w)).astype(np.float32)
         (y,) = sess.run(None, {"x": x})
         np.save(f"{out}_{h}x{w}.npy", y)
     result["stats"] = sess.cache_stats()
     result["report"] = sess.report()
     print(json.dumps(result))
-""" % (SIZES,))
+""")
 
 
-def child(path, cache, out):
+def child(path, cache, out, sizes):
     env = dict(os.environ)
-    done = subprocess.run([sys.executable, "-c", CHILD, path, cache, out], env=env,
+    done = subprocess.run([sys.executable, "-c", CHILD, path, cache, out, repr(sizes)], env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
@@ -81,17 +82,27 @@ def child(path, cache, out):
 def test_second_process_reads_every_shape_and_runs_no_pass(model, tmp_path):
     net, path = model
     cache = str(tmp_path / "cache")
-    first, err1 = child(path, cache, str(tmp_path / "a"))
+    first, err1 = child(path, cache, str(tmp_path / "a"), SIZES)
     assert first["stats"]["disk_writes"] == len(SIZES)
     assert first["stats"]["disk_hits"] == 0
     assert first["report"]["pass_times_ms"], "the cold process ran the pipeline"
-    second, err2 = child(path, cache, str(tmp_path / "b"))
+    second, err2 = child(path, cache, str(tmp_path / "b"), SIZES)
     assert "warning" not in err1 + err2
     assert second["stats"]["disk_hits"] == len(SIZES)
     assert second["stats"]["disk_misses"] == 0
     assert second["stats"]["disk_writes"] == 0
     assert second["report"]["disk_cache_hit"] is True
     assert second["report"]["pass_times_ms"] == []
+    # A size the directory lacks is compiled (and stored) by a third process.
+    third, _ = child(path, cache, str(tmp_path / "c"), SIZES[:1] + [NEW])
+    assert third["stats"]["disk_hits"] == 1
+    assert third["stats"]["disk_writes"] == 1
+    rng = np.random.default_rng(0)
+    rng.standard_normal((1, 3) + SIZES[0])  # the third process's first draw
+    xn = rng.standard_normal((1, 3) + NEW).astype(np.float32)
+    with torch.no_grad():
+        np.testing.assert_allclose(np.load(tmp_path / ("c_%dx%d.npy" % NEW)),
+                                   net(torch.from_numpy(xn)).numpy(), rtol=1e-3, atol=1e-4)
     rng = np.random.default_rng(0)
     for h, w in SIZES:
         x = rng.standard_normal((1, 3, h, w)).astype(np.float32)

@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "frame/core/dtype.h"
@@ -85,7 +86,25 @@ struct ModelSource {
   /// change the import). Empty: the source cannot use a cache directory (Session::create
   /// refuses a cache_dir).
   std::string fingerprint;
+  /// For a source that reads its model only when `specialize` first needs it (a warm start
+  /// from the compile cache on disk: onnx::open_session): after each specialize the session
+  /// calls this until it returns a non-empty list, and counts those tensors as shared, like
+  /// `shared_constants`. Empty function: not used.
+  std::function<std::vector<Tensor>()> late_shared_constants;
 };
+
+/// A small keyed record in a compile cache directory (SessionOptions::cache_dir), for model
+/// frontends that keep what opening a model found (declared inputs, fingerprint) so a later
+/// process can open it without parsing it: DIR/records/<digest of key>.record, holding the
+/// key, the value, this frame build's fingerprint and a digest of both. Returns nullopt when
+/// there is none, or when it is damaged, truncated or of another build (the record is then
+/// ignored; the caller opens the model in full and writes the record again).
+std::optional<std::string> read_cache_record(const std::string& dir, const std::string& key);
+
+/// Writes a record (through a temporary file and rename(), so concurrent writers both
+/// succeed). Returns false when the directory cannot be created or written; the caller goes
+/// on without the record (the compile cache itself warns about an unwritable directory).
+bool write_cache_record(const std::string& dir, const std::string& key, std::string_view value);
 
 /// Options of a Session.
 struct SessionOptions {

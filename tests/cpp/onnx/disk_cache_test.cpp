@@ -7,12 +7,14 @@
 // one-node graph, compiled a few dozen times).
 
 #include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -434,6 +436,86 @@ TEST(DiskCache, FileSizeLimitRunsUncachedWithOneWarning) {
   EXPECT_NE(err.find("RLIMIT_FSIZE"), std::string::npos) << err;
   EXPECT_EQ(cs.disk_writes, 0u);
   EXPECT_TRUE(files_in(dir.path() / "entries").empty());
+}
+
+// A second open of a model file the directory has seen reads the declared inputs, outputs,
+// classification and fingerprint from its record instead of parsing the model; they equal
+// what parsing finds.
+TEST(DiskCache, WarmOpenDeclaresWhatAParsedOpenDeclares) {
+  TempDir dir;
+  Ran cold = run_once(dir.str());
+  ASSERT_TRUE(cold.session);
+  EXPECT_EQ(files_in(dir.path() / "records").size(), 1u);
+  Ran warm = run_once(dir.str());
+  ASSERT_TRUE(warm.session);
+  EXPECT_EQ(warm.session->cache_stats().disk_hits, 1u);
+  ASSERT_EQ(warm.session->inputs().size(), cold.session->inputs().size());
+  for (size_t i = 0; i < cold.session->inputs().size(); ++i) {
+    EXPECT_EQ(warm.session->inputs()[i].name, cold.session->inputs()[i].name);
+    EXPECT_EQ(warm.session->inputs()[i].to_string(), cold.session->inputs()[i].to_string());
+  }
+  ASSERT_EQ(warm.session->outputs().size(), cold.session->outputs().size());
+  EXPECT_EQ(warm.session->outputs()[0].to_string(), cold.session->outputs()[0].to_string());
+  EXPECT_EQ(warm.session->shape_determining_inputs(), cold.session->shape_determining_inputs());
+  EXPECT_TRUE(same_bytes(warm.output, cold.output));
+  // Opened from the record, a key the directory lacks parses the model then and compiles.
+  warm = Ran{};
+  for (const fs::path& p : files_in(dir.path() / "entries")) fs::remove(p);
+  Ran lazy = run_once(dir.str());
+  ASSERT_TRUE(lazy.session);
+  EXPECT_EQ(lazy.session->cache_stats().disk_misses, 1u);
+  EXPECT_EQ(lazy.session->cache_stats().disk_writes, 1u);
+  EXPECT_TRUE(same_bytes(lazy.output, cold.output));
+}
+
+// The record is keyed by the file's identity: a model file rewritten in place (other weights)
+// is opened and compiled again, never served from the old entry.
+TEST(DiskCache, ARewrittenModelFileIsNotServedFromTheOldEntry) {
+  TempDir dir;
+  const fs::path model = dir.path() / "model.onnx";
+  std::string bytes = read_all(model_path());
+  write_all(model, bytes);
+  auto run_model = [&](const std::string& cache) {
+    runtime::SessionOptions o = options_for(cache);
+    Result<runtime::Session> s = open_session(model.string(), o);
+    EXPECT_TRUE(s.is_ok()) << s.status().to_string();
+    Result<runtime::TensorMap> out = s->run({{"input", bundled_input()}});
+    EXPECT_TRUE(out.is_ok()) << out.status().to_string();
+    return std::make_pair(out->begin()->second, s->cache_stats());
+  };
+  const std::string cache = (dir.path() / "cache").string();
+  auto [before, st1] = run_model(cache);
+  EXPECT_EQ(st1.disk_writes, 1u);
+  // Other weights: the gemm bias gets 1 added to every element.
+  ::onnx::ModelProto proto;
+  ASSERT_TRUE(proto.ParseFromString(bytes));
+  bool changed = false;
+  for (::onnx::TensorProto& t : *proto.mutable_graph()->mutable_initializer()) {
+    if (t.name() != "fc.b") continue;
+    if (!t.raw_data().empty()) {
+      std::string raw = t.raw_data();
+      for (size_t i = 0; i + 4 <= raw.size(); i += 4) {
+        float v;
+        std::memcpy(&v, raw.data() + i, 4);
+        v += 1.0f;
+        std::memcpy(raw.data() + i, &v, 4);
+      }
+      t.set_raw_data(raw);
+    } else {
+      for (int i = 0; i < t.float_data_size(); ++i) t.set_float_data(i, t.float_data(i) + 1.0f);
+    }
+    changed = true;
+  }
+  ASSERT_TRUE(changed);
+  bytes = proto.SerializeAsString();
+  write_all(model, bytes);
+  auto [after, st2] = run_model(cache);
+  EXPECT_EQ(st2.disk_hits, 0u);
+  EXPECT_EQ(st2.disk_writes, 1u);
+  auto [reference, st3] = run_model("");  // no cache: a plain compile of the new file
+  (void)st3;
+  EXPECT_TRUE(same_bytes(after, reference));
+  EXPECT_FALSE(same_bytes(after, before));
 }
 
 TEST(DiskCache, ASourceWithoutAFingerprintRefusesACacheDir) {
