@@ -9,7 +9,8 @@ Each measurement is one driver process (benchmarks/drivers/, `--warmup 0 --runs 
 loads the model, prepares it and runs it once; the time is the process's wall time as the
 parent sees it (exec, dynamic loading, load, compile or cache read, one run, exit), the median
 over --rounds rounds, with the cells of one round interleaved. Per model and thread count:
-  frame cold        frame_bench_driver without a cache (onnx::load + compile + run)
+  frame cold        frame_bench_driver through a Session without a cache (open_session,
+                    the compile, one run: what `frame run` and Python do)
   frame first       through a Session with an empty --cache-dir (compile, then the entry
                     and the weight blobs are written)
   frame warm        the same Session over the filled directory (no import, no pass)
@@ -82,7 +83,7 @@ def cell_cmd(cell, drivers, ort_lib, model, in_name, npy, threads, work, save_di
     cache = os.path.join(work, "frame_cache")
     optimized = os.path.join(work, "ort_optimized.onnx")
     if cell == "frame_cold":
-        return frame
+        return frame + ["--session"]
     if cell == "frame_first":
         shutil.rmtree(cache, ignore_errors=True)
         return frame + ["--cache-dir", cache]

@@ -12,8 +12,11 @@
 ///                         that shape; the frame driver checks it)
 ///   --save-dir DIR        after the last run, write each output to DIR/NAME.npy
 ///   --lib PATH            the ORT driver: libonnxruntime.so.1 to load
-///   --cache-dir DIR       the frame driver: run through a Session with this compile cache
-///                         on disk (SessionOptions::cache_dir); compile_ms is its prepare()
+///   --session             the frame driver: run through a Session (onnx::open_session, the
+///                         path of `frame run` and Python; symbolic dims take the input's
+///                         shape); compile_ms is its prepare()
+///   --cache-dir DIR       the frame driver: a Session (as --session) with this compile cache
+///                         on disk (SessionOptions::cache_dir)
 ///   --save-optimized PATH the ORT driver: write the optimized model file at session creation
 ///   --opt-level N         the ORT driver: graph optimization level (default 99, all)
 /// Stream mode (varying shapes), instead of --input, --warmup and --runs:
@@ -58,6 +61,7 @@ struct DriverArgs {
   std::vector<std::pair<std::string, std::vector<int64_t>>> outputs;  ///< name, shape
   std::string save_dir;
   std::string lib;
+  bool session = false;        ///< --session or --cache-dir (frame driver)
   std::string cache_dir;       ///< --cache-dir (frame driver)
   std::string save_optimized;  ///< --save-optimized (ORT driver)
   int opt_level = -1;          ///< --opt-level (ORT driver); -1 = all optimizations
@@ -82,6 +86,10 @@ inline DriverArgs parse_args(int argc, char** argv) {
   bool counts_given = false;  // --warmup or --runs, which stream mode refuses
   for (int i = 1; i < argc; ++i) {
     std::string k = argv[i];
+    if (k == "--session") {  // the one flag without a value
+      a.session = true;
+      continue;
+    }
     if (i + 1 >= argc) throw std::runtime_error("option " + k + " needs a value");
     std::string v = argv[++i];
     if (k == "--model") {
@@ -113,6 +121,7 @@ inline DriverArgs parse_args(int argc, char** argv) {
       a.lib = v;
     } else if (k == "--cache-dir") {
       a.cache_dir = v;
+      a.session = true;
     } else if (k == "--save-optimized") {
       a.save_optimized = v;
     } else if (k == "--opt-level") {

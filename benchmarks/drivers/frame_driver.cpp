@@ -155,10 +155,10 @@ int run_stream(const bench::DriverArgs& args) {
   return 0;
 }
 
-// --cache-dir: the model through a Session with the compile cache on disk (the path a warm
-// start takes): load_ms is open_session, compile_ms is prepare() (an entry read, or a compile
-// and its store), runs allocate their outputs (Session::run).
-int run_cached(const bench::DriverArgs& args) {
+// --session / --cache-dir: the model through a Session, with the compile cache on disk when
+// given (the path a warm start takes): load_ms is open_session, compile_ms is prepare() (an
+// entry read, or a compile and its store), runs allocate their outputs (Session::run).
+int run_session(const bench::DriverArgs& args) {
   namespace rt = frame::runtime;
   check_threads(args);
   rt::TensorMap inputs;
@@ -204,7 +204,7 @@ int run_cached(const bench::DriverArgs& args) {
 int run(const bench::DriverArgs& args) {
   namespace rt = frame::runtime;
   if (!args.stream.empty()) return run_stream(args);
-  if (!args.cache_dir.empty()) return run_cached(args);
+  if (args.session) return run_session(args);
   check_threads(args);
   auto t0 = std::chrono::steady_clock::now();
   frame::ir::Graph graph = value_or_throw(frame::onnx::load(args.model), "load " + args.model);
