@@ -32,7 +32,58 @@ struct ParsedModel {
   std::map<std::string, Tensor> initializers;
   std::string dir;
   LoadOptions load;
+  /// Locations of every external data file the model names (initializers and tensor
+  /// attributes, subgraphs included), as written in the model; the compile cache on disk keys
+  /// by their identities (a file edited in place is another model).
+  std::set<std::string> external_locations;
 };
+
+// Adds the external data locations of `t` to `out`.
+void add_external_location(const ::onnx::TensorProto& t, std::set<std::string>& out) {
+  if (t.data_location() != ::onnx::TensorProto::EXTERNAL) return;
+  for (const auto& kv : t.external_data()) {
+    if (kv.key() == "location") out.insert(kv.value());
+  }
+}
+
+// Every external data location `g` names: initializers, tensor attributes, nested graphs.
+void collect_external_locations(const ::onnx::GraphProto& g, std::set<std::string>& out,
+                                int depth = 0) {
+  if (depth > 64) return;  // the importer refuses deeper nesting anyway
+  for (const ::onnx::TensorProto& t : g.initializer()) add_external_location(t, out);
+  for (const ::onnx::NodeProto& n : g.node()) {
+    for (const ::onnx::AttributeProto& a : n.attribute()) {
+      if (a.has_t()) add_external_location(a.t(), out);
+      for (const ::onnx::TensorProto& t : a.tensors()) add_external_location(t, out);
+      if (a.has_g()) collect_external_locations(a.g(), out, depth + 1);
+      for (const ::onnx::GraphProto& sub : a.graphs())
+        collect_external_locations(sub, out, depth + 1);
+    }
+  }
+}
+
+// "dev ino size mtime ctime" of the file at `path`, or "missing": what changes when the file
+// is edited, replaced or removed (the status-change time cannot be set back by a user).
+std::string file_identity(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "missing";
+  return fmt::format("dev {} ino {} size {} mtime {}.{:09d} ctime {}.{:09d}",
+                     static_cast<unsigned long long>(st.st_dev),
+                     static_cast<unsigned long long>(st.st_ino), static_cast<long long>(st.st_size),
+                     static_cast<long long>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec,
+                     static_cast<long long>(st.st_ctim.tv_sec), st.st_ctim.tv_nsec);
+}
+
+// The identities of the model's external data files, one "external LOCATION IDENTITY" line
+// each, in location order.
+std::string external_identities(const std::string& dir, const std::set<std::string>& locations) {
+  std::string out;
+  for (const std::string& loc : locations) {
+    out += fmt::format("external {} {}\n", loc,
+                       file_identity((std::filesystem::path(dir) / loc).string()));
+  }
+  return out;
+}
 
 runtime::ValueInfo value_info(const ::onnx::ValueInfoProto& v, DTypeCode dtype) {
   runtime::ValueInfo vi;
@@ -120,6 +171,7 @@ struct Opened {
 // Converts every initializer once; the kept proto holds only its name, type and dims.
 Status convert_initializers(ParsedModel& pm, const std::string& name) {
   ::onnx::GraphProto& gp = *pm.model.mutable_graph();
+  collect_external_locations(gp, pm.external_locations);
   detail::ExternalData external(pm.dir);
   size_t total = 0;
   for (::onnx::TensorProto& t : *gp.mutable_initializer()) {
@@ -245,7 +297,9 @@ Result<runtime::ModelSource> build_source(std::shared_ptr<ParsedModel> pm, const
       content += fmt::format("\ninitializer {} {}{} {}", n, dtype_name(t.dtype()),
                              shape_to_string(t.shape()), tensor_digest(t));
     }
-    content += fmt::format("\nverify {}", pm->load.verify);
+    content += fmt::format("\nverify {}\n", pm->load.verify);
+    // External data of tensor attributes is not in the bytes digested above.
+    content += external_identities(pm->dir, pm->external_locations);
     src.fingerprint = "onnx " + digest_hex(content.data(), content.size());
   }
   src.specialize = [pm](const runtime::Specialization& spec) -> Result<ir::Graph> {
@@ -280,10 +334,17 @@ std::optional<std::string> model_record_key(const std::string& path, const LoadO
   std::error_code ec;
   const std::filesystem::path canonical = std::filesystem::canonical(path, ec);
   if (ec) return std::nullopt;
+  // External data resolves next to the path as given (a symbolic link to a model elsewhere
+  // reads the data beside the link), so that directory is part of the key too.
+  std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (parent.empty()) parent = ".";
+  const std::filesystem::path data_dir = std::filesystem::canonical(parent, ec);
+  if (ec) return std::nullopt;
   return fmt::format(
-      "onnx-model\npath {}\ndev {} ino {} size {} mtime {}.{:09d} ctime {}.{:09d}\nverify {} "
+      "onnx-model\npath {}\ndata {}\ndev {} ino {} size {} mtime {}.{:09d} ctime {}.{:09d}\nverify "
+      "{} "
       "limits {} {} {} {} {} {}\n",
-      canonical.string(), static_cast<unsigned long long>(st.st_dev),
+      canonical.string(), data_dir.string(), static_cast<unsigned long long>(st.st_dev),
       static_cast<unsigned long long>(st.st_ino), static_cast<long long>(st.st_size),
       static_cast<long long>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec,
       static_cast<long long>(st.st_ctim.tv_sec), st.st_ctim.tv_nsec, load.verify,
@@ -304,8 +365,9 @@ nlohmann::json value_infos_json(const std::vector<runtime::ValueInfo>& vis) {
   return out;
 }
 
-std::string source_record(const runtime::ModelSource& src) {
+std::string source_record(const runtime::ModelSource& src, const std::string& external) {
   return nlohmann::json{{"fingerprint", src.fingerprint},
+                        {"external", external},
                         {"inputs", value_infos_json(src.inputs)},
                         {"outputs", value_infos_json(src.outputs)},
                         {"shape_determining", src.shape_determining}}
@@ -354,8 +416,29 @@ std::optional<runtime::ModelSource> source_from_record(const std::string& record
                                                        const LoadOptions& load) {
   const nlohmann::json j = nlohmann::json::parse(record, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("fingerprint") || !j["fingerprint"].is_string() ||
-      !j.contains("shape_determining") || !j["shape_determining"].is_array()) {
+      !j.contains("shape_determining") || !j["shape_determining"].is_array() ||
+      !j.contains("external") || !j["external"].is_string()) {
     return std::nullopt;
+  }
+  // The external data files must be the ones the record was written with: re-read their
+  // locations from the record's lines and compare each file's identity now.
+  {
+    std::string dir = std::filesystem::path(path).parent_path().string();
+    if (dir.empty()) dir = ".";
+    const std::string& external = j["external"].get_ref<const std::string&>();
+    std::set<std::string> locations;
+    for (size_t at = 0; at < external.size();) {
+      const size_t nl = external.find('\n', at);
+      const std::string line = external.substr(at, nl == std::string::npos ? nl : nl - at);
+      at = nl == std::string::npos ? external.size() : nl + 1;
+      // "external LOCATION IDENTITY": the identity starts at " dev " or is " missing".
+      if (line.rfind("external ", 0) != 0) return std::nullopt;
+      size_t end = line.rfind(" dev ");
+      if (end == std::string::npos) end = line.rfind(" missing");
+      if (end == std::string::npos || end < 9) return std::nullopt;
+      locations.insert(line.substr(9, end - 9));
+    }
+    if (external_identities(dir, locations) != external) return std::nullopt;
   }
   std::optional<std::vector<runtime::ValueInfo>> inputs =
       value_infos_from(j.value("inputs", nlohmann::json()));
@@ -425,9 +508,12 @@ Result<runtime::Session> open_session(const std::string& path,
   FRAME_RETURN_IF_ERROR(detail::read_model(path, load.max_model_bytes, pm->model));
   pm->dir = std::filesystem::path(path).parent_path().string();
   if (pm->dir.empty()) pm->dir = ".";
+  std::shared_ptr<ParsedModel> kept = pm;
   FRAME_ASSIGN_OR_RETURN(runtime::ModelSource src, build_source(std::move(pm), path, options));
-  if (record_key)
-    (void)runtime::write_cache_record(options.cache_dir, *record_key, source_record(src));
+  if (record_key && !recent) {
+    const std::string external = external_identities(kept->dir, kept->external_locations);
+    (void)runtime::write_cache_record(options.cache_dir, *record_key, source_record(src, external));
+  }
   return runtime::Session::create(std::move(src), options);
 }
 

@@ -40,6 +40,7 @@
 
 #include "frame/core/digest.h"
 #include "frame/ir/text.h"
+#include "frame/passes/pass.h"
 #include "runtime/compile_internal.h"
 #include "runtime/executable_impl.h"
 
@@ -362,6 +363,31 @@ Status check_buffers(const ir::Graph& g, const passes::PassContext& ctx,
   return Status();
 }
 
+// Kernels trust the types of the graph they run (a gemm reads K elements of its weight because
+// its input type says K): every node's output types must be what its schema's shape function
+// infers from its input types and constants. Checked by running shape inference on a copy (a
+// check of the entry, not a compile: its types must come out unchanged).
+Status check_types(const ir::Graph& g, const CompileOptions& resolved) {
+  ir::Graph copy = g;
+  passes::PassContext ctx = pass_context(resolved);
+  FRAME_ASSIGN_OR_RETURN(std::unique_ptr<passes::Pass> infer, passes::make_pass("shape-inference"));
+  if (Status s = infer->run(copy, ctx); !s.is_ok()) return s.with_prefix("entry graph: ");
+  for (ir::NodeId id : g.node_ids()) {
+    const ir::Node& n = g.node(id);
+    for (ir::ValueId v : n.outputs) {
+      const std::optional<ir::TensorType>& declared = g.value(v).type;
+      const std::optional<ir::TensorType>& inferred = copy.value(v).type;
+      if (!declared || !inferred || *declared != *inferred) {
+        return damaged(fmt::format("node '{}' ({}) output '{}' is declared {}, its inputs give {}",
+                                   n.name, n.op, g.value(v).name,
+                                   declared ? declared->to_string() : "?",
+                                   inferred ? inferred->to_string() : "?"));
+      }
+    }
+  }
+  return Status();
+}
+
 // The lowered graph an entry describes, checked against everything build_plan relies on.
 Result<LoweredGraph> lowered_from_json(const json& j, const std::string& binary,
                                        const CompileOptions& resolved,
@@ -436,6 +462,7 @@ Result<LoweredGraph> lowered_from_json(const json& j, const std::string& binary,
   for (ir::ValueId v : g.inputs()) {
     if (!g.value(v).type) return damaged("entry graph input without a type");
   }
+  FRAME_RETURN_IF_ERROR(check_types(g, resolved));
 
   out.ctx = pass_context(resolved);
   passes::PassContext& ctx = out.ctx;

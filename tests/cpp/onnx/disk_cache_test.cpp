@@ -3,8 +3,9 @@
 // bit-identical to the cold compile and matching the bundled PyTorch reference; damaged,
 // truncated, other-build, other-CPU and structurally wrong entries are ignored with a warning
 // and rebuilt; concurrent writers; a directory under a regular file and a file-size limit run
-// uncached with one warning; the size bound evicts. Cost: about 2 s in all (small_cnn and a
-// one-node graph, compiled a few dozen times).
+// uncached with one warning; the size bound evicts; edited model and weight files are never
+// served from old entries. Cost: about 2.5 s in all (2.1 s of it one test's sleep; small_cnn
+// and one-node graphs compiled a few dozen times).
 
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "common/reshape_graph.h"
+#include "cpp/onnx/model_builder.h"
 #include "frame/core/digest.h"
 #include "frame/core/npy.h"
 #include "frame/onnx/session.h"
@@ -295,6 +298,16 @@ std::vector<Damage> damages() {
        }},
       {"field of the wrong type", "'buffers' is missing or has the wrong type",
        [](const fs::path& d) { edit_entry_json(d, [](nlohmann::json& j) { j["buffers"] = 3; }); }},
+      {"declared type its inputs do not give", "is declared f32[1,11], its inputs give f32[1,10]",
+       [](const fs::path& d) {
+         edit_entry_json(d, [](nlohmann::json& j) {
+           std::string g = j["graph"];
+           const size_t at = g.find(": f32[1,10]");
+           ASSERT_NE(at, std::string::npos) << g;
+           g.replace(at, 11, ": f32[1,11]");
+           j["graph"] = g;
+         });
+       }},
       {"another key", "another key",
        [](const fs::path& d) { edit_entry_json(d, [](nlohmann::json& j) { j["key"] = "x"; }); }},
   };
@@ -310,9 +323,9 @@ TEST(DiskCache, BadEntriesAreIgnoredWithAWarningAndRebuilt) {
     cold = Ran{};  // no session keeps the blobs mapped
     damage.apply(dir.path());
 
-    testing::internal::CaptureStderr();
+    ::testing::internal::CaptureStderr();
     Ran again = run_once(dir.str());
-    const std::string err = testing::internal::GetCapturedStderr();
+    const std::string err = ::testing::internal::GetCapturedStderr();
     ASSERT_TRUE(again.session);
     const runtime::CacheStats cs = again.session->cache_stats();
     EXPECT_EQ(cs.disk_hits, 0u);
@@ -409,9 +422,9 @@ TEST(DiskCache, DirectoryUnderARegularFileRunsUncachedWithOneWarning) {
   runtime::SessionOptions o;
   o.compile.backends = {"cpu"};
   o.cache_dir = (dir.path() / "file" / "cache").string();
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   const runtime::CacheStats cs = run_reshapes(o, {{3, 4}, {4, 3}, {12, 1}}).cache_stats();
-  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(count(err, "warning"), 1u) << err;
   EXPECT_NE(err.find("running without the compile cache"), std::string::npos) << err;
   EXPECT_EQ(cs.disk_writes, 0u);
@@ -428,9 +441,9 @@ TEST(DiskCache, FileSizeLimitRunsUncachedWithOneWarning) {
   runtime::SessionOptions o;
   o.compile.backends = {"cpu"};
   o.cache_dir = dir.str();
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   const runtime::CacheStats cs = run_reshapes(o, {{3, 4}, {4, 3}}).cache_stats();
-  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string err = ::testing::internal::GetCapturedStderr();
   ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &saved), 0);
   EXPECT_EQ(count(err, "warning"), 1u) << err;
   EXPECT_NE(err.find("RLIMIT_FSIZE"), std::string::npos) << err;
@@ -516,6 +529,45 @@ TEST(DiskCache, ARewrittenModelFileIsNotServedFromTheOldEntry) {
   (void)st3;
   EXPECT_TRUE(same_bytes(after, reference));
   EXPECT_FALSE(same_bytes(after, before));
+}
+
+// The warm open's record also pins the model's external data files: a weight file edited in
+// place (same size) after a cached run makes the next open parse the model again, and the
+// result is the new weights'. The model is left alone for 2.1 s first, so a record is written
+// (files changed in the last two seconds get none). Cost: 2.1 s of sleep.
+TEST(DiskCache, ExternalDataEditedInPlaceIsNotServedFromTheOldEntry) {
+  TempDir dir;
+  const fs::path model = dir.path() / "m.onnx";
+  const fs::path weights = dir.path() / "w.bin";
+  std::vector<float> w(8 * 4);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i) / 8.0f;
+  write_all(weights, std::string(reinterpret_cast<const char*>(w.data()), w.size() * 4));
+  testing::ModelBuilder b(17);
+  b.input("x", {1, 8}).output("y").add(testing::node("MatMul", {"x", "W"}, {"y"}, "mm"));
+  b.init(testing::external_tensor("W", {8, 4}, {{"location", "w.bin"}}));
+  write_all(model, b.bytes());
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+  const Tensor x = Tensor::from_vector<float>({1, 8}, {1, 1, 1, 1, 1, 1, 1, 1});
+  auto run_model = [&](const std::string& cache) {
+    Result<runtime::Session> s = open_session(model.string(), options_for(cache));
+    EXPECT_TRUE(s.is_ok()) << s.status().to_string();
+    Result<runtime::TensorMap> out = s->run({{"x", x}});
+    EXPECT_TRUE(out.is_ok()) << out.status().to_string();
+    return std::make_pair(out->at("y"), s->cache_stats());
+  };
+  const std::string cache = (dir.path() / "cache").string();
+  auto [first, st1] = run_model(cache);
+  EXPECT_EQ(files_in(dir.path() / "cache" / "records").size(), 1u);
+  // y[j] = sum_i W[i][j]: column sums of i*4+j over i in 0..7, divided by 8.
+  for (int j = 0; j < 4; ++j) EXPECT_FLOAT_EQ(first.data<float>()[j], (112.0f + 8.0f * j) / 8.0f);
+  for (float& v : w) v = -v;
+  {
+    std::fstream f(weights, std::ios::in | std::ios::out | std::ios::binary);
+    f.write(reinterpret_cast<const char*>(w.data()), static_cast<std::streamsize>(w.size() * 4));
+  }
+  auto [second, st2] = run_model(cache);
+  EXPECT_EQ(st2.disk_hits, 0u);
+  for (int j = 0; j < 4; ++j) EXPECT_FLOAT_EQ(second.data<float>()[j], -(112.0f + 8.0f * j) / 8.0f);
 }
 
 TEST(DiskCache, ASourceWithoutAFingerprintRefusesACacheDir) {
