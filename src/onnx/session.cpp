@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -36,6 +38,9 @@ struct ParsedModel {
   /// attributes, subgraphs included), as written in the model; the compile cache on disk keys
   /// by their identities (a file edited in place is another model).
   std::set<std::string> external_locations;
+  /// The subset whose bytes the initializer conversion does not read (tensor attributes,
+  /// nested graphs' initializers): the fingerprint digests those files' bytes itself.
+  std::set<std::string> attribute_external_locations;
 };
 
 // Adds the external data locations of `t` to `out`.
@@ -47,19 +52,26 @@ void add_external_location(const ::onnx::TensorProto& t, std::set<std::string>& 
 }
 
 // Every external data location `g` names: initializers, tensor attributes, nested graphs.
-void collect_external_locations(const ::onnx::GraphProto& g, std::set<std::string>& out,
-                                int depth = 0) {
+// `attrs` gets the locations named by tensor attributes and nested graphs' initializers (data
+// the initializer conversion does not read); `all` gets those and the top graph's
+// initializers'.
+void collect_external_locations(const ::onnx::GraphProto& g, std::set<std::string>& all,
+                                std::set<std::string>& attrs, int depth = 0) {
   if (depth > 64) return;  // the importer refuses deeper nesting anyway
-  for (const ::onnx::TensorProto& t : g.initializer()) add_external_location(t, out);
+  for (const ::onnx::TensorProto& t : g.initializer()) {
+    add_external_location(t, depth == 0 ? all : attrs);
+  }
   for (const ::onnx::NodeProto& n : g.node()) {
     for (const ::onnx::AttributeProto& a : n.attribute()) {
-      if (a.has_t()) add_external_location(a.t(), out);
-      for (const ::onnx::TensorProto& t : a.tensors()) add_external_location(t, out);
-      if (a.has_g()) collect_external_locations(a.g(), out, depth + 1);
-      for (const ::onnx::GraphProto& sub : a.graphs())
-        collect_external_locations(sub, out, depth + 1);
+      if (a.has_t()) add_external_location(a.t(), attrs);
+      for (const ::onnx::TensorProto& t : a.tensors()) add_external_location(t, attrs);
+      if (a.has_g()) collect_external_locations(a.g(), all, attrs, depth + 1);
+      for (const ::onnx::GraphProto& sub : a.graphs()) {
+        collect_external_locations(sub, all, attrs, depth + 1);
+      }
     }
   }
+  if (depth == 0) all.insert(attrs.begin(), attrs.end());
 }
 
 // "dev ino size mtime ctime" of the file at `path`, or "missing": what changes when the file
@@ -171,7 +183,7 @@ struct Opened {
 // Converts every initializer once; the kept proto holds only its name, type and dims.
 Status convert_initializers(ParsedModel& pm, const std::string& name) {
   ::onnx::GraphProto& gp = *pm.model.mutable_graph();
-  collect_external_locations(gp, pm.external_locations);
+  collect_external_locations(gp, pm.external_locations, pm.attribute_external_locations);
   detail::ExternalData external(pm.dir);
   size_t total = 0;
   for (::onnx::TensorProto& t : *gp.mutable_initializer()) {
@@ -298,8 +310,15 @@ Result<runtime::ModelSource> build_source(std::shared_ptr<ParsedModel> pm, const
                              shape_to_string(t.shape()), tensor_digest(t));
     }
     content += fmt::format("\nverify {}\n", pm->load.verify);
-    // External data of tensor attributes is not in the bytes digested above.
-    content += external_identities(pm->dir, pm->external_locations);
+    // External data the initializer conversion did not read is not among the tensors digested
+    // above: digest those files' bytes (by content, so a copied or touched model keeps its
+    // entries).
+    for (const std::string& loc : pm->attribute_external_locations) {
+      std::ifstream f(std::filesystem::path(pm->dir) / loc, std::ios::binary);
+      const std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      content += fmt::format("external {} {}\n", loc,
+                             f ? digest_hex(data.data(), data.size()) : std::string("unreadable"));
+    }
     src.fingerprint = "onnx " + digest_hex(content.data(), content.size());
   }
   src.specialize = [pm](const runtime::Specialization& spec) -> Result<ir::Graph> {

@@ -31,6 +31,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -64,6 +65,18 @@ constexpr std::string_view kEntryMagic = "frame-compile-cache";
 constexpr std::string_view kBlobMagic = "frame-blob";
 
 Status damaged(std::string msg) { return make_error(StatusCode::kIo, "{}", msg); }
+
+// Text read from a cache file, safe to print: bytes outside printable ASCII as \xHH, at most
+// 200 characters (a header line can hold anything).
+std::string printable(std::string_view s) {
+  std::string out;
+  for (char c : s.substr(0, 200)) {
+    const auto u = static_cast<unsigned char>(c);
+    out += u >= 0x20 && u < 0x7f ? std::string(1, c) : fmt::format("\\x{:02x}", u);
+  }
+  if (s.size() > 200) out += "...";
+  return out;
+}
 
 std::string entry_path(const std::string& dir, const std::string& key) {
   return (fs::path(dir) / "entries" / (digest_hex(key.data(), key.size()) + ".entry")).string();
@@ -122,13 +135,17 @@ Result<std::shared_ptr<Mapping>> map_blob(const std::string& blob_dir, const std
       }
     }
   }
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO put in the cache must not block the open (it is refused below).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return damaged(fmt::format("blob {}: cannot open: {}", path, std::strerror(errno)));
   struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-      static_cast<size_t>(st.st_size) != kBlobHeaderBytes + bytes) {
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    if (S_ISREG(st.st_mode)) ::unlink(path.c_str());  // damaged: the rebuild writes it again
+    return damaged(fmt::format("blob {}: not a regular file", path));
+  }
+  if (static_cast<size_t>(st.st_size) != kBlobHeaderBytes + bytes) {
+    ::close(fd);
+    ::unlink(path.c_str());  // damaged: the rebuild writes it again
     return damaged(fmt::format("blob {}: {} bytes, expected {}", path,
                                static_cast<long long>(st.st_size), kBlobHeaderBytes + bytes));
   }
@@ -202,7 +219,8 @@ Status write_atomically(const std::string& path, std::initializer_list<std::stri
 
 // The whole file at `path`; kNotFound when it does not exist.
 Result<std::string> read_file(const std::string& path, size_t max_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO put in the cache must not block the open (it is refused below).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT || errno == ENOTDIR) return not_found("{}", path);
     return make_error(StatusCode::kIo, "cannot open '{}': {}", path, std::strerror(errno));
@@ -525,7 +543,10 @@ Result<LoweredGraph> lowered_from_json(const json& j, const std::string& binary,
   }
   FRAME_ASSIGN_OR_RETURN(const json* counts, f.get("op_counts_before", json::value_t::object));
   for (const auto& [op, n] : counts->items()) {
-    if (!n.is_number_integer()) return damaged("entry op count is not an integer");
+    if (!n.is_number_integer() || n.get<int64_t>() < 0 ||
+        n.get<int64_t>() > std::numeric_limits<int>::max()) {
+      return damaged("entry op count is not a count");
+    }
     out.op_counts_before[op] = n.get<int>();
   }
   return out;
@@ -565,18 +586,18 @@ Result<Header> parse_header(std::string_view bytes) {
     return nullptr;
   };
   if (lines[0].second != std::to_string(kDiskCacheFormat)) {
-    return damaged(fmt::format("entry format {}, this build reads format {}", lines[0].second,
-                               kDiskCacheFormat));
+    return damaged(fmt::format("entry format {}, this build reads format {}",
+                               printable(lines[0].second), kDiskCacheFormat));
   }
   const std::string* build = field("build");
   if (build == nullptr || *build != build_fingerprint()) {
-    return damaged(fmt::format("entry written by '{}', this is '{}'", build ? *build : "?",
-                               build_fingerprint()));
+    return damaged(fmt::format("entry written by '{}', this is '{}'",
+                               build ? printable(*build) : "?", build_fingerprint()));
   }
   const std::string* cpu = field("cpu");
   if (cpu == nullptr || *cpu != cpu_fingerprint()) {
     return damaged(fmt::format("entry written on a CPU with other features ({}; this one: {})",
-                               cpu ? *cpu : "?", cpu_fingerprint()));
+                               cpu ? printable(*cpu) : "?", cpu_fingerprint()));
   }
   const std::string* js = field("json");
   const std::string* bin = field("binary");
@@ -593,6 +614,9 @@ Result<Header> parse_header(std::string_view bytes) {
                     have, h.json_bytes, h.binary_bytes));
   }
   h.digest = *dg;
+  const std::string* blobs = field("blobs");
+  if (blobs == nullptr) return damaged("entry header without its blobs line");
+  h.blobs = *blobs;
   return h;
 }
 
@@ -653,6 +677,19 @@ Result<Executable> DiskCache::parse_entry(std::string_view bytes, const std::str
   if (k->get_ref<const std::string&>() != key) {
     return damaged("entry holds another key (a digest collision or a foreign file)");
   }
+  // The header's blob list (read by eviction without the JSON) must name the storages' blobs.
+  std::string blob_list;
+  if (const json* st = j.is_object() && j.contains("storages") ? &j["storages"] : nullptr;
+      st != nullptr && st->is_array()) {
+    for (const json& e : *st) {
+      if (e.is_object() && e.contains("blob") && e["blob"].is_string()) {
+        blob_list += (blob_list.empty() ? "" : ",") + e["blob"].get<std::string>();
+      }
+    }
+  }
+  if ((blob_list.empty() ? "-" : blob_list) != h.blobs) {
+    return damaged("the entry header's blob list differs from its storages");
+  }
   const std::string binary(payload.substr(h.json_bytes));
   FRAME_ASSIGN_OR_RETURN(LoweredGraph lowered, lowered_from_json(j, binary, resolved, blob_dir));
   const std::chrono::duration<double, std::milli> read = std::chrono::steady_clock::now() - t0;
@@ -670,11 +707,11 @@ std::optional<Executable> DiskCache::load(const std::string& key, const CompileO
   const std::string path = entry_path(dir_, key);
   Result<std::string> bytes = read_file(path, kMaxEntryBytes);
   if (!bytes.is_ok()) {
-    if (bytes.status().code() != StatusCode::kNotFound) {
-      warn(bytes.status().message() + "; compiling instead");
-    }
+    const bool found = bytes.status().code() != StatusCode::kNotFound;
+    if (found) warn(bytes.status().message() + "; compiling it again");
     std::lock_guard lock(mu_);
     ++counters_.misses;
+    if (found) ++counters_.rejected;
     return std::nullopt;
   }
   Result<Executable> exe = parse_entry(*bytes, key, resolved, dir_);

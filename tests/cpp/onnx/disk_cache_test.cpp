@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -249,6 +250,20 @@ std::vector<Damage> damages() {
        [](const fs::path& d) { write_all(files_in(d / "entries").at(0), ""); }},
       {"other build", "written by 'frame 0.0.1 0000000'",
        [](const fs::path& d) { replace_header_line(d, "build", "frame 0.0.1 0000000"); }},
+      {"control bytes in the build line", "written by 'frame \\x1b[2J'",
+       [](const fs::path& d) { replace_header_line(d, "build", "frame \x1b[2J"); }},
+      {"entry replaced by a FIFO", "is not a regular file",
+       [](const fs::path& d) {
+         const fs::path e = files_in(d / "entries").at(0);
+         fs::remove(e);
+         ASSERT_EQ(mkfifo(e.c_str(), 0644), 0);
+       }},
+      {"blob replaced by a FIFO", "not a regular file",
+       [](const fs::path& d) {
+         const fs::path b = files_in(d / "blobs").at(0);
+         fs::remove(b);
+         ASSERT_EQ(mkfifo(b.c_str(), 0644), 0);
+       }},
       {"other CPU", "CPU with other features",
        [](const fs::path& d) { replace_header_line(d, "cpu", "x86:OtherVendor:0.0.0.0.0.0"); }},
       {"old format", "entry format 0",
@@ -292,9 +307,19 @@ std::vector<Damage> damages() {
        [](const fs::path& d) {
          edit_entry_json(d, [](nlohmann::json& j) { j["placements"][0][1] = "elsewhere"; });
        }},
-      {"ref to no storage", "names no storage",
+      {"storages dropped", "blob list differs from its storages",
        [](const fs::path& d) {
          edit_entry_json(d, [](nlohmann::json& j) { j["storages"] = nlohmann::json::array(); });
+       }},
+      {"ref to no storage", "names no storage",
+       [](const fs::path& d) {
+         edit_entry_json(d, [](nlohmann::json& j) {
+           std::string g = j["graph"];
+           const size_t at = g.find("ref \"0\"");
+           ASSERT_NE(at, std::string::npos) << g;
+           g.replace(at, 7, "ref \"999\"");
+           j["graph"] = g;
+         });
        }},
       {"field of the wrong type", "'buffers' is missing or has the wrong type",
        [](const fs::path& d) { edit_entry_json(d, [](nlohmann::json& j) { j["buffers"] = 3; }); }},
