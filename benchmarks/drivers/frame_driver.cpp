@@ -15,7 +15,8 @@
 // the runs they serve); the result adds the cache counters ("compiles" = misses,
 // "cache_hits", "evictions"), "pass_compiles" (misses per pass) and "compile_ms_total" (the
 // sum of the compile stages of every specialization built, from its CompileReport, read
-// outside the timed region).
+// outside the timed region; "compile_stages_ms_total" splits it by stage).
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -92,6 +93,7 @@ int run_stream(const bench::DriverArgs& args) {
   std::vector<double> run_ms;
   std::vector<uint64_t> pass_compiles;
   double compile_ms_total = 0.0;
+  std::vector<std::pair<std::string, double>> stage_totals;  // per compile stage, in order
   uint64_t misses = session.cache_stats().misses;
   for (int pass = 0; pass < args.passes; ++pass) {
     const uint64_t misses_before = misses;
@@ -112,7 +114,16 @@ int run_stream(const bench::DriverArgs& args) {
       const uint64_t now = session.cache_stats().misses;
       if (now != misses) {  // this run compiled: add its compile stages
         if (std::optional<rt::CompileReport> r = session.last_report()) {
-          for (const auto& [stage, ms] : r->stage_times_ms) compile_ms_total += ms;
+          for (const auto& [stage, ms] : r->stage_times_ms) {
+            compile_ms_total += ms;
+            auto it = std::find_if(stage_totals.begin(), stage_totals.end(),
+                                   [&](const auto& s) { return s.first == stage; });
+            if (it == stage_totals.end()) {
+              stage_totals.emplace_back(stage, ms);
+            } else {
+              it->second += ms;
+            }
+          }
           if (r->num_threads != args.threads) {
             throw std::runtime_error("specialization compiled for " +
                                      std::to_string(r->num_threads) + " threads, requested " +
@@ -146,6 +157,12 @@ int run_stream(const bench::DriverArgs& args) {
   char total[64];
   std::snprintf(total, sizeof total, "%.4f", compile_ms_total);
   extra += std::string("], \"compile_ms_total\": ") + total;
+  extra += ", \"compile_stages_ms_total\": {";
+  for (size_t i = 0; i < stage_totals.size(); ++i) {
+    std::snprintf(total, sizeof total, "%.4f", stage_totals[i].second);
+    extra += (i ? ", \"" : "\"") + stage_totals[i].first + "\": " + total;
+  }
+  extra += "}";
   if (std::optional<rt::CompileReport> r = session.last_report()) {
     extra += ", " + placement_json(*r) + ", \"threads\": " + std::to_string(r->num_threads);
   }

@@ -41,6 +41,7 @@ class SessionOptions:
     max_cache_bytes: int
     cache_dir: str
     max_cache_dir_bytes: int
+    tiered_compile: bool
     max_memory_bytes: int
     max_tensor_bytes: int
     load_limits: LoadLimits

@@ -480,6 +480,7 @@ class InferenceSession {
     d["disk_misses"] = s.disk_misses;
     d["disk_writes"] = s.disk_writes;
     d["disk_rejected"] = s.disk_rejected;
+    d["tier_ups"] = s.tier_ups;
     return d;
   }
   const PySessionOptions& get_session_options() const { return options_; }
@@ -1172,6 +1173,12 @@ PYBIND11_MODULE(_frame, m) {
           "Directory of the compile cache on disk ('' = none): a specialization compiled by an "
           "earlier process is read from there without import or passes, and each new one is "
           "written there (docs/architecture/execution-model.md, 'Compile cache on disk').")
+      .def_property(
+          "tiered_compile", [](const PySessionOptions& o) { return o.session.tiered_compile; },
+          [](PySessionOptions& o, bool v) { o.session.tiered_compile = v; },
+          "Where input shapes vary, compile a first-seen shape cheaply with shape-agnostic "
+          "kernels and again in full when it recurs (docs/adr/0007-first-seen-shapes.md). "
+          "Default True; outputs do not depend on it.")
       .def_property(
           "max_cache_dir_bytes",
           [](const PySessionOptions& o) { return o.session.max_cache_dir_bytes; },

@@ -41,13 +41,14 @@ bool contains(const std::vector<std::string>& v, std::string_view s) {
 }
 
 Result<NodePlacement> place(const ir::Graph& g, const ir::Node& n,
-                            const std::vector<std::string>& backends, int depth);
+                            const std::vector<std::string>& backends, int depth,
+                            bool shape_agnostic);
 
 // Step 2: returns the backends the micro-graph would use, or why it is not taken.
 Result<std::set<std::string>> try_decomposition(const ops::OpSchema& schema,
                                                 const ops::NodeContext& nctx,
-                                                const std::vector<std::string>& backends,
-                                                int depth) {
+                                                const std::vector<std::string>& backends, int depth,
+                                                bool shape_agnostic) {
   if (schema.decompose_fn() == nullptr) {
     return not_found("op '{}' has no decomposition", schema.name());
   }
@@ -60,7 +61,7 @@ Result<std::set<std::string>> try_decomposition(const ops::OpSchema& schema,
   std::set<std::string> used;
   for (ir::NodeId id : order) {
     const ir::Node& m = micro->node(id);
-    FRAME_ASSIGN_OR_RETURN(NodePlacement p, place(*micro, m, backends, depth + 1));
+    FRAME_ASSIGN_OR_RETURN(NodePlacement p, place(*micro, m, backends, depth + 1, shape_agnostic));
     if (p.path == "cpu-fallback") {
       return unimplemented("micro-graph node '{}' ({}) would need the cpu fallback", m.name, m.op);
     }
@@ -70,10 +71,12 @@ Result<std::set<std::string>> try_decomposition(const ops::OpSchema& schema,
 }
 
 Result<NodePlacement> place(const ir::Graph& g, const ir::Node& n,
-                            const std::vector<std::string>& backends, int depth) {
+                            const std::vector<std::string>& backends, int depth,
+                            bool shape_agnostic) {
   const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
   if (schema == nullptr) return not_found("node '{}' ({}): op is not registered", n.name, n.op);
-  const ops::NodeContext nctx = ops::make_node_context(g, n, schema);
+  ops::NodeContext nctx = ops::make_node_context(g, n, schema);
+  nctx.prefer_shape_agnostic = shape_agnostic;  // accepts() sees what prepare() will build
   NodePlacement p;
   for (const std::string& b : backends) {
     const ops::KernelDef* k = ops::KernelRegistry::global().find(n.op, b);
@@ -89,7 +92,8 @@ Result<NodePlacement> place(const ir::Graph& g, const ir::Node& n,
     p.path = "kernel";
     return p;
   }
-  Result<std::set<std::string>> used = try_decomposition(*schema, nctx, backends, depth);
+  Result<std::set<std::string>> used =
+      try_decomposition(*schema, nctx, backends, depth, shape_agnostic);
   if (used.is_ok()) {
     p.backend = fmt::format("{}", fmt::join(*used, "+"));
     p.path = "decomposition";
@@ -115,10 +119,11 @@ constexpr int kMaxPatternSweeps = 16;
 
 // The backend of ctx.backends whose kernel would run `n` (step 1 of place()), or "".
 std::string kernel_backend(const ir::Graph& g, const ir::Node& n,
-                           const std::vector<std::string>& backends) {
+                           const std::vector<std::string>& backends, bool shape_agnostic) {
   const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
   if (schema == nullptr) return "";
-  const ops::NodeContext nctx = ops::make_node_context(g, n, schema);
+  ops::NodeContext nctx = ops::make_node_context(g, n, schema);
+  nctx.prefer_shape_agnostic = shape_agnostic;
   for (const std::string& b : backends) {
     const ops::KernelDef* k = ops::KernelRegistry::global().find(n.op, b);
     if (k != nullptr && k->supports(nctx).is_ok()) return b;
@@ -133,7 +138,8 @@ Status apply_lowering_patterns(ir::Graph& g, PassContext& ctx) {
     FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, g.topological_order());
     for (ir::NodeId id : order) {
       if (g.node(id).dead || !reg.has_anchor(g.node(id).op)) continue;
-      const std::string backend = kernel_backend(g, g.node(id), ctx.backends);
+      const std::string backend =
+          kernel_backend(g, g.node(id), ctx.backends, ctx.shape_agnostic_kernels);
       if (backend.empty()) continue;
       for (const ops::LoweringPattern* p : reg.find(backend, g.node(id).op)) {
         const std::string label = fmt::format("node '{}' ({})", g.node(id).name, g.node(id).op);
@@ -164,7 +170,8 @@ class BackendLoweringPass final : public Pass {
     FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, g.topological_order());
     for (ir::NodeId id : order) {
       const ir::Node& n = g.node(id);
-      FRAME_ASSIGN_OR_RETURN(NodePlacement p, place(g, n, ctx.backends, 0));
+      FRAME_ASSIGN_OR_RETURN(NodePlacement p,
+                             place(g, n, ctx.backends, 0, ctx.shape_agnostic_kernels));
       if (ctx.strict && p.path != "kernel") {
         return unimplemented(
             "node '{}' ({}): strict mode forbids fallback '{}' (backends: {}; rejected: {})",

@@ -141,6 +141,7 @@ class KernelBackend final : public Backend {
                            name_);
     }
     ops::NodeContext ctx = ops::make_node_context(*part.graph, n, schema);
+    ctx.prefer_shape_agnostic = part.shape_agnostic;
     FRAME_RETURN_IF_ERROR(k->supports(ctx));
     std::shared_ptr<void> state;
     if (k->prepare != nullptr) {

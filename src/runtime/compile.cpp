@@ -76,6 +76,7 @@ std::string CompileReport::to_json() const {
   j["device_groups"] = dg;
   j["cache_hit"] = cache_hit;
   j["disk_cache_hit"] = disk_cache_hit;
+  j["shape_agnostic_kernels"] = shape_agnostic_kernels;
   return j.dump(2);
 }
 
@@ -347,10 +348,10 @@ std::string graph_fingerprint(const ir::Graph& g) {
 std::string options_fingerprint(const CompileOptions& o) {
   return fmt::format(
       "backends={}\npipeline={}\ndisabled={}\nstrict={}\nthreads={}\nfold={}\nmax_memory={}\n"
-      "max_tensor={}\ninplace={}\nreuse={}\nprint={}\n",
+      "max_tensor={}\ninplace={}\nreuse={}\nprint={}\nshape_agnostic={}\n",
       fmt::join(o.backends, ","), o.pipeline, fmt::join(o.disabled_passes, ","), o.strict,
       o.num_threads, o.fold_size_limit, o.max_memory_bytes, o.max_tensor_bytes, o.allow_inplace,
-      o.reuse_buffers, fmt::join(o.print_ir_after, ","));
+      o.reuse_buffers, fmt::join(o.print_ir_after, ","), o.shape_agnostic_kernels);
 }
 
 passes::PassContext pass_context(const CompileOptions& options) {
@@ -363,6 +364,7 @@ passes::PassContext pass_context(const CompileOptions& options) {
   ctx.allow_inplace = options.allow_inplace;
   ctx.reuse_buffers = options.reuse_buffers;
   ctx.print_ir_after = options.print_ir_after;
+  ctx.shape_agnostic_kernels = options.shape_agnostic_kernels;
   return ctx;
 }
 
@@ -421,6 +423,7 @@ Result<std::shared_ptr<const CompiledCore>> build_core(
   }
   r.fused_groups = passes::fused_groups(*g);
   r.lowering_rewrites = ctx.lowering_rewrites;
+  r.shape_agnostic_kernels = options.shape_agnostic_kernels;
   r.peak_arena_bytes = ctx.peak_arena_bytes;
   r.device_groups = core->plan.device_groups;
   core->placements = std::move(ctx.placements);

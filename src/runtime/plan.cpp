@@ -321,6 +321,7 @@ Result<Plan> build_plan(std::shared_ptr<const ir::Graph> graph, const passes::Pa
       PartSpec spec;
       spec.graph = &g;
       spec.subgraphs = &bodies;
+      spec.shape_agnostic = ctx.shape_agnostic_kernels;
       if (be->granularity() == Backend::Granularity::kWholeGraph) {
         size_t j = i;
         for (; j < order.size(); ++j) {

@@ -15,6 +15,7 @@
 #include <set>
 #include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "frame/core/digest.h"
@@ -64,10 +65,11 @@ size_t hash_words(const std::vector<uint64_t>& w) {
 
 struct Compiled {
   Executable exe;
-  double specialize_ms = 0;  // the session's import of the model for this key
-  bool from_disk = false;    // read from the compile cache on disk: no import ran
-  std::vector<size_t> feed;  // indices into the declared inputs
-  bool feeds_all = false;    // feed is every declared input: pass the caller's map as is
+  double specialize_ms = 0;     // the session's import of the model for this key
+  bool from_disk = false;       // read from the compile cache on disk: no import ran
+  bool shape_agnostic = false;  // a first-seen key's tier: compiled again when it recurs
+  std::vector<size_t> feed;     // indices into the declared inputs
+  bool feeds_all = false;       // feed is every declared input: pass the caller's map as is
 };
 
 // The executable's report with the session's `specialize` stage first
@@ -102,6 +104,14 @@ class SessionImpl {
     if (!options_.cache_dir.empty()) {
       disk_ = std::make_unique<detail::DiskCache>(options_.cache_dir, options_.max_cache_dir_bytes);
     }
+    // Tiers only where a run can bring a key other than the first one's.
+    bool varies = !sd_index_.empty();
+    for (const ValueInfo& vi : source_.inputs) {
+      varies = varies || !vi.has_shape ||
+               std::any_of(vi.dims.begin(), vi.dims.end(),
+                           [](const Dim& d) { return !d.is_concrete(); });
+    }
+    tiered_ = options_.tiered_compile && varies && !disk_;
   }
 
   // The compile cache on disk's key of one specialization: the model's fingerprint, every
@@ -247,8 +257,9 @@ class SessionImpl {
     return bytes;
   }
 
-  Result<std::shared_ptr<const Compiled>> compile_for(
-      const std::vector<const Tensor*>& by_index) const {
+  // `shape_agnostic`: the first-seen tier (CompileOptions::shape_agnostic_kernels).
+  Result<std::shared_ptr<const Compiled>> compile_for(const std::vector<const Tensor*>& by_index,
+                                                      bool shape_agnostic) const {
     Specialization spec;
     for (size_t i = 0; i < by_index.size(); ++i) {
       spec.input_shapes.emplace(source_.inputs[i].name, by_index[i]->shape());
@@ -283,12 +294,15 @@ class SessionImpl {
         add_shared(late);
       }
     }
-    Result<Executable> exe = compile(*g, disk_ ? resolved_ : options_.compile);
+    CompileOptions copts = disk_ ? resolved_ : options_.compile;
+    copts.shape_agnostic_kernels = shape_agnostic;
+    Result<Executable> exe = compile(*g, copts);
     if (!exe.is_ok()) {
       return exe.status().with_prefix(fmt::format("compiling for ({}): ", describe(by_index)));
     }
     c->exe = std::move(*exe);
     c->specialize_ms = specialize.count();
+    c->shape_agnostic = shape_agnostic;
     if (disk_) disk_->store(disk_key, c->exe);
     return finish(std::move(c));
   }
@@ -306,7 +320,8 @@ class SessionImpl {
 
   // The specialization for the validated inputs: a held one (an LRU touch), one another run
   // is compiling (waited for), or a new one compiled outside the lock and inserted.
-  Result<std::shared_ptr<const Compiled>> get(const std::vector<const Tensor*>& by_index) const {
+  Result<std::shared_ptr<const Compiled>> get(const std::vector<const Tensor*>& by_index,
+                                              bool full) const {
     thread_local Key key;
     make_key(by_index, key);
     std::promise<Result<std::shared_ptr<const Compiled>>> promise;
@@ -315,7 +330,12 @@ class SessionImpl {
       if (auto it = index_.find(key); it != index_.end()) {
         lru_.splice(lru_.begin(), lru_, it->second);
         ++stats_.hits;
-        return it->second->compiled;
+        std::shared_ptr<const Compiled> held = it->second->compiled;
+        // A recurring key of the first-seen tier is compiled in full once (concurrent runs
+        // meanwhile use the held one); a failed full compile is not retried.
+        if (!held->shape_agnostic || !tiering_.insert(key).second) return held;
+        lock.unlock();
+        return tier_up(key, by_index, held);
       }
       if (auto it = inflight_.find(key); it != inflight_.end()) {
         // Concurrent runs of a new key compile it once.
@@ -327,7 +347,7 @@ class SessionImpl {
       ++stats_.misses;
       inflight_.emplace(key, promise.get_future().share());
     }
-    Result<std::shared_ptr<const Compiled>> compiled = compile_for(by_index);
+    Result<std::shared_ptr<const Compiled>> compiled = compile_for(by_index, tiered_ && !full);
     {
       std::lock_guard lock(mu_);
       inflight_.erase(key);
@@ -335,6 +355,25 @@ class SessionImpl {
     }
     promise.set_value(compiled);
     return compiled;
+  }
+
+  // The full compile of `key`, whose held entry `held` is of the first-seen tier: replaces the
+  // entry when it is still held; `held` when the full compile fails.
+  std::shared_ptr<const Compiled> tier_up(const Key& key,
+                                          const std::vector<const Tensor*>& by_index,
+                                          const std::shared_ptr<const Compiled>& held) const {
+    Result<std::shared_ptr<const Compiled>> full = compile_for(by_index, false);
+    std::lock_guard lock(mu_);
+    if (!full.is_ok()) return held;  // stays in tiering_: never retried
+    tiering_.erase(key);
+    ++stats_.tier_ups;
+    if (auto it = index_.find(key); it != index_.end() && it->second->compiled == held) {
+      stats_.bytes -= it->second->bytes;
+      lru_.erase(it->second);
+      index_.erase(it);
+    }
+    insert(key, *full);
+    return *full;
   }
 
   // Adds a compiled specialization and evicts least recently used entries beyond the bounds.
@@ -373,10 +412,12 @@ class SessionImpl {
     }
   }
 
-  Result<std::shared_ptr<const Compiled>> lookup(const TensorMap& inputs) const {
+  // `full`: a first-seen key is compiled in full, and a held first-seen-tier entry is tiered up
+  // (Session::prepare: the caller compiles ahead of its runs).
+  Result<std::shared_ptr<const Compiled>> lookup(const TensorMap& inputs, bool full = false) const {
     thread_local std::vector<const Tensor*> by_index;
     FRAME_RETURN_IF_ERROR(validate(inputs, by_index));
-    return get(by_index);
+    return get(by_index, full);
   }
 
   // The executable's inputs: the caller's map when it takes every declared input, else the
@@ -407,6 +448,10 @@ class SessionImpl {
                              KeyHash>
       inflight_;
   mutable CacheStats stats_;
+  // SessionOptions::tiered_compile in effect, and the keys being compiled in full (or whose
+  // full compile failed) after a first-seen-tier compile.
+  bool tiered_ = false;
+  mutable std::unordered_set<Key, KeyHash> tiering_;
   mutable std::optional<CompileReport> last_report_;
 };
 
@@ -526,7 +571,7 @@ Status Session::run(const TensorMap& inputs, TensorMap& outputs, const RunOption
 }
 
 Result<Executable> Session::prepare(const TensorMap& inputs) const {
-  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<const Compiled> c, impl_->lookup(inputs));
+  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<const Compiled> c, impl_->lookup(inputs, true));
   return c->exe;
 }
 

@@ -34,6 +34,8 @@ struct OpCall {
   std::string node_name = "n";
   /// OpenMP threads the kernel may use.
   int num_threads = 1;
+  /// NodeContext::prefer_shape_agnostic (a Session's first-seen tier, ADR 0007).
+  bool prefer_shape_agnostic = false;
 };
 
 namespace detail {
@@ -71,6 +73,7 @@ inline Result<CheckedCall> check_call(const OpCall& call) {
   ctx.attrs = &call.attrs;
   ctx.schema = schema;
   ctx.num_outputs = call.num_outputs;
+  ctx.prefer_shape_agnostic = call.prefer_shape_agnostic;
   for (const Tensor& t : call.inputs) {
     ctx.input_types.push_back(t.defined() ? ir::TensorType{t.dtype(), t.shape()}
                                           : ir::TensorType{});

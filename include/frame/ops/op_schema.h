@@ -52,6 +52,11 @@ struct NodeContext {
   /// Number of outputs the node has (ops with optional trailing outputs, e.g. split, may
   /// have fewer than declared). Shape functions return exactly this many types.
   size_t num_outputs = 1;
+  /// Compile tier hint (docs/adr/0007-first-seen-shapes.md): the node is compiled for a
+  /// first-seen shape key of a Session, so a kernel should prefer prepared state that serves
+  /// every size of its row/batch dims (built once, reused by the next key) over the fastest
+  /// state for exactly these sizes. A kernel may ignore it; results must not depend on it.
+  bool prefer_shape_agnostic = false;
 
   size_t num_inputs() const { return input_types.size(); }
   bool has_input(size_t i) const { return i < input_present.size() && input_present[i]; }

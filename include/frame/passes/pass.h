@@ -42,9 +42,11 @@ struct PassContext {
   /// shape-inference: a node output larger than this (bytes) is a kOutOfRange error naming
   /// the node, the value and the bytes (runtime::CompileOptions::max_tensor_bytes).
   size_t max_tensor_bytes = SIZE_MAX;
-  bool allow_inplace = true;                ///< memory-planning
-  bool reuse_buffers = true;                ///< memory-planning
-  bool force_decompose = false;             ///< decomposition: expand every composite
+  bool allow_inplace = true;     ///< memory-planning
+  bool reuse_buffers = true;     ///< memory-planning
+  bool force_decompose = false;  ///< decomposition: expand every composite
+  /// lowering and kernel prepare: NodeContext::prefer_shape_agnostic (ADR 0007)
+  bool shape_agnostic_kernels = false;
   std::vector<std::string> print_ir_after;  ///< pass names or "all"
   bool verify_after_each = false;           ///< run Graph::verify after each pass (tests)
 

@@ -92,6 +92,9 @@ struct PartSpec {
   /// Compiles the bodies of kernels that run graph attributes (ops::KernelDef::subgraph_attrs);
   /// valid during Backend::compile only. Null where bodies cannot be compiled.
   const SubgraphCompiler* subgraphs = nullptr;
+  /// CompileOptions::shape_agnostic_kernels: kernels prepare with
+  /// NodeContext::prefer_shape_agnostic (docs/adr/0007-first-seen-shapes.md).
+  bool shape_agnostic = false;
 };
 
 /// One backend (names: "cpu", "onednn", "cuda", "intel_gpu", ...; docs/backends/).

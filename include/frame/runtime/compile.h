@@ -66,6 +66,12 @@ struct CompileOptions {
   std::vector<std::string> print_ir_after;
   /// Use the process-wide compile cache.
   bool use_cache = true;
+  /// Kernels prepare shape-agnostic state where they have one (NodeContext::
+  /// prefer_shape_agnostic; e.g. oneDNN matmul over constant weights with a runtime row
+  /// count, whose primitive every shape shares): cheaper compiles of a new shape, runs up to
+  /// ~15% slower on those nodes. A Session sets it for first-seen shape keys and recompiles a
+  /// key without it when the key recurs (docs/adr/0007-first-seen-shapes.md).
+  bool shape_agnostic_kernels = false;
 };
 
 /// Named tensors passed to and returned from Executable::run.
@@ -140,6 +146,9 @@ struct CompileReport {
   /// import and no pass ran; stage_times_ms has `disk_read` (reading and checking the entry),
   /// `check` and `prepare`, and pass_times_ms is empty.
   bool disk_cache_hit = false;
+  /// Compiled with CompileOptions::shape_agnostic_kernels (a Session's first-seen shape key,
+  /// docs/adr/0007-first-seen-shapes.md).
+  bool shape_agnostic_kernels = false;
   std::string to_json() const;
 };
 

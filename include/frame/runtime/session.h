@@ -131,6 +131,14 @@ struct SessionOptions {
   /// Most bytes the cache directory holds (entries plus shared tensor blobs); the least
   /// recently used entries are removed first. An entry larger than this is not written.
   size_t max_cache_dir_bytes = size_t{4} << 30;
+  /// Tiered compiles (docs/adr/0007-first-seen-shapes.md): where runs can bring different
+  /// keys (a symbolic or unknown input dim, or a shape-determining input), a key seen for the
+  /// first time is compiled with CompileOptions::shape_agnostic_kernels (kernels re-use
+  /// prepared state across shapes: a cheaper compile, runs up to ~15% slower on those nodes),
+  /// and compiled again without it when the key recurs, replacing the entry, so the runs
+  /// after that have steady-state speed. Off, or with a cache_dir (the directory keeps full
+  /// compiles), every key is compiled in full the first time. Outputs do not depend on it.
+  bool tiered_compile = true;
 };
 
 /// Counters of a Session's specialization cache.
@@ -150,6 +158,9 @@ struct CacheStats {
   uint64_t disk_misses = 0;
   uint64_t disk_writes = 0;
   uint64_t disk_rejected = 0;
+  /// Keys compiled again in full when they recurred after a shape-agnostic first compile
+  /// (SessionOptions::tiered_compile); not counted in misses.
+  uint64_t tier_ups = 0;
 };
 
 /// The shared state of a Session (src/runtime/session.cpp).
@@ -180,16 +191,19 @@ class Session {
   /// Runs the model. `inputs` must name every declared input exactly once; each tensor must
   /// have the declared dtype and rank and agree with every concrete declared dim. A run with a
   /// key seen before costs one hash lookup before Executable::run; a new key specializes and
-  /// compiles first. Errors: kInvalidArgument naming the input and expected vs actual (missing
-  /// input, unknown name, dtype, rank or dim mismatch); specialization and compile errors
-  /// (e.g. a Reshape target the input cannot take) prefixed with the key's shapes; kernel
+  /// compiles first (with SessionOptions::tiered_compile, as the first-seen tier; the key's
+  /// next run compiles it again in full). Errors: kInvalidArgument naming the input and expected vs
+  /// actual (missing input, unknown name, dtype, rank or dim mismatch); specialization and compile
+  /// errors (e.g. a Reshape target the input cannot take) prefixed with the key's shapes; kernel
   /// errors naming node and op.
   Result<TensorMap> run(const TensorMap& inputs, const RunOptions& options = {}) const;
   /// Like run(), writing into caller-provided outputs (Executable::run's IoBinding form):
   /// `outputs` must hold every output with the dtype and shape this key produces.
   Status run(const TensorMap& inputs, TensorMap& outputs, const RunOptions& options = {}) const;
   /// Fetches or compiles the specialization `inputs` select, without running it (e.g. to time
-  /// the compile apart from the run). Same validation and errors as run().
+  /// the compile apart from the run). Always the full compile: a key prepared ahead of its
+  /// runs skips the first-seen tier (SessionOptions::tiered_compile), and a held first-seen
+  /// tier entry is compiled again in full. Same validation and errors as run().
   Result<Executable> prepare(const TensorMap& inputs) const;
 
   /// Declared inputs, in model order.

@@ -56,18 +56,24 @@ inline ir::ValueId add_op(ir::Graph& g, std::string_view op, std::string name,
 }
 
 /// Runs `call` on onednn and on cpu, with the weight inputs `constant` shown as constants
-/// (prepare reorders them once) and without, and expects equal outputs (BUILD-011 op class).
+/// (prepare reorders them once) and without, each with and without
+/// NodeContext::prefer_shape_agnostic (ADR 0007: e.g. matmul primitives with runtime dims),
+/// and expects equal outputs (BUILD-011 op class).
 inline void expect_onednn_matches_cpu(OpCall call, const std::vector<size_t>& constant) {
   Result<std::vector<Tensor>> ref = run_op(call, "cpu");
   ASSERT_TRUE(ref.is_ok()) << ref.status().message();
   for (int pass = 0; pass < 2; ++pass) {
     call.constant_inputs = pass == 0 ? std::vector<size_t>{} : constant;
-    for (int threads : {1, 2}) {
-      call.num_threads = threads;
-      Result<std::vector<Tensor>> got = run_op(call, "onednn");
-      ASSERT_TRUE(got.is_ok()) << got.status().message();
-      CompareResult c = compare_tensors((*got)[0], (*ref)[0], tolerance_for(DTypeCode::kFloat32));
-      EXPECT_TRUE(c.ok) << call.op << " (constant weights: " << pass << "): " << c.message;
+    for (bool agnostic : {false, true}) {
+      call.prefer_shape_agnostic = agnostic;
+      for (int threads : {1, 2}) {
+        call.num_threads = threads;
+        Result<std::vector<Tensor>> got = run_op(call, "onednn");
+        ASSERT_TRUE(got.is_ok()) << got.status().message();
+        CompareResult c = compare_tensors((*got)[0], (*ref)[0], tolerance_for(DTypeCode::kFloat32));
+        EXPECT_TRUE(c.ok) << call.op << " (constant weights: " << pass
+                          << ", shape-agnostic: " << agnostic << "): " << c.message;
+      }
     }
   }
 }

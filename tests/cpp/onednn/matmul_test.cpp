@@ -4,10 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include "backends/onednn/kernels/linear_kernels.h"
 #include "cpp/onednn/linear_test_util.h"
 
 namespace frame::test::linear {
 namespace {
+
+using ints = std::vector<int64_t>;
 
 OpCall matmul_call(Shape a, Shape b) {
   OpCall c{"matmul"};
@@ -89,6 +92,94 @@ TEST(OnednnGemm, RunsOnOnednnThroughCompile) {
   const CompareResult c =
       compare_tensors(a->begin()->second, e->begin()->second, tolerance_for(DTypeCode::kFloat32));
   EXPECT_TRUE(c.ok) << c.message;
+}
+
+// y = gelu(x @ w + b) + r on f32 x [rows, 32], w [32, 16] constant, b [16], r [rows, 16]:
+// the fusion pass folds bias, activation and residual into one fused matmul.
+ir::Graph dense_block(int64_t rows, const Tensor& w, const Tensor& b, bool residual) {
+  ir::Graph g("dense");
+  const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {rows, 32}});
+  ir::ValueId y = add_op(g, "matmul", "mm", {x, g.add_constant("w", w)});
+  y = add_op(g, "add", "bias", {y, g.add_constant("b", b)});
+  y = add_op(g, "gelu", "act", {y});
+  if (residual) {
+    const ir::ValueId r = g.add_input("r", ir::TensorType{DTypeCode::kFloat32, {rows, 16}});
+    y = add_op(g, "add", "res", {y, r});
+  }
+  g.add_output(y);
+  return g;
+}
+
+// Attention's two activation matmuls: s = q @ k^T, o = softmax(s) @ v, q/k/v [2, 3, seq, 8].
+ir::Graph attention(int64_t seq) {
+  ir::Graph g("attention");
+  const ir::TensorType t{DTypeCode::kFloat32, {2, 3, seq, 8}};
+  const ir::ValueId q = g.add_input("q", t), k = g.add_input("k", t), v = g.add_input("v", t);
+  const ir::ValueId kt = add_op(g, "transpose", "kt", {k}, {{"perm", ints{0, 1, 3, 2}}});
+  const ir::ValueId s = add_op(g, "matmul", "qk", {q, kt});
+  const ir::ValueId p = add_op(g, "softmax", "p", {s}, {{"axis", int64_t{-1}}});
+  g.add_output(add_op(g, "matmul", "pv", {p, v}));
+  return g;
+}
+
+// Compiles `g` with the cpu reference kernels and with onednn, shape-agnostic kernels on
+// (ADR 0007, a Session's first-seen tier), and expects equal outputs on grid inputs.
+void expect_shape_agnostic_matches_cpu(const ir::Graph& g) {
+  runtime::CompileOptions on = uncached({"onednn", "cpu"});
+  on.shape_agnostic_kernels = true;
+  on.num_threads = 1;
+  Result<runtime::Executable> fast = runtime::compile(g, on);
+  ASSERT_TRUE(fast.is_ok()) << fast.status().message();
+  EXPECT_TRUE(fast->report().shape_agnostic_kernels);
+  Result<runtime::Executable> slow = runtime::compile(g, uncached({"cpu"}));
+  ASSERT_TRUE(slow.is_ok()) << slow.status().message();
+  runtime::TensorMap in;
+  uint32_t seed = 40;
+  for (const auto& [name, type] : fast->input_signature()) {
+    in.emplace(name, grid_tensor(type.shape, seed++));
+  }
+  Result<runtime::TensorMap> a = fast->run(in), e = slow->run(in);
+  ASSERT_TRUE(a.is_ok() && e.is_ok());
+  const CompareResult c =
+      compare_tensors(a->begin()->second, e->begin()->second, tolerance_for(DTypeCode::kFloat32));
+  EXPECT_TRUE(c.ok) << g.name() << ": " << c.message;
+}
+
+// A first-seen shape's matmul over constant weights takes a runtime row count: the compile for
+// another row count re-uses the descriptor (and the primitive) the first one built, instead of
+// creating (JIT-compiling) a new one; the full tier builds one per row count. Under 0.1 s.
+TEST(OnednnMatmulShapeAgnostic, ANewRowCountReusesTheDescriptor) {
+  const Tensor w = grid_tensor({32, 16}, 31), b = grid_tensor({16}, 32);
+  runtime::CompileOptions on = uncached({"onednn", "cpu"});
+  on.num_threads = 1;
+  on.shape_agnostic_kernels = true;
+  ASSERT_TRUE(runtime::compile(dense_block(3, w, b, false), on).is_ok());
+  const backends::onednn::MatmulCacheStats before = backends::onednn::matmul_cache_stats();
+  for (int64_t rows : {5, 17, 64}) {
+    Result<runtime::Executable> exe = runtime::compile(dense_block(rows, w, b, false), on);
+    ASSERT_TRUE(exe.is_ok()) << exe.status().message();
+    EXPECT_EQ(placement_of(*exe, "mm").backend, "onednn");
+  }
+  EXPECT_EQ(backends::onednn::matmul_cache_stats().created, before.created);
+  EXPECT_GT(backends::onednn::matmul_cache_stats().hits, before.hits);
+  // Attention: every dim at run time, so another sequence length shares both matmuls' too.
+  ASSERT_TRUE(runtime::compile(attention(4), on).is_ok());
+  const uint64_t created = backends::onednn::matmul_cache_stats().created;
+  for (int64_t seq : {9, 13}) ASSERT_TRUE(runtime::compile(attention(seq), on).is_ok());
+  EXPECT_EQ(backends::onednn::matmul_cache_stats().created, created);
+  on.shape_agnostic_kernels = false;
+  ASSERT_TRUE(runtime::compile(dense_block(23, w, b, false), on).is_ok());
+  EXPECT_GT(backends::onednn::matmul_cache_stats().created, before.created);
+}
+
+TEST(OnednnMatmulShapeAgnostic, FusedBlocksAndAttentionMatchTheReference) {
+  const Tensor w = grid_tensor({32, 16}, 33), b = grid_tensor({16}, 34);
+  for (int64_t rows : {1, 7, 40}) {
+    expect_shape_agnostic_matches_cpu(dense_block(rows, w, b, false));
+    // A residual add stays a static primitive (no runtime dims in a binary post-op).
+    expect_shape_agnostic_matches_cpu(dense_block(rows, w, b, true));
+  }
+  for (int64_t seq : {1, 5, 19}) expect_shape_agnostic_matches_cpu(attention(seq));
 }
 
 }  // namespace

@@ -109,6 +109,63 @@ bool reshapes_to(const Session& s, const Shape& shape) {
   return ok;
 }
 
+// Tiered compiles (ADR 0007): a first-seen key is compiled with shape-agnostic kernels, its
+// next run compiles it again in full and replaces the entry; later runs only hit. prepare()
+// always gives the full compile; tiered_compile = false and a graph whose inputs admit one key
+// compile in full at once. Outputs are the reshape's definition every time. About 0.02 s.
+TEST(Session, AFirstSeenKeyIsCompiledAgainInFullWhenItRecurs) {
+  Result<Session> s = Session::from_graph(reshape_graph(), cpu());
+  ASSERT_TRUE(s.is_ok());
+  const TensorMap a{{"x", kX}, {"target", Tensor::from_vector<int64_t>({2}, {3, 4})}};
+  auto agnostic = [&](const TensorMap& in) {
+    Result<std::optional<CompileReport>> r = s->report_for(in);
+    EXPECT_TRUE(r.is_ok() && r->has_value());
+    return r.is_ok() && r->has_value() && (*r)->shape_agnostic_kernels;
+  };
+  ASSERT_TRUE(reshapes_to(*s, {3, 4}));
+  EXPECT_TRUE(agnostic(a));
+  EXPECT_EQ(s->cache_stats().tier_ups, 0u);
+  for (int run = 0; run < 3; ++run) ASSERT_TRUE(reshapes_to(*s, {3, 4}));
+  EXPECT_FALSE(agnostic(a));
+  CacheStats st = s->cache_stats();
+  EXPECT_EQ(st.misses, 1u);
+  EXPECT_EQ(st.hits, 3u);
+  EXPECT_EQ(st.tier_ups, 1u);
+  EXPECT_EQ(st.entries, 1u);
+
+  const TensorMap b{{"x", kX}, {"target", Tensor::from_vector<int64_t>({2}, {6, 2})}};
+  ASSERT_TRUE(s->prepare(b).is_ok());
+  EXPECT_FALSE(agnostic(b));
+  ASSERT_TRUE(reshapes_to(*s, {6, 2}));
+  EXPECT_EQ(s->cache_stats().tier_ups, 1u);
+
+  SessionOptions off = cpu();
+  off.tiered_compile = false;
+  Result<Session> plain = Session::from_graph(reshape_graph(), off);
+  ASSERT_TRUE(plain.is_ok());
+  ASSERT_TRUE(reshapes_to(*plain, {4, 3}));
+  ASSERT_TRUE(reshapes_to(*plain, {4, 3}));
+  const TensorMap c{{"x", kX}, {"target", Tensor::from_vector<int64_t>({2}, {4, 3})}};
+  Result<std::optional<CompileReport>> r = plain->report_for(c);
+  ASSERT_TRUE(r.is_ok() && r->has_value());
+  EXPECT_FALSE((*r)->shape_agnostic_kernels);
+  EXPECT_EQ(plain->cache_stats().tier_ups, 0u);
+
+  // One possible key (static dims, no shape-determining input): compiled in full at once.
+  ir::Graph g("relu");
+  const ir::ValueId x = g.add_input("x", {DTypeCode::kFloat32, {2, 6}});
+  Result<ir::NodeId> n = g.create_node("relu", "r", {x}, 1, {}, {"y"});
+  ASSERT_TRUE(n.is_ok());
+  g.add_output(g.node(*n).outputs[0]);
+  Result<Session> fixed = Session::from_graph(std::move(g), cpu());
+  ASSERT_TRUE(fixed.is_ok());
+  Result<TensorMap> y = fixed->run({{"x", kX}});
+  ASSERT_TRUE(y.is_ok());
+  for (int64_t k = 0; k < 12; ++k) EXPECT_EQ(y->at("y").data<float>()[k], static_cast<float>(k));
+  ASSERT_TRUE(fixed->last_report().has_value());
+  EXPECT_FALSE(fixed->last_report()->shape_agnostic_kernels);
+}
+
 TEST(Session, ConcurrentRunsWithDifferentTargets) {
   Result<Session> s = Session::from_graph(reshape_graph(), cpu());
   ASSERT_TRUE(s.is_ok());

@@ -4,9 +4,18 @@
 // primitive built in prepare, with constant B reordered once into the layout it prefers.
 // docs/backends/onednn.md#convolution-matmul-and-gemm.
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <list>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "backends/onednn/dnnl_util.h"
@@ -54,7 +63,87 @@ class MatmulPrimitive final : public LinearPrimitive {
   }
 };
 
+// "dims/strides" of a plain or strided descriptor, "any" for format_tag::any: the part of a
+// primitive cache key one operand contributes.
+std::string desc_key(const memory::desc& d) {
+  if (d.data.format_kind != dnnl_blocked) return fmt::format("{}:any", fmt::join(d.dims(), ","));
+  const auto& s = d.data.format_desc.blocking.strides;
+  return fmt::format("{}:{}", fmt::join(d.dims(), ","), fmt::join(s, s + d.data.ndims, ","));
+}
+
+// Matmul primitive descriptors and primitives by everything that shapes them (operand
+// descriptors, scales, post-ops, thread count), shared by every node, compile and session of
+// the process: accepts() and prepare() of one node, and every specialization whose matmul has
+// the same operands, build the descriptor once (ADR 0007 stage A). With runtime M (a node
+// compiled with NodeContext::prefer_shape_agnostic) one entry serves every row count. LRU,
+// at most kMaxCachedMatmuls entries; thread-safe.
+class MatmulCache {
+ public:
+  struct Entry {
+    dnnl::matmul::primitive_desc pd;
+    dnnl::matmul prim;       // empty until a prepare() needs it
+    int c_post = -1;         // post-op index of gemm's C add, or -1
+    int residual_post = -1;  // post-op index of the residual add, or -1
+  };
+
+  static MatmulCache& global() {
+    static MatmulCache* c = new MatmulCache();  // never destroyed: kernels may outlive statics
+    return *c;
+  }
+
+  // The entry for `key`, creating the descriptor with `make` (which may throw dnnl::error)
+  // and, when `with_primitive`, the primitive.
+  template <typename Make>
+  Entry get(const std::string& key, bool with_primitive, Make&& make) {
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = index_.find(key); it != index_.end()) {
+        lru_.splice(lru_.begin(), lru_, it->second);
+        Entry& e = it->second->second;
+        if (!with_primitive || e.prim) {
+          ++stats_.hits;
+          return e;
+        }
+      }
+    }
+    Entry e = make();
+    {
+      std::lock_guard lock(mu_);
+      ++stats_.created;
+    }
+    if (with_primitive) e.prim = dnnl::matmul(e.pd);  // oneDNN's primitive cache dedupes JIT
+    std::lock_guard lock(mu_);
+    if (auto it = index_.find(key); it != index_.end()) {
+      if (!it->second->second.prim) it->second->second.prim = e.prim;
+      return it->second->second;
+    }
+    lru_.emplace_front(key, e);
+    index_.emplace(lru_.front().first, lru_.begin());
+    while (lru_.size() > kMaxCachedMatmuls) {
+      index_.erase(lru_.back().first);
+      lru_.pop_back();
+    }
+    return e;
+  }
+
+  MatmulCacheStats stats() {
+    std::lock_guard lock(mu_);
+    MatmulCacheStats s = stats_;
+    s.entries = lru_.size();
+    return s;
+  }
+
+ private:
+  static constexpr size_t kMaxCachedMatmuls = 1024;
+  std::mutex mu_;
+  MatmulCacheStats stats_;
+  std::list<std::pair<std::string, Entry>> lru_;  // most recently used first
+  std::unordered_map<std::string_view, std::list<std::pair<std::string, Entry>>::iterator> index_;
+};
+
 }  // namespace
+
+MatmulCacheStats matmul_cache_stats() { return MatmulCache::global().stats(); }
 
 Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, bool gemm,
                                                      std::span<const ops::fused::PostOp> post,
@@ -69,16 +158,17 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
     }
   }
   auto p = std::make_shared<MatmulPrimitive>();
-  dnnl::primitive_attr attr = default_attr();
-  dnnl::post_ops pops;
   memory::desc b_user, a_md, y_md;
+  bool ta = false;
+  double scale = 1.0, beta = 1.0;
+  bool use_c = false;
   if (!gemm) {
     const MatmulDims md = matmul_dims(as, bs);
     a_md = plain_desc(md.a, dt);
     b_user = plain_desc(md.b, dt);
     y_md = plain_desc(md.y, dt);
   } else {
-    const bool ta = ctx.attr_or<int64_t>("transA", 0) != 0;
+    ta = ctx.attr_or<int64_t>("transA", 0) != 0;
     const bool tb = ctx.attr_or<int64_t>("transB", 0) != 0;
     const int64_t m = ta ? as[1] : as[0], k = ta ? as[0] : as[1], n = tb ? bs[0] : bs[1];
     // op(A) and op(B) read through strides: no transposed copy.
@@ -86,45 +176,92 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
     b_user = memory::desc({k, n}, dt, tb ? memory::dims{1, k} : memory::dims{n, 1});
     y_md = plain_desc(std::vector<int64_t>{m, n}, dt);
     const double alpha = ctx.attr_or<double>("alpha", 1.0);
-    const double beta = ctx.attr_or<double>("beta", 1.0);
-    const bool use_c = ctx.has_input(2) && beta != 0.0;
+    beta = ctx.attr_or<double>("beta", 1.0);
+    use_c = ctx.has_input(2) && beta != 0.0;
     // The 1/beta factor below would overflow f32 (inf, then inf * beta) for a tiny beta.
     if (use_c && std::abs(beta) < 0x1p-20) {
       return unimplemented("gemm with |beta| {} below 2^-20 (alpha / beta overflows)", beta);
     }
     // y = alpha*AB + beta*C as beta * ((alpha/beta)*AB + C) when beta != 1: output scales act
     // on the accumulator before the post-ops.
-    const double scale = use_c ? alpha / beta : alpha;
-    if (scale != 1.0) attr.set_output_scales(0, {static_cast<float>(scale)});
-    if (use_c) {
-      p->c_md = plain_desc(padded(ctx.input_types[2].shape, 2), dt);
-      p->c_post = pops.len();
-      pops.append_binary(dnnl::algorithm::binary_add, p->c_md);
-      if (beta != 1.0) {
-        pops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, static_cast<float>(beta), 0.f);
-      }
-    }
+    scale = use_c ? alpha / beta : alpha;
+    if (use_c) p->c_md = plain_desc(padded(ctx.input_types[2].shape, 2), dt);
   }
   p->a_md = a_md;
   p->b_user = b_user;
   p->y_md = y_md;
   p->res_md = y_md;
   const Tensor* bc = ctx.constant_input(1);
-  const memory::desc b_any =
-      bc != nullptr ? memory::desc(b_user.dims(), dt, memory::format_tag::any) : b_user;
+  const bool residual = std::any_of(post.begin(), post.end(), [](const ops::fused::PostOp& o) {
+    return o.kind == ops::fused::PostOpKind::kAdd;
+  });
+  // Runtime M (ADR 0007): a 2-D A over constant weights, read row by row, gets a primitive
+  // built for any row count, so a new sequence length or batch re-uses it (no JIT). oneDNN
+  // 2.6 takes runtime dims only on its gemm-based matmul and not in a binary post-op operand,
+  // hence not with a residual add or a C that has M rows.
+  const bool runtime_m = ctx.prefer_shape_agnostic && bc != nullptr && a_md.dims().size() == 2 &&
+                         !ta && !residual && (!use_c || p->c_md.dims()[0] == 1);
+  // Two activations (attention's Q x K^T and P x V): every dim at run time, where no batch
+  // dim broadcasts (runtime dims must agree between the operands).
+  const bool runtime_all = ctx.prefer_shape_agnostic && !gemm && bc == nullptr && !residual &&
+                           a_md.dims().size() >= 3 && a_md.dims().size() <= 5 && [&] {
+                             const memory::dims ad = a_md.dims(), bd = b_user.dims();
+                             return std::equal(ad.begin(), ad.end() - 2, bd.begin());
+                           }();
+  memory::desc a_pd = a_md, b_rt = b_user, y_pd = y_md;
+  if (runtime_m) {
+    const memory::dim k = a_md.dims()[1], n = y_md.dims()[1];
+    a_pd = memory::desc({DNNL_RUNTIME_DIM_VAL, k}, dt, memory::dims{k, 1});
+    y_pd = memory::desc({DNNL_RUNTIME_DIM_VAL, n}, dt, memory::dims{n, 1});
+  } else if (runtime_all) {
+    const size_t rank = a_md.dims().size();
+    const memory::dims any_dims(rank, DNNL_RUNTIME_DIM_VAL);
+    const memory::format_tag tag = rank == 3   ? memory::format_tag::abc
+                                   : rank == 4 ? memory::format_tag::abcd
+                                               : memory::format_tag::abcde;
+    a_pd = memory::desc(any_dims, dt, tag);
+    b_rt = memory::desc(any_dims, dt, tag);
+    y_pd = memory::desc(any_dims, dt, tag);
+  }
+  // A constant B lets oneDNN pick its layout (packed once, pack_weights); runtime M runs on
+  // the gemm-based implementation, which reads B as it is.
+  const memory::desc b_pd =
+      bc != nullptr && !runtime_m ? memory::desc(b_user.dims(), dt, memory::format_tag::any) : b_rt;
+  std::string key = fmt::format("a {} b {} y {} threads {} scale {} beta {}", desc_key(a_pd),
+                                desc_key(b_pd), desc_key(y_pd), omp_get_max_threads(), scale, beta);
+  if (use_c) key += " c " + desc_key(p->c_md);
+  for (const ops::fused::PostOp& o : post) {
+    key += fmt::format(" post {} {} {}", static_cast<int>(o.kind), o.alpha, o.beta);
+  }
+  MatmulCache::Entry e;
   try {
-    // Inside the try: oneDNN throws on post-ops it rejects (e.g. a clip with min > max).
-    p->residual_post = append_post_ops(pops, post, &y_md);
-    if (pops.len() > 0) attr.set_post_ops(pops);
-    dnnl::matmul::desc d(a_md, b_any, y_md);
-    dnnl::matmul::primitive_desc pd(d, attr, engine());
-    p->scratch_md = pd.scratchpad_desc();
-    p->b_md = pd.weights_desc();
-    if (!reorder_weights) return std::shared_ptr<LinearPrimitive>(p);
-    p->prim = dnnl::matmul(pd);
+    e = MatmulCache::global().get(key, reorder_weights, [&] {
+      MatmulCache::Entry made;
+      dnnl::primitive_attr attr = default_attr();
+      dnnl::post_ops pops;
+      if (scale != 1.0) attr.set_output_scales(0, {static_cast<float>(scale)});
+      if (use_c) {
+        made.c_post = pops.len();
+        pops.append_binary(dnnl::algorithm::binary_add, p->c_md);
+        if (beta != 1.0) {
+          pops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, static_cast<float>(beta), 0.f);
+        }
+      }
+      // Inside the try: oneDNN throws on post-ops it rejects (e.g. a clip with min > max).
+      made.residual_post = append_post_ops(pops, post, &y_md);
+      if (pops.len() > 0) attr.set_post_ops(pops);
+      made.pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_pd, b_pd, y_pd), attr, engine());
+      return made;
+    });
   } catch (const dnnl::error& e) {
     return dnnl_declines("matmul", e);
   }
+  p->c_post = e.c_post;
+  p->residual_post = e.residual_post;
+  p->scratch_md = e.pd.scratchpad_desc();
+  p->b_md = e.pd.weights_desc();
+  if (!reorder_weights) return std::shared_ptr<LinearPrimitive>(p);
+  p->prim = e.prim;
   if (bc != nullptr) {
     // Constant B: packed once per process and layout, shared by every specialization.
     FRAME_ASSIGN_OR_RETURN(p->b_packed, pack_weights(ctx, b_user, p->b_md, *bc));
