@@ -218,11 +218,12 @@ constexpr std::string_view kUnconvertedOp = "onnx_unconverted";
 class Importer final : public BodyImporter {
  public:
   Importer(const ::onnx::ModelProto& m, const LoadOptions& o, std::string dir,
-           const std::map<std::string, Tensor>* initializers = nullptr)
+           const std::map<std::string, Tensor>* initializers = nullptr, ImportMemo* memo = nullptr)
       : model_(m),
         opts_(o),
         dir_(std::move(dir)),
         initializers_(initializers),
+        memo_(memo),
         external_(std::make_shared<ExternalData>(dir_)),
         constant_bytes_(std::make_shared<size_t>(0)) {}
 
@@ -287,11 +288,31 @@ class Importer final : public BodyImporter {
     const ::onnx::GraphProto& gp = model_.graph();
     g_.set_name(gp.name().empty() ? "main" : gp.name());
     FRAME_RETURN_IF_ERROR(read_opsets());
-    FRAME_RETURN_IF_ERROR(check_supported(gp));
+    bool supported = false;
+    std::shared_ptr<const std::vector<int>> order;
+    if (memo_ != nullptr) {
+      std::lock_guard lock(memo_->mu);
+      supported = memo_->supported;
+      order = memo_->order;
+    }
+    if (!supported) {
+      FRAME_RETURN_IF_ERROR(check_supported(gp));
+      if (memo_ != nullptr) {
+        std::lock_guard lock(memo_->mu);
+        memo_->supported = true;
+      }
+    }
     FRAME_RETURN_IF_ERROR(add_initializers(gp));
     FRAME_RETURN_IF_ERROR(add_inputs(gp));
-    FRAME_ASSIGN_OR_RETURN(std::vector<int> order, order_nodes(gp));
-    for (int i : order) {
+    if (order == nullptr) {
+      FRAME_ASSIGN_OR_RETURN(std::vector<int> computed, order_nodes(gp));
+      order = std::make_shared<const std::vector<int>>(std::move(computed));
+      if (memo_ != nullptr) {
+        std::lock_guard lock(memo_->mu);
+        memo_->order = order;
+      }
+    }
+    for (int i : *order) {
       // The partial graph ends at the failing node: name the inputs that reach it (ADR 0006).
       Status s = import_node(gp.node(i));
       if (!s.is_ok()) return passes::with_shape_determining_hint(g_, s);
@@ -719,6 +740,7 @@ class Importer final : public BodyImporter {
   const LoadOptions& opts_;
   std::string dir_;
   const std::map<std::string, Tensor>* initializers_;
+  ImportMemo* memo_ = nullptr;
   std::map<std::string, int> opsets_;
   ir::Graph g_;
   // The load's external data files, shared with the bodies' importers.
@@ -756,8 +778,9 @@ constexpr std::string_view kExternalDataHint =
 
 Result<ir::Graph> import_model(const ::onnx::ModelProto& model, const LoadOptions& options,
                                const std::string& model_dir,
-                               const std::map<std::string, Tensor>* initializers) {
-  Importer imp(model, options, model_dir, initializers);
+                               const std::map<std::string, Tensor>* initializers,
+                               ImportMemo* memo) {
+  Importer imp(model, options, model_dir, initializers, memo);
   return imp.run();
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -235,13 +236,25 @@ struct OpRow {
 /// Passes inputs and attributes through unchanged (the conversion of most rows).
 Status convert_default(NodeImporter& n, std::string_view frame_op);
 
+/// What importing one parsed model computes that no input shape or bound value changes: the
+/// op-support walk over the graph and its bodies passed, and the main graph's node order. A
+/// session keeps one per model, so the import of each specialization skips both (ADR 0007).
+/// Filled by the first import that gets through those steps; thread-safe.
+struct ImportMemo {
+  std::mutex mu;
+  bool supported = false;                         ///< check_supported passed
+  std::shared_ptr<const std::vector<int>> order;  ///< the main graph's node order, once known
+};
+
 /// Imports a parsed model (what load() does after parsing). `initializers`, when not null,
 /// maps the main graph's initializer names to tensors converted before (a session's re-import per
 /// specialization shares them instead of converting the TensorProtos again; ADR 0006);
-/// initializers missing from it are converted.
+/// initializers missing from it are converted. `memo`, when not null, is read and filled as
+/// ImportMemo says; it must only ever see this model.
 Result<ir::Graph> import_model(const ::onnx::ModelProto& model, const LoadOptions& options,
                                const std::string& model_dir,
-                               const std::map<std::string, Tensor>* initializers = nullptr);
+                               const std::map<std::string, Tensor>* initializers = nullptr,
+                               ImportMemo* memo = nullptr);
 /// Reads and parses the model file at `path` (memory-mapped). Errors: kIo.
 Status read_model(const std::string& path, size_t max_bytes, ::onnx::ModelProto& model);
 /// Parses serialized ModelProto bytes. Errors: kIo (truncated or corrupt).

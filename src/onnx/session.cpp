@@ -41,6 +41,8 @@ struct ParsedModel {
   /// The subset whose bytes the initializer conversion does not read (tensor attributes,
   /// nested graphs' initializers): the fingerprint digests those files' bytes itself.
   std::set<std::string> attribute_external_locations;
+  /// Shape-independent results of the first specialization's import, re-used by the others.
+  std::shared_ptr<detail::ImportMemo> memo = std::make_shared<detail::ImportMemo>();
 };
 
 // Adds the external data locations of `t` to `out`.
@@ -325,7 +327,8 @@ Result<runtime::ModelSource> build_source(std::shared_ptr<ParsedModel> pm, const
     LoadOptions lo = pm->load;
     lo.input_shapes = spec.input_shapes;
     lo.constant_inputs = spec.constant_inputs;
-    return detail::import_model(pm->model, lo, pm->dir, &pm->initializers);
+    lo.verify = false;  // compile() verifies the graph it is given (V1-V4) first
+    return detail::import_model(pm->model, lo, pm->dir, &pm->initializers, pm->memo.get());
   };
   return src;
 }
@@ -490,7 +493,9 @@ std::optional<runtime::ModelSource> source_from_record(const std::string& record
     LoadOptions lo = lazy->pm->load;
     lo.input_shapes = spec.input_shapes;
     lo.constant_inputs = spec.constant_inputs;
-    return detail::import_model(lazy->pm->model, lo, lazy->pm->dir, &lazy->pm->initializers);
+    lo.verify = false;  // compile() verifies the graph it is given (V1-V4) first
+    return detail::import_model(lazy->pm->model, lo, lazy->pm->dir, &lazy->pm->initializers,
+                                lazy->pm->memo.get());
   };
   src.late_shared_constants = [lazy]() {
     std::vector<Tensor> out;

@@ -285,6 +285,11 @@ Result<std::shared_ptr<const detail::CompiledCore>> compile_core(
     std::vector<std::pair<std::string, double>> stages) {
   auto t0 = std::chrono::steady_clock::now();
   FRAME_RETURN_IF_ERROR(check_sources(graph, options));
+  // The passes run with the thread count the kernels will: lowering's accepts() then builds
+  // the same oneDNN descriptors prepare() does (shared, not built twice), and folding uses the
+  // threads the caller asked for.
+  detail::ThreadCountScope threads(options.num_threads > 0 ? options.num_threads
+                                                           : omp_get_max_threads());
   detail::LoweredGraph lowered;
   lowered.graph = std::make_shared<ir::Graph>(graph);
   lowered.op_counts_before = op_counts(graph);
