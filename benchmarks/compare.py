@@ -384,7 +384,12 @@ def check_output(path, expected):
     import numpy as np
     if not os.path.exists(path):
         return {"ok": False, "note": "no output written"}
-    got = np.load(path)
+    return check_output_array(np.load(path), expected)
+
+
+def check_output_array(got, expected):
+    """check_output for an output array in memory."""
+    import numpy as np
     if got.shape != expected.shape:
         return {"ok": False, "note": "shape %s, expected %s" % (got.shape, expected.shape)}
     if got.size == 0:
