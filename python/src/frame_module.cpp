@@ -1177,8 +1177,8 @@ PYBIND11_MODULE(_frame, m) {
           "tiered_compile", [](const PySessionOptions& o) { return o.session.tiered_compile; },
           [](PySessionOptions& o, bool v) { o.session.tiered_compile = v; },
           "Where input shapes vary, compile a first-seen shape cheaply with shape-agnostic "
-          "kernels and again in full when it recurs (docs/adr/0007-first-seen-shapes.md). "
-          "Default True; outputs do not depend on it.")
+          "kernels, and again in full once its runs have taken as long as that compile "
+          "(docs/adr/0007-first-seen-shapes.md). Default True; outputs do not depend on it.")
       .def_property(
           "max_cache_dir_bytes",
           [](const PySessionOptions& o) { return o.session.max_cache_dir_bytes; },

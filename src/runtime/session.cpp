@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <future>
@@ -68,8 +69,12 @@ struct Compiled {
   double specialize_ms = 0;     // the session's import of the model for this key
   bool from_disk = false;       // read from the compile cache on disk: no import ran
   bool shape_agnostic = false;  // a first-seen key's tier: compiled again when it recurs
-  std::vector<size_t> feed;     // indices into the declared inputs
-  bool feeds_all = false;       // feed is every declared input: pass the caller's map as is
+  // Of the first-seen tier: microseconds its specialize + compile took, and microseconds its
+  // runs have taken so far; the key is compiled in full once the second reaches the first.
+  int64_t compile_us = 0;
+  mutable std::atomic<int64_t> run_us{0};
+  std::vector<size_t> feed;  // indices into the declared inputs
+  bool feeds_all = false;    // feed is every declared input: pass the caller's map as is
 };
 
 // The executable's report with the session's `specialize` stage first
@@ -313,6 +318,9 @@ class SessionImpl {
     }
     c->exe = std::move(*exe);
     c->specialize_ms = specialize.count();
+    c->compile_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
     c->shape_agnostic = shape_agnostic;
     if (disk_) disk_->store(disk_key, c->exe);
     return finish(std::move(c));
@@ -342,9 +350,12 @@ class SessionImpl {
         lru_.splice(lru_.begin(), lru_, it->second);
         ++stats_.hits;
         std::shared_ptr<const Compiled> held = it->second->compiled;
-        // A recurring key of the first-seen tier is compiled in full once (concurrent runs
-        // meanwhile use the held one); a failed full compile is not retried.
-        if (!held->shape_agnostic || !tiering_.insert(key).second) return held;
+        // A key of the first-seen tier is compiled in full once its runs have taken as long as
+        // its first compile did (at once for prepare()): a key that recurs a few times does
+        // not pay a second compile it would not earn back. Concurrent runs meanwhile use the
+        // held entry; a failed full compile is not retried.
+        const bool hot = full || held->run_us.load(std::memory_order_relaxed) >= held->compile_us;
+        if (!held->shape_agnostic || !hot || !tiering_.insert(key).second) return held;
         lock.unlock();
         return tier_up(key, by_index, held);
       }
@@ -568,17 +579,38 @@ Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 Session::~Session() = default;
 
+namespace {
+
+// Runs `run` and, for a first-seen-tier entry, adds its wall time to the entry's run_us.
+template <typename Run>
+auto timed_run(const Compiled& c, Run&& run) {
+  if (!c.shape_agnostic) return run();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto result = run();
+  c.run_us.fetch_add(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+          .count(),
+      std::memory_order_relaxed);
+  return result;
+}
+
+}  // namespace
+
 Result<TensorMap> Session::run(const TensorMap& inputs, const RunOptions& options) const {
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<const Compiled> c, impl_->lookup(inputs));
   TensorMap scratch;
-  return c->exe.run(SessionImpl::feeds(*c, inputs, impl_->source_.inputs, scratch), options);
+  return timed_run(*c, [&] {
+    return c->exe.run(SessionImpl::feeds(*c, inputs, impl_->source_.inputs, scratch), options);
+  });
 }
 
 Status Session::run(const TensorMap& inputs, TensorMap& outputs, const RunOptions& options) const {
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<const Compiled> c, impl_->lookup(inputs));
   TensorMap scratch;
-  return c->exe.run(SessionImpl::feeds(*c, inputs, impl_->source_.inputs, scratch), outputs,
-                    options);
+  return timed_run(*c, [&] {
+    return c->exe.run(SessionImpl::feeds(*c, inputs, impl_->source_.inputs, scratch), outputs,
+                      options);
+  });
 }
 
 Result<Executable> Session::prepare(const TensorMap& inputs) const {

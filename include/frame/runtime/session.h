@@ -134,10 +134,12 @@ struct SessionOptions {
   /// Tiered compiles (docs/adr/0007-first-seen-shapes.md): where runs can bring different
   /// keys (a symbolic or unknown input dim, or a shape-determining input), a key seen for the
   /// first time is compiled with CompileOptions::shape_agnostic_kernels (kernels re-use
-  /// prepared state across shapes: a cheaper compile, runs up to ~15% slower on those nodes),
-  /// and compiled again without it when the key recurs, replacing the entry, so the runs
-  /// after that have steady-state speed. Off, or with a cache_dir (the directory keeps full
-  /// compiles), every key is compiled in full the first time. Outputs do not depend on it.
+  /// prepared state across shapes: a cheaper compile, runs up to ~15% slower on those nodes)
+  /// and without the cse and operator-fusion passes, and compiled again in full, replacing
+  /// the entry, once the key's runs have taken as long as its first compile did: a recurring
+  /// key reaches steady-state speed after a few runs, a key seen only a few times is compiled
+  /// once. Off, or with a cache_dir (the directory keeps full compiles), every key is
+  /// compiled in full the first time. Outputs do not depend on it.
   bool tiered_compile = true;
 };
 
@@ -191,11 +193,11 @@ class Session {
   /// Runs the model. `inputs` must name every declared input exactly once; each tensor must
   /// have the declared dtype and rank and agree with every concrete declared dim. A run with a
   /// key seen before costs one hash lookup before Executable::run; a new key specializes and
-  /// compiles first (with SessionOptions::tiered_compile, as the first-seen tier; the key's
-  /// next run compiles it again in full). Errors: kInvalidArgument naming the input and expected vs
-  /// actual (missing input, unknown name, dtype, rank or dim mismatch); specialization and compile
-  /// errors (e.g. a Reshape target the input cannot take) prefixed with the key's shapes; kernel
-  /// errors naming node and op.
+  /// compiles first (with SessionOptions::tiered_compile, as the first-seen tier; a later run
+  /// of the key compiles it again in full, see tiered_compile). Errors: kInvalidArgument naming the
+  /// input and expected vs actual (missing input, unknown name, dtype, rank or dim mismatch);
+  /// specialization and compile errors (e.g. a Reshape target the input cannot take) prefixed with
+  /// the key's shapes; kernel errors naming node and op.
   Result<TensorMap> run(const TensorMap& inputs, const RunOptions& options = {}) const;
   /// Like run(), writing into caller-provided outputs (Executable::run's IoBinding form):
   /// `outputs` must hold every output with the dtype and shape this key produces.
