@@ -13,6 +13,7 @@
 #include <future>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <type_traits>
 #include <unordered_map>
@@ -339,14 +340,17 @@ class SessionImpl {
 
   // The specialization for the validated inputs: a held one (an LRU touch), one another run
   // is compiling (waited for), or a new one compiled outside the lock and inserted.
-  Result<std::shared_ptr<const Compiled>> get(const std::vector<const Tensor*>& by_index,
+  Result<std::shared_ptr<const Compiled>> get(const std::vector<const Tensor*>& inputs,
                                               bool full) const {
-    thread_local Key key;
-    make_key(by_index, key);
+    thread_local Key scratch;
+    make_key(inputs, scratch);
     std::promise<Result<std::shared_ptr<const Compiled>>> promise;
+    // What a compile reads are copies: a compile may run another session on this thread (a
+    // custom op folded at compile time), which reuses the per-thread key and input buffers.
+    std::optional<Key> key;
     {
       std::unique_lock lock(mu_);
-      if (auto it = index_.find(key); it != index_.end()) {
+      if (auto it = index_.find(scratch); it != index_.end()) {
         lru_.splice(lru_.begin(), lru_, it->second);
         ++stats_.hits;
         std::shared_ptr<const Compiled> held = it->second->compiled;
@@ -355,11 +359,11 @@ class SessionImpl {
         // not pay a second compile it would not earn back. Concurrent runs meanwhile use the
         // held entry; a failed full compile is not retried.
         const bool hot = full || held->run_us.load(std::memory_order_relaxed) >= held->compile_us;
-        if (!held->shape_agnostic || !hot || !tiering_.insert(key).second) return held;
+        if (!held->shape_agnostic || !hot || !tiering_.insert(scratch).second) return held;
         lock.unlock();
-        return tier_up(key, by_index, held);
+        return tier_up(scratch, inputs, held);
       }
-      if (auto it = inflight_.find(key); it != inflight_.end()) {
+      if (auto it = inflight_.find(scratch); it != inflight_.end()) {
         // Concurrent runs of a new key compile it once.
         std::shared_future<Result<std::shared_ptr<const Compiled>>> pending = it->second;
         ++stats_.hits;
@@ -367,47 +371,58 @@ class SessionImpl {
         return pending.get();
       }
       ++stats_.misses;
-      inflight_.emplace(key, promise.get_future().share());
+      key = scratch;
+      inflight_.emplace(*key, promise.get_future().share());
+      // A key whose first-seen tier was too large to keep goes straight to the full compile.
+      full = full || untiered_.count(*key) > 0;
     }
+    const std::vector<const Tensor*> by_index = inputs;
     Result<std::shared_ptr<const Compiled>> compiled = compile_for(by_index, tiered_ && !full);
+    if (tiered_ && !full) {
+      // The first-seen tier can fail where the full compile succeeds (its unfused graph over a
+      // memory limit, or strict mode without the fusion that gave a node a kernel) or be too
+      // large to keep where the full one is not: then the key is compiled in full.
+      bool keep = false;
+      if (compiled.is_ok()) {
+        std::lock_guard lock(mu_);
+        keep = entry_bytes(*key, **compiled) <= options_.max_cache_bytes;
+        if (!keep) {
+          if (untiered_.size() >= kMaxUntiered) untiered_.clear();
+          untiered_.insert(*key);
+        }
+      }
+      if (!keep) compiled = compile_for(by_index, false);
+    }
     {
       std::lock_guard lock(mu_);
-      inflight_.erase(key);
-      if (compiled.is_ok()) insert(key, *compiled);
+      inflight_.erase(*key);
+      if (compiled.is_ok()) insert(*key, *compiled);
     }
     promise.set_value(compiled);
     return compiled;
   }
 
-  // The full compile of `key`, whose held entry `held` is of the first-seen tier: replaces the
-  // entry when it is still held; `held` when the full compile fails.
-  std::shared_ptr<const Compiled> tier_up(const Key& key,
-                                          const std::vector<const Tensor*>& by_index,
+  // The full compile of `key` (copied, with its inputs: see get()), whose held entry `held` is of
+  // the first-seen tier: replaces the key's entry, whichever it is by then; `held` when the
+  // full compile fails.
+  std::shared_ptr<const Compiled> tier_up(Key key, std::vector<const Tensor*> by_index,
                                           const std::shared_ptr<const Compiled>& held) const {
     Result<std::shared_ptr<const Compiled>> full = compile_for(by_index, false);
     std::lock_guard lock(mu_);
     if (!full.is_ok()) return held;  // stays in tiering_: never retried
     tiering_.erase(key);
     ++stats_.tier_ups;
-    if (auto it = index_.find(key); it != index_.end() && it->second->compiled == held) {
-      stats_.bytes -= it->second->bytes;
-      lru_.erase(it->second);
-      index_.erase(it);
-    }
     insert(key, *full);
     return *full;
   }
 
-  // Adds a compiled specialization and evicts least recently used entries beyond the bounds.
-  // Caller holds mu_.
-  void insert(const Key& key, const std::shared_ptr<const Compiled>& c) const {
-    last_report_ = report_of(*c);
-    // What an entry keeps alive: its arena, the constants it owns (folded values, bound
-    // inputs), the last run's inputs and outputs its run slot still references until the next
-    // run (Executable run slots reuse their tensor slots so steady-state runs do not allocate),
-    // and the key, stored in the LRU list and in the index.
+  // What an entry keeps alive, in bytes: its arena, the constants it owns (folded values,
+  // bound inputs), the last run's inputs and outputs its run slot still references until the
+  // next run (Executable run slots reuse their tensor slots so steady-state runs do not
+  // allocate), and the key, stored in the LRU list and in the index. Caller holds mu_.
+  size_t entry_bytes(const Key& key, const Compiled& c) const {
     size_t io_bytes = 0;
-    for (const auto* sig : {&c->exe.input_signature(), &c->exe.output_signature()}) {
+    for (const auto* sig : {&c.exe.input_signature(), &c.exe.output_signature()}) {
       for (const auto& [name, type] : *sig) {
         io_bytes += static_cast<size_t>(std::max<int64_t>(numel_of(type.shape), 0)) *
                     dtype_size(type.dtype);
@@ -415,9 +430,21 @@ class SessionImpl {
     }
     // A specialization read from disk views its weights in blob mappings every entry of the
     // model shares (docs/architecture/execution-model.md, "Compile cache on disk").
-    const size_t constants = c->from_disk ? 0 : owned_constant_bytes(c->exe.compiled_graph());
-    const size_t bytes = c->exe.report().peak_arena_bytes + constants + io_bytes +
-                         2 * key.words.size() * sizeof(uint64_t);
+    const size_t constants = c.from_disk ? 0 : owned_constant_bytes(c.exe.compiled_graph());
+    return c.exe.report().peak_arena_bytes + constants + io_bytes +
+           2 * key.words.size() * sizeof(uint64_t);
+  }
+
+  // Adds a compiled specialization (replacing the key's entry, if one is held) and evicts
+  // least recently used entries beyond the bounds. Caller holds mu_.
+  void insert(const Key& key, const std::shared_ptr<const Compiled>& c) const {
+    last_report_ = report_of(*c);
+    if (auto it = index_.find(key); it != index_.end()) {
+      stats_.bytes -= it->second->bytes;
+      lru_.erase(it->second);
+      index_.erase(it);
+    }
+    const size_t bytes = entry_bytes(key, *c);
     if (bytes > options_.max_cache_bytes) {
       ++stats_.evictions;  // run once, not kept
       return;
@@ -474,6 +501,10 @@ class SessionImpl {
   // full compile failed) after a first-seen-tier compile.
   bool tiered_ = false;
   mutable std::unordered_set<Key, KeyHash> tiering_;
+  // Keys whose first-seen-tier entry was too large to keep (max_cache_bytes): compiled in full
+  // at their next miss. Cleared when it reaches kMaxUntiered keys.
+  static constexpr size_t kMaxUntiered = 1024;
+  mutable std::unordered_set<Key, KeyHash> untiered_;
   mutable std::optional<CompileReport> last_report_;
 };
 

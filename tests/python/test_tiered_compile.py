@@ -1,0 +1,143 @@
+"""Tiered compiles (docs/adr/0007-first-seen-shapes.md): where the first-seen tier cannot serve
+a key (a memory limit its unfused graph exceeds, strict mode without the fusion that gives a
+node a kernel, an entry too large to keep), the key is compiled in full instead; a tier-up that
+races an eviction, and a compile that runs another session on the same thread, leave the cache
+consistent. Expected values are numpy's. About 2 s in all."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper as oh
+from onnx import numpy_helper as nh
+
+import frame
+
+
+def model(nodes, inputs, initializers=(), extra_opsets=()):
+    g = oh.make_graph(nodes, "g", inputs, [oh.make_tensor_value_info("y", TP.FLOAT, None)],
+                      initializer=list(initializers))
+    m = oh.make_model(g, opset_imports=[oh.make_opsetid("", 14)] +
+                      [oh.make_opsetid(d, 1) for d in extra_opsets])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+def dynamic(name):
+    return oh.make_tensor_value_info(name, TP.FLOAT, ["N"])
+
+
+# y = sigmoid(x) * tanh(x) + x: one fused node in the full compile, four buffers unfused.
+CHAIN = [oh.make_node("Sigmoid", ["x"], ["a"]), oh.make_node("Tanh", ["x"], ["b"]),
+         oh.make_node("Mul", ["a", "b"], ["c"]), oh.make_node("Add", ["c", "x"], ["y"])]
+
+
+def chain_expected(x):
+    x64 = x.astype(np.float64)
+    return 1 / (1 + np.exp(-x64)) * np.tanh(x64) + x64
+
+
+def options(**kw):
+    o = frame.SessionOptions()
+    for k, v in kw.items():
+        setattr(o, k, v)
+    return o
+
+
+@pytest.mark.parametrize("limit", ["max_memory_bytes", "max_cache_bytes"])
+def test_a_first_seen_tier_that_does_not_fit_gives_way_to_the_full_compile(limit):
+    # 256 KiB of input: the fused arena (~512 KiB) fits 600-700 KB, the unfused one does not.
+    x = np.random.default_rng(0).standard_normal(1 << 16).astype(np.float32)
+    bound = 600000 if limit == "max_memory_bytes" else 700000
+    for tiered in (False, True):
+        s = frame.InferenceSession(model(CHAIN, [dynamic("x")]),
+                                   sess_options=options(tiered_compile=tiered, threads=1,
+                                                        **{limit: bound}))
+        for _ in range(5):
+            np.testing.assert_allclose(s.run(None, {"x": x})[0], chain_expected(x), rtol=1e-5,
+                                       atol=1e-6)
+        st = s.cache_stats()
+        assert (st["misses"], st["hits"], st["entries"]) == (1, 4, 1), (tiered, st)
+
+
+def test_strict_mode_takes_the_full_compile_where_only_fusion_gives_a_kernel():
+    d = nh.from_array(np.array(0.7, np.float32), "d")
+    nodes = [oh.make_node("Mod", ["x", "d"], ["a"], fmod=1), oh.make_node("Relu", ["a"], ["b"]),
+             oh.make_node("Add", ["b", "x"], ["y"])]
+    x = np.linspace(-3, 3, 10).astype(np.float32)
+    expected = np.maximum(np.fmod(x, np.float32(0.7)), 0) + x
+    for tiered in (False, True):
+        s = frame.InferenceSession(model(nodes, [dynamic("x")], [d]),
+                                   sess_options=options(tiered_compile=tiered, strict=True,
+                                                        backends=["onednn"]))
+        for _ in range(2):
+            np.testing.assert_allclose(s.run(None, {"x": x})[0], expected, rtol=1e-5, atol=1e-6)
+
+
+def test_a_tier_up_racing_an_eviction_leaves_one_entry_per_key():
+    # max_specializations = 1: while T1 compiles key K in full (a folded custom op sleeps in
+    # it), T2 runs L (evicting K) and K again (a new first-seen entry). K must then hit.
+    sleeping = threading.Event()
+
+    def kernel(inputs, attrs):
+        if threading.current_thread().name == "T1" and not sleeping.is_set():
+            sleeping.set()
+            time.sleep(0.5)
+        return (inputs[0] * 2).astype(np.float32)
+
+    frame.register_op("test_tier_slow_fold", inputs=["X"], outputs=["Y"], cpu_kernel=kernel)
+    frame.map_onnx_op("test.tier", "SlowDouble", "test_tier_slow_fold")
+    c = nh.from_array(np.array([1], np.float32), "c")
+    nodes = [oh.make_node("SlowDouble", ["c"], ["d"], domain="test.tier"),
+             oh.make_node("Add", ["x", "d"], ["y"])]
+    s = frame.InferenceSession(model(nodes, [dynamic("x")], [c], ["test.tier"]),
+                               sess_options=options(max_specializations=1))
+    k, l = np.zeros(3, np.float32), np.zeros(5, np.float32)
+    s.run(None, {"x": k})
+
+    def t1():
+        for _ in range(100000):  # until K's runs earn its full compile (which then sleeps)
+            if sleeping.is_set():
+                return
+            s.run(None, {"x": k})
+
+    def t2():
+        assert sleeping.wait(30)
+        s.run(None, {"x": l})
+        s.run(None, {"x": k})
+
+    threads = [threading.Thread(target=t1, name="T1"), threading.Thread(target=t2, name="T2")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sleeping.is_set()
+    before = s.cache_stats()["misses"]
+    for _ in range(20):
+        np.testing.assert_array_equal(s.run(None, {"x": k})[0], np.full(3, 2, np.float32))
+    assert s.cache_stats()["misses"] - before <= 1
+    assert s.cache_stats()["entries"] == 1
+
+
+def test_a_compile_that_runs_another_session_keeps_its_own_key():
+    # The outer session's compile folds a custom op whose kernel runs another session on the
+    # same thread (other key, other inputs): the outer entry is still filed under its own key.
+    inner = frame.InferenceSession(model([oh.make_node("Relu", ["u"], ["y"])], [dynamic("u")]))
+
+    def kernel(inputs, attrs):
+        inner.run(None, {"u": np.ones(7, np.float32)})
+        return (inputs[0] * 2).astype(np.float32)
+
+    frame.register_op("test_tier_reenter", inputs=["X"], outputs=["Y"], cpu_kernel=kernel)
+    frame.map_onnx_op("test.reenter", "Double", "test_tier_reenter")
+    c = nh.from_array(np.array([1], np.float32), "c")
+    nodes = [oh.make_node("Double", ["c"], ["d"], domain="test.reenter"),
+             oh.make_node("Add", ["x", "d"], ["y"])]
+    outer = frame.InferenceSession(model(nodes, [dynamic("x")], [c], ["test.reenter"]))
+    for n in (3, 7, 3, 7):
+        np.testing.assert_array_equal(outer.run(None, {"x": np.zeros(n, np.float32)})[0],
+                                      np.full(n, 2, np.float32))
+    st = outer.cache_stats()
+    assert (st["misses"], st["hits"], st["entries"]) == (2, 2, 2), st
