@@ -13,6 +13,7 @@
 #include <cstring>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -92,22 +93,22 @@ class MatmulCache {
   }
 
   // The entry for `key`, creating the descriptor with `make` (which may throw dnnl::error)
-  // and, when `with_primitive`, the primitive.
+  // when none is held and, when `with_primitive`, the primitive (from the held descriptor
+  // when accepts() made it).
   template <typename Make>
   Entry get(const std::string& key, bool with_primitive, Make&& make) {
+    std::optional<Entry> held;
     {
       std::lock_guard lock(mu_);
       if (auto it = index_.find(key); it != index_.end()) {
         lru_.splice(lru_.begin(), lru_, it->second);
-        Entry& e = it->second->second;
-        if (!with_primitive || e.prim) {
-          ++stats_.hits;
-          return e;
-        }
+        ++stats_.hits;
+        if (!with_primitive || it->second->second.prim) return it->second->second;
+        held = it->second->second;
       }
     }
-    Entry e = make();
-    {
+    Entry e = held ? *std::move(held) : make();
+    if (!held) {
       std::lock_guard lock(mu_);
       ++stats_.created;
     }
