@@ -288,20 +288,13 @@ class Importer final : public BodyImporter {
     const ::onnx::GraphProto& gp = model_.graph();
     g_.set_name(gp.name().empty() ? "main" : gp.name());
     FRAME_RETURN_IF_ERROR(read_opsets());
-    bool supported = false;
+    // A memoized order means an earlier import of this model passed check_supported too.
     std::shared_ptr<const std::vector<int>> order;
     if (memo_ != nullptr) {
       std::lock_guard lock(memo_->mu);
-      supported = memo_->supported;
       order = memo_->order;
     }
-    if (!supported) {
-      FRAME_RETURN_IF_ERROR(check_supported(gp));
-      if (memo_ != nullptr) {
-        std::lock_guard lock(memo_->mu);
-        memo_->supported = true;
-      }
-    }
+    if (order == nullptr) FRAME_RETURN_IF_ERROR(check_supported(gp));
     FRAME_RETURN_IF_ERROR(add_initializers(gp));
     FRAME_RETURN_IF_ERROR(add_inputs(gp));
     if (order == nullptr) {

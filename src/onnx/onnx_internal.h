@@ -237,13 +237,12 @@ struct OpRow {
 Status convert_default(NodeImporter& n, std::string_view frame_op);
 
 /// What importing one parsed model computes that no input shape or bound value changes: the
-/// op-support walk over the graph and its bodies passed, and the main graph's node order. A
-/// session keeps one per model, so the import of each specialization skips both (ADR 0007).
-/// Filled by the first import that gets through those steps; thread-safe.
+/// main graph's node order, known only once the op-support walk over the graph and its bodies
+/// has passed. A session keeps one per model, so the import of each specialization skips both
+/// (ADR 0007). Filled by the first import that gets through those steps; thread-safe.
 struct ImportMemo {
   std::mutex mu;
-  bool supported = false;                         ///< check_supported passed
-  std::shared_ptr<const std::vector<int>> order;  ///< the main graph's node order, once known
+  std::shared_ptr<const std::vector<int>> order;  ///< null until known
 };
 
 /// Imports a parsed model (what load() does after parsing). `initializers`, when not null,

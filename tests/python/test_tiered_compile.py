@@ -29,6 +29,17 @@ def dynamic(name):
     return oh.make_tensor_value_info(name, TP.FLOAT, ["N"])
 
 
+def doubled_constant_plus_x(op, domain, kernel):
+    """y = x + kernel(c) with c = [1]: `kernel` registered as frame op `op`, mapped from
+    ONNX `domain`::Double; the session folds it at compile time (so per compile)."""
+    frame.register_op(op, inputs=["X"], outputs=["Y"], cpu_kernel=kernel)
+    frame.map_onnx_op(domain, "Double", op)
+    c = nh.from_array(np.array([1], np.float32), "c")
+    nodes = [oh.make_node("Double", ["c"], ["d"], domain=domain),
+             oh.make_node("Add", ["x", "d"], ["y"])]
+    return model(nodes, [dynamic("x")], [c], [domain])
+
+
 # y = sigmoid(x) * tanh(x) + x: one fused node in the full compile, four buffers unfused.
 CHAIN = [oh.make_node("Sigmoid", ["x"], ["a"]), oh.make_node("Tanh", ["x"], ["b"]),
          oh.make_node("Mul", ["a", "b"], ["c"]), oh.make_node("Add", ["c", "x"], ["y"])]
@@ -87,12 +98,7 @@ def test_a_tier_up_racing_an_eviction_leaves_one_entry_per_key():
             time.sleep(0.5)
         return (inputs[0] * 2).astype(np.float32)
 
-    frame.register_op("test_tier_slow_fold", inputs=["X"], outputs=["Y"], cpu_kernel=kernel)
-    frame.map_onnx_op("test.tier", "SlowDouble", "test_tier_slow_fold")
-    c = nh.from_array(np.array([1], np.float32), "c")
-    nodes = [oh.make_node("SlowDouble", ["c"], ["d"], domain="test.tier"),
-             oh.make_node("Add", ["x", "d"], ["y"])]
-    s = frame.InferenceSession(model(nodes, [dynamic("x")], [c], ["test.tier"]),
+    s = frame.InferenceSession(doubled_constant_plus_x("test_tier_slow_fold", "test.tier", kernel),
                                sess_options=options(max_specializations=1))
     k, l = np.zeros(3, np.float32), np.zeros(5, np.float32)
     s.run(None, {"x": k})
@@ -130,12 +136,8 @@ def test_a_compile_that_runs_another_session_keeps_its_own_key():
         inner.run(None, {"u": np.ones(7, np.float32)})
         return (inputs[0] * 2).astype(np.float32)
 
-    frame.register_op("test_tier_reenter", inputs=["X"], outputs=["Y"], cpu_kernel=kernel)
-    frame.map_onnx_op("test.reenter", "Double", "test_tier_reenter")
-    c = nh.from_array(np.array([1], np.float32), "c")
-    nodes = [oh.make_node("Double", ["c"], ["d"], domain="test.reenter"),
-             oh.make_node("Add", ["x", "d"], ["y"])]
-    outer = frame.InferenceSession(model(nodes, [dynamic("x")], [c], ["test.reenter"]))
+    outer = frame.InferenceSession(
+        doubled_constant_plus_x("test_tier_reenter", "test.reenter", kernel))
     for n in (3, 7, 3, 7):
         np.testing.assert_array_equal(outer.run(None, {"x": np.zeros(n, np.float32)})[0],
                                       np.full(n, 2, np.float32))
