@@ -468,6 +468,7 @@ class InferenceSession {
     }
     return json_loads(profile_->to_json());
   }
+  std::vector<std::string> stages() const { return sess().stages(); }
   py::dict cache_stats() const {
     runtime::CacheStats s = sess().cache_stats();
     py::dict d;
@@ -1227,6 +1228,9 @@ PYBIND11_MODULE(_frame, m) {
       .def("profile", &InferenceSession::profile,
            "Per-node times of the profiled runs (a Chrome trace dict).")
       .def("cache_stats", &InferenceSession::cache_stats)
+      .def("stages", &InferenceSession::stages,
+           "Steps of a model with data-dependent shapes (static stages and eager nodes, in run "
+           "order; docs/adr/0008-data-dependent-shapes.md); empty for other models.")
       .def("shape_determining_inputs", &InferenceSession::shape_determining_inputs)
       .def("get_session_options", &InferenceSession::get_session_options);
 

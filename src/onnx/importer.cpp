@@ -28,6 +28,8 @@ namespace {
 // Constant nodes whose outputs stay under this size are computed at import time; the
 // constant-folding pass handles the rest with the runtime's own limit.
 constexpr size_t kImportFoldBytes = size_t{1} << 20;
+// Raised by EagerFoldScope for the import of one eager node (ADR 0008), which must fold.
+thread_local size_t t_fold_bytes = kImportFoldBytes;
 
 std::string snake_case(std::string_view camel) {
   std::string out;
@@ -61,6 +63,9 @@ Status run_cpu_kernel(const ir::Graph& g, const ir::Node& n, const ops::OpSchema
 
 }  // namespace
 
+EagerFoldScope::EagerFoldScope() : saved_(t_fold_bytes) { t_fold_bytes = SIZE_MAX / 4; }
+EagerFoldScope::~EagerFoldScope() { t_fold_bytes = saved_; }
+
 Result<std::vector<ir::ValueId>> infer_and_fold(ir::Graph& g, ir::NodeId id) {
   const ir::Node& n = g.node(id);
   const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
@@ -80,12 +85,20 @@ Result<std::vector<ir::ValueId>> infer_and_fold(ir::Graph& g, ir::NodeId id) {
   size_t bytes = 0;
   for (const ir::TensorType& t : types) {
     Result<size_t> b = checked_nbytes(t.dtype, t.shape);
-    bytes += b.is_ok() ? *b : kImportFoldBytes + 1;
+    if (!b.is_ok() || *b > t_fold_bytes - bytes) {
+      foldable = false;
+      break;
+    }
+    bytes += *b;
   }
-  if (!foldable || bytes > kImportFoldBytes) return outputs;
+  if (!foldable) return outputs;
   std::vector<Tensor> values;
-  // A kernel that rejects the values (e.g. an out-of-range index) reports it at run time.
-  if (!run_cpu_kernel(g, n, *schema, types, values).is_ok()) return outputs;
+  // A kernel that rejects the values (e.g. an out-of-range index) reports it at run time;
+  // an eager node (EagerFoldScope) has no later run: report it now.
+  if (Status k = run_cpu_kernel(g, n, *schema, types, values); !k.is_ok()) {
+    if (t_fold_bytes == kImportFoldBytes) return outputs;
+    return k.with_prefix(fmt::format("node '{}' ({}): ", n.name, n.op));
+  }
   std::vector<std::string> names;
   for (ir::ValueId v : outputs) names.push_back(g.value(v).name);
   g.remove_node(id);

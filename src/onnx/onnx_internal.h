@@ -219,6 +219,19 @@ class NodeImporter {
 /// the values now holding the node's outputs (the constants when it was folded).
 Result<std::vector<ir::ValueId>> infer_and_fold(ir::Graph& g, ir::NodeId n);
 
+/// While alive, imports on this thread fold all-constant nodes of any size (not only small
+/// ones): the import of an eager node with every input bound computes its outputs (ADR 0008).
+class EagerFoldScope {
+ public:
+  EagerFoldScope();
+  ~EagerFoldScope();
+  EagerFoldScope(const EagerFoldScope&) = delete;
+  EagerFoldScope& operator=(const EagerFoldScope&) = delete;
+
+ private:
+  size_t saved_;
+};
+
 /// Converts one ONNX node. The default (nullptr) passes inputs and attributes through.
 using ConvertFn = Status (*)(NodeImporter&, std::string_view frame_op);
 

@@ -429,6 +429,45 @@ namespace {
 
 // ReverseSequence: gather_elements along time_axis with an index tensor built from the
 // (constant) sequence_lens: index t < len[b] ? len[b] - 1 - t : t.
+// Compress-9/11: the kept indices are non_zero(condition); the result is a gather of them
+// along `axis` (of the flattened input when absent). A session runs Compress eagerly with its
+// inputs known (ADR 0008), so every emitted node folds.
+Status convert_compress(NodeImporter& n, std::string_view) {
+  FRAME_RETURN_IF_ERROR(expect_type(n, 0));
+  FRAME_RETURN_IF_ERROR(expect_type(n, 1));
+  // Copies: emitting nodes may move the graph's value table.
+  const ir::TensorType x = *n.input_type(0);
+  const ir::TensorType c = *n.input_type(1);
+  if (c.shape.size() != 1) {
+    return n.error("input 1 (condition) must be 1-D, got {}", shape_to_string(c.shape));
+  }
+  ir::ValueId data = n.input(0);
+  int64_t axis = 0;
+  int64_t dim = 1;
+  if (const int64_t* a = get<int64_t>(n.attrs(), "axis")) {
+    const int64_t r = static_cast<int64_t>(x.shape.size());
+    if (*a < -r || *a >= r) return n.error("axis {} out of range for rank {}", *a, r);
+    axis = *a < 0 ? *a + r : *a;
+    dim = x.shape[static_cast<size_t>(axis)];
+  } else {
+    for (int64_t d : x.shape) dim *= d;
+    FRAME_ASSIGN_OR_RETURN(std::vector<ir::ValueId> flat,
+                           n.emit_tmp("reshape", {data, n.const_i64({-1})}, {}));
+    data = flat[0];
+  }
+  if (c.shape[0] > dim) {
+    return n.error("input 1 (condition) has {} entries, more than the {} slices along axis {}",
+                   c.shape[0], dim, axis);
+  }
+  FRAME_ASSIGN_OR_RETURN(std::vector<ir::ValueId> nz, n.emit_tmp("non_zero", {n.input(1)}, {}));
+  FRAME_ASSIGN_OR_RETURN(std::vector<ir::ValueId> idx,
+                         n.emit_tmp("reshape", {nz[0], n.const_i64({-1})}, {}));
+  ir::AttrMap attrs;
+  attrs["axis"] = axis;
+  n.attrs().clear();
+  return n.emit("gather", {data, idx[0]}, std::move(attrs));
+}
+
 Status convert_reverse_sequence(NodeImporter& n, std::string_view) {
   FRAME_RETURN_IF_ERROR(expect_type(n, 0));
   const Tensor* lens = n.input_constant(1);
@@ -881,6 +920,8 @@ const std::vector<OpRow> kRows = {
         "index tensor from constant sequence_lens"),
     SINCE("NonZero", 9, "non_zero"),
     SINCE("Unique", 11, "unique"),
+    SINCE("NonMaxSuppression", 10, "non_max_suppression"),
+    ROW("Compress", 9, 0, "gather", convert_compress, "non_zero(condition) -> gather"),
     // Linear algebra.
     SAME("MatMul", "matmul"),
     ROW("Gemm", 1, 6, "gemm", convert_gemm_v1, "broadcast attr dropped"),

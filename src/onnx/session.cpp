@@ -23,6 +23,7 @@
 #include "frame/core/digest.h"
 #include "frame/passes/shape_determining.h"
 #include "onnx_internal.h"
+#include "staged.h"
 
 namespace frame::onnx {
 namespace {
@@ -302,6 +303,20 @@ Result<runtime::ModelSource> build_source(std::shared_ptr<ParsedModel> pm, const
     src.outputs.push_back(value_info(out, d));
   }
   for (const auto& [n, t] : pm->initializers) src.shared_constants.push_back(t);
+  if (detail::has_eager_nodes(gp)) {
+    // Data-dependent shapes: stages and eager nodes (ADR 0008); each stage's session keys the
+    // compile cache on disk by its own sub-model.
+    detail::StagedModelParts parts;
+    parts.model = std::shared_ptr<const ::onnx::ModelProto>(pm, &pm->model);
+    parts.initializers = pm->initializers;
+    parts.dir = pm->dir;
+    parts.load = pm->load;
+    parts.options = options;
+    parts.inputs = src.inputs;
+    parts.name = name;
+    FRAME_ASSIGN_OR_RETURN(src.staged, detail::make_staged_runner(std::move(parts)));
+    return src;
+  }
   if (!options.cache_dir.empty()) {
     // The compile cache on disk keys entries by the model's content: the parsed model (its
     // initializers reduced to names, types and dims) and every initializer's bytes, external
@@ -534,7 +549,7 @@ Result<runtime::Session> open_session(const std::string& path,
   if (pm->dir.empty()) pm->dir = ".";
   std::shared_ptr<ParsedModel> kept = pm;
   FRAME_ASSIGN_OR_RETURN(runtime::ModelSource src, build_source(std::move(pm), path, options));
-  if (record_key && !recent) {
+  if (record_key && !recent && !src.staged) {
     const std::string external = external_identities(kept->dir, kept->external_locations);
     (void)runtime::write_cache_record(options.cache_dir, *record_key, source_record(src, external));
   }
@@ -552,6 +567,24 @@ Result<runtime::Session> open_session_from_bytes(std::string_view bytes,
   FRAME_ASSIGN_OR_RETURN(runtime::ModelSource src, build_source(std::move(pm), "model", options));
   return runtime::Session::create(std::move(src), options);
 }
+
+namespace detail {
+
+Result<runtime::Session> open_stage_session(::onnx::ModelProto model,
+                                            std::map<std::string, Tensor> initializers,
+                                            const std::string& dir, const LoadOptions& load,
+                                            const runtime::SessionOptions& options,
+                                            const std::string& name) {
+  auto pm = std::make_shared<ParsedModel>();
+  pm->model = std::move(model);
+  pm->initializers = std::move(initializers);
+  pm->dir = dir;
+  pm->load = load;
+  FRAME_ASSIGN_OR_RETURN(runtime::ModelSource src, build_source(std::move(pm), name, options));
+  return runtime::Session::create(std::move(src), options);
+}
+
+}  // namespace detail
 
 Result<std::vector<passes::ShapeDeterminingInput>> classify_inputs(const std::string& path,
                                                                    const LoadOptions& load) {

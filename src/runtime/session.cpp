@@ -509,7 +509,7 @@ class SessionImpl {
 };
 
 Result<Session> Session::create(ModelSource source, SessionOptions options) {
-  if (!source.specialize) {
+  if (!source.specialize && !source.staged) {
     return invalid_argument("session for '{}': the model source has no specialize function",
                             source.name);
   }
@@ -521,7 +521,7 @@ Result<Session> Session::create(ModelSource source, SessionOptions options) {
   if (Result<std::vector<std::string>> b = resolve_backends(options.compile.backends); !b.is_ok()) {
     return b.status().with_prefix(fmt::format("session for '{}': ", source.name));
   }
-  if (!options.cache_dir.empty() && source.fingerprint.empty()) {
+  if (!options.cache_dir.empty() && source.fingerprint.empty() && !source.staged) {
     return invalid_argument(
         "session for '{}': cache_dir '{}' given, but the model source has no fingerprint to key "
         "the cache by (ModelSource::fingerprint)",
@@ -628,6 +628,11 @@ auto timed_run(const Compiled& c, Run&& run) {
 }  // namespace
 
 Result<TensorMap> Session::run(const TensorMap& inputs, const RunOptions& options) const {
+  if (impl_->source_.staged) {
+    std::vector<const Tensor*> by_index;
+    FRAME_RETURN_IF_ERROR(impl_->validate(inputs, by_index));
+    return impl_->source_.staged->run(inputs, options);
+  }
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<const Compiled> c, impl_->lookup(inputs));
   TensorMap scratch;
   return timed_run(*c, [&] {
@@ -636,6 +641,11 @@ Result<TensorMap> Session::run(const TensorMap& inputs, const RunOptions& option
 }
 
 Status Session::run(const TensorMap& inputs, TensorMap& outputs, const RunOptions& options) const {
+  if (impl_->source_.staged) {
+    FRAME_ASSIGN_OR_RETURN(TensorMap out, run(inputs, options));
+    for (auto& [name, t] : out) outputs[name] = std::move(t);
+    return Status();
+  }
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<const Compiled> c, impl_->lookup(inputs));
   TensorMap scratch;
   return timed_run(*c, [&] {
@@ -645,6 +655,13 @@ Status Session::run(const TensorMap& inputs, TensorMap& outputs, const RunOption
 }
 
 Result<Executable> Session::prepare(const TensorMap& inputs) const {
+  if (impl_->source_.staged) {
+    return make_error(StatusCode::kFailedPrecondition,
+                      "{}: the model has data-dependent shapes and runs as stages "
+                      "(docs/adr/0008-data-dependent-shapes.md); there is no single executable "
+                      "to prepare: use run()",
+                      impl_->source_.name);
+  }
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<const Compiled> c, impl_->lookup(inputs, true));
   return c->exe;
 }
@@ -656,7 +673,14 @@ const std::vector<std::string>& Session::shape_determining_inputs() const {
 }
 const SessionOptions& Session::options() const { return impl_->options_; }
 
+bool Session::is_staged() const { return impl_->source_.staged != nullptr; }
+
+std::vector<std::string> Session::stages() const {
+  return impl_->source_.staged ? impl_->source_.staged->describe() : std::vector<std::string>{};
+}
+
 CacheStats Session::cache_stats() const {
+  if (impl_->source_.staged) return impl_->source_.staged->stats();
   std::lock_guard lock(impl_->mu_);
   CacheStats s = impl_->stats_;
   s.entries = impl_->lru_.size();
@@ -678,6 +702,7 @@ std::optional<CompileReport> Session::last_report() const {
 Result<std::optional<CompileReport>> Session::report_for(const TensorMap& inputs) const {
   std::vector<const Tensor*> by_index;
   FRAME_RETURN_IF_ERROR(impl_->validate(inputs, by_index));
+  if (impl_->source_.staged) return std::optional<CompileReport>();
   Key key;
   impl_->make_key(by_index, key);
   std::lock_guard lock(impl_->mu_);

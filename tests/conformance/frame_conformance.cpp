@@ -107,8 +107,11 @@ Outcome run_set(const frame::runtime::Session& session, const fs::path& data) {
     }
     feeds[name] = *t;
   }
-  Result<frame::runtime::Executable> exe = session.prepare(feeds);
-  if (!exe.is_ok()) return {false, "compile", exe.status().message()};
+  // A staged model (data-dependent shapes, ADR 0008) compiles its stages during the run.
+  if (!session.is_staged()) {
+    Result<frame::runtime::Executable> exe = session.prepare(feeds);
+    if (!exe.is_ok()) return {false, "compile", exe.status().message()};
+  }
   Result<frame::runtime::TensorMap> out = session.run(feeds);
   if (!out.is_ok()) return {false, "run", out.status().message()};
   const auto out_files = sorted_files(data, "output_");

@@ -148,17 +148,36 @@ int run_run() {
   if (!random_inputs.is_ok()) return fail(random_inputs.status());
   const runtime::TensorMap& inputs = given;
 
+  // A staged model (data-dependent shapes, docs/adr/0008-data-dependent-shapes.md) has no
+  // single executable: its stages compile during the first run, which is timed as the compile.
+  const bool staged = session->is_staged();
+  std::optional<runtime::Executable> exe;
   t0 = std::chrono::steady_clock::now();
-  Result<runtime::Executable> exe = [&] {
-    Progress p("compiling");
-    return session->prepare(inputs);
-  }();
+  if (!staged) {
+    Result<runtime::Executable> prepared = [&] {
+      Progress p("compiling");
+      return session->prepare(inputs);
+    }();
+    if (!prepared.is_ok()) return fail(prepared.status());
+    exe = std::move(*prepared);
+  } else {
+    Progress p("compiling the first stages (staged model)");
+    Result<runtime::TensorMap> first = session->run(inputs);
+    if (!first.is_ok()) return fail(first.status());
+  }
   const double compile_s = seconds_since(t0);
-  if (!exe.is_ok()) return fail(exe.status());
   // The specialization's compile, stage by stage (CompileReport::stage_times_ms).
   const std::optional<runtime::CompileReport> compiled = session->last_report();
   const std::vector<std::pair<std::string, double>> stages =
       compiled ? compiled->stage_times_ms : std::vector<std::pair<std::string, double>>{};
+  const int threads_used = exe ? exe->report().num_threads : o.threads;
+  // Outputs in the model's order.
+  std::vector<std::string> output_order;
+  if (exe) {
+    for (const auto& [name, type] : exe->output_signature()) output_order.push_back(name);
+  } else {
+    for (const runtime::ValueInfo& vi : session->outputs()) output_order.push_back(vi.name);
+  }
 
   std::vector<double> times;
   runtime::TensorMap outputs;
@@ -229,7 +248,7 @@ int run_run() {
     nlohmann::ordered_json j;
     j["model"] = model_path;
     j["backends"] = *backends;
-    j["threads"] = exe->report().num_threads;
+    j["threads"] = threads_used;
     j["wait_policy"] = runtime::openmp_wait_policy();
     j["times_s"] = {
         {"load", load_s}, {"compile", compile_s}, {"run_median", run_s}, {"repeat", o.repeat}};
@@ -249,7 +268,8 @@ int run_run() {
                         {"rejected", cs.disk_rejected},
                         {"pass_count", compiled ? compiled->pass_times_ms.size() : 0}};
     }
-    for (const auto& [name, type] : exe->output_signature()) {
+    if (staged) j["stages"] = session->stages();
+    for (const std::string& name : output_order) {
       const Tensor& t = outputs.at(name);
       Stats s = tensor_stats(t);
       j["outputs"].push_back({{"name", name},
@@ -260,7 +280,7 @@ int run_run() {
                               {"mean", s.mean},
                               {"first", s.first}});
     }
-    if (o.kernels) {
+    if (o.kernels && exe) {
       for (const auto& p : exe->report().placements) {
         j["placements"].push_back({{"node", p.node},
                                    {"op", p.op},
@@ -288,7 +308,7 @@ int run_run() {
       std::printf("input '%s': random values (fixed seed); pass --input %s=FILE.npy to choose\n",
                   name.c_str(), name.c_str());
     }
-    for (const auto& [name, type] : exe->output_signature()) {
+    for (const std::string& name : output_order) {
       const Tensor& t = outputs.at(name);
       std::printf("output %s: %s%s %s\n", name.c_str(), std::string(dtype_name(t.dtype())).c_str(),
                   shape_to_string(t.shape()).c_str(), summarize(t).c_str());
@@ -296,10 +316,14 @@ int run_run() {
     std::printf("times: load %.3f ms, compile %.3f ms, run %.3f ms (median of %d)\n", load_s * 1e3,
                 compile_s * 1e3, run_s * 1e3, o.repeat);
     std::printf("backends: %s; threads: %d; OpenMP wait policy: %s\n",
-                fmt::format("{}", fmt::join(*backends, ", ")).c_str(), exe->report().num_threads,
+                fmt::format("{}", fmt::join(*backends, ", ")).c_str(), threads_used,
                 runtime::openmp_wait_policy().c_str());
     for (const std::string& line : written_lines) std::printf("wrote %s\n", line.c_str());
-    if (o.kernels) {
+    if (staged) {
+      std::printf("stages (data-dependent shapes; a stage compiles per new boundary shape):\n");
+      for (const std::string& line : session->stages()) std::printf("  %s\n", line.c_str());
+    }
+    if (o.kernels && exe) {
       Table t({"node", "op", "backend", "path"});
       for (const auto& p : exe->report().placements) {
         t.add({p.node, p.op, p.backend, p.path});

@@ -52,6 +52,9 @@ struct ValueInfo {
   std::string to_string() const;
 };
 
+/// A model with data-dependent shapes, run as stages (defined below).
+struct StagedRunner;
+
 /// What a specialization fixes: the shape of every model input and the value of every
 /// shape-determining input (ADR 0006 decision 3).
 struct Specialization {
@@ -91,6 +94,9 @@ struct ModelSource {
   /// calls this until it returns a non-empty list, and counts those tensors as shared, like
   /// `shared_constants`. Empty function: not used.
   std::function<std::vector<Tensor>()> late_shared_constants;
+  /// Set for a model with data-dependent shapes: runs go to it, `specialize` is not used (may
+  /// be empty) and no cache_dir applies to the source itself (its stages' sessions use it).
+  std::shared_ptr<const StagedRunner> staged;
 };
 
 /// A small keyed record in a compile cache directory (SessionOptions::cache_dir), for model
@@ -165,6 +171,23 @@ struct CacheStats {
   uint64_t tier_ups = 0;
 };
 
+/// A model whose shapes depend on computed data (docs/adr/0008-data-dependent-shapes.md): the
+/// frontend splits it into static stages, each run through a Session of its own (so each stage
+/// is specialized on the shapes at its boundary), and eager nodes between them (NonZero,
+/// NonMaxSuppression, ...: run with every input known, outside any compiled graph, so
+/// ARCH-044 holds for every compiled graph). The runtime validates a run's inputs and hands
+/// them to `run`.
+struct StagedRunner {
+  /// Runs the model. `inputs` holds every declared input, validated against the declared
+  /// dtypes and dims. Thread-safe. Errors: a stage's or eager node's, naming it.
+  std::function<Result<TensorMap>(const TensorMap& inputs, const RunOptions& options)> run;
+  /// The specialization-cache counters of every stage, summed.
+  std::function<CacheStats()> stats;
+  /// One line per step (stage or eager node) in run order, for `frame inspect` and reports,
+  /// e.g. "stage 1: 412 nodes" or "eager NonMaxSuppression 'nms_3'".
+  std::function<std::vector<std::string>()> describe;
+};
+
 /// The shared state of a Session (src/runtime/session.cpp).
 class SessionImpl;
 
@@ -172,7 +195,8 @@ class SessionImpl;
 /// All methods are thread-safe; concurrent runs with different shapes are correct.
 class Session {
  public:
-  /// Wraps a model source. Errors: kInvalidArgument when `specialize` is empty, a
+  /// Wraps a model source. Errors: kInvalidArgument when `specialize` is empty (and no
+  /// `staged` runner is given), a
   /// shape-determining name is not a declared input, names repeat, num_threads < 0, or a
   /// cache_dir is given for a source without a fingerprint;
   /// kNotFound for an unknown backend or disabled pass name (checked here, not at the first
@@ -200,13 +224,22 @@ class Session {
   /// the key's shapes; kernel errors naming node and op.
   Result<TensorMap> run(const TensorMap& inputs, const RunOptions& options = {}) const;
   /// Like run(), writing into caller-provided outputs (Executable::run's IoBinding form):
-  /// `outputs` must hold every output with the dtype and shape this key produces.
+  /// `outputs` must hold every output with the dtype and shape this key produces. For a staged
+  /// model (is_staged()), output shapes depend on the data: each output is replaced by the
+  /// run's tensor.
   Status run(const TensorMap& inputs, TensorMap& outputs, const RunOptions& options = {}) const;
   /// Fetches or compiles the specialization `inputs` select, without running it (e.g. to time
   /// the compile apart from the run). Always the full compile: a key prepared ahead of its
   /// runs skips the first-seen tier (SessionOptions::tiered_compile), and a held first-seen
   /// tier entry is compiled again in full. Same validation and errors as run().
+  /// A staged model (is_staged()) has no single executable: kFailedPrecondition.
   Result<Executable> prepare(const TensorMap& inputs) const;
+
+  /// True for a model with data-dependent shapes, run as stages and eager nodes
+  /// (StagedRunner; docs/adr/0008-data-dependent-shapes.md).
+  bool is_staged() const;
+  /// The steps of a staged model, in run order (StagedRunner::describe); empty otherwise.
+  std::vector<std::string> stages() const;
 
   /// Declared inputs, in model order.
   const std::vector<ValueInfo>& inputs() const;
@@ -218,7 +251,8 @@ class Session {
   const SessionOptions& options() const;
   /// A snapshot of the cache counters.
   CacheStats cache_stats() const;
-  /// The compile report of the most recent specialization compiled; nullopt before the first.
+  /// The compile report of the most recent specialization compiled; nullopt before the first
+  /// and for a staged model.
   std::optional<CompileReport> last_report() const;
   /// The compile report of the cached specialization `inputs` select; nullopt when it is not
   /// cached (nothing is compiled). Errors: as run()'s input validation.

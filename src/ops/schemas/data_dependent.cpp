@@ -1,6 +1,7 @@
 /// \file
-/// non_zero and unique: output shapes depend on input values, so shape inference computes
-/// them from constant inputs and rejects anything else (ARCH-044).
+/// non_zero, unique and non_max_suppression: output shapes depend on input values, so shape
+/// inference computes them from constant inputs and rejects anything else (ARCH-044). A session
+/// runs such a node between static stages with its inputs known (ADR 0008).
 
 #include "ops/schemas/data_dependent.h"
 
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <type_traits>
 #include <vector>
 
 #include "frame/ops/op_schema.h"
@@ -132,6 +134,39 @@ Types unique_infer(const NodeContext& ctx) {
   return all;
 }
 
+// A scalar (or one-element) input of non_max_suppression, when given.
+template <typename T>
+Result<std::optional<T>> nms_scalar(const Tensor* t, const char* name) {
+  if (t == nullptr) return std::optional<T>();
+  if (t->numel() != 1) {
+    return invalid_argument("input '{}' must hold one value, got shape {}", name,
+                            shape_to_string(t->shape()));
+  }
+  // int64 read as such: INT64_MAX ("no limit", as exporters write it) has no double form.
+  if constexpr (std::is_same_v<T, int64_t>) {
+    if (t->dtype() == DTypeCode::kInt64) return std::optional<T>(t->data<int64_t>()[0]);
+  }
+  return std::optional<T>(static_cast<T>(t->element_as_double(0)));
+}
+
+Types non_max_suppression_infer(const NodeContext& ctx) {
+  // Every present input decides the number of rows (ARCH-044).
+  for (size_t i = 0; i < ctx.input_types.size(); ++i) {
+    if (ctx.has_input(i) && ctx.constant_input(i) == nullptr) {
+      return ctx.error(
+          "input {} must be a constant: the number of selected boxes depends on the values "
+          "(ARCH-044: output shape must be static)",
+          i);
+    }
+  }
+  FRAME_ASSIGN_OR_RETURN(
+      Tensor out,
+      non_max_suppression_of(ctx.constant_input(0), ctx.constant_input(1), ctx.constant_input(2),
+                             ctx.constant_input(3), ctx.constant_input(4),
+                             ctx.attr_or<int64_t>("center_point_box", 0)));
+  return std::vector<TensorType>{{DTypeCode::kInt64, out.shape()}};
+}
+
 }  // namespace
 
 Result<Tensor> compute_non_zero(const Tensor& x) {
@@ -162,12 +197,96 @@ Result<UniqueResult> compute_unique(const Tensor& x, std::optional<int64_t> axis
   return r;
 }
 
+Result<Tensor> compute_non_max_suppression(const Tensor& boxes, const Tensor& scores,
+                                           int64_t max_per_class, float iou_threshold,
+                                           std::optional<float> score_threshold,
+                                           bool center_point_box) {
+  if (boxes.rank() != 3 || boxes.shape()[2] != 4) {
+    return invalid_argument("input 0 (boxes) must be [batches, boxes, 4], got {}",
+                            shape_to_string(boxes.shape()));
+  }
+  if (scores.rank() != 3 || scores.shape()[0] != boxes.shape()[0] ||
+      scores.shape()[2] != boxes.shape()[1]) {
+    return invalid_argument(
+        "input 1 (scores) must be [batches, classes, boxes] = [{}, C, {}], got {}",
+        boxes.shape()[0], boxes.shape()[1], shape_to_string(scores.shape()));
+  }
+  if (boxes.dtype() != DTypeCode::kFloat32 || scores.dtype() != DTypeCode::kFloat32) {
+    return invalid_argument("boxes and scores must be f32, got {} and {}",
+                            dtype_name(boxes.dtype()), dtype_name(scores.dtype()));
+  }
+  const int64_t nb = boxes.shape()[0], n = boxes.shape()[1], nc = scores.shape()[1];
+  std::vector<int64_t> rows;  // (batch, class, box) triples
+  std::vector<int64_t> cand;
+  // Kept boxes of the current class as corners and areas, contiguous for the IoU loop.
+  std::vector<float> ky1, kx1, ky2, kx2, karea;
+  std::vector<float> y1(static_cast<size_t>(n)), x1(y1.size()), y2(y1.size()), x2(y1.size()),
+      area(y1.size());
+  for (int64_t b = 0; b < nb && max_per_class > 0; ++b) {
+    const float* bx = boxes.data<float>() + b * n * 4;
+    for (int64_t i = 0; i < n; ++i) {
+      const float* p = bx + i * 4;
+      if (center_point_box) {
+        x1[i] = p[0] - p[2] / 2, x2[i] = p[0] + p[2] / 2;
+        y1[i] = p[1] - p[3] / 2, y2[i] = p[1] + p[3] / 2;
+      } else {
+        y1[i] = std::min(p[0], p[2]), y2[i] = std::max(p[0], p[2]);
+        x1[i] = std::min(p[1], p[3]), x2[i] = std::max(p[1], p[3]);
+      }
+      area[i] = (y2[i] - y1[i]) * (x2[i] - x1[i]);
+    }
+    for (int64_t c = 0; c < nc; ++c) {
+      const float* sc = scores.data<float>() + (b * nc + c) * n;
+      cand.clear();
+      for (int64_t i = 0; i < n; ++i) {
+        if (!score_threshold || sc[i] > *score_threshold) cand.push_back(i);
+      }
+      std::stable_sort(cand.begin(), cand.end(),
+                       [&](int64_t a, int64_t d) { return sc[a] > sc[d]; });
+      ky1.clear(), kx1.clear(), ky2.clear(), kx2.clear(), karea.clear();
+      for (int64_t i : cand) {
+        if (static_cast<int64_t>(karea.size()) >= max_per_class) break;
+        bool keep = true;
+        for (size_t k = 0; k < karea.size() && keep; ++k) {
+          const float ih = std::min(y2[i], ky2[k]) - std::max(y1[i], ky1[k]);
+          const float iw = std::min(x2[i], kx2[k]) - std::max(x1[i], kx1[k]);
+          if (ih <= 0 || iw <= 0 || area[i] <= 0 || karea[k] <= 0) continue;
+          const float inter = ih * iw, uni = area[i] + karea[k] - inter;
+          if (uni > 0 && inter / uni > iou_threshold) keep = false;
+        }
+        if (!keep) continue;
+        ky1.push_back(y1[i]), kx1.push_back(x1[i]), ky2.push_back(y2[i]), kx2.push_back(x2[i]);
+        karea.push_back(area[i]);
+        rows.insert(rows.end(), {b, c, i});
+      }
+    }
+  }
+  return Tensor::from_vector<int64_t>({static_cast<int64_t>(rows.size() / 3), 3}, rows);
+}
+
+Result<Tensor> non_max_suppression_of(const Tensor* boxes, const Tensor* scores,
+                                      const Tensor* max_per_class, const Tensor* iou,
+                                      const Tensor* score_threshold, int64_t center_point_box) {
+  if (boxes == nullptr || scores == nullptr)
+    return invalid_argument("boxes and scores are required");
+  FRAME_ASSIGN_OR_RETURN(std::optional<int64_t> m,
+                         nms_scalar<int64_t>(max_per_class, "max_output_boxes_per_class"));
+  FRAME_ASSIGN_OR_RETURN(std::optional<float> t, nms_scalar<float>(iou, "iou_threshold"));
+  FRAME_ASSIGN_OR_RETURN(std::optional<float> s,
+                         nms_scalar<float>(score_threshold, "score_threshold"));
+  if (center_point_box != 0 && center_point_box != 1) {
+    return invalid_argument("attribute center_point_box must be 0 or 1, got {}", center_point_box);
+  }
+  return compute_non_max_suppression(*boxes, *scores, m.value_or(0), t.value_or(0.0f), s,
+                                     center_point_box == 1);
+}
+
 FRAME_REGISTER_OP(non_zero)
     .doc(
         "ONNX NonZero (opset 13): int64 [rank, nnz] indices of the non-zero elements. The "
-        "output shape depends on values, so input 0 must be a constant (ARCH-044).")
+        "output shape depends on values, so input 0 must be a constant (ARCH-044); sessions run "
+        "it between static stages (ADR 0008).")
     .input("X", "input tensor", kAllDTypes)
-    .shape_determining()
     .output("Y", "int64 coordinates, one column per non-zero", DTypeSet{DTypeCode::kInt64})
     .shape_infer(non_zero_infer);
 
@@ -177,7 +296,6 @@ FRAME_REGISTER_OP(unique)
         "first occurrence, with first indices, inverse indices and counts. Input 0 must be a "
         "constant (ARCH-044).")
     .input("X", "input tensor", kAllDTypes, "T")
-    .shape_determining()
     .output("Y", "unique values", kAllDTypes, "T")
     .optional_output("indices", "int64 first occurrences", DTypeSet{DTypeCode::kInt64})
     .optional_output("inverse_indices", "int64 position in Y of each input item",
@@ -186,5 +304,24 @@ FRAME_REGISTER_OP(unique)
     .optional_attr("axis", AttrType::kInt, "axis of the slices; absent: flatten")
     .attr("sorted", AttrType::kInt, "1: ascending, 0: first-occurrence order", int64_t{1})
     .shape_infer(unique_infer);
+
+FRAME_REGISTER_OP(non_max_suppression)
+    .doc(
+        "ONNX NonMaxSuppression (opsets 10, 11): int64 [num_selected, 3] rows (batch, class, "
+        "box) of the boxes kept per batch and class by greedy IoU suppression in descending "
+        "score order. The output shape depends on values, so every input must be a constant "
+        "(ARCH-044); sessions run it between static stages (ADR 0008).")
+    .input("boxes", "f32 [batches, boxes, 4]", DTypeSet{DTypeCode::kFloat32})
+    .input("scores", "f32 [batches, classes, boxes]", DTypeSet{DTypeCode::kFloat32})
+    .optional_input("max_output_boxes_per_class", "int64 scalar; absent or 0: none kept",
+                    DTypeSet{DTypeCode::kInt64})
+    .optional_input("iou_threshold", "f32 scalar; a box overlapping a kept one by more is dropped",
+                    DTypeSet{DTypeCode::kFloat32})
+    .optional_input("score_threshold", "f32 scalar; only boxes scoring above it are candidates",
+                    DTypeSet{DTypeCode::kFloat32})
+    .output("selected_indices", "int64 [num_selected, 3]", DTypeSet{DTypeCode::kInt64})
+    .attr("center_point_box", AttrType::kInt,
+          "0: [y1, x1, y2, x2] corners; 1: [x_center, y_center, width, height]", int64_t{0})
+    .shape_infer(non_max_suppression_infer);
 
 }  // namespace frame::ops

@@ -1,5 +1,5 @@
-"""Op database: data-movement ops (reshape ... trilu, resize) and the data-dependent non_zero
-and unique. References are numpy (or torch for the resize modes it implements); they never call
+"""Op database: data-movement ops (reshape ... trilu, resize) and the data-dependent non_zero,
+unique and non_max_suppression. References are numpy (or torch for the resize modes it implements); they never call
 frame.
 
 bfloat16 data is passed as uint16 bit patterns; for pure data movement, applying the numpy op
@@ -498,6 +498,67 @@ def non_zero_unique_cases(rng):
     return out
 
 
+def _nms_reference(boxes, scores, max_per_class, iou_threshold, score_threshold, center):
+    """Greedy NMS as the ONNX spec describes it, written from the spec with numpy: per batch and
+    class, candidates above the score threshold by descending score (ties: lower index first),
+    each kept unless its IoU with a kept box exceeds the threshold."""
+    rows = []
+    b = boxes.astype(np.float64)
+    if center:
+        x1, x2 = b[..., 0] - b[..., 2] / 2, b[..., 0] + b[..., 2] / 2
+        y1, y2 = b[..., 1] - b[..., 3] / 2, b[..., 1] + b[..., 3] / 2
+    else:
+        y1, y2 = np.minimum(b[..., 0], b[..., 2]), np.maximum(b[..., 0], b[..., 2])
+        x1, x2 = np.minimum(b[..., 1], b[..., 3]), np.maximum(b[..., 1], b[..., 3])
+    for bi in range(boxes.shape[0]):
+        for ci in range(scores.shape[1]):
+            sc = scores[bi, ci]
+            cand = [i for i in range(len(sc)) if score_threshold is None or sc[i] > score_threshold]
+            cand.sort(key=lambda i: (-sc[i], i))
+            kept = []
+            for i in cand:
+                if len(kept) >= max_per_class:
+                    break
+                ok = True
+                for k in kept:
+                    ih = min(y2[bi, i], y2[bi, k]) - max(y1[bi, i], y1[bi, k])
+                    iw = min(x2[bi, i], x2[bi, k]) - max(x1[bi, i], x1[bi, k])
+                    if ih <= 0 or iw <= 0:
+                        continue
+                    inter = ih * iw
+                    a1 = (y2[bi, i] - y1[bi, i]) * (x2[bi, i] - x1[bi, i])
+                    a2 = (y2[bi, k] - y1[bi, k]) * (x2[bi, k] - x1[bi, k])
+                    if inter / (a1 + a2 - inter) > iou_threshold:
+                        ok = False
+                        break
+                if ok:
+                    kept.append(i)
+                    rows.append([bi, ci, i])
+    return np.array(rows, np.int64).reshape(-1, 3)
+
+
+def non_max_suppression_cases(rng):
+    out = []
+    for name, nb, nc, n, center, mx, iou, thr in [
+            ("corners", 1, 1, 40, 0, 1000, 0.5, None),
+            ("two_batches_classes", 2, 3, 25, 0, 5, 0.4, 0.3),
+            ("center_point", 1, 2, 30, 1, 10, 0.5, 0.2),
+            ("none_kept", 1, 1, 10, 0, 10, 0.5, 2.0),
+            ("max_zero", 1, 1, 10, 0, 0, 0.5, None)]:
+        xy = rng.random((nb, n, 2)).astype(np.float32) * 50
+        wh = rng.random((nb, n, 2)).astype(np.float32) * 20 + 1
+        boxes = np.concatenate([xy, wh], -1) if center else np.concatenate([xy, xy + wh], -1)
+        if name == "corners":
+            boxes[0, ::3] = boxes[0, ::3][:, [2, 3, 0, 1]]  # flipped corners
+        scores = rng.permutation(nb * nc * n).reshape(nb, nc, n).astype(np.float32) / (nb * nc * n)
+        ins = [boxes, scores, np.array([mx], np.int64), np.array([iou], np.float32),
+               None if thr is None else np.array([thr], np.float32)]
+        expected = _nms_reference(boxes, scores, mx, iou, thr, center)
+        out.append(Case("non_max_suppression", ins, [expected], {"center_point_box": center},
+                        name, constant_inputs=[0, 1, 2, 3, 4]))
+    return out
+
+
 # ---- resize -------------------------------------------------------------------------------
 # Reference: each resized axis becomes a dense [out, in] weight matrix built from the ONNX
 # Resize formulas (opset 19), applied with tensordot in float64. torch.nn.functional.interpolate
@@ -671,6 +732,6 @@ def cases():
     for fn in [reshape_cases, transpose_cases, concat_cases, split_cases, slice_cases,
                gather_cases, gather_elements_cases, gather_nd_cases, scatter_cases, expand_cases,
                squeeze_unsqueeze_flatten_cases, pad_cases, tile_cases, one_hot_cases, block_cases,
-               trilu_cases, non_zero_unique_cases, resize_cases]:
+               trilu_cases, non_zero_unique_cases, non_max_suppression_cases, resize_cases]:
         out += fn(rng)
     return out

@@ -1,6 +1,7 @@
 /// \file
 /// cpu reference kernels of the indexed ops: gather, gather_elements, gather_nd,
-/// scatter_elements, scatter_nd, one_hot, and the data-dependent non_zero and unique.
+/// scatter_elements, scatter_nd, one_hot, and the data-dependent non_zero, unique and
+/// non_max_suppression.
 /// Indices are validated before anything is written; a bad index is an error naming the node.
 
 #include <algorithm>
@@ -303,6 +304,16 @@ Status unique_cpu(KernelContext& ctx) {
   return Status();
 }
 
+Status non_max_suppression_cpu(KernelContext& ctx) {
+  auto in = [&](size_t i) {
+    return i < ctx.inputs.size() && ctx.input(i).defined() ? &ctx.input(i) : nullptr;
+  };
+  FRAME_ASSIGN_OR_RETURN(
+      Tensor y, ops::non_max_suppression_of(in(0), in(1), in(2), in(3), in(4),
+                                            ctx.node->attr_or<int64_t>("center_point_box", 0)));
+  return copy_result(ctx, y, ctx.output(0), 0);
+}
+
 }  // namespace
 
 FRAME_REGISTER_KERNEL(gather, "cpu", gather_cpu).dtypes(kAllDTypes);
@@ -313,5 +324,7 @@ FRAME_REGISTER_KERNEL(scatter_nd, "cpu", scatter_nd_cpu).dtypes(kAllDTypes);
 FRAME_REGISTER_KERNEL(one_hot, "cpu", one_hot_cpu).dtypes(kNumericDTypes);
 FRAME_REGISTER_KERNEL(non_zero, "cpu", non_zero_cpu).dtypes(kAllDTypes);
 FRAME_REGISTER_KERNEL(unique, "cpu", unique_cpu).dtypes(kAllDTypes);
+FRAME_REGISTER_KERNEL(non_max_suppression, "cpu", non_max_suppression_cpu)
+    .dtypes({DTypeCode::kFloat32});
 
 }  // namespace frame::backends::cpu

@@ -1,0 +1,585 @@
+// Models whose shapes depend on computed data (docs/adr/0008-data-dependent-shapes.md): the
+// graph is split at its eager nodes (NonZero, NonMaxSuppression, Unique, Compress, and If
+// nodes whose branches hold one) into static stages. A run executes a stage through a
+// runtime::Session of its own (specialized on the shapes at its boundary, cached as any
+// session's keys are), then the eager nodes whose inputs are now known (imported with every
+// input bound, so they fold to constants and no compiled graph ever has a data-dependent
+// shape: ARCH-044), then the next stage.
+
+#include "staged.h"
+
+#include <algorithm>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+#include <utility>
+
+#include "onnx_internal.h"
+
+namespace frame::onnx::detail {
+namespace {
+
+constexpr int kMaxDepth = 64;  // the importer refuses deeper nesting before this matters
+
+bool default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+
+// Ops whose output shape depends on input values (ONNX operator spec: NonZero, Unique,
+// Compress, NonMaxSuppression).
+bool data_dependent_op(const ::onnx::NodeProto& n) {
+  if (!default_domain(n.domain())) return false;
+  const std::string& t = n.op_type();
+  return t == "NonZero" || t == "NonMaxSuppression" || t == "Unique" || t == "Compress";
+}
+
+template <typename F>
+void for_each_body(const ::onnx::NodeProto& n, F&& f) {
+  for (const ::onnx::AttributeProto& a : n.attribute()) {
+    if (a.has_g()) f(a.name(), a.g());
+    for (const ::onnx::GraphProto& g : a.graphs()) f(a.name(), g);
+  }
+}
+
+bool holds_data_dependent(const ::onnx::GraphProto& g, int depth) {
+  if (depth > kMaxDepth) return false;
+  for (const ::onnx::NodeProto& n : g.node()) {
+    if (data_dependent_op(n)) return true;
+    bool inner = false;
+    for_each_body(n, [&](const std::string&, const ::onnx::GraphProto& b) {
+      inner = inner || holds_data_dependent(b, depth + 1);
+    });
+    if (inner) return true;
+  }
+  return false;
+}
+
+// Names `g` reads from enclosing scopes (not its inputs, initializers or node outputs),
+// nested bodies included.
+void free_names(const ::onnx::GraphProto& g, std::set<std::string>& out, int depth = 0) {
+  if (depth > kMaxDepth) return;
+  std::set<std::string> defined;
+  for (const auto& v : g.input()) defined.insert(v.name());
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  for (const auto& n : g.node()) defined.insert(n.output().begin(), n.output().end());
+  for (const auto& n : g.node()) {
+    for (const std::string& in : n.input()) {
+      if (!in.empty() && defined.count(in) == 0) out.insert(in);
+    }
+    for_each_body(n, [&](const std::string&, const ::onnx::GraphProto& b) {
+      std::set<std::string> inner;
+      free_names(b, inner, depth + 1);
+      for (const std::string& x : inner) {
+        if (defined.count(x) == 0) out.insert(x);
+      }
+    });
+  }
+}
+
+// Every value node `n` reads: its inputs, then what its bodies read from outside them.
+std::vector<std::string> node_reads(const ::onnx::NodeProto& n) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const std::string& in : n.input()) {
+    if (!in.empty() && seen.insert(in).second) out.push_back(in);
+  }
+  for_each_body(n, [&](const std::string&, const ::onnx::GraphProto& b) {
+    std::set<std::string> inner;
+    free_names(b, inner);
+    for (const std::string& x : inner) {
+      if (seen.insert(x).second) out.push_back(x);
+    }
+  });
+  return out;
+}
+
+::onnx::ValueInfoProto typed_value(const std::string& name, DTypeCode dtype,
+                                   const std::vector<std::pair<int64_t, std::string>>& dims) {
+  ::onnx::ValueInfoProto v;
+  v.set_name(name);
+  auto* tt = v.mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx_type_from_dtype(dtype));
+  auto* shape = tt->mutable_shape();
+  for (const auto& [value, param] : dims) {
+    auto* d = shape->add_dim();
+    if (param.empty()) {
+      d->set_dim_value(value);
+    } else {
+      d->set_dim_param(param);
+    }
+  }
+  return v;
+}
+
+// What every step of one model reads.
+struct Shared {
+  std::shared_ptr<const ::onnx::ModelProto> model;  // ir_version, opset imports
+  std::map<std::string, Tensor> constants;  // initializers and Constant node values, by name
+  std::string dir;
+  LoadOptions load;
+  runtime::SessionOptions options;
+  std::string name;
+  std::map<std::string, runtime::ValueInfo> declared;  // the model's inputs
+};
+
+// An empty model with the original's IR version and opset imports.
+::onnx::ModelProto empty_model(const Shared& sh, const std::string& graph_name) {
+  ::onnx::ModelProto m;
+  m.set_ir_version(sh.model->ir_version());
+  *m.mutable_opset_import() = sh.model->opset_import();
+  m.mutable_graph()->set_name(graph_name);
+  return m;
+}
+
+// Runs ONNX node `n` with every input known: the node is imported on its own with its inputs
+// bound, so the importer's folding computes its outputs with the cpu kernels (the same kernels
+// a compiled graph would run).
+Result<std::vector<Tensor>> evaluate_node(const ::onnx::NodeProto& n,
+                                          const std::vector<std::string>& names,
+                                          const std::vector<Tensor>& values, const Shared& sh) {
+  ::onnx::ModelProto m = empty_model(sh, "eager");
+  ::onnx::GraphProto& g = *m.mutable_graph();
+  *g.add_node() = n;
+  LoadOptions lo = sh.load;
+  lo.verify = false;
+  lo.keep_untyped = false;
+  lo.input_shapes.clear();
+  lo.constant_inputs.clear();
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::vector<std::pair<int64_t, std::string>> dims;
+    for (int64_t d : values[i].shape()) dims.emplace_back(d, "");
+    *g.add_input() = typed_value(names[i], values[i].dtype(), dims);
+    lo.constant_inputs.emplace(names[i], values[i]);
+  }
+  for (const std::string& o : n.output()) {
+    if (!o.empty()) g.add_output()->set_name(o);
+  }
+  Result<ir::Graph> ig = [&] {
+    EagerFoldScope fold;
+    return import_model(m, lo, sh.dir);
+  }();
+  if (!ig.is_ok()) return ig.status();
+  std::vector<Tensor> out;
+  for (const std::string& o : n.output()) {
+    if (o.empty()) continue;
+    const ir::ValueId v = ig->find_value(o);
+    if (v == ir::kNoValue || !ig->value(v).constant) {
+      return internal_error("output '{}' was not computed", o);
+    }
+    out.push_back(*ig->value(v).constant);
+  }
+  return out;
+}
+
+struct Graph;
+
+struct Step {
+  enum class Kind { kStage, kEager, kIf };
+  Kind kind = Kind::kStage;
+  std::string label;
+  std::vector<std::string> inputs;   // values read, not constants
+  std::vector<std::string> outputs;  // values later steps or the graph's outputs read
+  // kStage: the nodes, and a session per input signature (dtypes and ranks).
+  std::vector<const ::onnx::NodeProto*> nodes;
+  mutable std::mutex mu;
+  mutable std::map<std::string, runtime::Session> sessions;
+  // kEager, kIf: the node; kIf: its branches.
+  const ::onnx::NodeProto* node = nullptr;
+  std::unique_ptr<Graph> then_graph, else_graph;
+};
+
+struct Graph {
+  std::vector<std::unique_ptr<Step>> steps;
+  std::vector<std::string> outputs;
+};
+
+std::string describe_node(const ::onnx::NodeProto& n) {
+  return fmt::format("{} '{}'", n.op_type(), n.name());
+}
+
+Result<std::unique_ptr<Graph>> build_graph(const ::onnx::GraphProto& gp, Shared& sh,
+                                           const std::set<std::string>& entry, int depth);
+
+// Splits `gp` into steps. `entry`: the values known when the graph starts (the model's inputs,
+// or the outer values a branch reads).
+Result<std::unique_ptr<Graph>> build_graph(const ::onnx::GraphProto& gp, Shared& sh,
+                                           const std::set<std::string>& entry, int depth) {
+  if (depth > kMaxDepth) return invalid_argument("graphs nested deeper than {}", kMaxDepth);
+  auto graph = std::make_unique<Graph>();
+  for (const auto& o : gp.output()) graph->outputs.push_back(o.name());
+  if (depth > 0) {
+    ExternalData external(sh.dir);
+    for (const ::onnx::TensorProto& t : gp.initializer()) {
+      FRAME_ASSIGN_OR_RETURN(Tensor v, tensor_from_proto(t, external, sh.load.max_tensor_bytes));
+      sh.constants[t.name()] = std::move(v);
+    }
+  }
+  // Constant nodes become constants of every step that reads them.
+  std::vector<int> nodes;
+  for (int i = 0; i < gp.node_size(); ++i) {
+    const ::onnx::NodeProto& n = gp.node(i);
+    if (default_domain(n.domain()) && n.op_type() == "Constant" && n.input_size() == 0) {
+      Result<std::vector<Tensor>> v = evaluate_node(n, {}, {}, sh);
+      if (!v.is_ok()) return v.status().with_prefix(fmt::format("node '{}': ", n.name()));
+      for (int k = 0; k < n.output_size() && k < static_cast<int>(v->size()); ++k) {
+        sh.constants[n.output(k)] = (*v)[static_cast<size_t>(k)];
+      }
+      continue;
+    }
+    nodes.push_back(i);
+  }
+  // Topological order (Kahn), original order among ready nodes.
+  std::map<std::string, int> producer;
+  for (int i : nodes) {
+    for (const std::string& o : gp.node(i).output()) {
+      if (!o.empty()) producer[o] = i;
+    }
+  }
+  std::map<int, std::vector<std::string>> reads;
+  std::map<int, int> pending;
+  std::map<int, std::vector<int>> users;
+  for (int i : nodes) {
+    reads[i] = node_reads(gp.node(i));
+    int deps = 0;
+    for (const std::string& r : reads[i]) {
+      auto it = producer.find(r);
+      if (it != producer.end() && it->second != i) {
+        ++deps;
+        users[it->second].push_back(i);
+      }
+    }
+    pending[i] = deps;
+  }
+  std::set<int> ready;
+  for (int i : nodes) {
+    if (pending[i] == 0) ready.insert(i);
+  }
+  std::vector<int> order;
+  while (!ready.empty()) {
+    const int i = *ready.begin();
+    ready.erase(ready.begin());
+    order.push_back(i);
+    for (int u : users[i]) {
+      if (--pending[u] == 0) ready.insert(u);
+    }
+  }
+  if (order.size() != nodes.size()) {
+    return invalid_argument("graph '{}' has a cycle", gp.name());
+  }
+
+  // Levels: a value computed in stage L, or by an eager node run after stage L-1, is available
+  // from stage L on. A node runs in the first stage where all it reads is available; an eager
+  // node runs right after the stage that completes its inputs.
+  std::map<std::string, int> avail;
+  for (const std::string& e : entry) avail[e] = 0;
+  for (const auto& in : gp.input()) {
+    if (sh.constants.count(in.name()) == 0) avail[in.name()] = 0;
+  }
+  std::map<int, std::vector<int>> stage_at, eager_at;
+  int max_level = 0;
+  for (int i : order) {
+    const ::onnx::NodeProto& n = gp.node(i);
+    int level = 0;
+    for (const std::string& r : reads[i]) {
+      if (sh.constants.count(r) > 0) continue;
+      auto it = avail.find(r);
+      if (it == avail.end()) {
+        return invalid_argument(
+            "node '{}' ({}) reads '{}', which no node, input or initializer "
+            "produces",
+            n.name(), n.op_type(), r);
+      }
+      level = std::max(level, it->second);
+    }
+    const bool eager = is_eager_node(n);
+    if (eager && !data_dependent_op(n) && n.op_type() != "If") {
+      return unimplemented(
+          "node '{}' ({}): a body holding an op whose output shape depends on values "
+          "(NonZero, NonMaxSuppression, Unique, Compress) is supported in If branches only "
+          "(docs/adr/0008-data-dependent-shapes.md)",
+          n.name(), n.op_type());
+    }
+    (eager ? eager_at : stage_at)[level].push_back(i);
+    for (const std::string& o : n.output()) {
+      if (!o.empty()) avail[o] = eager ? level + 1 : level;
+    }
+    max_level = std::max(max_level, eager ? level + 1 : level);
+  }
+
+  int stage_number = 0;
+  for (int level = 0; level <= max_level; ++level) {
+    if (auto it = stage_at.find(level); it != stage_at.end()) {
+      auto s = std::make_unique<Step>();
+      s->kind = Step::Kind::kStage;
+      std::set<std::string> produced, read;
+      for (int i : it->second) {
+        s->nodes.push_back(&gp.node(i));
+        for (const std::string& o : gp.node(i).output()) produced.insert(o);
+        read.insert(reads[i].begin(), reads[i].end());
+      }
+      for (const std::string& r : read) {
+        if (produced.count(r) == 0 && sh.constants.count(r) == 0) s->inputs.push_back(r);
+      }
+      s->outputs.assign(produced.begin(), produced.end());  // narrowed below
+      s->label = fmt::format("stage {}: {} nodes", ++stage_number, s->nodes.size());
+      graph->steps.push_back(std::move(s));
+    }
+    if (auto it = eager_at.find(level); it != eager_at.end()) {
+      for (int i : it->second) {
+        const ::onnx::NodeProto& n = gp.node(i);
+        auto s = std::make_unique<Step>();
+        s->node = &n;
+        s->kind = data_dependent_op(n) ? Step::Kind::kEager : Step::Kind::kIf;
+        s->label = "eager " + describe_node(n);
+        for (const std::string& r : reads[i]) {
+          if (sh.constants.count(r) == 0) s->inputs.push_back(r);
+        }
+        for (const std::string& o : n.output()) {
+          if (!o.empty()) s->outputs.push_back(o);
+        }
+        if (s->kind == Step::Kind::kIf) {
+          for (const ::onnx::AttributeProto& a : n.attribute()) {
+            if (!a.has_g() || (a.name() != "then_branch" && a.name() != "else_branch")) continue;
+            std::set<std::string> outer;
+            free_names(a.g(), outer);
+            FRAME_ASSIGN_OR_RETURN(std::unique_ptr<Graph> b,
+                                   build_graph(a.g(), sh, outer, depth + 1));
+            (a.name() == "then_branch" ? s->then_graph : s->else_graph) = std::move(b);
+          }
+          if (!s->then_graph || !s->else_graph) {
+            return invalid_argument("node '{}' (If): then_branch and else_branch are required",
+                                    n.name());
+          }
+        }
+        graph->steps.push_back(std::move(s));
+      }
+    }
+  }
+  // A stage passes on only what later steps or the graph's outputs read.
+  std::set<std::string> later(graph->outputs.begin(), graph->outputs.end());
+  for (auto it = graph->steps.rbegin(); it != graph->steps.rend(); ++it) {
+    Step& s = **it;
+    if (s.kind == Step::Kind::kStage) {
+      std::vector<std::string> kept;
+      for (const std::string& o : s.outputs) {
+        if (later.count(o) > 0) kept.push_back(o);
+      }
+      s.outputs = std::move(kept);
+    }
+    later.insert(s.inputs.begin(), s.inputs.end());
+  }
+  // A stage whose results nothing reads is dropped (its nodes are dead code).
+  std::erase_if(graph->steps, [](const std::unique_ptr<Step>& s) {
+    return s->kind == Step::Kind::kStage && s->outputs.empty();
+  });
+  return graph;
+}
+
+using Values = std::unordered_map<std::string, Tensor>;
+
+Result<Tensor> value_of(const Values& vt, const Shared& sh, const std::string& name) {
+  if (auto it = vt.find(name); it != vt.end()) return it->second;
+  if (auto it = sh.constants.find(name); it != sh.constants.end()) return it->second;
+  return internal_error("value '{}' is not known at this step", name);
+}
+
+// The session of a stage for the dtypes and ranks of `in`, opened at its first use.
+Result<runtime::Session> stage_session(const Step& s, const Shared& sh,
+                                       const runtime::TensorMap& in) {
+  std::string signature;
+  for (const std::string& name : s.inputs) {
+    const Tensor& t = in.at(name);
+    signature += fmt::format("{}{};", dtype_name(t.dtype()), t.rank());
+  }
+  std::lock_guard lock(s.mu);
+  if (auto it = s.sessions.find(signature); it != s.sessions.end()) return it->second;
+  ::onnx::ModelProto m = empty_model(sh, s.label);
+  ::onnx::GraphProto& g = *m.mutable_graph();
+  std::set<std::string> consts;
+  for (const ::onnx::NodeProto* n : s.nodes) {
+    *g.add_node() = *n;
+    for (const std::string& r : node_reads(*n)) {
+      if (sh.constants.count(r) > 0) consts.insert(r);
+    }
+  }
+  std::map<std::string, Tensor> initializers;
+  for (const std::string& c : consts) {
+    const Tensor& t = sh.constants.at(c);
+    ::onnx::TensorProto* p = g.add_initializer();
+    p->set_name(c);
+    p->set_data_type(onnx_type_from_dtype(t.dtype()));
+    for (int64_t d : t.shape()) p->add_dims(d);
+    initializers.emplace(c, t);
+  }
+  for (size_t k = 0; k < s.inputs.size(); ++k) {
+    const std::string& name = s.inputs[k];
+    const Tensor& t = in.at(name);
+    std::vector<std::pair<int64_t, std::string>> dims;
+    auto d = sh.declared.find(name);
+    if (d != sh.declared.end() && d->second.has_shape) {
+      for (const runtime::Dim& x : d->second.dims) {
+        dims.emplace_back(x.value, x.is_concrete() ? "" : fmt::format("in{}_{}", k, dims.size()));
+      }
+    } else {
+      // A value computed by an earlier step: its sizes change from run to run.
+      for (int64_t j = 0; j < t.rank(); ++j) dims.emplace_back(-1, fmt::format("in{}_{}", k, j));
+    }
+    *g.add_input() = typed_value(name, t.dtype(), dims);
+  }
+  for (const std::string& o : s.outputs) g.add_output()->set_name(o);
+  FRAME_ASSIGN_OR_RETURN(runtime::Session session,
+                         open_stage_session(std::move(m), std::move(initializers), sh.dir, sh.load,
+                                            sh.options, fmt::format("{} ({})", sh.name, s.label)));
+  s.sessions.emplace(signature, session);
+  return session;
+}
+
+Status run_graph(const Graph& g, const Shared& sh, Values& vt, const runtime::RunOptions& ro);
+
+Status run_step(const Step& s, const Shared& sh, Values& vt, const runtime::RunOptions& ro) {
+  switch (s.kind) {
+    case Step::Kind::kStage: {
+      runtime::TensorMap in;
+      for (const std::string& name : s.inputs) {
+        FRAME_ASSIGN_OR_RETURN(Tensor t, value_of(vt, sh, name));
+        in.emplace(name, std::move(t));
+      }
+      FRAME_ASSIGN_OR_RETURN(runtime::Session session, stage_session(s, sh, in));
+      FRAME_ASSIGN_OR_RETURN(runtime::TensorMap out, session.run(in, ro));
+      for (const std::string& name : s.outputs) vt[name] = out.at(name);
+      return Status();
+    }
+    case Step::Kind::kEager: {
+      std::vector<std::string> names;
+      std::vector<Tensor> values;
+      for (const std::string& name : node_reads(*s.node)) {
+        FRAME_ASSIGN_OR_RETURN(Tensor t, value_of(vt, sh, name));
+        names.push_back(name);
+        values.push_back(std::move(t));
+      }
+      FRAME_ASSIGN_OR_RETURN(std::vector<Tensor> out, evaluate_node(*s.node, names, values, sh));
+      for (size_t i = 0; i < s.outputs.size() && i < out.size(); ++i) vt[s.outputs[i]] = out[i];
+      return Status();
+    }
+    case Step::Kind::kIf: {
+      FRAME_ASSIGN_OR_RETURN(Tensor cond, value_of(vt, sh, s.node->input(0)));
+      if (cond.numel() != 1) {
+        return invalid_argument("input 0 (cond) must hold one value, got shape {}",
+                                shape_to_string(cond.shape()));
+      }
+      const Graph& branch = cond.element_as_double(0) != 0.0 ? *s.then_graph : *s.else_graph;
+      FRAME_RETURN_IF_ERROR(run_graph(branch, sh, vt, ro));
+      if (branch.outputs.size() != s.outputs.size()) {
+        return invalid_argument("the branch yields {} values for {} outputs", branch.outputs.size(),
+                                s.outputs.size());
+      }
+      for (size_t i = 0; i < s.outputs.size(); ++i) {
+        FRAME_ASSIGN_OR_RETURN(Tensor t, value_of(vt, sh, branch.outputs[i]));
+        vt[s.outputs[i]] = std::move(t);
+      }
+      return Status();
+    }
+  }
+  return Status();
+}
+
+Status run_graph(const Graph& g, const Shared& sh, Values& vt, const runtime::RunOptions& ro) {
+  for (const auto& s : g.steps) {
+    Status st = run_step(*s, sh, vt, ro);
+    if (!st.is_ok()) return st.with_prefix(fmt::format("{}: ", s->label));
+  }
+  return Status();
+}
+
+void add_stats(const Graph& g, runtime::CacheStats& total) {
+  for (const auto& s : g.steps) {
+    if (s->then_graph) add_stats(*s->then_graph, total);
+    if (s->else_graph) add_stats(*s->else_graph, total);
+    std::lock_guard lock(s->mu);
+    for (const auto& [sig, session] : s->sessions) {
+      const runtime::CacheStats c = session.cache_stats();
+      total.entries += c.entries;
+      total.bytes += c.bytes;
+      total.hits += c.hits;
+      total.misses += c.misses;
+      total.evictions += c.evictions;
+      total.disk_hits += c.disk_hits;
+      total.disk_misses += c.disk_misses;
+      total.disk_writes += c.disk_writes;
+      total.disk_rejected += c.disk_rejected;
+      total.tier_ups += c.tier_ups;
+    }
+  }
+}
+
+void describe(const Graph& g, const std::string& indent, std::vector<std::string>& out) {
+  for (const auto& s : g.steps) {
+    out.push_back(indent + s->label);
+    if (s->then_graph) {
+      out.push_back(indent + "  then:");
+      describe(*s->then_graph, indent + "    ", out);
+      out.push_back(indent + "  else:");
+      describe(*s->else_graph, indent + "    ", out);
+    }
+  }
+}
+
+}  // namespace
+
+bool is_eager_node(const ::onnx::NodeProto& n) {
+  if (data_dependent_op(n)) return true;
+  bool inner = false;
+  for_each_body(n, [&](const std::string&, const ::onnx::GraphProto& b) {
+    inner = inner || holds_data_dependent(b, 1);
+  });
+  return inner;
+}
+
+bool has_eager_nodes(const ::onnx::GraphProto& g) {
+  return std::any_of(g.node().begin(), g.node().end(),
+                     [](const ::onnx::NodeProto& n) { return is_eager_node(n); });
+}
+
+Result<std::shared_ptr<runtime::StagedRunner>> make_staged_runner(StagedModelParts parts) {
+  auto sh = std::make_shared<Shared>();
+  sh->model = parts.model;
+  sh->constants = std::move(parts.initializers);
+  sh->dir = std::move(parts.dir);
+  sh->load = std::move(parts.load);
+  sh->options = std::move(parts.options);
+  sh->name = std::move(parts.name);
+  std::set<std::string> entry;
+  for (runtime::ValueInfo& vi : parts.inputs) {
+    entry.insert(vi.name);
+    sh->declared.emplace(vi.name, std::move(vi));
+  }
+  Result<std::unique_ptr<Graph>> built = build_graph(sh->model->graph(), *sh, entry, 0);
+  if (!built.is_ok()) return built.status().with_prefix(sh->name + ": ");
+  std::shared_ptr<const Graph> graph = std::move(*built);
+  auto runner = std::make_shared<runtime::StagedRunner>();
+  runner->run = [sh, graph](const runtime::TensorMap& inputs,
+                            const runtime::RunOptions& ro) -> Result<runtime::TensorMap> {
+    Values vt;
+    for (const auto& [name, t] : inputs) vt.emplace(name, t);
+    Status st = run_graph(*graph, *sh, vt, ro);
+    if (!st.is_ok()) return st.with_prefix(sh->name + ": ");
+    runtime::TensorMap out;
+    for (const std::string& o : graph->outputs) {
+      FRAME_ASSIGN_OR_RETURN(Tensor t, value_of(vt, *sh, o));
+      out.emplace(o, std::move(t));
+    }
+    return out;
+  };
+  runner->stats = [graph]() {
+    runtime::CacheStats total;
+    add_stats(*graph, total);
+    return total;
+  };
+  runner->describe = [graph]() {
+    std::vector<std::string> out;
+    describe(*graph, "", out);
+    return out;
+  };
+  return runner;
+}
+
+}  // namespace frame::onnx::detail

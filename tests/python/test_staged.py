@@ -1,0 +1,219 @@
+"""Models whose shapes depend on computed data run as static stages and eager nodes
+(docs/adr/0008-data-dependent-shapes.md). Expected values come from numpy and torchvision."""
+import threading
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import frame
+
+torch = pytest.importorskip("torch")
+torchvision = pytest.importorskip("torchvision")
+
+
+def _model(nodes, inputs, outputs, inits=(), opset=13):
+    g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString()
+
+
+def _f(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def _i(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.INT64, shape)
+
+
+def _nonzero_model():
+    # y = (x * 2)[x > 0] reshaped to [count, 1]; cnt = count; z = x + 1 (no data dependence).
+    nodes = [
+        helper.make_node("Mul", ["x", "two"], ["x2"]),
+        helper.make_node("Greater", ["x", "zero"], ["mask"]),
+        helper.make_node("NonZero", ["mask"], ["nz"]),
+        helper.make_node("Reshape", ["nz", "minus1"], ["idx"]),
+        helper.make_node("Gather", ["x2", "idx"], ["sel"]),
+        helper.make_node("Shape", ["sel"], ["cnt"]),
+        helper.make_node("Concat", ["cnt", "one"], ["shape2"], axis=0),
+        helper.make_node("Reshape", ["sel", "shape2"], ["y"]),
+        helper.make_node("Add", ["x", "onef"], ["z"]),
+    ]
+    inits = [helper.make_tensor("two", TensorProto.FLOAT, [], [2.0]),
+             helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0]),
+             helper.make_tensor("onef", TensorProto.FLOAT, [], [1.0]),
+             helper.make_tensor("minus1", TensorProto.INT64, [1], [-1]),
+             helper.make_tensor("one", TensorProto.INT64, [1], [1])]
+    return _model(nodes, [_f("x", ["n"])], [_f("y", None), _i("cnt", [1]), _f("z", ["n"])], inits)
+
+
+def test_nonzero_of_a_computed_value_feeds_gather_and_reshape():
+    sess = frame.InferenceSession(_nonzero_model())
+    stages = sess.stages()
+    assert any("eager NonZero" in s for s in stages), stages
+    rng = np.random.default_rng(0)
+    for n in [7, 7, 12, 1]:
+        x = rng.standard_normal(n).astype(np.float32)
+        y, cnt, z = sess.run(None, {"x": x})
+        expected = (x * 2)[x > 0].reshape(-1, 1)
+        np.testing.assert_array_equal(y, expected)
+        np.testing.assert_array_equal(cnt, [expected.shape[0]])
+        np.testing.assert_array_equal(z, x + 1)
+
+
+def test_nothing_selected_is_a_normal_result_and_the_next_run_selects_again():
+    sess = frame.InferenceSession(_nonzero_model())
+    x = np.array([-1.0, -2.0, -3.0], np.float32)
+    y, cnt, _ = sess.run(None, {"x": x})
+    assert y.shape == (0, 1) and cnt.tolist() == [0]
+    x = np.array([-1.0, 2.0, 3.0], np.float32)
+    y, cnt, _ = sess.run(None, {"x": x})
+    np.testing.assert_array_equal(y, [[4.0], [6.0]])
+
+
+def _batched_nms_model():
+    # torchvision's batched_nms export: If(numel(boxes) == 0, empty, NMS(boxes + offsets)).
+    then_g = helper.make_graph(
+        [helper.make_node("Constant", [], ["empty"],
+                          value=helper.make_tensor("e", TensorProto.INT64, [0], []))],
+        "then", [], [_i("empty", [0])])
+    else_g = helper.make_graph([
+        helper.make_node("Unsqueeze", ["boxes", "ax0"], ["b3"]),
+        helper.make_node("Unsqueeze", ["scores", "ax0"], ["s2"]),
+        helper.make_node("Unsqueeze", ["s2", "ax0"], ["s3"]),
+        helper.make_node("NonMaxSuppression", ["b3", "s3", "maxout", "iou"], ["sel"]),
+        helper.make_node("Gather", ["sel", "two"], ["col"], axis=1),
+        helper.make_node("Squeeze", ["col", "ax1"], ["keep"]),
+    ], "else", [], [_i("keep", None)])
+    nodes = [
+        helper.make_node("Greater", ["raw_scores", "thr"], ["mask"]),
+        helper.make_node("NonZero", ["mask"], ["nz"]),
+        helper.make_node("Reshape", ["nz", "minus1"], ["idx"]),
+        helper.make_node("Gather", ["raw_boxes", "idx"], ["boxes"], axis=0),
+        helper.make_node("Gather", ["raw_scores", "idx"], ["scores"], axis=0),
+        helper.make_node("Size", ["boxes"], ["numel"]),
+        helper.make_node("Equal", ["numel", "zero_i"], ["is_empty"]),
+        helper.make_node("If", ["is_empty"], ["keep"], then_branch=then_g, else_branch=else_g),
+        helper.make_node("Gather", ["boxes", "keep"], ["kept_boxes"], axis=0),
+        helper.make_node("Gather", ["scores", "keep"], ["kept_scores"], axis=0),
+    ]
+    inits = [helper.make_tensor("thr", TensorProto.FLOAT, [], [0.2]),
+             helper.make_tensor("minus1", TensorProto.INT64, [1], [-1]),
+             helper.make_tensor("zero_i", TensorProto.INT64, [], [0]),
+             helper.make_tensor("ax0", TensorProto.INT64, [1], [0]),
+             helper.make_tensor("ax1", TensorProto.INT64, [1], [1]),
+             helper.make_tensor("two", TensorProto.INT64, [1], [2]),
+             helper.make_tensor("maxout", TensorProto.INT64, [1], [2**63 - 1]),
+             helper.make_tensor("iou", TensorProto.FLOAT, [1], [0.5])]
+    return _model(nodes, [_f("raw_boxes", ["n", 4]), _f("raw_scores", ["n"])],
+                  [_f("kept_boxes", None), _f("kept_scores", None)], inits)
+
+
+def _boxes(rng, n):
+    xy = rng.random((n, 2), dtype=np.float32) * 100
+    wh = rng.random((n, 2), dtype=np.float32) * 40 + 1
+    return np.concatenate([xy, xy + wh], 1), rng.permutation(n).astype(np.float32) / n
+
+
+def _nms_expected(boxes, scores):
+    keep = scores > 0.2
+    b, s = torch.from_numpy(boxes[keep]), torch.from_numpy(scores[keep])
+    k = torchvision.ops.nms(b, s, 0.5).numpy()
+    return boxes[keep][k], scores[keep][k]
+
+
+def test_nms_inside_an_if_branch_matches_torchvision_and_handles_no_boxes():
+    sess = frame.InferenceSession(_batched_nms_model())
+    assert any("eager If" in s for s in sess.stages())
+    rng = np.random.default_rng(1)
+    for n in [50, 80, 50, 3]:
+        boxes, scores = _boxes(rng, n)
+        kb, ks = sess.run(None, {"raw_boxes": boxes, "raw_scores": scores})
+        eb, es = _nms_expected(boxes, scores)
+        np.testing.assert_array_equal(kb, eb)
+        np.testing.assert_array_equal(ks, es)
+    # No score above the threshold: the If takes its empty branch.
+    boxes, scores = _boxes(rng, 10)
+    kb, ks = sess.run(None, {"raw_boxes": boxes, "raw_scores": scores * 0.1})
+    assert kb.shape == (0, 4) and ks.shape == (0,)
+    kb, _ = sess.run(None, {"raw_boxes": boxes, "raw_scores": scores})
+    assert kb.shape[0] == _nms_expected(boxes, scores)[0].shape[0] > 0
+
+
+def test_concurrent_runs_with_different_counts_are_correct():
+    sess = frame.InferenceSession(_batched_nms_model())
+    errors = []
+
+    def worker(seed):
+        rng = np.random.default_rng(seed)
+        try:
+            for _ in range(6):
+                boxes, scores = _boxes(rng, int(rng.integers(5, 60)))
+                kb, ks = sess.run(None, {"raw_boxes": boxes, "raw_scores": scores})
+                eb, es = _nms_expected(boxes, scores)
+                np.testing.assert_array_equal(kb, eb)
+                np.testing.assert_array_equal(ks, es)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+def test_specializations_stay_bounded_over_many_counts():
+    opts = frame.SessionOptions()
+    opts.max_specializations = 4
+    sess = frame.InferenceSession(_batched_nms_model(), sess_options=opts)
+    rng = np.random.default_rng(2)
+    for i in range(40):
+        boxes, scores = _boxes(rng, 10 + i)
+        sess.run(None, {"raw_boxes": boxes, "raw_scores": scores})
+    stats = sess.cache_stats()
+    # Each stage session keeps at most 4 specializations.
+    stage_count = sum(1 for s in sess.stages() if s.strip().startswith("stage"))
+    assert stats["entries"] <= 4 * stage_count, (stats, sess.stages())
+    assert stats["evictions"] > 0
+
+
+def test_compress_and_unique_of_computed_values():
+    nodes = [
+        helper.make_node("Greater", ["x", "zero"], ["cond"]),
+        helper.make_node("Compress", ["x", "cond"], ["pos"], axis=0),
+        helper.make_node("Abs", ["x"], ["ax"]),
+        helper.make_node("Floor", ["ax"], ["fx"]),
+        helper.make_node("Unique", ["fx"], ["u", "ui", "uinv", "uc"], sorted=1),
+    ]
+    inits = [helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])]
+    m = _model(nodes, [_f("x", ["n"])],
+               [_f("pos", None), _f("u", None), _i("ui", None), _i("uinv", None),
+                _i("uc", None)], inits, opset=11)
+    sess = frame.InferenceSession(m)
+    rng = np.random.default_rng(3)
+    for n in [20, 9]:
+        x = (rng.standard_normal(n) * 3).astype(np.float32)
+        pos, u, ui, uinv, uc = sess.run(None, {"x": x})
+        np.testing.assert_array_equal(pos, x[x > 0])
+        eu, eui, euinv, euc = np.unique(np.floor(np.abs(x)), return_index=True,
+                                        return_inverse=True, return_counts=True)
+        np.testing.assert_array_equal(u, eu)
+        np.testing.assert_array_equal(ui, eui)
+        np.testing.assert_array_equal(uinv, euinv)
+        np.testing.assert_array_equal(uc, euc)
+
+
+def test_a_loop_whose_body_holds_nonzero_is_refused_with_a_clear_error():
+    body = helper.make_graph(
+        [helper.make_node("NonZero", ["x"], ["nz"]),
+         helper.make_node("Identity", ["c"], ["c_out"])],
+        "body", [_i("i", []), helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []), _i("nz", None)])
+    nodes = [helper.make_node("Loop", ["m", "t"], ["scan"], body=body)]
+    inits = [helper.make_tensor("m", TensorProto.INT64, [], [2]),
+             helper.make_tensor("t", TensorProto.BOOL, [], [True])]
+    m = _model(nodes, [_f("x", [3])], [_i("scan", None)], inits)
+    with pytest.raises(Exception, match="Loop.*If branches only"):
+        frame.InferenceSession(m)
