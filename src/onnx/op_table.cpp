@@ -608,8 +608,9 @@ constexpr int64_t kMaxUnrolledIterations = 256;
 // output must fold to a constant: true continues, false stops. Scan outputs are the slices
 // unsqueezed and concatenated. Zero iterations (M <= 0 or cond false) leave the carried values
 // as they enter and give empty scan outputs, their slice types taken from the body imported
-// for iteration 0. `why` is the error of the ordinary import, returned when the loop does not
-// qualify.
+// for iteration 0. A carried value may change shape between iterations: each iteration is
+// imported with the types it starts with. `why` is the error of the ordinary import, returned when
+// the loop does not qualify.
 Status unroll_loop(NodeImporter& n, const std::vector<ValueId>& in,
                    const std::vector<ir::TensorType>& formal, const Status& why) {
   const auto& mv = n.graph().value(in[0]).constant;
@@ -617,13 +618,20 @@ Status unroll_loop(NodeImporter& n, const std::vector<ValueId>& in,
   const Tensor* m = mv ? &*mv : nullptr;
   const Tensor* c = cv ? &*cv : nullptr;
   if (m == nullptr || c == nullptr || m->numel() != 1 || c->numel() != 1) return why;
-  const int64_t trips =
-      c->element_as_int64(0) == 0 ? 0 : std::max<int64_t>(0, m->element_as_int64(0));
+  // Read now: emitting nodes below may move the graph's value table (and these constants).
+  const int64_t m_value = m->element_as_int64(0);
+  const int64_t trips = c->element_as_int64(0) == 0 ? 0 : std::max<int64_t>(0, m_value);
   const size_t n_carried = formal.size() - 2;
   std::vector<std::optional<Tensor>> values(formal.size());
   std::vector<ValueId> caps;
-  std::vector<std::shared_ptr<ir::Graph>> bodies;
-  std::vector<size_t> caps_after;
+  std::vector<ValueId> carried(in.begin() + 2, in.end());
+  // Each iteration is imported with the types its carried values have when it starts: a value
+  // may change shape from one iteration to the next (ONNX allows it; torchvision's mask paste
+  // concatenates one mask per iteration), and every unrolled iteration is static on its own.
+  std::vector<ir::TensorType> types = formal;
+  std::vector<std::vector<ValueId>> slices;
+  std::shared_ptr<ir::Graph> first_body;
+  const ValueId yes = n.constant(Tensor::scalar<bool>(true), "unrolled_cond");
   bool stopped = false;
   // Iteration 0 is imported even for zero trips: its outputs give the scan slice types.
   for (int64_t i = 0; i < std::max<int64_t>(trips, 1) && !stopped; ++i) {
@@ -632,28 +640,40 @@ Status unroll_loop(NodeImporter& n, const std::vector<ValueId>& in,
           "the body is static only for a known iteration number, so the loop is unrolled at "
           "import, at most {} iterations (the unroll limit); the trip count M is {} and the "
           "condition is still true after {} iterations (the body needed: {})",
-          kMaxUnrolledIterations, m->element_as_int64(0), kMaxUnrolledIterations, why.message());
+          kMaxUnrolledIterations, m_value, kMaxUnrolledIterations, why.message());
     }
     values[0] = Tensor::scalar<int64_t>(i);
     values[1] = Tensor::scalar<bool>(true);
-    Result<std::shared_ptr<ir::Graph>> b = n.import_body("body", formal, caps, values);
+    Result<std::shared_ptr<ir::Graph>> b = n.import_body("body", types, caps, values);
     if (!b.is_ok()) return why;
     const ir::Graph& g = **b;
-    if (g.outputs().empty()) return why;
+    if (g.outputs().empty() || g.outputs().size() < 1 + n_carried) return why;
     const ir::Value& cond_out = g.value(g.outputs()[0]);
     const bool known = cond_out.constant && cond_out.constant->numel() == 1;
     if (!known && trips > 0) return why;  // zero trips never read it
     stopped = known && cond_out.constant->element_as_int64(0) == 0;
-    bodies.push_back(std::move(b).value());
-    caps_after.push_back(caps.size());
+    const size_t n_out = g.outputs().size();
+    if (i == 0) {
+      first_body = *b;
+      slices.resize(n_out - 1 - n_carried);
+    }
+    if (trips == 0) break;
+    std::vector<ValueId> ins = {yes};
+    ins.insert(ins.end(), carried.begin(), carried.end());
+    ins.insert(ins.end(), caps.begin(), caps.end());
+    std::shared_ptr<const ir::Graph> body = std::move(b).value();
+    FRAME_ASSIGN_OR_RETURN(std::vector<ValueId> outs,
+                           n.emit_tmp("if", ins, {{"then_branch", body}, {"else_branch", body}},
+                                      static_cast<int>(n_out)));
+    for (size_t j = 0; j < n_carried; ++j) {
+      carried[j] = outs[1 + j];
+      types[2 + j] = *n.graph().value(outs[1 + j]).type;
+    }
+    for (size_t j = 0; j < slices.size(); ++j) slices[j].push_back(outs[1 + n_carried + j]);
   }
-  std::vector<ValueId> carried(in.begin() + 2, in.end());
-  const size_t n_out = bodies.front()->outputs().size();
-  if (n_out < 1 + n_carried) return why;
-  std::vector<std::vector<ValueId>> slices(n_out - 1 - n_carried);
   if (trips == 0) {
     for (size_t j = 0; j < n_carried; ++j) FRAME_RETURN_IF_ERROR(n.bind_output(j, carried[j]));
-    const ir::Graph& b0 = *bodies.front();
+    const ir::Graph& b0 = *first_body;
     for (size_t j = 0; j < slices.size(); ++j) {
       const auto& t = b0.value(b0.outputs()[1 + n_carried + j]).type;
       if (!t) return why;
@@ -664,29 +684,6 @@ Status unroll_loop(NodeImporter& n, const std::vector<ValueId>& in,
           n.bind_output(n_carried + j, n.constant(std::move(empty), "empty_scan")));
     }
     return Status();
-  }
-  const ValueId yes = n.constant(Tensor::scalar<bool>(true), "unrolled_cond");
-  for (size_t k = 0; k < bodies.size(); ++k) {
-    n.add_capture_inputs(*bodies[k], caps, caps_after[k]);
-    std::vector<ValueId> ins = {yes};
-    ins.insert(ins.end(), carried.begin(), carried.end());
-    ins.insert(ins.end(), caps.begin(), caps.end());
-    std::shared_ptr<const ir::Graph> b = bodies[k];
-    FRAME_ASSIGN_OR_RETURN(
-        std::vector<ValueId> outs,
-        n.emit_tmp("if", ins, {{"then_branch", b}, {"else_branch", b}}, static_cast<int>(n_out)));
-    for (size_t j = 0; j < n_carried; ++j) {
-      const ir::TensorType& got = *n.graph().value(outs[1 + j]).type;
-      if (got != formal[2 + j]) {
-        return n.error(
-            "body '{}': loop-carried value '{}' enters iteration {} as {} but leaves it as {} "
-            "(ARCH-044: a loop-carried value must keep its shape across iterations)",
-            b->name(), b->value(b->inputs()[j]).name, k + 1, formal[2 + j].to_string(),
-            got.to_string());
-      }
-      carried[j] = outs[1 + j];
-    }
-    for (size_t j = 0; j < slices.size(); ++j) slices[j].push_back(outs[1 + n_carried + j]);
   }
   for (size_t j = 0; j < n_carried; ++j) FRAME_RETURN_IF_ERROR(n.bind_output(j, carried[j]));
   for (size_t j = 0; j < slices.size(); ++j) {
@@ -721,6 +718,23 @@ Status convert_loop(NodeImporter& n, std::string_view op) {
       return body.status();
     }
     return unroll_loop(n, in, formal, body.status());
+  }
+  // A carried value that changes shape between iterations (a tensor grown by Concat per
+  // iteration) has no single static type: such a loop is unrolled too, when M and cond are
+  // known.
+  {
+    const ir::Graph& b = **body;
+    for (size_t j = 2; j < formal.size() && j - 1 < b.outputs().size(); ++j) {
+      const auto& t = b.value(b.outputs()[j - 1]).type;
+      if (t && *t != formal[j]) {
+        const Status grows = n.error(
+            "body '{}': loop-carried value '{}' enters as {} but leaves an iteration as {} "
+            "(ARCH-044: a loop-carried value must keep its shape across iterations, unless the "
+            "loop is unrolled: its trip count and condition must then be constants)",
+            b.name(), b.value(b.inputs()[j]).name, formal[j].to_string(), t->to_string());
+        return unroll_loop(n, in, formal, grows);
+      }
+    }
   }
   std::vector<ValueId> all = in;
   all.insert(all.end(), caps.begin(), caps.end());

@@ -174,6 +174,47 @@ std::map<std::string, std::vector<passes::ShapeDeterminingUse>> import_shape_det
   return out;
 }
 
+// IR nodes of `g` whose outputs depend on a value an eager node computes (ADR 0008): the
+// outputs of non_zero, unique and non_max_suppression nodes and of control-flow nodes whose
+// bodies hold one, and everything computed from them. A staged model's later stages bind such
+// values themselves, so a graph input reaching a shape position only through them is not
+// bound per run.
+bool holds_eager_op(const ir::Graph& g, int depth = 0) {
+  if (depth > 64) return false;
+  for (size_t i = 0; i < g.num_nodes(); ++i) {
+    const ir::Node& n = g.node(static_cast<ir::NodeId>(i));
+    if (n.dead) continue;
+    if (n.op == "non_zero" || n.op == "unique" || n.op == "non_max_suppression") return true;
+    for (const auto& [k, a] : n.attrs) {
+      if (const auto* b = std::get_if<std::shared_ptr<const ir::Graph>>(&a)) {
+        if (*b && holds_eager_op(**b, depth + 1)) return true;
+      }
+    }
+  }
+  return false;
+}
+
+std::set<ir::NodeId> downstream_of_eager(const ir::Graph& g) {
+  std::set<ir::ValueId> tainted;
+  std::set<ir::NodeId> nodes;
+  for (size_t i = 0; i < g.num_nodes(); ++i) {  // node ids are in topological order
+    const ir::Node& n = g.node(static_cast<ir::NodeId>(i));
+    if (n.dead) continue;
+    bool hit = std::any_of(n.inputs.begin(), n.inputs.end(),
+                           [&](ir::ValueId v) { return tainted.count(v) > 0; });
+    if (hit) nodes.insert(static_cast<ir::NodeId>(i));
+    // A node holding an eager op computes a data-dependent value itself.
+    bool eager = n.op == "non_zero" || n.op == "unique" || n.op == "non_max_suppression";
+    for (const auto& [k, a] : n.attrs) {
+      if (const auto* b = std::get_if<std::shared_ptr<const ir::Graph>>(&a)) {
+        eager = eager || (*b && holds_eager_op(**b));
+      }
+    }
+    if (hit || eager) tainted.insert(n.outputs.begin(), n.outputs.end());
+  }
+  return nodes;
+}
+
 // The model as open() and classify_inputs() see it: initializers converted once (the kept
 // proto holds only their names, types and dims), the declared inputs, and the structure-only
 // import at placeholder shapes with the inputs it classifies as shape-determining.
@@ -270,10 +311,16 @@ Result<Opened> open_model(ParsedModel& pm, const std::string& name) {
   sdo.narrow = !placeholders;
   std::vector<passes::ShapeDeterminingInput> walked =
       passes::shape_determining_inputs(o.structure, sdo);
+  // A staged model (ADR 0008): positions after an eager node are bound by their own stage.
+  std::set<ir::NodeId> staged_later;
+  if (detail::has_eager_nodes(gp)) staged_later = downstream_of_eager(o.structure);
   for (const runtime::ValueInfo& vi : src.inputs) {
     passes::ShapeDeterminingInput in{o.structure.find_value(vi.name), vi.name, {}};
     for (const passes::ShapeDeterminingInput& w : walked) {
-      if (w.name == vi.name) in.uses = w.uses;
+      if (w.name != vi.name) continue;
+      for (const passes::ShapeDeterminingUse& u : w.uses) {
+        if (staged_later.count(u.node) == 0) in.uses.push_back(u);
+      }
     }
     if (auto it = at_import.find(vi.name); it != at_import.end()) {
       in.uses.insert(in.uses.end(), it->second.begin(), it->second.end());

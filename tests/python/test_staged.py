@@ -217,3 +217,43 @@ def test_a_loop_whose_body_holds_nonzero_is_refused_with_a_clear_error():
     m = _model(nodes, [_f("x", [3])], [_i("scan", None)], inits)
     with pytest.raises(Exception, match="Loop.*If branches only"):
         frame.InferenceSession(m)
+
+
+def test_loop_over_a_computed_count_whose_carried_value_grows():
+    # torchvision's mask paste: for each selected row, concatenate a row-dependent slice onto a
+    # carried tensor that starts empty; the trip count is the NonZero count.
+    body = helper.make_graph([
+        helper.make_node("Gather", ["sel", "i"], ["v"], axis=0),
+        helper.make_node("Mul", ["v", "three"], ["v3"]),
+        helper.make_node("Unsqueeze", ["v3", "ax0"], ["row"]),
+        helper.make_node("Concat", ["acc", "row"], ["acc_out"], axis=0),
+        helper.make_node("Identity", ["c"], ["c_out"]),
+    ], "body", [_i("i", []), helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+                _f("acc", None)],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []), _f("acc_out", None)])
+    nodes = [
+        helper.make_node("Gather", ["x", "zero_i"], ["x0"], axis=1),
+        helper.make_node("Greater", ["x0", "zero"], ["mask"]),
+        helper.make_node("NonZero", ["mask"], ["nz"]),
+        helper.make_node("Reshape", ["nz", "minus1"], ["idx"]),
+        helper.make_node("Gather", ["x", "idx"], ["sel"], axis=0),
+        helper.make_node("Shape", ["sel"], ["shape"]),
+        helper.make_node("Gather", ["shape", "ax0"], ["count"], axis=0),
+        helper.make_node("Squeeze", ["count", "ax0"], ["trips"]),
+        helper.make_node("Loop", ["trips", "yes", "empty"], ["pasted"], body=body),
+    ]
+    inits = [helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0]),
+             helper.make_tensor("three", TensorProto.FLOAT, [], [3.0]),
+             helper.make_tensor("minus1", TensorProto.INT64, [1], [-1]),
+             helper.make_tensor("ax0", TensorProto.INT64, [1], [0]),
+             helper.make_tensor("yes", TensorProto.BOOL, [], [True]),
+             helper.make_tensor("empty", TensorProto.FLOAT, [0, 4], []),
+             helper.make_tensor("zero_i", TensorProto.INT64, [], [0])]
+    m = _model(nodes, [_f("x", ["n", 4])], [_f("pasted", None)], inits)
+    sess = frame.InferenceSession(m)
+    rng = np.random.default_rng(4)
+    for n in [6, 9, 6]:
+        x = rng.standard_normal((n, 4)).astype(np.float32)
+        (pasted,) = sess.run(None, {"x": x})
+        sel = x[x[:, 0] > 0]
+        np.testing.assert_array_equal(pasted, (sel * 3).reshape(-1, 4))

@@ -242,6 +242,34 @@ int run_inspect() {
   onnx::LoadOptions session_load;
   static_cast<onnx::LoadLimits&>(session_load) = lo;
   std::vector<passes::ShapeDeterminingInput> sdi;
+  {
+    // A model with data-dependent shapes has no single compiled graph: list its stages and
+    // eager nodes (docs/adr/0008-data-dependent-shapes.md).
+    runtime::SessionOptions so;
+    so.compile = co;
+    so.compile.backends = *backends;
+    Result<runtime::Session> staged = [&] {
+      Progress p("loading " + o.model);
+      return onnx::open_session(o.model, so, session_load);
+    }();
+    if (staged.is_ok() && staged->is_staged()) {
+      const std::vector<std::string> steps = staged->stages();
+      if (o.json) {
+        nlohmann::ordered_json j;
+        j["model"] = o.model;
+        j["stages"] = steps;
+        j["shape_determining_inputs"] = staged->shape_determining_inputs();
+        std::cout << j.dump(2) << "\n";
+      } else {
+        std::printf("model: %s\n", o.model.c_str());
+        std::printf(
+            "data-dependent shapes: runs as stages, each compiled per new shape at its "
+            "boundary (ADR 0008); `frame run` runs it\n");
+        for (const std::string& line : steps) std::printf("  %s\n", line.c_str());
+      }
+      return 0;
+    }
+  }
   Result<runtime::Executable> exe = internal_error("not compiled");
   if (!o.inputs.empty()) {
     // The specialization a session compiles for these values and shapes (ADR 0006); inputs

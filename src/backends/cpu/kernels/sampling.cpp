@@ -269,30 +269,39 @@ Status roi_align_kernel(KernelContext& ctx) {
           sampling_ratio > 0 ? sampling_ratio : static_cast<int64_t>(std::ceil(rw / C(ow)));
       const C count = C(std::max<int64_t>(gh * gw, 1));
       const T* plane0 = xp + bidx[r] * ch * h * w;
+      // The sample points and weights depend on the roi and bin only: computed once per roi,
+      // then applied to every channel (the same sums, in the same order).
+      const int64_t per_bin = gh * gw;
+      std::vector<RoiSample<C>> samples(static_cast<size_t>(oh * ow * per_bin));
       for (int64_t ph = 0; ph < oh; ++ph) {
         for (int64_t pw = 0; pw < ow; ++pw) {
-          for (int64_t c = 0; c < ch; ++c) {
-            const T* im = plane0 + c * h * w;
-            C acc = 0;
-            bool first = true;
-            for (int64_t iy = 0; iy < gh; ++iy) {
-              const C sy = y1 + C(ph) * bin_h + (C(iy) + C(0.5)) * bin_h / C(gh);
-              for (int64_t ix = 0; ix < gw; ++ix) {
-                const C sx = x1 + C(pw) * bin_w + (C(ix) + C(0.5)) * bin_w / C(gw);
-                const RoiSample<C> s = roi_sample(sy, sx, h, w);
-                if (max_mode) {
-                  C v = s.w[0] * to_compute(im[s.pos[0]]);
-                  for (int k = 1; k < 4; ++k) v = std::max(v, s.w[k] * to_compute(im[s.pos[k]]));
-                  acc = first ? v : std::max(acc, v);
-                  first = false;
-                } else {
-                  for (int k = 0; k < 4; ++k) acc += s.w[k] * to_compute(im[s.pos[k]]);
-                }
-              }
+          RoiSample<C>* bin = samples.data() + (ph * ow + pw) * per_bin;
+          for (int64_t iy = 0; iy < gh; ++iy) {
+            const C sy = y1 + C(ph) * bin_h + (C(iy) + C(0.5)) * bin_h / C(gh);
+            for (int64_t ix = 0; ix < gw; ++ix) {
+              const C sx = x1 + C(pw) * bin_w + (C(ix) + C(0.5)) * bin_w / C(gw);
+              bin[iy * gw + ix] = roi_sample(sy, sx, h, w);
             }
-            yp[((r * ch + c) * oh + ph) * ow + pw] =
-                from_compute<T>(static_cast<compute_t<T>>(max_mode ? acc : acc / count));
           }
+        }
+      }
+      for (int64_t c = 0; c < ch; ++c) {
+        const T* im = plane0 + c * h * w;
+        T* out = yp + (r * ch + c) * oh * ow;
+        for (int64_t b = 0; b < oh * ow; ++b) {
+          const RoiSample<C>* bin = samples.data() + b * per_bin;
+          C acc = 0;
+          for (int64_t k = 0; k < per_bin; ++k) {
+            const RoiSample<C>& s = bin[k];
+            if (max_mode) {
+              C v = s.w[0] * to_compute(im[s.pos[0]]);
+              for (int q = 1; q < 4; ++q) v = std::max(v, s.w[q] * to_compute(im[s.pos[q]]));
+              acc = k == 0 ? v : std::max(acc, v);
+            } else {
+              for (int q = 0; q < 4; ++q) acc += s.w[q] * to_compute(im[s.pos[q]]);
+            }
+          }
+          out[b] = from_compute<T>(static_cast<compute_t<T>>(max_mode ? acc : acc / count));
         }
       }
     }
