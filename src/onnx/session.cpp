@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "frame/core/digest.h"
+#include "frame/ops/op_registry.h"
 #include "frame/passes/shape_determining.h"
 #include "onnx_internal.h"
 #include "staged.h"
@@ -118,11 +119,71 @@ runtime::ValueInfo value_info(const ::onnx::ValueInfoProto& v, DTypeCode dtype) 
   return vi;
 }
 
+// Whether ONNX input `i` of node `n` must be a constant when the node is converted: a
+// position a converter reads as a value at import (needs_constant_at_import), or one the
+// frame op it becomes marks shape-determining (Resize sizes, Reshape shape, ...; ONNX and
+// frame input positions agree for these ops).
+bool constant_position(const ::onnx::NodeProto& n, const std::map<std::string, int>& opsets,
+                       size_t i) {
+  auto op = opsets.find(n.domain() == "ai.onnx" ? "" : n.domain());
+  const int opset = op == opsets.end() ? 0 : op->second;
+  if (detail::needs_constant_at_import(n.domain(), n.op_type(), opset, i)) return true;
+  if (n.op_type() == "Loop" || n.op_type() == "If" || n.op_type() == "Scan") return false;
+  const detail::OpRow* row = detail::find_op(n.domain(), n.op_type(), opset);
+  if (row == nullptr || row->frame_op.empty()) return false;
+  const ops::OpSchema* schema = ops::OpRegistry::global().find(row->frame_op);
+  return schema != nullptr && i < schema->inputs().size() && schema->is_shape_determining(i);
+}
+
+// The outer names a body reads (directly or through nested bodies) whose values reach a
+// constant_position inside it: a Loop body that Resizes to a size computed from a captured
+// box (torchvision's keypoint and mask heads) needs that box's value to import the unrolled
+// iterations, so whatever feeds it is shape-determining for the session.
+std::set<std::string> body_constant_reads(const ::onnx::GraphProto& body,
+                                          const std::map<std::string, int>& opsets, int depth) {
+  std::set<std::string> out;
+  if (depth > 64) return out;
+  std::set<std::string> defined;
+  for (const auto& v : body.input()) defined.insert(v.name());
+  for (const auto& t : body.initializer()) defined.insert(t.name());
+  for (const auto& n : body.node()) defined.insert(n.output().begin(), n.output().end());
+  std::map<std::string, std::set<std::string>> reach;  // value -> outer names it depends on
+  auto from = [&](const std::string& name) -> std::set<std::string> {
+    if (auto it = reach.find(name); it != reach.end()) return it->second;
+    if (!name.empty() && defined.count(name) == 0) return {name};
+    return {};
+  };
+  for (const ::onnx::NodeProto& n : body.node()) {
+    std::set<std::string> carried;
+    for (int i = 0; i < n.input_size(); ++i) {
+      const std::set<std::string> r = from(n.input(i));
+      if (r.empty()) continue;
+      if (constant_position(n, opsets, static_cast<size_t>(i))) out.insert(r.begin(), r.end());
+      if (!detail::reads_only_type_at_import(n.domain(), n.op_type(), static_cast<size_t>(i))) {
+        carried.insert(r.begin(), r.end());
+      }
+    }
+    for (const ::onnx::AttributeProto& a : n.attribute()) {
+      std::vector<const ::onnx::GraphProto*> subs;
+      if (a.has_g()) subs.push_back(&a.g());
+      for (const auto& g : a.graphs()) subs.push_back(&g);
+      for (const ::onnx::GraphProto* g : subs) {
+        for (const std::string& x : body_constant_reads(*g, opsets, depth + 1)) {
+          const std::set<std::string> r = from(x);
+          out.insert(r.begin(), r.end());
+        }
+      }
+    }
+    for (const std::string& o : n.output()) reach[o] = carried;
+  }
+  return out;
+}
+
 // Graph inputs whose values reach a position a converter needs as a constant at import
-// (needs_constant_at_import), each with the ONNX nodes and inputs it reaches: walking the ONNX
-// nodes forward, every node carries its inputs' value dependence to its outputs except
-// through inputs it reads only for their types (reads_only_type_at_import: Shape, Size, the
-// *Like generators).
+// (needs_constant_at_import), or, inside a control-flow body, any constant_position, each with
+// the ONNX nodes and inputs it reaches: walking the ONNX nodes forward, every node carries its
+// inputs' value dependence to its outputs except through inputs it reads only for their types
+// (reads_only_type_at_import: Shape, Size, the *Like generators).
 std::map<std::string, std::vector<passes::ShapeDeterminingUse>> import_shape_determining(
     const ::onnx::ModelProto& model, const std::vector<runtime::ValueInfo>& inputs) {
   const ::onnx::GraphProto& gp = model.graph();
@@ -134,10 +195,52 @@ std::map<std::string, std::vector<passes::ShapeDeterminingUse>> import_shape_det
   std::map<std::string, std::set<std::string>> reach;
   for (const runtime::ValueInfo& vi : inputs) reach[vi.name] = {vi.name};
   std::map<std::string, std::vector<passes::ShapeDeterminingUse>> out;
+  auto add_use = [&](const std::set<std::string>& ins, const ::onnx::NodeProto& n, size_t i,
+                     const std::string& what) {
+    for (const std::string& in : ins) {
+      std::vector<passes::ShapeDeterminingUse>& uses = out[in];
+      // Not an IR node: node -1, named by the ONNX node and its op_type.
+      const passes::ShapeDeterminingUse u{-1, n.name(), n.op_type(), i, what};
+      if (std::none_of(uses.begin(), uses.end(), [&](const auto& x) {
+            return x.node_name == u.node_name && x.input == u.input && x.input_name == u.input_name;
+          })) {
+        uses.push_back(u);
+      }
+    }
+  };
+  // Per node with bodies: the names its bodies need as values (computed once).
+  std::map<const ::onnx::NodeProto*, std::set<std::string>> body_reads;
+  for (const ::onnx::NodeProto& n : gp.node()) {
+    std::set<std::string> r;
+    for (const ::onnx::AttributeProto& a : n.attribute()) {
+      std::vector<const ::onnx::GraphProto*> subs;
+      if (a.has_g()) subs.push_back(&a.g());
+      for (const auto& g : a.graphs()) subs.push_back(&g);
+      for (const ::onnx::GraphProto* g : subs) {
+        const std::set<std::string> x = body_constant_reads(*g, opsets, 1);
+        r.insert(x.begin(), x.end());
+      }
+    }
+    if (!r.empty()) body_reads[&n] = std::move(r);
+  }
+  // Staged models (ADR 0008): nodes at or after an eager node run in later stages, which
+  // bind what they need from their own inputs; only the first stage's uses count here.
+  std::set<std::string> later;
+  for (const ::onnx::NodeProto& n : gp.node()) {
+    bool after = detail::is_eager_node(n);
+    for (const std::string& in : n.input()) after = after || later.count(in) > 0;
+    if (auto b = body_reads.find(&n); b != body_reads.end()) {
+      for (const std::string& x : b->second) after = after || later.count(x) > 0;
+    }
+    if (after) later.insert(n.output().begin(), n.output().end());
+  }
   // ONNX lists nodes in topological order; repeat until stable for models that do not.
   for (bool changed = true; changed;) {
     changed = false;
     for (const ::onnx::NodeProto& n : gp.node()) {
+      if (detail::is_eager_node(n) || (!n.output().empty() && later.count(n.output(0)) > 0)) {
+        continue;
+      }
       std::set<std::string> from;
       for (int i = 0; i < n.input_size(); ++i) {
         auto it = reach.find(n.input(i));
@@ -146,20 +249,27 @@ std::map<std::string, std::vector<passes::ShapeDeterminingUse>> import_shape_det
         if (detail::needs_constant_at_import(n.domain(), n.op_type(),
                                              op == opsets.end() ? 0 : op->second,
                                              static_cast<size_t>(i))) {
-          for (const std::string& in : it->second) {
-            std::vector<passes::ShapeDeterminingUse>& uses = out[in];
-            // Not an IR node: node -1, named by the ONNX node and its op_type.
-            const passes::ShapeDeterminingUse u{-1, n.name(), n.op_type(), static_cast<size_t>(i),
-                                                ""};
-            if (std::none_of(uses.begin(), uses.end(), [&](const auto& x) {
-                  return x.node_name == u.node_name && x.input == u.input;
-                })) {
-              uses.push_back(u);
-            }
-          }
+          add_use(it->second, n, static_cast<size_t>(i), "");
         }
         if (!detail::reads_only_type_at_import(n.domain(), n.op_type(), static_cast<size_t>(i))) {
           from.insert(it->second.begin(), it->second.end());
+        }
+      }
+      if (auto b = body_reads.find(&n); b != body_reads.end()) {
+        for (const std::string& name : b->second) {
+          auto it = reach.find(name);
+          if (it == reach.end()) continue;
+          // The captured value `name` decides a shape inside a body of this node.
+          add_use(it->second, n, 0, "body reads '" + name + "'");
+          from.insert(it->second.begin(), it->second.end());
+        }
+        // Such a Loop is unrolled at import (one static body per iteration), which needs its
+        // trip count and condition as constants too.
+        if (n.op_type() == "Loop") {
+          for (int i = 0; i < 2 && i < n.input_size(); ++i) {
+            auto it = reach.find(n.input(i));
+            if (it != reach.end()) add_use(it->second, n, static_cast<size_t>(i), "");
+          }
         }
       }
       if (from.empty()) continue;
@@ -194,7 +304,8 @@ bool holds_eager_op(const ir::Graph& g, int depth = 0) {
   return false;
 }
 
-std::set<ir::NodeId> downstream_of_eager(const ir::Graph& g) {
+std::set<ir::NodeId> downstream_of_eager(const ir::Graph& g,
+                                         const std::set<std::string>& eager_names) {
   std::set<ir::ValueId> tainted;
   std::set<ir::NodeId> nodes;
   for (size_t i = 0; i < g.num_nodes(); ++i) {  // node ids are in topological order
@@ -204,7 +315,10 @@ std::set<ir::NodeId> downstream_of_eager(const ir::Graph& g) {
                            [&](ir::ValueId v) { return tainted.count(v) > 0; });
     if (hit) nodes.insert(static_cast<ir::NodeId>(i));
     // A node holding an eager op computes a data-dependent value itself.
-    bool eager = n.op == "non_zero" || n.op == "unique" || n.op == "non_max_suppression";
+    // By op, or by name: a structure-only import may leave an eager ONNX node (an If holding
+    // NMS) as an untyped stand-in.
+    bool eager = n.op == "non_zero" || n.op == "unique" || n.op == "non_max_suppression" ||
+                 eager_names.count(n.name) > 0;
     for (const auto& [k, a] : n.attrs) {
       if (const auto* b = std::get_if<std::shared_ptr<const ir::Graph>>(&a)) {
         eager = eager || (*b && holds_eager_op(**b));
@@ -313,7 +427,13 @@ Result<Opened> open_model(ParsedModel& pm, const std::string& name) {
       passes::shape_determining_inputs(o.structure, sdo);
   // A staged model (ADR 0008): positions after an eager node are bound by their own stage.
   std::set<ir::NodeId> staged_later;
-  if (detail::has_eager_nodes(gp)) staged_later = downstream_of_eager(o.structure);
+  if (detail::has_eager_nodes(gp)) {
+    std::set<std::string> eager_names;
+    for (const ::onnx::NodeProto& n : gp.node()) {
+      if (detail::is_eager_node(n)) eager_names.insert(n.name());
+    }
+    staged_later = downstream_of_eager(o.structure, eager_names);
+  }
   for (const runtime::ValueInfo& vi : src.inputs) {
     passes::ShapeDeterminingInput in{o.structure.find_value(vi.name), vi.name, {}};
     for (const passes::ShapeDeterminingInput& w : walked) {
