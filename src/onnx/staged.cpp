@@ -180,6 +180,7 @@ struct Step {
   std::vector<std::string> outputs;  // values later steps or the graph's outputs read
   // kStage: the nodes, and a session per input signature (dtypes and ranks).
   std::vector<const ::onnx::NodeProto*> nodes;
+  bool after_eager = false;  // a stage that runs after an eager node (levels >= 1)
   mutable std::mutex mu;
   mutable std::map<std::string, runtime::Session> sessions;
   // kEager, kIf: the node; kIf: its branches.
@@ -321,6 +322,7 @@ Result<std::unique_ptr<Graph>> build_graph(const ::onnx::GraphProto& gp, Shared&
       }
       s->outputs.assign(produced.begin(), produced.end());  // narrowed below
       s->label = fmt::format("stage {}: {} nodes", ++stage_number, s->nodes.size());
+      s->after_eager = level > 0 || depth > 0;
       graph->steps.push_back(std::move(s));
     }
     if (auto it = eager_at.find(level); it != eager_at.end()) {
@@ -382,16 +384,12 @@ Result<Tensor> value_of(const Values& vt, const Shared& sh, const std::string& n
   return internal_error("value '{}' is not known at this step", name);
 }
 
-// The session of a stage for the dtypes and ranks of `in`, opened at its first use.
-Result<runtime::Session> stage_session(const Step& s, const Shared& sh,
-                                       const runtime::TensorMap& in) {
-  std::string signature;
-  for (const std::string& name : s.inputs) {
-    const Tensor& t = in.at(name);
-    signature += fmt::format("{}{};", dtype_name(t.dtype()), t.rank());
-  }
-  std::lock_guard lock(s.mu);
-  if (auto it = s.sessions.find(signature); it != s.sessions.end()) return it->second;
+// The sub-model of a stage: its nodes, the constants they read as initializers (their tensors
+// in `initializers`), its boundary values as graph inputs and what later steps read as
+// outputs. `concrete`: input dims are those of `in` (an eager fold); otherwise symbolic
+// except the model's own declared dims (a stage session, specialized per run).
+::onnx::ModelProto stage_model(const Step& s, const Shared& sh, const runtime::TensorMap& in,
+                               bool concrete, std::map<std::string, Tensor>& initializers) {
   ::onnx::ModelProto m = empty_model(sh, s.label);
   ::onnx::GraphProto& g = *m.mutable_graph();
   std::set<std::string> consts;
@@ -401,7 +399,6 @@ Result<runtime::Session> stage_session(const Step& s, const Shared& sh,
       if (sh.constants.count(r) > 0) consts.insert(r);
     }
   }
-  std::map<std::string, Tensor> initializers;
   for (const std::string& c : consts) {
     const Tensor& t = sh.constants.at(c);
     ::onnx::TensorProto* p = g.add_initializer();
@@ -415,7 +412,9 @@ Result<runtime::Session> stage_session(const Step& s, const Shared& sh,
     const Tensor& t = in.at(name);
     std::vector<std::pair<int64_t, std::string>> dims;
     auto d = sh.declared.find(name);
-    if (d != sh.declared.end() && d->second.has_shape) {
+    if (concrete) {
+      for (int64_t x : t.shape()) dims.emplace_back(x, "");
+    } else if (d != sh.declared.end() && d->second.has_shape) {
       for (const runtime::Dim& x : d->second.dims) {
         dims.emplace_back(x.value, x.is_concrete() ? "" : fmt::format("in{}_{}", k, dims.size()));
       }
@@ -426,11 +425,64 @@ Result<runtime::Session> stage_session(const Step& s, const Shared& sh,
     *g.add_input() = typed_value(name, t.dtype(), dims);
   }
   for (const std::string& o : s.outputs) g.add_output()->set_name(o);
+  return m;
+}
+
+// The session of a stage for the dtypes and ranks of `in`, opened at its first use.
+Result<runtime::Session> stage_session(const Step& s, const Shared& sh,
+                                       const runtime::TensorMap& in) {
+  std::string signature;
+  for (const std::string& name : s.inputs) {
+    const Tensor& t = in.at(name);
+    signature += fmt::format("{}{};", dtype_name(t.dtype()), t.rank());
+  }
+  std::lock_guard lock(s.mu);
+  if (auto it = s.sessions.find(signature); it != s.sessions.end()) return it->second;
+  std::map<std::string, Tensor> initializers;
+  ::onnx::ModelProto m = stage_model(s, sh, in, false, initializers);
   FRAME_ASSIGN_OR_RETURN(runtime::Session session,
                          open_stage_session(std::move(m), std::move(initializers), sh.dir, sh.load,
                                             sh.options, fmt::format("{} ({})", sh.name, s.label)));
   s.sessions.emplace(signature, session);
   return session;
+}
+
+// A stage after an eager node whose boundary values are this small is computed by folding
+// (imported with its inputs bound: the cpu kernels run node by node) instead of compiled:
+// its key changes with nearly every image (a count), so a compile would rarely be reused.
+constexpr size_t kFoldStageBytes = size_t{256} << 10;
+constexpr size_t kFoldStageNodes = 400;
+
+bool fold_stage(const Step& s, const runtime::TensorMap& in) {
+  if (!s.after_eager || s.nodes.size() > kFoldStageNodes) return false;
+  size_t bytes = 0;
+  for (const auto& [name, t] : in) bytes += t.nbytes();
+  return bytes <= kFoldStageBytes;
+}
+
+Result<runtime::TensorMap> run_folded(const Step& s, const Shared& sh,
+                                      const runtime::TensorMap& in) {
+  std::map<std::string, Tensor> initializers;
+  ::onnx::ModelProto m = stage_model(s, sh, in, true, initializers);
+  LoadOptions lo = sh.load;
+  lo.verify = false;
+  lo.keep_untyped = false;
+  lo.input_shapes.clear();
+  lo.constant_inputs = in;
+  Result<ir::Graph> ig = [&] {
+    EagerFoldScope fold;
+    return import_model(m, lo, sh.dir, &initializers);
+  }();
+  if (!ig.is_ok()) return ig.status();
+  runtime::TensorMap out;
+  for (const std::string& o : s.outputs) {
+    const ir::ValueId v = ig->find_value(o);
+    if (v == ir::kNoValue || !ig->value(v).constant) {
+      return internal_error("output '{}' was not computed by folding", o);
+    }
+    out.emplace(o, *ig->value(v).constant);
+  }
+  return out;
 }
 
 Status run_graph(const Graph& g, const Shared& sh, Values& vt, const runtime::RunOptions& ro);
@@ -442,6 +494,15 @@ Status run_step(const Step& s, const Shared& sh, Values& vt, const runtime::RunO
       for (const std::string& name : s.inputs) {
         FRAME_ASSIGN_OR_RETURN(Tensor t, value_of(vt, sh, name));
         in.emplace(name, std::move(t));
+      }
+      if (fold_stage(s, in)) {
+        // Small tails (after NMS): computed node by node; falls back to a compile when a
+        // node cannot fold (a side effect, a kernel without a cpu form).
+        Result<runtime::TensorMap> folded = run_folded(s, sh, in);
+        if (folded.is_ok()) {
+          for (const std::string& name : s.outputs) vt[name] = folded->at(name);
+          return Status();
+        }
       }
       FRAME_ASSIGN_OR_RETURN(runtime::Session session, stage_session(s, sh, in));
       FRAME_ASSIGN_OR_RETURN(runtime::TensorMap out, session.run(in, ro));

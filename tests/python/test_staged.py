@@ -52,9 +52,18 @@ def test_nonzero_of_a_computed_value_feeds_gather_and_reshape():
     stages = sess.stages()
     assert any("eager NonZero" in s for s in stages), stages
     rng = np.random.default_rng(0)
-    for n in [7, 7, 12, 1]:
+    # Small boundaries after the NonZero are folded node by node; 200,000 elements (800 KB)
+    # are past the fold limit, so that stage is compiled and cached like any session's.
+    seen = set()
+    for n in [7, 7, 12, 1, 200_000, 200_000]:
         x = rng.standard_normal(n).astype(np.float32)
+        misses = sess.cache_stats()["misses"]
         y, cnt, z = sess.run(None, {"x": x})
+        compiled = sess.cache_stats()["misses"] - misses
+        # The first stage compiles once per length; the one after NonZero only when its
+        # boundary is large (then once per new count: the second 200,000 draw has another).
+        assert compiled == (0 if n in seen else 1) + (1 if n == 200_000 else 0), n
+        seen.add(n)
         expected = (x * 2)[x > 0].reshape(-1, 1)
         np.testing.assert_array_equal(y, expected)
         np.testing.assert_array_equal(cnt, [expected.shape[0]])
