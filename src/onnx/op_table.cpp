@@ -645,6 +645,12 @@ Status unroll_loop(NodeImporter& n, const std::vector<ValueId>& in,
     values[0] = Tensor::scalar<int64_t>(i);
     values[1] = Tensor::scalar<bool>(true);
     Result<std::shared_ptr<ir::Graph>> b = n.import_body("body", types, caps, values);
+    if (!b.is_ok() && trips == 0 && n.num_outputs() <= n_carried) {
+      // Zero iterations and no scan outputs: the carried values pass through. The body may
+      // not even import for iteration 0 (it indexes per-detection values, and there are none).
+      for (size_t j = 0; j < n_carried; ++j) FRAME_RETURN_IF_ERROR(n.bind_output(j, carried[j]));
+      return Status();
+    }
     if (!b.is_ok()) return why;
     const ir::Graph& g = **b;
     if (g.outputs().empty() || g.outputs().size() < 1 + n_carried) return why;

@@ -261,8 +261,10 @@ def test_loop_over_a_computed_count_whose_carried_value_grows():
     m = _model(nodes, [_f("x", ["n", 4])], [_f("pasted", None)], inits)
     sess = frame.InferenceSession(m)
     rng = np.random.default_rng(4)
-    for n in [6, 9, 6]:
+    for n in [6, 9, 6, 5]:
         x = rng.standard_normal((n, 4)).astype(np.float32)
+        if n == 5:
+            x[:, 0] = -np.abs(x[:, 0]) - 1  # nothing selected: zero iterations
         (pasted,) = sess.run(None, {"x": x})
         sel = x[x[:, 0] > 0]
         np.testing.assert_array_equal(pasted, (sel * 3).reshape(-1, 4))

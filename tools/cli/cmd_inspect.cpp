@@ -242,23 +242,23 @@ int run_inspect() {
   onnx::LoadOptions session_load;
   static_cast<onnx::LoadLimits&>(session_load) = lo;
   std::vector<passes::ShapeDeterminingInput> sdi;
+  runtime::SessionOptions so;
+  so.compile = co;
+  so.compile.backends = *backends;
+  Result<runtime::Session> session = [&] {
+    Progress p("loading " + o.model);
+    return onnx::open_session(o.model, so, session_load);
+  }();
   {
     // A model with data-dependent shapes has no single compiled graph: list its stages and
     // eager nodes (docs/adr/0008-data-dependent-shapes.md).
-    runtime::SessionOptions so;
-    so.compile = co;
-    so.compile.backends = *backends;
-    Result<runtime::Session> staged = [&] {
-      Progress p("loading " + o.model);
-      return onnx::open_session(o.model, so, session_load);
-    }();
-    if (staged.is_ok() && staged->is_staged()) {
-      const std::vector<std::string> steps = staged->stages();
+    if (session.is_ok() && session->is_staged()) {
+      const std::vector<std::string> steps = session->stages();
       if (o.json) {
         nlohmann::ordered_json j;
         j["model"] = o.model;
         j["stages"] = steps;
-        j["shape_determining_inputs"] = staged->shape_determining_inputs();
+        j["shape_determining_inputs"] = session->shape_determining_inputs();
         std::cout << j.dump(2) << "\n";
       } else {
         std::printf("model: %s\n", o.model.c_str());
@@ -276,13 +276,6 @@ int run_inspect() {
     // without a file get random values of their declared or --shape shape.
     Result<runtime::TensorMap> given = read_input_files(*files);
     if (!given.is_ok()) return fail(given.status());
-    runtime::SessionOptions so;
-    so.compile = co;
-    so.compile.backends = *backends;
-    Result<runtime::Session> session = [&] {
-      Progress p("loading " + o.model);
-      return onnx::open_session(o.model, so, session_load);
-    }();
     if (!session.is_ok()) return fail(session.status());
     Result<std::vector<std::string>> random = complete_inputs(*session, *shapes, *given);
     if (!random.is_ok()) return fail(random.status());
