@@ -574,7 +574,22 @@ void add_stats(const Graph& g, runtime::CacheStats& total) {
 
 void describe(const Graph& g, const std::string& indent, std::vector<std::string>& out) {
   for (const auto& s : g.steps) {
-    out.push_back(indent + s->label);
+    std::string line = indent + s->label;
+    if (s->kind == Step::Kind::kStage) {
+      // Boundary sizes and what the stage holds now: folded (small tails) or compiled entries.
+      size_t entries = 0;
+      {
+        std::lock_guard lock(s->mu);
+        for (const auto& [sig, session] : s->sessions) entries += session.cache_stats().entries;
+      }
+      line += fmt::format(" ({} boundary inputs, {} outputs; {}{} specialization{} cached)",
+                          s->inputs.size(), s->outputs.size(),
+                          s->after_eager ? "folded when small, " : "", entries,
+                          entries == 1 ? "" : "s");
+    } else {
+      line += fmt::format(" ({} inputs, {} outputs)", s->inputs.size(), s->outputs.size());
+    }
+    out.push_back(std::move(line));
     if (s->then_graph) {
       out.push_back(indent + "  then:");
       describe(*s->then_graph, indent + "    ", out);
