@@ -63,7 +63,9 @@ Status run_cpu_kernel(const ir::Graph& g, const ir::Node& n, const ops::OpSchema
 
 }  // namespace
 
-EagerFoldScope::EagerFoldScope() : saved_(t_fold_bytes) { t_fold_bytes = SIZE_MAX / 4; }
+EagerFoldScope::EagerFoldScope(size_t limit) : saved_(t_fold_bytes) {
+  t_fold_bytes = std::max(limit, kImportFoldBytes + 1);
+}
 EagerFoldScope::~EagerFoldScope() { t_fold_bytes = saved_; }
 
 Result<std::vector<ir::ValueId>> infer_and_fold(ir::Graph& g, ir::NodeId id) {
@@ -86,6 +88,15 @@ Result<std::vector<ir::ValueId>> infer_and_fold(ir::Graph& g, ir::NodeId id) {
   for (const ir::TensorType& t : types) {
     Result<size_t> b = checked_nbytes(t.dtype, t.shape);
     if (!b.is_ok() || *b > t_fold_bytes - bytes) {
+      // An eager node (EagerFoldScope) must fold: over its limit is an error, not a deferral.
+      if (foldable && t_fold_bytes != kImportFoldBytes) {
+        return make_error(StatusCode::kOutOfRange,
+                          "node '{}' ({}): its outputs need {} bytes, over the limit of {} "
+                          "(the smaller of max_tensor_bytes and max_memory_bytes)",
+                          n.name, n.op,
+                          b.is_ok() ? fmt::format("{}", bytes + *b) : std::string("2^64 or more"),
+                          t_fold_bytes);
+      }
       foldable = false;
       break;
     }

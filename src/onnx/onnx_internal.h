@@ -219,11 +219,13 @@ class NodeImporter {
 /// the values now holding the node's outputs (the constants when it was folded).
 Result<std::vector<ir::ValueId>> infer_and_fold(ir::Graph& g, ir::NodeId n);
 
-/// While alive, imports on this thread fold all-constant nodes of any size (not only small
-/// ones): the import of an eager node with every input bound computes its outputs (ADR 0008).
+/// While alive, imports on this thread fold all-constant nodes whose outputs take up to `limit`
+/// bytes (not only small ones), and a node over it is an error (kOutOfRange naming it): the
+/// import of an eager node or a folded stage with every input bound computes its outputs
+/// (ADR 0008) within the session's memory limits.
 class EagerFoldScope {
  public:
-  EagerFoldScope();
+  explicit EagerFoldScope(size_t limit);
   ~EagerFoldScope();
   EagerFoldScope(const EagerFoldScope&) = delete;
   EagerFoldScope& operator=(const EagerFoldScope&) = delete;

@@ -455,11 +455,14 @@ Status convert_compress(NodeImporter& n, std::string_view) {
                            n.emit_tmp("reshape", {data, n.const_i64({-1})}, {}));
     data = flat[0];
   }
+  ir::ValueId cond = n.input(1);
   if (c.shape[0] > dim) {
-    return n.error("input 1 (condition) has {} entries, more than the {} slices along axis {}",
-                   c.shape[0], dim, axis);
+    // Entries past the last slice select nothing that exists: dropped (as ONNX Runtime does).
+    FRAME_ASSIGN_OR_RETURN(std::vector<ir::ValueId> cut,
+                           n.emit_tmp("slice", {cond, n.const_i64({0}), n.const_i64({dim})}, {}));
+    cond = cut[0];
   }
-  FRAME_ASSIGN_OR_RETURN(std::vector<ir::ValueId> nz, n.emit_tmp("non_zero", {n.input(1)}, {}));
+  FRAME_ASSIGN_OR_RETURN(std::vector<ir::ValueId> nz, n.emit_tmp("non_zero", {cond}, {}));
   FRAME_ASSIGN_OR_RETURN(std::vector<ir::ValueId> idx,
                          n.emit_tmp("reshape", {nz[0], n.const_i64({-1})}, {}));
   ir::AttrMap attrs;

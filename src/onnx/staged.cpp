@@ -13,6 +13,7 @@
 #include <mutex>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "onnx_internal.h"
@@ -113,12 +114,13 @@ std::vector<std::string> node_reads(const ::onnx::NodeProto& n) {
 // What every step of one model reads.
 struct Shared {
   std::shared_ptr<const ::onnx::ModelProto> model;  // ir_version, opset imports
-  std::map<std::string, Tensor> constants;  // initializers and Constant node values, by name
   std::string dir;
   LoadOptions load;
   runtime::SessionOptions options;
   std::string name;
   std::map<std::string, runtime::ValueInfo> declared;  // the model's inputs
+  // Most bytes one folded node may produce (eager nodes, folded stages): the session's limits.
+  size_t fold_limit = SIZE_MAX;
 };
 
 // An empty model with the original's IR version and opset imports.
@@ -154,7 +156,7 @@ Result<std::vector<Tensor>> evaluate_node(const ::onnx::NodeProto& n,
     if (!o.empty()) g.add_output()->set_name(o);
   }
   Result<ir::Graph> ig = [&] {
-    EagerFoldScope fold;
+    EagerFoldScope fold(sh.fold_limit);
     return import_model(m, lo, sh.dir);
   }();
   if (!ig.is_ok()) return ig.status();
@@ -188,32 +190,49 @@ struct Step {
   std::unique_ptr<Graph> then_graph, else_graph;
 };
 
+// One graph (the model's, or an If branch) as steps. Each graph is a scope: its initializers
+// and Constant values are its own (a branch may reuse a name another branch or graph uses).
 struct Graph {
   std::vector<std::unique_ptr<Step>> steps;
   std::vector<std::string> outputs;
+  std::vector<std::string> entry;           // outer values a branch reads (computed ones)
+  std::map<std::string, Tensor> constants;  // this scope's initializers and Constant values
+  const Graph* parent = nullptr;
 };
+
+// The constant `name` as seen from `g`: its own scope first, then the enclosing ones.
+const Tensor* find_constant(const Graph& g, const std::string& name) {
+  for (const Graph* s = &g; s != nullptr; s = s->parent) {
+    if (auto it = s->constants.find(name); it != s->constants.end()) return &it->second;
+  }
+  return nullptr;
+}
 
 std::string describe_node(const ::onnx::NodeProto& n) {
   return fmt::format("{} '{}'", n.op_type(), n.name());
 }
 
-Result<std::unique_ptr<Graph>> build_graph(const ::onnx::GraphProto& gp, Shared& sh,
-                                           const std::set<std::string>& entry, int depth);
-
 // Splits `gp` into steps. `entry`: the values known when the graph starts (the model's inputs,
-// or the outer values a branch reads).
+// or the outer values a branch reads); `parent`: the enclosing graph of a branch.
 Result<std::unique_ptr<Graph>> build_graph(const ::onnx::GraphProto& gp, Shared& sh,
-                                           const std::set<std::string>& entry, int depth) {
+                                           const std::set<std::string>& entry, int depth,
+                                           const Graph* parent,
+                                           std::map<std::string, Tensor> constants) {
   if (depth > kMaxDepth) return invalid_argument("graphs nested deeper than {}", kMaxDepth);
   auto graph = std::make_unique<Graph>();
+  graph->parent = parent;
+  graph->constants = std::move(constants);
   for (const auto& o : gp.output()) graph->outputs.push_back(o.name());
   if (depth > 0) {
     ExternalData external(sh.dir);
     for (const ::onnx::TensorProto& t : gp.initializer()) {
       FRAME_ASSIGN_OR_RETURN(Tensor v, tensor_from_proto(t, external, sh.load.max_tensor_bytes));
-      sh.constants[t.name()] = std::move(v);
+      graph->constants[t.name()] = std::move(v);
     }
   }
+  auto is_constant = [&](const std::string& name) {
+    return find_constant(*graph, name) != nullptr;
+  };
   // Constant nodes become constants of every step that reads them.
   std::vector<int> nodes;
   for (int i = 0; i < gp.node_size(); ++i) {
@@ -222,7 +241,7 @@ Result<std::unique_ptr<Graph>> build_graph(const ::onnx::GraphProto& gp, Shared&
       Result<std::vector<Tensor>> v = evaluate_node(n, {}, {}, sh);
       if (!v.is_ok()) return v.status().with_prefix(fmt::format("node '{}': ", n.name()));
       for (int k = 0; k < n.output_size() && k < static_cast<int>(v->size()); ++k) {
-        sh.constants[n.output(k)] = (*v)[static_cast<size_t>(k)];
+        graph->constants[n.output(k)] = (*v)[static_cast<size_t>(k)];
       }
       continue;
     }
@@ -271,9 +290,12 @@ Result<std::unique_ptr<Graph>> build_graph(const ::onnx::GraphProto& gp, Shared&
   // from stage L on. A node runs in the first stage where all it reads is available; an eager
   // node runs right after the stage that completes its inputs.
   std::map<std::string, int> avail;
-  for (const std::string& e : entry) avail[e] = 0;
+  for (const std::string& e : entry) {
+    avail[e] = 0;
+    if (!is_constant(e)) graph->entry.push_back(e);
+  }
   for (const auto& in : gp.input()) {
-    if (sh.constants.count(in.name()) == 0) avail[in.name()] = 0;
+    if (!is_constant(in.name())) avail[in.name()] = 0;
   }
   std::map<int, std::vector<int>> stage_at, eager_at;
   int max_level = 0;
@@ -281,7 +303,7 @@ Result<std::unique_ptr<Graph>> build_graph(const ::onnx::GraphProto& gp, Shared&
     const ::onnx::NodeProto& n = gp.node(i);
     int level = 0;
     for (const std::string& r : reads[i]) {
-      if (sh.constants.count(r) > 0) continue;
+      if (is_constant(r)) continue;
       auto it = avail.find(r);
       if (it == avail.end()) {
         return invalid_argument(
@@ -318,7 +340,7 @@ Result<std::unique_ptr<Graph>> build_graph(const ::onnx::GraphProto& gp, Shared&
         read.insert(reads[i].begin(), reads[i].end());
       }
       for (const std::string& r : read) {
-        if (produced.count(r) == 0 && sh.constants.count(r) == 0) s->inputs.push_back(r);
+        if (produced.count(r) == 0 && !is_constant(r)) s->inputs.push_back(r);
       }
       s->outputs.assign(produced.begin(), produced.end());  // narrowed below
       s->label = fmt::format("stage {}: {} nodes", ++stage_number, s->nodes.size());
@@ -333,7 +355,7 @@ Result<std::unique_ptr<Graph>> build_graph(const ::onnx::GraphProto& gp, Shared&
         s->kind = data_dependent_op(n) ? Step::Kind::kEager : Step::Kind::kIf;
         s->label = "eager " + describe_node(n);
         for (const std::string& r : reads[i]) {
-          if (sh.constants.count(r) == 0) s->inputs.push_back(r);
+          if (!is_constant(r)) s->inputs.push_back(r);
         }
         for (const std::string& o : n.output()) {
           if (!o.empty()) s->outputs.push_back(o);
@@ -344,7 +366,7 @@ Result<std::unique_ptr<Graph>> build_graph(const ::onnx::GraphProto& gp, Shared&
             std::set<std::string> outer;
             free_names(a.g(), outer);
             FRAME_ASSIGN_OR_RETURN(std::unique_ptr<Graph> b,
-                                   build_graph(a.g(), sh, outer, depth + 1));
+                                   build_graph(a.g(), sh, outer, depth + 1, graph.get(), {}));
             (a.name() == "then_branch" ? s->then_graph : s->else_graph) = std::move(b);
           }
           if (!s->then_graph || !s->else_graph) {
@@ -376,11 +398,25 @@ Result<std::unique_ptr<Graph>> build_graph(const ::onnx::GraphProto& gp, Shared&
   return graph;
 }
 
-using Values = std::unordered_map<std::string, Tensor>;
+// The values of one run of one graph. `fresh`: the names whose tensors a compiled stage
+// allocated for this run; any other value may share storage with a constant of the model
+// (an initializer passed through, a branch's Constant), so outputs not fresh are copied.
+struct Values {
+  std::unordered_map<std::string, Tensor> map;
+  std::unordered_set<std::string> fresh;
+  void set(const std::string& name, Tensor t, bool is_fresh) {
+    map[name] = std::move(t);
+    if (is_fresh) {
+      fresh.insert(name);
+    } else {
+      fresh.erase(name);
+    }
+  }
+};
 
-Result<Tensor> value_of(const Values& vt, const Shared& sh, const std::string& name) {
-  if (auto it = vt.find(name); it != vt.end()) return it->second;
-  if (auto it = sh.constants.find(name); it != sh.constants.end()) return it->second;
+Result<Tensor> value_of(const Values& vt, const Graph& g, const std::string& name) {
+  if (auto it = vt.map.find(name); it != vt.map.end()) return it->second;
+  if (const Tensor* c = find_constant(g, name)) return *c;
   return internal_error("value '{}' is not known at this step", name);
 }
 
@@ -388,19 +424,20 @@ Result<Tensor> value_of(const Values& vt, const Shared& sh, const std::string& n
 // in `initializers`), its boundary values as graph inputs and what later steps read as
 // outputs. `concrete`: input dims are those of `in` (an eager fold); otherwise symbolic
 // except the model's own declared dims (a stage session, specialized per run).
-::onnx::ModelProto stage_model(const Step& s, const Shared& sh, const runtime::TensorMap& in,
-                               bool concrete, std::map<std::string, Tensor>& initializers) {
+::onnx::ModelProto stage_model(const Step& s, const Graph& scope, const Shared& sh,
+                               const runtime::TensorMap& in, bool concrete,
+                               std::map<std::string, Tensor>& initializers) {
   ::onnx::ModelProto m = empty_model(sh, s.label);
   ::onnx::GraphProto& g = *m.mutable_graph();
   std::set<std::string> consts;
   for (const ::onnx::NodeProto* n : s.nodes) {
     *g.add_node() = *n;
     for (const std::string& r : node_reads(*n)) {
-      if (sh.constants.count(r) > 0) consts.insert(r);
+      if (find_constant(scope, r) != nullptr) consts.insert(r);
     }
   }
   for (const std::string& c : consts) {
-    const Tensor& t = sh.constants.at(c);
+    const Tensor& t = *find_constant(scope, c);
     ::onnx::TensorProto* p = g.add_initializer();
     p->set_name(c);
     p->set_data_type(onnx_type_from_dtype(t.dtype()));
@@ -429,7 +466,7 @@ Result<Tensor> value_of(const Values& vt, const Shared& sh, const std::string& n
 }
 
 // The session of a stage for the dtypes and ranks of `in`, opened at its first use.
-Result<runtime::Session> stage_session(const Step& s, const Shared& sh,
+Result<runtime::Session> stage_session(const Step& s, const Graph& scope, const Shared& sh,
                                        const runtime::TensorMap& in) {
   std::string signature;
   for (const std::string& name : s.inputs) {
@@ -439,7 +476,7 @@ Result<runtime::Session> stage_session(const Step& s, const Shared& sh,
   std::lock_guard lock(s.mu);
   if (auto it = s.sessions.find(signature); it != s.sessions.end()) return it->second;
   std::map<std::string, Tensor> initializers;
-  ::onnx::ModelProto m = stage_model(s, sh, in, false, initializers);
+  ::onnx::ModelProto m = stage_model(s, scope, sh, in, false, initializers);
   FRAME_ASSIGN_OR_RETURN(runtime::Session session,
                          open_stage_session(std::move(m), std::move(initializers), sh.dir, sh.load,
                                             sh.options, fmt::format("{} ({})", sh.name, s.label)));
@@ -460,17 +497,17 @@ bool fold_stage(const Step& s, const runtime::TensorMap& in) {
   return bytes <= kFoldStageBytes;
 }
 
-Result<runtime::TensorMap> run_folded(const Step& s, const Shared& sh,
+Result<runtime::TensorMap> run_folded(const Step& s, const Graph& scope, const Shared& sh,
                                       const runtime::TensorMap& in) {
   std::map<std::string, Tensor> initializers;
-  ::onnx::ModelProto m = stage_model(s, sh, in, true, initializers);
+  ::onnx::ModelProto m = stage_model(s, scope, sh, in, true, initializers);
   LoadOptions lo = sh.load;
   lo.verify = false;
   lo.keep_untyped = false;
   lo.input_shapes.clear();
   lo.constant_inputs = in;
   Result<ir::Graph> ig = [&] {
-    EagerFoldScope fold;
+    EagerFoldScope fold(sh.fold_limit);
     return import_model(m, lo, sh.dir, &initializers);
   }();
   if (!ig.is_ok()) return ig.status();
@@ -487,55 +524,67 @@ Result<runtime::TensorMap> run_folded(const Step& s, const Shared& sh,
 
 Status run_graph(const Graph& g, const Shared& sh, Values& vt, const runtime::RunOptions& ro);
 
-Status run_step(const Step& s, const Shared& sh, Values& vt, const runtime::RunOptions& ro) {
+// Runs step `s` of graph `g` (the scope its constants come from).
+Status run_step(const Step& s, const Graph& g, const Shared& sh, Values& vt,
+                const runtime::RunOptions& ro) {
   switch (s.kind) {
     case Step::Kind::kStage: {
       runtime::TensorMap in;
       for (const std::string& name : s.inputs) {
-        FRAME_ASSIGN_OR_RETURN(Tensor t, value_of(vt, sh, name));
+        FRAME_ASSIGN_OR_RETURN(Tensor t, value_of(vt, g, name));
         in.emplace(name, std::move(t));
       }
       if (fold_stage(s, in)) {
         // Small tails (after NMS): computed node by node; falls back to a compile when a
         // node cannot fold (a side effect, a kernel without a cpu form).
-        Result<runtime::TensorMap> folded = run_folded(s, sh, in);
+        Result<runtime::TensorMap> folded = run_folded(s, g, sh, in);
         if (folded.is_ok()) {
-          for (const std::string& name : s.outputs) vt[name] = folded->at(name);
+          for (const std::string& name : s.outputs) vt.set(name, folded->at(name), false);
           return Status();
         }
+        // Over the session's memory limits: the compile path refuses it with its own error.
       }
-      FRAME_ASSIGN_OR_RETURN(runtime::Session session, stage_session(s, sh, in));
+      FRAME_ASSIGN_OR_RETURN(runtime::Session session, stage_session(s, g, sh, in));
       FRAME_ASSIGN_OR_RETURN(runtime::TensorMap out, session.run(in, ro));
-      for (const std::string& name : s.outputs) vt[name] = out.at(name);
+      for (const std::string& name : s.outputs) vt.set(name, out.at(name), true);
       return Status();
     }
     case Step::Kind::kEager: {
       std::vector<std::string> names;
       std::vector<Tensor> values;
       for (const std::string& name : node_reads(*s.node)) {
-        FRAME_ASSIGN_OR_RETURN(Tensor t, value_of(vt, sh, name));
+        FRAME_ASSIGN_OR_RETURN(Tensor t, value_of(vt, g, name));
         names.push_back(name);
         values.push_back(std::move(t));
       }
       FRAME_ASSIGN_OR_RETURN(std::vector<Tensor> out, evaluate_node(*s.node, names, values, sh));
-      for (size_t i = 0; i < s.outputs.size() && i < out.size(); ++i) vt[s.outputs[i]] = out[i];
+      for (size_t i = 0; i < s.outputs.size() && i < out.size(); ++i) {
+        vt.set(s.outputs[i], out[i], false);
+      }
       return Status();
     }
     case Step::Kind::kIf: {
-      FRAME_ASSIGN_OR_RETURN(Tensor cond, value_of(vt, sh, s.node->input(0)));
+      FRAME_ASSIGN_OR_RETURN(Tensor cond, value_of(vt, g, s.node->input(0)));
       if (cond.numel() != 1) {
         return invalid_argument("input 0 (cond) must hold one value, got shape {}",
                                 shape_to_string(cond.shape()));
       }
       const Graph& branch = cond.element_as_double(0) != 0.0 ? *s.then_graph : *s.else_graph;
-      FRAME_RETURN_IF_ERROR(run_graph(branch, sh, vt, ro));
       if (branch.outputs.size() != s.outputs.size()) {
         return invalid_argument("the branch yields {} values for {} outputs", branch.outputs.size(),
                                 s.outputs.size());
       }
+      // The branch is a scope of its own: it sees the outer values it reads, and its names
+      // never overwrite the enclosing graph's.
+      Values inner;
+      for (const std::string& e : branch.entry) {
+        FRAME_ASSIGN_OR_RETURN(Tensor t, value_of(vt, g, e));
+        inner.set(e, std::move(t), vt.fresh.count(e) > 0);
+      }
+      FRAME_RETURN_IF_ERROR(run_graph(branch, sh, inner, ro));
       for (size_t i = 0; i < s.outputs.size(); ++i) {
-        FRAME_ASSIGN_OR_RETURN(Tensor t, value_of(vt, sh, branch.outputs[i]));
-        vt[s.outputs[i]] = std::move(t);
+        FRAME_ASSIGN_OR_RETURN(Tensor t, value_of(inner, branch, branch.outputs[i]));
+        vt.set(s.outputs[i], std::move(t), inner.fresh.count(branch.outputs[i]) > 0);
       }
       return Status();
     }
@@ -545,7 +594,7 @@ Status run_step(const Step& s, const Shared& sh, Values& vt, const runtime::RunO
 
 Status run_graph(const Graph& g, const Shared& sh, Values& vt, const runtime::RunOptions& ro) {
   for (const auto& s : g.steps) {
-    Status st = run_step(*s, sh, vt, ro);
+    Status st = run_step(*s, g, sh, vt, ro);
     if (!st.is_ok()) return st.with_prefix(fmt::format("{}: ", s->label));
   }
   return Status();
@@ -618,30 +667,36 @@ bool has_eager_nodes(const ::onnx::GraphProto& g) {
 Result<std::shared_ptr<runtime::StagedRunner>> make_staged_runner(StagedModelParts parts) {
   auto sh = std::make_shared<Shared>();
   sh->model = parts.model;
-  sh->constants = std::move(parts.initializers);
   sh->dir = std::move(parts.dir);
   sh->load = std::move(parts.load);
   sh->options = std::move(parts.options);
   sh->name = std::move(parts.name);
+  // An eager node or folded stage computes its values outside any compiled graph: the same
+  // limits a compile applies to one value and to a run hold for each of its nodes.
+  sh->fold_limit = std::min({sh->load.max_tensor_bytes, sh->options.compile.max_tensor_bytes,
+                             sh->options.compile.max_memory_bytes});
   std::set<std::string> entry;
   for (runtime::ValueInfo& vi : parts.inputs) {
     entry.insert(vi.name);
     sh->declared.emplace(vi.name, std::move(vi));
   }
-  Result<std::unique_ptr<Graph>> built = build_graph(sh->model->graph(), *sh, entry, 0);
+  Result<std::unique_ptr<Graph>> built =
+      build_graph(sh->model->graph(), *sh, entry, 0, nullptr, std::move(parts.initializers));
   if (!built.is_ok()) return built.status().with_prefix(sh->name + ": ");
   std::shared_ptr<const Graph> graph = std::move(*built);
   auto runner = std::make_shared<runtime::StagedRunner>();
   runner->run = [sh, graph](const runtime::TensorMap& inputs,
                             const runtime::RunOptions& ro) -> Result<runtime::TensorMap> {
     Values vt;
-    for (const auto& [name, t] : inputs) vt.emplace(name, t);
+    for (const auto& [name, t] : inputs) vt.set(name, t, false);
     Status st = run_graph(*graph, *sh, vt, ro);
     if (!st.is_ok()) return st.with_prefix(sh->name + ": ");
     runtime::TensorMap out;
     for (const std::string& o : graph->outputs) {
-      FRAME_ASSIGN_OR_RETURN(Tensor t, value_of(vt, *sh, o));
-      out.emplace(o, std::move(t));
+      FRAME_ASSIGN_OR_RETURN(Tensor t, value_of(vt, *graph, o));
+      // A value a compiled stage allocated for this run is the caller's; any other may share
+      // storage with the model's constants (or the caller's inputs): a copy.
+      out.emplace(o, vt.fresh.count(o) > 0 ? std::move(t) : t.clone());
     }
     return out;
   };

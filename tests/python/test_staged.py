@@ -268,3 +268,62 @@ def test_loop_over_a_computed_count_whose_carried_value_grows():
         (pasted,) = sess.run(None, {"x": x})
         sel = x[x[:, 0] > 0]
         np.testing.assert_array_equal(pasted, (sel * 3).reshape(-1, 4))
+
+
+def test_if_branches_are_scopes_of_their_own():
+    # Both branches name a Constant 'k' (valid ONNX: each branch is its own scope).
+    def branch(name, k):
+        return helper.make_graph([
+            helper.make_node("Constant", [], ["k"],
+                             value=helper.make_tensor("kv", TensorProto.INT64, [], [k])),
+            helper.make_node("NonZero", ["x"], ["nz"]),
+            helper.make_node("Add", ["nz", "k"], ["out_" + name]),
+        ], name, [], [_i("out_" + name, None)])
+    nodes = [
+        helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+        helper.make_node("Greater", ["s", "zero"], ["c"]),
+        helper.make_node("If", ["c"], ["y"], then_branch=branch("then", 10),
+                         else_branch=branch("else", -100)),
+    ]
+    m = _model(nodes, [_f("x", [3])], [_i("y", None)],
+               [helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])])
+    sess = frame.InferenceSession(m)
+    for x in ([1.0, 0.0, 2.0], [-1.0, 0.0, -2.0]):
+        x = np.array(x, np.float32)
+        (y,) = sess.run(None, {"x": x})
+        np.testing.assert_array_equal(y, np.array(np.nonzero(x)) + (10 if x.sum() > 0 else -100))
+
+
+def test_writing_into_an_output_does_not_change_the_model():
+    # 'w' (an initializer) is both an output and an operand after the NonZero.
+    nodes = [
+        helper.make_node("Greater", ["x", "zero"], ["mask"]),
+        helper.make_node("NonZero", ["mask"], ["nz"]),
+        helper.make_node("Reshape", ["nz", "minus1"], ["idx"]),
+        helper.make_node("Gather", ["w", "idx"], ["z"], axis=0),
+        helper.make_node("Identity", ["w"], ["w_out"]),
+    ]
+    inits = [helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0]),
+             helper.make_tensor("minus1", TensorProto.INT64, [1], [-1]),
+             helper.make_tensor("w", TensorProto.FLOAT, [3], [1.0, 2.0, 3.0])]
+    m = _model(nodes, [_f("x", [3])], [_f("z", None), _f("w_out", [3])], inits)
+    sess = frame.InferenceSession(m)
+    x = np.array([1.0, -1.0, 1.0], np.float32)
+    z, w_out = sess.run(None, {"x": x})
+    z[...] = -7
+    w_out[...] = -7
+    z, w_out = sess.run(None, {"x": x})
+    np.testing.assert_array_equal(z, [1.0, 3.0])
+    np.testing.assert_array_equal(w_out, [1.0, 2.0, 3.0])
+
+
+def test_an_eager_node_over_the_memory_limit_is_an_error_naming_it():
+    nodes = [helper.make_node("NonZero", ["x"], ["nz"], name="big_nonzero")]
+    m = _model(nodes, [_f("x", ["n"])], [_i("nz", None)])
+    opts = frame.SessionOptions()
+    opts.max_memory_bytes = 1 << 20
+    sess = frame.InferenceSession(m, sess_options=opts)
+    with pytest.raises(ValueError, match="big_nonzero.*over the limit"):
+        sess.run(None, {"x": np.ones(200_000, np.float32)})
+    (nz,) = sess.run(None, {"x": np.array([0.0, 1.0], np.float32)})
+    np.testing.assert_array_equal(nz, [[1]])
