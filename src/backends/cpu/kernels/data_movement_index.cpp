@@ -69,17 +69,28 @@ Status gather_cpu(KernelContext& ctx) {
   });
 }
 
-// Offset in data (strides `dst_st`) of element `e` of indices (strides `ist`, same rank) with
-// its `axis` coordinate replaced by the index `at` (GatherElements / ScatterElements addressing).
-int64_t element_offset(int64_t e, int64_t axis, int64_t at, const std::vector<int64_t>& ist,
-                       const std::vector<int64_t>& dst_st) {
-  int64_t rem = e, off = 0;
-  for (size_t d = 0; d < dst_st.size(); ++d) {
-    const int64_t c = rem / ist[d];
-    rem %= ist[d];
-    off += (static_cast<int64_t>(d) == axis ? at : c) * dst_st[d];
+// Turns `ix` (one index along `axis` per element of an index tensor of shape `ishape`, in
+// row-major order) into element offsets in a tensor of strides `dst_st`: the element's own
+// coordinates on the other axes, its index on `axis`. An odometer walks the coordinates, so
+// no element pays a division per axis.
+void to_element_offsets(std::vector<int64_t>& ix, const Shape& ishape, int64_t axis,
+                        const std::vector<int64_t>& dst_st) {
+  const size_t r = ishape.size();
+  std::vector<int64_t> c(r, 0);
+  const int64_t step = dst_st[static_cast<size_t>(axis)];
+  int64_t base = 0;  // offset of the current coordinates with the axis coordinate left out
+  for (size_t e = 0; e < ix.size(); ++e) {
+    ix[e] = base + ix[e] * step;
+    for (size_t d = r; d-- > 0;) {
+      const bool other = static_cast<int64_t>(d) != axis;
+      if (++c[d] < ishape[d]) {
+        if (other) base += dst_st[d];
+        break;
+      }
+      if (other) base -= (ishape[d] - 1) * dst_st[d];
+      c[d] = 0;
+    }
   }
-  return off;
 }
 
 Status gather_elements_cpu(KernelContext& ctx) {
@@ -88,15 +99,13 @@ Status gather_elements_cpu(KernelContext& ctx) {
   Tensor& out = ctx.output(0);
   const int64_t axis = normalized_axis(ctx, data.rank());
   const std::vector<int64_t> dst_st = strides_of(data.shape());
-  const std::vector<int64_t> ist = strides_of(idx.shape());
   return dispatch_dtype<kIndexDTypes>(idx.dtype(), [&]<typename I>() -> Status {
     FRAME_ASSIGN_OR_RETURN(std::vector<int64_t> ix, checked_indices<I>(ctx, idx, data.dim(axis)));
+    to_element_offsets(ix, idx.shape(), axis, dst_st);
     return dispatch_storage(data.dtype(), [&]<typename T>() {
       const T* src = data.data<T>();
       T* dst = out.data<T>();
-      for (int64_t e = 0; e < idx.numel(); ++e) {
-        dst[e] = src[element_offset(e, axis, ix[static_cast<size_t>(e)], ist, dst_st)];
-      }
+      for (int64_t e = 0; e < idx.numel(); ++e) dst[e] = src[ix[static_cast<size_t>(e)]];
     });
   });
 }
@@ -204,19 +213,19 @@ Status scatter_elements_cpu(KernelContext& ctx) {
   Tensor& out = ctx.output(0);
   const int64_t axis = normalized_axis(ctx, data.rank());
   const std::vector<int64_t> dst_st = strides_of(data.shape());
-  const std::vector<int64_t> ist = strides_of(idx.shape());
   if (out.raw_data() != data.raw_data() && data.nbytes() > 0) {
     std::memcpy(out.raw_data(), data.raw_data(), data.nbytes());
   }
   return dispatch_dtype<kIndexDTypes>(idx.dtype(), [&]<typename I>() -> Status {
     FRAME_ASSIGN_OR_RETURN(std::vector<int64_t> ix, checked_indices<I>(ctx, idx, data.dim(axis)));
+    to_element_offsets(ix, idx.shape(), axis, dst_st);
     return with_reduction(ctx, [&]<typename Red>() {
       return dispatch_dtype(data.dtype(), [&]<typename T>() {
         const T* u = upd.data<T>();
         T* dst = out.data<T>();
         // Sequential on purpose: duplicate indices reduce in index order.
         for (int64_t e = 0; e < idx.numel(); ++e) {
-          const int64_t off = element_offset(e, axis, ix[static_cast<size_t>(e)], ist, dst_st);
+          const int64_t off = ix[static_cast<size_t>(e)];
           dst[off] = Red::apply(dst[off], u[e]);
         }
       });
