@@ -163,17 +163,12 @@ std::set<std::string> body_constant_reads(const ::onnx::GraphProto& body,
         carried.insert(r.begin(), r.end());
       }
     }
-    for (const ::onnx::AttributeProto& a : n.attribute()) {
-      std::vector<const ::onnx::GraphProto*> subs;
-      if (a.has_g()) subs.push_back(&a.g());
-      for (const auto& g : a.graphs()) subs.push_back(&g);
-      for (const ::onnx::GraphProto* g : subs) {
-        for (const std::string& x : body_constant_reads(*g, opsets, depth + 1)) {
-          const std::set<std::string> r = from(x);
-          out.insert(r.begin(), r.end());
-        }
+    detail::for_each_body(n, [&](const std::string&, const ::onnx::GraphProto& g) {
+      for (const std::string& x : body_constant_reads(g, opsets, depth + 1)) {
+        const std::set<std::string> r = from(x);
+        out.insert(r.begin(), r.end());
       }
-    }
+    });
     for (const std::string& o : n.output()) reach[o] = carried;
   }
   return out;
@@ -212,15 +207,10 @@ std::map<std::string, std::vector<passes::ShapeDeterminingUse>> import_shape_det
   std::map<const ::onnx::NodeProto*, std::set<std::string>> body_reads;
   for (const ::onnx::NodeProto& n : gp.node()) {
     std::set<std::string> r;
-    for (const ::onnx::AttributeProto& a : n.attribute()) {
-      std::vector<const ::onnx::GraphProto*> subs;
-      if (a.has_g()) subs.push_back(&a.g());
-      for (const auto& g : a.graphs()) subs.push_back(&g);
-      for (const ::onnx::GraphProto* g : subs) {
-        const std::set<std::string> x = body_constant_reads(*g, opsets, 1);
-        r.insert(x.begin(), x.end());
-      }
-    }
+    detail::for_each_body(n, [&](const std::string&, const ::onnx::GraphProto& g) {
+      const std::set<std::string> x = body_constant_reads(g, opsets, 1);
+      r.insert(x.begin(), x.end());
+    });
     if (!r.empty()) body_reads[&n] = std::move(r);
   }
   // Staged models (ADR 0008): nodes at or after an eager node run in later stages, which

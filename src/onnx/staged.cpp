@@ -33,14 +33,6 @@ bool data_dependent_op(const ::onnx::NodeProto& n) {
   return t == "NonZero" || t == "NonMaxSuppression" || t == "Unique" || t == "Compress";
 }
 
-template <typename F>
-void for_each_body(const ::onnx::NodeProto& n, F&& f) {
-  for (const ::onnx::AttributeProto& a : n.attribute()) {
-    if (a.has_g()) f(a.name(), a.g());
-    for (const ::onnx::GraphProto& g : a.graphs()) f(a.name(), g);
-  }
-}
-
 bool holds_data_dependent(const ::onnx::GraphProto& g, int depth) {
   if (depth > kMaxDepth) return false;
   for (const ::onnx::NodeProto& n : g.node()) {

@@ -16,6 +16,16 @@
 
 namespace frame::onnx::detail {
 
+/// Calls `f(attribute name, body)` for every graph-valued attribute of `n` (If branches, Loop
+/// and Scan bodies; GRAPHS lists included).
+template <typename F>
+void for_each_body(const ::onnx::NodeProto& n, F&& f) {
+  for (const ::onnx::AttributeProto& a : n.attribute()) {
+    if (a.has_g()) f(a.name(), a.g());
+    for (const ::onnx::GraphProto& g : a.graphs()) f(a.name(), g);
+  }
+}
+
 /// Whether ONNX node `n` runs eagerly between stages: an op whose output shape depends on its
 /// input values (NonZero, NonMaxSuppression, Unique, Compress), or a control-flow node whose
 /// bodies hold one, at any depth.
