@@ -366,6 +366,10 @@ NodeArg node_arg(const runtime::ValueInfo& v) {
     a.shape = py::none();
   }
   a.type = ort_type_name(v.dtype);
+  // ONNX Runtime's names for the other value types; their shape is [] as ORT reports it.
+  if (v.sequence) a.type = "seq(" + a.type + ")";
+  if (v.optional) a.type = "optional(" + a.type + ")";
+  if (v.sequence || v.optional) a.shape = py::list();
   a.dtype = numpy_dtype(v.dtype);
   return a;
 }
@@ -429,6 +433,7 @@ class InferenceSession {
         if (!known) throw py::key_error("unknown output '" + n + "' (get_outputs() lists them)");
       }
     }
+    if (has_values_) return run_values(names, input_feed);
     Feeds feeds = feeds_from_dict(input_feed, dtypes_);
     clear_kernel_exception();
     Result<TensorMap> out = [&] {
@@ -441,6 +446,63 @@ class InferenceSession {
     clear_kernel_exception();
     py::list result;
     for (const std::string& n : names) result.append(array_from_tensor(out->at(n)));
+    return result;
+  }
+
+  // A model with sequence or optional inputs or outputs (ONNX Runtime's forms): a list of
+  // arrays for a sequence, None for an absent optional, an array otherwise.
+  py::list run_values(const std::vector<std::string>& names, const py::object& input_feed) {
+    if (!py::isinstance<py::dict>(input_feed)) {
+      throw py::type_error("input feed: expected dict[str, numpy.ndarray | list | None], got " +
+                           std::string(py::str(py::type::handle_of(input_feed).attr("__name__"))));
+    }
+    runtime::ValueMap feeds;
+    std::vector<py::array> keep;
+    for (auto [k, v] : py::reinterpret_borrow<py::dict>(input_feed)) {
+      if (!py::isinstance<py::str>(k)) throw py::type_error("input feed: names must be str");
+      const std::string name = k.cast<std::string>();
+      auto it = dtypes_.find(name);
+      if (it == dtypes_.end()) {
+        std::string known;
+        for (const auto& [n, d] : dtypes_) known += (known.empty() ? "" : ", ") + n;
+        throw py::key_error("unknown input '" + name + "' (inputs: " + known + ")");
+      }
+      if (v.is_none()) {
+        feeds.emplace(name, runtime::Value::none());
+      } else if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+        std::vector<Tensor> elements;
+        size_t k_index = 0;
+        for (py::handle e : v) {
+          elements.push_back(
+              tensor_from_array(name + "[" + std::to_string(k_index++) + "]", e, it->second, keep));
+        }
+        feeds.emplace(name, runtime::Value::of_sequence(std::move(elements), it->second));
+      } else {
+        feeds.emplace(name, runtime::Value::of(tensor_from_array(name, v, it->second, keep)));
+      }
+    }
+    clear_kernel_exception();
+    Result<runtime::ValueMap> out = [&] {
+      py::gil_scoped_release release;
+      runtime::RunOptions ro;
+      ro.profile = profile_.get();
+      return sess().run_values(feeds, ro);
+    }();
+    if (!out.is_ok()) raise_run_status(out.status());
+    clear_kernel_exception();
+    py::list result;
+    for (const std::string& n : names) {
+      const runtime::Value& v = out->at(n);
+      if (v.is_none()) {
+        result.append(py::none());
+      } else if (v.is_sequence()) {
+        py::list items;
+        for (const Tensor& t : v.sequence) items.append(array_from_tensor(t));
+        result.append(items);
+      } else {
+        result.append(array_from_tensor(v.tensor));
+      }
+    }
     return result;
   }
 
@@ -493,12 +555,17 @@ class InferenceSession {
   const runtime::Session& sess() const { return *session_; }
   void finish() {
     for (const runtime::ValueInfo& v : sess().inputs()) dtypes_[v.name] = v.dtype;
+    for (const auto* list : {&sess().inputs(), &sess().outputs()}) {
+      for (const runtime::ValueInfo& v : *list)
+        has_values_ = has_values_ || v.sequence || v.optional;
+    }
     if (options_.enable_profiling) profile_ = std::make_unique<runtime::Profile>();
   }
 
   PySessionOptions options_;
   std::optional<runtime::Session> session_;  // set once the constructor succeeds
   std::map<std::string, DTypeCode> dtypes_;
+  bool has_values_ = false;  // a sequence or optional input or output: run_values()
   std::unique_ptr<runtime::Profile> profile_;  // shared by every run; merges under its lock
 };
 

@@ -4,6 +4,7 @@
 // see concrete types (ARCH-044), and small all-constant nodes (shape arithmetic) fold away.
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <onnx/onnx-data_pb.h>
 
 #include <algorithm>
 #include <climits>
@@ -16,6 +17,7 @@
 #include <unordered_set>
 #include <variant>
 
+#include "frame/onnx/session.h"
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/op_registry.h"
 #include "frame/passes/shape_determining.h"
@@ -850,6 +852,72 @@ Result<Tensor> read_tensor_proto(const std::string& path, std::string* name_out,
   std::string dir = std::filesystem::path(path).parent_path().string();
   detail::ExternalData external(dir.empty() ? "." : dir);
   return detail::tensor_from_proto(t, external, LoadLimits{}.max_tensor_bytes);
+}
+
+namespace {
+
+Result<Tensor> value_tensor(::onnx::TensorProto t, const std::string& path, DTypeCode declared) {
+  if (t.data_type() == ::onnx::TensorProto::UINT16 && declared == DTypeCode::kBFloat16) {
+    t.set_data_type(detail::onnx_type_from_dtype(declared));
+  }
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  detail::ExternalData external(dir.empty() ? "." : dir);
+  return detail::tensor_from_proto(t, external, LoadLimits{}.max_tensor_bytes);
+}
+
+Result<runtime::Value> sequence_value(const ::onnx::SequenceProto& s, const std::string& path,
+                                      DTypeCode declared) {
+  if (s.elem_type() != ::onnx::SequenceProto::TENSOR &&
+      !(s.elem_type() == ::onnx::SequenceProto::UNDEFINED && s.tensor_values_size() == 0)) {
+    return invalid_argument("{}: a sequence of element type {} (only tensors are supported)", path,
+                            static_cast<int>(s.elem_type()));
+  }
+  std::vector<Tensor> elements;
+  for (const ::onnx::TensorProto& t : s.tensor_values()) {
+    FRAME_ASSIGN_OR_RETURN(Tensor v, value_tensor(t, path, declared));
+    elements.push_back(std::move(v));
+  }
+  const DTypeCode dt = elements.empty() ? declared : elements.front().dtype();
+  return runtime::Value::of_sequence(std::move(elements), dt);
+}
+
+}  // namespace
+
+Result<runtime::Value> read_value_proto(const std::string& path, const runtime::ValueInfo& declared,
+                                        std::string* name_out) {
+  FRAME_ASSIGN_OR_RETURN(std::unique_ptr<detail::MappedFile> file,
+                         detail::MappedFile::open(path, size_t{2000} << 20));
+  const std::string_view bytes = file->bytes();
+  if (declared.optional) {
+    ::onnx::OptionalProto o;
+    FRAME_RETURN_IF_ERROR(detail::parse_message(bytes, o, path));
+    if (name_out != nullptr) *name_out = o.name();
+    if (o.has_tensor_value()) {
+      FRAME_ASSIGN_OR_RETURN(Tensor t, value_tensor(o.tensor_value(), path, declared.dtype));
+      return runtime::Value::of(std::move(t));
+    }
+    if (o.has_sequence_value()) return sequence_value(o.sequence_value(), path, declared.dtype);
+    if (o.elem_type() != ::onnx::OptionalProto::UNDEFINED &&
+        o.elem_type() != ::onnx::OptionalProto::TENSOR &&
+        o.elem_type() != ::onnx::OptionalProto::SEQUENCE) {
+      return invalid_argument(
+          "{}: an optional of element type {} (only tensors and sequences "
+          "are supported)",
+          path, static_cast<int>(o.elem_type()));
+    }
+    return runtime::Value::none();
+  }
+  if (declared.sequence) {
+    ::onnx::SequenceProto s;
+    FRAME_RETURN_IF_ERROR(detail::parse_message(bytes, s, path));
+    if (name_out != nullptr) *name_out = s.name();
+    return sequence_value(s, path, declared.dtype);
+  }
+  ::onnx::TensorProto t;
+  FRAME_RETURN_IF_ERROR(detail::parse_message(bytes, t, path));
+  if (name_out != nullptr) *name_out = t.name();
+  FRAME_ASSIGN_OR_RETURN(Tensor v, value_tensor(std::move(t), path, declared.dtype));
+  return runtime::Value::of(std::move(v));
 }
 
 }  // namespace frame::onnx

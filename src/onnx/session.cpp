@@ -105,7 +105,10 @@ runtime::ValueInfo value_info(const ::onnx::ValueInfoProto& v, DTypeCode dtype) 
   runtime::ValueInfo vi;
   vi.name = v.name();
   vi.dtype = dtype;
-  const auto& tt = v.type().tensor_type();
+  const ::onnx::TypeProto_Tensor* inner =
+      detail::inner_tensor_type(v.type(), vi.sequence, vi.optional);
+  const ::onnx::TypeProto_Tensor& tt =
+      inner != nullptr ? *inner : ::onnx::TypeProto_Tensor::default_instance();
   vi.has_shape = tt.has_shape();
   for (const auto& d : tt.shape().dim()) {
     runtime::Dim dim;
@@ -216,8 +219,10 @@ std::map<std::string, std::vector<passes::ShapeDeterminingUse>> import_shape_det
   // Staged models (ADR 0008): nodes at or after an eager node run in later stages, which
   // bind what they need from their own inputs; only the first stage's uses count here.
   std::set<std::string> later;
-  for (const ::onnx::NodeProto& n : gp.node()) {
-    bool after = detail::is_eager_node(n);
+  const std::vector<bool> eager = detail::eager_nodes(gp);
+  for (int i = 0; i < gp.node_size(); ++i) {
+    const ::onnx::NodeProto& n = gp.node(i);
+    bool after = eager[static_cast<size_t>(i)];
     for (const std::string& in : n.input()) after = after || later.count(in) > 0;
     if (auto b = body_reads.find(&n); b != body_reads.end()) {
       for (const std::string& x : b->second) after = after || later.count(x) > 0;
@@ -227,8 +232,9 @@ std::map<std::string, std::vector<passes::ShapeDeterminingUse>> import_shape_det
   // ONNX lists nodes in topological order; repeat until stable for models that do not.
   for (bool changed = true; changed;) {
     changed = false;
-    for (const ::onnx::NodeProto& n : gp.node()) {
-      if (detail::is_eager_node(n) || (!n.output().empty() && later.count(n.output(0)) > 0)) {
+    for (int k = 0; k < gp.node_size(); ++k) {
+      const ::onnx::NodeProto& n = gp.node(k);
+      if (eager[static_cast<size_t>(k)] || (!n.output().empty() && later.count(n.output(0)) > 0)) {
         continue;
       }
       std::set<std::string> from;
@@ -381,19 +387,28 @@ Result<Opened> open_model(ParsedModel& pm, const std::string& name) {
   LoadOptions probe = pm.load;
   probe.keep_untyped = true;
   bool placeholders = false;  // some input dim is symbolic: the probe's types are not the runs'
+  const bool staged = detail::is_staged_model(gp);
   for (const auto& in : gp.input()) {
     if (pm.initializers.count(in.name()) > 0) continue;  // an initializer: a constant
-    if (!in.type().has_tensor_type()) {
+    bool sequence = false;
+    bool optional = false;
+    const ::onnx::TypeProto_Tensor* tt = detail::inner_tensor_type(in.type(), sequence, optional);
+    if (tt == nullptr) {
       return unimplemented(
-          "{}: graph input '{}' is not a tensor (sequence, map and optional inputs are not "
-          "supported)",
+          "{}: graph input '{}' is neither a tensor nor a sequence or optional of tensors (map "
+          "inputs are not supported)",
           name, in.name());
     }
-    Result<DTypeCode> dt = detail::dtype_from_onnx(in.type().tensor_type().elem_type());
+    Result<DTypeCode> dt = detail::dtype_from_onnx(tt->elem_type());
     if (!dt.is_ok()) {
       return invalid_argument("{}: graph input '{}': {}", name, in.name(), dt.status().message());
     }
     runtime::ValueInfo vi = value_info(in, *dt);
+    if (vi.sequence || vi.optional) {
+      // Sequences and optionals are values of a staged model only (ADR 0008); nothing to probe.
+      src.inputs.push_back(std::move(vi));
+      continue;
+    }
     // The structure-only import needs some shape: symbolic dims become 1 (the value path the
     // classification follows does not depend on sizes; narrowing by types is off then).
     Shape placeholder;
@@ -405,6 +420,11 @@ Result<Opened> open_model(ParsedModel& pm, const std::string& name) {
     src.inputs.push_back(std::move(vi));
   }
   Result<ir::Graph> structure = detail::import_model(pm.model, probe, pm.dir, &pm.initializers);
+  if (!structure.is_ok() && staged) {
+    // A staged model with sequence or optional values has no whole-graph import (those are
+    // values of the runner, not of the IR); each stage classifies its own inputs when opened.
+    return o;
+  }
   if (!structure.is_ok()) return structure.status().with_prefix(name + ": ");
   o.structure = std::move(*structure);
   std::map<std::string, std::vector<passes::ShapeDeterminingUse>> at_import =
@@ -417,13 +437,7 @@ Result<Opened> open_model(ParsedModel& pm, const std::string& name) {
       passes::shape_determining_inputs(o.structure, sdo);
   // A staged model (ADR 0008): positions after an eager node are bound by their own stage.
   std::set<ir::NodeId> staged_later;
-  if (detail::has_eager_nodes(gp)) {
-    std::set<std::string> eager_names;
-    for (const ::onnx::NodeProto& n : gp.node()) {
-      if (detail::is_eager_node(n)) eager_names.insert(n.name());
-    }
-    staged_later = downstream_of_eager(o.structure, eager_names);
-  }
+  if (staged) staged_later = downstream_of_eager(o.structure, detail::eager_node_names(gp));
   for (const runtime::ValueInfo& vi : src.inputs) {
     passes::ShapeDeterminingInput in{o.structure.find_value(vi.name), vi.name, {}};
     for (const passes::ShapeDeterminingInput& w : walked) {
@@ -451,7 +465,10 @@ Result<runtime::ModelSource> build_source(std::shared_ptr<ParsedModel> pm, const
   const ir::Graph* structure = &opened.structure;
   const ::onnx::GraphProto& gp = pm->model.graph();
   for (const auto& out : gp.output()) {
-    Result<DTypeCode> dt = detail::dtype_from_onnx(out.type().tensor_type().elem_type());
+    bool sequence = false;
+    bool optional = false;
+    const ::onnx::TypeProto_Tensor* tt = detail::inner_tensor_type(out.type(), sequence, optional);
+    Result<DTypeCode> dt = detail::dtype_from_onnx(tt != nullptr ? tt->elem_type() : 0);
     const ir::ValueId v = structure->find_value(out.name());
     DTypeCode d = dt.is_ok() ? *dt : DTypeCode::kFloat32;
     if (!dt.is_ok() && v != ir::kNoValue && structure->value(v).type) {
@@ -460,7 +477,7 @@ Result<runtime::ModelSource> build_source(std::shared_ptr<ParsedModel> pm, const
     src.outputs.push_back(value_info(out, d));
   }
   for (const auto& [n, t] : pm->initializers) src.shared_constants.push_back(t);
-  if (detail::has_eager_nodes(gp)) {
+  if (detail::is_staged_model(gp)) {
     // Data-dependent shapes: stages and eager nodes (ADR 0008); each stage's session keys the
     // compile cache on disk by its own sub-model.
     detail::StagedModelParts parts;

@@ -11,12 +11,15 @@
 #include <algorithm>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
 #include "onnx_internal.h"
+#include "sequence_ops.h"
 
 namespace frame::onnx::detail {
 namespace {
@@ -33,17 +36,8 @@ bool data_dependent_op(const ::onnx::NodeProto& n) {
   return t == "NonZero" || t == "NonMaxSuppression" || t == "Unique" || t == "Compress";
 }
 
-bool holds_data_dependent(const ::onnx::GraphProto& g, int depth) {
-  if (depth > kMaxDepth) return false;
-  for (const ::onnx::NodeProto& n : g.node()) {
-    if (data_dependent_op(n)) return true;
-    bool inner = false;
-    for_each_body(n, [&](const std::string&, const ::onnx::GraphProto& b) {
-      inner = inner || holds_data_dependent(b, depth + 1);
-    });
-    if (inner) return true;
-  }
-  return false;
+bool is_op(const ::onnx::NodeProto& n, std::string_view op) {
+  return default_domain(n.domain()) && n.op_type() == op;
 }
 
 // Names `g` reads from enclosing scopes (not its inputs, initializers or node outputs),
@@ -83,6 +77,106 @@ std::vector<std::string> node_reads(const ::onnx::NodeProto& n) {
     }
   });
   return out;
+}
+
+// The values of a graph (and of the scopes around it) that are sequences or optionals;
+// a name not listed is a tensor.
+using Kinds = std::map<std::string, ValueKind>;
+
+ValueKind kind_in(const Kinds& k, const std::string& name) {
+  auto it = k.find(name);
+  return it == k.end() ? ValueKind::kTensor : it->second;
+}
+
+// Which nodes of a graph run eagerly (eager_nodes() says why), and the kinds of its values.
+struct Analysis {
+  std::vector<bool> eager;  // per node, in the graph's order
+  Kinds kinds;              // this graph's values that are not tensors, outer ones included
+  bool any_eager() const { return std::find(eager.begin(), eager.end(), true) != eager.end(); }
+};
+
+const ::onnx::GraphProto* body_attr(const ::onnx::NodeProto& n, std::string_view name) {
+  for (const ::onnx::AttributeProto& a : n.attribute()) {
+    if (a.name() == name && a.has_g()) return &a.g();
+  }
+  return nullptr;
+}
+
+// The kinds a Loop body's inputs take from the Loop's carried inputs (body inputs 2.. are the
+// Loop's inputs 2..), on top of the enclosing scope's.
+Kinds loop_body_kinds(const ::onnx::NodeProto& n, const ::onnx::GraphProto& body,
+                      const Kinds& outer) {
+  Kinds k = outer;
+  for (int i = 2; i < n.input_size() && i < body.input_size(); ++i) {
+    const ValueKind v = kind_in(outer, n.input(i));
+    if (v != ValueKind::kTensor) k[body.input(i).name()] = v;
+  }
+  return k;
+}
+
+Analysis analyze(const ::onnx::GraphProto& g, Kinds outer, int depth) {
+  Analysis a;
+  a.kinds = std::move(outer);
+  a.eager.assign(static_cast<size_t>(g.node_size()), false);
+  if (depth > kMaxDepth) return a;
+  for (const ::onnx::ValueInfoProto& in : g.input()) {
+    const ValueKind k = kind_of_type(in.type());
+    if (k != ValueKind::kTensor) a.kinds.emplace(in.name(), k);
+  }
+  // ONNX lists nodes in topological order (IR spec): one pass, each body analyzed once per
+  // call (nested bodies stay linear in their depth).
+  for (int i = 0; i < g.node_size(); ++i) {
+    const ::onnx::NodeProto& n = g.node(i);
+    std::vector<ValueKind> in_kinds;
+    bool reads_non_tensor = false;
+    for (const std::string& in : n.input()) {
+      in_kinds.push_back(in.empty() ? ValueKind::kTensor : kind_in(a.kinds, in));
+      reads_non_tensor = reads_non_tensor || in_kinds.back() != ValueKind::kTensor;
+    }
+    bool body_eager = false;
+    std::map<std::string, Analysis> bodies;  // by attribute name
+    for_each_body(n, [&](const std::string& attr, const ::onnx::GraphProto& b) {
+      std::set<std::string> outer_reads;
+      free_names(b, outer_reads);
+      for (const std::string& x : outer_reads) {
+        reads_non_tensor = reads_non_tensor || kind_in(a.kinds, x) != ValueKind::kTensor;
+      }
+      const Kinds bk = is_op(n, "Loop") ? loop_body_kinds(n, b, a.kinds) : a.kinds;
+      Analysis ba = analyze(b, bk, depth + 1);
+      body_eager = body_eager || ba.any_eager();
+      bodies.emplace(attr, std::move(ba));
+    });
+    const bool value_op = is_value_op(n) && !is_op(n, "Identity");
+    a.eager[static_cast<size_t>(i)] = data_dependent_op(n) || value_op || is_op(n, "SequenceMap") ||
+                                      reads_non_tensor || body_eager;
+    // The kinds of its outputs: a body output's kind as the body's analysis found it, else as
+    // its declared type says.
+    auto body_output_kind = [&](const char* attr, int k) {
+      const ::onnx::GraphProto* b = body_attr(n, attr);
+      auto it = bodies.find(attr);
+      if (b == nullptr || it == bodies.end() || k >= b->output_size()) return ValueKind::kTensor;
+      const ValueKind found = kind_in(it->second.kinds, b->output(k).name());
+      return found != ValueKind::kTensor ? found : kind_of_type(b->output(k).type());
+    };
+    for (int k = 0; k < n.output_size(); ++k) {
+      const std::string& o = n.output(k);
+      if (o.empty()) continue;
+      ValueKind kind = ValueKind::kTensor;
+      if (is_value_op(n)) {
+        kind = value_op_output_kind(n, in_kinds);
+      } else if (is_op(n, "SequenceMap")) {
+        kind = ValueKind::kSequence;
+      } else if (is_op(n, "If")) {
+        kind = body_output_kind("then_branch", k);
+        if (kind == ValueKind::kTensor) kind = body_output_kind("else_branch", k);
+      } else if (is_op(n, "Loop")) {
+        if (k + 2 < n.input_size()) kind = in_kinds[static_cast<size_t>(k + 2)];
+        if (kind == ValueKind::kTensor) kind = body_output_kind("body", k + 1);
+      }
+      if (kind != ValueKind::kTensor) a.kinds[o] = kind;
+    }
+  }
+  return a;
 }
 
 ::onnx::ValueInfoProto typed_value(const std::string& name, DTypeCode dtype,
@@ -167,27 +261,33 @@ Result<std::vector<Tensor>> evaluate_node(const ::onnx::NodeProto& n,
 struct Graph;
 
 struct Step {
-  enum class Kind { kStage, kEager, kIf };
+  // kStage: compiled (or folded) nodes; kEager: a data-dependent op, folded with its inputs
+  // bound; kValue: a sequence or optional op (sequence_ops.h); kIf, kLoop, kSequenceMap:
+  // control flow whose bodies run as staged graphs of their own.
+  enum class Kind { kStage, kEager, kValue, kIf, kLoop, kSequenceMap };
   Kind kind = Kind::kStage;
   std::string label;
   std::vector<std::string> inputs;   // values read, not constants
   std::vector<std::string> outputs;  // values later steps or the graph's outputs read
   // kStage: the nodes, and a session per input signature (dtypes and ranks).
   std::vector<const ::onnx::NodeProto*> nodes;
-  bool after_eager = false;  // a stage that runs after an eager node (levels >= 1)
+  bool after_eager = false;  // a stage that runs after an eager node (levels >= 1) or in a body
+  bool top_level = false;    // a stage of the model's graph (its inputs' declared dims apply)
   mutable std::mutex mu;
   mutable std::map<std::string, runtime::Session> sessions;
-  // kEager, kIf: the node; kIf: its branches.
+  // The other kinds: the node; kIf: then and else branches; kLoop, kSequenceMap: the body.
   const ::onnx::NodeProto* node = nullptr;
-  std::unique_ptr<Graph> then_graph, else_graph;
+  std::vector<std::unique_ptr<Graph>> bodies;
 };
 
-// One graph (the model's, or an If branch) as steps. Each graph is a scope: its initializers
+// One graph (the model's, or a body) as steps. Each graph is a scope: its initializers
 // and Constant values are its own (a branch may reuse a name another branch or graph uses).
 struct Graph {
   std::vector<std::unique_ptr<Step>> steps;
+  std::vector<std::string> inputs;  // a body's formal inputs (Loop, SequenceMap)
   std::vector<std::string> outputs;
-  std::vector<std::string> entry;           // outer values a branch reads (computed ones)
+  std::vector<DTypeCode> output_dtypes;     // declared element types (empty scan outputs)
+  std::vector<std::string> entry;           // outer values a body reads (computed ones)
   std::map<std::string, Tensor> constants;  // this scope's initializers and Constant values
   const Graph* parent = nullptr;
 };
@@ -209,12 +309,26 @@ std::string describe_node(const ::onnx::NodeProto& n) {
 Result<std::unique_ptr<Graph>> build_graph(const ::onnx::GraphProto& gp, Shared& sh,
                                            const std::set<std::string>& entry, int depth,
                                            const Graph* parent,
-                                           std::map<std::string, Tensor> constants) {
+                                           std::map<std::string, Tensor> constants,
+                                           const Kinds& outer_kinds) {
   if (depth > kMaxDepth) return invalid_argument("graphs nested deeper than {}", kMaxDepth);
   auto graph = std::make_unique<Graph>();
   graph->parent = parent;
   graph->constants = std::move(constants);
-  for (const auto& o : gp.output()) graph->outputs.push_back(o.name());
+  const Analysis analysis = analyze(gp, outer_kinds, depth);
+  for (const auto& o : gp.output()) {
+    graph->outputs.push_back(o.name());
+    bool sequence = false;
+    bool optional = false;
+    Result<DTypeCode> dt = Status();
+    if (const ::onnx::TypeProto_Tensor* tt = inner_tensor_type(o.type(), sequence, optional)) {
+      dt = dtype_from_onnx(tt->elem_type());
+    }
+    graph->output_dtypes.push_back(dt.is_ok() ? *dt : DTypeCode::kFloat32);
+  }
+  if (depth > 0) {
+    for (const auto& in : gp.input()) graph->inputs.push_back(in.name());
+  }
   if (depth > 0) {
     ExternalData external(sh.dir);
     for (const ::onnx::TensorProto& t : gp.initializer()) {
@@ -291,6 +405,7 @@ Result<std::unique_ptr<Graph>> build_graph(const ::onnx::GraphProto& gp, Shared&
   }
   std::map<int, std::vector<int>> stage_at, eager_at;
   int max_level = 0;
+  const std::vector<bool>& eager_node = analysis.eager;
   for (int i : order) {
     const ::onnx::NodeProto& n = gp.node(i);
     int level = 0;
@@ -305,13 +420,19 @@ Result<std::unique_ptr<Graph>> build_graph(const ::onnx::GraphProto& gp, Shared&
       }
       level = std::max(level, it->second);
     }
-    const bool eager = is_eager_node(n);
-    if (eager && !data_dependent_op(n) && n.op_type() != "If") {
-      return unimplemented(
-          "node '{}' ({}): a body holding an op whose output shape depends on values "
-          "(NonZero, NonMaxSuppression, Unique, Compress) is supported in If branches only "
-          "(docs/adr/0008-data-dependent-shapes.md)",
-          n.name(), n.op_type());
+    const bool eager = eager_node[static_cast<size_t>(i)];
+    if (eager && !data_dependent_op(n) && !is_value_op(n) && !is_op(n, "If") && !is_op(n, "Loop") &&
+        !is_op(n, "SequenceMap")) {
+      if (is_op(n, "Scan")) {
+        return unimplemented(
+            "node '{}' (Scan): a Scan body holding an op whose output shape depends on values "
+            "(NonZero, NonMaxSuppression, Unique, Compress) or a sequence or optional value "
+            "is not supported; If, Loop and SequenceMap bodies are "
+            "(docs/adr/0008-data-dependent-shapes.md)",
+            n.name());
+      }
+      return invalid_argument("node '{}' ({}) reads a sequence or optional value; it takes tensors",
+                              n.name(), n.op_type());
     }
     (eager ? eager_at : stage_at)[level].push_back(i);
     for (const std::string& o : n.output()) {
@@ -337,6 +458,7 @@ Result<std::unique_ptr<Graph>> build_graph(const ::onnx::GraphProto& gp, Shared&
       s->outputs.assign(produced.begin(), produced.end());  // narrowed below
       s->label = fmt::format("stage {}: {} nodes", ++stage_number, s->nodes.size());
       s->after_eager = level > 0 || depth > 0;
+      s->top_level = depth == 0;
       graph->steps.push_back(std::move(s));
     }
     if (auto it = eager_at.find(level); it != eager_at.end()) {
@@ -344,7 +466,11 @@ Result<std::unique_ptr<Graph>> build_graph(const ::onnx::GraphProto& gp, Shared&
         const ::onnx::NodeProto& n = gp.node(i);
         auto s = std::make_unique<Step>();
         s->node = &n;
-        s->kind = data_dependent_op(n) ? Step::Kind::kEager : Step::Kind::kIf;
+        s->kind = data_dependent_op(n) ? Step::Kind::kEager
+                  : is_value_op(n)     ? Step::Kind::kValue
+                  : is_op(n, "If")     ? Step::Kind::kIf
+                  : is_op(n, "Loop")   ? Step::Kind::kLoop
+                                       : Step::Kind::kSequenceMap;
         s->label = "eager " + describe_node(n);
         for (const std::string& r : reads[i]) {
           if (!is_constant(r)) s->inputs.push_back(r);
@@ -352,19 +478,23 @@ Result<std::unique_ptr<Graph>> build_graph(const ::onnx::GraphProto& gp, Shared&
         for (const std::string& o : n.output()) {
           if (!o.empty()) s->outputs.push_back(o);
         }
-        if (s->kind == Step::Kind::kIf) {
-          for (const ::onnx::AttributeProto& a : n.attribute()) {
-            if (!a.has_g() || (a.name() != "then_branch" && a.name() != "else_branch")) continue;
-            std::set<std::string> outer;
-            free_names(a.g(), outer);
-            FRAME_ASSIGN_OR_RETURN(std::unique_ptr<Graph> b,
-                                   build_graph(a.g(), sh, outer, depth + 1, graph.get(), {}));
-            (a.name() == "then_branch" ? s->then_graph : s->else_graph) = std::move(b);
+        // Bodies: If's two branches, or the body of Loop and SequenceMap.
+        std::vector<const char*> names;
+        if (s->kind == Step::Kind::kIf) names = {"then_branch", "else_branch"};
+        if (s->kind == Step::Kind::kLoop || s->kind == Step::Kind::kSequenceMap) names = {"body"};
+        for (const char* name : names) {
+          const ::onnx::GraphProto* body = body_attr(n, name);
+          if (body == nullptr) {
+            return invalid_argument("node '{}' ({}): attribute '{}' (a graph) is required",
+                                    n.name(), n.op_type(), name);
           }
-          if (!s->then_graph || !s->else_graph) {
-            return invalid_argument("node '{}' (If): then_branch and else_branch are required",
-                                    n.name());
-          }
+          std::set<std::string> outer;
+          free_names(*body, outer);
+          const Kinds bk = s->kind == Step::Kind::kLoop ? loop_body_kinds(n, *body, analysis.kinds)
+                                                        : analysis.kinds;
+          FRAME_ASSIGN_OR_RETURN(std::unique_ptr<Graph> b,
+                                 build_graph(*body, sh, outer, depth + 1, graph.get(), {}, bk));
+          s->bodies.push_back(std::move(b));
         }
         graph->steps.push_back(std::move(s));
       }
@@ -394,22 +524,33 @@ Result<std::unique_ptr<Graph>> build_graph(const ::onnx::GraphProto& gp, Shared&
 // allocated for this run; any other value may share storage with a constant of the model
 // (an initializer passed through, a branch's Constant), so outputs not fresh are copied.
 struct Values {
-  std::unordered_map<std::string, Tensor> map;
+  std::unordered_map<std::string, runtime::Value> map;
   std::unordered_set<std::string> fresh;
-  void set(const std::string& name, Tensor t, bool is_fresh) {
-    map[name] = std::move(t);
+  void set(const std::string& name, runtime::Value v, bool is_fresh) {
+    map[name] = std::move(v);
     if (is_fresh) {
       fresh.insert(name);
     } else {
       fresh.erase(name);
     }
   }
+  void set(const std::string& name, Tensor t, bool is_fresh) {
+    set(name, runtime::Value::of(std::move(t)), is_fresh);
+  }
 };
 
-Result<Tensor> value_of(const Values& vt, const Graph& g, const std::string& name) {
+Result<runtime::Value> any_value_of(const Values& vt, const Graph& g, const std::string& name) {
   if (auto it = vt.map.find(name); it != vt.map.end()) return it->second;
-  if (const Tensor* c = find_constant(g, name)) return *c;
+  if (const Tensor* c = find_constant(g, name)) return runtime::Value::of(*c);
   return internal_error("value '{}' is not known at this step", name);
+}
+
+Result<Tensor> value_of(const Values& vt, const Graph& g, const std::string& name) {
+  FRAME_ASSIGN_OR_RETURN(runtime::Value v, any_value_of(vt, g, name));
+  if (!v.is_tensor()) {
+    return invalid_argument("value '{}' is {} where a tensor is expected", name, v.to_string());
+  }
+  return std::move(v.tensor);
 }
 
 // The sub-model of a stage: its nodes, the constants they read as initializers (their tensors
@@ -440,7 +581,10 @@ Result<Tensor> value_of(const Values& vt, const Graph& g, const std::string& nam
     const std::string& name = s.inputs[k];
     const Tensor& t = in.at(name);
     std::vector<std::pair<int64_t, std::string>> dims;
-    auto d = sh.declared.find(name);
+    auto d = s.top_level ? sh.declared.find(name) : sh.declared.end();
+    if (d != sh.declared.end() && (d->second.sequence || d->second.optional)) {
+      d = sh.declared.end();
+    }
     if (concrete) {
       for (int64_t x : t.shape()) dims.emplace_back(x, "");
     } else if (d != sh.declared.end() && d->second.has_shape) {
@@ -516,6 +660,158 @@ Result<runtime::TensorMap> run_folded(const Step& s, const Graph& scope, const S
 
 Status run_graph(const Graph& g, const Shared& sh, Values& vt, const runtime::RunOptions& ro);
 
+// A body's value table: the outer values it reads, as graph `g` holds them in `vt`.
+Result<Values> enter_body(const Graph& body, const Values& vt, const Graph& g) {
+  Values inner;
+  for (const std::string& e : body.entry) {
+    FRAME_ASSIGN_OR_RETURN(runtime::Value v, any_value_of(vt, g, e));
+    inner.set(e, std::move(v), vt.fresh.count(e) > 0);
+  }
+  return inner;
+}
+
+// A scalar input of a control-flow node (Loop's M and cond): its one value.
+Result<int64_t> scalar_input(const Values& vt, const Graph& g, const std::string& name,
+                             const char* what) {
+  FRAME_ASSIGN_OR_RETURN(Tensor t, value_of(vt, g, name));
+  if (t.numel() != 1) {
+    return invalid_argument("input '{}' ({}) must hold one value, got shape {}", name, what,
+                            shape_to_string(t.shape()));
+  }
+  return t.element_as_int64(0);
+}
+
+// ONNX Loop (operator spec, Loop-13/16/19): runs the body while the trip count M (when given)
+// is not reached and cond (when given) holds; carried values pass from each iteration to the
+// next, scan outputs are stacked along a new axis 0.
+Status run_loop(const Step& s, const Graph& g, const Shared& sh, Values& vt,
+                const runtime::RunOptions& ro) {
+  const ::onnx::NodeProto& n = *s.node;
+  const Graph& body = *s.bodies.front();
+  const size_t carried_count = n.input_size() > 2 ? static_cast<size_t>(n.input_size() - 2) : 0;
+  if (body.inputs.size() != 2 + carried_count || body.outputs.size() < 1 + carried_count) {
+    return invalid_argument(
+        "the body has {} inputs and {} outputs; {} carried values need {} inputs and at least "
+        "{} outputs",
+        body.inputs.size(), body.outputs.size(), carried_count, 2 + carried_count,
+        1 + carried_count);
+  }
+  const size_t scans = body.outputs.size() - 1 - carried_count;
+  std::optional<int64_t> trips;
+  if (n.input_size() > 0 && !n.input(0).empty()) {
+    FRAME_ASSIGN_OR_RETURN(int64_t m, scalar_input(vt, g, n.input(0), "M"));
+    trips = m;
+  }
+  bool cond = true;
+  if (n.input_size() > 1 && !n.input(1).empty()) {
+    FRAME_ASSIGN_OR_RETURN(int64_t c, scalar_input(vt, g, n.input(1), "cond"));
+    cond = c != 0;
+  }
+  std::vector<runtime::Value> carried;
+  for (size_t k = 0; k < carried_count; ++k) {
+    const std::string& in = n.input(static_cast<int>(k + 2));
+    if (in.empty()) {
+      carried.push_back(runtime::Value::none());
+      continue;
+    }
+    FRAME_ASSIGN_OR_RETURN(runtime::Value v, any_value_of(vt, g, in));
+    carried.push_back(std::move(v));
+  }
+  std::vector<std::vector<Tensor>> scanned(scans);
+  FRAME_ASSIGN_OR_RETURN(Values inner, enter_body(body, vt, g));
+  for (int64_t i = 0; cond && (!trips || i < *trips); ++i) {
+    inner.set(body.inputs[0], Tensor::scalar<int64_t>(i), false);
+    inner.set(body.inputs[1], Tensor::scalar<bool>(cond), false);
+    for (size_t k = 0; k < carried_count; ++k) inner.set(body.inputs[2 + k], carried[k], false);
+    Status st = run_graph(body, sh, inner, ro);
+    if (!st.is_ok()) return st.with_prefix(fmt::format("iteration {}: ", i));
+    FRAME_ASSIGN_OR_RETURN(Tensor c, value_of(inner, body, body.outputs[0]));
+    if (c.numel() != 1) {
+      return invalid_argument(
+          "iteration {}: the body's cond output has shape {}, expected one "
+          "value",
+          i, shape_to_string(c.shape()));
+    }
+    cond = c.element_as_double(0) != 0.0;
+    for (size_t k = 0; k < carried_count; ++k) {
+      FRAME_ASSIGN_OR_RETURN(carried[k], any_value_of(inner, body, body.outputs[1 + k]));
+    }
+    for (size_t j = 0; j < scans; ++j) {
+      FRAME_ASSIGN_OR_RETURN(Tensor t, value_of(inner, body, body.outputs[1 + carried_count + j]));
+      scanned[j].push_back(std::move(t));
+    }
+  }
+  for (int k = 0; k < n.output_size(); ++k) {
+    const std::string& o = n.output(k);
+    if (o.empty()) continue;
+    const size_t ku = static_cast<size_t>(k);
+    if (ku < carried_count) {
+      vt.set(o, carried[ku], false);
+      continue;
+    }
+    const size_t j = ku - carried_count;
+    if (j >= scans) return invalid_argument("output {} has no body output to come from", k);
+    FRAME_ASSIGN_OR_RETURN(Tensor stacked,
+                           stack_tensors(scanned[j], body.output_dtypes[1 + carried_count + j],
+                                         fmt::format("scan output {} '{}'", j, o)));
+    vt.set(o, std::move(stacked), true);
+  }
+  return Status();
+}
+
+// ONNX SequenceMap (operator spec, SequenceMap-17): the body runs once per element of input 0;
+// other sequence inputs give their element at the same position, tensor inputs are passed
+// whole; each body output is collected into an output sequence.
+Status run_sequence_map(const Step& s, const Graph& g, const Shared& sh, Values& vt,
+                        const runtime::RunOptions& ro) {
+  const ::onnx::NodeProto& n = *s.node;
+  const Graph& body = *s.bodies.front();
+  if (body.inputs.size() != static_cast<size_t>(n.input_size()) ||
+      body.outputs.size() != static_cast<size_t>(n.output_size())) {
+    return invalid_argument("the body has {} inputs and {} outputs; the node has {} and {}",
+                            body.inputs.size(), body.outputs.size(), n.input_size(),
+                            n.output_size());
+  }
+  std::vector<runtime::Value> args;
+  for (int k = 0; k < n.input_size(); ++k) {
+    FRAME_ASSIGN_OR_RETURN(runtime::Value v, any_value_of(vt, g, n.input(k)));
+    args.push_back(std::move(v));
+  }
+  if (args.empty() || !args[0].is_sequence()) {
+    return invalid_argument("input 0 must be a sequence, got {}",
+                            args.empty() ? "nothing" : args[0].to_string());
+  }
+  const size_t count = args[0].sequence.size();
+  for (size_t k = 1; k < args.size(); ++k) {
+    if (args[k].is_none()) return invalid_argument("input {} is an empty optional", k);
+    if (args[k].is_sequence() && args[k].sequence.size() != count) {
+      return invalid_argument("input {} has {} elements, input 0 has {}", k,
+                              args[k].sequence.size(), count);
+    }
+  }
+  std::vector<std::vector<Tensor>> collected(body.outputs.size());
+  FRAME_ASSIGN_OR_RETURN(Values inner, enter_body(body, vt, g));
+  for (size_t i = 0; i < count; ++i) {
+    for (size_t k = 0; k < args.size(); ++k) {
+      inner.set(body.inputs[k], args[k].is_sequence() ? args[k].sequence[i] : args[k].tensor,
+                false);
+    }
+    Status st = run_graph(body, sh, inner, ro);
+    if (!st.is_ok()) return st.with_prefix(fmt::format("element {}: ", i));
+    for (size_t j = 0; j < body.outputs.size(); ++j) {
+      FRAME_ASSIGN_OR_RETURN(Tensor t, value_of(inner, body, body.outputs[j]));
+      collected[j].push_back(std::move(t));
+    }
+  }
+  for (size_t j = 0; j < body.outputs.size(); ++j) {
+    const std::string& o = n.output(static_cast<int>(j));
+    if (o.empty()) continue;
+    const DTypeCode dt = collected[j].empty() ? body.output_dtypes[j] : collected[j][0].dtype();
+    vt.set(o, runtime::Value::of_sequence(std::move(collected[j]), dt), false);
+  }
+  return Status();
+}
+
 // Runs step `s` of graph `g` (the scope its constants come from).
 Status run_step(const Step& s, const Graph& g, const Shared& sh, Values& vt,
                 const runtime::RunOptions& ro) {
@@ -555,31 +851,52 @@ Status run_step(const Step& s, const Graph& g, const Shared& sh, Values& vt,
       }
       return Status();
     }
+    case Step::Kind::kValue: {
+      std::vector<std::optional<runtime::Value>> in;
+      for (const std::string& name : s.node->input()) {
+        if (name.empty()) {
+          in.emplace_back();
+          continue;
+        }
+        FRAME_ASSIGN_OR_RETURN(runtime::Value v, any_value_of(vt, g, name));
+        in.emplace_back(std::move(v));
+      }
+      FRAME_ASSIGN_OR_RETURN(std::vector<runtime::Value> out, run_value_op(*s.node, in));
+      for (int k = 0; k < s.node->output_size() && static_cast<size_t>(k) < out.size(); ++k) {
+        const std::string& o = s.node->output(k);
+        // Identity passes a run's own tensor on: still fresh when its input was.
+        const bool fresh = is_op(*s.node, "Identity") && vt.fresh.count(s.node->input(0)) > 0;
+        if (!o.empty()) vt.set(o, std::move(out[static_cast<size_t>(k)]), fresh);
+      }
+      return Status();
+    }
     case Step::Kind::kIf: {
       FRAME_ASSIGN_OR_RETURN(Tensor cond, value_of(vt, g, s.node->input(0)));
       if (cond.numel() != 1) {
         return invalid_argument("input 0 (cond) must hold one value, got shape {}",
                                 shape_to_string(cond.shape()));
       }
-      const Graph& branch = cond.element_as_double(0) != 0.0 ? *s.then_graph : *s.else_graph;
-      if (branch.outputs.size() != s.outputs.size()) {
+      const Graph& branch = *s.bodies[cond.element_as_double(0) != 0.0 ? 0 : 1];
+      if (branch.outputs.size() != static_cast<size_t>(s.node->output_size())) {
         return invalid_argument("the branch yields {} values for {} outputs", branch.outputs.size(),
-                                s.outputs.size());
+                                s.node->output_size());
       }
       // The branch is a scope of its own: it sees the outer values it reads, and its names
       // never overwrite the enclosing graph's.
-      Values inner;
-      for (const std::string& e : branch.entry) {
-        FRAME_ASSIGN_OR_RETURN(Tensor t, value_of(vt, g, e));
-        inner.set(e, std::move(t), vt.fresh.count(e) > 0);
-      }
+      FRAME_ASSIGN_OR_RETURN(Values inner, enter_body(branch, vt, g));
       FRAME_RETURN_IF_ERROR(run_graph(branch, sh, inner, ro));
-      for (size_t i = 0; i < s.outputs.size(); ++i) {
-        FRAME_ASSIGN_OR_RETURN(Tensor t, value_of(inner, branch, branch.outputs[i]));
-        vt.set(s.outputs[i], std::move(t), inner.fresh.count(branch.outputs[i]) > 0);
+      for (size_t i = 0; i < branch.outputs.size(); ++i) {
+        const std::string& o = s.node->output(static_cast<int>(i));
+        if (o.empty()) continue;
+        FRAME_ASSIGN_OR_RETURN(runtime::Value v, any_value_of(inner, branch, branch.outputs[i]));
+        vt.set(o, std::move(v), inner.fresh.count(branch.outputs[i]) > 0);
       }
       return Status();
     }
+    case Step::Kind::kLoop:
+      return run_loop(s, g, sh, vt, ro);
+    case Step::Kind::kSequenceMap:
+      return run_sequence_map(s, g, sh, vt, ro);
   }
   return Status();
 }
@@ -594,8 +911,7 @@ Status run_graph(const Graph& g, const Shared& sh, Values& vt, const runtime::Ru
 
 void add_stats(const Graph& g, runtime::CacheStats& total) {
   for (const auto& s : g.steps) {
-    if (s->then_graph) add_stats(*s->then_graph, total);
-    if (s->else_graph) add_stats(*s->else_graph, total);
+    for (const auto& b : s->bodies) add_stats(*b, total);
     std::lock_guard lock(s->mu);
     for (const auto& [sig, session] : s->sessions) {
       const runtime::CacheStats c = session.cache_stats();
@@ -631,29 +947,55 @@ void describe(const Graph& g, const std::string& indent, std::vector<std::string
       line += fmt::format(" ({} inputs, {} outputs)", s->inputs.size(), s->outputs.size());
     }
     out.push_back(std::move(line));
-    if (s->then_graph) {
-      out.push_back(indent + "  then:");
-      describe(*s->then_graph, indent + "    ", out);
-      out.push_back(indent + "  else:");
-      describe(*s->else_graph, indent + "    ", out);
+    for (size_t b = 0; b < s->bodies.size(); ++b) {
+      out.push_back(indent + (s->kind != Step::Kind::kIf ? "  body:"
+                              : b == 0                   ? "  then:"
+                                                         : "  else:"));
+      describe(*s->bodies[b], indent + "    ", out);
     }
   }
 }
 
-}  // namespace
-
-bool is_eager_node(const ::onnx::NodeProto& n) {
-  if (data_dependent_op(n)) return true;
-  bool inner = false;
-  for_each_body(n, [&](const std::string&, const ::onnx::GraphProto& b) {
-    inner = inner || holds_data_dependent(b, 1);
-  });
-  return inner;
+const ::onnx::TypeProto_Tensor* inner_type(const ::onnx::TypeProto& t, bool& sequence,
+                                           bool& optional, int depth) {
+  if (depth > 2) return nullptr;
+  if (t.has_tensor_type()) return &t.tensor_type();
+  if (t.has_sequence_type() && !sequence && t.sequence_type().has_elem_type()) {
+    sequence = true;
+    return inner_type(t.sequence_type().elem_type(), sequence, optional, depth + 1);
+  }
+  if (t.has_optional_type() && !optional && !sequence && t.optional_type().has_elem_type()) {
+    optional = true;
+    return inner_type(t.optional_type().elem_type(), sequence, optional, depth + 1);
+  }
+  return nullptr;
 }
 
-bool has_eager_nodes(const ::onnx::GraphProto& g) {
-  return std::any_of(g.node().begin(), g.node().end(),
-                     [](const ::onnx::NodeProto& n) { return is_eager_node(n); });
+}  // namespace
+
+const ::onnx::TypeProto_Tensor* inner_tensor_type(const ::onnx::TypeProto& t, bool& sequence,
+                                                  bool& optional) {
+  return inner_type(t, sequence, optional, 0);
+}
+
+std::vector<bool> eager_nodes(const ::onnx::GraphProto& g) { return analyze(g, {}, 0).eager; }
+
+std::set<std::string> eager_node_names(const ::onnx::GraphProto& g) {
+  const std::vector<bool> eager = eager_nodes(g);
+  std::set<std::string> out;
+  for (int i = 0; i < g.node_size(); ++i) {
+    if (eager[static_cast<size_t>(i)]) out.insert(g.node(i).name());
+  }
+  return out;
+}
+
+bool is_staged_model(const ::onnx::GraphProto& g) {
+  for (const auto* list : {&g.input(), &g.output()}) {
+    for (const ::onnx::ValueInfoProto& v : *list) {
+      if (kind_of_type(v.type()) != ValueKind::kTensor) return true;
+    }
+  }
+  return analyze(g, {}, 0).any_eager();
 }
 
 Result<std::shared_ptr<runtime::StagedRunner>> make_staged_runner(StagedModelParts parts) {
@@ -673,22 +1015,24 @@ Result<std::shared_ptr<runtime::StagedRunner>> make_staged_runner(StagedModelPar
     sh->declared.emplace(vi.name, std::move(vi));
   }
   Result<std::unique_ptr<Graph>> built =
-      build_graph(sh->model->graph(), *sh, entry, 0, nullptr, std::move(parts.initializers));
+      build_graph(sh->model->graph(), *sh, entry, 0, nullptr, std::move(parts.initializers), {});
   if (!built.is_ok()) return built.status().with_prefix(sh->name + ": ");
   std::shared_ptr<const Graph> graph = std::move(*built);
   auto runner = std::make_shared<runtime::StagedRunner>();
-  runner->run = [sh, graph](const runtime::TensorMap& inputs,
-                            const runtime::RunOptions& ro) -> Result<runtime::TensorMap> {
+  runner->run = [sh, graph](const runtime::ValueMap& inputs,
+                            const runtime::RunOptions& ro) -> Result<runtime::ValueMap> {
     Values vt;
-    for (const auto& [name, t] : inputs) vt.set(name, t, false);
+    for (const auto& [name, v] : inputs) vt.set(name, v, false);
     Status st = run_graph(*graph, *sh, vt, ro);
     if (!st.is_ok()) return st.with_prefix(sh->name + ": ");
-    runtime::TensorMap out;
+    runtime::ValueMap out;
     for (const std::string& o : graph->outputs) {
-      FRAME_ASSIGN_OR_RETURN(Tensor t, value_of(vt, *graph, o));
-      // A value a compiled stage allocated for this run is the caller's; any other may share
+      FRAME_ASSIGN_OR_RETURN(runtime::Value v, any_value_of(vt, *graph, o));
+      // A tensor a compiled stage allocated for this run is the caller's; any other may share
       // storage with the model's constants (or the caller's inputs): a copy.
-      out.emplace(o, vt.fresh.count(o) > 0 ? std::move(t) : t.clone());
+      if (v.is_tensor() && vt.fresh.count(o) == 0) v.tensor = v.tensor.clone();
+      for (Tensor& e : v.sequence) e = e.clone();
+      out.emplace(o, std::move(v));
     }
     return out;
   };

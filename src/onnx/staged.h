@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,13 +27,25 @@ void for_each_body(const ::onnx::NodeProto& n, F&& f) {
   }
 }
 
-/// Whether ONNX node `n` runs eagerly between stages: an op whose output shape depends on its
-/// input values (NonZero, NonMaxSuppression, Unique, Compress), or a control-flow node whose
-/// bodies hold one, at any depth.
-bool is_eager_node(const ::onnx::NodeProto& n);
+/// The tensor type inside ONNX type `t`: itself, or the element of a sequence or optional
+/// (setting `sequence`, `optional`; an optional of a sequence sets both). Null for a map or
+/// another type frame has no value for.
+const ::onnx::TypeProto_Tensor* inner_tensor_type(const ::onnx::TypeProto& t, bool& sequence,
+                                                  bool& optional);
 
-/// Whether graph `g` holds an eager node (is_eager_node) at its top level.
-bool has_eager_nodes(const ::onnx::GraphProto& g);
+/// For each top-level node of `g`, whether it runs eagerly between stages: an op whose output
+/// shape depends on its input values (NonZero, NonMaxSuppression, Unique, Compress), a
+/// sequence or optional op (SequenceConstruct, ..., OptionalGetElement), a node reading a
+/// sequence or optional value (Identity, If, Loop), or an If, Loop or SequenceMap whose bodies
+/// hold one, at any depth.
+std::vector<bool> eager_nodes(const ::onnx::GraphProto& g);
+
+/// The names of the top-level eager nodes of `g` (eager_nodes).
+std::set<std::string> eager_node_names(const ::onnx::GraphProto& g);
+
+/// Whether `g` runs as a staged model: it holds an eager node, or a graph input or output is
+/// a sequence or optional.
+bool is_staged_model(const ::onnx::GraphProto& g);
 
 /// What the stages of one model share.
 struct StagedModelParts {
@@ -49,7 +62,7 @@ struct StagedModelParts {
 
 /// The runner of a model with eager nodes: the top-level graph split into stages (each run by a
 /// runtime::Session of its own, opened at its first run) and eager nodes. Errors:
-/// kUnimplemented for a Loop or Scan whose body holds an eager node, naming it;
+/// kUnimplemented for a Scan whose body holds an eager node, naming it;
 /// kInvalidArgument for a graph that is not a DAG or names a value nothing produces.
 Result<std::shared_ptr<runtime::StagedRunner>> make_staged_runner(StagedModelParts parts);
 

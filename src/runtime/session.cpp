@@ -31,12 +31,31 @@
 namespace frame::runtime {
 
 std::string ValueInfo::to_string() const {
-  if (!has_shape) return fmt::format("{}[?...]", dtype_name(dtype));
-  std::vector<std::string> d;
-  for (const Dim& x : dims) {
-    d.push_back(x.is_concrete() ? std::to_string(x.value) : (x.param.empty() ? "?" : x.param));
+  std::string t;
+  if (!has_shape) {
+    t = fmt::format("{}[?...]", dtype_name(dtype));
+  } else {
+    std::vector<std::string> d;
+    for (const Dim& x : dims) {
+      d.push_back(x.is_concrete() ? std::to_string(x.value) : (x.param.empty() ? "?" : x.param));
+    }
+    t = fmt::format("{}[{}]", dtype_name(dtype), fmt::join(d, ","));
   }
-  return fmt::format("{}[{}]", dtype_name(dtype), fmt::join(d, ","));
+  if (sequence) t = "seq(" + t + ")";
+  if (optional) t = "optional(" + t + ")";
+  return t;
+}
+
+std::string Value::to_string() const {
+  switch (kind) {
+    case Kind::kTensor:
+      return fmt::format("{}{}", dtype_name(tensor.dtype()), shape_to_string(tensor.shape()));
+    case Kind::kSequence:
+      return fmt::format("seq({} x {})", sequence.size(), dtype_name(elem_dtype));
+    case Kind::kNone:
+      return "none";
+  }
+  return "?";
 }
 
 namespace {
@@ -138,6 +157,102 @@ class SessionImpl {
 
   // The caller's tensor for each declared input, in model order, after checking names, dtypes,
   // ranks and concrete dims.
+  // Checks tensor `t`, input `vi.name` (or element `element` of that sequence), against the
+  // declared dtype and dims.
+  Status check_tensor(const ValueInfo& vi, const Tensor& t, int64_t element = -1) const {
+    const std::string what = element < 0 ? fmt::format("input '{}'", vi.name)
+                                         : fmt::format("input '{}' element {}", vi.name, element);
+    if (!t.defined()) {
+      return invalid_argument("{}: {} is an undefined tensor (expected {})", source_.name, what,
+                              vi.to_string());
+    }
+    if (t.dtype() != vi.dtype) {
+      return invalid_argument("{}: {} is {}, the model expects {} ({})", source_.name, what,
+                              dtype_name(t.dtype()), dtype_name(vi.dtype), vi.to_string());
+    }
+    if (vi.has_shape) {
+      if (t.rank() != static_cast<int64_t>(vi.dims.size())) {
+        return invalid_argument("{}: {} has rank {} (shape {}), the model expects rank {} ({})",
+                                source_.name, what, t.rank(), shape_to_string(t.shape()),
+                                vi.dims.size(), vi.to_string());
+      }
+      for (size_t d = 0; d < vi.dims.size(); ++d) {
+        if (vi.dims[d].is_concrete() && vi.dims[d].value != t.shape()[d]) {
+          return invalid_argument("{}: {} has shape {}, the model fixes dim {} to {} ({})",
+                                  source_.name, what, shape_to_string(t.shape()), d,
+                                  vi.dims[d].value, vi.to_string());
+        }
+      }
+    }
+    return Status();
+  }
+
+  // The names in `inputs` that are not declared inputs: an error naming the first.
+  template <typename Map>
+  Status check_unknown(const Map& inputs, size_t found) const {
+    if (found == inputs.size()) return Status();
+    std::vector<std::string> declared;
+    for (const ValueInfo& vi : source_.inputs) declared.push_back(vi.name);
+    for (const auto& [name, t] : inputs) {
+      if (std::find(declared.begin(), declared.end(), name) == declared.end()) {
+        return invalid_argument("{}: unknown input '{}' (the model's inputs: {})", source_.name,
+                                name, fmt::join(declared, ", "));
+      }
+    }
+    return Status();
+  }
+
+  // run_values(): every declared input present, of its declared kind, dtype and dims.
+  Status validate_values(const ValueMap& inputs) const {
+    size_t found = 0;
+    for (const ValueInfo& vi : source_.inputs) {
+      auto it = inputs.find(vi.name);
+      if (it == inputs.end()) {
+        return invalid_argument("{}: missing input '{}' (expected {})", source_.name, vi.name,
+                                vi.to_string());
+      }
+      ++found;
+      const Value& v = it->second;
+      if (v.is_none()) {
+        if (!vi.optional) {
+          return invalid_argument("{}: input '{}' is none, the model expects {}", source_.name,
+                                  vi.name, vi.to_string());
+        }
+        continue;
+      }
+      if (v.is_sequence() != vi.sequence) {
+        return invalid_argument("{}: input '{}' is {}, the model expects {}", source_.name, vi.name,
+                                v.is_sequence() ? "a sequence" : "a tensor", vi.to_string());
+      }
+      if (v.is_tensor()) {
+        FRAME_RETURN_IF_ERROR(check_tensor(vi, v.tensor));
+        continue;
+      }
+      if (v.elem_dtype != vi.dtype) {
+        return invalid_argument("{}: input '{}' is a sequence of {}, the model expects {}",
+                                source_.name, vi.name, dtype_name(v.elem_dtype), vi.to_string());
+      }
+      for (size_t k = 0; k < v.sequence.size(); ++k) {
+        FRAME_RETURN_IF_ERROR(check_tensor(vi, v.sequence[k], static_cast<int64_t>(k)));
+      }
+    }
+    return check_unknown(inputs, found);
+  }
+
+  // The sequence or optional input or output of a model run() cannot take or return.
+  Status tensors_only() const {
+    for (const auto* list : {&source_.inputs, &source_.outputs}) {
+      for (const ValueInfo& vi : *list) {
+        if (vi.sequence || vi.optional) {
+          return invalid_argument(
+              "{}: {} '{}' is {}: run the model with run_values() (Python: lists and None)",
+              source_.name, list == &source_.inputs ? "input" : "output", vi.name, vi.to_string());
+        }
+      }
+    }
+    return Status();
+  }
+
   Status validate(const TensorMap& inputs, std::vector<const Tensor*>& by_index) const {
     by_index.assign(source_.inputs.size(), nullptr);
     size_t found = 0;
@@ -150,42 +265,10 @@ class SessionImpl {
       }
       ++found;
       const Tensor& t = it->second;
-      if (!t.defined()) {
-        return invalid_argument("{}: input '{}' is an undefined tensor (expected {})", source_.name,
-                                vi.name, vi.to_string());
-      }
-      if (t.dtype() != vi.dtype) {
-        return invalid_argument("{}: input '{}' is {}, the model expects {} ({})", source_.name,
-                                vi.name, dtype_name(t.dtype()), dtype_name(vi.dtype),
-                                vi.to_string());
-      }
-      if (vi.has_shape) {
-        if (t.rank() != static_cast<int64_t>(vi.dims.size())) {
-          return invalid_argument(
-              "{}: input '{}' has rank {} (shape {}), the model expects rank {} ({})", source_.name,
-              vi.name, t.rank(), shape_to_string(t.shape()), vi.dims.size(), vi.to_string());
-        }
-        for (size_t d = 0; d < vi.dims.size(); ++d) {
-          if (vi.dims[d].is_concrete() && vi.dims[d].value != t.shape()[d]) {
-            return invalid_argument(
-                "{}: input '{}' has shape {}, the model fixes dim {} to {} ({})", source_.name,
-                vi.name, shape_to_string(t.shape()), d, vi.dims[d].value, vi.to_string());
-          }
-        }
-      }
+      FRAME_RETURN_IF_ERROR(check_tensor(vi, t));
       by_index[i] = &t;
     }
-    if (found != inputs.size()) {
-      std::vector<std::string> declared;
-      for (const ValueInfo& vi : source_.inputs) declared.push_back(vi.name);
-      for (const auto& [name, t] : inputs) {
-        if (std::find(declared.begin(), declared.end(), name) == declared.end()) {
-          return invalid_argument("{}: unknown input '{}' (the model's inputs: {})", source_.name,
-                                  name, fmt::join(declared, ", "));
-        }
-      }
-    }
-    return Status();
+    return check_unknown(inputs, found);
   }
 
   void make_key(const std::vector<const Tensor*>& by_index, Key& key) const {
@@ -629,15 +712,32 @@ auto timed_run(const Compiled& c, Run&& run) {
 
 Result<TensorMap> Session::run(const TensorMap& inputs, const RunOptions& options) const {
   if (impl_->source_.staged) {
+    FRAME_RETURN_IF_ERROR(impl_->tensors_only());
     std::vector<const Tensor*> by_index;
     FRAME_RETURN_IF_ERROR(impl_->validate(inputs, by_index));
-    return impl_->source_.staged->run(inputs, options);
+    ValueMap in;
+    for (const auto& [name, t] : inputs) in.emplace(name, Value::of(t));
+    FRAME_ASSIGN_OR_RETURN(ValueMap out, impl_->source_.staged->run(in, options));
+    TensorMap tensors;
+    for (auto& [name, v] : out) tensors.emplace(name, std::move(v.tensor));
+    return tensors;
   }
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<const Compiled> c, impl_->lookup(inputs));
   TensorMap scratch;
   return timed_run(*c, [&] {
     return c->exe.run(SessionImpl::feeds(*c, inputs, impl_->source_.inputs, scratch), options);
   });
+}
+
+Result<ValueMap> Session::run_values(const ValueMap& inputs, const RunOptions& options) const {
+  FRAME_RETURN_IF_ERROR(impl_->validate_values(inputs));
+  if (impl_->source_.staged) return impl_->source_.staged->run(inputs, options);
+  TensorMap tensors;
+  for (const auto& [name, v] : inputs) tensors.emplace(name, v.tensor);
+  FRAME_ASSIGN_OR_RETURN(TensorMap out, run(tensors, options));
+  ValueMap values;
+  for (auto& [name, t] : out) values.emplace(name, Value::of(std::move(t)));
+  return values;
 }
 
 Status Session::run(const TensorMap& inputs, TensorMap& outputs, const RunOptions& options) const {

@@ -37,17 +37,6 @@ using frame::Tensor;
 
 namespace {
 
-// The node-test generators store bfloat16 tensors as UINT16 (numpy has no bfloat16): UINT16
-// data is read as bfloat16 bits only where the graph declares that input/output BFLOAT16,
-// otherwise as uint16.
-std::optional<frame::DTypeCode> uint16_as(const std::vector<frame::runtime::ValueInfo>& declared,
-                                          const std::string& name) {
-  for (const frame::runtime::ValueInfo& v : declared) {
-    if (v.name == name && v.dtype == frame::DTypeCode::kBFloat16) return v.dtype;
-  }
-  return std::nullopt;
-}
-
 struct Outcome {
   bool pass = false;
   std::string stage;  // load, compile, data, run, compare
@@ -88,31 +77,58 @@ std::vector<std::string> backends() {
   return out;
 }
 
+// Compares one output value (a tensor, a sequence of tensors or an absent optional).
+std::optional<std::string> compare_value(const frame::runtime::Value& got,
+                                         const frame::runtime::Value& want) {
+  if (got.kind != want.kind) {
+    return fmt::format("got {}, expected {}", got.to_string(), want.to_string());
+  }
+  if (want.is_none()) return std::nullopt;
+  if (want.is_tensor()) {
+    frame::test::CompareResult c = frame::test::compare_tensors(
+        got.tensor, want.tensor, frame::test::tolerance_for(want.tensor.dtype()));
+    return c.ok ? std::nullopt : std::optional<std::string>(c.message);
+  }
+  if (got.sequence.size() != want.sequence.size()) {
+    return fmt::format("a sequence of {} elements, expected {}", got.sequence.size(),
+                       want.sequence.size());
+  }
+  for (size_t k = 0; k < want.sequence.size(); ++k) {
+    frame::test::CompareResult c = frame::test::compare_tensors(
+        got.sequence[k], want.sequence[k], frame::test::tolerance_for(want.sequence[k].dtype()));
+    if (!c.ok) return fmt::format("element {}: {}", k, c.message);
+  }
+  return std::nullopt;
+}
+
 // One test_data_set: every input_N.pb is fed as the graph input it names, exactly as the suite
 // ships it (nothing is bound as a constant by the harness; the session specializes, ADR 0006).
+// Sequence and optional inputs and outputs are SequenceProto / OptionalProto files.
 Outcome run_set(const frame::runtime::Session& session, const fs::path& data) {
-  frame::runtime::TensorMap feeds;
+  frame::runtime::ValueMap feeds;
+  const auto& inputs = session.inputs();
   const auto in_files = sorted_files(data, "input_");
   for (size_t i = 0; i < in_files.size(); ++i) {
-    std::string name;
-    Result<Tensor> t = frame::onnx::read_tensor_proto(in_files[i].string(), &name);
-    if (!t.is_ok()) return {false, "data", t.status().message()};
-    // Input .pb files carry the graph input name; without one, declaration order.
-    if (name.empty() && i < session.inputs().size()) name = session.inputs()[i].name;
-    if (t->dtype() == frame::DTypeCode::kUInt16) {
-      if (std::optional<frame::DTypeCode> as = uint16_as(session.inputs(), name)) {
-        t = frame::onnx::read_tensor_proto(in_files[i].string(), nullptr, as);
-        if (!t.is_ok()) return {false, "data", t.status().message()};
-      }
+    if (i >= inputs.size()) {
+      return {
+          false, "data",
+          fmt::format("{} input files, the model has {} inputs", in_files.size(), inputs.size())};
     }
-    feeds[name] = *t;
+    // Input files follow the graph's input order and usually carry its name.
+    std::string name;
+    Result<frame::runtime::Value> v =
+        frame::onnx::read_value_proto(in_files[i].string(), inputs[i], &name);
+    if (!v.is_ok()) return {false, "data", v.status().message()};
+    feeds[name.empty() ? inputs[i].name : name] = std::move(*v);
   }
   // A staged model (data-dependent shapes, ADR 0008) compiles its stages during the run.
   if (!session.is_staged()) {
-    Result<frame::runtime::Executable> exe = session.prepare(feeds);
+    frame::runtime::TensorMap tensors;
+    for (const auto& [name, v] : feeds) tensors[name] = v.tensor;
+    Result<frame::runtime::Executable> exe = session.prepare(tensors);
     if (!exe.is_ok()) return {false, "compile", exe.status().message()};
   }
-  Result<frame::runtime::TensorMap> out = session.run(feeds);
+  Result<frame::runtime::ValueMap> out = session.run_values(feeds);
   if (!out.is_ok()) return {false, "run", out.status().message()};
   const auto out_files = sorted_files(data, "output_");
   const auto& declared = session.outputs();
@@ -122,17 +138,15 @@ Outcome run_set(const frame::runtime::Session& session, const fs::path& data) {
         fmt::format("{} expected outputs, the model has {}", out_files.size(), declared.size())};
   }
   for (size_t i = 0; i < out_files.size(); ++i) {
-    Result<Tensor> e = frame::onnx::read_tensor_proto(out_files[i].string(), nullptr,
-                                                      uint16_as(declared, declared[i].name));
+    Result<frame::runtime::Value> e =
+        frame::onnx::read_value_proto(out_files[i].string(), declared[i]);
     if (!e.is_ok()) return {false, "data", e.status().message()};
     auto it = out->find(declared[i].name);
     if (it == out->end()) {
       return {false, "compare", fmt::format("output {} '{}' missing", i, declared[i].name)};
     }
-    frame::test::CompareResult c =
-        frame::test::compare_tensors(it->second, *e, frame::test::tolerance_for(e->dtype()));
-    if (!c.ok) {
-      return {false, "compare", fmt::format("output {} '{}': {}", i, declared[i].name, c.message)};
+    if (std::optional<std::string> diff = compare_value(it->second, *e)) {
+      return {false, "compare", fmt::format("output {} '{}': {}", i, declared[i].name, *diff)};
     }
   }
   return {true, "", ""};

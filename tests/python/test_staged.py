@@ -214,18 +214,44 @@ def test_compress_and_unique_of_computed_values():
         np.testing.assert_array_equal(uc, euc)
 
 
-def test_a_loop_whose_body_holds_nonzero_is_refused_with_a_clear_error():
-    body = helper.make_graph(
-        [helper.make_node("NonZero", ["x"], ["nz"]),
-         helper.make_node("Identity", ["c"], ["c_out"])],
-        "body", [_i("i", []), helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
-        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []), _i("nz", None)])
-    nodes = [helper.make_node("Loop", ["m", "t"], ["scan"], body=body)]
-    inits = [helper.make_tensor("m", TensorProto.INT64, [], [2]),
-             helper.make_tensor("t", TensorProto.BOOL, [], [True])]
-    m = _model(nodes, [_f("x", [3])], [_i("scan", None)], inits)
-    with pytest.raises(Exception, match="Loop.*If branches only"):
-        frame.InferenceSession(m)
+def test_a_loop_whose_body_holds_nonzero_computes_its_condition_and_scans():
+    # Each iteration i keeps x[x > i] (NonZero + Gather: a data-dependent count), scans its sum,
+    # adds it to a carried total and continues while something was kept (cond from the body).
+    body = helper.make_graph([
+        helper.make_node("Cast", ["i"], ["i_f"], to=TensorProto.FLOAT),
+        helper.make_node("Greater", ["x", "i_f"], ["mask"]),
+        helper.make_node("NonZero", ["mask"], ["nz"]),
+        helper.make_node("Reshape", ["nz", "minus1"], ["idx"]),
+        helper.make_node("Gather", ["x", "idx"], ["sel"], axis=0),
+        helper.make_node("ReduceSum", ["sel"], ["s"], keepdims=0),
+        helper.make_node("Add", ["acc", "s"], ["acc_out"]),
+        helper.make_node("Shape", ["sel"], ["shp"]),
+        helper.make_node("Greater", ["shp", "zero_i"], ["gt"]),
+        helper.make_node("Squeeze", ["gt", "ax0"], ["c_out"]),
+    ], "body", [_i("i", []), helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+                _f("acc", [])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []), _f("acc_out", []),
+         _f("s", [])])
+    nodes = [helper.make_node("Loop", ["m", "", "acc0"], ["total", "sums"], body=body)]
+    inits = [helper.make_tensor("m", TensorProto.INT64, [], [10]),
+             helper.make_tensor("acc0", TensorProto.FLOAT, [], [0.0]),
+             helper.make_tensor("minus1", TensorProto.INT64, [1], [-1]),
+             helper.make_tensor("zero_i", TensorProto.INT64, [1], [0]),
+             helper.make_tensor("ax0", TensorProto.INT64, [1], [0])]
+    m = _model(nodes, [_f("x", ["n"])], [_f("total", []), _f("sums", None)], inits)
+    sess = frame.InferenceSession(m)
+    assert any("eager Loop" in s for s in sess.stages()), sess.stages()
+    for x in ([0.5, 2.5, 1.5, 3.5], [5.0, 0.25], [-1.0], [9.5] * 3):
+        x = np.array(x, np.float32)
+        sums = []
+        for i in range(10):
+            sel = x[x > i]
+            sums.append(sel.sum())
+            if sel.size == 0:
+                break
+        total, got = sess.run(None, {"x": x})
+        np.testing.assert_allclose(got, np.array(sums, np.float32), rtol=1e-6)
+        np.testing.assert_allclose(total, np.float32(sum(sums)), rtol=1e-6)
 
 
 def test_loop_over_a_computed_count_whose_carried_value_grows():

@@ -123,12 +123,6 @@ int run_run() {
     if (files->empty()) (*files)["input"] = b->input.string();
   }
 
-  // Input files are fed as the run's inputs (never bound as constants by hand): the session
-  // reads symbolic dims and shape-determining values from them (ADR 0006).
-  Result<runtime::TensorMap> read = read_input_files(*files);
-  if (!read.is_ok()) return fail(read.status());
-  runtime::TensorMap given = std::move(*read);
-
   runtime::SessionOptions so;
   so.compile.backends = *backends;
   so.compile.num_threads = o.threads;
@@ -144,7 +138,30 @@ int run_run() {
   const double load_s = seconds_since(t0);
   if (!session.is_ok()) return fail(session.status());
 
-  Result<std::vector<std::string>> random_inputs = complete_inputs(*session, *shapes, given);
+  // Input files are fed as the run's inputs (never bound as constants by hand): the session
+  // reads symbolic dims and shape-determining values from them (ADR 0006). A model with a
+  // sequence or optional input or output runs with values (run_values(): a directory is a
+  // sequence, `none` an absent optional).
+  const bool values = has_non_tensor_values(*session);
+  Result<runtime::ValueMap> read = read_input_values(*files, *session);
+  if (!read.is_ok()) return fail(read.status());
+  runtime::ValueMap given_values = std::move(*read);
+  runtime::TensorMap given;
+  Result<std::vector<std::string>> random_inputs = std::vector<std::string>{};
+  if (values) {
+    random_inputs = complete_input_values(*session, *shapes, given_values);
+  } else {
+    for (auto& [name, v] : given_values) {
+      if (!v.is_tensor()) {
+        return fail(
+            invalid_argument("--input {}: the model's input '{}' is a tensor, got {} "
+                             "(a directory is a sequence, 'none' an absent optional)",
+                             name, name, v.to_string()));
+      }
+      given[name] = std::move(v.tensor);
+    }
+    random_inputs = complete_inputs(*session, *shapes, given);
+  }
   if (!random_inputs.is_ok()) return fail(random_inputs.status());
   const runtime::TensorMap& inputs = given;
 
@@ -162,8 +179,9 @@ int run_run() {
     exe = std::move(*prepared);
   } else {
     Progress p("compiling the first stages (staged model)");
-    Result<runtime::TensorMap> first = session->run(inputs);
-    if (!first.is_ok()) return fail(first.status());
+    Status first =
+        values ? session->run_values(given_values).status() : session->run(inputs).status();
+    if (!first.is_ok()) return fail(first);
   }
   const double compile_s = seconds_since(t0);
   // The specialization's compile, stage by stage (CompileReport::stage_times_ms).
@@ -181,6 +199,7 @@ int run_run() {
 
   std::vector<double> times;
   runtime::TensorMap outputs;
+  runtime::ValueMap out_values;  // every output, tensors included
   runtime::Profile profile;
   runtime::RunOptions ro;
   if (o.profile || !o.profile_json.empty()) ro.profile = &profile;
@@ -189,14 +208,26 @@ int run_run() {
     // One untimed warm-up run (thread pool start, first-touch of the arena) so the reported
     // median measures steady-state runs even with --repeat 1. Its outputs are the buffers the
     // timed runs write into, so they allocate nothing.
-    Result<runtime::TensorMap> warm = session->run(inputs);
-    if (!warm.is_ok()) return fail(warm.status());
-    outputs = std::move(*warm);
-    for (int i = 0; i < o.repeat; ++i) {
-      const auto r0 = std::chrono::steady_clock::now();
-      Status s = session->run(inputs, outputs, ro);
-      times.push_back(seconds_since(r0));
-      if (!s.is_ok()) return fail(s);
+    if (values) {
+      for (int i = 0; i <= o.repeat; ++i) {
+        const auto r0 = std::chrono::steady_clock::now();
+        Result<runtime::ValueMap> r =
+            session->run_values(given_values, i == 0 ? runtime::RunOptions{} : ro);
+        if (i > 0) times.push_back(seconds_since(r0));
+        if (!r.is_ok()) return fail(r.status());
+        out_values = std::move(*r);
+      }
+    } else {
+      Result<runtime::TensorMap> warm = session->run(inputs);
+      if (!warm.is_ok()) return fail(warm.status());
+      outputs = std::move(*warm);
+      for (int i = 0; i < o.repeat; ++i) {
+        const auto r0 = std::chrono::steady_clock::now();
+        Status s = session->run(inputs, outputs, ro);
+        times.push_back(seconds_since(r0));
+        if (!s.is_ok()) return fail(s);
+      }
+      for (const auto& [name, t] : outputs) out_values[name] = runtime::Value::of(t);
     }
   }
   if (!o.profile_json.empty()) {
@@ -220,14 +251,32 @@ int run_run() {
                              ec.message()));
     }
     std::vector<std::string> names;
-    for (const auto& [name, t] : outputs) names.push_back(name);
+    for (const auto& [name, v] : out_values) names.push_back(name);
     const std::vector<std::string> stems = unique_file_stems(names);
     size_t k = 0;
-    for (const auto& [name, t] : outputs) {
+    for (const auto& [name, v] : out_values) {
       const std::string& stem = stems[k++];
-      const auto path = std::filesystem::path(o.output_dir) / (stem + ".npy");
-      Status s = write_npy(path.string(), t);
-      if (!s.is_ok()) return fail(s);
+      // A tensor is DIR/<output>.npy; a sequence the directory DIR/<output>/ of 0.npy, 1.npy,
+      // ... (what --input reads back); an absent optional writes nothing.
+      if (v.is_none()) continue;
+      std::filesystem::path path = std::filesystem::path(o.output_dir) / (stem + ".npy");
+      if (v.is_sequence()) {
+        path = std::filesystem::path(o.output_dir) / stem;
+        std::error_code dir_ec;
+        std::filesystem::remove_all(path, dir_ec);
+        std::filesystem::create_directories(path, dir_ec);
+        if (dir_ec) {
+          return fail(make_error(StatusCode::kIo, "cannot create '{}': {}", path.string(),
+                                 dir_ec.message()));
+        }
+        for (size_t e = 0; e < v.sequence.size(); ++e) {
+          Status s = write_npy((path / fmt::format("{}.npy", e)).string(), v.sequence[e]);
+          if (!s.is_ok()) return fail(s);
+        }
+      } else {
+        Status s = write_npy(path.string(), v.tensor);
+        if (!s.is_ok()) return fail(s);
+      }
       written.push_back(path.string());
       written_lines.push_back(stem == name ? path.string()
                                            : fmt::format("{} (output '{}')", path.string(), name));
@@ -269,16 +318,28 @@ int run_run() {
                         {"pass_count", compiled ? compiled->pass_times_ms.size() : 0}};
     }
     if (staged) j["stages"] = session->stages();
-    for (const std::string& name : output_order) {
-      const Tensor& t = outputs.at(name);
+    auto tensor_json = [](const Tensor& t) {
       Stats s = tensor_stats(t);
-      j["outputs"].push_back({{"name", name},
-                              {"dtype", std::string(dtype_name(t.dtype()))},
-                              {"shape", t.shape()},
-                              {"min", s.min},
-                              {"max", s.max},
-                              {"mean", s.mean},
-                              {"first", s.first}});
+      return nlohmann::ordered_json{{"dtype", std::string(dtype_name(t.dtype()))},
+                                    {"shape", t.shape()},
+                                    {"min", s.min},
+                                    {"max", s.max},
+                                    {"mean", s.mean},
+                                    {"first", s.first}};
+    };
+    for (const std::string& name : output_order) {
+      const runtime::Value& v = out_values.at(name);
+      nlohmann::ordered_json entry{{"name", name}};
+      if (v.is_tensor()) {
+        entry.update(tensor_json(v.tensor));
+      } else if (v.is_none()) {
+        entry["kind"] = "none";
+      } else {
+        entry["kind"] = "sequence";
+        entry["elements"] = nlohmann::ordered_json::array();
+        for (const Tensor& t : v.sequence) entry["elements"].push_back(tensor_json(t));
+      }
+      j["outputs"].push_back(std::move(entry));
     }
     if (o.kernels && exe) {
       for (const auto& p : exe->report().placements) {
@@ -308,10 +369,23 @@ int run_run() {
       std::printf("input '%s': random values (fixed seed); pass --input %s=FILE.npy to choose\n",
                   name.c_str(), name.c_str());
     }
-    for (const std::string& name : output_order) {
-      const Tensor& t = outputs.at(name);
-      std::printf("output %s: %s%s %s\n", name.c_str(), std::string(dtype_name(t.dtype())).c_str(),
+    auto print_tensor = [](const std::string& label, const Tensor& t) {
+      std::printf("%s: %s%s %s\n", label.c_str(), std::string(dtype_name(t.dtype())).c_str(),
                   shape_to_string(t.shape()).c_str(), summarize(t).c_str());
+    };
+    for (const std::string& name : output_order) {
+      const runtime::Value& v = out_values.at(name);
+      if (v.is_tensor()) {
+        print_tensor("output " + name, v.tensor);
+      } else if (v.is_none()) {
+        std::printf("output %s: none (an absent optional)\n", name.c_str());
+      } else {
+        std::printf("output %s: a sequence of %zu %s tensors\n", name.c_str(), v.sequence.size(),
+                    std::string(dtype_name(v.elem_dtype)).c_str());
+        for (size_t e = 0; e < v.sequence.size(); ++e) {
+          print_tensor(fmt::format("  [{}]", e), v.sequence[e]);
+        }
+      }
     }
     std::printf("times: load %.3f ms, compile %.3f ms, run %.3f ms (median of %d)\n", load_s * 1e3,
                 compile_s * 1e3, run_s * 1e3, o.repeat);
@@ -365,8 +439,9 @@ CommandRegistration reg{Command{
                       "Backend chain, comma-separated, most preferred first (e.g. onednn,cpu); "
                       "default auto = the optimized backends built here, then cpu");
       sub->add_option("--input", g_run.inputs,
-                      "NAME=FILE.npy, fed as that input; inputs without a file get random "
-                      "values, except shape-determining ones, which need a file");
+                      "NAME=FILE.npy, fed as that input; NAME=DIR for a sequence (DIR/0.npy, "
+                      "1.npy, ...), NAME=none for an absent optional; inputs without a file "
+                      "get random values, except shape-determining ones, which need a file");
       add_opencl_device_option(sub);
       sub->add_option("--plugin", g_run.plugins,
                       "Shared library whose ops, kernels and ONNX mappings to load first "
@@ -378,7 +453,9 @@ CommandRegistration reg{Command{
           ->check(int_in_range(0, 4096));
       sub->add_option("--repeat", g_run.repeat, "Runs to time; the median is reported")
           ->check(int_in_range(1, 1000000));
-      sub->add_option("--output-dir", g_run.output_dir, "Write DIR/<output>.npy for each output");
+      sub->add_option("--output-dir", g_run.output_dir,
+                      "Write DIR/<output>.npy for each output (a sequence: DIR/<output>/0.npy, "
+                      "1.npy, ...; an absent optional: nothing)");
       sub->add_flag("--json", g_run.json, "Print the result as JSON");
       sub->add_option("--cache-dir", g_run.cache_dir,
                       "Compile cache on disk: read the compiled specialization from DIR when a "

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <random>
 #include <set>
@@ -431,6 +432,65 @@ Result<runtime::TensorMap> read_input_files(const std::map<std::string, std::str
     out[name] = *t;
   }
   return out;
+}
+
+Result<runtime::ValueMap> read_input_values(const std::map<std::string, std::string>& files,
+                                            const runtime::Session& session) {
+  runtime::ValueMap out;
+  for (const auto& [name, path] : files) {
+    if (path == "none") {
+      out[name] = runtime::Value::none();
+      continue;
+    }
+    if (!std::filesystem::is_directory(path)) {
+      Result<Tensor> t = read_npy(path);
+      if (!t.is_ok()) return t.status().with_prefix(fmt::format("--input {}: ", name));
+      out[name] = runtime::Value::of(std::move(*t));
+      continue;
+    }
+    DTypeCode declared = DTypeCode::kFloat32;
+    for (const runtime::ValueInfo& vi : session.inputs()) {
+      if (vi.name == name) declared = vi.dtype;
+    }
+    std::vector<Tensor> elements;
+    for (size_t k = 0;; ++k) {
+      const std::filesystem::path file = std::filesystem::path(path) / fmt::format("{}.npy", k);
+      if (!std::filesystem::exists(file)) break;
+      Result<Tensor> t = read_npy(file.string());
+      if (!t.is_ok()) return t.status().with_prefix(fmt::format("--input {}: ", name));
+      elements.push_back(std::move(*t));
+    }
+    const DTypeCode dt = elements.empty() ? declared : elements.front().dtype();
+    out[name] = runtime::Value::of_sequence(std::move(elements), dt);
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> complete_input_values(const runtime::Session& session,
+                                                       const std::map<std::string, Shape>& shapes,
+                                                       runtime::ValueMap& inputs) {
+  // The tensors given, and a placeholder for each sequence or none given (so it is not
+  // completed): complete_inputs checks names and --shape against them.
+  runtime::TensorMap tensors;
+  for (const auto& [name, v] : inputs) tensors[name] = v.is_tensor() ? v.tensor : Tensor();
+  FRAME_ASSIGN_OR_RETURN(std::vector<std::string> random,
+                         complete_inputs(session, shapes, tensors));
+  for (const runtime::ValueInfo& vi : session.inputs()) {
+    if (std::find(random.begin(), random.end(), vi.name) == random.end()) continue;
+    Tensor t = tensors.at(vi.name);
+    inputs[vi.name] = vi.sequence ? runtime::Value::of_sequence({std::move(t)}, vi.dtype)
+                                  : runtime::Value::of(std::move(t));
+  }
+  return random;
+}
+
+bool has_non_tensor_values(const runtime::Session& session) {
+  for (const auto* list : {&session.inputs(), &session.outputs()}) {
+    for (const runtime::ValueInfo& vi : *list) {
+      if (vi.sequence || vi.optional) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace frame::cli

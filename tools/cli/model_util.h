@@ -145,4 +145,21 @@ Result<std::vector<std::string>> complete_inputs(const runtime::Session& session
 /// reader's, prefixed with "--input NAME: ".
 Result<runtime::TensorMap> read_input_files(const std::map<std::string, std::string>& files);
 
+/// Reads `--input` values for a model with sequence or optional inputs (docs/cli.md): `none`
+/// is an absent optional, a directory is a sequence of its 0.npy, 1.npy, ... (in order, up to
+/// the first number missing; `elem_dtype` set from the first, or from the declared input when
+/// empty), any other path a .npy tensor. Errors: the .npy reader's, prefixed with
+/// "--input NAME: ".
+Result<runtime::ValueMap> read_input_values(const std::map<std::string, std::string>& files,
+                                            const runtime::Session& session);
+
+/// complete_inputs for values: inputs without a value get random ones (a sequence input a
+/// one-element sequence of the declared element shape, an optional input a present tensor).
+Result<std::vector<std::string>> complete_input_values(const runtime::Session& session,
+                                                       const std::map<std::string, Shape>& shapes,
+                                                       runtime::ValueMap& inputs);
+
+/// Whether a model takes or returns a sequence or optional (then it runs with run_values()).
+bool has_non_tensor_values(const runtime::Session& session);
+
 }  // namespace frame::cli

@@ -36,6 +36,16 @@ Result<runtime::Session> open_session_from_bytes(std::string_view bytes,
                                                  const LoadOptions& load = {},
                                                  const std::string& model_dir = "");
 
+/// Reads a serialized ONNX value file (the backend tests' `input_N.pb` / `output_N.pb`) as a
+/// run value for a declared input or output: a TensorProto for a tensor, a SequenceProto
+/// (of tensors) for `declared.sequence`, an OptionalProto for `declared.optional` (absent:
+/// Value::none()). UINT16 data is read as bfloat16 bits where `declared.dtype` is kBFloat16
+/// (read_tensor_proto). `name_out`, when not null, receives the proto's name.
+/// Errors: kIo (unreadable or malformed); kInvalidArgument for a sequence of maps or
+/// sequences, or an element type frame lacks.
+Result<runtime::Value> read_value_proto(const std::string& path, const runtime::ValueInfo& declared,
+                                        std::string* name_out = nullptr);
+
 /// The classification open_session makes (ADR 0006): the declared inputs a session over the
 /// model at `path` binds per run, in model order, each with the positions its value reaches
 /// (IR nodes of the structure-only import at placeholder shapes, symbolic dims as 1; and ONNX

@@ -40,7 +40,9 @@ struct Dim {
   bool is_concrete() const { return value >= 0; }
 };
 
-/// A declared model input or output: name, element type and dims.
+/// A declared model input or output: name, element type and dims. ONNX also types values as
+/// sequences of tensors and as optionals (ONNX IR spec, "Types"; ONNX operator spec,
+/// Sequence* and Optional* ops): then `dtype` and `dims` describe the tensor inside.
 struct ValueInfo {
   std::string name;
   DTypeCode dtype = DTypeCode::kFloat32;
@@ -48,9 +50,54 @@ struct ValueInfo {
   /// whose rank is then free).
   std::vector<Dim> dims;
   bool has_shape = true;
-  /// "f32[batch,3,224,224]"; "?" for an unknown dim, "f32[?...]" without a shape.
+  /// A sequence of tensors (`dtype`, `dims`: each element's; elements' shapes may differ).
+  bool sequence = false;
+  /// An optional: the value (a tensor, or a sequence when `sequence`) may be absent.
+  bool optional = false;
+  /// "f32[batch,3,224,224]"; "?" for an unknown dim, "f32[?...]" without a shape;
+  /// "seq(f32[?])", "optional(f32[4])", "optional(seq(i64[?...]))".
   std::string to_string() const;
 };
+
+/// One value a run takes or returns (docs/adr/0008-data-dependent-shapes.md, "Sequences and
+/// optionals"): a tensor, a sequence of tensors of one dtype (ONNX `seq(tensor(T))`), or an
+/// absent optional (ONNX `optional(...)` without an element; a present optional is its
+/// element). Copies share tensor storage as Tensor copies do.
+struct Value {
+  enum class Kind { kTensor, kSequence, kNone };
+  Kind kind = Kind::kTensor;
+  Tensor tensor;                 ///< kTensor
+  std::vector<Tensor> sequence;  ///< kSequence: the elements, in order
+  /// kSequence: the element dtype (an empty sequence keeps it; ONNX SequenceEmpty `dtype`).
+  DTypeCode elem_dtype = DTypeCode::kFloat32;
+
+  static Value of(Tensor t) {
+    Value v;
+    v.kind = Kind::kTensor;
+    v.tensor = std::move(t);
+    return v;
+  }
+  static Value of_sequence(std::vector<Tensor> elements, DTypeCode elem_dtype) {
+    Value v;
+    v.kind = Kind::kSequence;
+    v.sequence = std::move(elements);
+    v.elem_dtype = elem_dtype;
+    return v;
+  }
+  static Value none() {
+    Value v;
+    v.kind = Kind::kNone;
+    return v;
+  }
+  bool is_tensor() const { return kind == Kind::kTensor; }
+  bool is_sequence() const { return kind == Kind::kSequence; }
+  bool is_none() const { return kind == Kind::kNone; }
+  /// "f32[2,3]", "seq(3 x f32)", "none": for messages.
+  std::string to_string() const;
+};
+
+/// A run's values by name.
+using ValueMap = std::map<std::string, Value>;
 
 /// A model with data-dependent shapes, run as stages (defined below).
 struct StagedRunner;
@@ -179,8 +226,9 @@ struct CacheStats {
 /// them to `run`.
 struct StagedRunner {
   /// Runs the model. `inputs` holds every declared input, validated against the declared
-  /// dtypes and dims. Thread-safe. Errors: a stage's or eager node's, naming it.
-  std::function<Result<TensorMap>(const TensorMap& inputs, const RunOptions& options)> run;
+  /// kinds, dtypes and dims (Session::run_values). Thread-safe. Errors: a stage's or eager
+  /// node's, naming it.
+  std::function<Result<ValueMap>(const ValueMap& inputs, const RunOptions& options)> run;
   /// The specialization-cache counters of every stage, summed.
   std::function<CacheStats()> stats;
   /// One line per step (stage or eager node) in run order, for `frame inspect` and reports,
@@ -221,13 +269,23 @@ class Session {
   /// of the key compiles it again in full, see tiered_compile). Errors: kInvalidArgument naming the
   /// input and expected vs actual (missing input, unknown name, dtype, rank or dim mismatch);
   /// specialization and compile errors (e.g. a Reshape target the input cannot take) prefixed with
-  /// the key's shapes; kernel errors naming node and op.
+  /// the key's shapes; kernel errors naming node and op; for a model with a sequence or
+  /// optional input or output, kInvalidArgument naming it (use run_values()).
   Result<TensorMap> run(const TensorMap& inputs, const RunOptions& options = {}) const;
   /// Like run(), writing into caller-provided outputs (Executable::run's IoBinding form):
   /// `outputs` must hold every output with the dtype and shape this key produces. For a staged
   /// model (is_staged()), output shapes depend on the data: each output is replaced by the
   /// run's tensor.
   Status run(const TensorMap& inputs, TensorMap& outputs, const RunOptions& options = {}) const;
+  /// Runs a model whose inputs or outputs may be sequences or optionals (ValueInfo::sequence,
+  /// ValueInfo::optional; ONNX Runtime's Python API takes and returns lists and None for them):
+  /// a sequence input takes a Value of kSequence whose elements each have the declared dtype
+  /// and agree with the declared element dims; an optional input may be Value::none(). Returns
+  /// every declared output: a tensor, a sequence, or none for an absent optional. For a model
+  /// of tensors only, the same as run(). Errors: as run(), and kInvalidArgument naming the
+  /// input for a kind mismatch (a tensor for a sequence, none for a non-optional input) or an
+  /// element of the wrong dtype or rank.
+  Result<ValueMap> run_values(const ValueMap& inputs, const RunOptions& options = {}) const;
   /// Fetches or compiles the specialization `inputs` select, without running it (e.g. to time
   /// the compile apart from the run). Always the full compile: a key prepared ahead of its
   /// runs skips the first-seen tier (SessionOptions::tiered_compile), and a held first-seen
