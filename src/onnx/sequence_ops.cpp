@@ -34,6 +34,9 @@ struct OpError {
   const ::onnx::NodeProto& n;
   template <typename... Args>
   Status operator()(fmt::format_string<Args...> f, Args&&... args) const {
+    if (n.name().empty()) {
+      return invalid_argument("{}: {}", n.op_type(), fmt::format(f, std::forward<Args>(args)...));
+    }
     return invalid_argument("node '{}' ({}): {}", n.name(), n.op_type(),
                             fmt::format(f, std::forward<Args>(args)...));
   }
@@ -348,8 +351,12 @@ Result<std::vector<Value>> run_value_op(const ::onnx::NodeProto& n,
 }
 
 Result<Tensor> stack_tensors(const std::vector<Tensor>& elements, DTypeCode dtype,
-                             const std::string& what) {
-  if (elements.empty()) return Tensor::empty(dtype, Shape{0});
+                             const std::optional<Shape>& element_shape, const std::string& what) {
+  if (elements.empty()) {
+    Shape s{0};
+    if (element_shape) s.insert(s.end(), element_shape->begin(), element_shape->end());
+    return Tensor::empty(dtype, s);
+  }
   std::vector<Tensor> parts;
   parts.reserve(elements.size());
   for (const Tensor& e : elements) {
@@ -357,8 +364,7 @@ Result<Tensor> stack_tensors(const std::vector<Tensor>& elements, DTypeCode dtyp
     parts.push_back(std::move(u));
   }
   ::onnx::NodeProto named;
-  named.set_name(what);
-  named.set_op_type("Loop");
+  named.set_op_type("Loop " + what);
   return concat(parts, 0, OpError{named});
 }
 

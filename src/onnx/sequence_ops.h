@@ -40,9 +40,10 @@ Result<std::vector<runtime::Value>> run_value_op(
     const ::onnx::NodeProto& n, const std::vector<std::optional<runtime::Value>>& inputs);
 
 /// Stacks `elements` (each of one shape and dtype) along a new leading axis: the scan outputs
-/// of a Loop. `dtype` is used when there are none (shape [0]). Errors: kInvalidArgument when
-/// shapes or dtypes differ, naming `what`.
+/// of a Loop. With no elements: `dtype` and shape [0] followed by `element_shape` (the body's
+/// declared per-iteration shape, when fixed), else [0]. Errors: kInvalidArgument when shapes
+/// or dtypes differ, naming `what`.
 Result<Tensor> stack_tensors(const std::vector<Tensor>& elements, DTypeCode dtype,
-                             const std::string& what);
+                             const std::optional<Shape>& element_shape, const std::string& what);
 
 }  // namespace frame::onnx::detail

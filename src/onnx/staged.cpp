@@ -9,6 +9,7 @@
 #include "staged.h"
 
 #include <algorithm>
+#include <chrono>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -86,6 +87,20 @@ using Kinds = std::map<std::string, ValueKind>;
 ValueKind kind_in(const Kinds& k, const std::string& name) {
   auto it = k.find(name);
   return it == k.end() ? ValueKind::kTensor : it->second;
+}
+
+const char* kind_name(ValueKind k) {
+  switch (k) {
+    case ValueKind::kTensor:
+      return "a tensor";
+    case ValueKind::kSequence:
+      return "a sequence";
+    case ValueKind::kOptionalTensor:
+      return "an optional tensor";
+    case ValueKind::kOptionalSequence:
+      return "an optional sequence";
+  }
+  return "?";
 }
 
 // Which nodes of a graph run eagerly (eager_nodes() says why), and the kinds of its values.
@@ -286,7 +301,9 @@ struct Graph {
   std::vector<std::unique_ptr<Step>> steps;
   std::vector<std::string> inputs;  // a body's formal inputs (Loop, SequenceMap)
   std::vector<std::string> outputs;
-  std::vector<DTypeCode> output_dtypes;     // declared element types (empty scan outputs)
+  std::vector<DTypeCode> output_dtypes;             // declared element types (empty scan outputs)
+  std::vector<std::optional<Shape>> output_shapes;  // declared shapes, when every dim is fixed
+  std::vector<ValueKind> output_kinds;      // declared kinds (the model's outputs are checked)
   std::vector<std::string> entry;           // outer values a body reads (computed ones)
   std::map<std::string, Tensor> constants;  // this scope's initializers and Constant values
   const Graph* parent = nullptr;
@@ -301,6 +318,9 @@ const Tensor* find_constant(const Graph& g, const std::string& name) {
 }
 
 std::string describe_node(const ::onnx::NodeProto& n) {
+  if (n.name().empty() && n.output_size() > 0) {
+    return fmt::format("{} (output '{}')", n.op_type(), n.output(0));
+  }
   return fmt::format("{} '{}'", n.op_type(), n.name());
 }
 
@@ -325,6 +345,19 @@ Result<std::unique_ptr<Graph>> build_graph(const ::onnx::GraphProto& gp, Shared&
       dt = dtype_from_onnx(tt->elem_type());
     }
     graph->output_dtypes.push_back(dt.is_ok() ? *dt : DTypeCode::kFloat32);
+    graph->output_kinds.push_back(kind_of_type(o.type()));
+    std::optional<Shape> shape;
+    if (o.type().has_tensor_type() && o.type().tensor_type().has_shape()) {
+      shape.emplace();
+      for (const auto& d : o.type().tensor_type().shape().dim()) {
+        if (!d.has_dim_value() || d.dim_value() < 0) {
+          shape.reset();
+          break;
+        }
+        shape->push_back(d.dim_value());
+      }
+    }
+    graph->output_shapes.push_back(std::move(shape));
   }
   if (depth > 0) {
     for (const auto& in : gp.input()) graph->inputs.push_back(in.name());
@@ -751,9 +784,10 @@ Status run_loop(const Step& s, const Graph& g, const Shared& sh, Values& vt,
     }
     const size_t j = ku - carried_count;
     if (j >= scans) return invalid_argument("output {} has no body output to come from", k);
+    const size_t b = 1 + carried_count + j;
     FRAME_ASSIGN_OR_RETURN(Tensor stacked,
-                           stack_tensors(scanned[j], body.output_dtypes[1 + carried_count + j],
-                                         fmt::format("scan output {} '{}'", j, o)));
+                           stack_tensors(scanned[j], body.output_dtypes[b], body.output_shapes[b],
+                                         fmt::format("scan output {} ('{}')", j, o)));
     vt.set(o, std::move(stacked), true);
   }
   return Status();
@@ -812,9 +846,32 @@ Status run_sequence_map(const Step& s, const Graph& g, const Shared& sh, Values&
   return Status();
 }
 
+std::string type_string(const Tensor& t) {
+  return fmt::format("{}{}", dtype_name(t.dtype()), shape_to_string(t.shape()));
+}
+
+// Adds a step run outside a compiled stage to the run's profile (when profiling): an eager
+// node (`node`) or a folded stage (`node` null), on the cpu kernels or the runner itself.
+void profile_step(const runtime::RunOptions& ro, const Step& s, const char* path,
+                  std::chrono::steady_clock::time_point start,
+                  const std::vector<Tensor>& inputs = {}) {
+  if (ro.profile == nullptr) return;
+  const int64_t ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count();
+  runtime::NodeProfile step;
+  step.node = s.node != nullptr ? s.node->name() : s.label;
+  step.op = s.node != nullptr ? s.node->op_type() : "stage";
+  step.backend = "cpu";
+  step.path = path;
+  for (const Tensor& t : inputs) step.input_types.push_back(type_string(t));
+  ro.profile->add_step(step, start, ns);
+}
+
 // Runs step `s` of graph `g` (the scope its constants come from).
 Status run_step(const Step& s, const Graph& g, const Shared& sh, Values& vt,
                 const runtime::RunOptions& ro) {
+  const auto start = std::chrono::steady_clock::now();
   switch (s.kind) {
     case Step::Kind::kStage: {
       runtime::TensorMap in;
@@ -828,12 +885,18 @@ Status run_step(const Step& s, const Graph& g, const Shared& sh, Values& vt,
         Result<runtime::TensorMap> folded = run_folded(s, g, sh, in);
         if (folded.is_ok()) {
           for (const std::string& name : s.outputs) vt.set(name, folded->at(name), false);
+          profile_step(ro, s, "folded", start);
           return Status();
         }
         // Over the session's memory limits: the compile path refuses it with its own error.
       }
       FRAME_ASSIGN_OR_RETURN(runtime::Session session, stage_session(s, g, sh, in));
-      FRAME_ASSIGN_OR_RETURN(runtime::TensorMap out, session.run(in, ro));
+      // The stage's own nodes join the run's profile; its run is not counted as one.
+      std::optional<runtime::Profile> stage_profile;
+      runtime::RunOptions stage_ro = ro;
+      if (ro.profile != nullptr) stage_ro.profile = &stage_profile.emplace();
+      FRAME_ASSIGN_OR_RETURN(runtime::TensorMap out, session.run(in, stage_ro));
+      if (stage_profile) ro.profile->merge_steps(*stage_profile);
       for (const std::string& name : s.outputs) vt.set(name, out.at(name), true);
       return Status();
     }
@@ -849,6 +912,7 @@ Status run_step(const Step& s, const Graph& g, const Shared& sh, Values& vt,
       for (size_t i = 0; i < s.outputs.size() && i < out.size(); ++i) {
         vt.set(s.outputs[i], out[i], false);
       }
+      profile_step(ro, s, "eager", start, values);
       return Status();
     }
     case Step::Kind::kValue: {
@@ -868,6 +932,7 @@ Status run_step(const Step& s, const Graph& g, const Shared& sh, Values& vt,
         const bool fresh = is_op(*s.node, "Identity") && vt.fresh.count(s.node->input(0)) > 0;
         if (!o.empty()) vt.set(o, std::move(out[static_cast<size_t>(k)]), fresh);
       }
+      profile_step(ro, s, "eager", start);
       return Status();
     }
     case Step::Kind::kIf: {
@@ -1021,13 +1086,35 @@ Result<std::shared_ptr<runtime::StagedRunner>> make_staged_runner(StagedModelPar
   auto runner = std::make_shared<runtime::StagedRunner>();
   runner->run = [sh, graph](const runtime::ValueMap& inputs,
                             const runtime::RunOptions& ro) -> Result<runtime::ValueMap> {
+    const auto start = std::chrono::steady_clock::now();
     Values vt;
     for (const auto& [name, v] : inputs) vt.set(name, v, false);
+    for (const auto& [name, vi] : sh->declared) {
+      if (vi.optional && inputs.count(name) == 0) vt.set(name, runtime::Value::none(), false);
+    }
     Status st = run_graph(*graph, *sh, vt, ro);
     if (!st.is_ok()) return st.with_prefix(sh->name + ": ");
+    if (ro.profile != nullptr) {
+      ro.profile->add_run(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::steady_clock::now() - start)
+                              .count());
+    }
     runtime::ValueMap out;
-    for (const std::string& o : graph->outputs) {
+    for (size_t k = 0; k < graph->outputs.size(); ++k) {
+      const std::string& o = graph->outputs[k];
       FRAME_ASSIGN_OR_RETURN(runtime::Value v, any_value_of(vt, *graph, o));
+      // The value must be of the kind the graph declares for the output.
+      const ValueKind declared = graph->output_kinds[k];
+      const bool fits =
+          v.is_none()
+              ? (declared == ValueKind::kOptionalTensor || declared == ValueKind::kOptionalSequence)
+          : v.is_sequence()
+              ? (declared == ValueKind::kSequence || declared == ValueKind::kOptionalSequence)
+              : (declared == ValueKind::kTensor || declared == ValueKind::kOptionalTensor);
+      if (!fits) {
+        return invalid_argument("{}: output '{}' is declared {}, the graph computed {}", sh->name,
+                                o, kind_name(declared), v.to_string());
+      }
       // A tensor a compiled stage allocated for this run is the caller's; any other may share
       // storage with the model's constants (or the caller's inputs): a copy.
       if (v.is_tensor() && vt.fresh.count(o) == 0) v.tensor = v.tensor.clone();

@@ -20,6 +20,7 @@ Profile::Profile(const Profile& other) {
   origin_ = other.origin_;
   threads_ = other.threads_;
   layout_ = other.layout_;
+  rows_ = other.rows_;
 }
 
 Profile& Profile::operator=(const Profile& other) {
@@ -33,6 +34,7 @@ Profile& Profile::operator=(const Profile& other) {
   origin_ = copy.origin_;
   threads_ = std::move(copy.threads_);
   layout_ = copy.layout_;
+  rows_ = std::move(copy.rows_);
   return *this;
 }
 
@@ -53,14 +55,87 @@ void Profile::clear() {
   run_ns = 0;
   threads_.clear();
   layout_ = nullptr;
+  rows_.clear();
+}
+
+namespace {
+
+std::string row_key(const NodeProfile& n) {
+  return n.node + '\x1f' + n.op + '\x1f' + n.backend + '\x1f' + n.path;
+}
+
+}  // namespace
+
+size_t Profile::row_for(const NodeProfile& step) {
+  if (rows_.empty()) {
+    for (size_t i = 0; i < nodes.size(); ++i) rows_.emplace(row_key(nodes[i]), i);
+  }
+  auto [it, added] = rows_.emplace(row_key(step), nodes.size());
+  if (added) {
+    nodes.push_back(step);
+    nodes.back().total_ns = nodes.back().calls = 0;
+  }
+  return it->second;
+}
+
+int Profile::thread_id() {
+  const std::thread::id self = std::this_thread::get_id();
+  auto it = std::find(threads_.begin(), threads_.end(), self);
+  const int tid = static_cast<int>(it - threads_.begin());
+  if (it == threads_.end()) threads_.push_back(self);
+  return tid;
+}
+
+void Profile::add_call(size_t row, int64_t start_ns, int64_t dur_ns, int tid) {
+  nodes[row].total_ns += dur_ns;
+  ++nodes[row].calls;
+  if (events.size() < kMaxTraceEvents) events.push_back(TraceEvent{row, start_ns, dur_ns, tid});
+}
+
+void Profile::add_step(const NodeProfile& step, std::chrono::steady_clock::time_point start,
+                       int64_t dur_ns) {
+  std::lock_guard lock(mu_);
+  const size_t row = row_for(step);
+  add_call(row, std::chrono::duration_cast<std::chrono::nanoseconds>(start - origin_).count(),
+           dur_ns, thread_id());
+}
+
+void Profile::add_run(int64_t run_time_ns) {
+  std::lock_guard lock(mu_);
+  ++runs;
+  run_ns += run_time_ns;
+}
+
+void Profile::merge_steps(const Profile& other) {
+  if (&other == this) return;
+  Profile copy(other);
+  std::lock_guard lock(mu_);
+  const int64_t shift =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(copy.origin_ - origin_).count();
+  std::vector<int> tids;
+  for (size_t t = 0; t < copy.threads_.size(); ++t) {
+    auto it = std::find(threads_.begin(), threads_.end(), copy.threads_[t]);
+    tids.push_back(static_cast<int>(it - threads_.begin()));
+    if (it == threads_.end()) threads_.push_back(copy.threads_[t]);
+  }
+  std::vector<size_t> rows;
+  for (const NodeProfile& n : copy.nodes) rows.push_back(row_for(n));
+  for (size_t i = 0; i < copy.nodes.size(); ++i) {
+    nodes[rows[i]].total_ns += copy.nodes[i].total_ns;
+    nodes[rows[i]].calls += copy.nodes[i].calls;
+  }
+  for (const TraceEvent& e : copy.events) {
+    if (events.size() >= kMaxTraceEvents) break;
+    const int tid =
+        static_cast<size_t>(e.thread) < tids.size() ? tids[static_cast<size_t>(e.thread)] : 0;
+    events.push_back(TraceEvent{rows[e.node], e.start_ns + shift, e.dur_ns, tid});
+  }
 }
 
 void Profile::merge_run(const std::vector<NodeProfile>& layout,
                         const std::vector<int64_t>& start_ns, const std::vector<int64_t>& dur_ns,
                         int64_t run_time_ns) {
   std::lock_guard lock(mu_);
-  // A Profile shared by two different Executables would mix unrelated steps: the first
-  // layout wins and runs of another shape only count in `runs` / `run_ns`.
   if (nodes.empty()) {
     nodes = layout;
     for (NodeProfile& n : nodes) n.total_ns = n.calls = 0;
@@ -68,21 +143,17 @@ void Profile::merge_run(const std::vector<NodeProfile>& layout,
   }
   ++runs;
   run_ns += run_time_ns;
-  if (&layout != layout_ || nodes.size() != layout.size() || dur_ns.size() != layout.size()) {
-    return;
-  }
-  const std::thread::id self = std::this_thread::get_id();
-  auto it = std::find(threads_.begin(), threads_.end(), self);
-  const int tid = static_cast<int>(it - threads_.begin());
-  if (it == threads_.end()) threads_.push_back(self);
+  if (dur_ns.size() != layout.size() || start_ns.size() != layout.size()) return;
+  const int tid = thread_id();
   const int64_t origin =
       std::chrono::duration_cast<std::chrono::nanoseconds>(origin_.time_since_epoch()).count();
-  for (size_t s = 0; s < nodes.size(); ++s) {
-    nodes[s].total_ns += dur_ns[s];
-    ++nodes[s].calls;
-    if (events.size() < kMaxTraceEvents) {
-      events.push_back(TraceEvent{s, start_ns[s] - origin, dur_ns[s], tid});
-    }
+  // The first executable's steps are the first rows, in its order; another executable's
+  // (another specialization, another stage) add to the rows of the same node, op, backend and
+  // path, appending the ones not seen yet.
+  const bool same = &layout == layout_ && layout.size() <= nodes.size();
+  for (size_t s = 0; s < layout.size(); ++s) {
+    const size_t row = same ? s : row_for(layout[s]);
+    add_call(row, start_ns[s] - origin, dur_ns[s], tid);
   }
 }
 

@@ -207,6 +207,7 @@ class SessionImpl {
     size_t found = 0;
     for (const ValueInfo& vi : source_.inputs) {
       auto it = inputs.find(vi.name);
+      if (it == inputs.end() && vi.optional) continue;  // absent (the runner reads none)
       if (it == inputs.end()) {
         return invalid_argument("{}: missing input '{}' (expected {})", source_.name, vi.name,
                                 vi.to_string());

@@ -231,3 +231,55 @@ def test_frame_run_reads_a_directory_as_a_sequence_and_none_as_an_absent_optiona
     assert outputs["n"]["first"] == [4]
     assert outputs["has"]["first"] == [1]
     assert outputs["o_out"]["shape"] == [3]
+    # A gap in a sequence directory is an error naming the missing file.
+    (seq_dir / "1.npy").rename(seq_dir / "2.npy")
+    gap = subprocess.run([cli, "run", str(path), "--input", f"seq={seq_dir}", "--input",
+                          f"x={tmp_path / 'x.npy'}", "--input", "o=none"], capture_output=True,
+                         text=True, timeout=120)
+    assert gap.returncode != 0 and "has 2.npy but no 1.npy" in gap.stderr, gap.stderr
+    # A later run whose optional is absent removes the stale file of an earlier present one.
+    subprocess.run([cli, "run", str(path), "--input", f"seq={out / 'out'}", "--input",
+                    f"x={tmp_path / 'x.npy'}", "--input", f"o={tmp_path / 'o.npy'}",
+                    "--output-dir", str(out)], check=True, capture_output=True, timeout=120)
+    assert (out / "o_out.npy").exists()
+    subprocess.run([cli, "run", str(path), "--input", f"seq={out / 'out'}", "--input",
+                    f"x={tmp_path / 'x.npy'}", "--input", "o=none", "--output-dir", str(out)],
+                   check=True, capture_output=True, timeout=120)
+    assert not (out / "o_out.npy").exists()
+
+
+def test_an_output_of_another_kind_than_declared_is_an_error_naming_it():
+    # y is declared a tensor but the graph computes a sequence (a malformed model).
+    m = _model([helper.make_node("SequenceConstruct", ["x"], ["y"])], [_f("x", [3])],
+               [_f("y", [3])])
+    sess = frame.InferenceSession(m)
+    with pytest.raises(Exception, match="output 'y' is declared a tensor, the graph computed seq"):
+        sess.run(None, {"x": np.ones(3, np.float32)})
+
+
+def test_an_omitted_optional_input_is_absent():
+    m = _model([helper.make_node("OptionalHasElement", ["o"], ["has"])], [_opt("o")],
+               [helper.make_tensor_value_info("has", TensorProto.BOOL, [])], opset=18)
+    sess = frame.InferenceSession(m)
+    assert not sess.run(None, {})[0]
+    assert sess.run(None, {"o": np.ones(2, np.float32)})[0]
+
+
+def test_a_loop_that_runs_no_iteration_scans_the_declared_element_shape():
+    # The body holds a sequence op (an eager Loop); its scan output is declared f32[2].
+    body = helper.make_graph([
+        helper.make_node("SequenceConstruct", ["x"], ["s"]),
+        helper.make_node("SequenceAt", ["s", "zero"], ["e"]),
+        helper.make_node("Identity", ["c"], ["c_out"]),
+    ], "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []), _f("e", [2])],
+        initializer=[helper.make_tensor("zero", TensorProto.INT64, [], [0])])
+    nodes = [helper.make_node("Loop", ["m", ""], ["scan"], body=body)]
+    m = _model(nodes, [helper.make_tensor_value_info("m", TensorProto.INT64, []), _f("x", [2])],
+               [_f("scan", None)])
+    sess = frame.InferenceSession(m)
+    x = np.array([1.0, 2.0], np.float32)
+    for trips in (0, 3):
+        (scan,) = sess.run(None, {"m": np.array(trips, np.int64), "x": x})
+        np.testing.assert_array_equal(scan, np.tile(x, (trips, 1)).reshape(trips, 2))

@@ -129,6 +129,25 @@ def test_profiling():
     assert "traceEvents" in prof
 
 
+def test_profiling_counts_every_specialization_of_a_session():
+    # Two shapes: two executables; each node's row counts the calls of both (not only the
+    # first specialization's).
+    opts = frame.SessionOptions()
+    opts.enable_profiling = True
+    opts.backends = ["cpu"]
+    sess = frame.InferenceSession(add_relu_model(("N",)), opts)
+    for n in (2, 3, 2, 5):
+        v = np.ones((n,), np.float32)
+        sess.run(None, {"x": v, "y": v})
+    prof = sess.profile()
+    assert prof["runs"] == 4
+    calls = {}
+    for n in prof["nodes"]:
+        calls[(n["node"], n["op"])] = calls.get((n["node"], n["op"]), 0) + n["calls"]
+    assert calls and all(c == 4 for c in calls.values()), prof["nodes"]
+    assert len(prof["traceEvents"]) == 4 * len(calls)
+
+
 def test_backend_choice_and_strict():
     sess = frame.InferenceSession(add_relu_model((2, 2)), backends=["cpu"], threads=1)
     x = np.ones((2, 2), np.float32)

@@ -353,3 +353,21 @@ def test_an_eager_node_over_the_memory_limit_is_an_error_naming_it():
         sess.run(None, {"x": np.ones(200_000, np.float32)})
     (nz,) = sess.run(None, {"x": np.array([0.0, 1.0], np.float32)})
     np.testing.assert_array_equal(nz, [[1]])
+
+
+def test_profiling_a_staged_model_shows_its_stages_and_eager_nodes():
+    opts = frame.SessionOptions()
+    opts.enable_profiling = True
+    sess = frame.InferenceSession(_nonzero_model(), opts)
+    rng = np.random.default_rng(3)
+    for n in (9, 300_000):  # folded tail, then a compiled tail
+        sess.run(None, {"x": rng.standard_normal(n).astype(np.float32)})
+    prof = sess.profile()
+    assert prof["runs"] == 2
+    rows = prof["nodes"]
+    eager = [r for r in rows if r["path"] == "eager"]
+    assert [r["op"] for r in eager] == ["NonZero"] and eager[0]["calls"] == 2, rows
+    assert any(r["path"] == "folded" for r in rows), rows
+    # The compiled stages' own nodes are there too (Mul of the first stage, Gather after it).
+    ops = {r["op"] for r in rows if r["path"] not in ("eager", "folded")}
+    assert "gather" in ops and ({"mul", "add"} & ops or any("fused" in o for o in ops)), ops

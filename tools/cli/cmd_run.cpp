@@ -258,20 +258,32 @@ int run_run() {
       const std::string& stem = stems[k++];
       // A tensor is DIR/<output>.npy; a sequence the directory DIR/<output>/ of 0.npy, 1.npy,
       // ... (what --input reads back); an absent optional writes nothing.
-      if (v.is_none()) continue;
       std::filesystem::path path = std::filesystem::path(o.output_dir) / (stem + ".npy");
+      if (v.is_none()) {
+        // A file an earlier run wrote would read back as a present optional.
+        std::error_code rm_ec;
+        std::filesystem::remove(path, rm_ec);
+        continue;
+      }
       if (v.is_sequence()) {
         path = std::filesystem::path(o.output_dir) / stem;
         std::error_code dir_ec;
-        std::filesystem::remove_all(path, dir_ec);
         std::filesystem::create_directories(path, dir_ec);
-        if (dir_ec) {
-          return fail(make_error(StatusCode::kIo, "cannot create '{}': {}", path.string(),
-                                 dir_ec.message()));
+        if (dir_ec || !std::filesystem::is_directory(path)) {
+          return fail(make_error(StatusCode::kIo,
+                                 "cannot create the directory '{}' for sequence "
+                                 "output '{}'{}",
+                                 path.string(), name, dir_ec ? ": " + dir_ec.message() : ""));
         }
         for (size_t e = 0; e < v.sequence.size(); ++e) {
           Status s = write_npy((path / fmt::format("{}.npy", e)).string(), v.sequence[e]);
           if (!s.is_ok()) return fail(s);
+        }
+        // Elements an earlier, longer run wrote (N.npy past the end) would read back as part
+        // of the sequence; nothing else in the directory is touched.
+        for (size_t e = v.sequence.size();; ++e) {
+          std::error_code rm_ec;
+          if (!std::filesystem::remove(path / fmt::format("{}.npy", e), rm_ec)) break;
         }
       } else {
         Status s = write_npy(path.string(), v.tensor);

@@ -452,10 +452,26 @@ Result<runtime::ValueMap> read_input_values(const std::map<std::string, std::str
     for (const runtime::ValueInfo& vi : session.inputs()) {
       if (vi.name == name) declared = vi.dtype;
     }
+    // The elements are 0.npy .. (n-1).npy; a gap is an error, other files are not read.
+    size_t count = 0;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
+      const std::string f = entry.path().filename().string();
+      if (f.size() < 5 || f.substr(f.size() - 4) != ".npy") continue;
+      const std::string stem = f.substr(0, f.size() - 4);
+      if (stem.empty() || stem.size() > 9 ||
+          !std::all_of(stem.begin(), stem.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        continue;
+      }
+      count = std::max(count, static_cast<size_t>(std::stoul(stem)) + 1);
+    }
     std::vector<Tensor> elements;
-    for (size_t k = 0;; ++k) {
+    for (size_t k = 0; k < count; ++k) {
       const std::filesystem::path file = std::filesystem::path(path) / fmt::format("{}.npy", k);
-      if (!std::filesystem::exists(file)) break;
+      if (!std::filesystem::exists(file)) {
+        return invalid_argument("--input {}: the sequence directory '{}' has {}.npy but no {}",
+                                name, path, count - 1, file.filename().string());
+      }
       Result<Tensor> t = read_npy(file.string());
       if (!t.is_ok()) return t.status().with_prefix(fmt::format("--input {}: ", name));
       elements.push_back(std::move(*t));

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -184,9 +185,11 @@ struct TraceEvent {
 
 /// Per-node timings of the runs given this Profile through RunOptions::profile, summed over
 /// those runs. Runs on several threads may share one Profile (each run merges its times under
-/// a lock when it ends). `nodes` is filled by the first profiled run, in execution order; runs of
-/// another Executable then count only in `runs` and `run_ns`. Read
-/// the public fields once no run using the Profile is in flight; by_time() and to_json() lock.
+/// a lock when it ends). `nodes` starts with the first profiled run's steps, in execution
+/// order; runs of another Executable (another specialization of a session, a stage of a staged
+/// model) add to the row of the same node, op, backend and path, appending rows for steps not
+/// seen before. Read the public fields once no run using the Profile is in flight; by_time()
+/// and to_json() lock.
 class Profile {
  public:
   /// At most this many trace events are kept (the first ones); totals keep counting.
@@ -215,8 +218,23 @@ class Profile {
   /// there.
   std::string to_json() const;
 
+  /// Adds one call of a step timed outside an Executable (a staged model's eager node or
+  /// folded stage, docs/adr/0008-data-dependent-shapes.md) to the row of `step`'s node, op,
+  /// backend and path; `start` on steady_clock, `dur_ns` in ns. Does not count a run.
+  /// Thread-safe.
+  void add_step(const NodeProfile& step, std::chrono::steady_clock::time_point start,
+                int64_t dur_ns);
+  /// Counts one run of `run_ns` ns (a staged model's whole run). Thread-safe.
+  void add_run(int64_t run_ns);
+  /// Adds `other`'s rows and trace events to this profile's (rows matched as add_step does),
+  /// not its run count. Thread-safe.
+  void merge_steps(const Profile& other);
+
  private:
   friend class Executable;
+  size_t row_for(const NodeProfile& step);  // the row of step's node/op/backend/path; mu_ held
+  int thread_id();                          // the calling thread's small id; mu_ held
+  void add_call(size_t row, int64_t start_ns, int64_t dur_ns, int tid);  // mu_ held
   // Adds one run made on the calling thread: per step its steady_clock start (ns since the
   // clock's epoch) and duration; `layout` names the steps. Thread-safe.
   void merge_run(const std::vector<NodeProfile>& layout, const std::vector<int64_t>& start_ns,
@@ -228,6 +246,7 @@ class Profile {
   // The executable's step layout `nodes` was taken from: runs of another one (even with as
   // many steps) are not merged into `nodes`.
   const std::vector<NodeProfile>* layout_ = nullptr;
+  std::unordered_map<std::string, size_t> rows_;  // row_for's index, built at its first use
 };
 
 /// Options of one Executable::run call.

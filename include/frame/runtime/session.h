@@ -280,11 +280,13 @@ class Session {
   /// Runs a model whose inputs or outputs may be sequences or optionals (ValueInfo::sequence,
   /// ValueInfo::optional; ONNX Runtime's Python API takes and returns lists and None for them):
   /// a sequence input takes a Value of kSequence whose elements each have the declared dtype
-  /// and agree with the declared element dims; an optional input may be Value::none(). Returns
+  /// and agree with the declared element dims; an optional input may be Value::none() or left
+  /// out (absent). Returns
   /// every declared output: a tensor, a sequence, or none for an absent optional. For a model
   /// of tensors only, the same as run(). Errors: as run(), and kInvalidArgument naming the
   /// input for a kind mismatch (a tensor for a sequence, none for a non-optional input) or an
-  /// element of the wrong dtype or rank.
+  /// element of the wrong dtype or rank; kInvalidArgument naming an output whose computed value
+  /// is not of its declared kind.
   Result<ValueMap> run_values(const ValueMap& inputs, const RunOptions& options = {}) const;
   /// Fetches or compiles the specialization `inputs` select, without running it (e.g. to time
   /// the compile apart from the run). Always the full compile: a key prepared ahead of its
