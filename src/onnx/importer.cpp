@@ -70,6 +70,70 @@ EagerFoldScope::EagerFoldScope(size_t limit) : saved_(t_fold_bytes) {
 }
 EagerFoldScope::~EagerFoldScope() { t_fold_bytes = saved_; }
 
+namespace {
+
+thread_local int t_decomposition_depth = 0;
+
+// An eager fold (EagerFoldScope) of a node whose cpu kernel declines it in favour of its
+// decomposition (an `if` whose condition is a constant: the If schema inlines the chosen branch,
+// ARCH-021): the decomposition's nodes take its place and are folded in turn, so a stage run by
+// folding (ADR 0008 decision 6) may hold an If. Returns the node's outputs, constants under
+// their own names. Errors: the decomposition's, or a node of it that does not fold.
+Result<std::vector<ir::ValueId>> fold_by_decomposition(ir::Graph& g, ir::NodeId id,
+                                                       const ops::OpSchema& schema) {
+  if (t_decomposition_depth > 16) {
+    return invalid_argument("node '{}' ({}): decompositions nested deeper than 16", g.node(id).name,
+                            g.node(id).op);
+  }
+  ++t_decomposition_depth;
+  struct Leave {
+    ~Leave() { --t_decomposition_depth; }
+  } leave;
+  const ir::Node n = g.node(id);  // a copy: adding nodes may move the node storage
+  FRAME_ASSIGN_OR_RETURN(ir::Graph m, schema.decompose_fn()(ops::make_node_context(g, n, &schema)));
+  std::vector<ir::ValueId> vmap(m.num_values(), ir::kNoValue);
+  for (size_t k = 0, i = 0; i < n.inputs.size() && k < m.inputs().size(); ++i) {
+    if (n.inputs[i] != ir::kNoValue) vmap[static_cast<size_t>(m.inputs()[k++])] = n.inputs[i];
+  }
+  for (size_t v = 0; v < m.num_values(); ++v) {
+    const ir::Value& val = m.value(static_cast<ir::ValueId>(v));
+    if (!val.is_constant() || val.is_graph_input || val.producer >= 0) continue;
+    vmap[v] =
+        g.add_constant(g.unique_value_name(fmt::format("{}/{}", n.name, val.name)), *val.constant);
+  }
+  std::vector<std::string> names;
+  for (ir::ValueId v : n.outputs) names.push_back(g.value(v).name);
+  g.remove_node(id);
+  FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, m.topological_order());
+  for (ir::NodeId mid : order) {
+    const ir::Node& mn = m.node(mid);
+    std::vector<ir::ValueId> inputs;
+    for (ir::ValueId v : mn.inputs) {
+      inputs.push_back(v == ir::kNoValue ? v : vmap[static_cast<size_t>(v)]);
+    }
+    FRAME_ASSIGN_OR_RETURN(
+        ir::NodeId nid,
+        g.create_node(mn.op, g.unique_node_name(fmt::format("{}/{}", n.name, mn.name)),
+                      std::move(inputs), static_cast<int>(mn.outputs.size()), mn.attrs));
+    FRAME_ASSIGN_OR_RETURN(std::vector<ir::ValueId> outs, infer_and_fold(g, nid));
+    for (size_t i = 0; i < mn.outputs.size() && i < outs.size(); ++i) {
+      vmap[static_cast<size_t>(mn.outputs[i])] = outs[i];
+    }
+  }
+  std::vector<ir::ValueId> outputs;
+  for (size_t i = 0; i < names.size() && i < m.outputs().size(); ++i) {
+    const ir::ValueId v = vmap[static_cast<size_t>(m.outputs()[i])];
+    if (v == ir::kNoValue || !g.value(v).is_constant()) {
+      return internal_error("node '{}' ({}): output {} of its decomposition did not fold", n.name,
+                            n.op, i);
+    }
+    outputs.push_back(g.add_constant(names[i], *g.value(v).constant));
+  }
+  return outputs;
+}
+
+}  // namespace
+
 Result<std::vector<ir::ValueId>> infer_and_fold(ir::Graph& g, ir::NodeId id) {
   const ir::Node& n = g.node(id);
   const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
@@ -110,6 +174,9 @@ Result<std::vector<ir::ValueId>> infer_and_fold(ir::Graph& g, ir::NodeId id) {
   // an eager node (EagerFoldScope) has no later run: report it now.
   if (Status k = run_cpu_kernel(g, n, *schema, types, values); !k.is_ok()) {
     if (t_fold_bytes == kImportFoldBytes) return outputs;
+    if (schema->decompose_fn() != nullptr && k.code() == StatusCode::kUnimplemented) {
+      return fold_by_decomposition(g, id, *schema);
+    }
     return k.with_prefix(fmt::format("node '{}' ({}): ", n.name, n.op));
   }
   std::vector<std::string> names;

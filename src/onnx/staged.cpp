@@ -41,6 +41,25 @@ bool is_op(const ::onnx::NodeProto& n, std::string_view op) {
   return default_domain(n.domain()) && n.op_type() == op;
 }
 
+// Ops whose cost grows with a product of sizes (a reduction dim times the output): folded,
+// they would run on the cpu reference kernels, so a stage holding one is always compiled.
+bool heavy_node(const ::onnx::NodeProto& n, int depth = 0) {
+  static const char* const kHeavy[] = {"Conv",      "ConvTranspose", "ConvInteger",   "QLinearConv",
+                                       "MatMul",    "MatMulInteger", "QLinearMatMul", "Gemm",
+                                       "Einsum",    "LSTM",          "GRU",           "RNN",
+                                       "Attention", "RoiAlign"};
+  for (const char* op : kHeavy) {
+    if (is_op(n, op)) return true;
+  }
+  bool inner = false;
+  if (depth < kMaxDepth) {
+    for_each_body(n, [&](const std::string&, const ::onnx::GraphProto& b) {
+      for (const ::onnx::NodeProto& x : b.node()) inner = inner || heavy_node(x, depth + 1);
+    });
+  }
+  return inner;
+}
+
 // Names `g` reads from enclosing scopes (not its inputs, initializers or node outputs),
 // nested bodies included.
 void free_names(const ::onnx::GraphProto& g, std::set<std::string>& out, int depth = 0) {
@@ -288,6 +307,7 @@ struct Step {
   std::vector<const ::onnx::NodeProto*> nodes;
   bool after_eager = false;  // a stage that runs after an eager node (levels >= 1) or in a body
   bool top_level = false;    // a stage of the model's graph (its inputs' declared dims apply)
+  bool heavy = false;        // holds a heavy op (heavy_node): compiled, never folded
   mutable std::mutex mu;
   mutable std::map<std::string, runtime::Session> sessions;
   // The other kinds: the node; kIf: then and else branches; kLoop, kSequenceMap: the body.
@@ -492,6 +512,8 @@ Result<std::unique_ptr<Graph>> build_graph(const ::onnx::GraphProto& gp, Shared&
       s->label = fmt::format("stage {}: {} nodes", ++stage_number, s->nodes.size());
       s->after_eager = level > 0 || depth > 0;
       s->top_level = depth == 0;
+      s->heavy = std::any_of(s->nodes.begin(), s->nodes.end(),
+                             [](const ::onnx::NodeProto* n) { return heavy_node(*n); });
       graph->steps.push_back(std::move(s));
     }
     if (auto it = eager_at.find(level); it != eager_at.end()) {
@@ -660,7 +682,7 @@ constexpr size_t kFoldStageBytes = size_t{256} << 10;
 constexpr size_t kFoldStageNodes = 400;
 
 bool fold_stage(const Step& s, const runtime::TensorMap& in) {
-  if (!s.after_eager || s.nodes.size() > kFoldStageNodes) return false;
+  if (!s.after_eager || s.heavy || s.nodes.size() > kFoldStageNodes) return false;
   size_t bytes = 0;
   for (const auto& [name, t] : in) bytes += t.nbytes();
   return bytes <= kFoldStageBytes;

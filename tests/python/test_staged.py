@@ -371,3 +371,40 @@ def test_profiling_a_staged_model_shows_its_stages_and_eager_nodes():
     # The compiled stages' own nodes are there too (Mul of the first stage, Gather after it).
     ops = {r["op"] for r in rows if r["path"] not in ("eager", "folded")}
     assert "gather" in ops and ({"mul", "add"} & ops or any("fused" in o for o in ops)), ops
+
+
+def test_a_small_tail_holding_an_if_is_folded_not_compiled_per_count():
+    # After NonZero: y = sel squeezed to a scalar when one value is kept, else sel (torchvision's
+    # batched_nms tail). The If's condition is computed from the count, so folding the tail
+    # inlines the chosen branch; no stage is compiled per new count.
+    then_g = helper.make_graph([helper.make_node("Squeeze", ["sel"], ["t"])], "then", [],
+                               [_f("t", None)])
+    else_g = helper.make_graph([helper.make_node("Identity", ["sel"], ["e"])], "else", [],
+                               [_f("e", None)])
+    nodes = [
+        helper.make_node("Greater", ["x", "zero"], ["mask"]),
+        helper.make_node("NonZero", ["mask"], ["nz"]),
+        helper.make_node("Reshape", ["nz", "minus1"], ["idx"]),
+        helper.make_node("Gather", ["x", "idx"], ["sel"], axis=0),
+        helper.make_node("Shape", ["sel"], ["shp"]),
+        helper.make_node("Equal", ["shp", "one"], ["single1"]),
+        helper.make_node("Squeeze", ["single1", "ax0"], ["single"]),
+        helper.make_node("If", ["single"], ["y"], then_branch=then_g, else_branch=else_g),
+    ]
+    inits = [helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0]),
+             helper.make_tensor("minus1", TensorProto.INT64, [1], [-1]),
+             helper.make_tensor("one", TensorProto.INT64, [1], [1]),
+             helper.make_tensor("ax0", TensorProto.INT64, [1], [0])]
+    sess = frame.InferenceSession(_model(nodes, [_f("x", ["n"])], [_f("y", None)], inits))
+    rng = np.random.default_rng(5)
+    misses = None
+    for k in (3, 1, 5, 0, 1, 7, 2):
+        x = -np.abs(rng.standard_normal(9)).astype(np.float32) - 0.5
+        x[rng.choice(9, k, replace=False)] = rng.uniform(0.5, 2.0, k).astype(np.float32)
+        (y,) = sess.run(None, {"x": x})
+        sel = x[x > 0]
+        np.testing.assert_array_equal(y, sel[0] if k == 1 else sel)
+        assert y.shape == (() if k == 1 else (k,))
+        if misses is None:
+            misses = sess.cache_stats()["misses"]
+    assert sess.cache_stats()["misses"] == misses, sess.stages()
