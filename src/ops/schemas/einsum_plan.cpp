@@ -88,6 +88,7 @@ Result<EinsumPlan> plan_einsum(const NodeContext& ctx, std::string_view equation
   const size_t nl = static_cast<size_t>(kNumLetters + ell_rank);
   p.label_size.assign(nl, -1);
   p.label_strides.assign(terms.size(), std::vector<int64_t>(nl, 0));
+  p.input_labels.assign(terms.size(), {});
   std::array<int, kNumLetters> count{};
   for (size_t i = 0; i < terms.size(); ++i) {
     const std::vector<int64_t> strides = contiguous_strides(shapes[i]);
@@ -105,6 +106,7 @@ Result<EinsumPlan> plan_einsum(const NodeContext& ctx, std::string_view equation
                              dim, d, size);
           }
           if (d != 1) p.label_strides[i][label] += strides[dim];
+          p.input_labels[i].push_back(static_cast<int>(label));
         }
         continue;
       }
@@ -116,6 +118,7 @@ Result<EinsumPlan> plan_einsum(const NodeContext& ctx, std::string_view equation
       }
       size = d;
       p.label_strides[i][static_cast<size_t>(id)] += strides[dim];
+      p.input_labels[i].push_back(id);
       ++count[static_cast<size_t>(id)];
       ++dim;
     }

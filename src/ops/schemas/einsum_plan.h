@@ -23,6 +23,8 @@ struct EinsumPlan {
   /// Labels of the output dims in order, and the labels summed over.
   std::vector<int> out_labels, sum_labels;
   Shape out_shape;
+  /// Per input: the label of each of its dims, in order (ellipsis dims included).
+  std::vector<std::vector<int>> input_labels;
 };
 
 /// Parses `equation` ("ij,jk->ik", implicit "ij,jk", "...ii->...i"; spaces ignored) for

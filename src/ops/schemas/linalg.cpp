@@ -1,5 +1,6 @@
 // Linear-algebra schemas: MatMul (opset 13), Gemm (13), Einsum (12).
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -100,15 +101,113 @@ Result<std::vector<TensorType>> infer_einsum(const NodeContext& ctx) {
   return one_output(ctx.input_types[0].dtype, p.out_shape);
 }
 
+// Two-operand einsum as batched matrix multiplication (how ONNX Runtime runs Einsum): each
+// label is a batch label (in both operands and the output), a contracted one (in both, not in
+// the output) or kept from one operand. A is transposed to [batch, a-kept, contracted] and
+// reshaped to [B, M, K], B to [B, K, N]; one matmul, then a reshape and transpose give the
+// output order. Declined (the node keeps its kernel): other operand counts, a label repeated
+// within an operand (a diagonal), a label summed within one operand only, a broadcast (a label
+// of extent 1 in one operand only, or a size mismatch), integer dtypes.
+Result<ir::Graph> decompose_einsum(const NodeContext& ctx) {
+  const auto decline = [&](std::string_view why) {
+    return Status(StatusCode::kUnimplemented,
+                  fmt::format("node '{}' (einsum): not lowered to matmul: {}", ctx.node_name, why));
+  };
+  if (ctx.num_inputs() != 2) return decline("not two operands");
+  const DTypeCode dt = ctx.input_types[0].dtype;
+  if (!is_floating(dt) || dt == DTypeCode::kFloat64) return decline("not a 16/32-bit float");
+  const std::string* eq = ctx.attr<std::string>("equation");
+  if (eq == nullptr) return ctx.error("missing required attribute 'equation'");
+  const Shape shapes[2] = {ctx.input_types[0].shape, ctx.input_types[1].shape};
+  FRAME_ASSIGN_OR_RETURN(EinsumPlan p, plan_einsum(ctx, *eq, shapes));
+  const std::vector<int>& la = p.input_labels[0];
+  const std::vector<int>& lb = p.input_labels[1];
+  auto pos = [](const std::vector<int>& v, int l) {
+    auto it = std::find(v.begin(), v.end(), l);
+    return it == v.end() ? int64_t{-1} : static_cast<int64_t>(it - v.begin());
+  };
+  for (const auto* labels : {&la, &lb}) {
+    for (size_t i = 0; i < labels->size(); ++i) {
+      if (pos(*labels, (*labels)[i]) != static_cast<int64_t>(i)) return decline("a diagonal");
+    }
+  }
+  std::vector<int> batch, contract, keep_a, keep_b;
+  for (size_t i = 0; i < la.size(); ++i) {
+    const int l = la[i];
+    const bool in_b = pos(lb, l) >= 0, in_out = pos(p.out_labels, l) >= 0;
+    if (in_b && shapes[0][i] != shapes[1][static_cast<size_t>(pos(lb, l))]) {
+      return decline("a broadcast label");
+    }
+    if (in_b) {
+      (in_out ? batch : contract).push_back(l);
+    } else if (in_out) {
+      keep_a.push_back(l);
+    } else {
+      return decline("a label summed within operand 0 only");
+    }
+  }
+  for (int l : lb) {
+    if (pos(la, l) >= 0) continue;
+    if (pos(p.out_labels, l) < 0) return decline("a label summed within operand 1 only");
+    keep_b.push_back(l);
+  }
+  auto size_of = [&](const std::vector<int>& labels) {
+    int64_t n = 1;
+    for (int l : labels) n *= p.label_size[static_cast<size_t>(l)];
+    return n;
+  };
+  auto i64 = [](const std::vector<int64_t>& v) {
+    return Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v);
+  };
+  MicroGraph m(ctx);
+  // Operand `x` with labels `have`, transposed to `order` and reshaped to `dims`.
+  auto arrange = [&](ir::ValueId x, const std::vector<int>& have, const std::vector<int>& order,
+                     const std::vector<int64_t>& dims) {
+    std::vector<int64_t> perm;
+    for (int l : order) perm.push_back(pos(have, l));
+    bool identity = true;
+    for (size_t i = 0; i < perm.size(); ++i)
+      identity = identity && perm[i] == static_cast<int64_t>(i);
+    if (!identity) x = m.add("transpose", {x}, {{"perm", perm}});
+    return m.add("reshape", {x, m.constant(i64(dims))});
+  };
+  std::vector<int> order_a = batch, order_b = batch;
+  order_a.insert(order_a.end(), keep_a.begin(), keep_a.end());
+  order_a.insert(order_a.end(), contract.begin(), contract.end());
+  order_b.insert(order_b.end(), contract.begin(), contract.end());
+  order_b.insert(order_b.end(), keep_b.begin(), keep_b.end());
+  const int64_t nb = size_of(batch), mm = size_of(keep_a), kk = size_of(contract),
+                nn = size_of(keep_b);
+  ir::ValueId y = m.add("matmul", {arrange(m.input(0), la, order_a, {nb, mm, kk}),
+                                   arrange(m.input(1), lb, order_b, {nb, kk, nn})});
+  // [B, M, N] -> the batch, a-kept and b-kept dims -> the output order.
+  std::vector<int> produced = batch;
+  produced.insert(produced.end(), keep_a.begin(), keep_a.end());
+  produced.insert(produced.end(), keep_b.begin(), keep_b.end());
+  std::vector<int64_t> dims;
+  for (int l : produced) dims.push_back(p.label_size[static_cast<size_t>(l)]);
+  y = m.add("reshape", {y, m.constant(i64(dims))});
+  std::vector<int64_t> perm;
+  for (int l : p.out_labels) perm.push_back(pos(produced, l));
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i)
+    identity = identity && perm[i] == static_cast<int64_t>(i);
+  if (!identity) y = m.add("transpose", {y}, {{"perm", perm}});
+  return m.finish({y});
+}
+
 FRAME_REGISTER_OP(einsum)
     .doc(
         "Einstein summation (ONNX Einsum opset 12) over 1+ inputs: explicit ('ij,jk->ik') "
         "and implicit ('ij,jk') forms, repeated subscripts within a term (diagonals, "
-        "'ii->i', 'ii'), and '...' broadcasting. Accumulates in double (floats) or int64.")
+        "'ii->i', 'ii'), and '...' broadcasting. Accumulates in double (floats) or int64. "
+        "Two float operands without diagonals, one-sided sums or broadcasts decompose to "
+        "transpose/reshape and one batched matmul (ARCH-021) where a backend lacks einsum.")
     .variadic_input("Inputs", "operands, one per equation term", 1, kNumericDTypes, "T")
     .output("Output", "result", kNumericDTypes, "T")
     .required_attr("equation", AttrType::kString, "einsum equation")
-    .shape_infer(infer_einsum);
+    .shape_infer(infer_einsum)
+    .decomposition(decompose_einsum);
 
 }  // namespace
 }  // namespace frame::ops

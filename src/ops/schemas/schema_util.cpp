@@ -163,6 +163,11 @@ ir::ValueId MicroGraph::scalar(DTypeCode dtype, double value) {
   return graph_.add_constant(graph_.unique_value_name("c"), std::move(t).value());
 }
 
+ir::ValueId MicroGraph::constant(Tensor t) {
+  if (!status_.is_ok()) return ir::kNoValue;
+  return graph_.add_constant(graph_.unique_value_name("c"), std::move(t));
+}
+
 ir::ValueId MicroGraph::add(std::string_view op, std::vector<ir::ValueId> inputs,
                             ir::AttrMap attrs) {
   if (!status_.is_ok()) return ir::kNoValue;

@@ -79,6 +79,8 @@ class MicroGraph {
   ir::ValueId input(size_t i) const;
   /// A rank-0 constant of `dtype` holding `value`.
   ir::ValueId scalar(DTypeCode dtype, double value);
+  /// A constant holding `t`.
+  ir::ValueId constant(Tensor t);
   /// Adds node `op` and returns its first output.
   ir::ValueId add(std::string_view op, std::vector<ir::ValueId> inputs, ir::AttrMap attrs = {});
   /// Type of a value built so far (default TensorType after an error).
