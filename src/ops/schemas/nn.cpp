@@ -3,6 +3,7 @@
 // opset < 13), LRN (13), Dropout (22). Decompositions for the composites layer_normalization,
 // instance_normalization and log_softmax.
 
+#include <algorithm>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -137,10 +138,21 @@ Result<std::vector<TensorType>> infer_layer_norm(const NodeContext& ctx) {
                                                       x.rank(), "attribute 'axis'"));
   const std::span<const int64_t> norm(x.shape.data() + axis, x.shape.size() - axis);
   for (size_t i = 1; i < 3; ++i) {
-    if (ctx.has_input(i) && !unidirectional_broadcastable(ctx.input_types[i].shape, norm)) {
-      return ctx.error("input {} ({}) {} does not broadcast to the normalised shape {}", i,
-                       i == 1 ? "Scale" : "B", shape_to_string(ctx.input_types[i].shape),
-                       shape_to_string(norm));
+    if (!ctx.has_input(i)) continue;
+    // Scale/B broadcast to the normalised shape; they may carry leading 1s up to X's rank
+    // ([1, 1, H] for X [N, S, H], as torch exports it), which every kernel reads by their
+    // trailing dims. A dim before `axis` other than 1 would scale each slice differently.
+    std::span<const int64_t> p = ctx.input_types[i].shape;
+    const bool leading_ones = p.size() <= x.shape.size() &&
+                              std::all_of(p.begin(), p.end() - std::min(p.size(), norm.size()),
+                                          [](int64_t d) { return d == 1; });
+    if (p.size() > norm.size()) p = p.subspan(p.size() - norm.size());
+    if (!leading_ones || !unidirectional_broadcastable(p, norm)) {
+      return ctx.error(
+          "input {} ({}) {} does not broadcast to the normalised shape {} (X {}, axis {}; "
+          "dims before the normalised ones must be 1)",
+          i, i == 1 ? "Scale" : "B", shape_to_string(ctx.input_types[i].shape),
+          shape_to_string(norm), shape_to_string(x.shape), axis);
     }
   }
   FRAME_ASSIGN_OR_RETURN(DTypeCode u, stash_dtype(ctx));
@@ -176,7 +188,9 @@ FRAME_REGISTER_OP(layer_normalization)
     .doc(
         "Normalisation over dims [axis, rank) (ONNX LayerNormalization opset 17): Y = (X - "
         "mean) * InvStdDev * Scale + B with InvStdDev = 1 / sqrt(var + epsilon) (population "
-        "variance). Scale/B broadcast to X.shape[axis:]. Optional outputs Mean and InvStdDev "
+        "variance). Scale/B broadcast to X.shape[axis:] (leading 1s up to X's rank allowed: [1, 1, "
+        "H] "
+        "for X [N, S, H]). Optional outputs Mean and InvStdDev "
         "have shape X.shape[:axis] + [1]*(rank-axis) and the stash_type dtype (1 = f32, "
         "16 = bf16); statistics are computed in float.")
     .input("X", "input", kFloatDTypes, "T")

@@ -71,6 +71,20 @@ TEST(NnShapeErrors, MatmulGemmEinsum) {
   EXPECT_NE(error_of(e).find("output subscript 'z'"), std::string::npos) << error_of(e);
 }
 
+TEST(NnShapeErrors, LayerNormParamsVaryingOverOuterDimsAreRejected) {
+  // [1, 1, 5] over X [2, 3, 5] is accepted (op database case leading_ones_params); [2, 1, 5]
+  // would scale each outer slice differently and [1, 1, 1, 5] would raise Y's rank.
+  OpCall ln{"layer_normalization", {randn({2, 3, 5}, 1), randn({1, 1, 5}, 2)}};
+  EXPECT_EQ(error_of(ln), "<ok>");
+  ln.inputs[1] = randn({2, 1, 5}, 2);
+  EXPECT_NE(error_of(ln).find("input 1 (Scale) [2,1,5] does not broadcast to the normalised "
+                              "shape [5]"),
+            std::string::npos)
+      << error_of(ln);
+  ln.inputs[1] = randn({1, 1, 1, 5}, 2);
+  EXPECT_NE(error_of(ln).find("input 1 (Scale)"), std::string::npos) << error_of(ln);
+}
+
 void expect_decomposition_matches(const OpCall& call) {
   SCOPED_TRACE(call.op);
   const ops::OpSchema* schema = ops::OpRegistry::global().find(call.op);

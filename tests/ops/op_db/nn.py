@@ -328,6 +328,11 @@ def norm_cases(rng):
         c.outputs[1] = c.outputs[1].astype(np.float32)
         c.outputs[2] = c.outputs[2].astype(np.float32)
         out.append(c)
+    # Scale/B with leading 1s up to X's rank ([1, 1, H], as torch exports nn.LayerNorm's
+    # parameters after a broadcasting rewrite): the same values as [H] (issue 23).
+    out += typed("layer_normalization", "leading_ones_params", lnorm(-1, 1e-5),
+                 [x, rng.standard_normal((1, 1, 5)), rng.standard_normal((1, 5))],
+                 typed_inputs=(0, 1, 2))
     out += typed("layer_normalization", "torch_ref",
                  lambda v, s, b: F.layer_norm(t(v), (3, 5), t(s), t(b), 1e-5).numpy(),
                  [x, rng.standard_normal((3, 5)), rng.standard_normal((3, 5))], {"axis": -2},

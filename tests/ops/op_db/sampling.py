@@ -1,10 +1,10 @@
 """Op database: grid_sample, roi_align, tf_idf_vectorizer.
 
 References are numpy loops in float64 written from the ONNX operator spec text (GridSample
-opset 16 with the reference implementation's border/reflection and bicubic rules, RoiAlign
-opset 16, TfIdfVectorizer opset 9); GridSample's bilinear/nearest cases and its bicubic
-zeros-padding cases are also cross-checked against torch.nn.functional.grid_sample (same
-conventions there). They never call frame.
+opset 16 with the reference implementation's border/reflection and bicubic rules, except that
+bicubic pads each tap and never moves the sample point, RoiAlign opset 16, TfIdfVectorizer
+opset 9); every GridSample case is also cross-checked against torch.nn.functional.grid_sample
+(same conventions there). They never call frame.
 """
 from __future__ import annotations
 
@@ -72,7 +72,12 @@ def grid_sample_ref(mode, padding, align):
                     yy = denorm(float(grid[b, i, j, 1]), h)
                     if mode == "nearest":
                         xx, yy = float(np.rint(xx)), float(np.rint(yy))
-                    if xx < lo_x or xx > hi_x or yy < lo_y or yy > hi_y:
+                    # Bicubic pads each of its 16 taps and never moves the point itself
+                    # (torch.nn.functional.grid_sample; issue 23): moving an outside point
+                    # onto the border first, as the ONNX reference does, changes the taps'
+                    # weights under border padding (reflection is symmetric, so equal).
+                    if mode != "bicubic" and (xx < lo_x or xx > hi_x or yy < lo_y or
+                                              yy > hi_y):
                         if padding == "border":
                             xx, yy = min(max(xx, 0.0), w - 1.0), min(max(yy, 0.0), h - 1.0)
                         elif padding == "reflection":
@@ -118,8 +123,7 @@ def grid_sample_cases(rng):
         for padding in ("zeros", "border", "reflection"):
             for align in (0, 1):
                 fn = grid_sample_ref(mode, padding, align)
-                if mode != "bicubic" or padding == "zeros":
-                    _torch_check(x, grid, mode, padding, align, fn(x, grid))
+                _torch_check(x, grid, mode, padding, align, fn(x, grid))
                 out += typed("grid_sample", f"{mode}_{padding}_align{align}", fn, [x, grid],
                              {"mode": mode, "padding_mode": padding, "align_corners": align},
                              dtypes=("f32", "f64"), typed_inputs=(0, 1))

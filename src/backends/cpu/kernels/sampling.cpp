@@ -1,7 +1,8 @@
 // cpu reference kernels for GridSample (ONNX opset 16/20, 4-D), RoiAlign (opset 10/16) and
 // TfIdfVectorizer (opset 9, integer inputs). GridSample follows the ONNX reference
-// implementation step by step (coordinate padding, then per-tap padding), in double
-// (rounded once to T), so f32 results carry no cancellation error of the 16-tap bicubic sum.
+// implementation step by step (coordinate padding, then per-tap padding; bicubic with border
+// padding pads only its taps, as PyTorch does), in double (rounded once to T), so f32 results
+// carry no cancellation error of the 16-tap bicubic sum.
 
 #include <algorithm>
 #include <cmath>
@@ -91,7 +92,13 @@ void grid_sample_plane(const T* im, int64_t h, int64_t w, const T* grid, int64_t
       x = std::nearbyint(x);
       y = std::nearbyint(y);
     }
-    if (x < x_min || x > x_max || y < y_min || y > y_max) {
+    // Bicubic under border padding clamps each of its 16 taps, never the point itself
+    // (torch.nn.functional.grid_sample; the ONNX reference moves an outside point onto the
+    // border first, which changes the taps' weights). Reflection is symmetric about the
+    // border, so reflecting the point first gives the same taps and keeps far-out points
+    // bounded.
+    constexpr bool kMovePoint = !(M == GsMode::kBicubic && P == GsPad::kBorder);
+    if (kMovePoint && (x < x_min || x > x_max || y < y_min || y > y_max)) {
       if constexpr (P == GsPad::kBorder) {
         x = std::clamp(x, C(0), C(w - 1));
         y = std::clamp(y, C(0), C(h - 1));

@@ -1,8 +1,12 @@
 // onednn kernels for Softmax and LogSoftmax (ONNX opset 13, and the opset < 13 form with
 // legacy_flatten=1): one oneDNN softmax_v2 primitive per node, built at prepare time, on the
 // input viewed as [outer, n, inner] (or [outer, n] when the axis is the last dim, the layout
-// oneDNN's vectorized implementation takes), normalising over n.
+// oneDNN's vectorized implementation takes), normalising over n. f32 LogSoftmax is computed
+// here instead (log_softmax_f32): oneDNN 2.6's softmax_log is up to ~15 ulp off.
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <memory>
 
 #include "backends/onednn/dnnl_util.h"
@@ -23,7 +27,46 @@ struct SoftmaxState {
   bool empty = false;
   memory::desc data, scratch;
   dnnl::softmax_v2_forward prim;
+  bool own_log = false;  // f32 LogSoftmax computed by log_softmax_f32, not by `prim`
+  ops::SoftmaxView view;
 };
+
+// y = x - max - log(sum(exp(x - max))) over n for each of the outer * inner positions of x
+// viewed as [outer, n, inner]. oneDNN 2.6's softmax_log evaluates exp and log with short
+// polynomials (3.5e-6 off at -2.83, ~15 ulp); here expf (glibc, < 1 ulp) is summed in double,
+// so log(sum) is exact to f32 rounding and every output is within a few ulps of the float64
+// result (issue 23). Positions are split across threads; inner > 1 is walked in blocks of
+// kBlock contiguous positions so each pass over n reads whole cache lines.
+void log_softmax_f32(const float* x, float* y, const ops::SoftmaxView& v, int nt) {
+  constexpr int64_t kBlock = 64;
+  const int64_t n = v.n, inner = v.inner;
+  const int64_t blocks_per_outer = (inner + kBlock - 1) / kBlock;
+  const int64_t tasks = v.outer * blocks_per_outer;
+#pragma omp parallel for num_threads(nt) if (nt > 1 && tasks > 1) schedule(static)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t o = t / blocks_per_outer, i0 = (t % blocks_per_outer) * kBlock;
+    const int64_t w = std::min(kBlock, inner - i0);
+    const float* xp = x + o * n * inner + i0;
+    float* yp = y + o * n * inner + i0;
+    float m[kBlock];
+    double s[kBlock];
+    std::fill_n(m, w, -std::numeric_limits<float>::infinity());
+    std::fill_n(s, w, 0.0);
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t i = 0; i < w; ++i) m[i] = std::max(m[i], xp[j * inner + i]);
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t i = 0; i < w; ++i) s[i] += std::exp(xp[j * inner + i] - m[i]);
+    }
+    float ls[kBlock];
+    for (int64_t i = 0; i < w; ++i) ls[i] = static_cast<float>(std::log(s[i]));
+    // (x - max) - log(sum): two roundings; a NaN or an infinite max gives NaN, as the cpu
+    // reference kernel does.
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t i = 0; i < w; ++i) yp[j * inner + i] = (xp[j * inner + i] - m[i]) - ls[i];
+    }
+  }
+}
 
 Result<dnnl::softmax_v2_forward::primitive_desc> plan_softmax(const NodeContext& node, bool log,
                                                               bool* empty) {
@@ -56,6 +99,11 @@ Status softmax_accepts(const NodeContext& node) {
 template <bool kLog>
 Result<std::shared_ptr<void>> softmax_prepare(const NodeContext& node) {
   auto st = std::make_shared<SoftmaxState>();
+  if (kLog && DTypeSet{DTypeCode::kFloat32}.contains(node.input_types[0].dtype)) {
+    FRAME_ASSIGN_OR_RETURN(st->view, ops::softmax_view(node, node.input_types[0].shape));
+    st->own_log = true;
+    return std::shared_ptr<void>(st);
+  }
   FRAME_ASSIGN_OR_RETURN(dnnl::softmax_v2_forward::primitive_desc pd,
                          plan_softmax(node, kLog, &st->empty));
   if (st->empty) return std::shared_ptr<void>(st);
@@ -71,6 +119,11 @@ Result<std::shared_ptr<void>> softmax_prepare(const NodeContext& node) {
 
 Status softmax_kernel(KernelContext& ctx) {
   const auto& st = *static_cast<const SoftmaxState*>(ctx.state);
+  if (st.own_log) {
+    log_softmax_f32(ctx.input(0).data<float>(), ctx.output(0).data<float>(), st.view,
+                    ctx.num_threads);
+    return Status();
+  }
   if (st.empty) return Status();
   try {
     const memory src = wrap(st.data, ctx.input(0));
