@@ -17,6 +17,8 @@ std::unique_ptr<Pass> make_constant_folding_pass();
 std::unique_ptr<Pass> make_cse_pass();
 /// "dce": removes nodes no graph output or side effect needs; compacts the graph.
 std::unique_ptr<Pass> make_dce_pass();
+/// "float16-widening": computes f16 nodes the preferred backend has no f16 kernel for in f32.
+std::unique_ptr<Pass> make_float16_widening_pass();
 /// "decomposition": inlines composite ops the preferred backend has no kernel for.
 std::unique_ptr<Pass> make_decomposition_pass();
 /// "operator-fusion": groups fusable nodes (src/passes/operator_fusion.cpp).

@@ -30,6 +30,7 @@ constexpr PassEntry kPasses[] = {
     {"constant-folding", make_constant_folding_pass},
     {"cse", make_cse_pass},
     {"dce", make_dce_pass},
+    {"float16-widening", make_float16_widening_pass},
     {"decomposition", make_decomposition_pass},
     {"operator-fusion", make_operator_fusion_pass},
     {"backend-lowering", make_backend_lowering_pass},

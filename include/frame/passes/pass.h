@@ -72,8 +72,8 @@ class Pass {
 
 /// The standard pipeline, in order.
 inline constexpr std::string_view kStandardPipeline =
-    "shape-inference,constant-folding,cse,dce,decomposition,operator-fusion,backend-lowering,"
-    "memory-planning";
+    "shape-inference,constant-folding,cse,dce,float16-widening,decomposition,operator-fusion,"
+    "backend-lowering,memory-planning";
 
 /// A pass by name. Errors: kNotFound listing the known names.
 Result<std::unique_ptr<Pass>> make_pass(std::string_view name);

@@ -167,7 +167,7 @@ TEST(VizGraph, ElementwiseGroupShowsItsBody) {
 
 TEST(VizGraph, StagesAndFormats) {
   const std::vector<std::string> stages = stage_names();
-  ASSERT_EQ(stages.size(), 10U);  // import, the 8 passes of the standard pipeline, final
+  ASSERT_EQ(stages.size(), 11U);  // import, the 9 passes of the standard pipeline, final
   EXPECT_EQ(stages.front(), "import");
   EXPECT_EQ(stages[2], "constant-folding");
   EXPECT_EQ(stages.back(), "final");

@@ -17,9 +17,15 @@ constexpr std::string_view kSmall = R"(graph main {
 )";
 
 TEST(PassManager, KnowsEveryPassOfTheStandardPipelineInOrder) {
-  const std::vector<std::string> expected = {
-      "shape-inference",  "constant-folding", "cse", "dce", "decomposition", "operator-fusion",
-      "backend-lowering", "memory-planning"};
+  const std::vector<std::string> expected = {"shape-inference",
+                                             "constant-folding",
+                                             "cse",
+                                             "dce",
+                                             "float16-widening",
+                                             "decomposition",
+                                             "operator-fusion",
+                                             "backend-lowering",
+                                             "memory-planning"};
   EXPECT_EQ(pass_names(), expected);
   std::string joined;
   for (const std::string& n : expected) joined += (joined.empty() ? "" : ",") + n;
