@@ -19,6 +19,30 @@ std::optional<ir::NodeId> sole_user(const ir::Graph& g, ir::ValueId v) {
   return user;
 }
 
+std::optional<std::pair<ir::NodeId, ir::NodeId>> swish_pair(const ir::Graph& g, ir::ValueId v) {
+  if (g.is_output(v)) return std::nullopt;
+  std::vector<ir::NodeId> users;
+  for (ir::NodeId id : g.node_ids()) {
+    for (ir::ValueId in : g.node(id).inputs) {
+      if (in == v) users.push_back(id);
+    }
+  }
+  if (users.size() != 2) return std::nullopt;
+  for (int k = 0; k < 2; ++k) {
+    const ir::Node& s = g.node(users[static_cast<size_t>(k)]);
+    const ir::Node& m = g.node(users[static_cast<size_t>(1 - k)]);
+    if (s.op != "sigmoid" || s.inputs.size() != 1 || s.outputs.size() != 1) continue;
+    if (m.op != "mul" || m.inputs.size() != 2 || m.outputs.size() != 1) continue;
+    const ir::ValueId sv = s.outputs[0];
+    const bool reads =
+        (m.inputs[0] == v && m.inputs[1] == sv) || (m.inputs[1] == v && m.inputs[0] == sv);
+    if (!reads || g.value(m.outputs[0]).type != g.value(v).type) continue;
+    const std::optional<ir::NodeId> su = sole_user(g, sv);
+    if (su && *su == m.id) return std::pair{s.id, m.id};
+  }
+  return std::nullopt;
+}
+
 const Tensor* constant_of(const ir::Graph& g, ir::ValueId v) {
   if (v == ir::kNoValue || !g.value(v).is_constant()) return nullptr;
   return &*g.value(v).constant;

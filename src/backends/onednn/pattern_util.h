@@ -17,6 +17,11 @@ namespace frame::backends::onednn {
 /// nullopt otherwise.
 std::optional<ir::NodeId> sole_user(const ir::Graph& g, ir::ValueId v);
 
+/// The SiLU pair reading `v`: a `sigmoid` node S of `v` read only by a `mul` node M of `v` and
+/// S's output (either order), and nothing else reading `v` (nor a graph output); as (S, M), or
+/// nullopt. torch exports nn.SiLU this way.
+std::optional<std::pair<ir::NodeId, ir::NodeId>> swish_pair(const ir::Graph& g, ir::ValueId v);
+
 /// The constant tensor of `v`, or nullptr when `v` is absent (kNoValue) or not a constant.
 const Tensor* constant_of(const ir::Graph& g, ir::ValueId v);
 

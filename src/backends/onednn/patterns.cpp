@@ -7,7 +7,8 @@
 //   fuse_post_ops: conv / matmul / gemm -> a single-use chain of a residual add (other operand
 //     of the output's shape) and activations -> one fused_post_ops_internal node run with
 //     oneDNN post-ops. A fused_elementwise_internal whose body is such a chain (operator-fusion
-//     runs earlier) is taken as its post-ops;
+//     runs earlier) is taken as its post-ops; sigmoid(x) * x (SiLU) is one swish post-op,
+//     hard_sigmoid is eltwise_linear + eltwise_clip;
 //   keep_blocked_activations: a rank-4 f32 conv output, not a graph output, read only by
 //     convs (as X or as the residual R) -> producer dst_layout and the users' src_layout /
 //     residual_layout = the layout oneDNN picks for the producer's output (1 nhwc, or 16
@@ -132,6 +133,10 @@ std::optional<PostOp> as_post_op(const Graph& g, const ir::Node& n, ValueId cur,
   if (n.op == "sigmoid") return PostOp{PostOpKind::kSigmoid};
   if (n.op == "tanh") return PostOp{PostOpKind::kTanh};
   if (n.op == "hard_swish") return PostOp{PostOpKind::kHardSwish};
+  if (n.op == "hard_sigmoid") {
+    return PostOp{PostOpKind::kHardSigmoid, ctx.attr_or<double>("alpha", 0.2),
+                  ctx.attr_or<double>("beta", 0.5)};
+  }
   if (n.op == "leaky_relu") {
     return PostOp{PostOpKind::kLeakyRelu, ctx.attr_or<double>("alpha", 0.01)};
   }
@@ -178,7 +183,27 @@ std::optional<std::vector<PostOp>> body_post_ops(const Graph& g, const ir::Node&
   Result<std::vector<NodeId>> order = b.topological_order();
   if (chain == ir::kNoValue || !order.is_ok()) return std::nullopt;
   std::vector<PostOp> out;
-  for (NodeId id : *order) {
+  for (size_t k = 0; k < order->size(); ++k) {
+    const NodeId id = (*order)[k];
+    // sigmoid(c) then mul(c, sigmoid(c)): one swish post-op (SiLU).
+    if (k + 1 < order->size() && b.node(id).op == "sigmoid" && b.node(id).inputs.size() == 1 &&
+        b.node(id).inputs[0] == chain) {
+      const ir::Node& m = b.node((*order)[k + 1]);
+      const ValueId sv = b.node(id).outputs[0];
+      const bool pair = m.op == "mul" && m.inputs.size() == 2 &&
+                        ((m.inputs[0] == chain && m.inputs[1] == sv) ||
+                         (m.inputs[1] == chain && m.inputs[0] == sv));
+      bool sv_elsewhere = b.is_output(sv);
+      for (size_t j = k + 2; j < order->size(); ++j) {
+        for (ValueId in : b.node((*order)[j]).inputs) sv_elsewhere = sv_elsewhere || in == sv;
+      }
+      if (pair && !sv_elsewhere) {
+        out.push_back(PostOp{PostOpKind::kSwish});
+        chain = m.outputs[0];
+        ++k;
+        continue;
+      }
+    }
     ir::Node n = b.node(id);
     for (ValueId& v : n.inputs) {
       if (v == ir::kNoValue) continue;
@@ -205,7 +230,14 @@ std::optional<std::vector<PostOp>> body_post_ops(const Graph& g, const ir::Node&
 // holds one algorithm twice with different parameters; relu is eltwise_relu with alpha 0.
 bool clashes(const std::vector<PostOp>& taken, const PostOp& p) {
   const auto alg = [](PostOpKind k) { return k == PostOpKind::kLeakyRelu ? PostOpKind::kRelu : k; };
+  // hard_sigmoid is eltwise_linear then eltwise_clip(0, 1): it clashes with a clip of other
+  // bounds (and the alpha/beta check below covers two hard_sigmoids).
+  const auto clip_clash = [](const PostOp& hs, const PostOp& c) {
+    return hs.kind == PostOpKind::kHardSigmoid && c.kind == PostOpKind::kClip &&
+           (c.alpha != 0.0 || c.beta != 1.0);
+  };
   for (const PostOp& t : taken) {
+    if (clip_clash(t, p) || clip_clash(p, t)) return true;
     if (p.kind != PostOpKind::kAdd && alg(t.kind) == alg(p.kind) &&
         (t.alpha != p.alpha || t.beta != p.beta)) {
       return true;
@@ -222,6 +254,15 @@ Result<bool> fuse_post_ops(Graph& g, NodeId id) {
   std::vector<NodeId> chain{id};
   std::vector<PostOp> taken;
   while (taken.size() < kMaxPostOps) {
+    if (const auto sw = swish_pair(g, cur)) {
+      const PostOp p{PostOpKind::kSwish};
+      if (clashes(taken, p)) break;
+      chain.push_back(sw->first);
+      chain.push_back(sw->second);
+      taken.push_back(p);
+      cur = g.node(sw->second).outputs[0];
+      continue;
+    }
     const std::optional<NodeId> u = sole_user(g, cur);
     if (!u) break;
     if (g.node(*u).op == "fused_elementwise_internal") {

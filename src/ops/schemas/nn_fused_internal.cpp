@@ -15,7 +15,7 @@ namespace frame::ops::fused {
 
 namespace {
 
-constexpr std::array<std::pair<PostOpKind, std::string_view>, 10> kNames = {{
+constexpr std::array<std::pair<PostOpKind, std::string_view>, 12> kNames = {{
     {PostOpKind::kAdd, "add"},
     {PostOpKind::kRelu, "relu"},
     {PostOpKind::kLeakyRelu, "leaky_relu"},
@@ -26,6 +26,8 @@ constexpr std::array<std::pair<PostOpKind, std::string_view>, 10> kNames = {{
     {PostOpKind::kHardSwish, "hard_swish"},
     {PostOpKind::kGelu, "gelu"},
     {PostOpKind::kGeluTanh, "gelu_tanh"},
+    {PostOpKind::kHardSigmoid, "hard_sigmoid"},
+    {PostOpKind::kSwish, "swish"},
 }};
 
 // Number of leading inputs that belong to the base op.

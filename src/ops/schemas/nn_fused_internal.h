@@ -60,16 +60,18 @@ inline int64_t layout_offset(ActivationLayout layout, int64_t c_total, int64_t h
 /// One post-op. The ONNX op each implements is given; the cpu reference applies the scalar
 /// functor of include/frame/ops/elementwise.h named alongside.
 enum class PostOpKind : uint8_t {
-  kAdd,        ///< y + R (ONNX Add with a same-shape operand; AddOp)
-  kRelu,       ///< ONNX Relu (ReluOp)
-  kLeakyRelu,  ///< ONNX LeakyRelu, alpha = slope (LeakyReluOp)
-  kClip,       ///< ONNX Clip with constant bounds, alpha = min, beta = max (ClipOp)
-  kSigmoid,    ///< ONNX Sigmoid (SigmoidOp)
-  kTanh,       ///< ONNX Tanh (TanhOp)
-  kElu,        ///< ONNX Elu, alpha (EluOp)
-  kHardSwish,  ///< ONNX HardSwish (HardSwishOp)
-  kGelu,       ///< ONNX Gelu approximate="none" (GeluOp, erf form)
-  kGeluTanh,   ///< ONNX Gelu approximate="tanh" (GeluOp, tanh form)
+  kAdd,          ///< y + R (ONNX Add with a same-shape operand; AddOp)
+  kRelu,         ///< ONNX Relu (ReluOp)
+  kLeakyRelu,    ///< ONNX LeakyRelu, alpha = slope (LeakyReluOp)
+  kClip,         ///< ONNX Clip with constant bounds, alpha = min, beta = max (ClipOp)
+  kSigmoid,      ///< ONNX Sigmoid (SigmoidOp)
+  kTanh,         ///< ONNX Tanh (TanhOp)
+  kElu,          ///< ONNX Elu, alpha (EluOp)
+  kHardSwish,    ///< ONNX HardSwish (HardSwishOp)
+  kGelu,         ///< ONNX Gelu approximate="none" (GeluOp, erf form)
+  kGeluTanh,     ///< ONNX Gelu approximate="tanh" (GeluOp, tanh form)
+  kHardSigmoid,  ///< ONNX HardSigmoid, alpha = slope, beta = offset (HardSigmoidOp)
+  kSwish,        ///< x * sigmoid(x): ONNX Mul(x, Sigmoid(x)), SiLU (SigmoidOp, MulOp)
 };
 
 /// A post-op with its parameters (meaning per PostOpKind).
@@ -80,7 +82,7 @@ struct PostOp {
 };
 
 /// Attribute spelling of a post-op kind: "add", "relu", "leaky_relu", "clip", "sigmoid",
-/// "tanh", "elu", "hard_swish", "gelu", "gelu_tanh".
+/// "tanh", "elu", "hard_swish", "gelu", "gelu_tanh", "hard_sigmoid", "swish".
 std::string_view post_op_name(PostOpKind k);
 /// Inverse of post_op_name; nullopt for any other string.
 std::optional<PostOpKind> post_op_from_name(std::string_view s);

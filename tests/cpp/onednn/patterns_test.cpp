@@ -264,6 +264,40 @@ TEST(OnednnPatterns, MatmulAndGemmActivationsFused) {
   }
 }
 
+// Squeeze-excitation and EfficientNet activations on a conv: hard_sigmoid (torch's alpha 1/6,
+// as eltwise_linear + eltwise_clip), SiLU exported as x * sigmoid(x) (one swish post-op), also
+// after a relu, and a SiLU whose sigmoid has a second reader (not fused). With and without
+// operator-fusion, which groups sigmoid + mul into one fused_elementwise_internal first.
+TEST(OnednnPatterns, ConvHardSigmoidAndSiluFused) {
+  const ir::TensorType t{DTypeCode::kFloat32, {1, 16, 6, 6}};
+  for (const std::string act : {"hard_sigmoid", "silu", "relu_silu", "silu_shared"}) {
+    for (const bool fusion : {true, false}) {
+      SCOPED_TRACE(act + (fusion ? " after operator-fusion" : " unfused"));
+      ir::Graph g("act");
+      const ir::ValueId x = g.add_input("x", t);
+      ir::ValueId c = add_op(g, "conv", "c",
+                             {x, g.add_constant("w", grid_tensor({16, 16, 3, 3}, 1)),
+                              g.add_constant("b", grid_tensor({16}, 2))},
+                             {{"pads", ints{1, 1, 1, 1}}});
+      if (act == "hard_sigmoid") {
+        g.add_output(add_op(g, "hard_sigmoid", "y", {c}, {{"alpha", 1.0 / 6.0}, {"beta", 0.5}}));
+      } else {
+        if (act == "relu_silu") c = add_op(g, "relu", "r", {c});
+        const ir::ValueId sg = add_op(g, "sigmoid", "s", {c});
+        g.add_output(add_op(g, "mul", "y", {sg, c}));
+        if (act == "silu_shared") g.add_output(sg);
+      }
+      std::vector<std::string> skip;
+      if (!fusion) skip.push_back("operator-fusion");
+      ir::Graph lowered = g;
+      lower(lowered, {"onednn", "cpu"}, skip);
+      const size_t want = act == "silu_shared" ? 3u : 1u;
+      EXPECT_EQ(lowered.num_nodes(), want);
+      expect_same_as_cpu(g, {{"x", grid_tensor(t.shape, 3)}}, ToleranceClass::kOp, skip);
+    }
+  }
+}
+
 // The cpu reference kernel of the fused op against the unfused ops (the pattern never
 // creates a cpu-placed fused node, so it is checked directly through run_op).
 TEST(OnednnPatterns, FusedOpCpuKernelMatchesTheChain) {
@@ -296,6 +330,25 @@ TEST(OnednnPatterns, FusedOpCpuKernelMatchesTheChain) {
   const Tolerance tol = tolerance_for(DTypeCode::kFloat32);
   EXPECT_TRUE(compare_tensors((*got)[0], (*e)[0], tol).ok);
   EXPECT_TRUE(compare_tensors((*onednn)[0], (*e)[0], tol).ok);
+
+  // hard_sigmoid(alpha 0.25, beta 0.5) then swish, against the ops one by one on cpu.
+  fused.inputs.pop_back();
+  fused.attrs["post_ops"] = std::vector<std::string>{"hard_sigmoid", "swish"};
+  fused.attrs["post_op_params"] = std::vector<double>{0.25, 0.5, 0, 0};
+  OpCall hs{"hard_sigmoid", {(*c)[0]}};
+  hs.attrs = {{"alpha", 0.25}, {"beta", 0.5}};
+  Result<std::vector<Tensor>> h = run_op(hs, "cpu");
+  ASSERT_TRUE(h.is_ok());
+  Result<std::vector<Tensor>> sg = run_op(OpCall{"sigmoid", {(*h)[0]}}, "cpu");
+  ASSERT_TRUE(sg.is_ok());
+  Result<std::vector<Tensor>> sw = run_op(OpCall{"mul", {(*h)[0], (*sg)[0]}}, "cpu");
+  ASSERT_TRUE(sw.is_ok());
+  for (const char* backend : {"cpu", "onednn"}) {
+    Result<std::vector<Tensor>> f = run_op(fused, backend);
+    ASSERT_TRUE(f.is_ok()) << f.status().message();
+    const CompareResult r = compare_tensors((*f)[0], (*sw)[0], tol);
+    EXPECT_TRUE(r.ok) << backend << ": " << r.message;
+  }
 }
 
 TEST(OnednnPatterns, RegistrySelfCheckStaysClean) {

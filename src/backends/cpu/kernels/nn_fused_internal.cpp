@@ -166,6 +166,24 @@ Status fused_post_ops_kernel(KernelContext& ctx) {
           apply_unary(y, n, f, th);
           break;
         }
+        case PostOpKind::kHardSigmoid: {
+          ops::ew::HardSigmoidOp<T> f;
+          f.alpha = static_cast<C>(p.alpha);
+          f.beta = static_cast<C>(p.beta);
+          apply_unary(y, n, f, th);
+          break;
+        }
+        case PostOpKind::kSwish: {
+          // Rounded as the unfused pair: sigmoid(x) to T first, then the product.
+          const ops::ew::SigmoidOp<T> sig;
+          const ops::ew::MulOp<T> mul;
+#pragma omp parallel for num_threads(th) if (n > (int64_t{1} << 15) && th > 1)
+          for (int64_t i = 0; i < n; ++i) {
+            const C x = to_compute(y[i]);
+            y[i] = from_compute<T>(mul(x, to_compute(from_compute<T>(sig(x)))));
+          }
+          break;
+        }
       }
     }
     if (st.dst_layout != ActivationLayout::kPlain) {

@@ -54,6 +54,14 @@ int append_post_ops(dnnl::post_ops& ops, std::span<const ops::fused::PostOp> pos
       case PostOpKind::kGeluTanh:
         ops.append_eltwise(1.f, algorithm::eltwise_gelu_tanh, 0.f, 0.f);
         break;
+      case PostOpKind::kHardSigmoid:
+        // clip(alpha * x + beta, 0, 1): oneDNN 2.6 has no eltwise_hardsigmoid.
+        ops.append_eltwise(1.f, algorithm::eltwise_linear, a, b);
+        ops.append_eltwise(1.f, algorithm::eltwise_clip, 0.f, 1.f);
+        break;
+      case PostOpKind::kSwish:
+        ops.append_eltwise(1.f, algorithm::eltwise_swish, 1.f, 0.f);
+        break;
     }
   }
   return add_index;
