@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
+#include <random>
 #include <thread>
+#include <utility>
 
 #include "backends/onednn/kernels/primitive_util.h"
 #include "cpp/onednn/linear_test_util.h"
@@ -127,6 +130,54 @@ TEST(OnednnConvTranspose, OneDAndThreeD) {
       conv_call("conv_transpose", {2, 4, 9}, {4, 3, 3}, true, {{"strides", ints{2}}}), {1});
   expect_onednn_matches_cpu(
       conv_call("conv_transpose", {1, 2, 3, 4, 3}, {2, 3, 2, 2, 2}, false, {}), {1});
+}
+
+// 3x3 stride-1 convs wide enough for Winograd (oneDNN's jit_fp32_wino_2x3 / jit_wino_4x3 on
+// AVX-512; direct elsewhere) against a float64 conv computed here: within the BUILD-011 f32
+// cross-backend class on unit-normal data with 1/sqrt(fan-in) weights. Cost: about 0.5 s.
+TEST(OnednnConv, WinogradShapesWithinCrossBackendToleranceOfFloat64) {
+  for (const auto& [ch, hw] : std::vector<std::pair<int64_t, int64_t>>{{64, 14}, {128, 12}}) {
+    OpCall c{"conv"};
+    std::mt19937 rng(static_cast<uint32_t>(ch));
+    std::normal_distribution<float> nd(0.F, 1.F);
+    std::vector<float> x(static_cast<size_t>(ch * hw * hw)), w(static_cast<size_t>(ch * ch * 9));
+    for (float& v : x) v = nd(rng);
+    const float ws = 1.F / std::sqrt(static_cast<float>(ch * 9));
+    for (float& v : w) v = nd(rng) * ws;
+    c.inputs = {Tensor::from_vector<float>({1, ch, hw, hw}, x),
+                Tensor::from_vector<float>({ch, ch, 3, 3}, w), Tensor()};
+    c.attrs = {{"pads", ints{1, 1, 1, 1}}};
+    c.constant_inputs = {1};
+    Result<std::vector<Tensor>> got = run_op(c, "onednn");
+    ASSERT_TRUE(got.is_ok()) << got.status().message();
+    std::vector<double> ref(static_cast<size_t>(ch * hw * hw), 0.0);
+    for (int64_t o = 0; o < ch; ++o) {
+      for (int64_t i = 0; i < ch; ++i) {
+        for (int64_t ky = 0; ky < 3; ++ky) {
+          for (int64_t kx = 0; kx < 3; ++kx) {
+            const double wv = w[static_cast<size_t>(((o * ch + i) * 3 + ky) * 3 + kx)];
+            for (int64_t y = 0; y < hw; ++y) {
+              const int64_t iy = y + ky - 1;
+              if (iy < 0 || iy >= hw) continue;
+              for (int64_t xx = 0; xx < hw; ++xx) {
+                const int64_t ix = xx + kx - 1;
+                if (ix < 0 || ix >= hw) continue;
+                ref[static_cast<size_t>((o * hw + y) * hw + xx)] +=
+                    wv * x[static_cast<size_t>((i * hw + iy) * hw + ix)];
+              }
+            }
+          }
+        }
+      }
+    }
+    Tensor want = Tensor::from_vector<double>({1, ch, hw, hw}, ref);
+    std::vector<float> got64((*got)[0].data<float>(), (*got)[0].data<float>() + (*got)[0].numel());
+    std::vector<double> gd(got64.begin(), got64.end());
+    const CompareResult r =
+        compare_tensors(Tensor::from_vector<double>({1, ch, hw, hw}, gd), want,
+                        tolerance_for(DTypeCode::kFloat32, ToleranceClass::kCrossBackend));
+    EXPECT_TRUE(r.ok) << ch << " channels at " << hw << "x" << hw << ": " << r.message;
+  }
 }
 
 TEST(OnednnConv, DeclinesF64SoTheChainFallsBack) {
