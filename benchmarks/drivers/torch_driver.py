@@ -2,10 +2,11 @@
 """PyTorch eager benchmark driver: the same command line and RESULT line as the C++ drivers
 (drivers/driver_common.h), for a model of benchmarks/models.py.
 
-Usage: torch_driver.py --model NAME --input FILE.npy [--threads N] [--warmup W] [--runs R]
-                       [--save-dir DIR]
-load_ms is the time to build the module (PyTorch has no load step comparable to an ONNX
-session); compile_ms is 0.
+Usage: torch_driver.py --model NAME --input [NAME=]FILE.npy [--input ...] [--threads N]
+                       [--warmup W] [--runs R] [--save-dir DIR]
+One --input per graph input, in the module's argument order (they are passed positionally;
+the NAME= part, as the C++ drivers take it, is accepted and ignored). load_ms is the time to
+build the module (PyTorch has no load step comparable to an ONNX session); compile_ms is 0.
 """
 
 import argparse
@@ -35,7 +36,7 @@ def max_rss_kib():
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--model", required=True)
-    p.add_argument("--input", required=True)
+    p.add_argument("--input", required=True, action="append")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--runs", type=int, default=10)
@@ -46,14 +47,14 @@ def main():
     t0 = time.perf_counter()
     model, _ = models.build(a.model)
     load_ms = (time.perf_counter() - t0) * 1e3
-    x = torch.from_numpy(np.load(a.input))
+    x = [torch.from_numpy(np.load(i.split("=", 1)[-1])) for i in a.input]
     with torch.no_grad():
         for _ in range(a.warmup):
-            y = model(x)
+            y = model(*x)
         run_ms = []
         for _ in range(a.runs):
             t = time.perf_counter()
-            y = model(x)
+            y = model(*x)
             run_ms.append((time.perf_counter() - t) * 1e3)
     if a.save_dir:
         np.save(os.path.join(a.save_dir, "output.npy"), y.numpy())
