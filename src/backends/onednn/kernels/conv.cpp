@@ -108,14 +108,16 @@ memory::desc activation_desc(const memory::dims& dims, memory::data_type dt,
 // channels in and out and a spatial output of at least kWinoMinPixels: fewer multiplies per
 // output (2.25x fewer in theory) at the cost of transforms, so it pays on wide layers. It needs
 // nChw16c activations; where its descriptor cannot be created (other ISAs, an nhwc side) the
-// direct algorithm is used. FRAME_ONEDNN_WINOGRAD=0 turns it off (measurements).
+// direct algorithm is used. Opt-in (FRAME_ONEDNN_WINOGRAD=1): its transforms cost accuracy,
+// and on Keypoint R-CNN's ResNet-50-FPN a detection score moved by 1.35e-3 relative, beyond
+// the deep-network class the detector test holds it to (docs/backends/onednn.md).
 constexpr int64_t kWinoMinChannels = 64;
 constexpr int64_t kWinoMinPixels = 49;
 
 bool winograd_enabled() {
   static const bool on = [] {
     const char* e = std::getenv("FRAME_ONEDNN_WINOGRAD");
-    return e == nullptr || std::string_view(e) != "0";
+    return e != nullptr && std::string_view(e) == "1";
   }();
   return on;
 }
