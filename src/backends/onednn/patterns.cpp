@@ -13,13 +13,25 @@
 //     convs (as X or as the residual R) -> producer dst_layout and the users' src_layout /
 //     residual_layout = the layout oneDNN picks for the producer's output (1 nhwc, or 16
 //     nChw16c when C % 16 == 0), so no reorder runs between them. Plain convs become
-//     fused_post_ops_internal with no post-ops to carry the attributes.
+//     fused_post_ops_internal with no post-ops to carry the attributes;
+//   fold_pad_into_average_pool: pad (constant mode, value 0, spatial dims only, not negative)
+//     read only by an average_pool without pads of its own -> one average_pool with those
+//     pads and count_include_pad=1 (the padded zeros were taps of its input; how torch exports
+//     avg_pool2d(padding=p), e.g. Inception-V3's pool branches);
+//   keep_nhwc_through: the rank-4 f32 values joined by pools and channel concats (every value
+//     such a node reads or writes, except those whose bytes are the same in both orders,
+//     C == 1 or H*W == 1), each produced by a conv or such a node and read only by convs (as X
+//     or R) or such nodes, none a graph input or output -> every one stored nhwc: the pools
+//     and concats become laid_out_internal (layout 1), the convs get dst_layout / src_layout /
+//     residual_layout 1. The whole set or nothing, so a concat never mixes layouts.
 // Each fires only when the onednn kernel supports the node it creates.
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +41,7 @@
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/lowering_pattern.h"
 #include "frame/ops/op_registry.h"
+#include "ops/schemas/laid_out_internal.h"
 #include "ops/schemas/nn_fused_internal.h"
 
 namespace frame::backends::onednn {
@@ -439,6 +452,202 @@ Result<bool> keep_blocked_activations(Graph& g, NodeId id) {
   return true;
 }
 
+// The int64 values of constant `v`, or nullopt when it is not an int64 constant.
+std::optional<std::vector<int64_t>> int64_constant(const Graph& g, ValueId v) {
+  const Tensor* t = constant_of(g, v);
+  if (t == nullptr || t->dtype() != DTypeCode::kInt64) return std::nullopt;
+  return std::vector<int64_t>(t->data<int64_t>(), t->data<int64_t>() + t->numel());
+}
+
+Result<bool> fold_pad_into_average_pool(Graph& g, NodeId id) {
+  const ir::Node& pool = g.node(id);
+  if (pool.inputs.empty() || pool.outputs.size() != 1) return false;
+  const ValueId x = pool.inputs[0];
+  const NodeId p = g.value(x).producer;
+  if (p < 0 || g.node(p).op != "pad" || sole_user(g, x) != id) return false;
+  const ir::Node& pad = g.node(p);
+  const auto attr_str = [](const ir::AttrMap& a, const char* name, const char* dflt) {
+    auto it = a.find(name);
+    const auto* v = it == a.end() ? nullptr : std::get_if<std::string>(&it->second);
+    return v == nullptr ? std::string(dflt) : *v;
+  };
+  if (attr_str(pad.attrs, "mode", "constant") != "constant" ||
+      attr_str(pool.attrs, "auto_pad", "NOTSET") != "NOTSET") {
+    return false;
+  }
+  // No axes input; a constant value absent or a constant 0.
+  if (pad.inputs.size() > 3 && pad.inputs[3] != ir::kNoValue) return false;
+  if (pad.inputs.size() > 2 && pad.inputs[2] != ir::kNoValue) {
+    const Tensor* cv = constant_of(g, pad.inputs[2]);
+    if (cv == nullptr || cv->dtype() != DTypeCode::kFloat32 || cv->numel() != 1 ||
+        cv->data<float>()[0] != 0.0F) {
+      return false;
+    }
+  }
+  const std::optional<ir::TensorType>& in_t = g.value(pad.inputs[0]).type;
+  const std::optional<std::vector<int64_t>> pads = int64_constant(g, pad.inputs[1]);
+  if (!in_t || !pads || in_t->shape.size() < 3) return false;
+  const size_t rank = in_t->shape.size();
+  if (pads->size() != 2 * rank) return false;
+  // Only spatial dims padded, none cropped.
+  if ((*pads)[0] != 0 || (*pads)[1] != 0 || (*pads)[rank] != 0 || (*pads)[rank + 1] != 0) {
+    return false;
+  }
+  std::vector<int64_t> spatial;  // the pool's [x1_begin, ..., x1_end, ...]
+  for (size_t half : {size_t{0}, rank}) {
+    for (size_t d = 2; d < rank; ++d) {
+      if ((*pads)[half + d] < 0) return false;
+      spatial.push_back((*pads)[half + d]);
+    }
+  }
+  ir::AttrMap attrs = pool.attrs;
+  if (auto it = attrs.find("pads"); it != attrs.end()) {
+    const auto* own = std::get_if<std::vector<int64_t>>(&it->second);
+    if (own == nullptr || std::any_of(own->begin(), own->end(), [](int64_t v) { return v != 0; })) {
+      return false;
+    }
+  }
+  attrs["pads"] = std::move(spatial);
+  attrs["count_include_pad"] = int64_t{1};
+  std::vector<ValueId> inputs{pad.inputs[0]};
+  if (!onednn_runs(g, "average_pool", pool.name, inputs, attrs)) return false;
+  return replace_with(g, {p, id}, pool.outputs[0], "average_pool", pool.name, std::move(inputs),
+                      std::move(attrs));
+}
+
+// Whether the bytes of a value of type `t` are the same stored plain and nhwc: rank 4 with
+// C == 1 or H * W == 1 (a global pool's output, a squeeze-excitation gate).
+bool layout_free(const ir::TensorType& t) {
+  return t.shape.size() == 4 && (t.shape[1] == 1 || t.shape[2] * t.shape[3] == 1);
+}
+
+// Whether keep_nhwc_through carries the layout through node `n`: a pool with one output or a
+// concat along the channel axis (the base ops of laid_out_internal), or a laid_out_internal.
+bool carries_nhwc(const ir::Node& n) {
+  if (n.op == ops::laid_out::kLaidOutOp) return true;
+  if (!ops::laid_out::is_base_op(n.op) || n.outputs.size() != 1) return false;
+  if (n.op != "concat") return true;
+  auto it = n.attrs.find("axis");
+  const auto* axis = it == n.attrs.end() ? nullptr : std::get_if<int64_t>(&it->second);
+  return axis != nullptr && (*axis == 1 || *axis == -3);
+}
+
+// One node keep_nhwc_through rewrites: its new op, inputs and attributes.
+struct NhwcRewrite {
+  NodeId id;
+  std::string op;
+  std::vector<ValueId> inputs;
+  ir::AttrMap attrs;
+};
+
+Result<bool> keep_nhwc_through(Graph& g, NodeId id) {
+  if (!carries_nhwc(g.node(id)) || g.node(id).op == ops::laid_out::kLaidOutOp) return false;
+  // Readers of every value, from one walk over the graph.
+  std::map<ValueId, std::vector<std::pair<NodeId, size_t>>> readers;
+  for (NodeId u : g.node_ids()) {
+    const ir::Node& un = g.node(u);
+    for (size_t i = 0; i < un.inputs.size(); ++i) {
+      if (un.inputs[i] != ir::kNoValue) readers[un.inputs[i]].emplace_back(u, i);
+    }
+  }
+  // The set: nodes that carry the layout, the convs at its edges and the values between them.
+  std::set<NodeId> through{id}, convs;
+  std::set<ValueId> values;
+  std::vector<NodeId> node_queue{id};
+  std::vector<ValueId> value_queue;
+  // Adds value `v` of a carrying node; false if it cannot be stored nhwc.
+  const auto add_value = [&](ValueId v) {
+    const std::optional<ir::TensorType>& t = g.value(v).type;
+    if (!t || t->dtype != DTypeCode::kFloat32 || t->shape.size() != 4) return false;
+    if (layout_free(*t)) return true;  // same bytes either way: no constraint
+    if (values.insert(v).second) value_queue.push_back(v);
+    return true;
+  };
+  const auto add_node = [&](NodeId n) {
+    if (through.insert(n).second) node_queue.push_back(n);
+  };
+  while (!node_queue.empty() || !value_queue.empty()) {
+    if (!node_queue.empty()) {
+      const ir::Node& n = g.node(node_queue.back());
+      node_queue.pop_back();
+      for (ValueId in : n.inputs) {
+        if (in == ir::kNoValue || !add_value(in)) return false;
+      }
+      if (!add_value(n.outputs[0])) return false;
+      continue;
+    }
+    const ValueId v = value_queue.back();
+    value_queue.pop_back();
+    const NodeId p = g.value(v).producer;
+    if (g.is_output(v) || p < 0) return false;  // graph outputs, inputs and constants stay plain
+    const ir::Node& pn = g.node(p);
+    if (is_conv(pn) && !may_still_fuse(g, pn)) {
+      convs.insert(p);
+    } else if (carries_nhwc(pn)) {
+      add_node(p);
+    } else {
+      return false;
+    }
+    for (const auto& [u, i] : readers[v]) {
+      const ir::Node& un = g.node(u);
+      if (is_conv(un) && (i == 0 || i == ops::fused::kResidualInput) && !may_still_fuse(g, un)) {
+        convs.insert(u);
+      } else if (carries_nhwc(un)) {
+        add_node(u);
+      } else {
+        return false;
+      }
+    }
+  }
+  if (convs.empty() || values.empty()) return false;  // nothing to gain without a conv
+  constexpr auto kNhwc = static_cast<int64_t>(ops::fused::ActivationLayout::kNhwc);
+  std::vector<NhwcRewrite> rewrites;
+  for (NodeId c : convs) {
+    const ir::Node& cn = g.node(c);
+    auto [inputs, attrs] = as_fused(cn);
+    if (values.count(cn.outputs[0]) != 0) set_layout(attrs, ops::fused::kDstLayoutAttr, kNhwc);
+    if (values.count(inputs[0]) != 0) set_layout(attrs, ops::fused::kSrcLayoutAttr, kNhwc);
+    if (inputs.size() > ops::fused::kResidualInput &&
+        values.count(inputs[ops::fused::kResidualInput]) != 0) {
+      set_layout(attrs, ops::fused::kResidualLayoutAttr, kNhwc);
+    }
+    rewrites.push_back(
+        {c, std::string(ops::fused::kFusedPostOpsOp), std::move(inputs), std::move(attrs)});
+  }
+  for (NodeId t : through) {
+    const ir::Node& tn = g.node(t);
+    ir::AttrMap attrs = tn.attrs;
+    if (tn.op != ops::laid_out::kLaidOutOp) attrs["base_op"] = tn.op;
+    attrs["layout"] = kNhwc;
+    rewrites.push_back({t, std::string(ops::laid_out::kLaidOutOp), tn.inputs, std::move(attrs)});
+  }
+  // The onednn kernel must take every node with the explicit layouts (it declines where oneDNN
+  // has only its reference pooling or its reference or gemm convolution for them).
+  for (const NhwcRewrite& r : rewrites) {
+    if (!onednn_runs(g, r.op, g.node(r.id).name, r.inputs, r.attrs)) return false;
+  }
+  for (size_t i = 0; i < rewrites.size(); ++i) {
+    NhwcRewrite& r = rewrites[i];
+    ir::Node& n = g.node(r.id);
+    const ValueId old_out = n.outputs[0];
+    ValueId new_out = old_out;
+    if (n.op == r.op) {
+      n.attrs = std::move(r.attrs);
+    } else {
+      const std::string name = n.name;
+      FRAME_RETURN_IF_ERROR(
+          replace_with(g, {r.id}, old_out, r.op, name, std::move(r.inputs), std::move(r.attrs))
+              .status());
+      new_out = g.node(g.find_node(name)).outputs[0];
+    }
+    // A replaced node's output is a new value: later rewrites read that one.
+    for (size_t k = i + 1; k < rewrites.size() && new_out != old_out; ++k) {
+      std::replace(rewrites[k].inputs.begin(), rewrites[k].inputs.end(), old_out, new_out);
+    }
+  }
+  return true;
+}
+
 FRAME_REGISTER_LOWERING_PATTERN("onednn", fold_batch_norm_into_conv, conv,
                                 fold_batch_norm_into_conv);
 FRAME_REGISTER_LOWERING_PATTERN("onednn", fuse_post_ops, conv, fuse_post_ops);
@@ -448,6 +657,14 @@ FRAME_REGISTER_LOWERING_PATTERN("onednn", fuse_post_ops, gemm, fuse_post_ops);
 FRAME_REGISTER_LOWERING_PATTERN("onednn", keep_blocked_activations, conv, keep_blocked_activations);
 FRAME_REGISTER_LOWERING_PATTERN("onednn", keep_blocked_activations, fused_post_ops_internal,
                                 keep_blocked_activations);
+FRAME_REGISTER_LOWERING_PATTERN("onednn", fold_pad_into_average_pool, average_pool,
+                                fold_pad_into_average_pool);
+FRAME_REGISTER_LOWERING_PATTERN("onednn", keep_nhwc_through, max_pool, keep_nhwc_through);
+FRAME_REGISTER_LOWERING_PATTERN("onednn", keep_nhwc_through, average_pool, keep_nhwc_through);
+FRAME_REGISTER_LOWERING_PATTERN("onednn", keep_nhwc_through, global_max_pool, keep_nhwc_through);
+FRAME_REGISTER_LOWERING_PATTERN("onednn", keep_nhwc_through, global_average_pool,
+                                keep_nhwc_through);
+FRAME_REGISTER_LOWERING_PATTERN("onednn", keep_nhwc_through, concat, keep_nhwc_through);
 
 }  // namespace
 }  // namespace frame::backends::onednn

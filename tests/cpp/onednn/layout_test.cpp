@@ -272,5 +272,178 @@ TEST(OnednnLayout, SchemaRejectsBadLayouts) {
   EXPECT_NE(got.status().message().find("dst_layout"), std::string::npos) << got.status().message();
 }
 
+// ---- nhwc through pools and concat (keep_nhwc_through, laid_out_internal) ----
+
+ir::ValueId node1(ir::Graph& g, const std::string& op, const std::string& name,
+                  std::vector<ir::ValueId> inputs, ir::AttrMap attrs = {}) {
+  return g.node(*g.create_node(op, name, std::move(inputs), 1, std::move(attrs))).outputs[0];
+}
+
+// x[1,16,12,12] -> c1 (3x3, 32) -> relu -> max_pool 2x2/2 = m [1,32,6,6];
+// m -> c2 (1x1, 16), m -> c3 (3x3, 24); concat(c2, c3) = cat [1,40,6,6];
+// cat -> pad 1 (spatial, zeros) -> average_pool 3x3 = ap; ap -> c4 (1x1, 8) -> global average
+// pool = out_gap [1,8,1,1] (graph output); m -> c5 (1x1, 8) -> max_pool = out_pool (graph
+// output). Stored nhwc: m, c2, c3, cat and ap (the pad folds into the pool); plain: the graph
+// input, out_pool (a graph output), c4's output read by the global pool is nhwc too (its
+// [1,8,1,1] output has the same bytes either way).
+ir::Graph pool_concat_net() {
+  ir::Graph g("nhwc_through");
+  const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {1, 16, 12, 12}});
+  const ir::ValueId a = unary(g, "relu", "r1", conv(g, "c1", x, 16, 32, 3, 1, 31));
+  const ir::ValueId m =
+      node1(g, "max_pool", "mp", {a}, {{"kernel_shape", ints{2, 2}}, {"strides", ints{2, 2}}});
+  const ir::ValueId c2 = conv(g, "c2", m, 32, 16, 1, 1, 32);
+  const ir::ValueId c3 = conv(g, "c3", m, 32, 24, 3, 1, 33);
+  const ir::ValueId cat = node1(g, "concat", "cat", {c2, c3}, {{"axis", int64_t{1}}});
+  const ir::ValueId pads =
+      g.add_constant("pads", Tensor::from_vector<int64_t>({8}, {0, 0, 1, 1, 0, 0, 1, 1}));
+  const ir::ValueId padded = node1(g, "pad", "pad", {cat, pads});
+  const ir::ValueId ap = node1(g, "average_pool", "ap", {padded}, {{"kernel_shape", ints{3, 3}}});
+  const ir::ValueId gap =
+      node1(g, "global_average_pool", "gap", {conv(g, "c4", ap, 40, 8, 1, 1, 34)});
+  const ir::ValueId pool = node1(g, "max_pool", "mp2", {conv(g, "c5", m, 32, 8, 1, 1, 35)},
+                                 {{"kernel_shape", ints{2, 2}}});
+  g.add_output(gap);
+  g.add_output(pool);
+  return g;
+}
+
+TEST(OnednnLayout, NhwcFlowsThroughPoolsAndConcat) {
+  ir::Graph g = pool_concat_net();
+  lower(g, {"onednn", "cpu"});
+  if (layout_attr(g, "c2", kSrc) == 0 && !__builtin_cpu_supports("avx512f")) {
+    GTEST_SKIP() << "oneDNN's convs do not take nhwc at speed without AVX-512 on this CPU";
+  }
+  for (const char* n : {"mp", "cat", "ap"}) {
+    EXPECT_EQ(op_of(g, n), "laid_out_internal") << n;
+    EXPECT_EQ(layout_attr(g, n, "layout"), kNhwc) << n;
+  }
+  EXPECT_EQ(op_of(g, "pad"), "");  // folded into ap
+  EXPECT_EQ(layout_attr(g, "ap", "count_include_pad"), 1);
+  EXPECT_EQ(layout_attr(g, "c1", kDst), kNhwc);
+  EXPECT_EQ(layout_attr(g, "c1", kSrc), 0);  // graph input
+  for (const char* n : {"c2", "c3", "c4", "c5"}) {
+    EXPECT_EQ(layout_attr(g, n, kSrc), kNhwc) << n;
+  }
+  EXPECT_EQ(layout_attr(g, "c2", kDst), kNhwc);
+  EXPECT_EQ(layout_attr(g, "c3", kDst), kNhwc);
+  // c4 -> global_average_pool (graph output of bytes equal in both orders): carried through.
+  EXPECT_EQ(op_of(g, "gap"), "laid_out_internal");
+  // c5 -> max_pool whose output is a graph output: both plain.
+  EXPECT_EQ(layout_attr(g, "c5", kDst), 0);
+  EXPECT_EQ(op_of(g, "mp2"), "max_pool");
+}
+
+TEST(OnednnLayout, NhwcThroughPoolsAndConcatMatchesCpu) {
+  const ir::Graph g = pool_concat_net();
+  Result<runtime::Executable> slow = runtime::compile(g, uncached({"cpu"}));
+  ASSERT_TRUE(slow.is_ok()) << slow.status().message();
+  const runtime::TensorMap inputs{{"x", grid_tensor({1, 16, 12, 12}, 41)}};
+  Result<runtime::TensorMap> e = slow->run(inputs);
+  ASSERT_TRUE(e.is_ok()) << e.status().message();
+  for (int threads : {1, 2}) {
+    runtime::CompileOptions on = uncached({"onednn", "cpu"});
+    on.num_threads = threads;
+    Result<runtime::Executable> fast = runtime::compile(g, on);
+    ASSERT_TRUE(fast.is_ok()) << fast.status().message();
+    for (const char* n : {"mp", "cat", "ap", "gap"}) {
+      EXPECT_EQ(placement_of(*fast, n).backend, "onednn") << n;
+    }
+    Result<runtime::TensorMap> a = fast->run(inputs);
+    ASSERT_TRUE(a.is_ok()) << a.status().message();
+    for (const auto& [name, t] : *e) {
+      const CompareResult c = compare_tensors(
+          a->at(name), t, tolerance_for(DTypeCode::kFloat32, ToleranceClass::kDeepNetwork));
+      EXPECT_TRUE(c.ok) << name << " (threads " << threads << "): " << c.message;
+    }
+  }
+}
+
+// One laid_out_internal node (base op `base`, attributes `attrs`) on nhwc inputs, compiled for
+// `backend`: its output must be the plain base op's on cpu, laid out by hand.
+void check_laid_out_node(const std::string& base, const ir::AttrMap& attrs,
+                         const std::vector<Tensor>& plain_inputs) {
+  auto build = [&](const std::string& op, bool nhwc) {
+    ir::Graph g("laid_out_node");
+    std::vector<ir::ValueId> ins;
+    for (size_t i = 0; i < plain_inputs.size(); ++i) {
+      ins.push_back(g.add_input(fmt::format("x{}", i),
+                                ir::TensorType{DTypeCode::kFloat32, plain_inputs[i].shape()}));
+    }
+    ir::AttrMap a = attrs;
+    if (nhwc) {
+      a["base_op"] = base;
+      a["layout"] = kNhwc;
+    }
+    g.add_output(g.node(*g.create_node(op, "n", ins, 1, a, {"y"})).outputs[0]);
+    return g;
+  };
+  runtime::TensorMap plain_feed, nhwc_feed;
+  for (size_t i = 0; i < plain_inputs.size(); ++i) {
+    plain_feed[fmt::format("x{}", i)] = plain_inputs[i];
+    nhwc_feed[fmt::format("x{}", i)] = to_layout(plain_inputs[i], kNhwc);
+  }
+  Result<runtime::Executable> ref = runtime::compile(build(base, false), uncached({"cpu"}));
+  ASSERT_TRUE(ref.is_ok()) << ref.status().message();
+  Result<runtime::TensorMap> want = ref->run(plain_feed);
+  ASSERT_TRUE(want.is_ok()) << want.status().message();
+  const Tensor want_nhwc = to_layout(want->at("y"), kNhwc);
+  for (const std::string backend : {"cpu", "onednn"}) {
+    Result<runtime::Executable> exe =
+        runtime::compile(build("laid_out_internal", true), uncached({backend}));
+    ASSERT_TRUE(exe.is_ok()) << base << " on " << backend << ": " << exe.status().message();
+    EXPECT_EQ(placement_of(*exe, "n").backend, backend) << base;
+    Result<runtime::TensorMap> got = exe->run(nhwc_feed);
+    ASSERT_TRUE(got.is_ok()) << got.status().message();
+    // Grid inputs: maxima, concatenation and sums of 9 taps (ap) exact or within the op class.
+    const CompareResult c =
+        compare_tensors(got->at("y"), want_nhwc, tolerance_for(DTypeCode::kFloat32));
+    EXPECT_TRUE(c.ok) << base << " on " << backend << ": " << c.message;
+  }
+}
+
+TEST(OnednnLayout, LaidOutNodesMatchThePlainOps) {
+  const Tensor x = grid_tensor({2, 24, 7, 6}, 51);
+  check_laid_out_node(
+      "max_pool",
+      {{"kernel_shape", ints{3, 3}}, {"strides", ints{2, 2}}, {"pads", ints{1, 1, 1, 1}}}, {x});
+  check_laid_out_node(
+      "average_pool",
+      {{"kernel_shape", ints{3, 3}}, {"pads", ints{1, 1, 1, 1}}, {"count_include_pad", int64_t{1}}},
+      {x});
+  check_laid_out_node(
+      "average_pool",
+      {{"kernel_shape", ints{2, 3}}, {"ceil_mode", int64_t{1}}, {"strides", ints{2, 2}}}, {x});
+  check_laid_out_node("global_average_pool", {}, {x});
+  check_laid_out_node("global_max_pool", {}, {x});
+  check_laid_out_node("concat", {{"axis", int64_t{1}}},
+                      {x, grid_tensor({2, 5, 7, 6}, 52), grid_tensor({2, 16, 7, 6}, 53)});
+}
+
+TEST(OnednnLayout, LaidOutSchemaRejectsBadNodes) {
+  ir::Graph g("bad_laid_out");
+  const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {1, 4, 3, 3}});
+  const ir::ValueId x3 = g.add_input("x3", ir::TensorType{DTypeCode::kFloat32, {1, 4, 9}});
+  const auto infer = [&](std::vector<ir::ValueId> ins, ir::AttrMap attrs) {
+    ir::Graph h = g;
+    Result<ir::NodeId> n =
+        h.create_node("laid_out_internal", "bad", std::move(ins), 1, std::move(attrs));
+    if (!n.is_ok()) return n.status();
+    h.add_output(h.node(*n).outputs[0]);
+    return runtime::compile(h, uncached({"cpu"})).status();
+  };
+  const Status wrong_axis =
+      infer({x, x}, {{"base_op", std::string("concat")}, {"layout", kNhwc}, {"axis", int64_t{2}}});
+  EXPECT_NE(wrong_axis.message().find("channel axis"), std::string::npos) << wrong_axis.message();
+  const Status rank3 =
+      infer({x3}, {{"base_op", std::string("global_max_pool")}, {"layout", kNhwc}});
+  EXPECT_NE(rank3.message().find("rank 4"), std::string::npos) << rank3.message();
+  const Status bad_layout =
+      infer({x}, {{"base_op", std::string("global_max_pool")}, {"layout", kBlocked}});
+  EXPECT_NE(bad_layout.message().find("'layout'"), std::string::npos) << bad_layout.message();
+  const Status bad_base = infer({x}, {{"base_op", std::string("relu")}, {"layout", kNhwc}});
+  EXPECT_NE(bad_base.message().find("'base_op'"), std::string::npos) << bad_base.message();
+}
+
 }  // namespace
 }  // namespace frame::test::linear

@@ -15,6 +15,7 @@
 #include <span>
 #include <vector>
 
+#include "backends/cpu/kernels/activation_layout.h"
 #include "frame/ops/elementwise.h"
 #include "frame/ops/kernel_registry.h"
 
@@ -35,40 +36,8 @@ struct FusedState {
   ActivationLayout residual_layout = ActivationLayout::kPlain;
 };
 
-// Per-thread scratch for the plain copies (grows once; run() is re-entrant, so not in the
-// prepared state).
-enum Scratch : size_t { kSrcScratch, kResidualScratch, kDstScratch, kNumScratch };
-std::byte* scratch(Scratch slot, size_t bytes) {
-  thread_local std::vector<std::byte> bufs[kNumScratch];
-  std::vector<std::byte>& b = bufs[slot];
-  if (b.size() < bytes) b.resize(bytes);
-  return b.data();
-}
-
-// Copies the rank-4 tensor of `shape` from layout `from_l` to layout `to_l`.
-template <typename T>
-void relayout(const T* from, T* to, const Shape& shape, ActivationLayout from_l,
-              ActivationLayout to_l) {
-  const int64_t n = shape[0], c = shape[1], hw = shape[2] * shape[3];
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t ch = 0; ch < c; ++ch) {
-      for (int64_t s = 0; s < hw; ++s) {
-        to[ops::fused::layout_offset(to_l, c, hw, i, ch, s)] =
-            from[ops::fused::layout_offset(from_l, c, hw, i, ch, s)];
-      }
-    }
-  }
-}
-
-// A plain copy of tensor `t` stored in `layout`, in per-thread scratch `slot`.
-Result<Tensor> plain_copy(const Tensor& t, ActivationLayout layout, Scratch slot) {
-  std::byte* buf = scratch(slot, t.nbytes());
-  FRAME_RETURN_IF_ERROR(dispatch_dtype<kFloatDTypes>(t.dtype(), [&]<typename T>() {
-    relayout(t.data<T>(), reinterpret_cast<T*>(buf), t.shape(), layout, ActivationLayout::kPlain);
-    return Status();
-  }));
-  return Tensor::view(t.dtype(), t.shape(), buf);
-}
+// Scratch slots of the plain copies (activation_layout.h).
+enum Scratch : size_t { kSrcScratch, kResidualScratch, kDstScratch };
 
 Result<std::shared_ptr<void>> prepare_fused(const ops::NodeContext& ctx) {
   FRAME_ASSIGN_OR_RETURN(ops::fused::FusedSpec spec, ops::fused::decode_fused(ctx));
@@ -188,7 +157,7 @@ Status fused_post_ops_kernel(KernelContext& ctx) {
     }
     if (st.dst_layout != ActivationLayout::kPlain) {
       // The plain result goes through scratch into the output's layout.
-      T* plain = reinterpret_cast<T*>(scratch(kDstScratch, out.nbytes()));
+      T* plain = reinterpret_cast<T*>(layout_scratch(kDstScratch, out.nbytes()));
       std::copy(y, y + n, plain);
       relayout(plain, y, out.shape(), ActivationLayout::kPlain, st.dst_layout);
     }

@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "backends/onednn/kernels/laid_out.h"
 #include "backends/onednn/kernels/parallel.h"
 #include "frame/ops/kernel_registry.h"
 #include "ops/schemas/data_movement_shapes.h"
@@ -223,9 +224,16 @@ struct JoinPlan {
   std::vector<int64_t> col, width;
 };
 
+Result<JoinPlan> join_plan(const NodeContext& ctx, const std::vector<Shape>& parts, int64_t axis);
+
+// The plan of joining `parts` along `axis` (negative: from the end) of the node's attribute
+// "axis", elements of the node's input dtype.
 Result<JoinPlan> join_plan(const NodeContext& ctx, const std::vector<Shape>& parts) {
+  return join_plan(ctx, parts, ctx.attr_or<int64_t>("axis", 0));
+}
+
+Result<JoinPlan> join_plan(const NodeContext& ctx, const std::vector<Shape>& parts, int64_t axis) {
   const Shape& s0 = parts.front();
-  int64_t axis = ctx.attr_or<int64_t>("axis", 0);
   if (axis < 0) axis += static_cast<int64_t>(s0.size());
   if (axis < 0 || axis >= static_cast<int64_t>(s0.size())) {
     return ctx.error("axis {} is out of range for rank {}", axis, s0.size());
@@ -324,6 +332,21 @@ Status split_accepts(const NodeContext& ctx) {
 }
 
 }  // namespace
+
+// Channels-last [N, C_k, H, W] parts are [N, H, W, C_k] row-major: joining channels joins the
+// last dim of those, rows of N*H*W.
+Result<std::shared_ptr<void>> nhwc_concat_prepare(const NodeContext& ctx) {
+  std::vector<Shape> parts;
+  for (const ir::TensorType& t : ctx.input_types) {
+    const Shape& s = t.shape;
+    if (s.size() != 4) return ctx.error("nhwc concat needs rank-4 parts, got rank {}", s.size());
+    parts.push_back(Shape{s[0], s[2], s[3], s[1]});
+  }
+  FRAME_ASSIGN_OR_RETURN(JoinPlan p, join_plan(ctx, parts, 3));
+  return std::shared_ptr<void>(std::make_shared<JoinPlan>(std::move(p)));
+}
+
+Status run_concat(KernelContext& ctx) { return concat_kernel(ctx); }
 
 FRAME_REGISTER_KERNEL(transpose, "onednn", strided_kernel)
     .dtypes(kAllDTypes)

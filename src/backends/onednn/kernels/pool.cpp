@@ -5,6 +5,10 @@
 // oneDNN has no implementation for, pads that make a window lie wholly in the padding, and
 // count_include_pad=1 with explicit pads where ceil_mode extends the last window past them
 // (oneDNN would count those taps, ONNX does not).
+// Where oneDNN has only a slow plain-layout pooling for a node (its reference loops, or
+// `simple_nchw`: 22.7 ms for Inception-V3's first max pool against 0.3 ms channels-last), the
+// node runs channels-last between two reorders. laid_out_internal's pools (nhwc activations,
+// keep_nhwc_through) use the same primitives with explicit nhwc descriptors (laid_out.h).
 
 #include <memory>
 #include <string>
@@ -12,6 +16,7 @@
 #include <vector>
 
 #include "backends/onednn/dnnl_util.h"
+#include "backends/onednn/kernels/laid_out.h"
 #include "backends/onednn/kernels/nn_common.h"
 #include "frame/ops/kernel_registry.h"
 #include "ops/schemas/nn_geometry.h"
@@ -34,16 +39,29 @@ struct PoolState {
   bool empty = false;  // zero-element input: nothing to compute
   memory::desc src, dst, scratch;
   dnnl::pooling_v2_forward prim;
-  // Channels-last int8 pooling (plan_pool): the tensors' plain descriptors and the reorders
-  // to and from the primitive's layout.
+  // A primitive in another layout than the tensors' (channels-last for a plain node whose
+  // plain pooling is slow, plan_pool): the tensors' descriptors and the reorders to and from
+  // the primitive's layout.
   bool reordered = false;
-  memory::desc src_plain, dst_plain, to_scratch, from_scratch;
+  memory::desc src_user, dst_user, to_scratch, from_scratch;
   dnnl::reorder to_prim, from_prim;
 };
 
-// The primitive descriptor of a node, or why oneDNN cannot run it exactly.
+// Whether oneDNN implementation `impl` is one of its slow generic loops for pooling.
+bool slow_pool_impl(std::string_view impl) {
+  return impl.starts_with("ref") || impl.starts_with("simple_nchw");
+}
+
+// The descriptor of a pooling tensor of `dims` stored plain or (rank 4) nhwc.
+memory::desc pool_desc(const memory::dims& dims, memory::data_type dt, bool nhwc) {
+  return nhwc ? memory::desc(dims, dt, memory::format_tag::nhwc) : plain_desc(dims, dt);
+}
+
+// The primitive descriptor of a node whose activations are stored plain or (`nhwc`, rank 4)
+// channels-last, or why oneDNN cannot run it exactly (or, for nhwc, only with its reference
+// loops).
 Result<dnnl::pooling_v2_forward::primitive_desc> plan_pool(const NodeContext& node, PoolKind kind,
-                                                           bool* empty) {
+                                                           bool nhwc, bool* empty) {
   const ir::TensorType& x = node.input_types[0];
   const int64_t rank = x.rank();
   if (rank < 3 || rank > 5) {
@@ -107,20 +125,27 @@ Result<dnnl::pooling_v2_forward::primitive_desc> plan_pool(const NodeContext& no
   if (*empty) return dnnl::pooling_v2_forward::primitive_desc();
   try {
     dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg,
-                                     plain_desc(x.shape, *dt), plain_desc(dst_dims, *dt), strides,
-                                     kernel, dil, pl, pr);
+                                     pool_desc(x.shape, *dt, nhwc), pool_desc(dst_dims, *dt, nhwc),
+                                     strides, kernel, dil, pl, pr);
     dnnl::pooling_v2_forward::primitive_desc pd(d, default_attr(), engine());
-    // oneDNN pools int8 in a plain NCHW layout only with its reference loops (about 100x the
-    // f32 time on a ResNet stem); channels-last has a jit one: run that between two reorders
-    // (pool_prepare). QDQ models pool u8 after quantize_before_max_pool (qdq_patterns.cpp).
-    const bool int8 = *dt == memory::data_type::u8 || *dt == memory::data_type::s8;
-    if (int8 && rank == 4 && std::string_view(pd.impl_info_str()).starts_with("ref")) {
+    if (nhwc) {
+      if (slow_pool_impl(pd.impl_info_str())) {
+        return unimplemented("oneDNN offers only its {} pooling for nhwc activations",
+                             pd.impl_info_str());
+      }
+      return pd;
+    }
+    // oneDNN pools some nodes in a plain NCHW layout only with its generic loops (int8: about
+    // 100x the f32 time on a ResNet stem; f32 `simple_nchw`: Inception-V3's 147x147x64 max
+    // pool); channels-last has a jit one: run that between two reorders (pool_prepare). QDQ
+    // models pool u8 after quantize_before_max_pool (qdq_patterns.cpp).
+    if (rank == 4 && slow_pool_impl(pd.impl_info_str())) {
       dnnl::pooling_v2_forward::desc dcl(dnnl::prop_kind::forward_inference, alg,
                                          memory::desc(x.shape, *dt, memory::format_tag::nhwc),
                                          memory::desc(dst_dims, *dt, memory::format_tag::nhwc),
                                          strides, kernel, dil, pl, pr);
       dnnl::pooling_v2_forward::primitive_desc pcl(dcl, default_attr(), engine());
-      if (!std::string_view(pcl.impl_info_str()).starts_with("ref")) return pcl;
+      if (!slow_pool_impl(pcl.impl_info_str())) return pcl;
     }
     return pd;
   } catch (const dnnl::error& e) {
@@ -128,17 +153,20 @@ Result<dnnl::pooling_v2_forward::primitive_desc> plan_pool(const NodeContext& no
   }
 }
 
-template <PoolKind kKind>
-Status pool_accepts(const NodeContext& node) {
+Status accepts_pool(const NodeContext& node, PoolKind kind, bool nhwc) {
   bool empty = false;
-  return nn::decline(plan_pool(node, kKind, &empty).status());
+  return nn::decline(plan_pool(node, kind, nhwc, &empty).status());
 }
 
 template <PoolKind kKind>
-Result<std::shared_ptr<void>> pool_prepare(const NodeContext& node) {
+Status pool_accepts(const NodeContext& node) {
+  return accepts_pool(node, kKind, false);
+}
+
+Result<std::shared_ptr<void>> prepare_pool(const NodeContext& node, PoolKind kind, bool nhwc) {
   auto st = std::make_shared<PoolState>();
   FRAME_ASSIGN_OR_RETURN(dnnl::pooling_v2_forward::primitive_desc pd,
-                         plan_pool(node, kKind, &st->empty));
+                         plan_pool(node, kind, nhwc, &st->empty));
   if (st->empty) return std::shared_ptr<void>(st);
   try {
     st->src = pd.src_desc();
@@ -146,13 +174,12 @@ Result<std::shared_ptr<void>> pool_prepare(const NodeContext& node) {
     st->scratch = pd.scratchpad_desc();
     st->prim = dnnl::pooling_v2_forward(pd);
     const memory::data_type dt = st->src.data_type();
-    st->src_plain = plain_desc(node.input_types[0].shape, dt);
-    st->dst_plain = plain_desc(st->dst.dims(), dt);
-    if (st->src != st->src_plain) {
+    st->src_user = pool_desc(node.input_types[0].shape, dt, nhwc);
+    st->dst_user = pool_desc(st->dst.dims(), dt, nhwc);
+    if (st->src != st->src_user) {
       st->reordered = true;
-      dnnl::reorder::primitive_desc to(engine(), st->src_plain, engine(), st->src, default_attr());
-      dnnl::reorder::primitive_desc from(engine(), st->dst, engine(), st->dst_plain,
-                                         default_attr());
+      dnnl::reorder::primitive_desc to(engine(), st->src_user, engine(), st->src, default_attr());
+      dnnl::reorder::primitive_desc from(engine(), st->dst, engine(), st->dst_user, default_attr());
       st->to_scratch = to.scratchpad_desc();
       st->from_scratch = from.scratchpad_desc();
       st->to_prim = dnnl::reorder(to);
@@ -164,13 +191,18 @@ Result<std::shared_ptr<void>> pool_prepare(const NodeContext& node) {
   return std::shared_ptr<void>(st);
 }
 
+template <PoolKind kKind>
+Result<std::shared_ptr<void>> pool_prepare(const NodeContext& node) {
+  return prepare_pool(node, kKind, false);
+}
+
 Status pool_kernel(KernelContext& ctx) {
   const auto& st = *static_cast<const PoolState*>(ctx.state);
   if (st.empty) return Status();
   try {
     if (st.reordered) {
-      const memory src = wrap(st.src_plain, ctx.input(0));
-      const memory dst = wrap(st.dst_plain, ctx.output(0));
+      const memory src = wrap(st.src_user, ctx.input(0));
+      const memory dst = wrap(st.dst_user, ctx.output(0));
       const memory src_cl = thread_buffer(BufferSlot::kSrc, st.src);
       const memory dst_cl = thread_buffer(BufferSlot::kDst, st.dst);
       FRAME_RETURN_IF_ERROR(nn::execute(*ctx.node, st.to_prim, st.to_scratch,
@@ -206,5 +238,27 @@ FRAME_REGISTER_KERNEL(global_average_pool, "onednn", pool_kernel)
     .accepts(pool_accepts<PoolKind::kGlobalAverage>)
     .prepare(pool_prepare<PoolKind::kGlobalAverage>);
 
+// The pooling kind of laid_out_internal base op `base_op`.
+Result<PoolKind> pool_kind(const NodeContext& node, std::string_view base_op) {
+  if (base_op == "max_pool") return PoolKind::kMax;
+  if (base_op == "average_pool") return PoolKind::kAverage;
+  if (base_op == "global_max_pool") return PoolKind::kGlobalMax;
+  if (base_op == "global_average_pool") return PoolKind::kGlobalAverage;
+  return node.error("'{}' is not a pooling op", base_op);
+}
+
 }  // namespace
+
+Status nhwc_pool_accepts(const NodeContext& node, std::string_view base_op) {
+  FRAME_ASSIGN_OR_RETURN(PoolKind kind, pool_kind(node, base_op));
+  return accepts_pool(node, kind, true);
+}
+
+Result<std::shared_ptr<void>> nhwc_pool_prepare(const NodeContext& node, std::string_view base_op) {
+  FRAME_ASSIGN_OR_RETURN(PoolKind kind, pool_kind(node, base_op));
+  return prepare_pool(node, kind, true);
+}
+
+Status run_pool(KernelContext& ctx) { return pool_kernel(ctx); }
+
 }  // namespace frame::backends::onednn
