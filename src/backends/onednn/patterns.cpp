@@ -18,12 +18,13 @@
 //     read only by an average_pool without pads of its own -> one average_pool with those
 //     pads and count_include_pad=1 (the padded zeros were taps of its input; how torch exports
 //     avg_pool2d(padding=p), e.g. Inception-V3's pool branches);
-//   keep_nhwc_through: the rank-4 f32 values joined by pools and channel concats (every value
-//     such a node reads or writes, except those whose bytes are the same in both orders,
-//     C == 1 or H*W == 1), each produced by a conv or such a node and read only by convs (as X
-//     or R) or such nodes, none a graph input or output -> every one stored nhwc: the pools
-//     and concats become laid_out_internal (layout 1), the convs get dst_layout / src_layout /
-//     residual_layout 1. The whole set or nothing, so a concat never mixes layouts.
+//   keep_nhwc_through: the rank-4 f32 values joined by pools, channel concats, inference batch
+//     norms and attribute-free elementwise ops (every rank-4 value such a node reads or
+//     writes, except those whose bytes are the same in both orders, C == 1 or H*W == 1), each
+//     produced by a conv or such a node and read only by convs (as X or R) or such nodes, none
+//     a graph input or output -> every one stored nhwc: those nodes become laid_out_internal
+//     (layout 1), the convs get dst_layout / src_layout / residual_layout 1. The whole set or
+//     nothing, so no node mixes layouts. Grown from a pool or concat.
 // Each fires only when the onednn kernel supports the node it creates.
 
 #include <algorithm>
@@ -521,15 +522,51 @@ bool layout_free(const ir::TensorType& t) {
   return t.shape.size() == 4 && (t.shape[1] == 1 || t.shape[2] * t.shape[3] == 1);
 }
 
-// Whether keep_nhwc_through carries the layout through node `n`: a pool with one output or a
-// concat along the channel axis (the base ops of laid_out_internal), or a laid_out_internal.
-bool carries_nhwc(const ir::Node& n) {
-  if (n.op == ops::laid_out::kLaidOutOp) return true;
-  if (!ops::laid_out::is_base_op(n.op) || n.outputs.size() != 1) return false;
-  if (n.op != "concat") return true;
-  auto it = n.attrs.find("axis");
-  const auto* axis = it == n.attrs.end() ? nullptr : std::get_if<int64_t>(&it->second);
-  return axis != nullptr && (*axis == 1 || *axis == -3);
+// Int attribute `name` of `n`, or `fallback` when absent.
+int64_t int_attr(const ir::Node& n, const char* name, int64_t fallback) {
+  auto it = n.attrs.find(name);
+  const auto* v = it == n.attrs.end() ? nullptr : std::get_if<int64_t>(&it->second);
+  return v == nullptr ? fallback : *v;
+}
+
+// The kind of node `n` as a base op of laid_out_internal when keep_nhwc_through can carry the
+// layout through it (a laid_out_internal counts as its base op), or nullopt: one f32 output of
+// rank 4; a pool; a concat along the channel axis; an inference batch normalization; an
+// attribute-free elementwise op whose inputs are f32 of rank 4 or of one element.
+std::optional<ops::laid_out::BaseKind> carries_nhwc(const Graph& g, const ir::Node& n) {
+  using ops::laid_out::BaseKind;
+  auto base = n.attrs.find("base_op");
+  const auto* base_op = base == n.attrs.end() ? nullptr : std::get_if<std::string>(&base->second);
+  const std::string_view op =
+      n.op == ops::laid_out::kLaidOutOp && base_op != nullptr ? *base_op : n.op;
+  const std::optional<BaseKind> kind = ops::laid_out::base_kind(op);
+  if (!kind || n.outputs.size() != 1 || n.inputs.empty()) return std::nullopt;
+  const std::optional<ir::TensorType>& out = g.value(n.outputs[0]).type;
+  if (!out || out->dtype != DTypeCode::kFloat32 || out->shape.size() != 4) return std::nullopt;
+  if (*kind == BaseKind::kConcat) {
+    const int64_t axis = int_attr(n, "axis", 0);
+    if (axis != 1 && axis != -3) return std::nullopt;
+  }
+  if (*kind == BaseKind::kBatchNorm && int_attr(n, "training_mode", 0) != 0) return std::nullopt;
+  for (ValueId in : n.inputs) {
+    const std::optional<ir::TensorType>& t = in == ir::kNoValue ? out : g.value(in).type;
+    if (!t || t->dtype != DTypeCode::kFloat32) return std::nullopt;
+    if (*kind == BaseKind::kElementwise && t->shape.size() != 4 && numel_of(t->shape) != 1) {
+      return std::nullopt;
+    }
+  }
+  return kind;
+}
+
+// Whether input `i` of node `n` (of base kind `kind`) is a rank-4 activation stored in the
+// node's layout: X of a pool or batch normalization, every part of a concat, every rank-4
+// operand of an elementwise op.
+bool nhwc_input(const Graph& g, const ir::Node& n, ops::laid_out::BaseKind kind, size_t i) {
+  using ops::laid_out::BaseKind;
+  if (kind == BaseKind::kConcat) return true;
+  if (kind != BaseKind::kElementwise) return i == 0;
+  const std::optional<ir::TensorType>& t = g.value(n.inputs[i]).type;
+  return t && t->shape.size() == 4;
 }
 
 // One node keep_nhwc_through rewrites: its new op, inputs and attributes.
@@ -541,7 +578,7 @@ struct NhwcRewrite {
 };
 
 Result<bool> keep_nhwc_through(Graph& g, NodeId id) {
-  if (!carries_nhwc(g.node(id)) || g.node(id).op == ops::laid_out::kLaidOutOp) return false;
+  if (g.node(id).op == ops::laid_out::kLaidOutOp || !carries_nhwc(g, g.node(id))) return false;
   // Readers of every value, from one walk over the graph.
   std::map<ValueId, std::vector<std::pair<NodeId, size_t>>> readers;
   for (NodeId u : g.node_ids()) {
@@ -570,8 +607,10 @@ Result<bool> keep_nhwc_through(Graph& g, NodeId id) {
     if (!node_queue.empty()) {
       const ir::Node& n = g.node(node_queue.back());
       node_queue.pop_back();
-      for (ValueId in : n.inputs) {
-        if (in == ir::kNoValue || !add_value(in)) return false;
+      const ops::laid_out::BaseKind kind = *carries_nhwc(g, n);
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        if (n.inputs[i] == ir::kNoValue || !nhwc_input(g, n, kind, i)) continue;
+        if (!add_value(n.inputs[i])) return false;
       }
       if (!add_value(n.outputs[0])) return false;
       continue;
@@ -583,7 +622,7 @@ Result<bool> keep_nhwc_through(Graph& g, NodeId id) {
     const ir::Node& pn = g.node(p);
     if (is_conv(pn) && !may_still_fuse(g, pn)) {
       convs.insert(p);
-    } else if (carries_nhwc(pn)) {
+    } else if (carries_nhwc(g, pn)) {
       add_node(p);
     } else {
       return false;
@@ -592,7 +631,7 @@ Result<bool> keep_nhwc_through(Graph& g, NodeId id) {
       const ir::Node& un = g.node(u);
       if (is_conv(un) && (i == 0 || i == ops::fused::kResidualInput) && !may_still_fuse(g, un)) {
         convs.insert(u);
-      } else if (carries_nhwc(un)) {
+      } else if (const auto kind = carries_nhwc(g, un); kind && nhwc_input(g, un, *kind, i)) {
         add_node(u);
       } else {
         return false;

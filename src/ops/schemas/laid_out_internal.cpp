@@ -1,5 +1,6 @@
-// Schema of laid_out_internal (see laid_out_internal.h): a pool or channel concat whose rank-4
-// activations are stored nhwc. Shape inference is the base op's.
+// Schema of laid_out_internal (see laid_out_internal.h): a pool, channel concat, inference
+// batch normalization or attribute-free elementwise node whose rank-4 activations are stored
+// nhwc. Shape inference is the base op's.
 
 #include "ops/schemas/laid_out_internal.h"
 
@@ -11,39 +12,71 @@
 
 namespace frame::ops::laid_out {
 
+std::optional<BaseKind> base_kind(std::string_view op) {
+  if (op == "max_pool" || op == "average_pool" || op == "global_max_pool" ||
+      op == "global_average_pool") {
+    return BaseKind::kPool;
+  }
+  if (op == "concat") return BaseKind::kConcat;
+  if (op == "batch_normalization") return BaseKind::kBatchNorm;
+  // Broadcasting commutes with permuting every operand's axes alike, so an elementwise op
+  // computes the same on nhwc operands read as [N, H, W, C]; attributes are excluded only
+  // because this schema declares a fixed set (ARCH-043: decided by the trait, not a name list).
+  const OpSchema* s = OpRegistry::global().find(op);
+  if (s != nullptr && s->has_trait(OpTrait::kElementwise) && s->attrs().empty() &&
+      !op.ends_with("_internal")) {
+    return BaseKind::kElementwise;
+  }
+  return std::nullopt;
+}
+
 Result<LaidOutSpec> decode_laid_out(const NodeContext& ctx) {
   LaidOutSpec spec;
   const std::string* base = ctx.attr<std::string>("base_op");
-  if (base == nullptr || !is_base_op(*base)) {
+  const std::optional<BaseKind> kind =
+      base == nullptr ? std::nullopt : base_kind(std::string_view(*base));
+  if (!kind) {
     return ctx.error(
-        "attribute 'base_op' must be \"max_pool\", \"average_pool\", \"global_average_pool\", "
-        "\"global_max_pool\" or \"concat\", got \"{}\"",
+        "attribute 'base_op' must be a pool, concat, batch_normalization or an elementwise op "
+        "without attributes, got \"{}\"",
         base == nullptr ? "" : *base);
   }
   spec.base_op = *base;
+  spec.kind = *kind;
   const int64_t layout = ctx.attr_or<int64_t>("layout", 0);
   if (layout != static_cast<int64_t>(fused::ActivationLayout::kNhwc)) {
     return ctx.error("attribute 'layout' must be 1 (nhwc), got {}", layout);
   }
-  spec.layout = fused::ActivationLayout::kNhwc;
-  if (ctx.num_inputs() == 0) return ctx.error("needs at least one input");
+  if (ctx.num_outputs != 1) return ctx.error("has one output, got {}", ctx.num_outputs);
+  if (ctx.num_inputs() == 0 || !ctx.has_input(0)) return ctx.error("input 0 is absent");
+  // Positions that must hold rank-4 activations.
+  size_t rank4 = 1;
+  if (spec.kind == BaseKind::kConcat) rank4 = ctx.num_inputs();
+  bool any_rank4 = false;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    if (!ctx.has_input(i)) return ctx.error("input {} is absent", i);
-    if (ctx.input_types[i].shape.size() != 4) {
-      return ctx.error("input {} must be rank 4 [N, C, H, W] to be stored nhwc, got {}", i,
-                       shape_to_string(ctx.input_types[i].shape));
+    if (!ctx.has_input(i)) continue;
+    const Shape& s = ctx.input_types[i].shape;
+    const bool elementwise_scalar = spec.kind == BaseKind::kElementwise && numel_of(s) == 1;
+    if (s.size() == 4) {
+      any_rank4 = true;
+    } else if ((i < rank4 || spec.kind == BaseKind::kElementwise) && !elementwise_scalar) {
+      return ctx.error("input {} must be rank 4 [N, C, H, W] to be stored nhwc{}, got {}", i,
+                       spec.kind == BaseKind::kElementwise ? " (or hold one element)" : "",
+                       shape_to_string(s));
     }
   }
-  if (spec.base_op == "concat") {
+  if (!any_rank4) return ctx.error("no input is rank 4");
+  if (spec.kind == BaseKind::kConcat) {
     const int64_t axis = ctx.attr_or<int64_t>("axis", 0);
     if (axis != 1 && axis != -3) {
       return ctx.error("concat of nhwc tensors joins the channel axis (1 or -3), got axis {}",
                        axis);
     }
-  } else if (ctx.num_inputs() != 1) {
+  } else if (spec.kind == BaseKind::kPool && ctx.num_inputs() != 1) {
     return ctx.error("{} takes one input, got {}", spec.base_op, ctx.num_inputs());
+  } else if (spec.kind == BaseKind::kBatchNorm && ctx.attr_or<int64_t>("training_mode", 0) != 0) {
+    return ctx.error("batch_normalization is laid out in inference form only (training_mode 0)");
   }
-  if (ctx.num_outputs != 1) return ctx.error("has one output, got {}", ctx.num_outputs);
   return spec;
 }
 
@@ -60,6 +93,10 @@ Result<std::vector<TensorType>> infer_laid_out(const NodeContext& ctx) {
   }
   FRAME_ASSIGN_OR_RETURN(std::vector<TensorType> out, base->shape_fn()(ctx));
   out.resize(1);
+  if (out[0].shape.size() != 4) {
+    return ctx.error("the output must be rank 4 to be stored nhwc, got {}",
+                     shape_to_string(out[0].shape));
+  }
   return out;
 }
 
@@ -67,16 +104,17 @@ Result<std::vector<TensorType>> infer_laid_out(const NodeContext& ctx) {
 
 FRAME_REGISTER_OP(laid_out_internal)
     .doc(
-        "A max_pool, average_pool, global_average_pool, global_max_pool or channel concat "
+        "A pool (max_pool, average_pool, global_max_pool, global_average_pool), a channel "
+        "concat, an inference batch_normalization or an elementwise op without attributes "
         "(`base_op`, with that op's inputs and attributes) whose rank-4 inputs and output are "
         "stored channels-last (`layout` = 1: [N][H][W][C]); the logical shapes and the values "
         "are the base op's, only the order of the elements in memory differs. Created by the "
         "onednn lowering pattern keep_nhwc_through, not by importers.")
-    .variadic_input("X", "the base op's inputs, rank 4, stored nhwc", 1, kFloatDTypes, "T")
+    .variadic_input("X", "the base op's inputs; rank-4 ones stored nhwc", 1, kFloatDTypes, "T")
     .output("Y", "the base op's result, rank 4, stored nhwc", kFloatDTypes, "T")
     .required_attr("base_op", AttrType::kString,
-                   "max_pool, average_pool, global_average_pool, global_max_pool or concat")
-    .required_attr("layout", AttrType::kInt, "memory order of every input and the output: 1 nhwc")
+                   "a pool, concat, batch_normalization or an attribute-free elementwise op")
+    .required_attr("layout", AttrType::kInt, "memory order of the rank-4 tensors: 1 nhwc")
     .optional_attr("axis", AttrType::kInt, "concat: the channel axis, 1 or -3")
     .attr("auto_pad", AttrType::kString, "pools: NOTSET, SAME_UPPER, SAME_LOWER or VALID",
           std::string("NOTSET"))
@@ -89,6 +127,9 @@ FRAME_REGISTER_OP(laid_out_internal)
     .attr("storage_order", AttrType::kInt, "max_pool: Indices order (no Indices output here)",
           int64_t{0})
     .optional_attr("strides", AttrType::kInts, "pools: stride per spatial dim")
+    .attr("epsilon", AttrType::kFloat, "batch_normalization: added to the variance", 1e-5)
+    .attr("momentum", AttrType::kFloat, "batch_normalization: unused in inference form", 0.9)
+    .attr("training_mode", AttrType::kInt, "batch_normalization: must be 0", int64_t{0})
     .shape_infer(infer_laid_out);
 
 }  // namespace frame::ops::laid_out

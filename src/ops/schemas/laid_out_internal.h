@@ -1,18 +1,20 @@
 #pragma once
 /// \file
-/// The `laid_out_internal` op (docs/backends/onednn.md, "Activations kept laid out through
-/// pools and concat"): a pooling or concat node (`base_op`) whose rank-4 activations are stored
-/// channels-last (`layout` = 1, nhwc) instead of plain NCHW, created by the onednn lowering
-/// pattern keep_nhwc_through so the layout oneDNN's convolutions pick flows through the pools
-/// and concats between them (never by importers). The logical shapes and the values are the
-/// base op's; only the order of the elements in memory differs. Shared by the schema, the cpu
-/// reference kernel, the onednn kernel and the pattern so every reader decodes it one way.
+/// The `laid_out_internal` op (docs/backends/onednn.md, "Activations kept nhwc through pools,
+/// concats and elementwise ops"): a pool, channel concat, inference batch normalization or
+/// attribute-free elementwise node (`base_op`) whose rank-4 activations are stored channels-last
+/// (`layout` = 1, nhwc) instead of plain NCHW, created by the onednn lowering pattern
+/// keep_nhwc_through so the layout oneDNN's convolutions pick flows through the nodes between
+/// them (never by importers). The logical shapes and the values are the base op's; only the
+/// order of the elements in memory differs. Shared by the schema, the cpu reference kernel, the
+/// onednn kernel and the pattern so every reader decodes it one way.
 ///
-/// Inputs: the base op's (pools: X; concat: the parts, joined along the channel axis 1).
-/// Attributes: `base_op`, `layout`, and the base op's own attributes. Every input and the
-/// output are rank 4 [N, C, H, W] and stored in `layout`.
+/// Inputs: the base op's. Every rank-4 input [N, C, H, W] and the output are stored in
+/// `layout`; other inputs are the batch normalization's [C] parameters or one-element operands
+/// of an elementwise op. Attributes: `base_op`, `layout`, and the base op's own attributes.
 
-#include <array>
+#include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "frame/core/status.h"
@@ -24,27 +26,30 @@ namespace frame::ops::laid_out {
 /// Op name of the node.
 inline constexpr std::string_view kLaidOutOp = "laid_out_internal";
 
-/// The ops a laid_out_internal node may wrap.
-inline constexpr std::array<std::string_view, 5> kBaseOps = {
-    "max_pool", "average_pool", "global_average_pool", "global_max_pool", "concat"};
+/// What a laid_out_internal node wraps.
+enum class BaseKind : uint8_t {
+  kPool,         ///< max_pool, average_pool, global_max_pool, global_average_pool: X
+  kConcat,       ///< concat along the channel axis: the parts
+  kBatchNorm,    ///< batch_normalization, inference form: X, then [C] scale, B, mean, var
+  kElementwise,  ///< an op with the elementwise trait and no attributes (add, mul, relu, ...):
+                 ///< rank-4 or one-element inputs, broadcast
+};
 
-/// Whether `op` is one of kBaseOps.
-inline bool is_base_op(std::string_view op) {
-  for (std::string_view b : kBaseOps) {
-    if (b == op) return true;
-  }
-  return false;
-}
+/// The kind of `op` as a base op, or nullopt when a laid_out_internal node cannot wrap it.
+std::optional<BaseKind> base_kind(std::string_view op);
 
 /// Decoded attributes of a laid_out_internal node.
 struct LaidOutSpec {
-  std::string_view base_op;  ///< one of kBaseOps (borrowed from the attrs)
+  std::string_view base_op;  ///< borrowed from the attrs
+  BaseKind kind = BaseKind::kPool;
   fused::ActivationLayout layout = fused::ActivationLayout::kNhwc;
 };
 
-/// Decodes and checks the node: base_op one of kBaseOps, layout 1 (nhwc), every input and the
-/// output rank 4, concat's axis the channel axis (1 or -3), one output. Errors name the node and
-/// what is wrong (attribute, input index, rank or axis found).
+/// Decodes and checks the node: base_op one base_kind accepts, layout 1 (nhwc), one output,
+/// and the inputs of its kind (pools: one rank-4 X; concat: rank-4 parts and axis 1 or -3;
+/// batch normalization: rank-4 X and training_mode 0; elementwise: every input rank 4 or of
+/// one element, at least one rank 4). Errors name the node and what is wrong (attribute, input
+/// index, rank or axis found).
 Result<LaidOutSpec> decode_laid_out(const NodeContext& ctx);
 
 }  // namespace frame::ops::laid_out

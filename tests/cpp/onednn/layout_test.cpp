@@ -359,6 +359,67 @@ TEST(OnednnLayout, NhwcThroughPoolsAndConcatMatchesCpu) {
   }
 }
 
+// x[1,16,10,10] -> c1 (3x3, 32) = a; squeeze-excitation: a -> global average pool -> f1 (1x1,
+// 8) -> relu -> f2 (1x1, 32) -> sigmoid = gate [1,32,1,1]; se = mul(a, gate); DenseNet's
+// pre-activation: se -> batch_normalization -> relu -> c2 (3x3, 16) -> out (graph output).
+// Stored nhwc: a, se and the batch norm's and relu's outputs.
+ir::Graph squeeze_excitation_net() {
+  ir::Graph g("nhwc_se");
+  const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {1, 16, 10, 10}});
+  const ir::ValueId a = conv(g, "c1", x, 16, 32, 3, 1, 71);
+  const ir::ValueId squeezed = node1(g, "global_average_pool", "gap", {a});
+  const ir::ValueId f1 = unary(g, "relu", "fr", conv(g, "f1", squeezed, 32, 8, 1, 1, 72));
+  const ir::ValueId gate = unary(g, "sigmoid", "fs", conv(g, "f2", f1, 8, 32, 1, 1, 73));
+  const ir::ValueId se = node1(g, "mul", "se", {a, gate});
+  Tensor var = grid_tensor({32}, 77);
+  for (int64_t i = 0; i < 32; ++i) var.data<float>()[i] = std::abs(var.data<float>()[i]) + 0.5F;
+  const ir::ValueId bn =
+      node1(g, "batch_normalization", "bn",
+            {se, g.add_constant("scale", grid_tensor({32}, 74)),
+             g.add_constant("bias", grid_tensor({32}, 75)),
+             g.add_constant("mean", grid_tensor({32}, 76)), g.add_constant("var", std::move(var))});
+  g.add_output(conv(g, "c2", unary(g, "relu", "br", bn), 32, 16, 3, 1, 78));
+  return g;
+}
+
+TEST(OnednnLayout, NhwcFlowsThroughSqueezeExcitationAndBatchNorm) {
+  ir::Graph lowered = squeeze_excitation_net();
+  lower(lowered, {"onednn", "cpu"});
+  if (layout_attr(lowered, "c2", kSrc) == 0 && !__builtin_cpu_supports("avx512f")) {
+    GTEST_SKIP() << "oneDNN's convs do not take nhwc at speed without AVX-512 on this CPU";
+  }
+  for (const char* n : {"gap", "se", "bn", "br"}) {
+    EXPECT_EQ(op_of(lowered, n), "laid_out_internal") << n;
+  }
+  EXPECT_EQ(layout_attr(lowered, "c1", kDst), kNhwc);
+  EXPECT_EQ(layout_attr(lowered, "c2", kSrc), kNhwc);
+  EXPECT_EQ(layout_attr(lowered, "c2", kDst), 0);  // graph output
+  EXPECT_EQ(layout_attr(lowered, "f1", kSrc), 0);  // [1,32,1,1]: the same bytes either way
+
+  const ir::Graph g = squeeze_excitation_net();
+  Result<runtime::Executable> slow = runtime::compile(g, uncached({"cpu"}));
+  ASSERT_TRUE(slow.is_ok()) << slow.status().message();
+  const runtime::TensorMap inputs{{"x", grid_tensor({1, 16, 10, 10}, 79)}};
+  Result<runtime::TensorMap> e = slow->run(inputs);
+  ASSERT_TRUE(e.is_ok()) << e.status().message();
+  for (int threads : {1, 2}) {
+    runtime::CompileOptions on = uncached({"onednn", "cpu"});
+    on.num_threads = threads;
+    Result<runtime::Executable> fast = runtime::compile(g, on);
+    ASSERT_TRUE(fast.is_ok()) << fast.status().message();
+    for (const char* n : {"gap", "se", "bn", "br"}) {
+      EXPECT_EQ(placement_of(*fast, n).backend, "onednn") << n;
+    }
+    Result<runtime::TensorMap> a = fast->run(inputs);
+    ASSERT_TRUE(a.is_ok()) << a.status().message();
+    for (const auto& [name, t] : *e) {
+      const CompareResult c = compare_tensors(
+          a->at(name), t, tolerance_for(DTypeCode::kFloat32, ToleranceClass::kDeepNetwork));
+      EXPECT_TRUE(c.ok) << name << " (threads " << threads << "): " << c.message;
+    }
+  }
+}
+
 // One laid_out_internal node (base op `base`, attributes `attrs`) on nhwc inputs, compiled for
 // `backend`: its output must be the plain base op's on cpu, laid out by hand.
 void check_laid_out_node(const std::string& base, const ir::AttrMap& attrs,
@@ -381,7 +442,9 @@ void check_laid_out_node(const std::string& base, const ir::AttrMap& attrs,
   runtime::TensorMap plain_feed, nhwc_feed;
   for (size_t i = 0; i < plain_inputs.size(); ++i) {
     plain_feed[fmt::format("x{}", i)] = plain_inputs[i];
-    nhwc_feed[fmt::format("x{}", i)] = to_layout(plain_inputs[i], kNhwc);
+    // Rank-4 inputs are stored nhwc; batch-norm parameters and one-element operands as they are.
+    nhwc_feed[fmt::format("x{}", i)] =
+        plain_inputs[i].rank() == 4 ? to_layout(plain_inputs[i], kNhwc) : plain_inputs[i];
   }
   Result<runtime::Executable> ref = runtime::compile(build(base, false), uncached({"cpu"}));
   ASSERT_TRUE(ref.is_ok()) << ref.status().message();
@@ -418,6 +481,19 @@ TEST(OnednnLayout, LaidOutNodesMatchThePlainOps) {
   check_laid_out_node("global_max_pool", {}, {x});
   check_laid_out_node("concat", {{"axis", int64_t{1}}},
                       {x, grid_tensor({2, 5, 7, 6}, 52), grid_tensor({2, 16, 7, 6}, 53)});
+  // Inference batch normalization: [C] parameters, variance kept positive.
+  Tensor var = grid_tensor({24}, 57);
+  for (int64_t i = 0; i < 24; ++i) var.data<float>()[i] = std::abs(var.data<float>()[i]) + 0.5F;
+  check_laid_out_node(
+      "batch_normalization", {{"epsilon", 1e-3}},
+      {x, grid_tensor({24}, 54), grid_tensor({24}, 55), grid_tensor({24}, 56), var});
+  // Elementwise: a squeeze-excitation gate [N, C, 1, 1], a [1, 1, H, W] plane, a same-shape
+  // operand, a one-element operand and a unary op: broadcasting over the nhwc order.
+  check_laid_out_node("mul", {}, {x, grid_tensor({2, 24, 1, 1}, 58)});
+  check_laid_out_node("add", {}, {grid_tensor({1, 1, 7, 6}, 59), x});
+  check_laid_out_node("sub", {}, {x, grid_tensor({2, 24, 7, 6}, 60)});
+  check_laid_out_node("div", {}, {x, grid_tensor({1}, 61)});
+  check_laid_out_node("relu", {}, {x});
 }
 
 TEST(OnednnLayout, LaidOutSchemaRejectsBadNodes) {
@@ -441,8 +517,15 @@ TEST(OnednnLayout, LaidOutSchemaRejectsBadNodes) {
   const Status bad_layout =
       infer({x}, {{"base_op", std::string("global_max_pool")}, {"layout", kBlocked}});
   EXPECT_NE(bad_layout.message().find("'layout'"), std::string::npos) << bad_layout.message();
-  const Status bad_base = infer({x}, {{"base_op", std::string("relu")}, {"layout", kNhwc}});
+  // softmax is neither a pool, concat, batch norm nor elementwise; leaky_relu has an attribute.
+  const Status bad_base = infer({x}, {{"base_op", std::string("softmax")}, {"layout", kNhwc}});
   EXPECT_NE(bad_base.message().find("'base_op'"), std::string::npos) << bad_base.message();
+  const Status with_attr = infer({x}, {{"base_op", std::string("leaky_relu")}, {"layout", kNhwc}});
+  EXPECT_NE(with_attr.message().find("'base_op'"), std::string::npos) << with_attr.message();
+  // An elementwise operand of rank below 4 with more than one element would broadcast along W.
+  const ir::ValueId row = g.add_input("row", ir::TensorType{DTypeCode::kFloat32, {3}});
+  const Status rank1 = infer({x, row}, {{"base_op", std::string("add")}, {"layout", kNhwc}});
+  EXPECT_NE(rank1.message().find("one element"), std::string::npos) << rank1.message();
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // cpu reference kernel of laid_out_internal (src/ops/schemas/laid_out_internal.h): converts the
-// nhwc inputs to plain NCHW copies, runs the base op's own cpu kernel (a pool or concat) on them
-// and stores its result nhwc in the output, so each formula keeps one home (ARCH-041: the
+// rank-4 (nhwc) inputs to plain NCHW copies, runs the base op's own cpu kernel on them (other
+// inputs, batch-norm parameters and one-element operands, as they are) and stores its result
+// nhwc in the output, so each formula keeps one home (ARCH-041: the
 // fallback chain may place a node the onednn pattern created on cpu).
 
 #include "ops/schemas/laid_out_internal.h"
@@ -41,6 +42,10 @@ Status laid_out_kernel(KernelContext& ctx) {
   const size_t n_in = ctx.inputs.size();
   std::vector<Tensor> plain_in(n_in);
   for (size_t i = 0; i < n_in; ++i) {
+    if (ctx.input(i).rank() != 4) {
+      plain_in[i] = ctx.input(i);
+      continue;
+    }
     FRAME_ASSIGN_OR_RETURN(plain_in[i], plain_copy(ctx.input(i), st.layout, i));
   }
   Tensor& out = ctx.output(0);

@@ -1,14 +1,22 @@
-// onednn kernel of laid_out_internal (src/ops/schemas/laid_out_internal.h): a pool or channel
-// concat on activations stored nhwc, so the layout oneDNN's convolutions pick flows through it
-// (keep_nhwc_through, patterns.cpp). Pools are oneDNN pooling primitives with explicit nhwc
-// descriptors (declined where oneDNN offers only its reference loops); concat copies each
-// part's channels into every pixel's row (one parallel byte copy, layout.cpp).
+// onednn kernel of laid_out_internal (src/ops/schemas/laid_out_internal.h): a pool, channel
+// concat, inference batch normalization or elementwise op on activations stored nhwc, so the
+// layout oneDNN's convolutions pick flows through it (keep_nhwc_through, patterns.cpp).
+//   pools: oneDNN pooling primitives with explicit nhwc descriptors (declined where oneDNN
+//     offers only its reference loops; pool.cpp);
+//   concat: each part's channels copied into every pixel's row (one parallel byte copy;
+//     layout.cpp);
+//   batch normalization: y = x * a[c] + b[c] over pixels of C channels (norm.cpp);
+//   elementwise: the op's own onednn kernel prepared for the operands read as [N, H, W, C]
+//     (every rank-4 shape permuted alike; broadcasting commutes with that), so a [N, C, 1, 1]
+//     squeeze-excitation gate broadcasts over the pixels as it does over the planes.
 
 #include "backends/onednn/kernels/laid_out.h"
 
 #include <memory>
+#include <vector>
 
 #include "frame/ops/kernel_registry.h"
+#include "frame/ops/op_registry.h"
 #include "ops/schemas/laid_out_internal.h"
 
 namespace frame::backends::onednn {
@@ -16,28 +24,76 @@ namespace {
 
 using ops::KernelContext;
 using ops::NodeContext;
+using ops::laid_out::BaseKind;
 
 struct LaidOutState {
-  ops::KernelFn run = nullptr;  // run_pool or run_concat
+  ops::KernelFn run = nullptr;  // the base kernel
   std::shared_ptr<void> inner;  // its prepared state
 };
+
+// The context of an elementwise base op on nhwc operands: op and schema the base op's, every
+// rank-4 type [N, C, H, W] read as [N, H, W, C]. Borrows `ctx`'s attributes and constants.
+NodeContext permuted_context(const NodeContext& ctx, std::string_view base_op) {
+  NodeContext p = ctx;
+  p.op = base_op;
+  p.schema = ops::OpRegistry::global().find(base_op);
+  for (ir::TensorType& t : p.input_types) {
+    if (t.shape.size() == 4) t.shape = Shape{t.shape[0], t.shape[2], t.shape[3], t.shape[1]};
+  }
+  return p;
+}
+
+// The onednn kernel of an elementwise base op, or why there is none.
+Result<const ops::KernelDef*> elementwise_kernel(std::string_view base_op) {
+  const ops::KernelDef* k = ops::KernelRegistry::global().find(base_op, "onednn");
+  if (k == nullptr) return unimplemented("no onednn kernel for '{}'", base_op);
+  return k;
+}
 
 Status laid_out_accepts(const NodeContext& ctx) {
   Result<ops::laid_out::LaidOutSpec> spec = ops::laid_out::decode_laid_out(ctx);
   if (!spec.is_ok()) return Status(StatusCode::kUnimplemented, spec.status().message());
-  if (spec->base_op == "concat") return Status();
-  return nhwc_pool_accepts(ctx, spec->base_op);
+  switch (spec->kind) {
+    case BaseKind::kPool:
+      return nhwc_pool_accepts(ctx, spec->base_op);
+    case BaseKind::kConcat:
+      return Status();
+    case BaseKind::kBatchNorm:
+      return nhwc_batch_norm_accepts(ctx);
+    case BaseKind::kElementwise:
+      break;
+  }
+  FRAME_ASSIGN_OR_RETURN(const ops::KernelDef* k, elementwise_kernel(spec->base_op));
+  return k->supports(permuted_context(ctx, spec->base_op));
 }
 
 Result<std::shared_ptr<void>> laid_out_prepare(const NodeContext& ctx) {
   FRAME_ASSIGN_OR_RETURN(ops::laid_out::LaidOutSpec spec, ops::laid_out::decode_laid_out(ctx));
   auto st = std::make_shared<LaidOutState>();
-  if (spec.base_op == "concat") {
-    st->run = run_concat;
-    FRAME_ASSIGN_OR_RETURN(st->inner, nhwc_concat_prepare(ctx));
-  } else {
-    st->run = run_pool;
-    FRAME_ASSIGN_OR_RETURN(st->inner, nhwc_pool_prepare(ctx, spec.base_op));
+  switch (spec.kind) {
+    case BaseKind::kPool: {
+      st->run = run_pool;
+      FRAME_ASSIGN_OR_RETURN(st->inner, nhwc_pool_prepare(ctx, spec.base_op));
+      break;
+    }
+    case BaseKind::kConcat: {
+      st->run = run_concat;
+      FRAME_ASSIGN_OR_RETURN(st->inner, nhwc_concat_prepare(ctx));
+      break;
+    }
+    case BaseKind::kBatchNorm: {
+      st->run = run_norm;
+      FRAME_ASSIGN_OR_RETURN(st->inner, nhwc_batch_norm_prepare(ctx));
+      break;
+    }
+    case BaseKind::kElementwise: {
+      FRAME_ASSIGN_OR_RETURN(const ops::KernelDef* k, elementwise_kernel(spec.base_op));
+      st->run = k->fn;
+      if (k->prepare != nullptr) {
+        FRAME_ASSIGN_OR_RETURN(st->inner, k->prepare(permuted_context(ctx, spec.base_op)));
+      }
+      break;
+    }
   }
   return std::shared_ptr<void>(std::move(st));
 }

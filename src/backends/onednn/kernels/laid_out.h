@@ -1,8 +1,8 @@
 #pragma once
 /// \file
-/// Private to the onednn backend: the pieces of the pool and concat kernels (pool.cpp,
-/// layout.cpp) that laid_out_internal's kernel (laid_out.cpp) runs on channels-last
-/// activations (src/ops/schemas/laid_out_internal.h, docs/backends/onednn.md).
+/// Private to the onednn backend: the pieces of the pool, concat and batch-norm kernels
+/// (pool.cpp, layout.cpp, norm.cpp) that laid_out_internal's kernel (laid_out.cpp) runs on
+/// channels-last activations (src/ops/schemas/laid_out_internal.h, docs/backends/onednn.md).
 
 #include <memory>
 #include <string_view>
@@ -31,5 +31,16 @@ Result<std::shared_ptr<void>> nhwc_concat_prepare(const ops::NodeContext& ctx);
 
 /// Runs a node prepared by nhwc_concat_prepare (ctx.state is its state).
 Status run_concat(ops::KernelContext& ctx);
+
+/// Whether the f32 affine loop runs the inference batch_normalization node (X rank 4, stored
+/// nhwc); kUnimplemented otherwise (training mode, other dtypes).
+Status nhwc_batch_norm_accepts(const ops::NodeContext& node);
+
+/// The prepared state of such a node: y = x * a[c] + b[c] over N*H*W pixels of C channels
+/// (a, b folded once when the parameters are constants). Errors: as nhwc_batch_norm_accepts.
+Result<std::shared_ptr<void>> nhwc_batch_norm_prepare(const ops::NodeContext& node);
+
+/// Runs a node prepared by nhwc_batch_norm_prepare (ctx.state is its state).
+Status run_norm(ops::KernelContext& ctx);
 
 }  // namespace frame::backends::onednn

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backends/onednn/dnnl_util.h"
+#include "backends/onednn/kernels/laid_out.h"
 #include "backends/onednn/kernels/nn_common.h"
 #include "frame/ops/kernel_registry.h"
 #include "ops/schemas/schema_util.h"
@@ -58,6 +59,8 @@ struct NormState {
   float eps = 0;
   // kAffine with constant parameters: a = scale / sqrt(var + eps), b = B - mean * a.
   std::vector<float> a, b;
+  // kAffine on a rank-4 input stored nhwc (laid_out_internal): [n * s, c] rows.
+  bool channels_last = false;
 };
 
 struct NormPlan {
@@ -239,6 +242,18 @@ void channel_affine(const float* x, float* y, const float* a, const float* b, in
   }
 }
 
+// y = x * a[c] + b[c] over `rows` pixels of c channels each (channels-last), parallel over
+// pixels.
+void pixel_affine(const float* x, float* y, const float* a, const float* b, int64_t rows, int64_t c,
+                  int threads) {
+#pragma omp parallel for num_threads(threads) if (rows * c > 32768)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xp = x + r * c;
+    float* yp = y + r * c;
+    for (int64_t i = 0; i < c; ++i) yp[i] = xp[i] * a[i] + b[i];
+  }
+}
+
 template <NormKind kKind>
 Result<std::shared_ptr<void>> norm_prepare(const NodeContext& node) {
   FRAME_ASSIGN_OR_RETURN(auto planned, plan_norm(node, kKind));
@@ -300,8 +315,13 @@ Status affine_batch_norm(KernelContext& ctx, const NormState& st) {
     a = stage;
     b = stage + st.c;
   }
-  channel_affine(ctx.input(0).data<float>(), ctx.output(0).data<float>(), a, b, st.n, st.c, st.s,
+  if (st.channels_last) {
+    pixel_affine(ctx.input(0).data<float>(), ctx.output(0).data<float>(), a, b, st.n * st.s, st.c,
                  ctx.num_threads);
+  } else {
+    channel_affine(ctx.input(0).data<float>(), ctx.output(0).data<float>(), a, b, st.n, st.c, st.s,
+                   ctx.num_threads);
+  }
   return Status();
 }
 
@@ -495,4 +515,22 @@ FRAME_REGISTER_KERNEL(layer_normalization, "onednn", layer_norm_kernel)
     .prepare(layer_norm_prepare);
 
 }  // namespace
+
+Status nhwc_batch_norm_accepts(const NodeContext& node) {
+  FRAME_ASSIGN_OR_RETURN(NormPlan p, plan_batch_norm(node));
+  if (p.form != Form::kAffine) {
+    return unimplemented("nhwc batch_normalization runs f32 only (the affine loop)");
+  }
+  return Status();
+}
+
+Result<std::shared_ptr<void>> nhwc_batch_norm_prepare(const NodeContext& node) {
+  FRAME_RETURN_IF_ERROR(nhwc_batch_norm_accepts(node));
+  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<void> st, norm_prepare<NormKind::kBatch>(node));
+  static_cast<NormState*>(st.get())->channels_last = true;
+  return st;
+}
+
+Status run_norm(KernelContext& ctx) { return norm_kernel(ctx); }
+
 }  // namespace frame::backends::onednn
