@@ -279,6 +279,32 @@ ir::ValueId node1(ir::Graph& g, const std::string& op, const std::string& name,
   return g.node(*g.create_node(op, name, std::move(inputs), 1, std::move(attrs))).outputs[0];
 }
 
+// Compiles `g` for {onednn, cpu} at 1 and 2 threads, checks that `onednn_nodes` run on onednn,
+// and compares every output with the cpu-only compile (deep-network class, BUILD-011).
+void expect_onednn_matches_cpu(const ir::Graph& g, const runtime::TensorMap& inputs,
+                               const std::vector<std::string>& onednn_nodes) {
+  Result<runtime::Executable> slow = runtime::compile(g, uncached({"cpu"}));
+  ASSERT_TRUE(slow.is_ok()) << slow.status().message();
+  Result<runtime::TensorMap> e = slow->run(inputs);
+  ASSERT_TRUE(e.is_ok()) << e.status().message();
+  for (int threads : {1, 2}) {
+    runtime::CompileOptions on = uncached({"onednn", "cpu"});
+    on.num_threads = threads;
+    Result<runtime::Executable> fast = runtime::compile(g, on);
+    ASSERT_TRUE(fast.is_ok()) << fast.status().message();
+    for (const std::string& n : onednn_nodes) {
+      EXPECT_EQ(placement_of(*fast, n).backend, "onednn") << n;
+    }
+    Result<runtime::TensorMap> a = fast->run(inputs);
+    ASSERT_TRUE(a.is_ok()) << a.status().message();
+    for (const auto& [name, t] : *e) {
+      const CompareResult c = compare_tensors(
+          a->at(name), t, tolerance_for(DTypeCode::kFloat32, ToleranceClass::kDeepNetwork));
+      EXPECT_TRUE(c.ok) << name << " (threads " << threads << "): " << c.message;
+    }
+  }
+}
+
 // x[1,16,12,12] -> c1 (3x3, 32) -> relu -> max_pool 2x2/2 = m [1,32,6,6];
 // m -> c2 (1x1, 16), m -> c3 (3x3, 24); concat(c2, c3) = cat [1,40,6,6];
 // cat -> pad 1 (spatial, zeros) -> average_pool 3x3 = ap; ap -> c4 (1x1, 8) -> global average
@@ -335,28 +361,8 @@ TEST(OnednnLayout, NhwcFlowsThroughPoolsAndConcat) {
 }
 
 TEST(OnednnLayout, NhwcThroughPoolsAndConcatMatchesCpu) {
-  const ir::Graph g = pool_concat_net();
-  Result<runtime::Executable> slow = runtime::compile(g, uncached({"cpu"}));
-  ASSERT_TRUE(slow.is_ok()) << slow.status().message();
-  const runtime::TensorMap inputs{{"x", grid_tensor({1, 16, 12, 12}, 41)}};
-  Result<runtime::TensorMap> e = slow->run(inputs);
-  ASSERT_TRUE(e.is_ok()) << e.status().message();
-  for (int threads : {1, 2}) {
-    runtime::CompileOptions on = uncached({"onednn", "cpu"});
-    on.num_threads = threads;
-    Result<runtime::Executable> fast = runtime::compile(g, on);
-    ASSERT_TRUE(fast.is_ok()) << fast.status().message();
-    for (const char* n : {"mp", "cat", "ap", "gap"}) {
-      EXPECT_EQ(placement_of(*fast, n).backend, "onednn") << n;
-    }
-    Result<runtime::TensorMap> a = fast->run(inputs);
-    ASSERT_TRUE(a.is_ok()) << a.status().message();
-    for (const auto& [name, t] : *e) {
-      const CompareResult c = compare_tensors(
-          a->at(name), t, tolerance_for(DTypeCode::kFloat32, ToleranceClass::kDeepNetwork));
-      EXPECT_TRUE(c.ok) << name << " (threads " << threads << "): " << c.message;
-    }
-  }
+  expect_onednn_matches_cpu(pool_concat_net(), {{"x", grid_tensor({1, 16, 12, 12}, 41)}},
+                            {"mp", "cat", "ap", "gap"});
 }
 
 // x[1,16,10,10] -> c1 (3x3, 32) = a; squeeze-excitation: a -> global average pool -> f1 (1x1,
@@ -396,28 +402,8 @@ TEST(OnednnLayout, NhwcFlowsThroughSqueezeExcitationAndBatchNorm) {
   EXPECT_EQ(layout_attr(lowered, "c2", kDst), 0);  // graph output
   EXPECT_EQ(layout_attr(lowered, "f1", kSrc), 0);  // [1,32,1,1]: the same bytes either way
 
-  const ir::Graph g = squeeze_excitation_net();
-  Result<runtime::Executable> slow = runtime::compile(g, uncached({"cpu"}));
-  ASSERT_TRUE(slow.is_ok()) << slow.status().message();
-  const runtime::TensorMap inputs{{"x", grid_tensor({1, 16, 10, 10}, 79)}};
-  Result<runtime::TensorMap> e = slow->run(inputs);
-  ASSERT_TRUE(e.is_ok()) << e.status().message();
-  for (int threads : {1, 2}) {
-    runtime::CompileOptions on = uncached({"onednn", "cpu"});
-    on.num_threads = threads;
-    Result<runtime::Executable> fast = runtime::compile(g, on);
-    ASSERT_TRUE(fast.is_ok()) << fast.status().message();
-    for (const char* n : {"gap", "se", "bn", "br"}) {
-      EXPECT_EQ(placement_of(*fast, n).backend, "onednn") << n;
-    }
-    Result<runtime::TensorMap> a = fast->run(inputs);
-    ASSERT_TRUE(a.is_ok()) << a.status().message();
-    for (const auto& [name, t] : *e) {
-      const CompareResult c = compare_tensors(
-          a->at(name), t, tolerance_for(DTypeCode::kFloat32, ToleranceClass::kDeepNetwork));
-      EXPECT_TRUE(c.ok) << name << " (threads " << threads << "): " << c.message;
-    }
-  }
+  expect_onednn_matches_cpu(squeeze_excitation_net(), {{"x", grid_tensor({1, 16, 10, 10}, 79)}},
+                            {"gap", "se", "bn", "br"});
 }
 
 // One laid_out_internal node (base op `base`, attributes `attrs`) on nhwc inputs, compiled for
