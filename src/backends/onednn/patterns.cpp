@@ -17,7 +17,8 @@
 //   fold_pad_into_average_pool: pad (constant mode, value 0, spatial dims only, not negative)
 //     read only by an average_pool without pads of its own -> one average_pool with those
 //     pads and count_include_pad=1 (the padded zeros were taps of its input; how torch exports
-//     avg_pool2d(padding=p), e.g. Inception-V3's pool branches);
+//     avg_pool2d(padding=p), e.g. Inception-V3's pool branches); not with ceil_mode, which may
+//     drop a last window that starts in the pads;
 //   keep_nhwc_through: the rank-4 f32 values joined by pools, channel concats, inference batch
 //     norms and attribute-free elementwise ops (every rank-4 value such a node reads or
 //     writes, except those whose bytes are the same in both orders, C == 1 or H*W == 1), each
@@ -460,6 +461,13 @@ std::optional<std::vector<int64_t>> int64_constant(const Graph& g, ValueId v) {
   return std::vector<int64_t>(t->data<int64_t>(), t->data<int64_t>() + t->numel());
 }
 
+// Int attribute `name` of `n`, or `fallback` when absent.
+int64_t int_attr(const ir::Node& n, const char* name, int64_t fallback) {
+  auto it = n.attrs.find(name);
+  const auto* v = it == n.attrs.end() ? nullptr : std::get_if<int64_t>(&it->second);
+  return v == nullptr ? fallback : *v;
+}
+
 Result<bool> fold_pad_into_average_pool(Graph& g, NodeId id) {
   const ir::Node& pool = g.node(id);
   if (pool.inputs.empty() || pool.outputs.size() != 1) return false;
@@ -476,6 +484,9 @@ Result<bool> fold_pad_into_average_pool(Graph& g, NodeId id) {
       attr_str(pool.attrs, "auto_pad", "NOTSET") != "NOTSET") {
     return false;
   }
+  // With ceil_mode, ONNX drops a last window that starts in the end pads, but keeps it when
+  // those rows are the padded input's own: the folded pool could have fewer outputs.
+  if (int_attr(pool, "ceil_mode", 0) != 0) return false;
   // No axes input; a constant value absent or a constant 0.
   if (pad.inputs.size() > 3 && pad.inputs[3] != ir::kNoValue) return false;
   if (pad.inputs.size() > 2 && pad.inputs[2] != ir::kNoValue) {
@@ -520,13 +531,6 @@ Result<bool> fold_pad_into_average_pool(Graph& g, NodeId id) {
 // C == 1 or H * W == 1 (a global pool's output, a squeeze-excitation gate).
 bool layout_free(const ir::TensorType& t) {
   return t.shape.size() == 4 && (t.shape[1] == 1 || t.shape[2] * t.shape[3] == 1);
-}
-
-// Int attribute `name` of `n`, or `fallback` when absent.
-int64_t int_attr(const ir::Node& n, const char* name, int64_t fallback) {
-  auto it = n.attrs.find(name);
-  const auto* v = it == n.attrs.end() ? nullptr : std::get_if<int64_t>(&it->second);
-  return v == nullptr ? fallback : *v;
 }
 
 // The kind of node `n` as a base op of laid_out_internal when keep_nhwc_through can carry the

@@ -360,6 +360,25 @@ TEST(OnednnLayout, NhwcFlowsThroughPoolsAndConcat) {
   EXPECT_EQ(op_of(g, "mp2"), "max_pool");
 }
 
+// Pad (H 1/0, W 0/2) then a 3x3/2 average pool with ceil_mode on [1,2,6,6]: the padded input
+// keeps a last window in W that the folded pool would drop (its start lies in the pool's own
+// end pads), so the pad must stay (found by a break test: the folded node wrote 3 columns into
+// a 4-column output).
+TEST(OnednnLayout, PadNotFoldedIntoACeilModePool) {
+  ir::Graph g("pad_ceil");
+  const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {1, 2, 6, 6}});
+  const ir::ValueId pads =
+      g.add_constant("pads", Tensor::from_vector<int64_t>({8}, {0, 0, 1, 0, 0, 0, 0, 2}));
+  const ir::ValueId padded = node1(g, "pad", "pad", {x, pads});
+  g.add_output(
+      node1(g, "average_pool", "ap", {padded},
+            {{"kernel_shape", ints{3, 3}}, {"strides", ints{2, 2}}, {"ceil_mode", int64_t{1}}}));
+  ir::Graph lowered = g;
+  lower(lowered, {"onednn", "cpu"});
+  EXPECT_EQ(op_of(lowered, "pad"), "pad");
+  expect_onednn_matches_cpu(g, {{"x", grid_tensor({1, 2, 6, 6}, 81)}}, {"ap"});
+}
+
 TEST(OnednnLayout, NhwcThroughPoolsAndConcatMatchesCpu) {
   expect_onednn_matches_cpu(pool_concat_net(), {{"x", grid_tensor({1, 16, 12, 12}, 41)}},
                             {"mp", "cat", "ap", "gap"});
