@@ -3,7 +3,8 @@
 #  ARCH-043: enum class OpTrait has exactly {kElementwise, kFusable, kHasSideEffect, kCommutative}.
 #  ARCH-042: no runtime dtype/device branch inside kernel sources (src/backends/*/kernels/);
 #            dtype is expanded once with dispatch_dtype.
-#  ARCH-001: layer includes point downward only (core < ir < ops < backends < passes < runtime).
+#  ARCH-001: layer includes point downward only (core < ir < ops < backends < passes < runtime
+#  < onnx < serve).
 set -u
 root="${1:-$(cd "$(dirname "$0")/.." && pwd)}"
 fail=0
@@ -44,15 +45,19 @@ check_layer() {  # dir forbidden-regex
     echo "$hits" >&2
   fi
 }
-check_layer src/core 'ir|ops|passes|runtime|onnx'
-check_layer include/frame/core 'ir|ops|passes|runtime|onnx'
-check_layer src/ir 'ops|passes|runtime|onnx'
-check_layer include/frame/ir 'ops|passes|runtime|onnx'
-check_layer src/ops 'passes|runtime|onnx'
-check_layer include/frame/ops 'passes|runtime|onnx'
-check_layer src/backends 'passes|runtime|onnx'
-check_layer src/passes 'runtime|onnx'
-check_layer include/frame/passes 'runtime|onnx'
+check_layer src/core 'ir|ops|passes|runtime|onnx|serve'
+check_layer include/frame/core 'ir|ops|passes|runtime|onnx|serve'
+check_layer src/ir 'ops|passes|runtime|onnx|serve'
+check_layer include/frame/ir 'ops|passes|runtime|onnx|serve'
+check_layer src/ops 'passes|runtime|onnx|serve'
+check_layer include/frame/ops 'passes|runtime|onnx|serve'
+check_layer src/backends 'passes|runtime|onnx|serve'
+check_layer src/passes 'runtime|onnx|serve'
+check_layer include/frame/passes 'runtime|onnx|serve'
+check_layer src/runtime 'onnx|serve'
+check_layer include/frame/runtime 'onnx|serve'
+check_layer src/onnx 'serve'
+check_layer include/frame/onnx 'serve'
 
 if [ "$fail" -eq 0 ]; then echo "iron-rules: OK (ARCH-001, ARCH-042, ARCH-043)"; fi
 exit "$fail"
