@@ -25,7 +25,8 @@ if [ "$phase" != test ]; then
         -DFRAME_FUZZ_SMOKE_SECONDS="$SECONDS_PER_TARGET" >/dev/null
   cmake --build build-asan -j "$(nproc)" --target frame_runtime_tests frame_onnx_tests \
         frame_robustness_tests frame_load_tests frame_fuzz_onnx_load frame_fuzz_onnx_run \
-        frame_fuzz_text_ir frame_fuzz_npy frame_fuzz_disk_cache_entry frame_fuzz_serve_request
+        frame_fuzz_text_ir frame_fuzz_npy frame_fuzz_disk_cache_entry frame_fuzz_serve_request \
+        frame_fuzz_serve_grpc_request
   echo "sanitizers: build $(($(date +%s) - start)) s"
 fi
 if [ "$phase" != build ]; then

@@ -29,7 +29,9 @@
 #include <type_traits>
 #include <utility>
 
+#include "common.h"
 #include "frontend.h"
+#include "grpc_codec.h"
 #include "grpc_predict_v2.grpc.pb.h"
 
 namespace frame::serve::detail {
@@ -53,16 +55,6 @@ grpc::Status to_grpc(const Status& status) {
   }
 }
 
-/// Compares a presented token with the expected one in time independent of where they differ.
-bool same_secret(std::string_view presented, std::string_view expected) {
-  unsigned char diff = presented.size() == expected.size() ? 0 : 1;
-  for (size_t i = 0; i < presented.size(); ++i) {
-    const char e = expected.empty() ? '\0' : expected[i % expected.size()];
-    diff |= static_cast<unsigned char>(presented[i] ^ e);
-  }
-  return diff == 0 && !expected.empty();
-}
-
 /// The whole content of a file. Errors: kIo naming the file and what it is for.
 Result<std::string> read_pem(const std::string& path, std::string_view what) {
   std::ifstream in(path, std::ios::binary);
@@ -80,18 +72,6 @@ std::string listen_address(const std::string& host, int port) {
     return fmt::format("[{}]:{}", host, port);
   }
   return fmt::format("{}:{}", host, port);
-}
-
-/// The time point `us` microseconds from now; a timeout too long for the clock becomes
-/// "no limit" (one tick before time_point::max(), which means "the model's default").
-SteadyClock::time_point deadline_after_us(int64_t us) {
-  const SteadyClock::time_point now = SteadyClock::now();
-  const auto room = std::chrono::duration_cast<std::chrono::microseconds>(
-      SteadyClock::time_point::max() - now - SteadyClock::duration(1));
-  if (std::chrono::microseconds(us) >= room) {
-    return SteadyClock::time_point::max() - SteadyClock::duration(1);
-  }
-  return now + std::chrono::microseconds(us);
 }
 
 /// The typed field of InferTensorContents that carries `dtype`; empty for FP16 and BF16,
@@ -305,11 +285,7 @@ Result<InferRequest> decode_infer_request(const inference::ModelInferRequest& re
       }
       FRAME_ASSIGN_OR_RETURN(t.tensor, Tensor::empty(*dtype, shape));
       if (*nbytes > 0) std::memcpy(t.tensor.raw_data(), bytes.data(), *nbytes);
-      if (*dtype == DTypeCode::kBool) {
-        // Any nonzero byte is true; storing it unchanged would leave bools that are neither.
-        auto* p = static_cast<unsigned char*>(t.tensor.raw_data());
-        for (size_t k = 0; k < *nbytes; ++k) p[k] = p[k] != 0 ? 1 : 0;
-      }
+      normalize_bools(t.tensor);
     } else {
       FRAME_ASSIGN_OR_RETURN(t.tensor, decode_typed(in.contents(), t.name, *dtype, shape));
     }
@@ -626,6 +602,10 @@ class GrpcFrontend final : public Frontend {
 };
 
 }  // namespace
+
+Result<InferRequest> decode_grpc_infer_request(const inference::ModelInferRequest& request) {
+  return decode_infer_request(request);
+}
 
 Result<std::unique_ptr<Frontend>> start_grpc(InferenceService& service,
                                              const ServerOptions& options) {

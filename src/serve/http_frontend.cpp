@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "common.h"
 #include "frontend.h"
 #include "json_codec.h"
 
@@ -20,15 +21,6 @@ constexpr const char* kJson = "application/json";
 void reply_error(httplib::Response& res, const Status& s) {
   res.status = http_status_of(s);
   res.set_content(encode_error(s.message()), kJson);
-}
-
-// Equal-time comparison of a presented token with the expected one.
-bool same_secret(std::string_view a, std::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
-  }
-  return diff == 0 && !b.empty();
 }
 
 // The version part of a matched path ("" when the route has none).

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <type_traits>
 
+#include "common.h"
+
 namespace frame::serve::detail {
 namespace {
 
@@ -180,15 +182,7 @@ Result<InferRequest> decode_infer_request(std::string_view body,
       if (!t->is_number_integer() || t->get<int64_t>() < 0) {
         return invalid_argument("'timeout' must be a non-negative integer (microseconds)");
       }
-      // A timeout past what the clock can add means no limit (time_point::max() itself means
-      // "the model's default", so one tick less).
-      const auto now = std::chrono::steady_clock::now();
-      const auto room = std::chrono::duration_cast<std::chrono::microseconds>(
-          std::chrono::steady_clock::time_point::max() - now);
-      const std::chrono::microseconds timeout(t->get<int64_t>());
-      r.deadline = timeout < room ? now + timeout
-                                  : std::chrono::steady_clock::time_point::max() -
-                                        std::chrono::steady_clock::duration(1);
+      r.deadline = deadline_after_us(t->get<int64_t>());
     }
   }
   auto inputs = doc.find("inputs");
@@ -242,6 +236,7 @@ Result<InferRequest> decode_infer_request(std::string_view body,
       }
       FRAME_ASSIGN_OR_RETURN(t.tensor, Tensor::empty(*dtype, shape));
       if (*nbytes > 0) std::memcpy(t.tensor.raw_data(), binary.data() + binary_used, *nbytes);
+      normalize_bools(t.tensor);
       binary_used += *binary_size;
     } else {
       auto data = in.find("data");

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -50,6 +51,8 @@ struct Options {
   int rss_pid = 0;
   std::vector<int64_t> rss_at;
   std::string token;
+  bool until_refused = false;
+  bool in_process = false;
 };
 
 struct Variant {
@@ -132,10 +135,15 @@ struct Tally {
   std::atomic<int64_t> done{0};
   std::atomic<int64_t> errors{0};
   std::atomic<int64_t> mismatches{0};
+  std::atomic<int64_t> ok{0};
+  std::atomic<int64_t> unavailable{0};  // 503 / UNAVAILABLE answers
+  std::atomic<int64_t> refused{0};      // no answer: the connection failed or was closed
   std::string first_error;
-  void error(const std::string& e) {
+  std::map<std::string, int64_t> kinds;  // errors by transport and code, e.g. "grpc 14"
+  void error(const std::string& kind, const std::string& e) {
     ++errors;
     std::lock_guard lock(mu);
+    ++kinds[kind];
     if (first_error.empty()) first_error = e;
   }
 };
@@ -233,9 +241,14 @@ int main(int argc, char** argv) {
   app.add_option("--rss-at", o.rss_at, "Request counts at which the RSS is sampled")
       ->delimiter(',');
   app.add_option("--token", o.token, "Bearer token");
+  app.add_flag("--until-refused", o.until_refused,
+               "A client stops at its first failed connection (a server stopping under load)");
+  app.add_flag("--in-process", o.in_process,
+               "No server: the clients call the --check model's Session::run directly (the "
+               "in-process throughput to compare with)");
   CLI11_PARSE(app, argc, argv);
-  if (o.url.empty() == o.grpc.empty()) {
-    std::fprintf(stderr, "error: give exactly one of --url and --grpc\n");
+  if (o.url.empty() + o.grpc.empty() + !o.in_process != 2 || (o.in_process && o.check.empty())) {
+    std::fprintf(stderr, "error: give one of --url, --grpc and --in-process (with --check)\n");
     return 2;
   }
 
@@ -320,7 +333,13 @@ int main(int argc, char** argv) {
         const Variant& v = variants[static_cast<size_t>((c + r) % o.variants)];
         const Clock::time_point t0 = Clock::now();
         bool ok = false, same = true;
-        if (http) {
+        if (o.in_process) {
+          frame::runtime::TensorMap feed;
+          for (const auto& [name, t] : v.inputs) feed.emplace(name, t);
+          auto out = reference->run(feed);
+          if (!out.is_ok()) tally.error("run", out.status().message());
+          ok = out.is_ok();
+        } else if (http) {
           const bool binary = o.encoding == "binary";
           httplib::Headers headers;
           if (binary) {
@@ -329,9 +348,14 @@ int main(int argc, char** argv) {
           auto res = http->Post(path, headers, binary ? v.binary_body : v.json_body,
                                 binary ? "application/octet-stream" : "application/json");
           if (!res) {
-            tally.error(fmt::format("REST: {}", httplib::to_string(res.error())));
+            tally.error("rest connection",
+                        fmt::format("REST: {}", httplib::to_string(res.error())));
+            ++tally.refused;
+            if (o.until_refused) break;
           } else if (res->status != 200) {
-            tally.error(fmt::format("REST {}: {}", res->status, res->body));
+            if (res->status == 503) ++tally.unavailable;
+            tally.error(fmt::format("rest {}", res->status),
+                        fmt::format("REST {}: {}", res->status, res->body));
           } else {
             ok = true;
             same = check_rest(v, res, o);
@@ -346,13 +370,27 @@ int main(int argc, char** argv) {
           grpc::Status s = stub->ModelInfer(&ctx, v.grpc, &resp);
           if (!s.ok()) {
             tally.error(
+                fmt::format("grpc {}", static_cast<int>(s.error_code())),
                 fmt::format("gRPC {}: {}", static_cast<int>(s.error_code()), s.error_message()));
+            // UNAVAILABLE is both a refused request and a channel that cannot connect.
+            if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+              const bool answered = s.error_message().find("shutting down") != std::string::npos ||
+                                    s.error_message().find("queue") != std::string::npos;
+              ++(answered ? tally.unavailable : tally.refused);
+              if (!answered && o.until_refused) break;
+            }
+            // A call the server had not started when it began to stop is cancelled.
+            if (s.error_code() == grpc::StatusCode::CANCELLED) {
+              ++tally.refused;
+              if (o.until_refused) break;
+            }
           } else {
             ok = true;
             same = check_grpc(v, resp, o);
           }
         }
         lat.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+        if (ok) ++tally.ok;
         if (ok && !same) ++tally.mismatches;
         after_request(++tally.done);
       }
@@ -364,10 +402,13 @@ int main(int argc, char** argv) {
   for (std::thread& t : threads) t.join();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   json result = {{"requests", total},
+                 {"ok", tally.ok.load()},
                  {"errors", tally.errors.load()},
+                 {"unavailable", tally.unavailable.load()},
+                 {"refused", tally.refused.load()},
                  {"mismatches", tally.mismatches.load()},
                  {"seconds", seconds},
-                 {"throughput_rps", static_cast<double>(total) / seconds},
+                 {"throughput_rps", static_cast<double>(tally.ok.load()) / seconds},
                  {"latency_us",
                   {{"p50", percentile(tally.latency_us, 0.50)},
                    {"p90", percentile(tally.latency_us, 0.90)},
@@ -382,6 +423,7 @@ int main(int argc, char** argv) {
     result["rss_kb"] = r;
   }
   if (!tally.first_error.empty()) result["first_error"] = tally.first_error;
+  if (!tally.kinds.empty()) result["error_kinds"] = tally.kinds;
   std::printf("RESULT %s\n", result.dump().c_str());
   return tally.errors.load() == 0 && tally.mismatches.load() == 0 ? 0 : 1;
 }
