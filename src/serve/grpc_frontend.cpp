@@ -407,7 +407,10 @@ class InferenceRpc final : public inference::GRPCInferenceService::Service {
                           inference::ModelInferResponse* res) override {
     return call("ModelInfer", ctx, true, *req, *res, [&] {
       Result<InferRequest> request = decode_infer_request(*req);
-      if (!request.is_ok()) return to_grpc(request.status());
+      if (!request.is_ok()) {
+        service_.record_rejected(req->model_name(), "grpc", request.status());
+        return to_grpc(request.status());
+      }
       Result<InferResponse> response = service_.infer(std::move(request).value(), "grpc");
       if (!response.is_ok()) return to_grpc(response.status());
       encode_infer_response(*response, res);

@@ -2,10 +2,12 @@
 // with keep-alive, every endpoint of the Open Inference Protocol and GET /metrics.
 #include <fmt/format.h>
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -41,9 +43,15 @@ class HttpFrontend final : public Frontend {
   }
 
   Status start() {
+    for (const std::string* f : {&options_.tls_cert_file, &options_.tls_key_file}) {
+      if (!f->empty() && !std::ifstream(*f).good()) {
+        return Status(StatusCode::kIo, fmt::format("HTTPS: cannot read '{}'", *f));
+      }
+    }
     if (!server_->is_valid()) {
-      return Status(StatusCode::kIo, fmt::format("HTTPS: cannot use certificate '{}' and key '{}'",
-                                                 options_.tls_cert_file, options_.tls_key_file));
+      return Status(StatusCode::kIo,
+                    fmt::format("HTTPS: certificate '{}' and key '{}' are not a valid PEM pair",
+                                options_.tls_cert_file, options_.tls_key_file));
     }
     configure();
     const std::string address = fmt::format("{}:{}", options_.host, options_.http_port);
@@ -56,6 +64,9 @@ class HttpFrontend final : public Frontend {
       }
       port_ = options_.http_port;
     }
+    // cpp-httplib listens with a backlog of 5: a burst of new clients would see SYNs dropped and
+    // retried a second later. listen() again on the bound socket raises it.
+    if (listen_fd_ >= 0) ::listen(listen_fd_, kListenBacklog);
     thread_ = std::thread([this] { server_->listen_after_bind(); });
     return Status::ok();
   }
@@ -80,15 +91,36 @@ class HttpFrontend final : public Frontend {
     // Headers and body go out in separate writes: without TCP_NODELAY, Nagle's algorithm and
     // the client's delayed ACK hold every response for tens of milliseconds.
     s.set_tcp_nodelay(true);
+    // SO_REUSEADDR (a restart binds at once) without cpp-httplib's default SO_REUSEPORT, which
+    // let a second server bind the same port and take half of its connections.
+    s.set_socket_options([this](int sock) {
+      int yes = 1;
+      ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+      listen_fd_ = sock;
+    });
     s.set_keep_alive_max_count(size_t{1} << 30);
     s.set_keep_alive_timeout(options_.read_timeout_s);
     s.set_read_timeout(options_.read_timeout_s, 0);
     s.set_write_timeout(options_.read_timeout_s, 0);
     s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty()) return;
-      std::string msg = res.status == 404   ? fmt::format("no endpoint {} {}", req.method, req.path)
-                        : res.status == 413 ? "request body exceeds the server's limit"
-                                            : fmt::format("HTTP status {}", res.status);
+      // Statuses cpp-httplib sets before a handler runs, explained.
+      std::string msg;
+      const std::string type = req.get_header_value("Content-Type");
+      if (res.status == 404) {
+        msg = fmt::format("no endpoint {} {}", req.method, req.path);
+      } else if (res.status == 413 && type.starts_with("application/x-www-form-urlencoded")) {
+        msg =
+            "a form-urlencoded body is limited to 8192 bytes: send the request as "
+            "Content-Type: application/json (curl -d sends form-urlencoded)";
+      } else if (res.status == 413) {
+        msg = "request body exceeds the server's limit (--max-request-bytes)";
+      } else if (res.status == 400 && req.method == "POST" && !req.has_header("Content-Length") &&
+                 !req.has_header("Transfer-Encoding")) {
+        msg = "a POST needs a Content-Length header (an empty body: Content-Length: 0)";
+      } else {
+        msg = fmt::format("HTTP status {}", res.status);
+      }
       res.set_content(encode_error(msg), kJson);
     });
     s.set_exception_handler(
@@ -229,6 +261,8 @@ class HttpFrontend final : public Frontend {
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int port_ = -1;
+  int listen_fd_ = -1;  // the listening socket (socket_t is int on Linux)
+  static constexpr int kListenBacklog = 1024;
 };
 
 }  // namespace

@@ -442,6 +442,19 @@ Result<std::shared_ptr<Model>> open_model(const std::string& name, const std::st
       }
     }
   }
+  // Batching concatenates requests along dim 0: every input and output must leave it free.
+  if (config.max_batch_size > 0) {
+    for (const auto* list : {&session->inputs(), &session->outputs()}) {
+      for (const runtime::ValueInfo& v : *list) {
+        if (v.has_shape && (v.dims.empty() || v.dims[0].is_concrete())) {
+          return invalid_argument(
+              "{}: max_batch_size needs dim 0 of every input and output free (the batch dim), "
+              "but '{}' is {}",
+              onnx_path, v.name, v.to_string());
+        }
+      }
+    }
+  }
   return std::shared_ptr<Model>(
       std::make_shared<ModelImpl>(name, version, config, std::move(session).value()));
 }

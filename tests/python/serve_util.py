@@ -97,6 +97,11 @@ def make_repository(root: str) -> str:
     _write(os.path.join(root, "broken", "model.onnx"), b"not an onnx model")
     _write(os.path.join(root, "bad_config", "model.onnx"), mlp_model())
     _write(os.path.join(root, "bad_config", "config.json"), b'{"max_batch_sise": 4}')
+    # max_batch_size over a model whose dim 0 is fixed: refused at load, naming the input.
+    os.makedirs(os.path.join(root, "fixed_batch"), exist_ok=True)
+    shutil.copy(os.path.join(SOURCE_DIR, "models", "small_cnn.onnx"),
+                os.path.join(root, "fixed_batch", "model.onnx"))
+    _write(os.path.join(root, "fixed_batch", "config.json"), b'{"max_batch_size": 4}')
     return root
 
 

@@ -259,6 +259,8 @@ def test_repository_index_unload_and_load(server):
     assert rows[("add_relu", "1")]["state"] == "READY"
     assert rows[("broken", "1")]["state"] == "UNAVAILABLE" and rows[("broken", "1")]["reason"]
     assert "max_batch_sise" in rows[("bad_config", "1")]["reason"]
+    reason = rows[("fixed_batch", "1")]["reason"]
+    assert "max_batch_size needs dim 0" in reason and "'input'" in reason
     status, ready = post_json(server.url + "/v2/repository/index", {"ready": True})
     assert all(r["state"] == "READY" for r in ready) and len(ready) < len(index)
 
@@ -383,3 +385,30 @@ def test_bearer_token_and_graceful_shutdown(repo):
     finally:
         if s.proc.poll() is None:
             s.proc.kill()
+
+
+def test_httplib_refusals_are_explained(server):
+    # A POST without Content-Length (curl -X POST without -d) and a large form-urlencoded body
+    # (curl -d without a Content-Type) are refused by the HTTP layer; the error says why.
+    s = socket.create_connection(("127.0.0.1", server.http_port))
+    s.sendall(b"POST /v2/repository/index HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    reply = b""
+    while chunk := s.recv(4096):
+        reply += chunk
+    s.close()
+    assert reply.startswith(b"HTTP/1.1 400") and b"Content-Length" in reply
+    x = np.zeros((1, 3, 32, 32), np.float32)
+    body = json.dumps({"inputs": [{"name": "input", "shape": [1, 3, 32, 32], "datatype": "FP32",
+                                   "data": x.ravel().tolist()}]}).encode()
+    status, _, rb = http("POST", infer_url(server, "small_cnn"), body,
+                         {"Content-Type": "application/x-www-form-urlencoded"})
+    assert status == 413 and "application/json" in json.loads(rb)["error"]
+
+
+def test_http_port_taken_is_an_error(repo, server):
+    import subprocess
+    from serve_util import FRAME_CLI
+    p = subprocess.run([FRAME_CLI, "serve", "--model-repository", repo, "--http-port",
+                        str(server.http_port), "--grpc-port", "-1"], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 1 and f"cannot bind 127.0.0.1:{server.http_port}" in p.stderr

@@ -49,12 +49,12 @@ int run_serve() {
     return 1;
   }
   if ((*server)->http_port() >= 0) {
-    std::printf("frame serve: HTTP listening on %s:%d\n", options.host.c_str(),
-                (*server)->http_port());
+    std::printf("frame serve: HTTP listening on %s:%d%s\n", options.host.c_str(),
+                (*server)->http_port(), options.tls_cert_file.empty() ? "" : " (TLS)");
   }
   if ((*server)->grpc_port() >= 0) {
-    std::printf("frame serve: gRPC listening on %s:%d\n", options.host.c_str(),
-                (*server)->grpc_port());
+    std::printf("frame serve: gRPC listening on %s:%d%s\n", options.host.c_str(),
+                (*server)->grpc_port(), options.tls_cert_file.empty() ? "" : " (TLS)");
   }
   std::printf("frame serve: ready\n");
   std::fflush(stdout);
