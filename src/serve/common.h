@@ -20,6 +20,18 @@ inline bool same_secret(std::string_view presented, std::string_view expected) {
   return diff == 0 && !expected.empty();
 }
 
+/// True when an `Authorization` header (gRPC: `authorization` metadata) value is
+/// "Bearer <token>" with the expected token; the scheme is case-insensitive (RFC 7235).
+inline bool bearer_matches(std::string_view value, std::string_view token) {
+  constexpr std::string_view kScheme = "bearer ";
+  if (value.size() < kScheme.size()) return false;
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    const char c = value[i] >= 'A' && value[i] <= 'Z' ? static_cast<char>(value[i] + 32) : value[i];
+    if (c != kScheme[i]) return false;
+  }
+  return same_secret(value.substr(kScheme.size()), token);
+}
+
 /// The deadline of a request's `timeout` parameter of `us` (>= 0) microseconds from now; a
 /// timeout too long for the clock means no limit (one tick before time_point::max(), which
 /// itself means "the model's default").

@@ -467,11 +467,9 @@ class InferenceRpc final : public inference::GRPCInferenceService::Service {
   /// True when no token is configured or the call's `authorization` metadata carries it.
   bool authorized(const grpc::ServerContext& ctx) const {
     if (token_.empty()) return true;
-    constexpr std::string_view kPrefix = "Bearer ";
     const auto [first, last] = ctx.client_metadata().equal_range("authorization");
     for (auto it = first; it != last; ++it) {
-      const std::string_view value(it->second.data(), it->second.size());
-      if (value.starts_with(kPrefix) && same_secret(value.substr(kPrefix.size()), token_)) {
+      if (bearer_matches(std::string_view(it->second.data(), it->second.size()), token_)) {
         return true;
       }
     }

@@ -4,6 +4,8 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <cctype>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -135,24 +137,9 @@ class HttpFrontend final : public Frontend {
           res.status = 500;
           res.set_content(encode_error(what), kJson);
         });
-    if (!options_.bearer_token.empty()) {
-      s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-        if (req.path == "/v2/health/live" || req.path == "/v2/health/ready" ||
-            req.path == "/metrics") {
-          return httplib::Server::HandlerResponse::Unhandled;
-        }
-        const std::string auth = req.get_header_value("Authorization");
-        const std::string_view prefix = "Bearer ";
-        if (auth.rfind(prefix, 0) == 0 &&
-            same_secret(std::string_view(auth).substr(prefix.size()), options_.bearer_token)) {
-          return httplib::Server::HandlerResponse::Unhandled;
-        }
-        res.status = 401;
-        res.set_header("WWW-Authenticate", "Bearer");
-        res.set_content(encode_error("missing or wrong bearer token"), kJson);
-        return httplib::Server::HandlerResponse::Handled;
-      });
-    }
+    s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      return pre_route(req, res);
+    });
     if (options_.access_log) {
       s.set_logger([](const httplib::Request& req, const httplib::Response& res) {
         const nlohmann::json line = {{"time", static_cast<int64_t>(std::time(nullptr))},
@@ -218,6 +205,48 @@ class HttpFrontend final : public Frontend {
     s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(service_.metrics_text(), "text/plain; version=0.0.4");
     });
+  }
+
+  // Runs before cpp-httplib reads a body: refuses what its body reader handles badly (no
+  // length: it would wait for the read timeout; chunked: it ignores the size limit; two
+  // lengths: request smuggling) and checks the bearer token. A refusal closes the connection,
+  // whose unread body would otherwise be taken for the next request.
+  httplib::Server::HandlerResponse pre_route(const httplib::Request& req,
+                                             httplib::Response& res) const {
+    auto refuse = [&](int status, std::string_view msg) {
+      res.status = status;
+      res.set_header("Connection", "close");
+      res.set_content(encode_error(msg), kJson);
+      return httplib::Server::HandlerResponse::Handled;
+    };
+    if (req.has_header("Transfer-Encoding")) {
+      return refuse(411, "chunked request bodies are not accepted: send a Content-Length");
+    }
+    const size_t lengths = req.get_header_value_count("Content-Length");
+    if (lengths > 1) return refuse(400, "more than one Content-Length header");
+    if (lengths == 1) {
+      const std::string v = req.get_header_value("Content-Length");
+      // An oversized length is left to cpp-httplib, which reads and drops the body before its
+      // 413, so a client that sends the whole body first still reads the answer.
+      size_t n = 0;
+      auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+      if (ec != std::errc() || end != v.data() + v.size() || v.empty()) {
+        return refuse(400, "Content-Length is not a non-negative integer");
+      }
+    } else if (req.method == "POST" || req.method == "PUT") {
+      return refuse(411, "a POST needs a Content-Length header (an empty body: Content-Length: 0)");
+    }
+    if (options_.bearer_token.empty() || req.path == "/v2/health/live" ||
+        req.path == "/v2/health/ready" || req.path == "/metrics") {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    if (bearer_matches(req.get_header_value("Authorization"), options_.bearer_token)) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    res.status = 401;
+    res.set_header("WWW-Authenticate", "Bearer");
+    res.set_content(encode_error("missing or wrong bearer token"), kJson);
+    return httplib::Server::HandlerResponse::Handled;
   }
 
   // The protocol answers health and readiness with 200 for true and 400 for false.

@@ -57,13 +57,14 @@ bool json_to(const json& v, T& out) {
     }
     return false;
   } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    // A finite number that does not fit the type is out of range, not infinity.
     if (!v.is_number()) return false;
     out = T(static_cast<float>(v.get<double>()));
-    return true;
+    return std::isfinite(static_cast<float>(out));
   } else if constexpr (std::is_floating_point_v<T>) {
     if (!v.is_number()) return false;
     out = static_cast<T>(v.get<double>());
-    return true;
+    return std::isfinite(out);
   } else {
     if (v.is_number_unsigned()) {
       const uint64_t x = v.get<uint64_t>();
@@ -162,6 +163,8 @@ Result<InferRequest> decode_infer_request(std::string_view body,
     doc = json::parse(header);
   } catch (const json::parse_error& e) {
     return invalid_argument("malformed JSON in the request body at byte {}: {}", e.byte, e.what());
+  } catch (const json::exception& e) {
+    return invalid_argument("malformed JSON in the request body: {}", e.what());
   }
   if (!doc.is_object()) return invalid_argument("the request body must be a JSON object");
 
@@ -179,10 +182,11 @@ Result<InferRequest> decode_infer_request(std::string_view body,
       r.binary_data_output = b->get<bool>();
     }
     if (auto t = p->find("timeout"); t != p->end()) {
-      if (!t->is_number_integer() || t->get<int64_t>() < 0) {
+      if (!t->is_number_unsigned()) {
         return invalid_argument("'timeout' must be a non-negative integer (microseconds)");
       }
-      r.deadline = deadline_after_us(t->get<int64_t>());
+      r.deadline = deadline_after_us(static_cast<int64_t>(
+          std::min<uint64_t>(t->get<uint64_t>(), std::numeric_limits<int64_t>::max())));
     }
   }
   auto inputs = doc.find("inputs");
@@ -219,6 +223,9 @@ Result<InferRequest> decode_infer_request(std::string_view body,
       }
     }
     if (binary_size) {
+      if (in.contains("data")) {
+        return invalid_argument("input '{}' has both 'data' and binary_data_size", t.name);
+      }
       if (!header_length) {
         return invalid_argument(
             "input '{}' has binary_data_size but the request has no "

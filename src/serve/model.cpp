@@ -95,6 +95,11 @@ class ModelImpl final : public Model {
 
   runtime::CacheStats cache_stats() const override { return session_.cache_stats(); }
 
+  bool draining() const override {
+    std::lock_guard lock(mu_);
+    return stopping_;
+  }
+
   void drain() override {
     std::unique_lock lock(mu_);
     stopping_ = true;
@@ -174,9 +179,13 @@ class ModelImpl final : public Model {
       }
     }
     request.inputs = std::move(ordered);
-    for (const RequestedOutput& o : request.outputs) {
-      if (!output_index_.count(o.name)) {
-        return invalid_argument("model '{}' has no output '{}'", name_, o.name);
+    for (size_t i = 0; i < request.outputs.size(); ++i) {
+      const std::string& o = request.outputs[i].name;
+      if (!output_index_.count(o))
+        return invalid_argument("model '{}' has no output '{}'", name_, o);
+      for (size_t j = 0; j < i; ++j) {
+        if (request.outputs[j].name == o)
+          return invalid_argument("output '{}' is requested twice", o);
       }
     }
     return Status::ok();
@@ -355,7 +364,7 @@ class ModelImpl final : public Model {
     Result<runtime::TensorMap> out = session_.run(feed);
     const Clock::time_point end = Clock::now();
     if (!out.is_ok()) return fail_all(out.status());
-    if (batch.size() > 1) {
+    {
       for (const auto& [n, t] : *out) {
         if (t.rank() == 0 || t.dim(0) != rows) {
           return fail_all(internal_error(
@@ -407,7 +416,7 @@ class ModelImpl final : public Model {
   runtime::Session session_;
   std::map<std::string, bool> output_index_;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;    // a slot freed, a request queued, or stopping
   std::condition_variable idle_;  // in_flight_ reached 0
   bool stopping_ = false;
@@ -442,15 +451,21 @@ Result<std::shared_ptr<Model>> open_model(const std::string& name, const std::st
       }
     }
   }
-  // Batching concatenates requests along dim 0: every input and output must leave it free.
+  // Batching concatenates requests along dim 0 and splits the outputs along it: that is right
+  // only where dim 0 of every input and output is one and the same symbolic dim (an output
+  // whose dim 0 is another dim, e.g. a reduction over the batch, would mix requests).
   if (config.max_batch_size > 0) {
+    const std::string& batch = session->inputs().empty() || session->inputs()[0].dims.empty()
+                                   ? std::string()
+                                   : session->inputs()[0].dims[0].param;
     for (const auto* list : {&session->inputs(), &session->outputs()}) {
       for (const runtime::ValueInfo& v : *list) {
-        if (v.has_shape && (v.dims.empty() || v.dims[0].is_concrete())) {
+        if (!v.has_shape || v.dims.empty() || v.dims[0].param.empty() || v.dims[0].param != batch) {
           return invalid_argument(
-              "{}: max_batch_size needs dim 0 of every input and output free (the batch dim), "
-              "but '{}' is {}",
-              onnx_path, v.name, v.to_string());
+              "{}: max_batch_size needs dim 0 of every input and output to be one symbolic "
+              "batch dim{}, but '{}' is {}",
+              onnx_path, batch.empty() ? std::string() : " ('" + batch + "')", v.name,
+              v.to_string());
         }
       }
     }

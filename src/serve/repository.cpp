@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -20,10 +22,20 @@ constexpr const char* kModelFile = "model.onnx";
 constexpr const char* kConfigFile = "config.json";
 constexpr size_t kMaxConfigBytes = size_t{1} << 20;
 
-// A version directory name: digits only, at most 18 of them (fits int64).
+// A version directory name: a decimal number without leading zeros, at most 18 digits (fits
+// int64), so that the numeric order below is the order of the names.
 bool is_version_name(const std::string& s) {
-  return !s.empty() && s.size() <= 18 &&
+  return !s.empty() && s.size() <= 18 && (s.size() == 1 || s[0] != '0') &&
          std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// A model name a request may use: no control characters (a NUL would cut the path short), no
+// path separator, not hidden.
+bool is_model_name(std::string_view name) {
+  if (name.empty() || name[0] == '.' || name.size() > 255) return false;
+  return std::none_of(name.begin(), name.end(), [](char c) {
+    return c == '/' || c == '\\' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+  });
 }
 
 // Versions sort numerically ("10" after "9").
@@ -64,9 +76,14 @@ class RepositoryImpl final : public ModelRepository {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(root, ec)) {
       const std::string v = e.path().filename().string();
-      if (e.is_directory(ec) && is_version_name(v) &&
-          fs::is_regular_file(e.path() / kModelFile, ec)) {
+      if (!e.is_directory(ec) || !fs::is_regular_file(e.path() / kModelFile, ec)) continue;
+      if (is_version_name(v)) {
         found.emplace_back(v, e.path() / kModelFile);
+      } else if (!v.empty() && std::all_of(v.begin(), v.end(), ::isdigit)) {
+        std::fprintf(stderr,
+                     "frame serve: model '%s': version directory '%s' ignored (versions are "
+                     "decimal numbers without leading zeros, at most 18 digits)\n",
+                     name.c_str(), v.c_str());
       }
     }
     if (found.empty() && fs::is_regular_file(root / kModelFile, ec)) {
@@ -152,6 +169,7 @@ class RepositoryImpl final : public ModelRepository {
 
   Result<std::shared_ptr<Model>> find(std::string_view name,
                                       std::string_view version) const override {
+    if (!is_model_name(name)) return not_found("unknown model '{}'", name);
     std::lock_guard lock(mu_);
     auto it = models_.find(std::string(name));
     if (it == models_.end()) {
@@ -209,14 +227,14 @@ class RepositoryImpl final : public ModelRepository {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(dir_, ec)) {
       const std::string n = e.path().filename().string();
-      if (!n.empty() && n[0] != '.' && e.is_directory(ec)) names.push_back(n);
+      if (is_model_name(n) && e.is_directory(ec)) names.push_back(n);
     }
     std::sort(names.begin(), names.end());
     return names;
   }
 
   bool is_model_dir(const std::string& name) const {
-    if (name.empty() || name[0] == '.' || name.find('/') != std::string::npos) return false;
+    if (!is_model_name(name)) return false;
     std::error_code ec;
     return fs::is_directory(fs::path(dir_) / name, ec);
   }

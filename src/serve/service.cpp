@@ -46,7 +46,15 @@ Result<InferResponse> InferenceService::infer(InferRequest request, std::string_
     }
     FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Model> m,
                            repository_->find(request.model_name, request.model_version));
-    return m->infer(std::move(request));
+    // A reload swaps in the new version while requests may hold the old one: a request the old
+    // one refuses because it is draining goes to the new one (tensors are shared, not copied).
+    Result<InferResponse> r = m->infer(request);
+    if (!r.is_ok() && m->draining()) {
+      Result<std::shared_ptr<Model>> now =
+          repository_->find(request.model_name, request.model_version);
+      if (now.is_ok() && *now != m) return (*now)->infer(std::move(request));
+    }
+    return r;
   }();
   const double total_us =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();

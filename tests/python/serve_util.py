@@ -102,6 +102,13 @@ def make_repository(root: str) -> str:
     shutil.copy(os.path.join(SOURCE_DIR, "models", "small_cnn.onnx"),
                 os.path.join(root, "fixed_batch", "model.onnx"))
     _write(os.path.join(root, "fixed_batch", "config.json"), b'{"max_batch_size": 4}')
+    _write(os.path.join(root, "batch_reduced", "model.onnx"), model_bytes(
+        [helper.make_node("ReduceSum", ["x"], ["z"], keepdims=0, axes=[0])],
+        [vinfo("x", TensorProto.FLOAT, ("N", "M"))], [vinfo("z", TensorProto.FLOAT, ("M",))],
+        opset=12))
+    _write(os.path.join(root, "batch_reduced", "config.json"), b'{"max_batch_size": 4}')
+    # Not a canonical version number: ignored (with a message), never ordered before "2".
+    _write(os.path.join(root, "add_relu", "007", "model.onnx"), add_model("Mul"))
     return root
 
 

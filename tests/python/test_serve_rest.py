@@ -216,6 +216,12 @@ def test_binary_output_selection(server):
     (json.dumps({"inputs": json_inputs(x=np.zeros((1, 4), np.float32),
                                        y=np.zeros((1, 4), np.float32)),
                  "outputs": [{"name": "zz"}]}).encode(), "no output 'zz'"),
+    (json.dumps({"inputs": json_inputs(x=np.zeros((1, 4), np.float32),
+                                       y=np.zeros((1, 4), np.float32)),
+                 "outputs": [{"name": "r"}, {"name": "r"}]}).encode(), "requested twice"),
+    (b'{"inputs":[{"name":"x","shape":[1,2],"datatype":"FP32","data":[1e400,1]}]}', "malformed"),
+    (b'{"inputs":[{"name":"x","shape":[1,2],"datatype":"FP32","data":[1e40,1]}]}', "element 0"),
+    (b'{"inputs":[{"name":"x","shape":[1,1],"datatype":"FP16","data":[70000]}]}', "element 0"),
 ])
 def test_bad_requests_get_400_naming_the_fault(server, body, needle):
     status, _, rb = http("POST", infer_url(server, "add_relu"), body,
@@ -250,6 +256,9 @@ def test_unknown_models_paths_and_oversized_bodies(server):
     assert status == 503 and "broken" in out["error"]
     status, _, rb = http("POST", infer_url(server, "add_relu"), b"[" + b"0," * (3 << 20) + b"0]")
     assert status == 413
+    # A NUL in a name is not a path to a model (and not a new metrics series).
+    assert http("GET", server.url + "/v2/models/add_relu%00x")[0] == 404
+    assert post_json(server.url + "/v2/repository/models/add_relu%00x/load", {})[0] == 404
 
 
 def test_repository_index_unload_and_load(server):
@@ -261,6 +270,10 @@ def test_repository_index_unload_and_load(server):
     assert "max_batch_sise" in rows[("bad_config", "1")]["reason"]
     reason = rows[("fixed_batch", "1")]["reason"]
     assert "max_batch_size needs dim 0" in reason and "'input'" in reason
+    # An output whose dim 0 is not the batch dim (a reduction over it) would mix requests.
+    reason = rows[("batch_reduced", "1")]["reason"]
+    assert "max_batch_size needs dim 0" in reason and "'z'" in reason
+    assert ("add_relu", "007") not in rows
     status, ready = post_json(server.url + "/v2/repository/index", {"ready": True})
     assert all(r["state"] == "READY" for r in ready) and len(ready) < len(index)
 
@@ -360,6 +373,7 @@ def test_bearer_token_and_graceful_shutdown(repo):
         assert http("GET", s.url + "/v2", headers={"Authorization": "Bearer wrong"})[0] == 401
         auth = {"Authorization": "Bearer s3cret"}
         assert http("GET", s.url + "/v2", headers=auth)[0] == 200
+        assert http("GET", s.url + "/v2", headers={"Authorization": "bearer s3cret"})[0] == 200
         # Requests waiting in the batcher's 1 s window when SIGTERM arrives still complete.
         results = []
         x = np.ones((1, 4), np.float32)
@@ -396,7 +410,14 @@ def test_httplib_refusals_are_explained(server):
     while chunk := s.recv(4096):
         reply += chunk
     s.close()
-    assert reply.startswith(b"HTTP/1.1 400") and b"Content-Length" in reply
+    assert reply.startswith(b"HTTP/1.1 411") and b"Content-Length" in reply
+    # Chunked bodies (cpp-httplib would not bound them) and two lengths (request smuggling).
+    for head in [b"Transfer-Encoding: chunked\r\n", b"Content-Length: 2\r\nContent-Length: 5\r\n"]:
+        s = socket.create_connection(("127.0.0.1", server.http_port))
+        s.sendall(b"POST /v2/models/add_relu/infer HTTP/1.1\r\nHost: x\r\n" + head + b"\r\n")
+        reply = s.recv(4096)
+        s.close()
+        assert reply.split(b" ")[1] in (b"411", b"400"), reply
     x = np.zeros((1, 3, 32, 32), np.float32)
     body = json.dumps({"inputs": [{"name": "input", "shape": [1, 3, 32, 32], "datatype": "FP32",
                                    "data": x.ravel().tolist()}]}).encode()
@@ -412,3 +433,16 @@ def test_http_port_taken_is_an_error(repo, server):
                         str(server.http_port), "--grpc-port", "-1"], capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == 1 and f"cannot bind 127.0.0.1:{server.http_port}" in p.stderr
+
+
+def test_stalled_client_does_not_hold_the_exit(repo):
+    # A client that sent half a request line keeps a worker reading; SIGTERM still ends the
+    # process within --exit-timeout (plus a second), exit code 0.
+    s = ServerProcess(repo, "--exit-timeout", "1", "--read-timeout", "30", grpc=False)
+    stall = socket.create_connection(("127.0.0.1", s.http_port))
+    stall.sendall(b"GET /v2/health/li")
+    time.sleep(0.2)
+    t0 = time.time()
+    assert s.stop(timeout=20) == 0
+    assert time.time() - t0 < 6
+    stall.close()

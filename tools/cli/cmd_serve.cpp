@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -63,12 +64,28 @@ int run_serve() {
   std::printf("frame serve: %s received, finishing in-flight requests\n",
               sig == SIGTERM ? "SIGTERM" : "SIGINT");
   std::fflush(stdout);
-  const bool clean = (*server)->stop(std::chrono::seconds(g_serve.exit_timeout_s));
-  if (!clean) {
+  // stop() waits for in-flight requests up to the exit timeout, then closes the transports;
+  // a client that holds a connection open without finishing a request (a slow or stalled
+  // sender) would keep cpp-httplib's worker past it, so the process ends at the deadline
+  // whatever is left.
+  auto stopping = std::async(std::launch::async, [&] {
+    const bool clean = (*server)->stop(std::chrono::seconds(g_serve.exit_timeout_s));
+    server->reset();
+    return clean;
+  });
+  if (stopping.wait_for(std::chrono::seconds(g_serve.exit_timeout_s) + std::chrono::seconds(1)) !=
+      std::future_status::ready) {
+    std::printf(
+        "frame serve: stopped (connections still open after --exit-timeout %d s were "
+        "dropped)\n",
+        g_serve.exit_timeout_s);
+    std::fflush(stdout);
+    std::_Exit(0);
+  }
+  if (!stopping.get()) {
     std::fprintf(stderr, "frame serve: requests still running after --exit-timeout %d s\n",
                  g_serve.exit_timeout_s);
   }
-  server->reset();
   std::printf("frame serve: stopped\n");
   std::fflush(stdout);
   return 0;

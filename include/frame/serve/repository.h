@@ -81,6 +81,8 @@ class Model {
   virtual runtime::CacheStats cache_stats() const = 0;
   /// Stops accepting requests (they get kFailedPrecondition) and waits until none is in flight.
   virtual void drain() = 0;
+  /// True once drain() began (the version was unloaded or replaced by a reload).
+  virtual bool draining() const = 0;
 };
 
 /// Opens one model version from its ONNX file (the repository uses it; tests use it on their
