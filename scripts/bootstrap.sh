@@ -12,7 +12,7 @@ MAIN_PACKAGES=(
   nlohmann-json3-dev libcli11-dev libfmt-dev
   libgraphviz-dev  # `frame viz` draws through the Graphviz libraries (libgvc, libcgraph)
   # `frame serve` (docs/serving.md): REST, gRPC and Prometheus metrics
-  libcpp-httplib-dev libgrpc++-dev protobuf-compiler-grpc prometheus-cpp-dev
+  libcpp-httplib-dev libgrpc++-dev protobuf-compiler-grpc prometheus-cpp-dev libsimdjson-dev
 )
 
 PACKAGES=(
@@ -21,7 +21,7 @@ PACKAGES=(
   libdnnl-dev libhwy-dev opencl-headers ocl-icd-opencl-dev  # dnnl-config.cmake requires OpenCL
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libgraphviz-dev
-  libcpp-httplib-dev libgrpc++-dev protobuf-compiler-grpc prometheus-cpp-dev  # frame serve
+  libcpp-httplib-dev libgrpc++-dev protobuf-compiler-grpc prometheus-cpp-dev libsimdjson-dev  # serve
   python3-grpcio python3-grpc-tools  # the serve tests' gRPC client (stubs generated at test time)
   python3-dev pybind11-dev python3-pybind11 python3-venv python3-pip python3-setuptools
   python3-numpy python3-pytest python3-onnx python3-torch python3-torchvision

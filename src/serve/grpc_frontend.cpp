@@ -406,6 +406,7 @@ class InferenceRpc final : public inference::GRPCInferenceService::Service {
   grpc::Status ModelInfer(grpc::ServerContext* ctx, const inference::ModelInferRequest* req,
                           inference::ModelInferResponse* res) override {
     return call("ModelInfer", ctx, true, *req, *res, [&] {
+      const auto start = SteadyClock::now();
       Result<InferRequest> request = decode_infer_request(*req);
       if (!request.is_ok()) {
         service_.record_rejected(req->model_name(), "grpc", request.status());
@@ -414,6 +415,12 @@ class InferenceRpc final : public inference::GRPCInferenceService::Service {
       Result<InferResponse> response = service_.infer(std::move(request).value(), "grpc");
       if (!response.is_ok()) return to_grpc(response.status());
       encode_infer_response(*response, res);
+      // The server's own time for the call, decode to encode (REST: Frame-Server-Time-Us).
+      ctx->AddTrailingMetadata(
+          "frame-server-time-us",
+          fmt::format(
+              "{:.1f}",
+              std::chrono::duration<double, std::micro>(SteadyClock::now() - start).count()));
       return grpc::Status::OK;
     });
   }

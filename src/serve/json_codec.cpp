@@ -2,12 +2,14 @@
 #include "json_codec.h"
 
 #include <fmt/format.h>
+#include <simdjson.h>
 
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <type_traits>
 
 #include "common.h"
@@ -16,9 +18,11 @@ namespace frame::serve::detail {
 namespace {
 
 using nlohmann::json;
+using simdjson::dom::element;
+using simdjson::dom::element_type;
 
 // Deepest nesting of objects and arrays in a JSON text, strings skipped; stops counting past
-// `limit` (nlohmann's parser recurses per level, so a hostile depth must be refused first).
+// `limit` (refused before the parser sees it).
 size_t json_depth(std::string_view s, size_t limit) {
   size_t depth = 0, deepest = 0;
   bool in_string = false;
@@ -43,40 +47,74 @@ size_t json_depth(std::string_view s, size_t limit) {
   return deepest;
 }
 
-// Reads JSON number or boolean `v` as T; false when it is not one or out of T's range.
+// The elements of an array value (copied out of the result, whose storage a range-for over it
+// would leave dangling).
+simdjson::dom::array array_of(const element& v) {
+  simdjson::dom::array a;
+  if (v.get_array().get(a) != simdjson::SUCCESS) return {};  // callers checked the type
+  return a;
+}
+
+// A JSON value's text for messages (short).
+std::string brief(const element& v) {
+  std::string text = simdjson::minify(v);
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  return text;
+}
+
+// Reads JSON number or boolean `v` as T; false when it is not one or out of T's range (a finite
+// number too large for a float type is out of range, not infinity).
 template <typename T>
-bool json_to(const json& v, T& out) {
+bool json_to(const element& v, T& out) {
+  const element_type type = v.type();
   if constexpr (std::is_same_v<T, bool>) {
-    if (v.is_boolean()) {
-      out = v.get<bool>();
+    if (type == element_type::BOOL) {
+      out = v.get_bool().value_unsafe();
       return true;
     }
-    if (v.is_number_integer() && (v.get<int64_t>() == 0 || v.get<int64_t>() == 1)) {
-      out = v.get<int64_t>() == 1;
+    if (type == element_type::INT64 || type == element_type::UINT64) {
+      const uint64_t x = type == element_type::INT64
+                             ? static_cast<uint64_t>(v.get_int64().value_unsafe())
+                             : v.get_uint64().value_unsafe();
+      if (x > 1) return false;
+      out = x == 1;
       return true;
     }
     return false;
-  } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-    // A finite number that does not fit the type is out of range, not infinity.
-    if (!v.is_number()) return false;
-    out = T(static_cast<float>(v.get<double>()));
-    return std::isfinite(static_cast<float>(out));
-  } else if constexpr (std::is_floating_point_v<T>) {
-    if (!v.is_number()) return false;
-    out = static_cast<T>(v.get<double>());
-    return std::isfinite(out);
+  } else if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, Half> ||
+                       std::is_same_v<T, BFloat16>) {
+    double x = 0;
+    if (type == element_type::DOUBLE) {
+      x = v.get_double().value_unsafe();
+    } else if (type == element_type::INT64) {
+      x = static_cast<double>(v.get_int64().value_unsafe());
+    } else if (type == element_type::UINT64) {
+      x = static_cast<double>(v.get_uint64().value_unsafe());
+    } else {
+      return false;
+    }
+    if constexpr (std::is_same_v<T, double>) {
+      out = x;
+      return true;
+    } else if constexpr (std::is_same_v<T, float>) {
+      out = static_cast<float>(x);
+      return std::isfinite(out);
+    } else {
+      out = T(static_cast<float>(x));
+      return std::isfinite(static_cast<float>(out));
+    }
   } else {
-    if (v.is_number_unsigned()) {
-      const uint64_t x = v.get<uint64_t>();
+    if (type == element_type::UINT64) {
+      const uint64_t x = v.get_uint64().value_unsafe();
       if (x > static_cast<uint64_t>(std::numeric_limits<T>::max())) return false;
       out = static_cast<T>(x);
       return true;
     }
-    if (v.is_number_integer()) {
-      const int64_t x = v.get<int64_t>();
+    if (type == element_type::INT64) {
+      const int64_t x = v.get_int64().value_unsafe();
       if constexpr (std::is_unsigned_v<T>) {
-        if (x < 0) return false;
-        if (static_cast<uint64_t>(x) > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
+        if (x < 0 ||
+            static_cast<uint64_t>(x) > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
           return false;
         }
       } else {
@@ -95,9 +133,9 @@ bool json_to(const json& v, T& out) {
 // Flattens `data` (flat or nested arrays, row-major) into dst[0..n); `count` is the number of
 // elements written so far. Errors name the input and the first bad element.
 template <typename T>
-Status flatten(const json& data, const std::string& input, T* dst, int64_t n, int64_t& count) {
-  for (const json& v : data) {
-    if (v.is_array()) {
+Status flatten(const element& data, const std::string& input, T* dst, int64_t n, int64_t& count) {
+  for (element v : array_of(data)) {
+    if (v.type() == element_type::ARRAY) {
       FRAME_RETURN_IF_ERROR(flatten(v, input, dst, n, count));
       continue;
     }
@@ -106,8 +144,7 @@ Status flatten(const json& data, const std::string& input, T* dst, int64_t n, in
     }
     if (!json_to(v, dst[count])) {
       return invalid_argument("input '{}': element {} ({}) is not a {} value in range", input,
-                              count, v.dump(-1, ' ', false, json::error_handler_t::replace),
-                              dtype_name(kDTypeOf<T>));
+                              count, brief(v), dtype_name(kDTypeOf<T>));
     }
     ++count;
   }
@@ -123,20 +160,43 @@ Result<size_t> parse_size(std::string_view s, const char* what) {
   return v;
 }
 
-// The shape of an input: a list of non-negative integers whose product fits.
-Status read_shape(const json& in, const std::string& name, Shape& shape) {
-  auto it = in.find("shape");
-  if (it == in.end() || !it->is_array()) {
+// Field `key` of object `obj`, or nullopt when absent.
+std::optional<element> field(const element& obj, std::string_view key) {
+  element v;
+  if (obj.get_object().value_unsafe()[key].get(v) != simdjson::SUCCESS) return std::nullopt;
+  return v;
+}
+
+bool is_uint(const element& v) {
+  return v.type() == element_type::UINT64 ||
+         (v.type() == element_type::INT64 && v.get_int64().value_unsafe() >= 0);
+}
+
+uint64_t as_uint(const element& v) {
+  return v.type() == element_type::UINT64 ? v.get_uint64().value_unsafe()
+                                          : static_cast<uint64_t>(v.get_int64().value_unsafe());
+}
+
+// The shape of an input: a list of non-negative integers.
+Status read_shape(const element& in, const std::string& name, Shape& shape) {
+  std::optional<element> dims = field(in, "shape");
+  if (!dims || dims->type() != element_type::ARRAY) {
     return invalid_argument("input '{}': 'shape' must be a list of dims", name);
   }
-  for (const json& d : *it) {
-    if (!d.is_number_integer() || d.get<int64_t>() < 0) {
+  for (element d : array_of(*dims)) {
+    if (!is_uint(d) || as_uint(d) > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
       return invalid_argument("input '{}': dim {} of 'shape' is not a non-negative integer", name,
-                              d.dump(-1, ' ', false, json::error_handler_t::replace));
+                              brief(d));
     }
-    shape.push_back(d.get<int64_t>());
+    shape.push_back(static_cast<int64_t>(as_uint(d)));
   }
   return Status::ok();
+}
+
+// One parser per thread: it keeps its buffers between requests.
+simdjson::dom::parser& thread_parser() {
+  thread_local simdjson::dom::parser parser;
+  return parser;
 }
 
 }  // namespace
@@ -158,74 +218,79 @@ Result<InferRequest> decode_infer_request(std::string_view body,
   if (json_depth(header, kMaxJsonDepth) > kMaxJsonDepth) {
     return invalid_argument("request JSON nests deeper than {} levels", kMaxJsonDepth);
   }
-  json doc;
-  try {
-    doc = json::parse(header);
-  } catch (const json::parse_error& e) {
-    return invalid_argument("malformed JSON in the request body at byte {}: {}", e.byte, e.what());
-  } catch (const json::exception& e) {
-    return invalid_argument("malformed JSON in the request body: {}", e.what());
+  element doc;
+  if (auto err = thread_parser().parse(header.data(), header.size()).get(doc);
+      err != simdjson::SUCCESS) {
+    return invalid_argument("malformed JSON in the request body: {}", simdjson::error_message(err));
   }
-  if (!doc.is_object()) return invalid_argument("the request body must be a JSON object");
+  if (doc.type() != element_type::OBJECT) {
+    return invalid_argument("the request body must be a JSON object");
+  }
 
   InferRequest r;
   r.model_name = std::move(model_name);
   r.model_version = std::move(model_version);
-  if (auto id = doc.find("id"); id != doc.end()) {
-    if (!id->is_string()) return invalid_argument("'id' must be a string");
-    r.id = id->get<std::string>();
+  if (auto id = field(doc, "id")) {
+    if (id->type() != element_type::STRING) return invalid_argument("'id' must be a string");
+    r.id = std::string(id->get_string().value_unsafe());
   }
-  if (auto p = doc.find("parameters"); p != doc.end()) {
-    if (!p->is_object()) return invalid_argument("'parameters' must be an object");
-    if (auto b = p->find("binary_data_output"); b != p->end()) {
-      if (!b->is_boolean()) return invalid_argument("'binary_data_output' must be a boolean");
-      r.binary_data_output = b->get<bool>();
+  if (auto p = field(doc, "parameters")) {
+    if (p->type() != element_type::OBJECT)
+      return invalid_argument("'parameters' must be an object");
+    if (auto b = field(*p, "binary_data_output")) {
+      if (b->type() != element_type::BOOL) {
+        return invalid_argument("'binary_data_output' must be a boolean");
+      }
+      r.binary_data_output = b->get_bool().value_unsafe();
     }
-    if (auto t = p->find("timeout"); t != p->end()) {
-      if (!t->is_number_unsigned()) {
+    if (auto t = field(*p, "timeout")) {
+      if (!is_uint(*t)) {
         return invalid_argument("'timeout' must be a non-negative integer (microseconds)");
       }
       r.deadline = deadline_after_us(static_cast<int64_t>(
-          std::min<uint64_t>(t->get<uint64_t>(), std::numeric_limits<int64_t>::max())));
+          std::min<uint64_t>(as_uint(*t), std::numeric_limits<int64_t>::max())));
     }
   }
-  auto inputs = doc.find("inputs");
-  if (inputs == doc.end() || !inputs->is_array()) {
+  std::optional<element> inputs = field(doc, "inputs");
+  if (!inputs || inputs->type() != element_type::ARRAY) {
     return invalid_argument("the request needs an 'inputs' list");
   }
   size_t binary_used = 0;
-  for (const json& in : *inputs) {
-    if (!in.is_object()) return invalid_argument("each of 'inputs' must be an object");
-    auto nm = in.find("name");
-    if (nm == in.end() || !nm->is_string()) return invalid_argument("an input has no 'name'");
+  for (element in : array_of(*inputs)) {
+    if (in.type() != element_type::OBJECT) {
+      return invalid_argument("each of 'inputs' must be an object");
+    }
+    std::optional<element> nm = field(in, "name");
+    if (!nm || nm->type() != element_type::STRING)
+      return invalid_argument("an input has no 'name'");
     NamedTensor t;
-    t.name = nm->get<std::string>();
-    auto dt = in.find("datatype");
-    if (dt == in.end() || !dt->is_string()) {
+    t.name = std::string(nm->get_string().value_unsafe());
+    std::optional<element> dt = field(in, "datatype");
+    if (!dt || dt->type() != element_type::STRING) {
       return invalid_argument("input '{}' has no 'datatype'", t.name);
     }
-    Result<DTypeCode> dtype = parse_datatype(dt->get<std::string>());
+    Result<DTypeCode> dtype = parse_datatype(dt->get_string().value_unsafe());
     if (!dtype.is_ok()) return dtype.status().with_prefix("input '" + t.name + "': ");
     Shape shape;
     FRAME_RETURN_IF_ERROR(read_shape(in, t.name, shape));
     Result<size_t> nbytes = checked_nbytes(*dtype, shape);
     if (!nbytes.is_ok()) return nbytes.status().with_prefix("input '" + t.name + "': ");
-    std::optional<size_t> binary_size;
-    if (auto p = in.find("parameters"); p != in.end()) {
-      if (!p->is_object())
+    std::optional<uint64_t> binary_size;
+    if (auto p = field(in, "parameters")) {
+      if (p->type() != element_type::OBJECT) {
         return invalid_argument("input '{}': 'parameters' must be an object", t.name);
-      if (auto b = p->find("binary_data_size"); b != p->end()) {
-        if (!b->is_number_unsigned()) {
+      }
+      if (auto b = field(*p, "binary_data_size")) {
+        if (!is_uint(*b)) {
           return invalid_argument("input '{}': 'binary_data_size' must be a non-negative integer",
                                   t.name);
         }
-        binary_size = b->get<uint64_t>();
+        binary_size = as_uint(*b);
       }
     }
+    std::optional<element> data = field(in, "data");
     if (binary_size) {
-      if (in.contains("data")) {
-        return invalid_argument("input '{}' has both 'data' and binary_data_size", t.name);
-      }
+      if (data) return invalid_argument("input '{}' has both 'data' and binary_data_size", t.name);
       if (!header_length) {
         return invalid_argument(
             "input '{}' has binary_data_size but the request has no "
@@ -246,9 +311,10 @@ Result<InferRequest> decode_infer_request(std::string_view body,
       normalize_bools(t.tensor);
       binary_used += *binary_size;
     } else {
-      auto data = in.find("data");
-      if (data == in.end()) return invalid_argument("input '{}' has no 'data'", t.name);
-      if (!data->is_array()) return invalid_argument("input '{}': 'data' must be a list", t.name);
+      if (!data) return invalid_argument("input '{}' has no 'data'", t.name);
+      if (data->type() != element_type::ARRAY) {
+        return invalid_argument("input '{}': 'data' must be a list", t.name);
+      }
       // Every JSON element takes at least one byte of the header: a shape with more elements
       // than that cannot match its data, so it is refused before anything is allocated.
       if (static_cast<size_t>(numel_of(shape)) > header.size()) {
@@ -274,28 +340,30 @@ Result<InferRequest> decode_infer_request(std::string_view body,
         "add up to {}",
         binary.size(), binary_used);
   }
-  if (auto outs = doc.find("outputs"); outs != doc.end()) {
-    if (!outs->is_array()) return invalid_argument("'outputs' must be a list");
-    for (const json& o : *outs) {
-      if (!o.is_object()) return invalid_argument("each of 'outputs' must be an object");
-      auto nm = o.find("name");
-      if (nm == o.end() || !nm->is_string()) return invalid_argument("an output has no 'name'");
+  if (auto outs = field(doc, "outputs")) {
+    if (outs->type() != element_type::ARRAY) return invalid_argument("'outputs' must be a list");
+    for (element o : array_of(*outs)) {
+      if (o.type() != element_type::OBJECT) {
+        return invalid_argument("each of 'outputs' must be an object");
+      }
+      std::optional<element> nm = field(o, "name");
+      if (!nm || nm->type() != element_type::STRING)
+        return invalid_argument("an output has no 'name'");
       RequestedOutput ro;
-      ro.name = nm->get<std::string>();
-      if (auto p = o.find("parameters"); p != o.end()) {
-        if (!p->is_object()) {
+      ro.name = std::string(nm->get_string().value_unsafe());
+      if (auto p = field(o, "parameters")) {
+        if (p->type() != element_type::OBJECT) {
           return invalid_argument("output '{}': 'parameters' must be an object", ro.name);
         }
-        for (const auto& [k, v] : p->items()) {
-          if (k == "binary_data") {
-            if (!v.is_boolean()) {
-              return invalid_argument("output '{}': 'binary_data' must be a boolean", ro.name);
-            }
-            ro.binary_data = v.get<bool>();
-          } else if (k == "classification") {
-            return unimplemented("output '{}': the classification extension is not supported",
-                                 ro.name);
+        if (auto b = field(*p, "binary_data")) {
+          if (b->type() != element_type::BOOL) {
+            return invalid_argument("output '{}': 'binary_data' must be a boolean", ro.name);
           }
+          ro.binary_data = b->get_bool().value_unsafe();
+        }
+        if (field(*p, "classification")) {
+          return unimplemented("output '{}': the classification extension is not supported",
+                               ro.name);
         }
       }
       r.outputs.push_back(std::move(ro));

@@ -52,12 +52,13 @@ class ModelImpl final : public Model {
       : name_(std::move(name)),
         version_(std::move(version)),
         config_(std::move(config)),
-        session_(std::move(session)),
-        free_slots_(config_.instances) {
+        session_(std::move(session)) {
     for (const runtime::ValueInfo& v : session_.outputs()) output_index_[v.name] = true;
-    if (config_.max_batch_size > 0) {
-      for (int i = 0; i < config_.instances; ++i) workers_.emplace_back([this] { batch_loop(); });
-    }
+    // Every run happens on one of the model's `instances` threads, never on a transport's
+    // thread: each thread that runs a session gets an OpenMP team of its own, and with more
+    // teams than cores libgomp stops spinning between parallel regions, which made every
+    // region of a run pay a futex wake-up (a small CNN's run went from 30 to 250 us).
+    for (int i = 0; i < config_.instances; ++i) workers_.emplace_back([this] { batch_loop(); });
   }
   ~ModelImpl() override { drain(); }
 
@@ -89,8 +90,7 @@ class ModelImpl final : public Model {
     if (request.deadline == Clock::time_point::max() && config_.default_timeout_us > 0) {
       request.deadline = Clock::now() + std::chrono::microseconds(config_.default_timeout_us);
     }
-    return config_.max_batch_size > 0 ? infer_batched(std::move(request))
-                                      : infer_alone(std::move(request));
+    return enqueue(std::move(request));
   }
 
   runtime::CacheStats cache_stats() const override { return session_.cache_stats(); }
@@ -222,48 +222,11 @@ class ModelImpl final : public Model {
     return feed;
   }
 
-  // Admission and a slot for an unbatched request, then its run on the caller's thread.
-  Result<InferResponse> infer_alone(InferRequest request) {
-    const Clock::time_point enqueued = Clock::now();
-    {
-      std::unique_lock lock(mu_);
-      if (stopping_) return unavailable("model '{}' is being unloaded", name_);
-      if (free_slots_ == 0 && waiting_ >= config_.max_queue_size) {
-        return unavailable("model '{}': queue full ({} requests waiting)", name_, waiting_);
-      }
-      ++waiting_;
-      const bool got =
-          cv_.wait_until(lock, request.deadline, [&] { return stopping_ || free_slots_ > 0; });
-      --waiting_;
-      if (stopping_) return unavailable("model '{}' is being unloaded", name_);
-      if (!got) {
-        return unavailable("model '{}': request timed out after {:.0f} us in the queue", name_,
-                           micros_between(enqueued, Clock::now()));
-      }
-      --free_slots_;
-      ++in_flight_;
-    }
-    const Clock::time_point start = Clock::now();
-    Result<runtime::TensorMap> out = session_.run(feed_of(request));
-    const Clock::time_point end = Clock::now();
-    {
-      std::lock_guard lock(mu_);
-      ++free_slots_;
-      --in_flight_;
-      cv_.notify_one();
-      if (in_flight_ == 0) idle_.notify_all();
-    }
-    if (!out.is_ok()) return out.status();
-    FRAME_ASSIGN_OR_RETURN(InferResponse r, respond(request, std::move(out).value()));
-    r.queue_us = micros_between(enqueued, start);
-    r.compute_us = micros_between(start, end);
-    return r;
-  }
-
-  // Queues a request for the batcher and waits for its share of a batch.
-  Result<InferResponse> infer_batched(InferRequest request) {
+  // Queues a request for an instance (and, with batching, a batch) and waits for its answer.
+  Result<InferResponse> enqueue(InferRequest request) {
     auto p = std::make_shared<Pending>();
-    p->rows = request.inputs.empty() ? 1 : request.inputs[0].tensor.dim(0);
+    p->rows =
+        config_.max_batch_size > 0 && !request.inputs.empty() ? request.inputs[0].tensor.dim(0) : 1;
     p->request = std::move(request);
     p->enqueued = Clock::now();
     std::future<Result<InferResponse>> result = p->done.get_future();
@@ -279,14 +242,16 @@ class ModelImpl final : public Model {
     return result.get();
   }
 
-  // True when a batch of `rows` should be closed now rather than wait for more.
+  // True when a batch of `rows` should be closed now rather than wait for more (without
+  // batching, every request is a batch of one).
   bool batch_full(int64_t rows) const {
+    if (config_.max_batch_size == 0) return rows >= 1;
     if (rows >= config_.max_batch_size) return true;
     return std::find(config_.preferred_batch_sizes.begin(), config_.preferred_batch_sizes.end(),
                      rows) != config_.preferred_batch_sizes.end();
   }
 
-  // One instance of a batched model: takes the oldest queued request, gathers compatible ones
+  // One instance: takes the oldest queued request and, with batching, gathers compatible ones
   // until the batch is full, at a preferred size, or the first has waited max_queue_delay_us,
   // then runs them as one batch (the session specializes per batch size).
   void batch_loop() {
@@ -301,7 +266,7 @@ class ModelImpl final : public Model {
       while (true) {
         // Takes every compatible request that fits, oldest first.
         for (auto it = queue_.begin(); it != queue_.end() && !batch_full(rows);) {
-          const bool fits = rows + (*it)->rows <= config_.max_batch_size &&
+          const bool fits = rows + (*it)->rows <= std::max<int64_t>(config_.max_batch_size, 1) &&
                             (batch.empty() || batch_compatible(batch[0]->request, (*it)->request));
           if (fits) {
             rows += (*it)->rows;
@@ -364,7 +329,7 @@ class ModelImpl final : public Model {
     Result<runtime::TensorMap> out = session_.run(feed);
     const Clock::time_point end = Clock::now();
     if (!out.is_ok()) return fail_all(out.status());
-    {
+    if (config_.max_batch_size > 0) {
       for (const auto& [n, t] : *out) {
         if (t.rank() == 0 || t.dim(0) != rows) {
           return fail_all(internal_error(
@@ -403,8 +368,10 @@ class ModelImpl final : public Model {
       if (r.is_ok()) {
         r->queue_us = micros_between(p->enqueued, start);
         r->compute_us = micros_between(start, end);
-        r->batch_size = rows;
-        r->batch_leader = p == batch.front();
+        if (config_.max_batch_size > 0) {
+          r->batch_size = rows;
+          r->batch_leader = p == batch.front();
+        }
       }
       p->done.set_value(std::move(r));
     }
@@ -420,8 +387,6 @@ class ModelImpl final : public Model {
   std::condition_variable cv_;    // a slot freed, a request queued, or stopping
   std::condition_variable idle_;  // in_flight_ reached 0
   bool stopping_ = false;
-  int free_slots_;
-  size_t waiting_ = 0;
   int in_flight_ = 0;
   std::deque<std::shared_ptr<Pending>> queue_;
   std::vector<std::thread> workers_;
@@ -440,7 +405,11 @@ Result<std::shared_ptr<Model>> open_model(const std::string& name, const std::st
   options.max_cache_bytes = config.max_cache_bytes;
   onnx::LoadOptions load;
   load.max_model_bytes = max_model_bytes;
-  Result<runtime::Session> session = onnx::open_session(onnx_path, options, load);
+  // Opened on a thread of its own that ends here: the import may run kernels, and the OpenMP
+  // team a thread gets then lives as long as the thread (the server's main or transport
+  // thread), which would leave more teams than cores for the instances (see the constructor).
+  Result<runtime::Session> session = Status(StatusCode::kInternal, "not opened");
+  std::thread([&] { session = onnx::open_session(onnx_path, options, load); }).join();
   if (!session.is_ok()) return session.status();
   // The protocol carries tensors: a model with sequence or optional values cannot be served.
   for (const auto* list : {&session->inputs(), &session->outputs()}) {

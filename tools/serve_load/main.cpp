@@ -27,6 +27,7 @@
 
 #include "frame/core/npy.h"
 #include "frame/onnx/session.h"
+#include "frame/runtime/threads.h"
 #include "frame/serve/protocol.h"
 #include "grpc_predict_v2.grpc.pb.h"
 
@@ -223,6 +224,9 @@ double percentile(std::vector<double>& v, double p) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The OpenMP wait policy `frame serve` runs with (frame/runtime/threads.h), so --in-process
+  // measures what the server's sessions do.
+  frame::runtime::use_recommended_wait_policy(argv);
   Options o;
   CLI::App app{"Load generator for frame serve: many clients, every response checked"};
   app.add_option("--url", o.url, "REST base URL, e.g. http://127.0.0.1:8000");
@@ -276,23 +280,40 @@ int main(int argc, char** argv) {
     reference = std::move(s).value();
   }
   std::vector<Variant> variants(static_cast<size_t>(o.variants));
-  for (int k = 0; k < o.variants; ++k) {
-    Variant& v = variants[static_cast<size_t>(k)];
-    frame::runtime::TensorMap feed;
-    for (const auto& [name, t] : base) {
-      v.inputs.emplace_back(name, scaled(t, k));
-      feed.emplace(name, v.inputs.back().second);
-    }
-    if (reference) {
-      auto out = reference->run(feed);
-      if (!out.is_ok()) {
-        std::fprintf(stderr, "error: in-process run: %s\n", out.status().message().c_str());
-        return 2;
+  // The expected outputs are computed on a thread that ends before the clients start: a thread
+  // that ran a session keeps an OpenMP team, and one more team than cores makes libgomp stop
+  // spinning, which would slow the --in-process clients (see src/serve/model.cpp).
+  int setup_rc = 0;
+  std::thread setup([&] {
+    for (int k = 0; k < o.variants && setup_rc == 0; ++k) {
+      Variant& v = variants[static_cast<size_t>(k)];
+      frame::runtime::TensorMap feed;
+      for (const auto& [name, t] : base) {
+        v.inputs.emplace_back(name, scaled(t, k));
+        feed.emplace(name, v.inputs.back().second);
       }
-      v.expected = std::move(out).value();
+      if (reference) {
+        // The full compile, as a server's recurring shapes run it (a first-seen shape's first
+        // tier may differ in the last bits; runtime::SessionOptions::tiered_compile).
+        if (auto prepared = reference->prepare(feed); !prepared.is_ok()) {
+          std::fprintf(stderr, "error: in-process compile: %s\n",
+                       prepared.status().message().c_str());
+          setup_rc = 2;
+          return;
+        }
+        auto out = reference->run(feed);
+        if (!out.is_ok()) {
+          std::fprintf(stderr, "error: in-process run: %s\n", out.status().message().c_str());
+          setup_rc = 2;
+          return;
+        }
+        v.expected = std::move(out).value();
+      }
+      build_bodies(v, o.model);
     }
-    build_bodies(v, o.model);
-  }
+  });
+  setup.join();
+  if (setup_rc != 0) return setup_rc;
 
   Tally tally;
   const int64_t total = int64_t{o.clients} * o.requests;
@@ -321,7 +342,7 @@ int main(int argc, char** argv) {
         http->set_tcp_nodelay(true);
         http->set_read_timeout(120, 0);
         if (!o.token.empty()) http->set_bearer_token_auth(o.token);
-      } else {
+      } else if (!o.grpc.empty()) {
         grpc::ChannelArguments args;
         args.SetMaxReceiveMessageSize(-1);
         // One channel per client, as separate client processes would have.
@@ -387,6 +408,10 @@ int main(int argc, char** argv) {
           } else {
             ok = true;
             same = check_grpc(v, resp, o);
+            const auto& trailers = ctx.GetServerTrailingMetadata();
+            if (auto it = trailers.find("frame-server-time-us"); it != trailers.end()) {
+              server.push_back(std::stod(std::string(it->second.data(), it->second.size())));
+            }
           }
         }
         lat.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
