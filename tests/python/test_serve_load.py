@@ -110,3 +110,33 @@ def test_sigterm_under_load_answers_every_accepted_request(setup):
         # not connect; none was answered wrongly or with another error.
         assert r["ok"] > 0 and r["mismatches"] == 0, (kind, r)
         assert r["errors"] == r["unavailable"] + r["refused"], (kind, r)
+
+
+def test_unload_and_load_while_clients_send(setup):
+    # Clients keep sending while the model is unloaded and loaded again, and reloaded in place:
+    # every request gets its right answer or a 503, never another error, a hang or a crash.
+    repo, onnx_path, x = setup
+    server = ServerProcess(repo, grpc=False)
+    result = {}
+
+    def load():
+        result["r"] = run_load("--url", server.url, "--model", "mlp", "--input", f"x={x}",
+                               "--check", onnx_path, "--clients", "8", "--requests", "400")
+
+    t = threading.Thread(target=load)
+    t.start()
+    import urllib.request
+    for i in range(6):
+        action = "unload" if i % 3 == 0 else "load"
+        req = urllib.request.Request(f"{server.url}/v2/repository/models/mlp/{action}",
+                                     data=b"{}", method="POST")
+        assert urllib.request.urlopen(req, timeout=60).status == 200
+        time.sleep(0.05)
+    req = urllib.request.Request(f"{server.url}/v2/repository/models/mlp/load", data=b"{}",
+                                 method="POST")
+    assert urllib.request.urlopen(req, timeout=60).status == 200
+    t.join(timeout=120)
+    r = result["r"]
+    assert r["mismatches"] == 0 and r["ok"] > 0, r
+    assert r["errors"] == r["unavailable"], r
+    assert server.stop() == 0
