@@ -10,8 +10,10 @@ Cells:
              server's own time per REST request (binary and JSON; Frame-Server-Time-Us) and
              the client latency over REST binary, REST JSON and gRPC.
   resnet18   torchvision ResNet-18 (random weights) f32[1,3,224,224], binary data, 16 clients:
-             server throughput vs in-process throughput (1 caller, all cores: the thread count
-             the server's single instance runs with).
+             server throughput vs in-process throughput at the same thread count, for two
+             configs: the default (1 instance on all cores) against 1 in-process caller on all
+             cores, and `"instances": <cores>, "threads": 1` against <cores> in-process
+             callers of 1 thread each.
   batching   an MLP (784-512-512-10) and a BERT-style encoder (d 64, 2 layers, seq 32) at 16
              clients, 1 row per request: throughput with dynamic batching (max_batch_size 16)
              vs without.
@@ -130,6 +132,8 @@ def main():
     repo = make_repo(os.path.join(WORK, "repo"), {
         "small_cnn": (cnn, {}),
         "resnet18": (os.path.join(models, "resnet18.onnx"), {}),
+        "resnet18_1t": (os.path.join(models, "resnet18.onnx"),
+                        {"instances": os.cpu_count(), "threads": 1}),
         "mlp": (os.path.join(models, "mlp.onnx"), {}),
         "mlp_batched": (os.path.join(models, "mlp.onnx"),
                         {"max_batch_size": 16, "max_queue_delay_us": 1000}),
@@ -163,16 +167,26 @@ def main():
             # SessionOptions.tiered_compile), a few ulps from the full compile the check uses.
             common = ["--input", "input=" + rin, "--check", rmod, "--variants", "4", "--rtol",
                       "1e-4", "--atol", "1e-5"]
+            cores = str(os.cpu_count())
             ip = load(a.build, "--in-process", "--model", "resnet18", *common, "--clients", "1",
                       "--requests", str(n // 4))
             sv = load(a.build, "--url", url, "--model", "resnet18", *common, "--clients", "16",
                       "--requests", str(n // 16))
+            ip1 = load(a.build, "--in-process", "--model", "resnet18", *common, "--clients",
+                       cores, "--threads", "1", "--requests", str(n // 4 // int(cores)))
+            sv1 = load(a.build, "--url", url, "--model", "resnet18_1t", *common, "--clients",
+                       "16", "--requests", str(n // 16))
             rows.append(("resnet18", rnd, {
-                "in-process req/s (1 caller)": ip["throughput_rps"],
-                "served req/s (16 clients, binary)": sv["throughput_rps"],
+                "in-process req/s (1 caller, all cores)": ip["throughput_rps"],
+                "served req/s (16 clients, binary; 1 instance, all cores)": sv["throughput_rps"],
                 "ratio": sv["throughput_rps"] / ip["throughput_rps"],
                 "server time p50 us": sv["server_us"]["p50"],
-                "client p99 us": sv["latency_us"]["p99"]}))
+                "client p99 us": sv["latency_us"]["p99"],
+                "in-process req/s (%s callers, 1 thread each)" % cores: ip1["throughput_rps"],
+                "served req/s (16 clients; %s instances, 1 thread each)" % cores:
+                    sv1["throughput_rps"],
+                "ratio (1 thread each)": sv1["throughput_rps"] / ip1["throughput_rps"],
+                "client p99 us (1 thread each)": sv1["latency_us"]["p99"]}))
             for name, inp in [("mlp", "input"), ("bert", "input_ids")]:
                 common = ["--input", "%s=%s" % (inp, os.path.join(models, name + ".npy")),
                           "--check", os.path.join(models, name + ".onnx"), "--clients", "16",

@@ -140,3 +140,17 @@ def test_unload_and_load_while_clients_send(setup):
     assert r["mismatches"] == 0 and r["ok"] > 0, r
     assert r["errors"] == r["unavailable"], r
     assert server.stop() == 0
+
+
+def test_in_process_baseline_with_one_thread_per_caller(setup):
+    # The in-process throughput a served model is compared with (benchmarks/serve_bench.py):
+    # two callers of one thread each over one session: every run succeeds and is counted, and
+    # a negative thread count is refused by the option's check.
+    _, onnx_path, x = setup
+    r = run_load("--in-process", "--model", "mlp", "--input", f"x={x}", "--check", onnx_path,
+                 "--clients", "2", "--threads", "1", "--requests", "50")
+    assert r["rc"] == 0 and r["errors"] == 0 and r["ok"] == 100, r
+    bad = subprocess.run([LOAD, "--in-process", "--model", "mlp", "--input", f"x={x}", "--check",
+                          onnx_path, "--threads", "-1"], capture_output=True, text=True,
+                         timeout=60)
+    assert bad.returncode != 0 and "--threads" in bad.stderr + bad.stdout

@@ -54,6 +54,7 @@ struct Options {
   std::string token;
   bool until_refused = false;
   bool in_process = false;
+  int threads = 0;  // compute threads of the --check session (0: all cores)
 };
 
 struct Variant {
@@ -250,6 +251,11 @@ int main(int argc, char** argv) {
   app.add_flag("--in-process", o.in_process,
                "No server: the clients call the --check model's Session::run directly (the "
                "in-process throughput to compare with)");
+  app.add_option("--threads", o.threads,
+                 "Compute threads of the --check session, so of --in-process runs (0: all "
+                 "cores; with --clients 2 --threads 1, two runs of one thread each, as a "
+                 "server with \"instances\": 2, \"threads\": 1)")
+      ->check(CLI::Range(0, 1024));
   CLI11_PARSE(app, argc, argv);
   if (o.url.empty() + o.grpc.empty() + !o.in_process != 2 || (o.in_process && o.check.empty())) {
     std::fprintf(stderr, "error: give one of --url, --grpc and --in-process (with --check)\n");
@@ -272,7 +278,9 @@ int main(int argc, char** argv) {
   }
   std::optional<frame::runtime::Session> reference;
   if (!o.check.empty()) {
-    auto s = frame::onnx::open_session(o.check);
+    frame::runtime::SessionOptions options;
+    options.compile.num_threads = o.threads;
+    auto s = frame::onnx::open_session(o.check, options);
     if (!s.is_ok()) {
       std::fprintf(stderr, "error: %s\n", s.status().message().c_str());
       return 2;
