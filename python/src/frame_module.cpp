@@ -1367,4 +1367,25 @@ PYBIND11_MODULE(_frame, m) {
       "is; onnx::register_custom_op).");
   m.def("_ops_json", [] { return frame::ops::OpRegistry::global().to_json(); });
   m.def("_kernels_json", [] { return frame::ops::KernelRegistry::global().to_json(); });
+  // For frame.onnxruntime's get_modelmeta (docs/python.md): the ModelProto's descriptive fields.
+  m.def(
+      "_model_metadata",
+      [](const py::bytes& model) {
+        const std::string_view bytes = model;
+        frame::Result<frame::onnx::ModelMetadata> r = frame::onnx::model_metadata(bytes);
+        if (!r.is_ok()) raise_status(r.status());
+        py::dict d;
+        d["producer_name"] = r->producer_name;
+        d["producer_version"] = r->producer_version;
+        d["domain"] = r->domain;
+        d["description"] = r->doc_string;
+        d["version"] = r->model_version;
+        d["graph_name"] = r->graph_name;
+        d["graph_description"] = r->graph_doc_string;
+        py::list props;
+        for (const auto& [k, v] : r->metadata_props) props.append(py::make_tuple(k, v));
+        d["metadata_props"] = props;
+        return d;
+      },
+      py::arg("model"));
 }

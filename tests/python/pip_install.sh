@@ -24,5 +24,9 @@ x = np.load(os.path.join(src, "models", "small_cnn.input.npy"))
 (y,) = sess.run(None, {"input": x})
 np.testing.assert_allclose(y, np.load(os.path.join(src, "models", "small_cnn.expected.npy")),
                            rtol=1e-4, atol=1e-5)
+import frame.onnxruntime as ort  # the subpackages are in the wheel too
+(y2,) = ort.InferenceSession(os.path.join(src, "models", "small_cnn.onnx")).run(None, {"input": x})
+np.testing.assert_array_equal(y2, y)
+assert ort.__file__.startswith(sys.prefix), ort.__file__
 print("pip install: OK", frame.__version__, frame.__file__)
 PY

@@ -114,6 +114,25 @@ std::vector<std::string> op_table_overlaps(const std::vector<OpTableEntry>& rows
 /// names). Errors: kIo (unreadable file), kInvalidArgument (not a ModelProto).
 Result<std::map<std::string, int64_t>> model_op_counts(const std::string& path);
 
+/// A model's descriptive fields (ONNX IR spec, ModelProto and GraphProto): what ONNX Runtime's
+/// `InferenceSession.get_modelmeta()` reports.
+struct ModelMetadata {
+  std::string producer_name;
+  std::string producer_version;
+  std::string domain;
+  std::string doc_string;        ///< ModelProto.doc_string (ORT: `description`)
+  int64_t model_version = 0;     ///< ModelProto.model_version (ORT: `version`)
+  std::string graph_name;        ///< the main graph's name
+  std::string graph_doc_string;  ///< the main graph's doc_string (ORT: `graph_description`)
+  /// ModelProto.metadata_props in file order (ORT: `custom_metadata_map`; a repeated key keeps
+  /// its last value there).
+  std::vector<std::pair<std::string, std::string>> metadata_props;
+};
+
+/// Reads the ModelMetadata of serialized ModelProto `bytes` (a file's contents; external data
+/// is not read). Errors: kInvalidArgument (not a ModelProto).
+Result<ModelMetadata> model_metadata(std::string_view bytes);
+
 /// The highest default-domain opset version the table was written against.
 int max_supported_opset();
 
