@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +22,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -45,6 +48,81 @@ namespace frame::python {
 
 using runtime::TensorMap;
 namespace {
+
+// ---------------------------------------------------------------------------------------------
+// The GIL around frame's work, and interpreter exit with work in flight (docs/python.md, "Threads
+// and the GIL").
+//
+// without_gil(f) runs f with the GIL released and takes it back in its own body. At interpreter
+// exit, an atexit callback (which Python runs before it starts finalizing) closes the gate and
+// waits until no work is in flight; a thread whose work would start, or has ended, after that
+// never takes the GIL back and sleeps until the process ends. Taking the GIL back while Python
+// finalizes ends the thread with a forced unwind out of PyEval_RestoreThread, which aborts the
+// process when that call sits in a noexcept destructor, as py::gil_scoped_release's does (a
+// daemon thread inside run() at exit used to abort Python this way).
+
+struct ExitGate {
+  std::mutex mu;
+  std::condition_variable cv;
+  int in_flight = 0;
+  bool closing = false;
+};
+
+// Never destroyed: threads parked at exit still hold it when static destructors run.
+ExitGate& exit_gate() {
+  static ExitGate* gate = new ExitGate;
+  return *gate;
+}
+
+[[noreturn]] void park_until_exit() {
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
+// Closes the gate and waits for work in flight; called once, from atexit, with the GIL held.
+void close_exit_gate() {
+  ExitGate& gate = exit_gate();
+  PyThreadState* state = PyEval_SaveThread();  // a Python kernel of a run in flight needs it
+  {
+    std::unique_lock lock(gate.mu);
+    gate.closing = true;
+    gate.cv.wait(lock, [&] { return gate.in_flight == 0; });
+  }
+  PyEval_RestoreThread(state);
+}
+
+template <class F>
+auto without_gil(F&& f) -> decltype(f()) {
+  ExitGate& gate = exit_gate();
+  PyThreadState* state = PyEval_SaveThread();
+  {
+    std::unique_lock lock(gate.mu);
+    if (gate.closing) {
+      lock.unlock();
+      park_until_exit();
+    }
+    ++gate.in_flight;
+  }
+  auto leave = [&gate] {
+    std::unique_lock lock(gate.mu);
+    --gate.in_flight;
+    gate.cv.notify_all();
+    if (gate.closing) {
+      lock.unlock();
+      park_until_exit();
+    }
+  };
+  std::optional<decltype(f())> result;
+  try {
+    result.emplace(f());
+  } catch (...) {
+    leave();
+    PyEval_RestoreThread(state);
+    throw;
+  }
+  leave();
+  PyEval_RestoreThread(state);
+  return std::move(*result);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Errors: StatusCode -> Python exception type, message unchanged (docs/python.md, errors).
@@ -374,6 +452,21 @@ NodeArg node_arg(const runtime::ValueInfo& v) {
   return a;
 }
 
+/// The values of `names` in order, each made by `make(name)`; a name asked again gets a deep
+/// copy (numpy's copy of an array, a list of copies for a sequence), so no two returned
+/// objects share memory, as ONNX Runtime's are distinct.
+template <class Make>
+py::list outputs_in_order(const std::vector<std::string>& names, Make&& make) {
+  py::list result;
+  std::set<std::string_view> seen;
+  for (const std::string& n : names) {
+    py::object v = make(n);
+    if (!seen.insert(n).second) v = py::module_::import("copy").attr("deepcopy")(v);
+    result.append(v);
+  }
+  return result;
+}
+
 /// frame.InferenceSession: a runtime::Session (ONNX model or frame.Graph) with ONNX Runtime's
 /// Python surface. Thread-safe like the Session; profiled runs share one Profile.
 class InferenceSession {
@@ -392,14 +485,12 @@ class InferenceSession {
       Py_ssize_t size = 0;
       PyBytes_AsStringAndSize(model.ptr(), &data, &size);
       std::string_view bytes(data, static_cast<size_t>(size));
-      py::gil_scoped_release release;
-      opened.emplace(onnx::open_session_from_bytes(bytes, ro, lo));
+      opened.emplace(without_gil([&] { return onnx::open_session_from_bytes(bytes, ro, lo); }));
     } else if (py::isinstance<py::str>(model) ||
                py::isinstance(model, py::module_::import("os").attr("PathLike"))) {
       std::string path = py::str(py::module_::import("os").attr("fspath")(model));
       check_readable(path);
-      py::gil_scoped_release release;
-      opened.emplace(onnx::open_session(path, ro, lo));
+      opened.emplace(without_gil([&] { return onnx::open_session(path, ro, lo); }));
     } else {
       throw py::type_error(
           "InferenceSession: expected a path (str or os.PathLike), bytes or Graph, got " +
@@ -436,17 +527,15 @@ class InferenceSession {
     if (has_values_) return run_values(names, input_feed);
     Feeds feeds = feeds_from_dict(input_feed, dtypes_);
     clear_kernel_exception();
-    Result<TensorMap> out = [&] {
-      py::gil_scoped_release release;
+    Result<TensorMap> out = without_gil([&] {
       runtime::RunOptions ro;
       ro.profile = profile_.get();
       return sess().run(feeds.tensors, ro);
-    }();
+    });
     if (!out.is_ok()) raise_run_status(out.status());
     clear_kernel_exception();
-    py::list result;
-    for (const std::string& n : names) result.append(array_from_tensor(out->at(n)));
-    return result;
+    return outputs_in_order(
+        names, [&](const std::string& n) { return py::object(array_from_tensor(out->at(n))); });
   }
 
   // A model with sequence or optional inputs or outputs (ONNX Runtime's forms): a list of
@@ -482,28 +571,23 @@ class InferenceSession {
       }
     }
     clear_kernel_exception();
-    Result<runtime::ValueMap> out = [&] {
-      py::gil_scoped_release release;
+    Result<runtime::ValueMap> out = without_gil([&] {
       runtime::RunOptions ro;
       ro.profile = profile_.get();
       return sess().run_values(feeds, ro);
-    }();
+    });
     if (!out.is_ok()) raise_run_status(out.status());
     clear_kernel_exception();
-    py::list result;
-    for (const std::string& n : names) {
+    return outputs_in_order(names, [&](const std::string& n) -> py::object {
       const runtime::Value& v = out->at(n);
-      if (v.is_none()) {
-        result.append(py::none());
-      } else if (v.is_sequence()) {
+      if (v.is_none()) return py::none();
+      if (v.is_sequence()) {
         py::list items;
         for (const Tensor& t : v.sequence) items.append(array_from_tensor(t));
-        result.append(items);
-      } else {
-        result.append(array_from_tensor(v.tensor));
+        return items;
       }
-    }
-    return result;
+      return array_from_tensor(v.tensor);
+    });
   }
 
   std::vector<NodeArg> get_inputs() const {
@@ -793,10 +877,7 @@ class PyExecutable {
   py::dict run(const py::object& feeds_obj) const {
     Feeds feeds = feeds_from_dict(feeds_obj, dtypes_);
     clear_kernel_exception();
-    Result<TensorMap> out = [&] {
-      py::gil_scoped_release release;
-      return exe_.run(feeds.tensors);
-    }();
+    Result<TensorMap> out = without_gil([&] { return exe_.run(feeds.tensors); });
     if (!out.is_ok()) raise_run_status(out.status());
     clear_kernel_exception();
     py::dict d;
@@ -829,10 +910,7 @@ PyExecutable compile_graph(const PyGraph& g, const std::vector<std::string>& bac
   o.max_tensor_bytes = max_tensor_bytes;
   // Copied under the GIL, so another thread may keep building `g` meanwhile.
   ir::Graph graph = g.graph();
-  Result<runtime::Executable> exe = [&] {
-    py::gil_scoped_release release;
-    return runtime::compile(graph, o);
-  }();
+  Result<runtime::Executable> exe = without_gil([&] { return runtime::compile(graph, o); });
   return PyExecutable(take(std::move(exe)));
 }
 
@@ -850,10 +928,8 @@ std::unique_ptr<InferenceSession> make_session(const py::object& model,
   if (backends) options.backends = *backends;
   if (threads) options.threads = *threads;
   ir::Graph graph = model.cast<const PyGraph&>().graph();  // copied under the GIL
-  Result<runtime::Session> s = [&] {
-    py::gil_scoped_release release;
-    return runtime::Session::from_graph(std::move(graph), options.to_runtime());
-  }();
+  Result<runtime::Session> s = without_gil(
+      [&] { return runtime::Session::from_graph(std::move(graph), options.to_runtime()); });
   return std::make_unique<InferenceSession>(take(std::move(s)), std::move(options));
 }
 
@@ -865,10 +941,7 @@ PyGraph load_onnx(const py::object& path_obj,
   onnx::LoadOptions o;
   if (limits) static_cast<onnx::LoadLimits&>(o) = *limits;
   for (const auto& [k, v] : input_shapes) o.input_shapes[k] = v;
-  Result<ir::Graph> g = [&] {
-    py::gil_scoped_release release;
-    return onnx::load(path, o);
-  }();
+  Result<ir::Graph> g = without_gil([&] { return onnx::load(path, o); });
   return PyGraph(take(std::move(g)));
 }
 
@@ -1126,10 +1199,8 @@ py::dict load_plugin(const py::object& path_obj) {
   if (path.find('\0') != std::string::npos) {
     throw py::value_error("plugin path contains a NUL character");
   }
-  Result<runtime::PluginInfo> info = [&] {
-    py::gil_scoped_release release;  // dlopen and the plugin's registrations
-    return runtime::load_plugin(path);
-  }();
+  // dlopen and the plugin's registrations
+  Result<runtime::PluginInfo> info = without_gil([&] { return runtime::load_plugin(path); });
   if (!info.is_ok()) {
     std::error_code ec;
     if (info.status().code() == StatusCode::kNotFound && !std::filesystem::exists(path, ec)) {
@@ -1173,6 +1244,8 @@ PYBIND11_MODULE(_frame, m) {
   using namespace frame::python;  // NOLINT(google-build-using-namespace)
   m.doc() = "frame: a C++20 graph engine (docs/python.md)";
   m.attr("__version__") = FRAME_VERSION;
+  // Interpreter exit with runs in flight: wait for them, start no more (without_gil).
+  py::module_::import("atexit").attr("register")(py::cpp_function(&close_exit_gate));
 
   py::class_<frame::onnx::LoadLimits>(
       m, "LoadLimits",

@@ -26,6 +26,7 @@
 #include "frame/passes/pass.h"
 #include "frame/passes/shape_determining.h"
 #include "frame/runtime/backend.h"
+#include "frame/runtime/threads.h"
 #include "ops/schemas/nn_fused_internal.h"
 #include "passes/operator_fusion.h"
 #include "runtime/compile_internal.h"
@@ -288,8 +289,7 @@ Result<std::shared_ptr<const detail::CompiledCore>> compile_core(
   // The passes run with the thread count the kernels will: lowering's accepts() then builds
   // the same oneDNN descriptors prepare() does (shared, not built twice), and folding uses the
   // threads the caller asked for.
-  detail::ThreadCountScope threads(options.num_threads > 0 ? options.num_threads
-                                                           : omp_get_max_threads());
+  detail::ThreadCountScope threads(usable_threads(options.num_threads));
   detail::LoweredGraph lowered;
   lowered.graph = std::make_shared<ir::Graph>(graph);
   lowered.op_counts_before = op_counts(graph);
@@ -376,7 +376,7 @@ passes::PassContext pass_context(const CompileOptions& options) {
 Result<CompileOptions> resolve_options(const CompileOptions& options) {
   CompileOptions resolved = options;
   FRAME_ASSIGN_OR_RETURN(resolved.backends, resolve_backends(options.backends));
-  if (resolved.num_threads <= 0) resolved.num_threads = omp_get_max_threads();
+  resolved.num_threads = usable_threads(options.num_threads);
   return resolved;
 }
 
@@ -394,7 +394,7 @@ Result<std::shared_ptr<const CompiledCore>> build_core(
 
   FRAME_RETURN_IF_ERROR(check_limits(*g, ctx.peak_arena_bytes, options));
   stages.emplace_back("check", lap_ms(t0));
-  const int threads = options.num_threads > 0 ? options.num_threads : omp_get_max_threads();
+  const int threads = usable_threads(options.num_threads);
   core->graph = g;
   {
     // Kernels prepare (oneDNN primitives are created) for the thread count they will run with.

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <span>
 
+#include "frame/runtime/threads.h"
 #include "runtime/executable_impl.h"
 #include "runtime/thread_count_scope.h"
 
@@ -186,6 +187,14 @@ Status Executable::run(const TensorMap& inputs, TensorMap& outputs,
       state->run_outputs[j] = outputs.find(core.outputs[j].first)->second;
     }
     s = check_aliasing(core, state->run_inputs, state->run_outputs);
+  }
+  if (s.is_ok() && core.plan.num_threads > 1 && fork_generation() > 0) {
+    s = make_error(
+        StatusCode::kFailedPrecondition,
+        "this executable was compiled for {} threads before the process was forked, and "
+        "OpenMP's worker threads do not survive fork(): compile again in this process (it "
+        "then uses 1 thread), or start workers with multiprocessing's 'spawn' method",
+        core.plan.num_threads);
   }
   if (s.is_ok()) {
     detail::ThreadCountScope threads(core.plan.num_threads);

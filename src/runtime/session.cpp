@@ -25,6 +25,7 @@
 #include "frame/passes/pass.h"
 #include "frame/passes/shape_determining.h"
 #include "frame/runtime/backend.h"
+#include "frame/runtime/threads.h"
 #include "runtime/compile_internal.h"
 #include "runtime/disk_cache.h"
 
@@ -434,6 +435,17 @@ class SessionImpl {
     std::optional<Key> key;
     {
       std::unique_lock lock(mu_);
+      if (const int generation = fork_generation(); generation != fork_generation_) {
+        // In a forked child: entries compiled before the fork may use more threads than the
+        // child can (usable_threads), and compiles in flight belonged to threads the child
+        // does not have. Compile again, with one thread.
+        lru_.clear();
+        index_.clear();
+        inflight_.clear();
+        tiering_.clear();
+        stats_.bytes = 0;
+        fork_generation_ = generation;
+      }
       if (auto it = index_.find(scratch); it != index_.end()) {
         lru_.splice(lru_.begin(), lru_, it->second);
         ++stats_.hits;
@@ -574,7 +586,8 @@ class SessionImpl {
   CompileOptions resolved_;
 
   mutable std::mutex mu_;
-  mutable std::list<Entry> lru_;  // most recently used first
+  mutable int fork_generation_ = fork_generation();  // guarded by mu_
+  mutable std::list<Entry> lru_;                     // most recently used first
   mutable std::unordered_map<Key, std::list<Entry>::iterator, KeyHash> index_;
   // Keys being compiled, so concurrent runs of one new key wait instead of compiling again.
   mutable std::unordered_map<Key, std::shared_future<Result<std::shared_ptr<const Compiled>>>,

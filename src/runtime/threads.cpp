@@ -1,10 +1,13 @@
 // The OpenMP wait policy: choosing it before the OpenMP runtime reads it (by re-executing the
-// program once) and reporting the one in effect.
+// program once) and reporting the one in effect; the thread count usable after fork().
 
 #include "frame/runtime/threads.h"
 
+#include <omp.h>
+#include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <string>
 
@@ -23,7 +26,28 @@ const std::string g_spin_count_at_load = env_or_empty("GOMP_SPINCOUNT");
 const bool g_policy_set_at_load =
     std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr;
 
+std::atomic<int> g_fork_generation{0};
+
+// In the child of a fork(): OpenMP's workers are gone, so every later parallel region must have
+// one thread (usable_threads); the ICV covers regions sized by omp_get_max_threads().
+void on_fork_child() {
+  g_fork_generation.fetch_add(1, std::memory_order_relaxed);
+  omp_set_num_threads(1);
+}
+
+const int g_atfork_registered = pthread_atfork(nullptr, nullptr, &on_fork_child);
+
 }  // namespace
+
+int fork_generation() {
+  (void)g_atfork_registered;
+  return g_fork_generation.load(std::memory_order_relaxed);
+}
+
+int usable_threads(int requested) {
+  if (fork_generation() > 0) return 1;
+  return requested > 0 ? requested : omp_get_max_threads();
+}
 
 void use_recommended_wait_policy(char** argv) {
   if (argv == nullptr || std::getenv("OMP_WAIT_POLICY") != nullptr ||

@@ -40,4 +40,15 @@ void use_recommended_wait_policy(char** argv);
 /// "libgomp default (spin ~300000 iterations, then sleep)".
 std::string openmp_wait_policy();
 
+/// How many fork()s separate this process from the one that loaded frame: 0 there, 1 in its
+/// child, and so on (counted by a pthread_atfork child handler).
+int fork_generation();
+
+/// The compute threads a compile or run may use for `requested` (0: the OpenMP default,
+/// omp_get_max_threads()): `requested` itself, except 1 in a forked process
+/// (fork_generation() > 0). OpenMP's worker threads do not survive fork(), and libgomp waits
+/// forever in the first parallel region of more than one thread in the child; with one
+/// thread, compiles and runs there work (docs/python.md, "Threads and the GIL").
+int usable_threads(int requested);
+
 }  // namespace frame::runtime

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 #include <omp.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -167,6 +169,32 @@ TEST(Threads, WaitPolicyReportFollowsTheEnvironmentAtLoad) {
       EXPECT_NE(report.find(std::string("GOMP_SPINCOUNT=") + spin), std::string::npos) << report;
     }
   }
+}
+
+// In a forked child every compile uses one thread: a parallel region of two threads there would
+// wait forever for libgomp workers that did not survive the fork. The parent has used two.
+TEST(Threads, AForkedChildUsesOneThread) {
+  EXPECT_EQ(fork_generation(), 0);
+  EXPECT_EQ(usable_threads(3), 3);
+  EXPECT_EQ(usable_threads(0), omp_get_max_threads());
+  std::atomic<int> in_team{0};
+#pragma omp parallel num_threads(2)
+  in_team.fetch_add(1);
+  ASSERT_EQ(in_team.load(), 2);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // Exit codes name the first failed check; no gtest macros in the child.
+    if (fork_generation() != 1) _exit(2);
+    if (usable_threads(3) != 1 || usable_threads(0) != 1) _exit(3);
+    if (omp_get_max_threads() != 1) _exit(4);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(usable_threads(3), 3);  // the parent is unchanged
 }
 
 }  // namespace
