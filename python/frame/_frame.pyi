@@ -75,6 +75,14 @@ class InferenceSession:
         input_feed: Mapping[str, Union[npt.NDArray[Any], Sequence[npt.NDArray[Any]], None]],
         run_options: Any = None,
     ) -> List[Any]: ...  # an ndarray; a list of ndarrays for a sequence; None for an absent optional
+    def run_async(
+        self,
+        output_names: Optional[Sequence[str]],
+        input_feed: Mapping[str, Union[npt.NDArray[Any], Sequence[npt.NDArray[Any]], None]],
+        callback: Optional[Callable[[Optional[List[Any]], Any, str], None]] = None,
+        user_data: Any = None,
+        run_options: Any = None,
+    ) -> Any: ...  # None with a callback; else a concurrent.futures.Future of run()'s list
     def get_inputs(self) -> List[NodeArg]: ...
     def get_outputs(self) -> List[NodeArg]: ...
     def placement(self) -> List[Dict[str, Any]]: ...

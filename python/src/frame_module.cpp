@@ -1358,6 +1358,28 @@ PYBIND11_MODULE(_frame, m) {
       .def("run", &InferenceSession::run, py::arg("output_names"), py::arg("input_feed"),
            py::arg("run_options") = py::none(),
            "Runs the model; returns the named outputs (all when None) in order.")
+      .def(
+          "run_async",
+          [](const py::object& self, const py::object& output_names, const py::object& input_feed,
+             const py::object& callback, const py::object& user_data,
+             const py::object& run_options) -> py::object {
+            // On the small pool of frame._async (Python threads that only call run(), which
+            // releases the GIL while frame computes); the feed is copied so the caller may
+            // change its dict at once.
+            py::module_ pool = py::module_::import("frame._async");
+            py::object future = pool.attr("executor")().attr("submit")(
+                self.attr("run"), output_names, py::dict(input_feed), run_options);
+            if (callback.is_none()) return future;
+            future.attr("add_done_callback")(pool.attr("on_done")(callback, user_data));
+            return py::none();
+          },
+          py::arg("output_names"), py::arg("input_feed"), py::arg("callback") = py::none(),
+          py::arg("user_data") = py::none(), py::arg("run_options") = py::none(),
+          "Starts run(output_names, input_feed) on a frame thread and returns at once: with a "
+          "callback, returns None and calls callback(outputs, user_data, err) when the run ends "
+          "(err == '' on success; outputs None and err the error on failure), as ONNX "
+          "Runtime's run_async; without one, returns a concurrent.futures.Future of the outputs "
+          "(asyncio: await asyncio.wrap_future(f)).")
       .def("get_inputs", &InferenceSession::get_inputs)
       .def("get_outputs", &InferenceSession::get_outputs)
       .def("placement", &InferenceSession::placement,

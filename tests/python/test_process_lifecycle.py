@@ -99,3 +99,23 @@ def test_an_output_asked_twice_gives_two_arrays():
     a, b = sess.run(["probs", "probs"], {"input": x})
     np.testing.assert_array_equal(a, b)
     assert not np.shares_memory(a, b)
+
+
+def test_exit_with_asynchronous_runs_queued():
+    # 200 run_async calls, then the interpreter exits at once: the queued runs finish (their
+    # callbacks are called) and the process exits normally.
+    script = """
+        import sys
+        import numpy as np
+        import frame
+        sess = frame.InferenceSession(sys.argv[1], threads=1)
+        x = np.random.default_rng(3).random((1, 3, 32, 32), dtype=np.float32)
+        done = []
+        for k in range(200):
+            sess.run_async(None, {"input": x}, lambda out, k, err: done.append(err == ""), k)
+        sess.run_async(None, {"input": x}, lambda out, d, err: print("last", err == "",
+                                                                     flush=True), None)
+    """
+    p = run_child(script)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "last True" in p.stdout, p.stdout + p.stderr[-2000:]

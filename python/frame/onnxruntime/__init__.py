@@ -14,20 +14,18 @@ options, providers and exceptions. What differs from ONNX Runtime is listed in d
 
 from __future__ import annotations
 
-import concurrent.futures
 import ctypes
 import datetime
 import enum
 import json
 import os
-import threading
 import time
 import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .. import _frame
+from .. import _async, _frame
 from .capi.onnxruntime_pybind11_state import (
     EngineError,
     EPFail,
@@ -435,22 +433,6 @@ _FRAME_ERRORS = (ValueError, KeyError, RuntimeError)  # NotImplementedError is a
 # ---------------------------------------------------------------------------------------------
 # Sessions.
 
-# Threads that carry run_async calls: a small bounded set that only calls into the runtime
-# (kernel work stays on the OpenMP pool of each run); created on first use.
-_async_lock = threading.Lock()
-_async_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
-
-
-def _async_executor() -> concurrent.futures.ThreadPoolExecutor:
-    global _async_pool
-    with _async_lock:
-        if _async_pool is None:
-            _async_pool = concurrent.futures.ThreadPoolExecutor(
-                max_workers=max(2, min(8, os.cpu_count() or 2)),
-                thread_name_prefix="frame-ort-async")
-        return _async_pool
-
-
 class InferenceSession:
     """ONNX Runtime's InferenceSession over frame.InferenceSession.
 
@@ -598,17 +580,8 @@ class InferenceSession:
         ends, `callback(outputs, user_data, err)` is called on that thread with err == "" on
         success, or outputs None and err the error's message. Many runs may be in flight on
         one session; the GIL is released while frame computes."""
-        feed = dict(input_feed)
-
-        def task() -> None:
-            try:
-                outputs = self.run(output_names, feed, run_options)
-            except Exception as e:  # delivered to the callback, as ORT does
-                callback(None, user_data, "%s: %s" % (type(e).__name__, e))
-                return
-            callback(outputs, user_data, "")
-
-        _async_executor().submit(task)
+        future = _async.executor().submit(self.run, output_names, dict(input_feed), run_options)
+        future.add_done_callback(_async.on_done(callback, user_data))
 
     def run_with_ort_values(self, output_names: Optional[Sequence[str]],
                             input_dict_ort_values: Dict[str, OrtValue],
