@@ -22,6 +22,13 @@ class LoadLimits:
     max_attribute_elements: int
     def __init__(self) -> None: ...
 
+class RunOptions:
+    """Options of one run (ONNX Runtime style): set terminate from another thread to stop a run between nodes."""
+
+    terminate: bool
+    logid: str
+    def __init__(self) -> None: ...
+
 class SessionOptions:
     """Options of an InferenceSession (ONNX Runtime style)."""
 

@@ -9,6 +9,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -417,6 +418,22 @@ struct PySessionOptions {
   }
 };
 
+/// frame.RunOptions: options of one run (ONNX Runtime's RunOptions). `terminate` lives in a
+/// shared atomic so another thread can set it while a run that holds it is computing.
+struct PyRunOptions {
+  std::shared_ptr<std::atomic<bool>> terminate = std::make_shared<std::atomic<bool>>(false);
+  std::string logid;
+};
+
+/// The run's RunOptions::terminate from a frame.RunOptions (None or any other object: none).
+/// `keep` holds the flag for the call.
+const std::atomic<bool>* terminate_flag(const py::object& run_options,
+                                        std::shared_ptr<std::atomic<bool>>& keep) {
+  if (run_options.is_none() || !py::isinstance<PyRunOptions>(run_options)) return nullptr;
+  keep = run_options.cast<const PyRunOptions&>().terminate;
+  return keep.get();
+}
+
 /// A declared model input or output (ONNX Runtime's NodeArg).
 struct NodeArg {
   std::string name;
@@ -506,7 +523,9 @@ class InferenceSession {
   }
 
   py::list run(const py::object& output_names, const py::object& input_feed,
-               const py::object& /*run_options*/) {
+               const py::object& run_options) {
+    std::shared_ptr<std::atomic<bool>> terminate;
+    const std::atomic<bool>* flag = terminate_flag(run_options, terminate);
     std::vector<std::string> names;
     if (output_names.is_none()) {
       for (const runtime::ValueInfo& v : sess().outputs()) names.push_back(v.name);
@@ -524,12 +543,13 @@ class InferenceSession {
         if (!known) throw py::key_error("unknown output '" + n + "' (get_outputs() lists them)");
       }
     }
-    if (has_values_) return run_values(names, input_feed);
+    if (has_values_) return run_values(names, input_feed, flag);
     Feeds feeds = feeds_from_dict(input_feed, dtypes_);
     clear_kernel_exception();
     Result<TensorMap> out = without_gil([&] {
       runtime::RunOptions ro;
       ro.profile = profile_.get();
+      ro.terminate = flag;
       return sess().run(feeds.tensors, ro);
     });
     if (!out.is_ok()) raise_run_status(out.status());
@@ -540,7 +560,8 @@ class InferenceSession {
 
   // A model with sequence or optional inputs or outputs (ONNX Runtime's forms): a list of
   // arrays for a sequence, None for an absent optional, an array otherwise.
-  py::list run_values(const std::vector<std::string>& names, const py::object& input_feed) {
+  py::list run_values(const std::vector<std::string>& names, const py::object& input_feed,
+                      const std::atomic<bool>* terminate) {
     if (!py::isinstance<py::dict>(input_feed)) {
       throw py::type_error("input feed: expected dict[str, numpy.ndarray | list | None], got " +
                            std::string(py::str(py::type::handle_of(input_feed).attr("__name__"))));
@@ -574,6 +595,7 @@ class InferenceSession {
     Result<runtime::ValueMap> out = without_gil([&] {
       runtime::RunOptions ro;
       ro.profile = profile_.get();
+      ro.terminate = terminate;
       return sess().run_values(feeds, ro);
     });
     if (!out.is_ok()) raise_run_status(out.status());
@@ -1274,6 +1296,16 @@ PYBIND11_MODULE(_frame, m) {
                ", max_attribute_elements=" + std::to_string(l.max_attribute_elements) + ")";
       });
 
+  py::class_<PyRunOptions>(m, "RunOptions",
+                           "Options of one run (ONNX Runtime style): set terminate from another "
+                           "thread to stop a run between nodes.")
+      .def(py::init<>())
+      .def_property(
+          "terminate", [](const PyRunOptions& o) { return o.terminate->load(); },
+          [](PyRunOptions& o, bool v) { o.terminate->store(v); },
+          "When True, a run given these options stops before its next node with RuntimeError "
+          "(a run not started yet stops before its first).")
+      .def_readwrite("logid", &PyRunOptions::logid, "A name for the run (stored only).");
   py::class_<PySessionOptions>(m, "SessionOptions",
                                "Options of an InferenceSession (ONNX Runtime style).")
       .def(py::init<>())

@@ -893,6 +893,9 @@ void profile_step(const runtime::RunOptions& ro, const Step& s, const char* path
 // Runs step `s` of graph `g` (the scope its constants come from).
 Status run_step(const Step& s, const Graph& g, const Shared& sh, Values& vt,
                 const runtime::RunOptions& ro) {
+  if (ro.terminate != nullptr && ro.terminate->load(std::memory_order_relaxed)) {
+    return runtime::run_terminated(s.label);
+  }
   const auto start = std::chrono::steady_clock::now();
   switch (s.kind) {
     case Step::Kind::kStage: {

@@ -49,6 +49,11 @@ std::string type_of(const Tensor& t) { return ir::TensorType{t.dtype(), t.shape(
 
 }  // namespace
 
+Status run_terminated(std::string_view node) {
+  return make_error(StatusCode::kFailedPrecondition,
+                    "the run was terminated (RunOptions::terminate) before node '{}'", node);
+}
+
 Executable::Executable() = default;
 Executable::Executable(std::shared_ptr<const ExecutableImpl> impl) : impl_(std::move(impl)) {}
 Executable::~Executable() = default;
@@ -199,10 +204,12 @@ Status Executable::run(const TensorMap& inputs, TensorMap& outputs,
   if (s.is_ok()) {
     detail::ThreadCountScope threads(core.plan.num_threads);
     if (options.profile == nullptr) {
-      s = detail::run_plan(core.plan, *state, state->run_inputs, state->run_outputs);
+      s = detail::run_plan(core.plan, *state, state->run_inputs, state->run_outputs, false,
+                           options.terminate);
     } else {
       const auto t0 = std::chrono::steady_clock::now();
-      s = detail::run_plan(core.plan, *state, state->run_inputs, state->run_outputs, true);
+      s = detail::run_plan(core.plan, *state, state->run_inputs, state->run_outputs, true,
+                           options.terminate);
       const auto dt = std::chrono::steady_clock::now() - t0;
       if (s.is_ok()) {
         options.profile->merge_run(

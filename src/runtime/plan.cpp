@@ -435,7 +435,7 @@ void set_value(const Plan& plan, RunState& st, ir::ValueId v, const Tensor& t) {
 }  // namespace
 
 Status run_plan(const Plan& plan, RunState& st, std::span<const Tensor> inputs,
-                std::span<Tensor> outputs, bool timed) {
+                std::span<Tensor> outputs, bool timed, const std::atomic<bool>* terminate) {
   const ir::Graph& g = *plan.graph;
   for (size_t i = 0; i < g.inputs().size() && i < inputs.size(); ++i) {
     set_value(plan, st, g.inputs()[i], inputs[i]);
@@ -457,6 +457,10 @@ Status run_plan(const Plan& plan, RunState& st, std::span<const Tensor> inputs,
   using Clock = std::chrono::steady_clock;
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const Step& step = plan.steps[s];
+    if (terminate != nullptr && terminate->load(std::memory_order_relaxed)) {
+      return run_terminated(s < plan.profile_layout.size() ? plan.profile_layout[s].node
+                                                           : std::string("#" + std::to_string(s)));
+    }
     PartIO io;
     io.inputs = st.step_inputs[s];
     io.outputs = st.step_outputs[s];

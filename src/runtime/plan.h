@@ -4,6 +4,7 @@
 /// topological order, where every value lives, and the per-run state that binds arena views
 /// to the parts once, so steady-state runs allocate nothing but their outputs.
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <span>
@@ -92,8 +93,10 @@ void bind(const Plan& plan, RunState& state, std::byte* base);
 /// Runs `plan`: `inputs` per graph input, `outputs` per graph output (preallocated with the
 /// output types; produced outputs are written in place, others copied in). Errors from parts
 /// pass through (they name node and op). With `timed`, each step's start and duration go to
-/// state.start_ns / state.dur_ns; without, no clock is read.
+/// state.start_ns / state.dur_ns; without, no clock is read. `terminate`: RunOptions::terminate,
+/// read before each step.
 Status run_plan(const Plan& plan, RunState& state, std::span<const Tensor> inputs,
-                std::span<Tensor> outputs, bool timed = false);
+                std::span<Tensor> outputs, bool timed = false,
+                const std::atomic<bool>* terminate = nullptr);
 
 }  // namespace frame::runtime::detail

@@ -333,3 +333,39 @@ def test_register_custom_ops_library_loads_a_frame_plugin(tmp_path):
                         os.path.join(plugins, "libframe_test_dup_plugin.so")],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and "plugin ok" in p.stdout, p.stdout + p.stderr
+
+
+def test_run_options_terminate_from_another_thread(tmp_path):
+    # A chain of 40 512x512 matmuls (about 5 ms each on one thread); another thread sets
+    # terminate a tenth into the run: the run stops between nodes with Fail, long before it
+    # would have ended.
+    import time
+    w = (np.eye(512, dtype=np.float32) * 0.5 + 0.5 / 512).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x" if k == 0 else "h%d" % (k - 1), "W"],
+                              ["h%d" % k if k < 39 else "y"], name="mm%d" % k) for k in range(40)]
+    graph = helper.make_graph(
+        nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [512, 512])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [512, 512])],
+        initializer=[numpy_helper.from_array(w, "W")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    opts = onnxruntime.SessionOptions()
+    opts.intra_op_num_threads = 1
+    sess = onnxruntime.InferenceSession(model.SerializeToString(), opts)
+    x = np.ones((512, 512), np.float32)
+    sess.run(None, {"x": x})  # compiles
+    t0 = time.perf_counter()
+    sess.run(None, {"x": x})
+    full = time.perf_counter() - t0
+    ro = onnxruntime.RunOptions()
+    timer = threading.Timer(full / 10, lambda: setattr(ro, "terminate", True))
+    timer.start()
+    t0 = time.perf_counter()
+    with pytest.raises(Fail, match="terminated") as stopped:
+        sess.run(None, {"x": x}, ro)
+    elapsed = time.perf_counter() - t0
+    timer.join()
+    assert isinstance(stopped.value, RuntimeError)
+    assert elapsed < 0.8 * full, (elapsed, full)
+    assert "mm" in str(stopped.value)  # names the node it did not start
+    ro.terminate = False
+    np.testing.assert_allclose(sess.run(None, {"x": x}, ro)[0], sess.run(None, {"x": x})[0])

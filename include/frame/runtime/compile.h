@@ -5,6 +5,7 @@
 /// with the fallback chain (M10: backend kernel -> decomposition -> cpu), plans memory and
 /// hands each backend its part; `Executable::run(inputs) -> outputs` executes it.
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -255,7 +256,17 @@ struct RunOptions {
   /// when null (the default) nothing is timed and the run costs nothing extra. The Profile
   /// must outlive the call.
   Profile* profile = nullptr;
+  /// When set, the run reads it before each top-level node (and each stage or eager node of a
+  /// staged model) and, once it is true, stops with kFailedPrecondition naming the node it did
+  /// not start ("terminated"); outputs are then unspecified. Another thread sets it to stop a
+  /// long run between nodes (ONNX Runtime's RunOptions.terminate). One relaxed atomic load per
+  /// node; must outlive the call.
+  const std::atomic<bool>* terminate = nullptr;
 };
+
+/// The error a run stopped by RunOptions::terminate returns: kFailedPrecondition, "the run was
+/// terminated (RunOptions::terminate) before node '<node>'".
+Status run_terminated(std::string_view node);
 
 class ExecutableImpl;
 namespace detail {

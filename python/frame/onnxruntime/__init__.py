@@ -266,17 +266,34 @@ class SessionOptions:
 
 
 class RunOptions:
-    """ONNX Runtime's RunOptions. `terminate` set before a run makes it fail with Fail at once
-    (a run already computing is not interrupted: frame has no cancellation between nodes yet).
-    The log fields and run config entries are accepted and stored."""
+    """ONNX Runtime's RunOptions. `terminate`, set from another thread, stops a run that holds
+    these options before its next node with Fail (a run not started yet fails at once). The
+    log fields and run config entries are accepted and stored."""
 
     def __init__(self) -> None:
+        self._native = _frame.RunOptions()
         self.log_severity_level: int = 2
         self.log_verbosity_level: int = 0
-        self.logid: str = ""
-        self.terminate: bool = False
         self.only_execute_path_to_fetches: bool = False
         self._config: Dict[str, str] = {}
+
+    @property
+    def terminate(self) -> bool:
+        """Stop runs holding these options (before their next node)."""
+        return self._native.terminate
+
+    @terminate.setter
+    def terminate(self, value: bool) -> None:
+        self._native.terminate = bool(value)
+
+    @property
+    def logid(self) -> str:
+        """A name for the run (stored only)."""
+        return self._native.logid
+
+    @logid.setter
+    def logid(self, value: str) -> None:
+        self._native.logid = str(value)
 
     def add_run_config_entry(self, config_key: str, config_value: str) -> None:
         """Stores a run config entry; frame reads none of them."""
@@ -562,7 +579,8 @@ class InferenceSession:
         self._check_feed(input_feed)
         unique = list(dict.fromkeys(names))
         try:
-            values = self._sess.run(unique, input_feed)
+            values = self._sess.run(unique, input_feed,
+                                    run_options._native if run_options is not None else None)
         except _FRAME_ERRORS as e:
             raise _run_error(e) from e
         by_name = dict(zip(unique, values))

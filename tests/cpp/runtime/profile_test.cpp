@@ -1,9 +1,10 @@
 // Profiling: per-node records (names, placement, types, fused body of both fused kinds), totals
 // and calls summed over runs, the JSON / Chrome trace form, and one Profile shared by concurrent
-// runs.
+// runs; RunOptions::terminate.
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -258,6 +259,32 @@ TEST(Profile, ConcurrentRunsShareOneProfile) {
   std::set<int> tids;
   for (const TraceEvent& e : prof.events) tids.insert(e.thread);
   EXPECT_EQ(tids.size(), static_cast<size_t>(kThreads));
+}
+
+// RunOptions::terminate: a set flag stops the run before its first node, naming it, profiled
+// or not; a cleared one runs to the end and gives the right result.
+TEST(RunTerminate, StopsBeforeTheNextNode) {
+  auto exe = compile(chain("terminate"), unfused());
+  ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+  std::atomic<bool> stop{true};
+  Profile prof;
+  for (Profile* p : {static_cast<Profile*>(nullptr), &prof}) {
+    RunOptions ro;
+    ro.terminate = &stop;
+    ro.profile = p;
+    auto out = exe->run({{"x", input(1.0F)}}, ro);
+    ASSERT_FALSE(out.is_ok());
+    EXPECT_EQ(out.status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(out.status().message().find("terminated"), std::string::npos);
+    EXPECT_NE(out.status().message().find("'r'"), std::string::npos) << out.status().message();
+  }
+  stop = false;
+  RunOptions ro;
+  ro.terminate = &stop;
+  const Tensor x = input(1.0F);
+  auto out = exe->run({{"x", x}}, ro);
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  check_output(x, out->at("e"));
 }
 
 }  // namespace
