@@ -369,3 +369,42 @@ def test_run_options_terminate_from_another_thread(tmp_path):
     assert "mm" in str(stopped.value)  # names the node it did not start
     ro.terminate = False
     np.testing.assert_allclose(sess.run(None, {"x": x}, ro)[0], sess.run(None, {"x": x})[0])
+
+
+# ONNX Runtime's Python signatures (onnxruntime_inference_collection.py, 1.16-1.20) of what
+# scripts call with keywords: parameter names in order, and which have defaults.
+ORT_SIGNATURES = {
+    "InferenceSession.__init__": [("path_or_bytes", False), ("sess_options", True),
+                                  ("providers", True), ("provider_options", True)],
+    "InferenceSession.run": [("output_names", False), ("input_feed", False),
+                             ("run_options", True)],
+    "InferenceSession.run_async": [("output_names", False), ("input_feed", False),
+                                   ("callback", False), ("user_data", False),
+                                   ("run_options", True)],
+    "InferenceSession.run_with_ort_values": [("output_names", False),
+                                             ("input_dict_ort_values", False),
+                                             ("run_options", True)],
+    "InferenceSession.run_with_iobinding": [("iobinding", False), ("run_options", True)],
+    "InferenceSession.set_providers": [("providers", True), ("provider_options", True)],
+    "IOBinding.bind_cpu_input": [("name", False), ("arr_on_cpu", False)],
+    "IOBinding.bind_input": [("name", False), ("device_type", False), ("device_id", False),
+                             ("element_type", False), ("shape", False), ("buffer_ptr", False)],
+    "IOBinding.bind_output": [("name", False), ("device_type", True), ("device_id", True),
+                              ("element_type", True), ("shape", True), ("buffer_ptr", True)],
+    "IOBinding.bind_ortvalue_input": [("name", False), ("ortvalue", False)],
+    "IOBinding.bind_ortvalue_output": [("name", False), ("ortvalue", False)],
+    "OrtValue.ortvalue_from_numpy": [("numpy_obj", False), ("device_type", True),
+                                     ("device_id", True)],
+    "OrtValue.ortvalue_from_shape_and_type": [("shape", True), ("element_type", True),
+                                              ("device_type", True), ("device_id", True)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(ORT_SIGNATURES))
+def test_signatures_match_onnx_runtime(name):
+    import inspect
+    cls, meth = name.split(".")
+    params = [(p.name, p.default is not inspect.Parameter.empty)
+              for p in inspect.signature(getattr(getattr(onnxruntime, cls), meth)).parameters.values()
+              if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+    assert params == ORT_SIGNATURES[name]

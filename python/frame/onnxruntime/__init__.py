@@ -347,10 +347,13 @@ class OrtValue:
         return OrtValue(np.ascontiguousarray(numpy_obj))
 
     @staticmethod
-    def ortvalue_from_shape_and_type(shape: Sequence[int], element_type: Any,
-                                     device_type: str = "cpu", device_id: int = 0) -> "OrtValue":
+    def ortvalue_from_shape_and_type(shape: Optional[Sequence[int]] = None,
+                                     element_type: Any = None, device_type: str = "cpu",
+                                     device_id: int = 0) -> "OrtValue":
         """An uninitialized tensor of `shape` and numpy `element_type` (e.g. np.float32).
-        Errors: Fail for a device other than cpu."""
+        Errors: InvalidArgument when either is missing, Fail for a device other than cpu."""
+        if shape is None or element_type is None:
+            raise InvalidArgument("ortvalue_from_shape_and_type needs a shape and an element_type")
         _check_cpu(device_type, device_id)
         return OrtValue(np.empty([int(d) for d in shape], dtype=element_type))
 
