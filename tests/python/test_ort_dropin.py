@@ -404,7 +404,8 @@ ORT_SIGNATURES = {
 def test_signatures_match_onnx_runtime(name):
     import inspect
     cls, meth = name.split(".")
+    signature = inspect.signature(getattr(getattr(onnxruntime, cls), meth))
     params = [(p.name, p.default is not inspect.Parameter.empty)
-              for p in inspect.signature(getattr(getattr(onnxruntime, cls), meth)).parameters.values()
+              for p in signature.parameters.values()
               if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
     assert params == ORT_SIGNATURES[name]
