@@ -198,6 +198,16 @@ class ExecutionMode(enum.IntEnum):
     ORT_PARALLEL = 1
 
 
+def _set_entry(config: Dict[str, str], key: str, value: str) -> None:
+    config[str(key)] = str(value)
+
+
+def _get_entry(config: Dict[str, str], key: str, owner: str) -> str:
+    if key not in config:  # ONNX Runtime's message
+        raise Fail("%s does not have configuration with key: %s" % (owner, key))
+    return config[key]
+
+
 class SessionOptions:
     """ONNX Runtime's SessionOptions. Fields that change what frame does: intra_op_num_threads
     (compute threads per run; 0 = all cores), graph_optimization_level, enable_profiling,
@@ -230,13 +240,11 @@ class SessionOptions:
 
     def add_session_config_entry(self, config_key: str, config_value: str) -> None:
         """Stores a session config entry (ORT's "session.*" keys); frame reads none of them."""
-        self._config[str(config_key)] = str(config_value)
+        _set_entry(self._config, config_key, config_value)
 
     def get_session_config_entry(self, config_key: str) -> str:
         """The value stored for `config_key`. Errors: Fail when the key was never set."""
-        if config_key not in self._config:
-            raise Fail("SessionOptions does not have configuration with key: " + config_key)
-        return self._config[config_key]
+        return _get_entry(self._config, config_key, "SessionOptions")
 
     def register_custom_ops_library(self, library_path: str) -> None:
         """Loads a frame plugin (docs/python.md, "Plugins and backends") into the process: its
@@ -297,13 +305,11 @@ class RunOptions:
 
     def add_run_config_entry(self, config_key: str, config_value: str) -> None:
         """Stores a run config entry; frame reads none of them."""
-        self._config[str(config_key)] = str(config_value)
+        _set_entry(self._config, config_key, config_value)
 
     def get_run_config_entry(self, config_key: str) -> str:
         """The value stored for `config_key`. Errors: Fail when the key was never set."""
-        if config_key not in self._config:
-            raise Fail("RunOptions does not have configuration with key: " + config_key)
-        return self._config[config_key]
+        return _get_entry(self._config, config_key, "RunOptions")
 
 
 # ---------------------------------------------------------------------------------------------
