@@ -16,6 +16,16 @@ _lock = threading.Lock()
 _pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
 
 
+def _forget_pool_in_child() -> None:
+    # A fork()ed child has the pool object but none of its threads: make a new one on first use.
+    global _lock, _pool
+    _lock = threading.Lock()
+    _pool = None
+
+
+os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
 def max_workers() -> int:
     """Threads of the pool: the cores, at least 2 and at most 8."""
     return max(2, min(8, os.cpu_count() or 2))

@@ -62,6 +62,17 @@ namespace {
 // process when that call sits in a noexcept destructor, as py::gil_scoped_release's does (a
 // daemon thread inside run() at exit used to abort Python this way).
 
+// Calls into Python from frame (a Python op's shape function or kernel) on this thread. frame
+// calls made inside one are nested in work in flight, which the exit handler waits for: they
+// must never be parked.
+thread_local int t_python_callbacks = 0;
+struct PythonCallbackScope {
+  PythonCallbackScope() { ++t_python_callbacks; }
+  ~PythonCallbackScope() { --t_python_callbacks; }
+  PythonCallbackScope(const PythonCallbackScope&) = delete;
+  PythonCallbackScope& operator=(const PythonCallbackScope&) = delete;
+};
+
 struct ExitGate {
   std::mutex mu;
   std::condition_variable cv;
@@ -94,20 +105,21 @@ void close_exit_gate() {
 template <class F>
 auto without_gil(F&& f) -> decltype(f()) {
   ExitGate& gate = exit_gate();
+  const bool nested = t_python_callbacks > 0;
   PyThreadState* state = PyEval_SaveThread();
   {
     std::unique_lock lock(gate.mu);
-    if (gate.closing) {
+    if (gate.closing && !nested) {
       lock.unlock();
       park_until_exit();
     }
     ++gate.in_flight;
   }
-  auto leave = [&gate] {
+  auto leave = [&gate, nested] {
     std::unique_lock lock(gate.mu);
     --gate.in_flight;
     gate.cv.notify_all();
-    if (gate.closing) {
+    if (gate.closing && !nested) {
       lock.unlock();
       park_until_exit();
     }
@@ -1022,6 +1034,7 @@ Result<std::vector<ir::TensorType>> py_shape_trampoline(const ops::NodeContext& 
   std::shared_ptr<PyOp> op = find_py_op(ctx.op);
   if (!op) return ctx.error("no Python op registered");
   py::gil_scoped_acquire gil;
+  PythonCallbackScope in_python;
   if (op->shape_fn.is_none()) {
     if (ctx.input_types.empty()) return ctx.error("a Python op without inputs needs a shape_fn");
     return std::vector<ir::TensorType>(ctx.num_outputs, ctx.input_types[0]);
@@ -1068,6 +1081,7 @@ Status py_kernel_trampoline(ops::KernelContext& ctx) {
     op = found.get();
   }
   py::gil_scoped_acquire gil;
+  PythonCallbackScope in_python;
   try {
     py::list inputs;
     for (const Tensor& t : ctx.inputs) {
@@ -1399,8 +1413,10 @@ PYBIND11_MODULE(_frame, m) {
             // releases the GIL while frame computes); the feed is copied so the caller may
             // change its dict at once.
             py::module_ pool = py::module_::import("frame._async");
+            // A new dict (py::dict(d) of a dict would be the same object).
+            py::object feed = py::module_::import("builtins").attr("dict")(input_feed);
             py::object future = pool.attr("executor")().attr("submit")(
-                self.attr("run"), output_names, py::dict(input_feed), run_options);
+                self.attr("run"), output_names, feed, run_options);
             if (callback.is_none()) return future;
             future.attr("add_done_callback")(pool.attr("on_done")(callback, user_data));
             return py::none();

@@ -29,11 +29,10 @@ const bool g_policy_set_at_load =
 std::atomic<int> g_fork_generation{0};
 
 // In the child of a fork(): OpenMP's workers are gone, so every later parallel region must have
-// one thread (usable_threads); the ICV covers regions sized by omp_get_max_threads().
-void on_fork_child() {
-  g_fork_generation.fetch_add(1, std::memory_order_relaxed);
-  omp_set_num_threads(1);
-}
+// one thread (usable_threads; runs and compiles set the ICV to their count). Nothing here calls
+// the OpenMP runtime: LLVM's libomp (the sanitizer builds') resets its own state in an atfork
+// handler that may run after this one, and an OpenMP call before it waits on a lock forever.
+void on_fork_child() { g_fork_generation.fetch_add(1, std::memory_order_relaxed); }
 
 const int g_atfork_registered = pthread_atfork(nullptr, nullptr, &on_fork_child);
 

@@ -409,3 +409,38 @@ def test_signatures_match_onnx_runtime(name):
               for p in signature.parameters.values()
               if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
     assert params == ORT_SIGNATURES[name]
+
+
+def test_break_test_findings(tmp_path):
+    # A scalar input through OrtValue and IOBinding keeps its shape [] (np.ascontiguousarray
+    # made it [1]); provider lists given as a bare string or with a repeated entry; an ONNX type
+    # code as element_type; a bad optimization level; a frame.RunOptions passed to this module.
+    graph = helper.make_graph([helper.make_node("Add", ["x", "x"], ["y"])], "scalar",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    sess = onnxruntime.InferenceSession(model.SerializeToString(), providers="CPUExecutionProvider")
+    assert sess.get_providers() == ["CPUExecutionProvider"]
+    x = np.array(2.0, np.float32)
+    v = onnxruntime.OrtValue.ortvalue_from_numpy(x)
+    assert v.shape() == []
+    assert sess.run_with_ort_values(None, {"x": v})[0].numpy() == 4.0
+    b = sess.io_binding()
+    b.bind_cpu_input("x", x)
+    b.bind_output("y")
+    sess.run_with_iobinding(b)
+    assert b.copy_outputs_to_cpu()[0] == 4.0
+    twice = onnxruntime.InferenceSession(model.SerializeToString(),
+                                         providers=["CPUExecutionProvider"] * 2)
+    assert twice.get_providers() == ["CPUExecutionProvider"]
+    assert onnxruntime.OrtValue.ortvalue_from_shape_and_type([2], TensorProto.INT64).numpy(
+        ).dtype == np.int64
+    opts = onnxruntime.SessionOptions()
+    opts.graph_optimization_level = 5
+    with pytest.raises(InvalidArgument, match="graph_optimization_level"):
+        onnxruntime.InferenceSession(model.SerializeToString(), opts)
+    ro = frame.RunOptions()
+    assert sess.run(None, {"x": x}, ro)[0] == 4.0
+    ro.terminate = True
+    with pytest.raises(Fail, match="terminate"):
+        sess.run(None, {"x": x}, ro)

@@ -119,3 +119,61 @@ def test_exit_with_asynchronous_runs_queued():
     p = run_child(script)
     assert p.returncode == 0, p.stderr[-2000:]
     assert "last True" in p.stdout, p.stdout + p.stderr[-2000:]
+
+
+def test_run_async_in_a_child_forked_after_the_parent_used_it():
+    # Found by a break test: the child inherited the pool object without its threads, and its
+    # first run_async never completed.
+    script = """
+        import os, sys
+        import numpy as np
+        import frame
+        sess = frame.InferenceSession(sys.argv[1], threads=1)
+        x = np.random.default_rng(4).random((1, 3, 32, 32), dtype=np.float32)
+        (y,) = sess.run_async(None, {"input": x}).result(timeout=30)
+        pid = os.fork()
+        if pid == 0:
+            (y2,) = sess.run_async(None, {"input": x}).result(timeout=30)
+            os._exit(0 if np.array_equal(y, y2) else 5)
+        _, status = os.waitpid(pid, 0)
+        print("child exit", os.waitstatus_to_exitcode(status), flush=True)
+    """
+    p = run_child(script)
+    assert p.returncode == 0 and "child exit 0" in p.stdout, p.stdout + p.stderr[-2000:]
+
+
+def test_exit_while_a_python_kernel_runs_a_nested_session():
+    # Found by a break test: at exit the nested run inside a Python kernel of a run in flight
+    # was parked, so the outer run never ended and the exit waited forever.
+    script = """
+        import sys, threading, time
+        import numpy as np
+        from onnx import TensorProto as T, helper as h
+        import frame
+        def model(op, domain=""):
+            return h.make_model(h.make_graph(
+                [h.make_node(op, ["x"], ["y"], domain=domain)], "g",
+                [h.make_tensor_value_info("x", T.FLOAT, ["N"])],
+                [h.make_tensor_value_info("y", T.FLOAT, ["N"])]),
+                opset_imports=[h.make_opsetid("", 17),
+                               h.make_opsetid("com.example", 1)]).SerializeToString()
+        inner = frame.InferenceSession(model("Relu"))
+        entered = threading.Event()
+        def kernel(inputs, attrs):
+            entered.set()
+            time.sleep(0.2)
+            return inner.run(None, {"x": inputs[0]})[0]
+        frame.register_op("nested_relu", inputs=["X"], outputs=["Y"], cpu_kernel=kernel,
+                          doc="relu through a nested run")
+        frame.map_onnx_op("com.example", "NestedRelu", "nested_relu")
+        outer = frame.InferenceSession(model("NestedRelu", "com.example"))
+        x = np.linspace(-1, 1, 8).astype(np.float32)
+        def loop():
+            while True:
+                outer.run(None, {"x": x})
+        threading.Thread(target=loop, daemon=True).start()
+        entered.wait(30)
+        print("exiting", flush=True)
+    """
+    p = run_child(script, timeout=60)
+    assert p.returncode == 0 and "exiting" in p.stdout, p.stdout + p.stderr[-2000:]

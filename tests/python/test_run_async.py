@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -98,9 +99,12 @@ def test_a_failing_callback_is_reported(session, capfd):
     inputs, _ = feed(3)
     session.run_async(None, inputs, callback, None)
     assert ended.wait(60)
-    # The report is printed after the callback returns; the next run on the pool follows it.
-    session.run_async(None, inputs).result(timeout=60)
-    err = capfd.readouterr().err
+    # The report is printed on the pool thread after the callback raised: wait for it.
+    err = ""
+    deadline = time.monotonic() + 30
+    while "callback broke" not in err and time.monotonic() < deadline:
+        time.sleep(0.01)
+        err += capfd.readouterr().err
     assert "run_async callback" in err and "callback broke" in err
 
 
@@ -115,3 +119,16 @@ def test_asyncio(session):
             np.testing.assert_array_equal(r, expected)
 
     asyncio.run(main())
+
+
+def test_the_feed_dict_is_copied_at_submit(session):
+    # Found by a break test: one dict reused for every submission gave most runs another
+    # submission's input.
+    feed_dict, pending = {}, []
+    for k in range(100):
+        feed_dict["x"] = np.full((2, 4), k, np.float32)
+        feed_dict["y"] = np.zeros((2, 4), np.float32)
+        pending.append((k, session.run_async(None, feed_dict)))
+    feed_dict["bad"] = np.zeros(1, np.float32)  # a key added later reaches no run
+    for k, f in pending:
+        assert f.result(timeout=60)[0][0, 0] == k

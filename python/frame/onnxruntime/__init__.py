@@ -118,6 +118,8 @@ def _provider_list(providers: Optional[Sequence[Any]],
     warning as ONNX Runtime does. Errors: ValueError for a malformed list."""
     if providers is None:
         return [("CPUExecutionProvider", {})]
+    if isinstance(providers, str):
+        providers = [providers]
     if provider_options is not None and len(provider_options) != len(providers):
         raise ValueError("'providers' and 'provider_options' should be the same length if both "
                          "are given.")
@@ -129,10 +131,13 @@ def _provider_list(providers: Optional[Sequence[Any]],
                 raise ValueError("A provider tuple must be (name, options dict), got %r" % (p,))
             name, opts = p
         elif isinstance(p, str):
-            name, opts = p, (provider_options[k] if provider_options is not None else {})
+            name = p
+            opts = (provider_options[k] if provider_options is not None else None) or {}
         else:
             raise ValueError("Each provider must be a name or a (name, options) tuple, got %r"
                              % (p,))
+        if any(name == seen for seen, _ in out):
+            continue  # a provider listed twice: the first entry counts
         if name not in available:
             warnings.warn("Specified provider '%s' is not in available provider names. "
                           "Available providers: '%s'" % (name, ", ".join(available)))
@@ -269,7 +274,12 @@ class SessionOptions:
         o.threads = max(0, int(self.intra_op_num_threads))
         o.backends = backends
         o.enable_profiling = bool(self.enable_profiling)
-        o.disabled_passes = _DISABLED_PASSES[GraphOptimizationLevel(self.graph_optimization_level)]
+        try:
+            level = GraphOptimizationLevel(self.graph_optimization_level)
+        except ValueError:
+            raise InvalidArgument("graph_optimization_level %r is not a GraphOptimizationLevel"
+                                  % (self.graph_optimization_level,)) from None
+        o.disabled_passes = _DISABLED_PASSES[level]
         return o
 
 
@@ -331,6 +341,22 @@ _ONNX_DTYPE = {  # numpy dtype -> (ONNX TensorProto data type, ORT type string)
 }
 
 
+def _contiguous(a: Any) -> np.ndarray:
+    # np.ascontiguousarray would make a 0-d array 1-d.
+    a = np.asarray(a)
+    return a if a.flags.c_contiguous else np.array(a, order="C")
+
+
+def _numpy_dtype(element_type: Any) -> np.dtype:
+    # A numpy type, or an ONNX TensorProto data type code (1 = FLOAT), as ORT accepts.
+    if isinstance(element_type, int) and not isinstance(element_type, bool):
+        for dtype, (code, _) in _ONNX_DTYPE.items():
+            if code == element_type:
+                return dtype
+        raise InvalidArgument("unsupported ONNX element type code %d" % element_type)
+    return np.dtype(element_type)
+
+
 def _check_cpu(device_type: str, device_id: int) -> None:
     if str(device_type).lower() != "cpu" or int(device_id) != 0:
         raise Fail("frame.onnxruntime holds values on the CPU only; got device '%s' id %d"
@@ -350,7 +376,7 @@ class OrtValue:
         """An OrtValue over `numpy_obj` (made C-contiguous first when it is not). Errors: Fail
         for a device other than cpu."""
         _check_cpu(device_type, device_id)
-        return OrtValue(np.ascontiguousarray(numpy_obj))
+        return OrtValue(_contiguous(numpy_obj))
 
     @staticmethod
     def ortvalue_from_shape_and_type(shape: Optional[Sequence[int]] = None,
@@ -361,7 +387,9 @@ class OrtValue:
         if shape is None or element_type is None:
             raise InvalidArgument("ortvalue_from_shape_and_type needs a shape and an element_type")
         _check_cpu(device_type, device_id)
-        return OrtValue(np.empty([int(d) for d in shape], dtype=element_type))
+        if any(int(d) < 0 for d in shape):
+            raise InvalidArgument("negative dimension in shape %s" % list(shape))
+        return OrtValue(np.empty([int(d) for d in shape], dtype=_numpy_dtype(element_type)))
 
     def numpy(self) -> np.ndarray:
         """The tensor as an ndarray (the same memory)."""
@@ -481,6 +509,9 @@ class InferenceSession:
             self._model_path = self._model
         else:
             raise TypeError("Unable to load from type '%s'" % type(path_or_bytes).__name__)
+        if sess_options is not None and not isinstance(sess_options, SessionOptions):
+            raise TypeError("sess_options: expected frame.onnxruntime.SessionOptions, got %s"
+                            % type(sess_options).__name__)
         self._sess_options = sess_options if sess_options is not None else SessionOptions()
         self._create(providers, provider_options)
 
@@ -582,14 +613,15 @@ class InferenceSession:
         Returns a list of ndarrays in the order asked (a name asked twice gives two distinct
         arrays). Errors: InvalidArgument (unknown input or output name, wrong dtype or shape),
         NotImplemented, Fail (RunOptions.terminate set, or a kernel failure)."""
-        if run_options is not None and run_options.terminate:
+        if run_options is not None and getattr(run_options, "terminate", False):
             raise Fail("Exiting due to terminate flag being set to true.")
         names = list(output_names) if output_names else list(self._output_names)
         self._check_feed(input_feed)
         unique = list(dict.fromkeys(names))
         try:
-            values = self._sess.run(unique, input_feed,
-                                    run_options._native if run_options is not None else None)
+            # frame.onnxruntime.RunOptions wraps a frame.RunOptions; either may be given.
+            values = self._sess.run(unique, input_feed, getattr(run_options, "_native",
+                                                                 run_options))
         except _FRAME_ERRORS as e:
             raise _run_error(e) from e
         by_name = dict(zip(unique, values))
@@ -656,7 +688,7 @@ class IOBinding:
 
     def bind_cpu_input(self, name: str, arr_on_cpu: np.ndarray) -> None:
         """Binds input `name` to an ndarray (used without a copy where contiguous)."""
-        self._inputs[name] = np.ascontiguousarray(arr_on_cpu)
+        self._inputs[name] = _contiguous(arr_on_cpu)
 
     def bind_input(self, name: str, device_type: str, device_id: int, element_type: Any,
                    shape: Sequence[int], buffer_ptr: int) -> None:
@@ -729,8 +761,10 @@ class IOBinding:
 
 
 def _array_at(buffer_ptr: int, element_type: Any, shape: Sequence[int]) -> np.ndarray:
-    dtype = np.dtype(element_type)
+    dtype = _numpy_dtype(element_type)
     shape = [int(d) for d in shape]
+    if any(d < 0 for d in shape):
+        raise InvalidArgument("negative dimension in shape %s" % shape)
     count = int(np.prod(shape)) if shape else 1
     raw = (ctypes.c_char * (count * dtype.itemsize)).from_address(int(buffer_ptr))
     return np.frombuffer(raw, dtype=dtype, count=count).reshape(shape)
