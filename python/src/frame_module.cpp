@@ -570,6 +570,62 @@ class InferenceSession {
         names, [&](const std::string& n) { return py::object(array_from_tensor(out->at(n))); });
   }
 
+  // run() writing into the caller's arrays (runtime::Session::run's caller-buffer form, ONNX
+  // Runtime's IoBinding): `outputs` maps every output name to a C-contiguous, aligned, writable
+  // array of its dtype and shape, which the kernels write directly; nothing is allocated for
+  // the outputs. For a staged model the run's tensors are copied in.
+  void run_into(const py::object& input_feed, const py::object& outputs_obj,
+                const py::object& run_options) {
+    if (has_values_) {
+      throw py::value_error("a model with sequence or optional values has no caller-buffer run");
+    }
+    if (!py::isinstance<py::dict>(outputs_obj)) {
+      throw py::type_error("outputs: expected dict[str, numpy.ndarray]");
+    }
+    std::shared_ptr<std::atomic<bool>> terminate;
+    const std::atomic<bool>* flag = terminate_flag(run_options, terminate);
+    Feeds feeds = feeds_from_dict(input_feed, dtypes_);
+    TensorMap outs;
+    std::map<std::string, py::array> arrays;
+    for (auto [k, v] : py::reinterpret_borrow<py::dict>(outputs_obj)) {
+      const std::string name = py::str(k);
+      if (!py::isinstance<py::array>(v))
+        throw py::type_error("output '" + name + "': not an ndarray");
+      py::array arr = py::reinterpret_borrow<py::array>(v);
+      constexpr int kAligned = py::detail::npy_api::NPY_ARRAY_ALIGNED_;
+      if (!(arr.flags() & py::array::c_style) || !(arr.flags() & kAligned) || !arr.writeable() ||
+          !arr.dtype().attr("isnative").cast<bool>()) {
+        throw py::value_error("output '" + name +
+                              "': the array must be C-contiguous, aligned, writable and in "
+                              "native byte order");
+      }
+      std::optional<DTypeCode> d = frame_dtype(arr.dtype(), std::nullopt);
+      if (!d) throw py::value_error("output '" + name + "': dtype not supported by frame");
+      Shape shape(arr.shape(), arr.shape() + arr.ndim());
+      outs.emplace(name, take(Tensor::view(*d, std::move(shape), arr.mutable_data())));
+      arrays.emplace(name, arr);
+    }
+    clear_kernel_exception();
+    Status st = without_gil([&] {
+      runtime::RunOptions ro;
+      ro.profile = profile_.get();
+      ro.terminate = flag;
+      return sess().run(feeds.tensors, outs, ro);
+    });
+    if (!st.is_ok()) raise_run_status(st);
+    clear_kernel_exception();
+    for (const auto& [name, arr] : arrays) {
+      const Tensor& t = outs.at(name);
+      if (t.raw_data() == arr.data()) continue;
+      if (t.nbytes() != static_cast<size_t>(arr.nbytes())) {
+        throw py::value_error("output '" + name + "': the run produced " +
+                              ir::TensorType{t.dtype(), t.shape()}.to_string() +
+                              ", which does not fit the array");
+      }
+      std::memcpy(arrays.at(name).mutable_data(), t.raw_data(), t.nbytes());
+    }
+  }
+
   // A model with sequence or optional inputs or outputs (ONNX Runtime's forms): a list of
   // arrays for a sequence, None for an absent optional, an array otherwise.
   py::list run_values(const std::vector<std::string>& names, const py::object& input_feed,
@@ -1428,6 +1484,10 @@ PYBIND11_MODULE(_frame, m) {
           "(err == '' on success; outputs None and err the error on failure), as ONNX "
           "Runtime's run_async; without one, returns a concurrent.futures.Future of the outputs "
           "(asyncio: await asyncio.wrap_future(f)).")
+      .def("_run_into", &InferenceSession::run_into, py::arg("input_feed"), py::arg("outputs"),
+           py::arg("run_options") = py::none(),
+           "run() into the caller's arrays (every output, C-contiguous and writable; "
+           "frame.onnxruntime's IOBinding).")
       .def("get_inputs", &InferenceSession::get_inputs)
       .def("get_outputs", &InferenceSession::get_outputs)
       .def("placement", &InferenceSession::placement,

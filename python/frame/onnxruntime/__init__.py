@@ -607,16 +607,28 @@ class InferenceSession:
                         "Got invalid dimensions for input: %s for the following indices\n"
                         " index: %d Got: %d Expected: %d" % (arg.name, k, got, want))
 
+    def _check_run(self, input_feed: Dict[str, Any], run_options: Optional[RunOptions]) -> None:
+        if run_options is not None and getattr(run_options, "terminate", False):
+            raise Fail("Exiting due to terminate flag being set to true.")
+        self._check_feed(input_feed)
+
+    def _run_into(self, input_feed: Dict[str, Any], outputs: Dict[str, np.ndarray],
+                  run_options: Optional[RunOptions]) -> None:
+        # Every output bound to memory: the kernels write there (no output allocation).
+        self._check_run(input_feed, run_options)
+        try:
+            self._sess._run_into(input_feed, outputs, getattr(run_options, "_native", run_options))
+        except _FRAME_ERRORS as e:
+            raise _run_error(e) from e
+
     def run(self, output_names: Optional[Sequence[str]], input_feed: Dict[str, Any],
             run_options: Optional[RunOptions] = None) -> List[Any]:
         """Runs the model. output_names: names to return, None or [] for every output.
         Returns a list of ndarrays in the order asked (a name asked twice gives two distinct
         arrays). Errors: InvalidArgument (unknown input or output name, wrong dtype or shape),
         NotImplemented, Fail (RunOptions.terminate set, or a kernel failure)."""
-        if run_options is not None and getattr(run_options, "terminate", False):
-            raise Fail("Exiting due to terminate flag being set to true.")
+        self._check_run(input_feed, run_options)
         names = list(output_names) if output_names else list(self._output_names)
-        self._check_feed(input_feed)
         unique = list(dict.fromkeys(names))
         try:
             # frame.onnxruntime.RunOptions wraps a frame.RunOptions; either may be given.
@@ -743,6 +755,12 @@ class IOBinding:
         return [np.copy(r) for r in self._results]
 
     def _run(self, run_options: Optional[RunOptions]) -> None:
+        bound = {n: a for n, a in self._outputs.items() if a is not None}
+        if len(bound) == len(self._outputs) and set(bound) == set(self._session._output_names):
+            # Every output in caller memory: one run writing there, no copy, no allocation.
+            self._session._run_into(self._inputs, bound, run_options)
+            self._results = [bound[n] for n in self._outputs]
+            return
         names = list(self._outputs) or None
         values = self._session.run(names, self._inputs, run_options)
         results = []
