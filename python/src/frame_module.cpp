@@ -614,7 +614,7 @@ class InferenceSession {
     });
     if (!st.is_ok()) raise_run_status(st);
     clear_kernel_exception();
-    for (const auto& [name, arr] : arrays) {
+    for (auto& [name, arr] : arrays) {
       const Tensor& t = outs.at(name);
       if (t.raw_data() == arr.data()) continue;
       if (t.nbytes() != static_cast<size_t>(arr.nbytes())) {
@@ -622,7 +622,7 @@ class InferenceSession {
                               ir::TensorType{t.dtype(), t.shape()}.to_string() +
                               ", which does not fit the array");
       }
-      std::memcpy(arrays.at(name).mutable_data(), t.raw_data(), t.nbytes());
+      std::memcpy(arr.mutable_data(), t.raw_data(), t.nbytes());
     }
   }
 

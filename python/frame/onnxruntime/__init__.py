@@ -155,6 +155,7 @@ def _backend_chain(providers: List[Tuple[str, Dict[str, str]]]) -> List[str]:
     if [p for p, _ in providers] == ["CPUExecutionProvider"]:
         return ["auto"]
     chain: List[str] = []
+    have = _available_backends()
     for name, opts in providers:
         if name == "OpenVINOExecutionProvider":
             # OpenVINO's device_type picks the device: a GPU runs on intel_gpu, any other
@@ -165,7 +166,6 @@ def _backend_chain(providers: List[Tuple[str, Dict[str, str]]]) -> List[str]:
             backends = ["onednn", "cpu"]
         else:
             backends = [_PROVIDER_BACKEND[name]]
-        have = _available_backends()
         chain += [b for b in backends if b in have and b not in chain]
     if "cpu" not in chain:
         chain.append("cpu")
