@@ -4,6 +4,8 @@
 /// registry with the CLI and plugins). numpy in and out without copies where layout allows;
 /// the GIL is released while a graph runs; frame's StatusCode maps to Python exception types.
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -338,8 +340,10 @@ Tensor tensor_from_array(const std::string& name, const py::handle& obj,
   return take(std::move(t));
 }
 
+// `known`: the names an unknown-input error lists; empty: every key of `expected_dtypes`.
 Feeds feeds_from_dict(const py::handle& obj,
-                      const std::map<std::string, DTypeCode>& expected_dtypes) {
+                      const std::map<std::string, DTypeCode>& expected_dtypes,
+                      const std::string& known = {}) {
   if (!py::isinstance<py::dict>(obj)) {
     throw py::type_error("input feed: expected dict[str, numpy.ndarray], got " +
                          std::string(py::str(py::type::handle_of(obj).attr("__name__"))));
@@ -353,9 +357,11 @@ Feeds feeds_from_dict(const py::handle& obj,
     std::string name = k.cast<std::string>();
     auto it = expected_dtypes.find(name);
     if (it == expected_dtypes.end()) {
-      std::string known;
-      for (const auto& [n, d] : expected_dtypes) known += (known.empty() ? "" : ", ") + n;
-      throw py::key_error("unknown input '" + name + "' (inputs: " + known + ")");
+      std::string names = known;
+      for (const auto& [n, d] : expected_dtypes) {
+        if (known.empty()) names += (names.empty() ? "" : ", ") + n;
+      }
+      throw py::key_error("unknown input '" + name + "' (inputs: " + names + ")");
     }
     std::optional<DTypeCode> expected = it->second;
     feeds.tensors.emplace(name, tensor_from_array(name, v, expected, feeds.keep));
@@ -556,7 +562,7 @@ class InferenceSession {
       }
     }
     if (has_values_) return run_values(names, input_feed, flag);
-    Feeds feeds = feeds_from_dict(input_feed, dtypes_);
+    Feeds feeds = feeds_from_dict(input_feed, dtypes_, known_);
     clear_kernel_exception();
     Result<TensorMap> out = without_gil([&] {
       runtime::RunOptions ro;
@@ -584,7 +590,7 @@ class InferenceSession {
     }
     std::shared_ptr<std::atomic<bool>> terminate;
     const std::atomic<bool>* flag = terminate_flag(run_options, terminate);
-    Feeds feeds = feeds_from_dict(input_feed, dtypes_);
+    Feeds feeds = feeds_from_dict(input_feed, dtypes_, known_);
     TensorMap outs;
     std::map<std::string, py::array> arrays;
     for (auto [k, v] : py::reinterpret_borrow<py::dict>(outputs_obj)) {
@@ -690,6 +696,11 @@ class InferenceSession {
     for (const runtime::ValueInfo& v : sess().outputs()) out.push_back(node_arg(v));
     return out;
   }
+  std::vector<NodeArg> get_overridable_initializers() const {
+    std::vector<NodeArg> out;
+    for (const runtime::ValueInfo& v : sess().overridable_inputs()) out.push_back(node_arg(v));
+    return out;
+  }
   py::list placement() const {
     std::optional<runtime::CompileReport> r = sess().last_report();
     return r ? placements_to_list(*r) : py::list();
@@ -728,7 +739,20 @@ class InferenceSession {
  private:
   const runtime::Session& sess() const { return *session_; }
   void finish() {
-    for (const runtime::ValueInfo& v : sess().inputs()) dtypes_[v.name] = v.dtype;
+    std::vector<std::string> names;
+    for (const runtime::ValueInfo& v : sess().inputs()) names.push_back(v.name);
+    known_ = fmt::format("{}", fmt::join(names, ", "));
+    names.clear();
+    for (const runtime::ValueInfo& v : sess().overridable_inputs()) names.push_back(v.name);
+    if (!names.empty()) {
+      // A model that lists every weight among its inputs (ONNX IR 3) has hundreds.
+      known_ += names.size() <= 8
+                    ? fmt::format("; overridable initializers: {}", fmt::join(names, ", "))
+                    : fmt::format("; {} overridable initializers", names.size());
+    }
+    for (const auto* list : {&sess().inputs(), &sess().overridable_inputs()}) {
+      for (const runtime::ValueInfo& v : *list) dtypes_[v.name] = v.dtype;
+    }
     for (const auto* list : {&sess().inputs(), &sess().outputs()}) {
       for (const runtime::ValueInfo& v : *list)
         has_values_ = has_values_ || v.sequence || v.optional;
@@ -739,6 +763,7 @@ class InferenceSession {
   PySessionOptions options_;
   std::optional<runtime::Session> session_;  // set once the constructor succeeds
   std::map<std::string, DTypeCode> dtypes_;
+  std::string known_;        // the feedable names, for an unknown-input error
   bool has_values_ = false;  // a sequence or optional input or output: run_values()
   std::unique_ptr<runtime::Profile> profile_;  // shared by every run; merges under its lock
 };
@@ -1490,6 +1515,9 @@ PYBIND11_MODULE(_frame, m) {
            "frame.onnxruntime's IOBinding).")
       .def("get_inputs", &InferenceSession::get_inputs)
       .def("get_outputs", &InferenceSession::get_outputs)
+      .def("get_overridable_initializers", &InferenceSession::get_overridable_initializers,
+           "Initializers a run may feed in place of their stored value (an initializer that is "
+           "also a graph input; ONNX IR spec, 'Graphs'), not among get_inputs().")
       .def("placement", &InferenceSession::placement,
            "Where each node of the latest compiled specialization runs, and why.")
       .def("report", &InferenceSession::report,

@@ -553,6 +553,13 @@ class Importer final : public BodyImporter {
       if (g_.find_value(t.name()) != ir::kNoValue) {
         return invalid_argument("duplicate initializer '{}'", t.name());
       }
+      // An initializer that is also a graph input is that input's default (ONNX IR spec,
+      // "Graphs"): a shape or value given for the input overrides it (add_inputs makes it an
+      // input or a bound constant).
+      if (&gp == &model_.graph() &&
+          (opts_.input_shapes.count(t.name()) > 0 || opts_.constant_inputs.count(t.name()) > 0)) {
+        continue;
+      }
       FRAME_RETURN_IF_ERROR(charge_constant(t, fmt::format("initializer '{}'", t.name())));
       // A session's re-import shares the main graph's tensors converted once at open
       // (ADR 0006); subgraph initializers are converted as usual.

@@ -438,21 +438,48 @@ Result<Opened> open_model(ParsedModel& pm, const std::string& name) {
   // A staged model (ADR 0008): positions after an eager node are bound by their own stage.
   std::set<ir::NodeId> staged_later;
   if (staged) staged_later = downstream_of_eager(o.structure, detail::eager_node_names(gp));
-  for (const runtime::ValueInfo& vi : src.inputs) {
-    passes::ShapeDeterminingInput in{o.structure.find_value(vi.name), vi.name, {}};
-    for (const passes::ShapeDeterminingInput& w : walked) {
-      if (w.name != vi.name) continue;
-      for (const passes::ShapeDeterminingUse& u : w.uses) {
-        if (staged_later.count(u.node) == 0) in.uses.push_back(u);
+  // Marks each of `values` that reaches a shape position of `g` (walked) or of a converter
+  // (at_import).
+  const auto classify = [&](const std::vector<runtime::ValueInfo>& values, const ir::Graph& g,
+                            const std::vector<passes::ShapeDeterminingInput>& walked,
+                            const auto& at_import) {
+    for (const runtime::ValueInfo& vi : values) {
+      passes::ShapeDeterminingInput in{g.find_value(vi.name), vi.name, {}};
+      for (const passes::ShapeDeterminingInput& w : walked) {
+        if (w.name != vi.name) continue;
+        for (const passes::ShapeDeterminingUse& u : w.uses) {
+          if (staged_later.count(u.node) == 0) in.uses.push_back(u);
+        }
       }
+      if (auto it = at_import.find(vi.name); it != at_import.end()) {
+        in.uses.insert(in.uses.end(), it->second.begin(), it->second.end());
+      }
+      if (in.uses.empty()) continue;
+      src.shape_determining.push_back(vi.name);
+      o.sdi.push_back(std::move(in));
     }
-    if (auto it = at_import.find(vi.name); it != at_import.end()) {
-      in.uses.insert(in.uses.end(), it->second.begin(), it->second.end());
-    }
-    if (in.uses.empty()) continue;
-    src.shape_determining.push_back(vi.name);
-    o.sdi.push_back(std::move(in));
+  };
+  classify(src.inputs, o.structure, walked, at_import);
+  if (staged) return o;
+  // Overridable initializers (an initializer named among the graph inputs: its default, ONNX
+  // IR spec "Graphs"): a run may feed them. A second structure-only import with all of them as
+  // inputs classifies them like inputs, so one that decides a shape is bound by value when fed.
+  for (const auto& in : gp.input()) {
+    auto init = pm.initializers.find(in.name());
+    if (init == pm.initializers.end() || !in.type().has_tensor_type()) continue;
+    runtime::ValueInfo vi = value_info(in, init->second.dtype());
+    probe.input_shapes[in.name()] = init->second.shape();
+    src.overridable.push_back(std::move(vi));
   }
+  if (src.overridable.empty()) return o;
+  Result<ir::Graph> with_overrides =
+      detail::import_model(pm.model, probe, pm.dir, &pm.initializers);
+  // Not classified when that import fails (it only stands values in for nodes it cannot
+  // convert, so it should not): a fed initializer at a shape position then fails its
+  // specialization's import, naming the node.
+  if (!with_overrides.is_ok()) return o;
+  classify(src.overridable, *with_overrides, passes::shape_determining_inputs(*with_overrides, sdo),
+           import_shape_determining(pm.model, src.overridable));
   return o;
 }
 
@@ -580,6 +607,7 @@ std::string source_record(const runtime::ModelSource& src, const std::string& ex
   return nlohmann::json{{"fingerprint", src.fingerprint},
                         {"external", external},
                         {"inputs", value_infos_json(src.inputs)},
+                        {"overridable", value_infos_json(src.overridable)},
                         {"outputs", value_infos_json(src.outputs)},
                         {"shape_determining", src.shape_determining}}
       .dump();
@@ -655,10 +683,13 @@ std::optional<runtime::ModelSource> source_from_record(const std::string& record
       value_infos_from(j.value("inputs", nlohmann::json()));
   std::optional<std::vector<runtime::ValueInfo>> outputs =
       value_infos_from(j.value("outputs", nlohmann::json()));
-  if (!inputs || !outputs) return std::nullopt;
+  std::optional<std::vector<runtime::ValueInfo>> overridable =
+      value_infos_from(j.value("overridable", nlohmann::json()));
+  if (!inputs || !outputs || !overridable) return std::nullopt;
   runtime::ModelSource src;
   src.name = path;
   src.inputs = std::move(*inputs);
+  src.overridable = std::move(*overridable);
   src.outputs = std::move(*outputs);
   src.fingerprint = j["fingerprint"].get<std::string>();
   for (const nlohmann::json& n : j["shape_determining"]) {

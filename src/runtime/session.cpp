@@ -94,8 +94,7 @@ struct Compiled {
   // runs have taken so far; the key is compiled in full once the second reaches the first.
   int64_t compile_us = 0;
   mutable std::atomic<int64_t> run_us{0};
-  std::vector<size_t> feed;  // indices into the declared inputs
-  bool feeds_all = false;    // feed is every declared input: pass the caller's map as is
+  std::vector<size_t> feed;  // indices into SessionImpl::slots_
 };
 
 // The executable's report with the session's `specialize` stage first
@@ -121,9 +120,13 @@ class SessionImpl {
   SessionImpl(ModelSource s, SessionOptions o) : source_(std::move(s)), options_(std::move(o)) {
     options_.compile.use_cache = false;
     options_.max_specializations = std::max<size_t>(options_.max_specializations, 1);
-    for (size_t i = 0; i < source_.inputs.size(); ++i) {
+    slots_ = source_.inputs;
+    if (!source_.staged) {
+      slots_.insert(slots_.end(), source_.overridable.begin(), source_.overridable.end());
+    }
+    for (size_t i = 0; i < slots_.size(); ++i) {
       const bool sd = std::find(source_.shape_determining.begin(), source_.shape_determining.end(),
-                                source_.inputs[i].name) != source_.shape_determining.end();
+                                slots_[i].name) != source_.shape_determining.end();
       if (sd) sd_index_.push_back(i);
     }
     add_shared(source_.shared_constants);
@@ -147,11 +150,13 @@ class SessionImpl {
   std::string disk_key(const std::vector<const Tensor*>& by_index) const {
     std::string k = fmt::format("model {}\n", source_.fingerprint);
     for (size_t i = 0; i < by_index.size(); ++i) {
-      k += fmt::format("input {} {}{}\n", source_.inputs[i].name, dtype_name(by_index[i]->dtype()),
+      if (by_index[i] == nullptr) continue;  // an overridable initializer not fed
+      k += fmt::format("input {} {}{}\n", slots_[i].name, dtype_name(by_index[i]->dtype()),
                        shape_to_string(by_index[i]->shape()));
     }
     for (size_t i : sd_index_) {
-      k += fmt::format("bound {} {}\n", source_.inputs[i].name, tensor_digest(*by_index[i]));
+      if (by_index[i] == nullptr) continue;
+      k += fmt::format("bound {} {}\n", slots_[i].name, tensor_digest(*by_index[i]));
     }
     return k + "--options--\n" + detail::options_fingerprint(resolved_);
   }
@@ -193,11 +198,21 @@ class SessionImpl {
   Status check_unknown(const Map& inputs, size_t found) const {
     if (found == inputs.size()) return Status();
     std::vector<std::string> declared;
-    for (const ValueInfo& vi : source_.inputs) declared.push_back(vi.name);
+    for (const ValueInfo& vi : slots_) declared.push_back(vi.name);
     for (const auto& [name, t] : inputs) {
       if (std::find(declared.begin(), declared.end(), name) == declared.end()) {
-        return invalid_argument("{}: unknown input '{}' (the model's inputs: {})", source_.name,
-                                name, fmt::join(declared, ", "));
+        declared.resize(source_.inputs.size());
+        std::string overridable;
+        if (const size_t n = slots_.size() - declared.size(); n > 8) {
+          // A model that lists every weight among its inputs (ONNX IR 3) has hundreds.
+          overridable = fmt::format("; {} overridable initializers", n);
+        } else if (n > 0) {
+          std::vector<std::string> names;
+          for (size_t i = declared.size(); i < slots_.size(); ++i) names.push_back(slots_[i].name);
+          overridable = fmt::format("; overridable initializers: {}", fmt::join(names, ", "));
+        }
+        return invalid_argument("{}: unknown input '{}' (the model's inputs: {}{})", source_.name,
+                                name, fmt::join(declared, ", "), overridable);
       }
     }
     return Status();
@@ -256,11 +271,12 @@ class SessionImpl {
   }
 
   Status validate(const TensorMap& inputs, std::vector<const Tensor*>& by_index) const {
-    by_index.assign(source_.inputs.size(), nullptr);
+    by_index.assign(slots_.size(), nullptr);
     size_t found = 0;
-    for (size_t i = 0; i < source_.inputs.size(); ++i) {
-      const ValueInfo& vi = source_.inputs[i];
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      const ValueInfo& vi = slots_[i];
       auto it = inputs.find(vi.name);
+      if (it == inputs.end() && i >= source_.inputs.size()) continue;  // keeps its initializer
       if (it == inputs.end()) {
         return invalid_argument("{}: missing input '{}' (expected {})", source_.name, vi.name,
                                 vi.to_string());
@@ -276,11 +292,16 @@ class SessionImpl {
   void make_key(const std::vector<const Tensor*>& by_index, Key& key) const {
     key.words.clear();
     for (const Tensor* t : by_index) {
+      if (t == nullptr) {  // an overridable initializer not fed
+        key.words.push_back(UINT64_MAX);
+        continue;
+      }
       key.words.push_back(static_cast<uint64_t>(t->dtype()));
       key.words.push_back(static_cast<uint64_t>(t->rank()));
       for (int64_t d : t->shape()) key.words.push_back(static_cast<uint64_t>(d));
     }
     for (size_t i : sd_index_) {
+      if (by_index[i] == nullptr) continue;
       const Tensor& t = *by_index[i];
       const size_t n = t.nbytes();
       key.words.push_back(n);
@@ -295,11 +316,12 @@ class SessionImpl {
   std::string describe(const std::vector<const Tensor*>& by_index) const {
     std::vector<std::string> parts;
     for (size_t i = 0; i < by_index.size(); ++i) {
-      parts.push_back(fmt::format("{}: {}{}", source_.inputs[i].name,
-                                  dtype_name(by_index[i]->dtype()),
+      if (by_index[i] == nullptr) continue;
+      parts.push_back(fmt::format("{}: {}{}", slots_[i].name, dtype_name(by_index[i]->dtype()),
                                   shape_to_string(by_index[i]->shape())));
     }
     for (size_t i : sd_index_) {
+      if (by_index[i] == nullptr) continue;
       const Tensor& t = *by_index[i];
       std::vector<std::string> vals;
       // Integers exactly (a key of 2^62 + 1 must not print like 2^62), floats in shortest form.
@@ -316,7 +338,7 @@ class SessionImpl {
       std::string v = t.numel() <= 16 ? fmt::format("{}", fmt::join(vals, ","))
                                       : fmt::format("{} values", t.numel());
       if (t.rank() > 0) v = "[" + v + "]";
-      parts.push_back(fmt::format("{} = {}", source_.inputs[i].name, v));
+      parts.push_back(fmt::format("{} = {}", slots_[i].name, v));
     }
     return fmt::format("{}", fmt::join(parts, ", "));
   }
@@ -353,12 +375,13 @@ class SessionImpl {
                                                       bool shape_agnostic) const {
     Specialization spec;
     for (size_t i = 0; i < by_index.size(); ++i) {
-      spec.input_shapes.emplace(source_.inputs[i].name, by_index[i]->shape());
+      if (by_index[i] != nullptr) spec.input_shapes.emplace(slots_[i].name, by_index[i]->shape());
     }
     // A copy: the caller may overwrite its input tensor for a later run (IoBinding style),
     // and the cached specialization must keep the value its key records.
     for (size_t i : sd_index_) {
-      spec.constant_inputs.emplace(source_.inputs[i].name, by_index[i]->clone());
+      if (by_index[i] != nullptr)
+        spec.constant_inputs.emplace(slots_[i].name, by_index[i]->clone());
     }
     auto c = std::make_shared<Compiled>();
     std::string disk_key;
@@ -412,14 +435,13 @@ class SessionImpl {
     return finish(std::move(c));
   }
 
-  // Which declared inputs the executable takes.
+  // Which declared inputs (and fed overridable initializers) the executable takes.
   std::shared_ptr<const Compiled> finish(std::shared_ptr<Compiled> c) const {
-    for (size_t i = 0; i < source_.inputs.size(); ++i) {
+    for (size_t i = 0; i < slots_.size(); ++i) {
       for (const auto& [name, type] : c->exe.input_signature()) {
-        if (name == source_.inputs[i].name) c->feed.push_back(i);
+        if (name == slots_[i].name) c->feed.push_back(i);
       }
     }
-    c->feeds_all = c->feed.size() == source_.inputs.size();
     return c;
   }
 
@@ -565,18 +587,20 @@ class SessionImpl {
     return get(by_index, full);
   }
 
-  // The executable's inputs: the caller's map when it takes every declared input, else the
-  // non-bound ones.
-  static const TensorMap& feeds(const Compiled& c, const TensorMap& inputs,
-                                const std::vector<ValueInfo>& declared, TensorMap& scratch) {
-    if (c.feeds_all) return inputs;
+  // The executable's inputs: the caller's map when it takes every value the caller fed (the
+  // map was validated: it names only slots), else the non-bound ones.
+  const TensorMap& feeds(const Compiled& c, const TensorMap& inputs, TensorMap& scratch) const {
+    if (c.feed.size() == inputs.size()) return inputs;
     scratch.clear();
-    for (size_t i : c.feed) scratch.emplace(declared[i].name, inputs.at(declared[i].name));
+    for (size_t i : c.feed) scratch.emplace(slots_[i].name, inputs.at(slots_[i].name));
     return scratch;
   }
 
   ModelSource source_;
   SessionOptions options_;
+  // What a run may feed: the declared inputs, then the overridable initializers (absent from a
+  // run's by_index as nullptr). sd_index_ indexes it.
+  std::vector<ValueInfo> slots_;
   std::vector<size_t> sd_index_;
   mutable std::vector<std::pair<uintptr_t, uintptr_t>> shared_ranges_;  // guarded by mu_
   mutable bool late_shared_added_ = false;                              // guarded by mu_
@@ -630,11 +654,14 @@ Result<Session> Session::create(ModelSource source, SessionOptions options) {
           fmt::format("session for '{}': disabled pass: ", source.name));
     }
   }
+  if (source.staged) source.overridable.clear();  // a staged model's stages own its values
   std::set<std::string> names;
-  for (const ValueInfo& vi : source.inputs) {
-    if (!names.insert(vi.name).second) {
-      return invalid_argument("session for '{}': input '{}' is declared twice", source.name,
-                              vi.name);
+  for (const auto* list : {&source.inputs, &source.overridable}) {
+    for (const ValueInfo& vi : *list) {
+      if (!names.insert(vi.name).second) {
+        return invalid_argument("session for '{}': input '{}' is declared twice", source.name,
+                                vi.name);
+      }
     }
   }
   for (const std::string& sd : source.shape_determining) {
@@ -644,11 +671,14 @@ Result<Session> Session::create(ModelSource source, SessionOptions options) {
           sd);
     }
   }
+  // Inputs in model order, then overridable initializers in model order.
   std::vector<std::string> in_model_order;
-  for (const ValueInfo& vi : source.inputs) {
-    if (std::find(source.shape_determining.begin(), source.shape_determining.end(), vi.name) !=
-        source.shape_determining.end()) {
-      in_model_order.push_back(vi.name);
+  for (const auto* list : {&source.inputs, &source.overridable}) {
+    for (const ValueInfo& vi : *list) {
+      if (std::find(source.shape_determining.begin(), source.shape_determining.end(), vi.name) !=
+          source.shape_determining.end()) {
+        in_model_order.push_back(vi.name);
+      }
     }
   }
   source.shape_determining = std::move(in_model_order);
@@ -738,9 +768,7 @@ Result<TensorMap> Session::run(const TensorMap& inputs, const RunOptions& option
   }
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<const Compiled> c, impl_->lookup(inputs));
   TensorMap scratch;
-  return timed_run(*c, [&] {
-    return c->exe.run(SessionImpl::feeds(*c, inputs, impl_->source_.inputs, scratch), options);
-  });
+  return timed_run(*c, [&] { return c->exe.run(impl_->feeds(*c, inputs, scratch), options); });
 }
 
 Result<ValueMap> Session::run_values(const ValueMap& inputs, const RunOptions& options) const {
@@ -762,10 +790,8 @@ Status Session::run(const TensorMap& inputs, TensorMap& outputs, const RunOption
   }
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<const Compiled> c, impl_->lookup(inputs));
   TensorMap scratch;
-  return timed_run(*c, [&] {
-    return c->exe.run(SessionImpl::feeds(*c, inputs, impl_->source_.inputs, scratch), outputs,
-                      options);
-  });
+  return timed_run(*c,
+                   [&] { return c->exe.run(impl_->feeds(*c, inputs, scratch), outputs, options); });
 }
 
 Result<Executable> Session::prepare(const TensorMap& inputs) const {
@@ -781,6 +807,9 @@ Result<Executable> Session::prepare(const TensorMap& inputs) const {
 }
 
 const std::vector<ValueInfo>& Session::inputs() const { return impl_->source_.inputs; }
+const std::vector<ValueInfo>& Session::overridable_inputs() const {
+  return impl_->source_.overridable;
+}
 const std::vector<ValueInfo>& Session::outputs() const { return impl_->source_.outputs; }
 const std::vector<std::string>& Session::shape_determining_inputs() const {
   return impl_->source_.shape_determining;

@@ -47,7 +47,8 @@ struct LoadLimits {
 struct LoadOptions : LoadLimits {
   /// Concrete dims for graph inputs, by input name. Required for every input whose declared
   /// shape has a symbolic (dim_param) or missing dim (ARCH-044: no unknown dims); when given
-  /// for an input with static dims it must agree with them (rank and every fixed dim).
+  /// for an input with static dims it must agree with them (rank and every fixed dim). Naming
+  /// an input that is also an initializer makes it a graph input (the initializer is dropped).
   std::map<std::string, Shape> input_shapes;
   /// Graph inputs bound to fixed values at load time: each becomes a constant instead of a
   /// graph input, so values that must be static (a Reshape target, Resize scales, axes inputs;
@@ -68,11 +69,14 @@ struct LoadOptions : LoadLimits {
 /// Loads the ONNX model at `path` (external tensor data is read from files inside its directory,
 /// after resolving symbolic links; docs/security.md).
 /// Initializers and Constant nodes become constants; graph inputs that are also initializers
-/// are constants; every node is mapped through the op table for the model's opset.
-/// Errors: kIo (missing/unreadable file, truncated or malformed protobuf, bad external data),
-/// kInvalidArgument (bad model content: dangling names, unknown/missing dims without an
-/// entry in `input_shapes`, unsupported element types, cycles), kUnimplemented listing every
-/// unsupported (domain, op type, opset, node name) of the model in one message.
+/// are constants unless `input_shapes` or `constant_inputs` names them (ONNX IR spec, "Graphs":
+/// the initializer is only the input's default; ONNX Runtime's overridable initializers): then
+/// the initializer is dropped and the input is a graph input, or the given constant; every node is
+/// mapped through the op table for the model's opset. Errors: kIo (missing/unreadable file,
+/// truncated or malformed protobuf, bad external data), kInvalidArgument (bad model content:
+/// dangling names, unknown/missing dims without an entry in `input_shapes`, unsupported element
+/// types, cycles), kUnimplemented listing every unsupported (domain, op type, opset, node name) of
+/// the model in one message.
 Result<ir::Graph> load(const std::string& path, const LoadOptions& options = {});
 
 /// Like `load`, from serialized ModelProto bytes. `model_dir` resolves external data

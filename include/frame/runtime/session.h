@@ -105,9 +105,12 @@ struct StagedRunner;
 /// What a specialization fixes: the shape of every model input and the value of every
 /// shape-determining input (ADR 0006 decision 3).
 struct Specialization {
-  /// Concrete shape of every model input, by name.
+  /// Concrete shape of every model input, by name; also of every overridable initializer
+  /// (ModelSource::overridable) the run feeds, which is then a graph input of this
+  /// specialization instead of a constant.
   std::map<std::string, Shape> input_shapes;
-  /// Values of the shape-determining inputs, to be bound as constants, by name.
+  /// Values of the shape-determining inputs, to be bound as constants, by name; also of a fed
+  /// overridable initializer that is shape-determining (its value replaces the initializer's).
   std::map<std::string, Tensor> constant_inputs;
 };
 
@@ -120,8 +123,15 @@ struct ModelSource {
   std::vector<ValueInfo> inputs;
   /// Declared outputs, in model order.
   std::vector<ValueInfo> outputs;
+  /// Initializers that are also declared graph inputs (ONNX IR spec, "Graphs": the
+  /// initializer is the input's default value; ONNX Runtime calls them overridable
+  /// initializers), with the declared type. A run may feed any of them; one it does not feed
+  /// keeps the initializer. Whether each is fed, and its shape, are part of the cache key. Not
+  /// used by a staged source.
+  std::vector<ValueInfo> overridable;
   /// Names of the inputs whose values decide output shapes (passes::shape_determining_inputs);
   /// their values are part of the cache key and bound as constants in each specialization.
+  /// May name overridable initializers: bound likewise when a run feeds them.
   std::vector<std::string> shape_determining;
   /// Produces the static graph for a specialization: every input of `inputs` not in
   /// `Specialization::constant_inputs` stays a graph input with the given shape; the bound ones
@@ -306,9 +316,13 @@ class Session {
 
   /// Declared inputs, in model order.
   const std::vector<ValueInfo>& inputs() const;
+  /// Initializers a run may feed in place of their stored value (ModelSource::overridable), in
+  /// model order; not among inputs().
+  const std::vector<ValueInfo>& overridable_inputs() const;
   /// Declared outputs, in model order.
   const std::vector<ValueInfo>& outputs() const;
-  /// Names of the shape-determining inputs, in model order.
+  /// Names of the shape-determining inputs, in model order; shape-determining overridable
+  /// initializers follow, in model order.
   const std::vector<std::string>& shape_determining_inputs() const;
   /// The options the session was created with.
   const SessionOptions& options() const;

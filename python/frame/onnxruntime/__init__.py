@@ -552,9 +552,10 @@ class InferenceSession:
         return list(self._outputs)
 
     def get_overridable_initializers(self) -> List[NodeArg]:
-        """Initializers a feed may override: none in frame (initializers are constants folded
-        into the compiled graph; docs/python.md)."""
-        return []
+        """Initializers a feed may override (an initializer that is also a graph input; ONNX IR
+        spec, "Graphs"), in model order. A run that feeds one uses the fed value; the others
+        keep the stored one."""
+        return [NodeArg(a.name, a.shape, a.type) for a in self._sess.get_overridable_initializers()]
 
     def get_modelmeta(self) -> ModelMetadata:
         """The model's producer, graph name, domain, descriptions, version and custom metadata

@@ -18,6 +18,7 @@
 
 #include "common/tolerance.h"
 #include "frame/core/npy.h"
+#include "frame/onnx/onnx.h"
 #include "model_builder.h"
 
 namespace frame::onnx {
@@ -374,6 +375,54 @@ TEST(OnnxSession, ClassifyInputsListsWhatTheSessionBinds) {
   EXPECT_EQ(c->front().uses[0].op, "reshape");
   EXPECT_EQ(c->front().uses[0].input, 1u);
   std::remove(path.c_str());
+}
+
+// y = x + half, with the initializer `half` also a graph input (ONNX IR spec, "Graphs": the
+// initializer is the input's default, which a feed may override).
+std::string overridable_model() {
+  ModelBuilder m(17);
+  m.input("x", {-1}).input("half", {1}).output("y");
+  m.init(float_tensor("half", {1}, {0.5f}));
+  m.add(node("Add", {"x", "half"}, {"y"}, "add"));
+  return m.bytes();
+}
+
+TEST(OnnxSession, AFeedOverridesAnInitializerThatIsAlsoAnInput) {
+  Result<runtime::Session> s = open_session_from_bytes(overridable_model(), cpu_options());
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  ASSERT_EQ(s->inputs().size(), 1u);
+  ASSERT_EQ(s->overridable_inputs().size(), 1u);
+  EXPECT_EQ(s->overridable_inputs()[0].name, "half");
+  EXPECT_EQ(s->overridable_inputs()[0].to_string(), "f32[1]");
+  EXPECT_TRUE(s->shape_determining_inputs().empty());
+  const Tensor x = iota(4);
+  for (const auto& [fed, add] : std::vector<std::pair<bool, float>>{
+           {false, 0.5f}, {true, 3.0f}, {true, -1.0f}, {false, 0.5f}}) {
+    TensorMap in{{"x", x}};
+    if (fed) in.emplace("half", Tensor::from_vector<float>({1}, {add}));
+    Result<TensorMap> out = s->run(in);
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    for (int64_t i = 0; i < 4; ++i) {
+      EXPECT_EQ(out->at("y").data<float>()[i], static_cast<float>(i) + add) << "fed " << fed;
+    }
+  }
+  // Two keys (fed, not fed): the second value fed reused the plan of the first.
+  EXPECT_EQ(s->cache_stats().misses, 2u);
+  // A feed of the wrong shape is named.
+  Result<TensorMap> bad = s->run({{"x", x}, {"half", iota(2)}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("input 'half' has shape [2]"), std::string::npos)
+      << bad.status().to_string();
+  // load() makes it a graph input when given a shape for it, a constant otherwise.
+  LoadOptions lo;
+  lo.input_shapes = {{"x", {4}}};
+  Result<ir::Graph> as_constant = load_from_bytes(overridable_model(), lo);
+  ASSERT_TRUE(as_constant.is_ok()) << as_constant.status().to_string();
+  EXPECT_EQ(as_constant->inputs().size(), 1u);
+  lo.input_shapes.emplace("half", Shape{1});
+  Result<ir::Graph> as_input = load_from_bytes(overridable_model(), lo);
+  ASSERT_TRUE(as_input.is_ok()) << as_input.status().to_string();
+  EXPECT_EQ(as_input->inputs().size(), 2u);
 }
 
 }  // namespace
