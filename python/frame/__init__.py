@@ -33,6 +33,7 @@ from ._frame import (
     register_op,
 )
 from . import _frame
+from ._compare import compare
 
 __all__ = [
     "Executable",
@@ -45,6 +46,7 @@ __all__ = [
     "Value",
     "__version__",
     "backends",
+    "compare",
     "compile",
     "kernels",
     "load_onnx",

@@ -41,6 +41,7 @@
 #include "frame/ops/op_registry.h"
 #include "frame/ops/op_schema.h"
 #include "frame/runtime/backend.h"
+#include "frame/runtime/compare.h"
 #include "frame/runtime/compile.h"
 #include "frame/runtime/plugin.h"
 #include "frame/runtime/session.h"
@@ -574,6 +575,25 @@ class InferenceSession {
     clear_kernel_exception();
     return outputs_in_order(
         names, [&](const std::string& n) { return py::object(array_from_tensor(out->at(n))); });
+  }
+
+  // frame.compare (docs/debugging.md): this session's run against `reference`'s on the same
+  // feeds, every value both produce compared (runtime::compare_runs); the report as JSON.
+  std::string compare_with(const InferenceSession& reference, const py::object& input_feed,
+                           const std::vector<std::string>& backends,
+                           const std::vector<std::string>& reference_backends,
+                           std::optional<double> rtol, std::optional<double> atol) const {
+    Feeds feeds = feeds_from_dict(input_feed, dtypes_, known_);
+    runtime::CompareOptions co;
+    co.backends = backends;
+    co.reference_backends = reference_backends;
+    if (rtol || atol) co.fixed = Tolerance{rtol.value_or(0.0), atol.value_or(0.0)};
+    clear_kernel_exception();
+    Result<runtime::ComparisonReport> r = without_gil(
+        [&] { return runtime::compare_runs(sess(), reference.sess(), feeds.tensors, co); });
+    if (!r.is_ok()) raise_run_status(r.status());
+    clear_kernel_exception();
+    return r->to_json();
   }
 
   // run() writing into the caller's arrays (runtime::Session::run's caller-buffer form, ONNX
@@ -1515,6 +1535,11 @@ PYBIND11_MODULE(_frame, m) {
            "frame.onnxruntime's IOBinding).")
       .def("get_inputs", &InferenceSession::get_inputs)
       .def("get_outputs", &InferenceSession::get_outputs)
+      .def("_compare_with", &InferenceSession::compare_with, py::arg("reference"),
+           py::arg("input_feed"), py::arg("backends"), py::arg("reference_backends"),
+           py::arg("rtol") = py::none(), py::arg("atol") = py::none(),
+           "frame.compare's core: runs this session and `reference` on the same feeds and "
+           "returns runtime::ComparisonReport::to_json().")
       .def("get_overridable_initializers", &InferenceSession::get_overridable_initializers,
            "Initializers a run may feed in place of their stored value (an initializer that is "
            "also a graph input; ONNX IR spec, 'Graphs'), not among get_inputs().")

@@ -205,11 +205,11 @@ Status Executable::run(const TensorMap& inputs, TensorMap& outputs,
     detail::ThreadCountScope threads(core.plan.num_threads);
     if (options.profile == nullptr) {
       s = detail::run_plan(core.plan, *state, state->run_inputs, state->run_outputs, false,
-                           options.terminate);
+                           options.terminate, options.observer);
     } else {
       const auto t0 = std::chrono::steady_clock::now();
       s = detail::run_plan(core.plan, *state, state->run_inputs, state->run_outputs, true,
-                           options.terminate);
+                           options.terminate, options.observer);
       const auto dt = std::chrono::steady_clock::now() - t0;
       if (s.is_ok()) {
         options.profile->merge_run(

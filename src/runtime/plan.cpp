@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "frame/ops/op_registry.h"
+#include "ops/schemas/laid_out_internal.h"
 #include "ops/schemas/nn_fused_internal.h"
 #include "passes/operator_fusion.h"
 
@@ -267,6 +268,22 @@ DeviceGroupReport device_group_report(const ir::Graph& g, const Backend& be, con
   return r;
 }
 
+// The memory order value `v` is stored in by its producer (ops::fused::ActivationLayout): a
+// conv's `dst_layout` (fused_post_ops_internal), a laid_out_internal node's `layout`; 0 (plain)
+// otherwise.
+int64_t stored_layout(const ir::Graph& g, ir::ValueId v) {
+  const ir::Value& val = g.value(v);
+  if (val.producer < 0 || val.producer_output != 0) return 0;
+  const ir::Node& n = g.node(val.producer);
+  std::string attr;
+  if (n.op == ops::fused::kFusedPostOpsOp) attr = ops::fused::kDstLayoutAttr;
+  if (n.op == ops::laid_out::kLaidOutOp) attr = "layout";
+  if (attr.empty()) return 0;
+  auto it = n.attrs.find(attr);
+  const int64_t* l = it == n.attrs.end() ? nullptr : std::get_if<int64_t>(&it->second);
+  return l == nullptr ? 0 : *l;
+}
+
 }  // namespace
 
 Result<Plan> build_plan(std::shared_ptr<const ir::Graph> graph, const passes::PassContext& ctx,
@@ -355,6 +372,10 @@ Result<Plan> build_plan(std::shared_ptr<const ir::Graph> graph, const passes::Pa
       }
     }
     step.info = step_info(g, ctx, step_nodes, step);
+    for (ir::ValueId v : step.outputs) {
+      step.output_names.push_back(v == ir::kNoValue ? std::string() : g.value(v).name);
+      step.output_layouts.push_back(v == ir::kNoValue ? 0 : stored_layout(g, v));
+    }
     step.workspace_bytes = align_up(step.part->workspace_bytes());
     plan.workspace_bytes = std::max(plan.workspace_bytes, step.workspace_bytes);
     plan.steps.push_back(std::move(step));
@@ -419,6 +440,40 @@ Result<std::unique_ptr<RunState>> make_run_state(const Plan& plan) {
 
 namespace {
 
+// Hands a step's outputs to a RunOptions::observer, a plain copy of each one stored in another
+// layout (rank-4 floats: the onednn patterns lay out only those).
+Status observe(const Step& step, std::span<const Tensor> outputs, const NodeObserver& observer) {
+  bool plain = true;
+  for (int64_t l : step.output_layouts) plain = plain && l == 0;
+  if (plain) {
+    observer(step.info, step.output_names, outputs);
+    return Status();
+  }
+  std::vector<Tensor> copies(outputs.begin(), outputs.end());
+  for (size_t k = 0; k < copies.size(); ++k) {
+    const auto layout = static_cast<ops::fused::ActivationLayout>(step.output_layouts[k]);
+    const Tensor& t = outputs[k];
+    if (layout == ops::fused::ActivationLayout::kPlain || !t.defined() || t.rank() != 4) continue;
+    FRAME_ASSIGN_OR_RETURN(copies[k], Tensor::empty(t.dtype(), t.shape()));
+    const int64_t n = t.shape()[0], c = t.shape()[1], hw = t.shape()[2] * t.shape()[3];
+    const size_t width = dtype_size(t.dtype());
+    const auto* from = static_cast<const std::byte*>(t.raw_data());
+    auto* to = static_cast<std::byte*>(copies[k].raw_data());
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t ch = 0; ch < c; ++ch) {
+        for (int64_t p = 0; p < hw; ++p) {
+          const int64_t src = ops::fused::layout_offset(layout, c, hw, i, ch, p);
+          const int64_t dst = (i * c + ch) * hw + p;
+          std::memcpy(to + static_cast<size_t>(dst) * width,
+                      from + static_cast<size_t>(src) * width, width);
+        }
+      }
+    }
+  }
+  observer(step.info, step.output_names, copies);
+  return Status();
+}
+
 // Points every step slot reading or writing `v` at `t` (copy-assignment reuses the slots'
 // shape storage, so this does not allocate in the steady state).
 void set_value(const Plan& plan, RunState& st, ir::ValueId v, const Tensor& t) {
@@ -435,7 +490,8 @@ void set_value(const Plan& plan, RunState& st, ir::ValueId v, const Tensor& t) {
 }  // namespace
 
 Status run_plan(const Plan& plan, RunState& st, std::span<const Tensor> inputs,
-                std::span<Tensor> outputs, bool timed, const std::atomic<bool>* terminate) {
+                std::span<Tensor> outputs, bool timed, const std::atomic<bool>* terminate,
+                const NodeObserver* observer) {
   const ir::Graph& g = *plan.graph;
   for (size_t i = 0; i < g.inputs().size() && i < inputs.size(); ++i) {
     set_value(plan, st, g.inputs()[i], inputs[i]);
@@ -469,6 +525,7 @@ Status run_plan(const Plan& plan, RunState& st, std::span<const Tensor> inputs,
     io.num_threads = plan.num_threads;
     if (!timed) {
       FRAME_RETURN_IF_ERROR(step.part->run(io));
+      if (observer != nullptr) FRAME_RETURN_IF_ERROR(observe(step, io.outputs, *observer));
       continue;
     }
     const Clock::time_point t0 = Clock::now();
@@ -478,6 +535,7 @@ Status run_plan(const Plan& plan, RunState& st, std::span<const Tensor> inputs,
         std::chrono::duration_cast<std::chrono::nanoseconds>(t0.time_since_epoch()).count();
     st.dur_ns[s] = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
     FRAME_RETURN_IF_ERROR(status);
+    if (observer != nullptr) FRAME_RETURN_IF_ERROR(observe(step, io.outputs, *observer));
   }
   // Outputs that are graph inputs, constants or repeated are copied out.
   for (size_t j = 0; j < g.outputs().size() && j < outputs.size(); ++j) {

@@ -29,6 +29,11 @@ struct Step {
   size_t workspace_bytes = 0;
   /// What a profile reports for this step (names, placement, types, fused body; no times).
   NodeProfile info;
+  /// Names of `outputs` ("" for absent ones), for RunOptions::observer.
+  std::vector<std::string> output_names;
+  /// Memory order of each output as its producer stores it (ops::fused::ActivationLayout:
+  /// 0 plain, 1 nhwc, 16 nChw16c), so an observer gets plain values.
+  std::vector<int64_t> output_layouts;
 };
 
 /// Where a value's tensor comes from at run time.
@@ -94,9 +99,10 @@ void bind(const Plan& plan, RunState& state, std::byte* base);
 /// output types; produced outputs are written in place, others copied in). Errors from parts
 /// pass through (they name node and op). With `timed`, each step's start and duration go to
 /// state.start_ns / state.dur_ns; without, no clock is read. `terminate`: RunOptions::terminate,
-/// read before each step.
+/// read before each step. `observer`: RunOptions::observer, called after each step.
 Status run_plan(const Plan& plan, RunState& state, std::span<const Tensor> inputs,
                 std::span<Tensor> outputs, bool timed = false,
-                const std::atomic<bool>* terminate = nullptr);
+                const std::atomic<bool>* terminate = nullptr,
+                const NodeObserver* observer = nullptr);
 
 }  // namespace frame::runtime::detail

@@ -7,9 +7,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -250,6 +252,16 @@ class Profile {
   std::unordered_map<std::string, size_t> rows_;  // row_for's index, built at its first use
 };
 
+/// Called by a run after each top-level node (RunOptions::observer) with the node's profile
+/// row (name, op, backend, path, fused ops), the names of its outputs in the compiled graph
+/// (ONNX value names for imported models; a fused group's are its last op's) and their
+/// values in plain row-major layout (a value a kernel keeps in nhwc or nChw16c is handed over
+/// as a plain copy). The tensors are valid only during the call: copy what you keep. An absent
+/// optional output is an undefined Tensor. Called on the thread that runs the graph.
+using NodeObserver =
+    std::function<void(const NodeProfile& node, std::span<const std::string> output_names,
+                       std::span<const Tensor> outputs)>;
+
 /// Options of one Executable::run call.
 struct RunOptions {
   /// When set, this run's per-node times are added to it (steady_clock around each step);
@@ -262,6 +274,10 @@ struct RunOptions {
   /// long run between nodes (ONNX Runtime's RunOptions.terminate). One relaxed atomic load per
   /// node; must outlive the call.
   const std::atomic<bool>* terminate = nullptr;
+  /// When set, called after each top-level node with its outputs (NodeObserver; `frame
+  /// compare` reads every value this way). Values kept in another layout are copied to plain
+  /// for it; one null check per node when unset. Must outlive the call.
+  const NodeObserver* observer = nullptr;
 };
 
 /// The error a run stopped by RunOptions::terminate returns: kFailedPrecondition, "the run was

@@ -287,5 +287,36 @@ TEST(RunTerminate, StopsBeforeTheNextNode) {
   check_output(x, out->at("e"));
 }
 
+TEST(RunObserver, SeesEveryNodesOutputsInOrder) {
+  // Values computed by hand from x: r = relu(x), n = -r, e = exp(n); timed and untimed runs.
+  auto exe = compile(chain("observer"), unfused());
+  ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+  const Tensor x = input(1.0F);
+  Profile prof;
+  for (Profile* p : {static_cast<Profile*>(nullptr), &prof}) {
+    std::vector<std::string> seen;
+    std::vector<std::string> nodes;
+    const NodeObserver observer = [&](const NodeProfile& node, std::span<const std::string> names,
+                                      std::span<const Tensor> outputs) {
+      ASSERT_EQ(names.size(), 1U);
+      ASSERT_EQ(outputs.size(), 1U);
+      seen.push_back(names[0]);
+      nodes.push_back(node.node);
+      for (int64_t i = 0; i < kN; ++i) {
+        const double r = std::max(0.0, static_cast<double>(x.data<float>()[i]));
+        const double want = names[0] == "r" ? r : names[0] == "n" ? -r : std::exp(-r);
+        ASSERT_NEAR(outputs[0].data<float>()[i], want, 1e-6) << names[0] << " " << i;
+      }
+    };
+    RunOptions ro;
+    ro.observer = &observer;
+    ro.profile = p;
+    auto out = exe->run({{"x", x}}, ro);
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    EXPECT_EQ(nodes, (std::vector<std::string>{"r", "n", "e"}));
+    EXPECT_EQ(seen, nodes);  // node() names each output after its node
+  }
+}
+
 }  // namespace
 }  // namespace frame::runtime

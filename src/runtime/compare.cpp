@@ -1,0 +1,218 @@
+// runtime::compare_runs: two runs of one model, every value both produce compared under
+// BUILD-011's tolerance (include/frame/runtime/compare.h; docs/debugging.md).
+
+#include "frame/runtime/compare.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+namespace frame::runtime {
+
+namespace {
+
+// What one run produced: each named output of each node, copied, with its producer.
+struct Observed {
+  struct Entry {
+    Tensor value;
+    NodeProfile node;  // without input and output types (not reported)
+  };
+  std::vector<std::string> order;  // names in the order the run computed them
+  std::map<std::string, Entry> values;
+};
+
+Result<Observed> observe_run(const Session& session, const TensorMap& inputs, const char* which) {
+  Observed obs;
+  Status copy_status;
+  const NodeObserver observer = [&](const NodeProfile& node, std::span<const std::string> names,
+                                    std::span<const Tensor> outputs) {
+    for (size_t k = 0; k < names.size() && k < outputs.size(); ++k) {
+      if (names[k].empty() || !outputs[k].defined() || obs.values.count(names[k]) > 0) continue;
+      Observed::Entry e;
+      e.value = outputs[k].clone();
+      if (!e.value.defined() && copy_status.is_ok()) {
+        copy_status = make_error(StatusCode::kOutOfRange,
+                                 "copying value '{}' failed (out of memory)", names[k]);
+      }
+      e.node.node = node.node;
+      e.node.op = node.op;
+      e.node.backend = node.backend;
+      e.node.path = node.path;
+      e.node.fused_ops = node.fused_ops;
+      obs.order.push_back(names[k]);
+      obs.values.emplace(names[k], std::move(e));
+    }
+  };
+  RunOptions ro;
+  ro.observer = &observer;
+  Result<TensorMap> out = session.run(inputs, ro);
+  if (!out.is_ok()) return out.status().with_prefix(fmt::format("the {} run: ", which));
+  FRAME_RETURN_IF_ERROR(copy_status);
+  // Graph outputs no node produced (a constant, an input passed through) are compared too.
+  for (auto& [name, t] : *out) {
+    if (obs.values.count(name) > 0) continue;
+    Observed::Entry e;
+    e.value = std::move(t);
+    e.node.node = "(graph output)";
+    obs.order.push_back(name);
+    obs.values.emplace(name, std::move(e));
+  }
+  return obs;
+}
+
+std::string type_of(const Tensor& t) {
+  return fmt::format("{}{}", dtype_name(t.dtype()), shape_to_string(t.shape()));
+}
+
+std::string kernel_of(const ValueComparison& v) {
+  std::string k = v.backend.empty() ? std::string("-") : v.backend;
+  if (!v.path.empty() && v.path != "kernel") k += " (" + v.path + ")";
+  if (!v.fused_ops.empty()) k += fmt::format(" [{}]", fmt::join(v.fused_ops, "+"));
+  return k;
+}
+
+}  // namespace
+
+Result<ComparisonReport> compare_runs(const Session& target, const Session& reference,
+                                      const TensorMap& inputs, const CompareOptions& options) {
+  FRAME_ASSIGN_OR_RETURN(Observed t, observe_run(target, inputs, "tested"));
+  FRAME_ASSIGN_OR_RETURN(Observed r, observe_run(reference, inputs, "reference"));
+  ComparisonReport rep;
+  rep.backends = options.backends;
+  rep.reference = options.reference_backends;
+  for (const std::string& name : t.order) {
+    auto rit = r.values.find(name);
+    if (rit == r.values.end()) {
+      ++rep.only_in_target;
+      continue;
+    }
+    const Observed::Entry& te = t.values.at(name);
+    const Observed::Entry& re = rit->second;
+    ValueComparison v;
+    v.value = name;
+    v.node = te.node.node;
+    v.op = te.node.op;
+    v.backend = te.node.backend;
+    v.path = te.node.path;
+    v.fused_ops = te.node.fused_ops;
+    v.reference_node = re.node.node;
+    v.reference_backend = re.node.backend;
+    v.type = type_of(te.value);
+    v.reference_type = type_of(re.value);
+    v.numel = re.value.numel();
+    const Tolerance tol =
+        options.fixed ? *options.fixed : tolerance_for(re.value.dtype(), options.tolerance);
+    v.rtol = tol.rtol;
+    v.atol = tol.atol;
+    const CompareResult c = compare_tensors(te.value, re.value, tol);
+    v.ok = c.ok;
+    v.mismatches = c.mismatches;
+    v.max_abs_error = c.max_abs_error;
+    v.max_rel_error = c.max_rel_error;
+    v.message = c.message;
+    if (!v.ok && !rep.first_divergence) rep.first_divergence = rep.values.size();
+    rep.values.push_back(std::move(v));
+  }
+  for (const std::string& name : r.order) {
+    if (t.values.count(name) == 0) ++rep.only_in_reference;
+  }
+  return rep;
+}
+
+std::string ComparisonReport::to_text(size_t max_rows) const {
+  const std::string chain =
+      backends.empty() ? "(default)" : fmt::format("{}", fmt::join(backends, ","));
+  const std::string ref =
+      reference.empty() ? "(default)" : fmt::format("{}", fmt::join(reference, ","));
+  std::string out;
+  if (!model.empty()) out += fmt::format("model: {}\n", model);
+  out += fmt::format("backends {} against reference {}: {} values compared", chain, ref,
+                     values.size());
+  if (only_in_target + only_in_reference > 0) {
+    out += fmt::format(" ({} only in the tested run, {} only in the reference: fused or renamed)",
+                       only_in_target, only_in_reference);
+  }
+  out += "\n";
+  if (!first_divergence) {
+    out += "no value diverges beyond the tolerance\n";
+  } else {
+    const ValueComparison& v = values[*first_divergence];
+    out += fmt::format(
+        "FIRST DIVERGENCE: value '{}' of node '{}' (op {}, backend {}, kernel {})\n"
+        "  max abs error {:.3g}, max rel error {:.3g}, {} of {} elements outside rtol {:g} atol "
+        "{:g}\n  tested {}, reference {} (node '{}' on {})\n  {}\n",
+        v.value, v.node, v.op, v.backend, kernel_of(v), v.max_abs_error, v.max_rel_error,
+        v.mismatches, v.numel, v.rtol, v.atol, v.type, v.reference_type, v.reference_node,
+        v.reference_backend, v.message);
+  }
+  // The rows shown: all, or a window around the first divergence (else the first rows).
+  size_t begin = 0;
+  size_t end = values.size();
+  if (max_rows > 0 && values.size() > max_rows) {
+    const size_t center = first_divergence.value_or(0);
+    begin = center > max_rows / 2 ? center - max_rows / 2 : 0;
+    end = std::min(values.size(), begin + max_rows);
+    begin = end - max_rows;
+  }
+  size_t wv = 5, wn = 4, wo = 2, wk = 6, wt = 4;
+  for (size_t i = begin; i < end; ++i) {
+    const ValueComparison& v = values[i];
+    wv = std::max(wv, v.value.size());
+    wn = std::max(wn, v.node.size());
+    wo = std::max(wo, v.op.size());
+    wk = std::max(wk, kernel_of(v).size());
+    wt = std::max(wt, v.type.size());
+  }
+  out += fmt::format("\n{:<4} {:<{}} {:<{}} {:<{}} {:<{}} {:<{}} {:>10} {:>10}\n", "ok", "value",
+                     wv, "node", wn, "op", wo, "kernel", wk, "type", wt, "max abs", "max rel");
+  if (begin > 0) out += fmt::format("... {} rows before\n", begin);
+  for (size_t i = begin; i < end; ++i) {
+    const ValueComparison& v = values[i];
+    out += fmt::format("{:<4} {:<{}} {:<{}} {:<{}} {:<{}} {:<{}} {:>10.3g} {:>10.3g}\n",
+                       v.ok ? "ok" : "DIFF", v.value, wv, v.node, wn, v.op, wo, kernel_of(v), wk,
+                       v.type, wt, v.max_abs_error, v.max_rel_error);
+  }
+  if (end < values.size()) out += fmt::format("... {} rows after\n", values.size() - end);
+  return out;
+}
+
+std::string ComparisonReport::to_json() const {
+  nlohmann::json j;
+  j["model"] = model;
+  j["backends"] = backends;
+  j["reference"] = reference;
+  j["ok"] = ok();
+  j["first_divergence"] =
+      first_divergence ? nlohmann::json(*first_divergence) : nlohmann::json(nullptr);
+  j["only_in_target"] = only_in_target;
+  j["only_in_reference"] = only_in_reference;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const ValueComparison& v : values) {
+    rows.push_back({{"value", v.value},
+                    {"node", v.node},
+                    {"op", v.op},
+                    {"backend", v.backend},
+                    {"path", v.path},
+                    {"fused_ops", v.fused_ops},
+                    {"reference_node", v.reference_node},
+                    {"reference_backend", v.reference_backend},
+                    {"type", v.type},
+                    {"reference_type", v.reference_type},
+                    {"max_abs_error", v.max_abs_error},
+                    {"max_rel_error", v.max_rel_error},
+                    {"mismatches", v.mismatches},
+                    {"numel", v.numel},
+                    {"rtol", v.rtol},
+                    {"atol", v.atol},
+                    {"ok", v.ok},
+                    {"message", v.message}});
+  }
+  j["values"] = std::move(rows);
+  return j.dump(1);
+}
+
+}  // namespace frame::runtime
