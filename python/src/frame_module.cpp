@@ -597,11 +597,13 @@ class InferenceSession {
   }
 
   // run() writing into the caller's arrays (runtime::Session::run's caller-buffer form, ONNX
-  // Runtime's IoBinding): `outputs` maps every output name to a C-contiguous, aligned, writable
-  // array of its dtype and shape, which the kernels write directly; nothing is allocated for
-  // the outputs. For a staged model the run's tensors are copied in.
-  void run_into(const py::object& input_feed, const py::object& outputs_obj,
-                const py::object& run_options) {
+  // Runtime's IoBinding): `outputs` maps output names to C-contiguous, aligned, writable
+  // arrays of their dtype and shape, which the kernels write directly. Outputs it does not name
+  // get arrays allocated here for the specialization's output types and are returned by name;
+  // nothing else is allocated for the outputs. For a staged model (output types known only
+  // after the run) the run's tensors are copied into the given arrays.
+  py::dict run_into(const py::object& input_feed, const py::object& outputs_obj,
+                    const py::object& run_options) {
     if (has_values_) {
       throw py::value_error("a model with sequence or optional values has no caller-buffer run");
     }
@@ -631,15 +633,43 @@ class InferenceSession {
       outs.emplace(name, take(Tensor::view(*d, std::move(shape), arr.mutable_data())));
       arrays.emplace(name, arr);
     }
+    py::dict allocated;
+    size_t bound = 0;
+    for (const runtime::ValueInfo& v : sess().outputs()) bound += outs.count(v.name);
+    if (bound < sess().outputs().size() && !sess().is_staged()) {
+      // The specialization's output types (a cache hit after the first run).
+      clear_kernel_exception();
+      Result<runtime::Executable> exe = without_gil([&] { return sess().prepare(feeds.tensors); });
+      if (!exe.is_ok()) raise_run_status(exe.status());
+      for (const auto& [name, type] : exe->output_signature()) {
+        if (outs.count(name) > 0) continue;
+        py::array arr(numpy_dtype(type.dtype),
+                      std::vector<py::ssize_t>(type.shape.begin(), type.shape.end()));
+        outs.emplace(name, take(Tensor::view(type.dtype, type.shape, arr.mutable_data())));
+        allocated[py::str(name)] = arr;
+      }
+    }
     clear_kernel_exception();
+    Result<TensorMap> staged_out = TensorMap{};
     Status st = without_gil([&] {
       runtime::RunOptions ro;
       ro.profile = profile_.get();
       ro.terminate = flag;
+      if (bound < sess().outputs().size() && sess().is_staged()) {
+        staged_out = sess().run(feeds.tensors, ro);
+        if (!staged_out.is_ok()) return staged_out.status();
+        for (auto& [name, t] : *staged_out) {
+          if (outs.count(name) > 0) outs[name] = t;  // copied into the array below
+        }
+        return Status();
+      }
       return sess().run(feeds.tensors, outs, ro);
     });
     if (!st.is_ok()) raise_run_status(st);
     clear_kernel_exception();
+    for (auto& [name, t] : *staged_out) {
+      if (arrays.count(name) == 0) allocated[py::str(name)] = array_from_tensor(t);
+    }
     for (auto& [name, arr] : arrays) {
       const Tensor& t = outs.at(name);
       if (t.raw_data() == arr.data()) continue;
@@ -650,6 +680,7 @@ class InferenceSession {
       }
       std::memcpy(arr.mutable_data(), t.raw_data(), t.nbytes());
     }
+    return allocated;
   }
 
   // A model with sequence or optional inputs or outputs (ONNX Runtime's forms): a list of

@@ -481,3 +481,43 @@ def test_io_binding_with_every_output_bound_runs_into_the_callers_memory(model_p
     binding.bind_ortvalue_output("y", onnxruntime.OrtValue(ro))
     with pytest.raises(InvalidArgument, match="output 'y'.*writable"):
         sess.run_with_iobinding(binding)
+
+
+def test_io_binding_with_some_outputs_bound_allocates_the_others(tmp_path):
+    # y1 = x @ W bound to caller memory, y2 = relu(y1) bound by name only: one caller-buffer
+    # run writes y1 into the buffer and y2 into an array allocated for it; run() is not called
+    # and nothing is copied. Expected values from numpy.
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["y1"], name="mm"),
+         helper.make_node("Relu", ["y1"], ["y2"], name="relu")],
+        "two_outputs", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y1", TensorProto.FLOAT, ["N", 3]),
+         helper.make_tensor_value_info("y2", TensorProto.FLOAT, ["N", 3])],
+        initializer=[numpy_helper.from_array(W, "W")])
+    path = tmp_path / "two_outputs.onnx"
+    path.write_bytes(helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    sess = onnxruntime.InferenceSession(str(path))
+    calls = []
+    native = sess._sess
+
+    class Spy:
+        def __getattr__(self, name):
+            calls.append(name)
+            return getattr(native, name)
+
+    sess._sess = Spy()
+    binding = sess.io_binding()
+    for n in (5, 7, 5):
+        x = RNG.standard_normal((n, 4)).astype(np.float32)
+        y1 = np.empty((n, 3), np.float32)
+        binding.bind_cpu_input("x", x)
+        binding.clear_binding_outputs()
+        binding.bind_ortvalue_output("y1", onnxruntime.OrtValue.ortvalue_from_numpy(y1))
+        binding.bind_output("y2")
+        sess.run_with_iobinding(binding)
+        got1, got2 = binding.copy_outputs_to_cpu()
+        np.testing.assert_allclose(y1, x @ W, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got2, np.maximum(x @ W, 0), rtol=1e-5, atol=1e-6)
+        assert binding.get_outputs()[0].data_ptr() == y1.ctypes.data
+    assert calls == ["_run_into"] * 3

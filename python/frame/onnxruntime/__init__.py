@@ -614,11 +614,13 @@ class InferenceSession:
         self._check_feed(input_feed)
 
     def _run_into(self, input_feed: Dict[str, Any], outputs: Dict[str, np.ndarray],
-                  run_options: Optional[RunOptions]) -> None:
-        # Every output bound to memory: the kernels write there (no output allocation).
+                  run_options: Optional[RunOptions]) -> Dict[str, np.ndarray]:
+        # Outputs bound to memory: the kernels write there; the others get arrays allocated for
+        # them (returned by name). No copies.
         self._check_run(input_feed, run_options)
         try:
-            self._sess._run_into(input_feed, outputs, getattr(run_options, "_native", run_options))
+            return self._sess._run_into(input_feed, outputs,
+                                        getattr(run_options, "_native", run_options))
         except _FRAME_ERRORS as e:
             raise _run_error(e) from e
 
@@ -757,10 +759,11 @@ class IOBinding:
 
     def _run(self, run_options: Optional[RunOptions]) -> None:
         bound = {n: a for n, a in self._outputs.items() if a is not None}
-        if len(bound) == len(self._outputs) and set(bound) == set(self._session._output_names):
-            # Every output in caller memory: one run writing there, no copy, no allocation.
-            self._session._run_into(self._inputs, bound, run_options)
-            self._results = [bound[n] for n in self._outputs]
+        if bound:
+            # Outputs in caller memory: one run writing there, no copy; the other outputs are
+            # allocated for the run (as ONNX Runtime does), not copied.
+            allocated = self._session._run_into(self._inputs, bound, run_options)
+            self._results = [bound[n] if n in bound else allocated[n] for n in self._outputs]
             return
         names = list(self._outputs) or None
         values = self._session.run(names, self._inputs, run_options)
