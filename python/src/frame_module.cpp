@@ -587,7 +587,8 @@ class InferenceSession {
     runtime::CompareOptions co;
     co.backends = backends;
     co.reference_backends = reference_backends;
-    if (rtol || atol) co.fixed = Tolerance{rtol.value_or(0.0), atol.value_or(0.0)};
+    co.rtol = rtol;
+    co.atol = atol;
     clear_kernel_exception();
     Result<runtime::ComparisonReport> r = without_gil(
         [&] { return runtime::compare_runs(sess(), reference.sess(), feeds.tensors, co); });
@@ -676,7 +677,9 @@ class InferenceSession {
       if (t.nbytes() != static_cast<size_t>(arr.nbytes())) {
         throw py::value_error("output '" + name + "': the run produced " +
                               ir::TensorType{t.dtype(), t.shape()}.to_string() +
-                              ", which does not fit the array");
+                              ", which does not fit the bound array (" +
+                              std::string(py::str(arr.dtype())) + ", shape " +
+                              std::string(py::str(arr.attr("shape"))) + ")");
       }
       std::memcpy(arr.mutable_data(), t.raw_data(), t.nbytes());
     }

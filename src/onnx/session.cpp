@@ -467,7 +467,19 @@ Result<Opened> open_model(ParsedModel& pm, const std::string& name) {
   for (const auto& in : gp.input()) {
     auto init = pm.initializers.find(in.name());
     if (init == pm.initializers.end() || !in.type().has_tensor_type()) continue;
+    // A declared type the stored value does not have (another element type, rank or fixed
+    // dim) leaves the initializer a constant: no feed could both match the declaration and
+    // fit the graph built around the initializer.
+    Result<DTypeCode> declared = detail::dtype_from_onnx(in.type().tensor_type().elem_type());
     runtime::ValueInfo vi = value_info(in, init->second.dtype());
+    bool fits = declared.is_ok() && *declared == init->second.dtype();
+    if (fits && vi.has_shape) {
+      fits = vi.dims.size() == init->second.shape().size();
+      for (size_t d = 0; fits && d < vi.dims.size(); ++d) {
+        fits = !vi.dims[d].is_concrete() || vi.dims[d].value == init->second.shape()[d];
+      }
+    }
+    if (!fits) continue;
     probe.input_shapes[in.name()] = init->second.shape();
     src.overridable.push_back(std::move(vi));
   }

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -79,6 +80,20 @@ std::string kernel_of(const ValueComparison& v) {
 
 Result<ComparisonReport> compare_runs(const Session& target, const Session& reference,
                                       const TensorMap& inputs, const CompareOptions& options) {
+  for (const auto& [name, v] : {std::pair{"rtol", options.rtol}, std::pair{"atol", options.atol}}) {
+    if (v && !(std::isfinite(*v) && *v >= 0)) {
+      return invalid_argument("{} is {}; expected a finite value >= 0", name, *v);
+    }
+  }
+  for (const auto* list : {&target.inputs(), &target.outputs()}) {
+    for (const ValueInfo& vi : *list) {
+      if (vi.sequence || vi.optional) {
+        return unimplemented(
+            "{} '{}' is {}: comparing runs takes models whose inputs and outputs are tensors",
+            list == &target.inputs() ? "input" : "output", vi.name, vi.to_string());
+      }
+    }
+  }
   FRAME_ASSIGN_OR_RETURN(Observed t, observe_run(target, inputs, "tested"));
   FRAME_ASSIGN_OR_RETURN(Observed r, observe_run(reference, inputs, "reference"));
   ComparisonReport rep;
@@ -104,8 +119,18 @@ Result<ComparisonReport> compare_runs(const Session& target, const Session& refe
     v.type = type_of(te.value);
     v.reference_type = type_of(re.value);
     v.numel = re.value.numel();
-    const Tolerance tol =
-        options.fixed ? *options.fixed : tolerance_for(re.value.dtype(), options.tolerance);
+    Tolerance tol = tolerance_for(re.value.dtype(), options.tolerance);
+    if (is_floating(re.value.dtype()) && !options.atol) {
+      // The class's atol scaled by the value's magnitude (CompareOptions::tolerance).
+      double largest = 1.0;
+      for (int64_t i = 0; i < re.value.numel(); ++i) {
+        const double x = std::fabs(re.value.element_as_double(i));
+        if (std::isfinite(x)) largest = std::max(largest, x);
+      }
+      tol.atol *= largest;
+    }
+    if (options.rtol) tol.rtol = *options.rtol;
+    if (options.atol) tol.atol = *options.atol;
     v.rtol = tol.rtol;
     v.atol = tol.atol;
     const CompareResult c = compare_tensors(te.value, re.value, tol);
@@ -113,6 +138,7 @@ Result<ComparisonReport> compare_runs(const Session& target, const Session& refe
     v.mismatches = c.mismatches;
     v.max_abs_error = c.max_abs_error;
     v.max_rel_error = c.max_rel_error;
+    v.worst_ratio = c.worst_ratio;
     v.message = c.message;
     if (!v.ok && !rep.first_divergence) rep.first_divergence = rep.values.size();
     rep.values.push_back(std::move(v));
@@ -124,17 +150,18 @@ Result<ComparisonReport> compare_runs(const Session& target, const Session& refe
 }
 
 std::string ComparisonReport::to_text(size_t max_rows) const {
-  const std::string chain =
-      backends.empty() ? "(default)" : fmt::format("{}", fmt::join(backends, ","));
-  const std::string ref =
-      reference.empty() ? "(default)" : fmt::format("{}", fmt::join(reference, ","));
+  const auto joined = [](const std::vector<std::string>& chain) {
+    return chain.empty() ? std::string("(default)") : fmt::format("{}", fmt::join(chain, ","));
+  };
   std::string out;
   if (!model.empty()) out += fmt::format("model: {}\n", model);
-  out += fmt::format("backends {} against reference {}: {} values compared", chain, ref,
-                     values.size());
+  out += fmt::format("backends {} against reference {}: {} values compared", joined(backends),
+                     joined(reference), values.size());
   if (only_in_target + only_in_reference > 0) {
-    out += fmt::format(" ({} only in the tested run, {} only in the reference: fused or renamed)",
-                       only_in_target, only_in_reference);
+    out += fmt::format(
+        " ({} only in the tested run, {} only in the reference: fused away, renamed, or inside "
+        "a device group)",
+        only_in_target, only_in_reference);
   }
   out += "\n";
   if (!first_divergence) {
@@ -144,10 +171,11 @@ std::string ComparisonReport::to_text(size_t max_rows) const {
     out += fmt::format(
         "FIRST DIVERGENCE: value '{}' of node '{}' (op {}, backend {}, kernel {})\n"
         "  max abs error {:.3g}, max rel error {:.3g}, {} of {} elements outside rtol {:g} atol "
-        "{:g}\n  tested {}, reference {} (node '{}' on {})\n  {}\n",
+        "{:g} (worst element {:.3g}x its tolerance)\n"
+        "  tested {}, reference {} (node '{}' on {})\n  {}\n",
         v.value, v.node, v.op, v.backend, kernel_of(v), v.max_abs_error, v.max_rel_error,
-        v.mismatches, v.numel, v.rtol, v.atol, v.type, v.reference_type, v.reference_node,
-        v.reference_backend, v.message);
+        v.mismatches, v.numel, v.rtol, v.atol, v.worst_ratio, v.type, v.reference_type,
+        v.reference_node, v.reference_backend, v.message);
   }
   // The rows shown: all, or a window around the first divergence (else the first rows).
   size_t begin = 0;
@@ -158,23 +186,31 @@ std::string ComparisonReport::to_text(size_t max_rows) const {
     end = std::min(values.size(), begin + max_rows);
     begin = end - max_rows;
   }
+  // A device group's step names every node it holds: cells are cut to kMaxCell characters.
+  constexpr size_t kMaxCell = 60;
+  const auto cell = [](const std::string& text) {
+    return text.size() <= kMaxCell ? text : text.substr(0, kMaxCell - 3) + "...";
+  };
   size_t wv = 5, wn = 4, wo = 2, wk = 6, wt = 4;
   for (size_t i = begin; i < end; ++i) {
     const ValueComparison& v = values[i];
-    wv = std::max(wv, v.value.size());
-    wn = std::max(wn, v.node.size());
-    wo = std::max(wo, v.op.size());
-    wk = std::max(wk, kernel_of(v).size());
+    wv = std::max(wv, cell(v.value).size());
+    wn = std::max(wn, cell(v.node).size());
+    wo = std::max(wo, cell(v.op).size());
+    wk = std::max(wk, cell(kernel_of(v)).size());
     wt = std::max(wt, v.type.size());
   }
-  out += fmt::format("\n{:<4} {:<{}} {:<{}} {:<{}} {:<{}} {:<{}} {:>10} {:>10}\n", "ok", "value",
-                     wv, "node", wn, "op", wo, "kernel", wk, "type", wt, "max abs", "max rel");
+  // "of tol": the worst element's error as a fraction of its tolerance (ok up to 1).
+  out += fmt::format("\n{:<4} {:<{}} {:<{}} {:<{}} {:<{}} {:<{}} {:>10} {:>10} {:>8}\n", "ok",
+                     "value", wv, "node", wn, "op", wo, "kernel", wk, "type", wt, "max abs",
+                     "max rel", "of tol");
   if (begin > 0) out += fmt::format("... {} rows before\n", begin);
   for (size_t i = begin; i < end; ++i) {
     const ValueComparison& v = values[i];
-    out += fmt::format("{:<4} {:<{}} {:<{}} {:<{}} {:<{}} {:<{}} {:>10.3g} {:>10.3g}\n",
-                       v.ok ? "ok" : "DIFF", v.value, wv, v.node, wn, v.op, wo, kernel_of(v), wk,
-                       v.type, wt, v.max_abs_error, v.max_rel_error);
+    out += fmt::format("{:<4} {:<{}} {:<{}} {:<{}} {:<{}} {:<{}} {:>10.3g} {:>10.3g} {:>8.2g}\n",
+                       v.ok ? "ok" : "DIFF", cell(v.value), wv, cell(v.node), wn, cell(v.op), wo,
+                       cell(kernel_of(v)), wk, v.type, wt, v.max_abs_error, v.max_rel_error,
+                       v.worst_ratio);
   }
   if (end < values.size()) out += fmt::format("... {} rows after\n", values.size() - end);
   return out;
@@ -204,6 +240,7 @@ std::string ComparisonReport::to_json() const {
                     {"reference_type", v.reference_type},
                     {"max_abs_error", v.max_abs_error},
                     {"max_rel_error", v.max_rel_error},
+                    {"worst_ratio", v.worst_ratio},
                     {"mismatches", v.mismatches},
                     {"numel", v.numel},
                     {"rtol", v.rtol},

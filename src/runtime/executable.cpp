@@ -116,8 +116,10 @@ Status check_outputs(const detail::CompiledCore& core, const TensorMap& outputs)
     }
     const Tensor& t = it->second;
     if (!t.defined() || t.dtype() != type.dtype || t.shape() != type.shape) {
-      return invalid_argument("output '{}': expected {}, got {}", name, type.to_string(),
-                              t.defined() ? type_of(t) : std::string("an undefined tensor"));
+      return invalid_argument(
+          "output '{}': the run produces {}, the tensor given to write it into "
+          "is {}",
+          name, type.to_string(), t.defined() ? type_of(t) : std::string("an undefined tensor"));
     }
   }
   for (const auto& [name, t] : outputs) {

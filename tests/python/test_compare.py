@@ -116,3 +116,41 @@ def test_cli_reports_the_first_divergence(wrong_backend, model_path, tmp_path):
     usage = subprocess.run([CLI, "compare", model_path, "--reference", "no_such_backend"],
                            capture_output=True, text=True, timeout=60)
     assert usage.returncode == 2 and "--reference" in usage.stderr
+
+
+def test_tolerance_ratio_and_bad_arguments(wrong_backend, model_path):
+    x = RNG.standard_normal((2, 8)).astype(np.float32)
+    r = frame.compare(model_path, {"x": x}, backends=["wrong_test", "cpu"])
+    first = r["values"][r["first_divergence"]]
+    # Values <= 1: the class's atol (1e-4) is not scaled; the error is 0.01 * p (numpy).
+    p = softmax(x.astype(np.float64) @ W1 + B1)
+    assert first["atol"] == pytest.approx(1e-4)
+    assert first["worst_ratio"] == pytest.approx(np.max(0.01 * p / (1e-4 + 1e-3 * p)), rel=1e-3)
+    # A tolerance given replaces the class's: 2% relative accepts the 1% error.
+    assert frame.compare(model_path, {"x": x}, backends="wrong_test,cpu", rtol=0.02)["ok"]
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="rtol is"):
+            frame.compare(model_path, {"x": x}, rtol=bad)
+    with pytest.raises(TypeError, match="feeds"):
+        frame.compare(model_path, None)
+    with pytest.raises(TypeError, match="backends"):
+        frame.compare(model_path, {"x": x}, backends=5)
+    with pytest.raises(Exception, match=r"reference: .*unknown backend .{0,2}nosuch"):
+        frame.compare(model_path, {"x": x}, reference="nosuch")
+
+
+def test_scaled_absolute_tolerance(model_path, tmp_path):
+    # y = 1000 * x: the reported atol is the class's 1e-4 times the largest |reference| value.
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["x", "k"], ["y"], name="scale")], "scale",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+        initializer=[numpy_helper.from_array(np.array(1000.0, np.float32), "k")])
+    path = tmp_path / "scale.onnx"
+    path.write_bytes(helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    x = np.array([0.5, -2.0, 0.25, 1.0], np.float32)
+    r = frame.compare(path, {"x": x}, backends="cpu")
+    assert r["ok"] and r["model"] == str(path)
+    assert r["values"][0]["atol"] == pytest.approx(1e-4 * 2000.0)
+    assert frame.compare(path, {"x": x}, backends="cpu", atol=0.5)["values"][0]["atol"] == 0.5

@@ -157,7 +157,8 @@ def test_io_binding_with_preallocated_outputs(model_path):
     assert binding.get_outputs()[0].shape() == [3, 3]
     binding.clear_binding_outputs()
     binding.bind_output("y", "cpu", 0, np.float32, [2, 3], np.zeros((2, 3), np.float32).ctypes.data)
-    with pytest.raises(InvalidArgument, match=r"output 'y': expected f32\[3,3\], got f32\[2,3\]"):
+    with pytest.raises(InvalidArgument, match=r"output 'y': the run produces f32\[3,3\], the "
+                                              r"tensor given to write it into is f32\[2,3\]"):
         sess.run_with_iobinding(binding)
     with pytest.raises(Fail, match="CPU only"):
         binding.bind_output("y", "cuda", 0)
@@ -521,3 +522,7 @@ def test_io_binding_with_some_outputs_bound_allocates_the_others(tmp_path):
         np.testing.assert_allclose(got2, np.maximum(x @ W, 0), rtol=1e-5, atol=1e-6)
         assert binding.get_outputs()[0].data_ptr() == y1.ctypes.data
     assert calls == ["_run_into"] * 3
+    # A null address is refused, naming it.
+    binding.clear_binding_outputs()
+    with pytest.raises(InvalidArgument, match="buffer_ptr is null"):
+        binding.bind_output("y1", "cpu", 0, np.float32, [5, 3], 0)

@@ -119,3 +119,43 @@ def test_compile_cache_on_disk_keys_the_fed_initializers(model_path, tmp_path):
         np.testing.assert_allclose(sess.run(None, {"x": x, "W": w1})[0], reference(x, w=w1),
                                    rtol=1e-5, atol=1e-5)
         assert sess.cache_stats()["disk_hits"] == (2 if round_ else 0)
+
+
+def test_a_declared_type_the_initializer_lacks_keeps_it_constant(tmp_path):
+    # Graph input W declared f64 over an f32 initializer: no feed could match both, so W stays
+    # a constant and the model runs with the stored value.
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "W"], ["y"], name="add")], "mismatch",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]),
+         helper.make_tensor_value_info("W", TensorProto.DOUBLE, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+        initializer=[numpy_helper.from_array(np.array([1, 2, 3], np.float32), "W")])
+    path = tmp_path / "mismatch.onnx"
+    path.write_bytes(helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    sess = frame.InferenceSession(str(path))
+    assert sess.get_overridable_initializers() == []
+    x = np.array([10, 20, 30], np.float32)
+    np.testing.assert_array_equal(sess.run(None, {"x": x})[0], x + [1, 2, 3])
+
+
+def test_the_command_line_feeds_an_overridable_initializer(model_path, tmp_path):
+    import os
+    import subprocess
+    from conftest import SOURCE_DIR
+    cli = os.environ.get("FRAME_CLI", os.path.join(SOURCE_DIR, "build", "frame"))
+    if not os.path.exists(cli):
+        pytest.skip("the frame CLI is not built")
+    x = RNG.standard_normal((2, 4)).astype(np.float32)
+    w1 = RNG.standard_normal((4, 6)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "w.npy", w1)
+    out = tmp_path / "out"
+    done = subprocess.run([cli, "run", model_path, "--input", f"x={tmp_path / 'x.npy'}",
+                           "--input", f"W={tmp_path / 'w.npy'}", "--output-dir", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_allclose(np.load(out / "y.npy"), reference(x, w=w1), rtol=1e-5, atol=1e-5)
+    usage = subprocess.run([cli, "run", model_path, "--input", f"x={tmp_path / 'x.npy'}",
+                            "--shape", "W=4,6"], capture_output=True, text=True, timeout=60)
+    assert usage.returncode != 0 and "--input W=FILE.npy" in usage.stderr

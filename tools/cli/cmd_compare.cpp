@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -38,6 +39,25 @@ struct CompareOptions {
   bool json = false;
 } g_compare;
 
+// CLI11 check for --rtol / --atol: a finite number >= 0.
+CLI::Validator tolerance_value() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        size_t used = 0;
+        double v = -1;
+        try {
+          v = std::stod(value, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != value.size() || !std::isfinite(v) || v < 0) {
+          return "expected a finite number >= 0, got '" + value + "'";
+        }
+        return {};
+      },
+      "NUMBER >= 0");
+}
+
 int fail(const Status& s) {
   std::fprintf(stderr, "frame compare: %s\n", s.message().c_str());
   return kExitError;
@@ -51,12 +71,9 @@ int run_compare() {
   Result<std::map<std::string, std::string>> files = parse_inputs(o.inputs);
   if (!files.is_ok()) return usage_error("compare", files.status());
   Result<std::vector<std::string>> backends = backends_for(o.backend);
-  if (!backends.is_ok())
-    return usage_error("compare", backends.status().with_prefix("--backend: "));
-  Result<std::vector<std::string>> reference = backends_for(o.reference);
-  if (!reference.is_ok()) {
-    return usage_error("compare", reference.status().with_prefix("--reference: "));
-  }
+  if (!backends.is_ok()) return usage_error("compare", backends.status());
+  Result<std::vector<std::string>> reference = backends_for(o.reference, "--reference");
+  if (!reference.is_ok()) return usage_error("compare", reference.status());
 
   // Two sessions of one model: each compiles with its own chain (its own fusions and layouts).
   auto open = [&](const std::vector<std::string>& chain) {
@@ -80,7 +97,8 @@ int run_compare() {
   runtime::CompareOptions co;
   co.backends = *backends;
   co.reference_backends = *reference;
-  if (o.rtol || o.atol) co.fixed = Tolerance{o.rtol.value_or(0.0), o.atol.value_or(0.0)};
+  co.rtol = o.rtol;
+  co.atol = o.atol;
   Result<runtime::ComparisonReport> report = runtime::compare_runs(*tested, *ref, inputs, co);
   if (!report.is_ok()) return fail(report.status());
   report->model = o.model;
@@ -120,13 +138,13 @@ CommandRegistration reg{Command{
                       "divergence)")
           ->check(int_in_range(0, 100000000));
       sub->add_option("--rtol", g_compare.rtol,
-                      "Relative tolerance for every dtype (with --atol; the other defaults to 0) "
-                      "instead of BUILD-011's deep-network class")
-          ->check(CLI::NonNegativeNumber);
+                      "Relative tolerance for every dtype instead of BUILD-011's deep-network "
+                      "class (the absolute one stays the class's unless --atol is given)")
+          ->check(tolerance_value());
       sub->add_option("--atol", g_compare.atol,
-                      "Absolute tolerance for every dtype, integers included (e.g. 1 for a "
-                      "quantized model's requantization steps)")
-          ->check(CLI::NonNegativeNumber);
+                      "Absolute tolerance for every dtype, integers included, used as given (e.g. "
+                      "1 for a quantized model's requantization steps)")
+          ->check(tolerance_value());
       sub->add_flag("--json", g_compare.json, "Print the whole report as JSON");
       add_opencl_device_option(sub);
       sub->add_option("--plugin", g_compare.plugins,

@@ -22,6 +22,7 @@
 
 #include "commands.h"
 #include "frame/core/npy.h"
+#include "frame/core/tolerance.h"
 #include "frame/onnx/onnx.h"
 #include "frame/onnx/session.h"
 #include "frame/runtime/compile.h"
@@ -54,18 +55,6 @@ struct RunOptions {
 int fail(const Status& s) {
   std::fprintf(stderr, "frame run: %s\n", s.message().c_str());
   return kExitError;
-}
-
-// The bundled model's output must match its reference under the deep-network tolerance of
-// BUILD-011 (f32 rtol 1e-3, atol 1e-4).
-bool within_deep_tolerance(const Tensor& actual, const Tensor& expected) {
-  if (actual.shape() != expected.shape()) return false;
-  for (int64_t i = 0; i < actual.numel(); ++i) {
-    const double a = actual.element_as_double(i);
-    const double e = expected.element_as_double(i);
-    if (!(std::fabs(a - e) <= 1e-4 + 1e-3 * std::fabs(e))) return false;
-  }
-  return true;
 }
 
 // Per-node times summed over the timed runs, top nodes first; columns sized to the longest
@@ -302,7 +291,11 @@ int run_run() {
     if (!expected.is_ok()) return fail(expected.status());
     const Tensor& actual = outputs.begin()->second;
     bundled_err = max_abs_error(actual, *expected);
-    bundled_ok = within_deep_tolerance(actual, *expected);
+    // The bundled model's output must match its reference under BUILD-011's deep-network
+    // tolerance.
+    bundled_ok = compare_tensors(actual, *expected,
+                                 tolerance_for(expected->dtype(), ToleranceClass::kDeepNetwork))
+                     .ok;
   }
 
   if (o.json) {

@@ -73,10 +73,11 @@ Result<std::map<std::string, std::string>> parse_inputs(const std::vector<std::s
   return out;
 }
 
-Result<std::vector<std::string>> backends_for(const std::string& flag) {
-  FRAME_ASSIGN_OR_RETURN(std::vector<std::string> list, runtime::parse_backend_list(flag));
-  Result<std::vector<std::string>> chain = runtime::resolve_backends(list);
-  if (!chain.is_ok()) return chain.status().with_prefix("--backend: ");
+Result<std::vector<std::string>> backends_for(const std::string& flag, std::string_view option) {
+  Result<std::vector<std::string>> list = runtime::parse_backend_list(flag);
+  if (!list.is_ok()) return list.status().with_prefix(fmt::format("{}: ", option));
+  Result<std::vector<std::string>> chain = runtime::resolve_backends(*list);
+  if (!chain.is_ok()) return chain.status().with_prefix(fmt::format("{}: ", option));
   return chain;
 }
 
@@ -362,14 +363,27 @@ Result<std::vector<std::string>> complete_inputs(const runtime::Session& session
                                                  runtime::TensorMap& inputs) {
   std::vector<std::string> names;
   for (const runtime::ValueInfo& vi : session.inputs()) names.push_back(vi.name);
+  // An overridable initializer (an initializer that is also a graph input) may be fed from a
+  // file; without one it keeps its stored value.
+  std::vector<std::string> overridable;
+  for (const runtime::ValueInfo& vi : session.overridable_inputs()) overridable.push_back(vi.name);
+  const auto is_overridable = [&](const std::string& name) {
+    return std::find(overridable.begin(), overridable.end(), name) != overridable.end();
+  };
   for (const auto& [name, t] : inputs) {
-    if (std::find(names.begin(), names.end(), name) == names.end()) {
+    if (std::find(names.begin(), names.end(), name) == names.end() && !is_overridable(name)) {
       return invalid_argument("--input {}: the model has no input '{}' (inputs: {})", name, name,
                               fmt::join(names, ", "));
     }
   }
   for (const auto& [name, shape] : shapes) {
-    if (std::find(names.begin(), names.end(), name) == names.end()) {
+    if (is_overridable(name) && inputs.count(name) == 0) {
+      return invalid_argument(
+          "--shape {}: '{}' is an initializer the model lets a run override; feed it with "
+          "--input {}=FILE.npy (without one it keeps its stored value)",
+          name, name, name);
+    }
+    if (std::find(names.begin(), names.end(), name) == names.end() && !is_overridable(name)) {
       return invalid_argument("--shape {}: the model has no input '{}' (inputs: {})", name, name,
                               fmt::join(names, ", "));
     }

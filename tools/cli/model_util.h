@@ -30,8 +30,10 @@ Result<std::map<std::string, Shape>> parse_shapes(const std::vector<std::string>
 Result<std::map<std::string, std::string>> parse_inputs(const std::vector<std::string>& specs);
 /// Backend chain for --backend: a comma-separated list ("onednn,cpu"); "auto" = the optimized
 /// backends of this build, then cpu (runtime::resolve_backends). Errors: kInvalidArgument for
-/// an empty item, kNotFound for an unknown name listing the available backends.
-Result<std::vector<std::string>> backends_for(const std::string& flag);
+/// an empty item, kNotFound for an unknown name listing the available backends; messages start
+/// with `option` ("--backend: ").
+Result<std::vector<std::string>> backends_for(const std::string& flag,
+                                              std::string_view option = "--backend");
 
 /// Parses a --max-memory value: a byte count with an optional suffix K, M, G or T (powers of
 /// 1024; "KB", "KiB" and lower case accepted), e.g. "512M", "4G", "1073741824". Errors:

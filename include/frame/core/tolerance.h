@@ -8,10 +8,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "frame/core/dtype.h"
 #include "frame/core/tensor.h"
@@ -75,13 +77,49 @@ struct CompareResult {
   bool ok = true;
   int64_t mismatches = 0;
   int64_t first_mismatch = -1;
-  double max_abs_error = 0.0;  ///< over finite pairs
+  /// Largest |a - e| over finite pairs; +inf when a NaN or an infinity differs.
+  double max_abs_error = 0.0;
   double max_rel_error = 0.0;  ///< |a-e| / |e| over finite pairs with e != 0
+  /// Largest |a - e| / (atol + rtol * |e|): at most 1 when every element is within the
+  /// tolerance (0 for equal values; +inf for a difference where the tolerance is exact).
+  double worst_ratio = 0.0;
   std::string message;
 };
 
-/// Compares `actual` with `expected` element by element (values read through
-/// Tensor::element_as_double, so every dtype works; int64 beyond 2^53 compares rounded).
+namespace detail {
+// Integers exactly (int64 beyond 2^53 included): the difference is taken in the type's own
+// width, then compared with the tolerance in long double.
+template <typename T>
+void compare_integers(const T* a, const T* e, int64_t n, Tolerance tol, CompareResult& r) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (a[i] == e[i]) continue;
+    const auto hi = std::max(a[i], e[i]);
+    const auto lo = std::min(a[i], e[i]);
+    using U = std::make_unsigned_t<T>;
+    const auto diff =
+        static_cast<long double>(static_cast<U>(static_cast<U>(hi) - static_cast<U>(lo)));
+    const long double bound = tol.atol + tol.rtol * std::fabs(static_cast<long double>(e[i]));
+    r.max_abs_error = std::fmax(r.max_abs_error, static_cast<double>(diff));
+    if (e[i] != 0) {
+      r.max_rel_error = std::fmax(
+          r.max_rel_error, static_cast<double>(diff / std::fabs(static_cast<long double>(e[i]))));
+    }
+    r.worst_ratio = std::fmax(r.worst_ratio, bound > 0 ? static_cast<double>(diff / bound)
+                                                       : std::numeric_limits<double>::infinity());
+    if (diff <= bound) continue;
+    if (r.mismatches == 0) {
+      r.first_mismatch = i;
+      // + 0 prints 8-bit integers as numbers, not characters.
+      r.message = fmt::format("first mismatch at flat index {}: actual {}, expected {}", i,
+                              a[i] + 0, e[i] + 0);
+    }
+    ++r.mismatches;
+  }
+}
+}  // namespace detail
+
+/// Compares `actual` with `expected` element by element: integers exactly in their own type
+/// (int64 and uint64 beyond 2^53 too), floats and bool read through Tensor::element_as_double.
 inline CompareResult compare_tensors(const Tensor& actual, const Tensor& expected, Tolerance tol) {
   CompareResult r;
   if (actual.dtype() != expected.dtype() || actual.shape() != expected.shape()) {
@@ -91,20 +129,36 @@ inline CompareResult compare_tensors(const Tensor& actual, const Tensor& expecte
                             shape_to_string(expected.shape()));
     return r;
   }
-  for (int64_t i = 0; i < expected.numel(); ++i) {
-    const double a = actual.element_as_double(i);
-    const double e = expected.element_as_double(i);
-    if (std::isfinite(a) && std::isfinite(e)) {
-      const double abs_err = std::fabs(a - e);
-      r.max_abs_error = std::fmax(r.max_abs_error, abs_err);
-      if (e != 0.0) r.max_rel_error = std::fmax(r.max_rel_error, abs_err / std::fabs(e));
-    }
-    if (!values_close(a, e, tol)) {
-      if (r.mismatches == 0) {
-        r.first_mismatch = i;
-        r.message = fmt::format("first mismatch at flat index {}: actual {}, expected {}", i, a, e);
+  const auto inf = std::numeric_limits<double>::infinity();
+  if (is_integral(expected.dtype())) {
+    (void)dispatch_dtype<kIntDTypes>(expected.dtype(), [&]<typename T>() {
+      detail::compare_integers(actual.data<T>(), expected.data<T>(), expected.numel(), tol, r);
+      return Status();
+    });
+  } else {
+    for (int64_t i = 0; i < expected.numel(); ++i) {
+      const double a = actual.element_as_double(i);
+      const double e = expected.element_as_double(i);
+      const bool close = values_close(a, e, tol);
+      if (std::isfinite(a) && std::isfinite(e)) {
+        const double abs_err = std::fabs(a - e);
+        r.max_abs_error = std::fmax(r.max_abs_error, abs_err);
+        if (e != 0.0) r.max_rel_error = std::fmax(r.max_rel_error, abs_err / std::fabs(e));
+        const double bound = tol.atol + tol.rtol * std::fabs(e);
+        if (abs_err > 0.0)
+          r.worst_ratio = std::fmax(r.worst_ratio, bound > 0 ? abs_err / bound : inf);
+      } else if (!close) {
+        r.max_abs_error = inf;  // a NaN or an infinity where the other has something else
+        r.worst_ratio = inf;
       }
-      ++r.mismatches;
+      if (!close) {
+        if (r.mismatches == 0) {
+          r.first_mismatch = i;
+          r.message =
+              fmt::format("first mismatch at flat index {}: actual {}, expected {}", i, a, e);
+        }
+        ++r.mismatches;
+      }
     }
   }
   if (r.mismatches > 0) {

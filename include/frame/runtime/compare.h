@@ -38,7 +38,11 @@ struct ValueComparison {
   double max_rel_error = 0.0;     ///< |a - r| / |r| over finite pairs with r != 0
   int64_t mismatches = 0;         ///< elements outside the tolerance
   int64_t numel = 0;
-  double rtol = 0.0;  ///< the tolerance applied (BUILD-011, by the reference value's dtype)
+  /// Largest |a - r| / (atol + rtol * |r|) over the elements: at most 1 within the tolerance.
+  double worst_ratio = 0.0;
+  /// The tolerance applied: BUILD-011's class for the reference value's dtype, its atol
+  /// multiplied by max(1, largest |r| of the value) for floats (CompareOptions).
+  double rtol = 0.0;
   double atol = 0.0;
   bool ok = true;       ///< within the tolerance, with equal dtypes and shapes
   std::string message;  ///< why not: the first mismatching element, or the type mismatch
@@ -72,17 +76,24 @@ struct CompareOptions {
   /// Labels of the two chains in the report (ComparisonReport::backends, reference).
   std::vector<std::string> backends;
   std::vector<std::string> reference_backends;
-  /// BUILD-011 class whose tolerance_for(dtype) applies (default: whole models).
+  /// BUILD-011 class whose tolerance_for(dtype) applies (default: whole models). For float
+  /// values its atol is multiplied by max(1, largest |r| of the reference value): the error of
+  /// a deep accumulation grows with the magnitude of the sums a layer computes, not with each
+  /// element's own (an element near zero in a layer whose values reach 10 carries the error of
+  /// those sums; the cpu reference kernels themselves are that far from float64 there).
   ToleranceClass tolerance = ToleranceClass::kDeepNetwork;
-  /// When set, this rtol and atol for every dtype instead (integers included: a quantized
-  /// model's requantizations may differ by one step, atol 1).
-  std::optional<Tolerance> fixed;
+  /// When set, this rtol (or atol) for every dtype instead of the class's, used as given (not
+  /// scaled); the other keeps the class's. Integers included: atol 1 accepts a quantized
+  /// model's one-step requantization differences. Must be finite and >= 0.
+  std::optional<double> rtol;
+  std::optional<double> atol;
 };
 
 /// Runs `target` and `reference` on the same `inputs` (the Session::run contract: every
 /// declared input, dtypes and shapes checked) and compares every value both runs produce by
-/// name under the tolerance of `options`. Errors: either run's error, prefixed with which run
-/// failed ("the tested run: ", "the reference run: ").
+/// name under the tolerance of `options`. Errors: kInvalidArgument for a negative or non-finite
+/// rtol/atol; kUnimplemented for a model with sequence or optional inputs or outputs; either
+/// run's error, prefixed with which run failed ("the tested run: ", "the reference run: ").
 Result<ComparisonReport> compare_runs(const Session& target, const Session& reference,
                                       const TensorMap& inputs, const CompareOptions& options = {});
 

@@ -555,7 +555,7 @@ class InferenceSession:
         """Initializers a feed may override (an initializer that is also a graph input; ONNX IR
         spec, "Graphs"), in model order. A run that feeds one uses the fed value; the others
         keep the stored one."""
-        return [NodeArg(a.name, a.shape, a.type) for a in self._sess.get_overridable_initializers()]
+        return [self._node_arg(a) for a in self._sess.get_overridable_initializers()]
 
     def get_modelmeta(self) -> ModelMetadata:
         """The model's producer, graph name, domain, descriptions, version and custom metadata
@@ -788,5 +788,7 @@ def _array_at(buffer_ptr: int, element_type: Any, shape: Sequence[int]) -> np.nd
     if any(d < 0 for d in shape):
         raise InvalidArgument("negative dimension in shape %s" % shape)
     count = int(np.prod(shape)) if shape else 1
+    if not buffer_ptr and count > 0:
+        raise InvalidArgument("buffer_ptr is null for a buffer of %d elements" % count)
     raw = (ctypes.c_char * (count * dtype.itemsize)).from_address(int(buffer_ptr))
     return np.frombuffer(raw, dtype=dtype, count=count).reshape(shape)

@@ -11,6 +11,7 @@
 #include "frame/core/npy.h"
 #include "frame/core/status.h"
 #include "frame/core/tensor.h"
+#include "frame/core/tolerance.h"
 
 namespace frame {
 namespace {
@@ -234,4 +235,32 @@ TEST(Npy, VeryLongHeaderUsesFormat2) {
 }
 
 }  // namespace
+
+// BUILD-011's comparison (frame/core/tolerance.h): integers exactly in their own width, a NaN or
+// infinity on one side only reported with an infinite error, the worst error / tolerance ratio.
+TEST(CompareTensors, IntegersExactlyAndNonFiniteErrors) {
+  const Tolerance exact{};
+  const int64_t big = (int64_t{1} << 62) + 1;  // differs from 2^62 only beyond double's 53 bits
+  CompareResult r = compare_tensors(Tensor::from_vector<int64_t>({2}, {big, 0}),
+                                    Tensor::from_vector<int64_t>({2}, {big - 1, 0}), exact);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.mismatches, 1);
+  EXPECT_EQ(r.max_abs_error, 1.0);
+  EXPECT_EQ(r.first_mismatch, 0);
+  const uint64_t top = ~uint64_t{0};
+  r = compare_tensors(Tensor::from_vector<uint64_t>({1}, {top}),
+                      Tensor::from_vector<uint64_t>({1}, {top - 1}), Tolerance{0.0, 1.0});
+  EXPECT_TRUE(r.ok);  // one step apart, atol 1
+  EXPECT_EQ(r.worst_ratio, 1.0);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  r = compare_tensors(Tensor::from_vector<float>({2}, {nan, 1.0F}),
+                      Tensor::from_vector<float>({2}, {1.0F, 1.0F}), Tolerance{1e-3, 1e-4});
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(std::isinf(r.max_abs_error));
+  r = compare_tensors(Tensor::from_vector<float>({2}, {nan, 2.0F}),
+                      Tensor::from_vector<float>({2}, {nan, 2.001F}), Tolerance{1e-3, 1e-4});
+  EXPECT_TRUE(r.ok);  // NaN == NaN; |2 - 2.001| = 1e-3 <= 1e-4 + 1e-3 * 2.001
+  EXPECT_NEAR(r.worst_ratio, 0.001 / (1e-4 + 1e-3 * 2.001), 1e-3);
+}
+
 }  // namespace frame

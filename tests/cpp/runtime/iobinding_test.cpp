@@ -151,11 +151,14 @@ TEST(IoBinding, ErrorsNameTheOutputWithExpectedAndActual) {
             "invalid_argument: unknown output 'q' (graph outputs: p, s, x)");
   EXPECT_EQ(
       bind_error(exe, {{"p", *Tensor::zeros(DTypeCode::kInt64, {2, 3})}, {"s", ok()}, {"x", ok()}}),
-      "invalid_argument: output 'p': expected f32[2,3], got i64[2,3]");
+      "invalid_argument: output 'p': the run produces f32[2,3], the tensor given to write it into "
+      "is i64[2,3]");
   EXPECT_EQ(bind_error(exe, {{"p", ok()}, {"s", *Tensor::zeros(kF32, {3, 2})}, {"x", ok()}}),
-            "invalid_argument: output 's': expected f32[2,3], got f32[3,2]");
+            "invalid_argument: output 's': the run produces f32[2,3], the tensor given to write it "
+            "into is f32[3,2]");
   EXPECT_EQ(bind_error(exe, {{"p", ok()}, {"s", ok()}, {"x", Tensor()}}),
-            "invalid_argument: output 'x': expected f32[2,3], got an undefined tensor");
+            "invalid_argument: output 'x': the run produces f32[2,3], the tensor given to write it "
+            "into is an undefined tensor");
   for (float v : buf) EXPECT_EQ(v, -7.0F);  // nothing was written on error
   // Buffers must not overlap an input or each other.
   std::vector<float> p(6), s2(6);
