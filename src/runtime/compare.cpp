@@ -8,61 +8,51 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <utility>
 
 namespace frame::runtime {
 
 namespace {
 
-// What one run produced: each named output of each node, copied, with its producer.
-struct Observed {
-  struct Entry {
-    Tensor value;
-    NodeProfile node;  // without input and output types (not reported)
-  };
-  std::vector<std::string> order;  // names in the order the run computed them
-  std::map<std::string, Entry> values;
+// A value one run produced and the node that produced it.
+struct Produced {
+  Tensor value;
+  NodeProfile node;  // without input and output types (not reported)
 };
 
-Result<Observed> observe_run(const Session& session, const TensorMap& inputs, const char* which) {
-  Observed obs;
-  Status copy_status;
+// Receives each named value of a run once, in the order the run computes them (graph outputs
+// no node produced last, under the node name "(graph output)"); `value` may be a view valid only
+// during the call. Returns an error to stop collecting (the run itself goes on).
+using ValueSink =
+    std::function<Status(const std::string& name, const NodeProfile& node, const Tensor& value)>;
+
+// Runs `session` on `inputs` and hands every value it produces to `sink`.
+Status observe_run(const Session& session, const TensorMap& inputs, const char* which,
+                   const ValueSink& sink) {
+  std::set<std::string> seen;
+  Status sink_status;
   const NodeObserver observer = [&](const NodeProfile& node, std::span<const std::string> names,
                                     std::span<const Tensor> outputs) {
     for (size_t k = 0; k < names.size() && k < outputs.size(); ++k) {
-      if (names[k].empty() || !outputs[k].defined() || obs.values.count(names[k]) > 0) continue;
-      Observed::Entry e;
-      e.value = outputs[k].clone();
-      if (!e.value.defined() && copy_status.is_ok()) {
-        copy_status = make_error(StatusCode::kOutOfRange,
-                                 "copying value '{}' failed (out of memory)", names[k]);
-      }
-      e.node.node = node.node;
-      e.node.op = node.op;
-      e.node.backend = node.backend;
-      e.node.path = node.path;
-      e.node.fused_ops = node.fused_ops;
-      obs.order.push_back(names[k]);
-      obs.values.emplace(names[k], std::move(e));
+      if (names[k].empty() || !outputs[k].defined() || !seen.insert(names[k]).second) continue;
+      if (sink_status.is_ok()) sink_status = sink(names[k], node, outputs[k]);
     }
   };
   RunOptions ro;
   ro.observer = &observer;
   Result<TensorMap> out = session.run(inputs, ro);
   if (!out.is_ok()) return out.status().with_prefix(fmt::format("the {} run: ", which));
-  FRAME_RETURN_IF_ERROR(copy_status);
-  // Graph outputs no node produced (a constant, an input passed through) are compared too.
-  for (auto& [name, t] : *out) {
-    if (obs.values.count(name) > 0) continue;
-    Observed::Entry e;
-    e.value = std::move(t);
-    e.node.node = "(graph output)";
-    obs.order.push_back(name);
-    obs.values.emplace(name, std::move(e));
+  FRAME_RETURN_IF_ERROR(sink_status);
+  NodeProfile graph_output;
+  graph_output.node = "(graph output)";
+  for (const auto& [name, t] : *out) {
+    if (seen.insert(name).second) FRAME_RETURN_IF_ERROR(sink(name, graph_output, t));
   }
-  return obs;
+  return Status();
 }
 
 std::string type_of(const Tensor& t) {
@@ -94,58 +84,75 @@ Result<ComparisonReport> compare_runs(const Session& target, const Session& refe
       }
     }
   }
-  FRAME_ASSIGN_OR_RETURN(Observed t, observe_run(target, inputs, "tested"));
-  FRAME_ASSIGN_OR_RETURN(Observed r, observe_run(reference, inputs, "reference"));
+  // The reference run first, its values kept; the tested run's values are compared as they
+  // are computed, so only one run's values are held at a time.
+  std::map<std::string, Produced> ref;
+  FRAME_RETURN_IF_ERROR(observe_run(
+      reference, inputs, "reference",
+      [&](const std::string& name, const NodeProfile& node, const Tensor& value) -> Status {
+        Produced p;
+        p.value = value.clone();
+        if (!p.value.defined()) {
+          return make_error(StatusCode::kOutOfRange, "copying value '{}' failed (out of memory)",
+                            name);
+        }
+        p.node.node = node.node;
+        p.node.backend = node.backend;
+        ref.emplace(name, std::move(p));
+        return Status();
+      }));
   ComparisonReport rep;
   rep.backends = options.backends;
   rep.reference = options.reference_backends;
-  for (const std::string& name : t.order) {
-    auto rit = r.values.find(name);
-    if (rit == r.values.end()) {
-      ++rep.only_in_target;
-      continue;
-    }
-    const Observed::Entry& te = t.values.at(name);
-    const Observed::Entry& re = rit->second;
-    ValueComparison v;
-    v.value = name;
-    v.node = te.node.node;
-    v.op = te.node.op;
-    v.backend = te.node.backend;
-    v.path = te.node.path;
-    v.fused_ops = te.node.fused_ops;
-    v.reference_node = re.node.node;
-    v.reference_backend = re.node.backend;
-    v.type = type_of(te.value);
-    v.reference_type = type_of(re.value);
-    v.numel = re.value.numel();
-    Tolerance tol = tolerance_for(re.value.dtype(), options.tolerance);
-    if (is_floating(re.value.dtype()) && !options.atol) {
-      // The class's atol scaled by the value's magnitude (CompareOptions::tolerance).
-      double largest = 1.0;
-      for (int64_t i = 0; i < re.value.numel(); ++i) {
-        const double x = std::fabs(re.value.element_as_double(i));
-        if (std::isfinite(x)) largest = std::max(largest, x);
-      }
-      tol.atol *= largest;
-    }
-    if (options.rtol) tol.rtol = *options.rtol;
-    if (options.atol) tol.atol = *options.atol;
-    v.rtol = tol.rtol;
-    v.atol = tol.atol;
-    const CompareResult c = compare_tensors(te.value, re.value, tol);
-    v.ok = c.ok;
-    v.mismatches = c.mismatches;
-    v.max_abs_error = c.max_abs_error;
-    v.max_rel_error = c.max_rel_error;
-    v.worst_ratio = c.worst_ratio;
-    v.message = c.message;
-    if (!v.ok && !rep.first_divergence) rep.first_divergence = rep.values.size();
-    rep.values.push_back(std::move(v));
-  }
-  for (const std::string& name : r.order) {
-    if (t.values.count(name) == 0) ++rep.only_in_reference;
-  }
+  size_t matched = 0;
+  FRAME_RETURN_IF_ERROR(observe_run(
+      target, inputs, "tested",
+      [&](const std::string& name, const NodeProfile& node, const Tensor& value) -> Status {
+        auto rit = ref.find(name);
+        if (rit == ref.end()) {
+          ++rep.only_in_target;
+          return Status();
+        }
+        ++matched;
+        const Produced& re = rit->second;
+        ValueComparison v;
+        v.value = name;
+        v.node = node.node;
+        v.op = node.op;
+        v.backend = node.backend;
+        v.path = node.path;
+        v.fused_ops = node.fused_ops;
+        v.reference_node = re.node.node;
+        v.reference_backend = re.node.backend;
+        v.type = type_of(value);
+        v.reference_type = type_of(re.value);
+        v.numel = re.value.numel();
+        Tolerance tol = tolerance_for(re.value.dtype(), options.tolerance);
+        if (is_floating(re.value.dtype()) && !options.atol) {
+          // The class's atol scaled by the value's magnitude (CompareOptions::tolerance).
+          double largest = 1.0;
+          for (int64_t i = 0; i < re.value.numel(); ++i) {
+            const double x = std::fabs(re.value.element_as_double(i));
+            if (std::isfinite(x)) largest = std::max(largest, x);
+          }
+          tol.atol *= largest;
+        }
+        if (options.rtol) tol.rtol = *options.rtol;
+        if (options.atol) tol.atol = *options.atol;
+        v.rtol = tol.rtol;
+        v.atol = tol.atol;
+        const CompareResult c = compare_tensors(value, re.value, tol);
+        v.ok = c.ok;
+        v.mismatches = c.mismatches;
+        v.max_abs_error = c.max_abs_error;
+        v.max_rel_error = c.max_rel_error;
+        v.worst_ratio = c.worst_ratio;
+        v.message = c.message;
+        if (!v.ok && !rep.first_divergence) rep.first_divergence = rep.values.size();
+        rep.values.push_back(std::move(v));
+        return Status();
+      }));
+  rep.only_in_reference = ref.size() - matched;
   return rep;
 }
 

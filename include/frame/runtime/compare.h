@@ -91,9 +91,11 @@ struct CompareOptions {
 
 /// Runs `target` and `reference` on the same `inputs` (the Session::run contract: every
 /// declared input, dtypes and shapes checked) and compares every value both runs produce by
-/// name under the tolerance of `options`. Errors: kInvalidArgument for a negative or non-finite
-/// rtol/atol; kUnimplemented for a model with sequence or optional inputs or outputs; either
-/// run's error, prefixed with which run failed ("the tested run: ", "the reference run: ").
+/// name under the tolerance of `options`. The reference runs first and its values are kept;
+/// the target's are compared while it runs (one run's values in memory). Errors: kInvalidArgument
+/// for a negative or non-finite rtol/atol; kUnimplemented for a model with sequence or optional
+/// inputs or outputs; either run's error, prefixed with which run failed ("the tested run: ", "the
+/// reference run: ").
 Result<ComparisonReport> compare_runs(const Session& target, const Session& reference,
                                       const TensorMap& inputs, const CompareOptions& options = {});
 

@@ -59,6 +59,10 @@ bool onednn_runs(const ir::Graph& g, std::string_view op, std::string_view name,
   ctx.node_name = name;
   ctx.attrs = &attrs;
   ctx.schema = schema;
+  // Asked with the shape-agnostic hint (ADR 0007): where the kernel has prepared state valid
+  // for any row count (matmul's runtime M), the check's descriptor is built once and serves
+  // every later shape, instead of one JIT per new sequence length in the first-seen tier.
+  ctx.prefer_shape_agnostic = true;
   for (ir::ValueId v : inputs) {
     const bool present = v != ir::kNoValue && g.value(v).type.has_value();
     ctx.input_types.push_back(present ? *g.value(v).type : ir::TensorType{});

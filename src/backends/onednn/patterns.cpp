@@ -127,16 +127,20 @@ Result<bool> fold_batch_norm_into_conv(Graph& g, NodeId id) {
 }
 
 // The post-op node `n` applies to value `cur`, or nullopt. An add takes its other operand as
-// the residual (at most one, of `cur`'s dtype and shape).
-std::optional<PostOp> as_post_op(const Graph& g, const ir::Node& n, ValueId cur,
-                                 ValueId* residual) {
+// the residual (at most one, of `cur`'s dtype and shape; with `rows`, for a matmul or gemm,
+// also a row added to every row of `cur`: a bias, ops::fused::broadcasts_along_rows).
+std::optional<PostOp> as_post_op(const Graph& g, const ir::Node& n, ValueId cur, ValueId* residual,
+                                 bool rows = false) {
   if (n.outputs.size() != 1 || n.inputs.empty()) return std::nullopt;
   if (n.op == "add") {
     if (n.inputs.size() != 2 || *residual != ir::kNoValue) return std::nullopt;
     const ValueId other = n.inputs[0] == cur ? n.inputs[1] : n.inputs[0];
-    if (other == cur || other == ir::kNoValue || g.value(other).type != g.value(cur).type) {
-      return std::nullopt;
-    }
+    if (other == cur || other == ir::kNoValue) return std::nullopt;
+    const std::optional<ir::TensorType>& ot = g.value(other).type;
+    const std::optional<ir::TensorType>& ct = g.value(cur).type;
+    const bool row = rows && ot && ct && ot->dtype == ct->dtype &&
+                     ops::fused::broadcasts_along_rows(ot->shape, ct->shape);
+    if (ot != ct && !row) return std::nullopt;
     *residual = other;
     return PostOp{PostOpKind::kAdd};
   }
@@ -179,9 +183,9 @@ std::optional<PostOp> as_post_op(const Graph& g, const ir::Node& n, ValueId cur,
 
 // The post-ops of a fused_elementwise_internal node `f` whose body is a chain of post-ops
 // starting at the body input fed by `cur` (operator-fusion may have grouped an add and an
-// activation before lowering), or nullopt.
+// activation before lowering), or nullopt. `rows`: as as_post_op's.
 std::optional<std::vector<PostOp>> body_post_ops(const Graph& g, const ir::Node& f, ValueId cur,
-                                                 ValueId* residual) {
+                                                 ValueId* residual, bool rows) {
   auto it = f.attrs.find("body");
   if (it == f.attrs.end() || f.outputs.size() != 1) return std::nullopt;
   const auto* body = std::get_if<std::shared_ptr<const ir::Graph>>(&it->second);
@@ -230,7 +234,7 @@ std::optional<std::vector<PostOp>> body_post_ops(const Graph& g, const ir::Node&
       if (pos == b.inputs().end()) return std::nullopt;  // reads another body value: no chain
       v = f.inputs[static_cast<size_t>(pos - b.inputs().begin())];
     }
-    const std::optional<PostOp> p = as_post_op(g, n, cur, residual);
+    const std::optional<PostOp> p = as_post_op(g, n, cur, residual, rows);
     if (!p) return std::nullopt;
     out.push_back(*p);
     chain = b.node(id).outputs[0];
@@ -266,6 +270,8 @@ Result<bool> fuse_post_ops(Graph& g, NodeId id) {
   if (base.outputs.size() != 1 || !g.value(base.outputs[0]).type) return false;
   ValueId cur = base.outputs[0];
   ValueId residual = ir::kNoValue;
+  // A matmul's or gemm's add may take a bias row (oneDNN broadcasts a binary post-op's operand).
+  const bool rows = base.op == "matmul" || base.op == "gemm";
   std::vector<NodeId> chain{id};
   std::vector<PostOp> taken;
   while (taken.size() < kMaxPostOps) {
@@ -282,7 +288,8 @@ Result<bool> fuse_post_ops(Graph& g, NodeId id) {
     if (!u) break;
     if (g.node(*u).op == "fused_elementwise_internal") {
       const ValueId saved = residual;
-      const std::optional<std::vector<PostOp>> ps = body_post_ops(g, g.node(*u), cur, &residual);
+      const std::optional<std::vector<PostOp>> ps =
+          body_post_ops(g, g.node(*u), cur, &residual, rows);
       std::vector<PostOp> next = taken;
       bool clash = !ps;
       for (size_t i = 0; ps && i < ps->size() && !clash; ++i) {
@@ -298,7 +305,7 @@ Result<bool> fuse_post_ops(Graph& g, NodeId id) {
       cur = g.node(*u).outputs[0];
       continue;
     }
-    const std::optional<PostOp> p = as_post_op(g, g.node(*u), cur, &residual);
+    const std::optional<PostOp> p = as_post_op(g, g.node(*u), cur, &residual, rows);
     if (!p || clashes(taken, *p)) break;  // a clashing p is never an add: residual unchanged
     chain.push_back(*u);
     taken.push_back(*p);

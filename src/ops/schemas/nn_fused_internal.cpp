@@ -139,10 +139,12 @@ Result<std::vector<TensorType>> infer_fused(const NodeContext& ctx) {
   FRAME_ASSIGN_OR_RETURN(std::vector<TensorType> out, base->shape_fn()(bctx));
   if (spec.has_residual) {
     const TensorType& r = ctx.input_types[kResidualInput];
-    if (r.dtype != out[0].dtype || r.shape != out[0].shape) {
-      return ctx.error("input 3 (R) {} {} must have the output's dtype and shape {} {}",
+    const bool row = spec.base_op != "conv" && broadcasts_along_rows(r.shape, out[0].shape);
+    if (r.dtype != out[0].dtype || (r.shape != out[0].shape && !row)) {
+      return ctx.error("input 3 (R) {} {} must have the output's dtype and shape {} {}{}",
                        dtype_name(r.dtype), shape_to_string(r.shape), dtype_name(out[0].dtype),
-                       shape_to_string(out[0].shape));
+                       shape_to_string(out[0].shape),
+                       spec.base_op != "conv" ? " (or be a row of its last dim)" : "");
     }
   }
   return out;
@@ -164,7 +166,10 @@ FRAME_REGISTER_OP(fused_post_ops_internal)
     .input("A", "conv X / matmul A / gemm A", kFloatDTypes, "T")
     .input("B", "conv W / matmul B / gemm B", kFloatDTypes, "T")
     .optional_input("C", "conv bias B / gemm C (absent for matmul)", kFloatDTypes, "T")
-    .optional_input("R", "residual added by the \"add\" post-op, output shape", kFloatDTypes, "T")
+    .optional_input("R",
+                    "residual added by the \"add\" post-op: output shape, or for matmul/gemm a "
+                    "row of the output's last dim (a bias)",
+                    kFloatDTypes, "T")
     .output("Y", "base result after the post-ops", kFloatDTypes, "T")
     .required_attr("base_op", AttrType::kString, "\"conv\", \"matmul\" or \"gemm\"")
     .required_attr("post_ops", AttrType::kStrings, "post-op names, applied in order")

@@ -6,12 +6,14 @@
 /// onednn kernel and the onednn patterns so every reader decodes the attributes one way.
 ///
 /// Inputs: the base op's inputs at positions 0..2 (conv X, W, B?; matmul A, B; gemm A, B, C?),
-/// then optional input 3 `R`, the residual read by the "add" post-op (same dtype and shape as
-/// the output). Attributes: the base op's, plus `base_op` (string), `post_ops` (strings, applied
-/// in order to the base result) and `post_op_params` (floats, two per post-op: alpha, beta).
-/// A conv node may also carry `src_layout`, `dst_layout` and `residual_layout` (ints, see
-/// ActivationLayout): the memory order of X, Y and R. The logical shape and the values are
-/// unchanged; only the order of the elements in memory differs.
+/// then optional input 3 `R`, the residual read by the "add" post-op: of the output's dtype and
+/// shape, or for a matmul or gemm a row broadcast along the output's rows (a bias: [N], or
+/// [1, ..., 1, N] of at most the output's rank, N its last dim; see broadcasts_along_rows).
+/// Attributes: the base op's, plus `base_op` (string), `post_ops` (strings, applied in order to the
+/// base result) and `post_op_params` (floats, two per post-op: alpha, beta). A conv node may also
+/// carry `src_layout`, `dst_layout` and `residual_layout` (ints, see ActivationLayout): the memory
+/// order of X, Y and R. The logical shape and the values are unchanged; only the order of the
+/// elements in memory differs.
 
 #include <cstdint>
 #include <optional>
@@ -96,6 +98,16 @@ struct FusedSpec {
   ActivationLayout dst_layout = ActivationLayout::kPlain;       ///< of Y (output 0)
   ActivationLayout residual_layout = ActivationLayout::kPlain;  ///< of R (input 3)
 };
+
+/// True when `r` is a row a matmul's output `y` adds to every row: rank 1 to rank(y), every dim
+/// 1 but the last, which equals y's last (PyTorch's Linear bias after a 3-D MatMul).
+inline bool broadcasts_along_rows(const Shape& r, const Shape& y) {
+  if (r.empty() || y.empty() || r.size() > y.size() || r.back() != y.back()) return false;
+  for (size_t i = 0; i + 1 < r.size(); ++i) {
+    if (r[i] != 1) return false;
+  }
+  return true;
+}
 
 /// Decodes and checks the attributes: base_op one of conv/matmul/gemm, every post-op name
 /// known, post_op_params two per post-op, exactly one "add" iff input 3 is present; a layout

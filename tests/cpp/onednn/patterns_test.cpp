@@ -207,6 +207,45 @@ TEST(OnednnPatterns, MatmulAndGemmResidualFused) {
   }
 }
 
+// matmul [2,6,10] x [10,5] (and gemm [6,10] x [10,5]) + a bias row ([5] or [1,1,5], either
+// operand order of the add, then relu): one fused node whose add reads the row (oneDNN
+// broadcasts it over the rows), equal to the unfused cpu run.
+TEST(OnednnPatterns, MatmulBiasRowFused) {
+  for (const char* base : {"matmul", "gemm"}) {
+    for (const Shape& bias_shape : {Shape{5}, Shape{1, 5}, Shape{1, 1, 5}}) {
+      const bool gemm = std::string(base) == "gemm";
+      if (gemm && bias_shape.size() > 2) continue;
+      for (bool bias_first : {false, true}) {
+        const Shape xs = gemm ? Shape{6, 10} : Shape{2, 6, 10};
+        SCOPED_TRACE(
+            fmt::format("{} bias {} first {}", base, shape_to_string(bias_shape), bias_first));
+        ir::Graph g("bias");
+        const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, xs});
+        const ir::ValueId m =
+            add_op(g, base, "m", {x, g.add_constant("w", grid_tensor({10, 5}, 1))});
+        const ir::ValueId bias = g.add_constant("bias", grid_tensor(bias_shape, 2));
+        const ir::ValueId a =
+            add_op(g, "add", "a", bias_first ? std::vector{bias, m} : std::vector{m, bias});
+        g.add_output(add_op(g, "relu", "r", {a}));
+        ir::Graph lowered = g;
+        lower(lowered, {"onednn", "cpu"});
+        EXPECT_EQ(lowered.num_nodes(), 1u) << base << " " << shape_to_string(bias_shape);
+        EXPECT_EQ(count_op(lowered, "fused_post_ops_internal"), 1);
+        expect_same_as_cpu(g, {{"x", grid_tensor(xs, 3)}});
+      }
+    }
+  }
+  // A bias along another dim ([6, 1]) is not a row: the add stays apart.
+  ir::Graph g("column");
+  const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {6, 10}});
+  const ir::ValueId m = add_op(g, "matmul", "m", {x, g.add_constant("w", grid_tensor({10, 5}, 1))});
+  g.add_output(add_op(g, "add", "a", {m, g.add_constant("col", grid_tensor({6, 1}, 2))}));
+  ir::Graph lowered = g;
+  lower(lowered, {"onednn", "cpu"});
+  EXPECT_EQ(count_op(lowered, "add"), 1);
+  expect_same_as_cpu(g, {{"x", grid_tensor({6, 10}, 3)}});
+}
+
 TEST(OnednnPatterns, NoFusionWhenIntermediateHasASecondUse) {
   ir::Graph g("two_uses");
   const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {4, 16}});

@@ -90,11 +90,19 @@ Status fused_post_ops_kernel(KernelContext& ctx) {
     for (const PostOp& p : st.post_ops) {
       switch (p.kind) {
         case PostOpKind::kAdd: {
+          // R of the output's shape, or a row (matmul/gemm bias) added to every row.
           const T* r = residual->data<T>();
           const ops::ew::AddOp<T> add;
+          const int64_t width = std::max<int64_t>(residual->numel(), 1);
+          const int64_t rows = n / width;
 #pragma omp parallel for num_threads(th) if (n > (int64_t{1} << 15) && th > 1)
-          for (int64_t i = 0; i < n; ++i)
-            y[i] = from_compute<T>(add(to_compute(y[i]), to_compute(r[i])));
+          for (int64_t row = 0; row < rows; ++row) {
+            T* yr = y + row * width;
+            const T* rr = residual->numel() == n ? r + row * width : r;
+            for (int64_t i = 0; i < width; ++i) {
+              yr[i] = from_compute<T>(add(to_compute(yr[i]), to_compute(rr[i])));
+            }
+          }
           break;
         }
         case PostOpKind::kRelu:

@@ -191,7 +191,21 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
   p->a_md = a_md;
   p->b_user = b_user;
   p->y_md = y_md;
+  // R (the residual add's operand): the output's shape, or a row broadcast along its rows (a
+  // bias of the last dim, ops::fused::broadcasts_along_rows), given as y's rank with leading 1s.
   p->res_md = y_md;
+  if (ctx.has_input(ops::fused::kResidualInput)) {
+    const Shape& rs = ctx.input_types[ops::fused::kResidualInput].shape;
+    int64_t y_numel = 1;
+    for (memory::dim d : y_md.dims()) y_numel *= d;
+    if (numel_of(rs) != y_numel) {
+      // A row (decode_fused checked it): [1, ..., 1, N] at y_md's rank, which folds batch dims
+      // into M where it can (matmul_dims), so R's own rank may be larger.
+      memory::dims row(y_md.dims().size(), 1);
+      row.back() = rs.back();
+      p->res_md = plain_desc(row, dt);
+    }
+  }
   const Tensor* bc = ctx.constant_input(1);
   const bool residual = std::any_of(post.begin(), post.end(), [](const ops::fused::PostOp& o) {
     return o.kind == ops::fused::PostOpKind::kAdd;
@@ -199,9 +213,10 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
   // Runtime M (ADR 0007): a 2-D A over constant weights, read row by row, gets a primitive
   // built for any row count, so a new sequence length or batch re-uses it (no JIT). oneDNN
   // 2.6 takes runtime dims only on its gemm-based matmul and not in a binary post-op operand,
-  // hence not with a residual add or a C that has M rows.
+  // hence not with a residual add or a C that has M rows (a bias row is fine).
+  const bool residual_row = residual && p->res_md.dims().size() == 2 && p->res_md.dims()[0] == 1;
   const bool runtime_m = ctx.prefer_shape_agnostic && bc != nullptr && a_md.dims().size() == 2 &&
-                         !ta && !residual && (!use_c || p->c_md.dims()[0] == 1);
+                         !ta && (!residual || residual_row) && (!use_c || p->c_md.dims()[0] == 1);
   // Two activations (attention's Q x K^T and P x V): every dim at run time, where no batch
   // dim broadcasts (runtime dims must agree between the operands).
   const bool runtime_all = ctx.prefer_shape_agnostic && !gemm && bc == nullptr && !residual &&
@@ -231,6 +246,7 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
   std::string key = fmt::format("a {} b {} y {} threads {} scale {} beta {}", desc_key(a_pd),
                                 desc_key(b_pd), desc_key(y_pd), omp_get_max_threads(), scale, beta);
   if (use_c) key += " c " + desc_key(p->c_md);
+  if (residual) key += " r " + desc_key(p->res_md);
   for (const ops::fused::PostOp& o : post) {
     key += fmt::format(" post {} {} {}", static_cast<int>(o.kind), o.alpha, o.beta);
   }
@@ -249,7 +265,7 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
         }
       }
       // Inside the try: oneDNN throws on post-ops it rejects (e.g. a clip with min > max).
-      made.residual_post = append_post_ops(pops, post, &y_md);
+      made.residual_post = append_post_ops(pops, post, &p->res_md);
       if (pops.len() > 0) attr.set_post_ops(pops);
       made.pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_pd, b_pd, y_pd), attr, engine());
       return made;
