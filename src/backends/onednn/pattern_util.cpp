@@ -61,7 +61,8 @@ bool onednn_runs(const ir::Graph& g, std::string_view op, std::string_view name,
   ctx.schema = schema;
   // Asked with the shape-agnostic hint (ADR 0007): where the kernel has prepared state valid
   // for any row count (matmul's runtime M), the check's descriptor is built once and serves
-  // every later shape, instead of one JIT per new sequence length in the first-seen tier.
+  // every later shape, instead of one JIT per new sequence length in the first-seen tier; the
+  // static form is asked when that one is declined.
   ctx.prefer_shape_agnostic = true;
   for (ir::ValueId v : inputs) {
     const bool present = v != ir::kNoValue && g.value(v).type.has_value();
@@ -74,7 +75,11 @@ bool onednn_runs(const ir::Graph& g, std::string_view op, std::string_view name,
     ctx.input_present[i] = true;
     ctx.input_constants[i] = t;
   }
-  return schema->infer(ctx).is_ok() && k->supports(ctx).is_ok();
+  if (!schema->infer(ctx).is_ok()) return false;
+  if (k->supports(ctx).is_ok()) return true;
+  // A kernel that declines the shape-agnostic form may still take the node with static dims.
+  ctx.prefer_shape_agnostic = false;
+  return k->supports(ctx).is_ok();
 }
 
 }  // namespace frame::backends::onednn
