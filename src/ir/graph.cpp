@@ -228,6 +228,15 @@ void Graph::remove_node(NodeId n) {
   }
 }
 
+void Graph::rename_value(ValueId v, std::string_view name) {
+  FRAME_ASSERT(detail::valid_value(*this, v), "Graph::rename_value: bad id");
+  Value& val = values_[static_cast<size_t>(v)];
+  auto it = value_by_name_.find(val.name);
+  if (it != value_by_name_.end() && it->second == v) value_by_name_.erase(it);
+  val.name = unique_value_name(name);
+  value_by_name_.emplace(val.name, v);
+}
+
 void Graph::replace_all_uses(ValueId from, ValueId to) {
   for (Node& n : nodes_) {
     if (n.dead) continue;

@@ -191,6 +191,8 @@ Result<std::vector<ir::ValueId>> infer_and_fold(ir::Graph& g, ir::NodeId id) {
 const ir::TensorType* NodeImporter::input_type(size_t i) const {
   const ir::ValueId v = input(i);
   if (v == ir::kNoValue) return nullptr;
+  // A computed value's shape, and a shape-derived constant's, change with the input shapes.
+  if (!g_.value(v).is_constant() || shape_derived(v)) shape_dependent_ = true;
   const auto& t = g_.value(v).type;
   return t ? &*t : nullptr;
 }
@@ -198,6 +200,7 @@ const ir::TensorType* NodeImporter::input_type(size_t i) const {
 const Tensor* NodeImporter::input_constant(size_t i) const {
   const ir::ValueId v = input(i);
   if (v == ir::kNoValue) return nullptr;
+  if (shape_derived(v)) shape_dependent_ = true;  // the converter may branch on the value
   const auto& c = g_.value(v).constant;
   return c ? &*c : nullptr;
 }
@@ -274,6 +277,7 @@ Status NodeImporter::bind_output(size_t i, ir::ValueId v) {
 Result<std::shared_ptr<ir::Graph>> NodeImporter::import_body(
     std::string_view attr, const std::vector<ir::TensorType>& formal_types,
     std::vector<ir::ValueId>& captures, const std::vector<std::optional<Tensor>>& formal_values) {
+  shape_dependent_ = true;  // a body is imported with its formal inputs' types
   for (const auto& a : proto_.attribute()) {
     if (a.name() != attr) continue;
     if (a.type() != ::onnx::AttributeProto::GRAPH || !a.has_g()) {
@@ -398,11 +402,175 @@ class Importer final : public BodyImporter {
         memo_->order = order;
       }
     }
+    // The first import of a session's model at bound-free shapes is kept for re-typing (ADR
+    // 0007 stage B); bound input values would be shape-derived constants of another kind.
+    std::unique_ptr<GenericImport> generic;
+    if (memo_ != nullptr && !opts_.keep_untyped && opts_.constant_inputs.empty()) {
+      std::lock_guard lock(memo_->mu);
+      if (memo_->generic == nullptr) generic = std::make_unique<GenericImport>();
+    }
+    if (memo_ != nullptr) memo_->full.fetch_add(1, std::memory_order_relaxed);
     for (int i : *order) {
       // The partial graph ends at the failing node: name the inputs that reach it (ADR 0006).
-      Status s = import_node(gp.node(i));
+      Status s = generic ? import_recorded(gp, i, *generic) : import_node(gp.node(i));
       if (!s.is_ok()) return passes::with_shape_determining_hint(g_, s);
     }
+    if (generic) {
+      generic->graph = g_;
+      for (const auto& [name, dims] : opts_.input_shapes) generic->shape_keys.insert(name);
+      for (ir::ValueId v : g_.inputs()) generic->input_ranks.push_back(g_.value(v).type->rank());
+      std::lock_guard lock(memo_->mu);
+      if (memo_->generic == nullptr) memo_->generic = std::move(generic);
+    }
+    return finish(gp);
+  }
+
+  // ADR 0007 stage B: the graph at this import's input shapes from `t`, a generic import of
+  // the same model at other shapes of the same ranks (GenericImport says how). Errors: any
+  // (this Importer is then spent): the caller imports in full instead, which reports the
+  // model's own error if there is one.
+  Result<ir::Graph> retype(const GenericImport& t) {
+    const ::onnx::GraphProto& gp = model_.graph();
+    std::set<std::string> keys;
+    for (const auto& [name, dims] : opts_.input_shapes) keys.insert(name);
+    if (keys != t.shape_keys || !opts_.constant_inputs.empty() || opts_.keep_untyped) {
+      return make_error(StatusCode::kFailedPrecondition,
+                        "the generic import was made for other inputs");
+    }
+    FRAME_RETURN_IF_ERROR(read_opsets());
+    g_ = t.graph;
+    std::unordered_map<std::string_view, const ::onnx::ValueInfoProto*> declared;
+    for (const auto& in : gp.input()) declared.emplace(in.name(), &in);
+    for (size_t k = 0; k < g_.inputs().size(); ++k) {
+      ir::Value& in = g_.value(g_.inputs()[k]);
+      auto it = declared.find(in.name);
+      if (it == declared.end())
+        return make_error(StatusCode::kFailedPrecondition, "input '{}' is not declared", in.name);
+      FRAME_ASSIGN_OR_RETURN(Shape shape, input_shape(in.name, it->second->type().tensor_type()));
+      if (shape.size() != t.input_ranks[k])
+        return make_error(StatusCode::kFailedPrecondition, "another rank");
+      FRAME_RETURN_IF_ERROR(checked_nbytes(in.type->dtype, shape).status());
+      in.type->shape = std::move(shape);
+    }
+    // Old value id -> its replacement, for the values re-converted or folded at these shapes.
+    std::vector<ir::ValueId> remap(t.graph.num_values());
+    for (size_t v = 0; v < remap.size(); ++v) remap[v] = static_cast<ir::ValueId>(v);
+    std::vector<Tensor> values;
+    for (const GenericImport::Record& r : t.records) {
+      if (r.kind == GenericImport::Kind::kReconvert) {
+        FRAME_RETURN_IF_ERROR(reconvert(gp.node(r.node), r, remap));
+        continue;
+      }
+      for (const GenericImport::Step& step : r.steps) {
+        ir::Node& n = g_.node(step.node);
+        for (ir::ValueId& v : n.inputs) {
+          if (v != ir::kNoValue) v = remap[static_cast<size_t>(v)];
+        }
+        if (step.folded) {
+          // Computed again into the constants that hold its results (same ids, no remap).
+          const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
+          if (schema == nullptr) return internal_error("op '{}' vanished", n.op);
+          FRAME_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types,
+                                 schema->infer(ops::make_node_context(g_, n, schema)));
+          size_t bytes = 0;
+          for (const ir::TensorType& type : types) {
+            FRAME_ASSIGN_OR_RETURN(size_t b, checked_nbytes(type.dtype, type.shape));
+            bytes += b;
+          }
+          if (bytes > kImportFoldBytes || types.size() != step.results.size()) {
+            return make_error(StatusCode::kFailedPrecondition, "node '{}' no longer folds", n.name);
+          }
+          FRAME_RETURN_IF_ERROR(run_cpu_kernel(g_, n, *schema, types, values));
+          for (size_t k = 0; k < step.results.size(); ++k) {
+            ir::Value& c = g_.value(step.results[k]);
+            c.type = types[k];
+            c.constant = std::move(values[k]);
+          }
+          continue;
+        }
+        const std::vector<ir::ValueId> before = n.outputs;
+        FRAME_ASSIGN_OR_RETURN(std::vector<ir::ValueId> after, infer_and_fold(g_, step.node));
+        for (size_t k = 0; k < before.size() && k < after.size(); ++k) {
+          remap[static_cast<size_t>(before[k])] = after[k];
+        }
+      }
+    }
+    return finish(gp);
+  }
+
+ private:
+  // Converts `n` again (a kReconvert record `r` of GenericImport) on the re-typed graph: the old
+  // values give up their names to the new ones, and `remap` sends the old outputs to the new.
+  Status reconvert(const ::onnx::NodeProto& n, const GenericImport::Record& r,
+                   std::vector<ir::ValueId>& remap) {
+    for (const GenericImport::Step& step : r.steps) g_.remove_node(step.node);
+    for (ir::ValueId v : r.created) {
+      const ir::Value& val = g_.value(v);
+      if (val.is_constant() && g_.find_value(val.name) == v) g_.rename_value(v, "retyped~");
+    }
+    FRAME_RETURN_IF_ERROR(import_node(n));
+    for (size_t k = 0; k < r.outputs.size(); ++k) {
+      if (r.outputs[k] == ir::kNoValue) continue;
+      const std::string& name = n.output(static_cast<int>(k));
+      const ir::ValueId now = g_.find_value(name);
+      if (now == ir::kNoValue) return internal_error("output '{}' was not converted again", name);
+      remap[static_cast<size_t>(r.outputs[k])] = now;
+    }
+    return Status();
+  }
+
+  bool is_shape_derived(ir::ValueId v) const {
+    return v != ir::kNoValue && static_cast<size_t>(v) < shape_derived_.size() &&
+           shape_derived_[static_cast<size_t>(v)] != 0;
+  }
+
+  // Imports node `i` of the main graph and records what re-typing needs (GenericImport).
+  Status import_recorded(const ::onnx::GraphProto& gp, int i, GenericImport& t) {
+    const ::onnx::NodeProto& n = gp.node(i);
+    const auto first_node = static_cast<ir::NodeId>(g_.num_node_slots());
+    const auto first_value = static_cast<ir::ValueId>(g_.num_values());
+    GenericImport::Record r;
+    r.node = i;
+    for (const std::string& in : n.input()) {
+      if (!in.empty() && is_shape_derived(g_.find_value(in))) r.kind = GenericImport::Kind::kReplay;
+    }
+    bool dependent = false;
+    FRAME_RETURN_IF_ERROR(import_node(n, &dependent));
+    if (dependent) r.kind = GenericImport::Kind::kReconvert;
+    const bool clean = r.kind == GenericImport::Kind::kClean;
+    for (auto id = first_node; static_cast<size_t>(id) < g_.num_node_slots(); ++id) {
+      const ir::Node& node = g_.node(id);
+      if (clean && node.dead) continue;  // folded from constants no shape changes
+      GenericImport::Step step{id, node.dead, {}};
+      if (node.dead) {
+        // infer_and_fold put constants of the same names in place of the outputs.
+        for (ir::ValueId v : node.outputs) {
+          const ir::ValueId c = g_.find_value(g_.value(v).name);
+          if (c == ir::kNoValue || !g_.value(c).is_constant()) {
+            r.kind = GenericImport::Kind::kReconvert;  // not a plain fold: convert it again
+            break;
+          }
+          step.results.push_back(c);
+        }
+      }
+      r.steps.push_back(std::move(step));
+    }
+    shape_derived_.resize(g_.num_values(), 0);
+    for (auto v = first_value; static_cast<size_t>(v) < g_.num_values(); ++v) {
+      r.created.push_back(v);
+      if (!clean && g_.value(v).is_constant()) shape_derived_[static_cast<size_t>(v)] = 1;
+    }
+    for (const std::string& o : n.output()) {
+      r.outputs.push_back(o.empty() ? ir::kNoValue : g_.find_value(o));
+    }
+    t.replayed += r.kind == GenericImport::Kind::kReplay ? 1 : 0;
+    t.reconverted += r.kind == GenericImport::Kind::kReconvert ? 1 : 0;
+    t.records.push_back(std::move(r));
+    return Status();
+  }
+
+  // Graph outputs, compaction and the optional verification: the end of run() and retype().
+  Result<ir::Graph> finish(const ::onnx::GraphProto& gp) {
     for (const auto& o : gp.output()) {
       const ir::ValueId v = g_.find_value(o.name());
       if (v == ir::kNoValue) {
@@ -422,7 +590,6 @@ class Importer final : public BodyImporter {
     return std::move(g_);
   }
 
- private:
   // The value named `name` in this scope, else captured from an enclosing one, else kNoValue.
   ir::ValueId lookup(const std::string& name) {
     const ir::ValueId v = g_.find_value(name);
@@ -747,7 +914,7 @@ class Importer final : public BodyImporter {
     return order;
   }
 
-  Status import_node(const ::onnx::NodeProto& n) {
+  Status import_node(const ::onnx::NodeProto& n, bool* shape_dependent = nullptr) {
     const std::string domain = is_default_domain(n.domain()) ? "" : n.domain();
     const int opset = opset_of(domain);
     const OpRow* row = find_op(domain, n.op_type(), opset);
@@ -782,9 +949,11 @@ class Importer final : public BodyImporter {
     ni.set_keep_untyped(opts_.keep_untyped);
     ni.set_max_tensor_bytes(opts_.max_tensor_bytes);
     ni.set_body_importer(this);
+    if (shape_dependent != nullptr) ni.set_shape_derived(&shape_derived_);
     Status s;
     try {
       s = (row->convert != nullptr ? row->convert : &convert_default)(ni, row->frame_op);
+      if (shape_dependent != nullptr) *shape_dependent = ni.shape_dependent();
     } catch (const std::bad_variant_access&) {
       // A converter reads an attribute as the kind the ONNX spec gives it; the model stored
       // another kind (AttributeProto.type). Found by the onnx_load fuzzer.
@@ -843,6 +1012,8 @@ class Importer final : public BodyImporter {
   int depth_ = 0;                      // nesting level of a body (0: the model's graph)
   Importer* parent_ = nullptr;         // the enclosing scope of a body
   std::vector<ir::ValueId> captures_;  // a body's captured values, in the parent's graph
+  // While a GenericImport is recorded: nonzero for the constants computed from input shapes.
+  std::vector<char> shape_derived_;
 };
 
 Status parse_message(std::string_view bytes, google::protobuf::MessageLite& msg,
@@ -873,6 +1044,19 @@ Result<ir::Graph> import_model(const ::onnx::ModelProto& model, const LoadOption
                                const std::string& model_dir,
                                const std::map<std::string, Tensor>* initializers,
                                ImportMemo* memo) {
+  std::shared_ptr<const GenericImport> generic;
+  if (memo != nullptr) {
+    std::lock_guard lock(memo->mu);
+    generic = memo->generic;
+  }
+  if (generic != nullptr) {
+    Importer retyper(model, options, model_dir, initializers, memo);
+    Result<ir::Graph> g = retyper.retype(*generic);
+    if (g.is_ok()) {
+      memo->retyped.fetch_add(1, std::memory_order_relaxed);
+      return g;
+    }
+  }
   Importer imp(model, options, model_dir, initializers, memo);
   return imp.run();
 }

@@ -5,11 +5,13 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -125,7 +127,12 @@ class NodeImporter {
         inputs_(std::move(inputs)),
         attrs_(std::move(attrs)) {}
 
-  ir::Graph& graph() { return g_; }
+  /// The graph under construction. A converter that reaches into it may read anything, so
+  /// its node counts as shape-dependent for re-typing (ADR 0007 stage B).
+  ir::Graph& graph() {
+    shape_dependent_ = true;
+    return g_;
+  }
   const std::string& name() const { return name_; }
   const std::string& op_type() const { return proto_.op_type(); }
   int opset() const { return opset_; }
@@ -134,6 +141,8 @@ class NodeImporter {
   size_t num_inputs() const { return inputs_.size(); }
   ir::ValueId input(size_t i) const { return i < inputs_.size() ? inputs_[i] : ir::kNoValue; }
   /// Type of input i (every imported value is typed); nullptr when absent.
+  /// The type of input `i`, or nullptr (absent or untyped). Reading the type of a computed
+  /// value or of a shape-derived constant marks the node shape-dependent (ADR 0007 stage B).
   const ir::TensorType* input_type(size_t i) const;
   /// Constant value of input i, or nullptr.
   const Tensor* input_constant(size_t i) const;
@@ -162,6 +171,16 @@ class NodeImporter {
             .message());
   }
   const std::vector<std::string>& output_names() const { return outputs_; }
+  /// Makes constant `t` the node's first output under its ONNX name (the Constant op).
+  void add_output_constant(Tensor t) {
+    if (!outputs_.empty()) g_.add_constant(outputs_[0], std::move(t));
+  }
+  /// Values whose content depends on input shapes (ADR 0007 stage B): indexed by value id,
+  /// nonzero for a constant computed from a shape; null when the import does not track them.
+  void set_shape_derived(const std::vector<char>* d) { shape_derived_ = d; }
+  /// Whether the conversion read something an input shape can change: the type of a computed
+  /// input or of a shape-derived constant, a shape-derived input at all, a body, or the graph.
+  bool shape_dependent() const { return shape_dependent_; }
   void set_body_importer(BodyImporter* b) { bodies_ = b; }
   /// Imports GRAPH attribute `attr` (BodyImporter::import_body). Errors: the attribute is
   /// missing or not a graph, or the body fails to import.
@@ -199,6 +218,10 @@ class NodeImporter {
 
  private:
   std::string fresh_node_name();
+  bool shape_derived(ir::ValueId v) const {
+    return shape_derived_ != nullptr && static_cast<size_t>(v) < shape_derived_->size() &&
+           (*shape_derived_)[static_cast<size_t>(v)] != 0;
+  }
   Result<ir::NodeId> create(std::string_view op, std::string name, std::vector<ir::ValueId> in,
                             int num_outputs, ir::AttrMap attrs, std::vector<std::string> outs);
 
@@ -212,6 +235,8 @@ class NodeImporter {
   bool keep_untyped_ = false;
   size_t max_tensor_bytes_ = SIZE_MAX;
   BodyImporter* bodies_ = nullptr;
+  const std::vector<char>* shape_derived_ = nullptr;
+  mutable bool shape_dependent_ = false;
 };
 
 /// Shape-infers node `n` of `g` (sets its output types) and, when every input is a constant
@@ -251,13 +276,56 @@ struct OpRow {
 /// Passes inputs and attributes through unchanged (the conversion of most rows).
 Status convert_default(NodeImporter& n, std::string_view frame_op);
 
+/// ADR 0007 stage B: a model imported once at some input shapes, kept so that later shapes of
+/// the same input ranks are *re-typed* instead of imported again. Each ONNX node of the main
+/// graph has a record of the IR nodes its conversion created, in creation order:
+/// - `kClean`: the converter read nothing an input shape changes (NodeImporter::shape_dependent)
+///   and no input is shape-derived, so it emitted the same IR nodes at every shape: re-typing
+///   runs their shape functions (folding a node whose inputs became constants).
+/// - `kReplay`: the same, except that some input is a shape-derived constant (shape arithmetic
+///   and its consumers, e.g. Gather/Concat/Unsqueeze on a Shape, a Reshape target): the IR nodes
+///   it emitted are the same, their values are not. Nodes that folded are computed again with
+///   their cpu kernels and their results written into the same constants; the others are
+///   re-typed as for kClean.
+/// - `kReconvert`: the converter read an input's shape, a shape-derived value, a body or the
+///   graph itself (e.g. Shape, Size): converted again at the new shapes, on the re-typed graph.
+/// The result is the graph a full import gives, up to the names of internal values. Any error
+/// while re-typing falls back to a full import, which reports the model's own error.
+struct GenericImport {
+  enum class Kind { kClean, kReplay, kReconvert };
+  /// One IR node a conversion created. `folded`: it folded at import and `results` are the
+  /// constants that took its outputs' place.
+  struct Step {
+    ir::NodeId node = -1;
+    bool folded = false;
+    std::vector<ir::ValueId> results;
+  };
+  struct Record {
+    int node = 0;  ///< index in GraphProto.node
+    Kind kind = Kind::kClean;
+    std::vector<Step> steps;           ///< kClean: live nodes only; else every node, in order
+    std::vector<ir::ValueId> created;  ///< values its conversion added
+    std::vector<ir::ValueId> outputs;  ///< by ONNX output position; kNoValue when unnamed
+  };
+  ir::Graph graph;                   ///< after the last node, before outputs and compact()
+  std::vector<Record> records;       ///< in import order
+  std::set<std::string> shape_keys;  ///< LoadOptions::input_shapes names it was imported with
+  std::vector<size_t> input_ranks;   ///< by graph.inputs() position
+  size_t replayed = 0;               ///< records of kind kReplay
+  size_t reconverted = 0;            ///< records of kind kReconvert
+};
+
 /// What importing one parsed model computes that no input shape or bound value changes: the
 /// main graph's node order, known only once the op-support walk over the graph and its bodies
-/// has passed. A session keeps one per model, so the import of each specialization skips both
-/// (ADR 0007). Filled by the first import that gets through those steps; thread-safe.
+/// has passed, and the generic import (ADR 0007 stage B) re-typed for later shapes. A session
+/// keeps one per model, so the import of each specialization skips them. Filled by the first
+/// import that gets through those steps; thread-safe.
 struct ImportMemo {
   std::mutex mu;
   std::shared_ptr<const std::vector<int>> order;  ///< null until known
+  std::shared_ptr<const GenericImport> generic;   ///< null until known
+  std::atomic<uint64_t> retyped{0};               ///< imports served by re-typing `generic`
+  std::atomic<uint64_t> full{0};                  ///< imports that converted every node
 };
 
 /// Imports a parsed model (what load() does after parsing). `initializers`, when not null,

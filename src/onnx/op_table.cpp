@@ -115,8 +115,7 @@ Status convert_constant(NodeImporter& n, std::string_view) {
         StatusCode::kUnimplemented,
         n.error("attribute '{}' is not supported (no string or sparse tensors)", key).message());
   }
-  if (n.num_outputs() == 0) return Status();
-  n.graph().add_constant(n.output_names()[0], std::move(t));
+  n.add_output_constant(std::move(t));
   return Status();
 }
 

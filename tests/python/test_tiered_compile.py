@@ -31,13 +31,17 @@ def dynamic(name):
 
 def doubled_constant_plus_x(op, domain, kernel):
     """y = x + kernel(c) with c = [1]: `kernel` registered as frame op `op`, mapped from
-    ONNX `domain`::Double; the session folds it at compile time (so per compile)."""
+    ONNX `domain`::Double; the session folds it at compile time, once per compile because c is
+    computed from x's shape (ConstantOfShape(Shape(Shape(x))) = [1.0]): a fold of weights alone
+    is done once per model (ADR 0007 stage B), a shape-derived one again at every compile."""
     frame.register_op(op, inputs=["X"], outputs=["Y"], cpu_kernel=kernel)
     frame.map_onnx_op(domain, "Double", op)
-    c = nh.from_array(np.array([1], np.float32), "c")
-    nodes = [oh.make_node("Double", ["c"], ["d"], domain=domain),
+    one = nh.from_array(np.array([1], np.float32), "one")
+    nodes = [oh.make_node("Shape", ["x"], ["s"]), oh.make_node("Shape", ["s"], ["ss"]),
+             oh.make_node("ConstantOfShape", ["ss"], ["c"], value=one),
+             oh.make_node("Double", ["c"], ["d"], domain=domain),
              oh.make_node("Add", ["x", "d"], ["y"])]
-    return model(nodes, [dynamic("x")], [c], [domain])
+    return model(nodes, [dynamic("x")], [], [domain])
 
 
 # y = sigmoid(x) * tanh(x) + x: one fused node in the full compile, four buffers unfused.

@@ -123,6 +123,9 @@ class Graph {
 
   /// Removes a node (its outputs keep existing as dangling values until compact()).
   void remove_node(NodeId n);
+  /// Renames value `v` to `name` (made unique if taken): `v`'s old name is released, so a new
+  /// value may take it over (the ONNX importer's re-typing replaces a value that way).
+  void rename_value(ValueId v, std::string_view name);
   /// Replaces every use of `from` (node inputs and graph outputs) by `to`.
   void replace_all_uses(ValueId from, ValueId to);
   /// For each value, the live nodes that read it (a node reading twice appears twice).

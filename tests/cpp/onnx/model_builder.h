@@ -83,6 +83,13 @@ inline ::onnx::AttributeProto attr_i(const std::string& n, int64_t v) {
   a.set_i(v);
   return a;
 }
+inline ::onnx::AttributeProto attr_s(const std::string& n, const std::string& v) {
+  ::onnx::AttributeProto a;
+  a.set_name(n);
+  a.set_type(::onnx::AttributeProto::STRING);
+  a.set_s(v);
+  return a;
+}
 inline ::onnx::AttributeProto attr_f(const std::string& n, float v) {
   ::onnx::AttributeProto a;
   a.set_name(n);

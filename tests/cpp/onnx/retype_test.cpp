@@ -1,0 +1,228 @@
+// Re-typing a generic import (ADR 0007 stage B): a session's later input shapes re-type the
+// graph imported at its first shapes instead of importing the ONNX model again. The expected
+// graph at every shape is the one a full import gives (an independent path through every
+// converter), compared in a canonical text form that ignores the names of internal values.
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "frame/ir/text.h"
+#include "frame/onnx/onnx.h"
+#include "model_builder.h"
+#include "onnx/onnx_internal.h"
+
+namespace frame::onnx {
+namespace {
+
+using namespace testing;  // NOLINT(google-build-using-namespace)
+
+// A graph input with symbolic dims named `syms` ("" for a fixed dim from `fixed`).
+::onnx::ValueInfoProto symbolic_input(const std::string& name, int32_t elem,
+                                      const std::vector<std::string>& syms,
+                                      const std::vector<int64_t>& fixed) {
+  ::onnx::ValueInfoProto v;
+  v.set_name(name);
+  auto* tt = v.mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(elem);
+  for (size_t i = 0; i < syms.size(); ++i) {
+    auto* d = tt->mutable_shape()->add_dim();
+    if (syms[i].empty()) {
+      d->set_dim_value(fixed[i]);
+    } else {
+      d->set_dim_param(syms[i]);
+    }
+  }
+  return v;
+}
+
+// x f32 [N, S, 8], ids i64 [N, S]: the shape arithmetic of a PyTorch attention export (Shape ->
+// Gather -> Unsqueeze -> Concat -> Reshape), a position Range from a dim, a ConstantOfShape
+// mask, an Expand to a computed shape, a Slice with computed ends, Flatten and plain math.
+::onnx::ModelProto attention_like() {
+  ModelBuilder m(13);
+  *m.model.mutable_graph()->add_input() =
+      symbolic_input("x", ::onnx::TensorProto::FLOAT, {"N", "S", ""}, {0, 0, 8});
+  *m.model.mutable_graph()->add_input() =
+      symbolic_input("ids", ::onnx::TensorProto::INT64, {"N", "S"}, {});
+  m.output("y").output("pos").output("flat").output("masked").output("ids_out",
+                                                                     ::onnx::TensorProto::INT64);
+  m.init(int64_tensor("zero", {}, {0}))
+      .init(int64_tensor("one", {}, {1}))
+      .init(int64_tensor("axes0", {1}, {0}))
+      .init(int64_tensor("two", {1}, {2}))
+      .init(int64_tensor("four", {1}, {4}))
+      .init(int64_tensor("shape_tail", {1}, {-1}));
+  ::onnx::AttributeProto to_float = attr_i("to", ::onnx::TensorProto::FLOAT);
+  m.add(node("Shape", {"x"}, {"s"}, "shape"));
+  m.add(node("Gather", {"s", "zero"}, {"b"}, "gather_b", {attr_i("axis", 0)}));
+  m.add(node("Gather", {"s", "one"}, {"t"}, "gather_t", {attr_i("axis", 0)}));
+  m.add(node("Unsqueeze", {"b", "axes0"}, {"b1"}, "unsq_b"));
+  m.add(node("Unsqueeze", {"t", "axes0"}, {"t1"}, "unsq_t"));
+  m.add(node("Concat", {"b1", "t1", "two", "four"}, {"target"}, "concat", {attr_i("axis", 0)}));
+  m.add(node("Reshape", {"x", "target"}, {"r"}, "reshape"));
+  m.add(node("Transpose", {"r"}, {"q"}, "transpose", {attr_ints("perm", {0, 2, 1, 3})}));
+  m.add(node("Transpose", {"r"}, {"k"}, "transpose_k", {attr_ints("perm", {0, 2, 3, 1})}));
+  m.add(node("MatMul", {"q", "k"}, {"scores"}, "matmul"));
+  m.add(node("Softmax", {"scores"}, {"p"}, "softmax", {attr_i("axis", -1)}));
+  m.add(node("MatMul", {"p", "q"}, {"ctx"}, "matmul_v"));
+  m.add(node("Transpose", {"ctx"}, {"ctx_t"}, "transpose_back", {attr_ints("perm", {0, 2, 1, 3})}));
+  m.add(node("Concat", {"b1", "t1", "shape_tail"}, {"merge"}, "concat_merge", {attr_i("axis", 0)}));
+  m.add(node("Reshape", {"ctx_t", "merge"}, {"y"}, "reshape_back"));
+  // Positions 0..S-1 as floats, plus one.
+  m.add(node("Range", {"zero", "t", "one"}, {"range"}, "range"));
+  m.add(node("Cast", {"range"}, {"rangef"}, "cast", {to_float}));
+  m.add(node("Shape", {"rangef"}, {"rs"}, "shape_range"));
+  m.add(node("ConstantOfShape", {"rs"}, {"ones"}, "ones",
+             {attr_t("value", float_tensor("v", {1}, {1.0f}))}));
+  m.add(node("Add", {"rangef", "ones"}, {"pos"}, "add_pos"));
+  // Flatten (its converter reads the input's rank), Slices whose end is S - 1, an Expand.
+  m.add(node("Flatten", {"x"}, {"flat"}, "flatten", {attr_i("axis", 2)}));
+  m.add(node("Sub", {"t1", "axes0"}, {"t_minus"}, "sub"));
+  m.add(node("Slice", {"pos", "axes0", "t_minus", "axes0"}, {"pos_head"}, "slice_pos"));
+  m.add(node("Slice", {"x", "axes0", "t_minus", "one_axis"}, {"x_head"}, "slice_x"));
+  m.init(int64_tensor("one_axis", {1}, {1}));
+  m.add(node("Transpose", {"x_head"}, {"x_head_t"}, "transpose_head",
+             {attr_ints("perm", {0, 2, 1})}));
+  m.add(node("Shape", {"x_head_t"}, {"ss"}, "shape_head"));
+  m.add(node("Expand", {"pos_head", "ss"}, {"expanded"}, "expand"));
+  m.add(node("Mul", {"expanded", "x_head_t"}, {"masked"}, "mul"));
+  m.add(node("Add", {"ids", "ids"}, {"ids_out"}, "add_ids"));
+  return m.model;
+}
+
+// x f32 [1, 3, H, W]: conv, ReLU, a Resize to twice the input's size computed from its shape.
+::onnx::ModelProto conv_resize() {
+  ModelBuilder m(13);
+  *m.model.mutable_graph()->add_input() =
+      symbolic_input("x", ::onnx::TensorProto::FLOAT, {"", "", "H", "W"}, {1, 3, 0, 0});
+  m.output("y");
+  std::vector<float> w(4 * 3 * 3 * 3);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(i % 7) - 0.02f;
+  m.init(float_tensor("w", {4, 3, 3, 3}, w))
+      .init(int64_tensor("starts", {1}, {2}))
+      .init(int64_tensor("ends", {1}, {4}))
+      .init(int64_tensor("twice", {1}, {2}))
+      .init(int64_tensor("nc", {2}, {1, 4}));
+  m.add(node("Conv", {"x", "w"}, {"c"}, "conv", {attr_ints("pads", {1, 1, 1, 1})}));
+  m.add(node("Relu", {"c"}, {"a"}, "relu"));
+  m.add(node("Shape", {"x"}, {"s"}, "shape"));
+  m.add(node("Slice", {"s", "starts", "ends"}, {"hw"}, "slice"));
+  m.add(node("Mul", {"hw", "twice"}, {"hw2"}, "mul"));
+  m.add(node("Concat", {"nc", "hw2"}, {"sizes"}, "concat", {attr_i("axis", 0)}));
+  m.add(node("Resize", {"a", "", "", "sizes"}, {"y"}, "resize", {attr_s("mode", "nearest")}));
+  return m.model;
+}
+
+// The graph's text with every internal value and node renamed by topological position, so two
+// imports compare equal when they hold the same nodes, attributes, types and constant values.
+std::string canonical(ir::Graph g) {
+  Result<std::vector<ir::NodeId>> order = g.topological_order();
+  EXPECT_TRUE(order.is_ok()) << order.status().message();
+  if (!order.is_ok()) return "";
+  int values = 0;
+  int nodes = 0;
+  auto rename = [&](ir::ValueId v) {
+    if (v == ir::kNoValue) return;
+    const ir::Value& val = g.value(v);
+    if (val.is_graph_input || g.is_output(v) || val.name.rfind("canon", 0) == 0) return;
+    g.rename_value(v, "canon" + std::to_string(values++));
+  };
+  for (ir::NodeId id : *order) {
+    for (ir::ValueId v : g.node(id).inputs) rename(v);
+    for (ir::ValueId v : g.node(id).outputs) rename(v);
+    g.node(id).name = "node" + std::to_string(nodes++);
+  }
+  return ir::print_text(g);
+}
+
+struct Case {
+  const char* what;
+  ::onnx::ModelProto model;
+  std::vector<std::map<std::string, Shape>> shapes;  // the first is the generic import's
+};
+
+TEST(OnnxRetype, EveryShapeGivesTheGraphOfAFullImport) {
+  std::vector<Case> cases;
+  cases.push_back({"attention_like",
+                   attention_like(),
+                   {{{"x", {2, 5, 8}}, {"ids", {2, 5}}},
+                    {{"x", {1, 1, 8}}, {"ids", {1, 1}}},
+                    {{"x", {3, 17, 8}}, {"ids", {3, 17}}},
+                    {{"x", {8, 64, 8}}, {"ids", {8, 64}}},
+                    {{"x", {2, 5, 8}}, {"ids", {2, 5}}}}});
+  cases.push_back({"conv_resize",
+                   conv_resize(),
+                   {{{"x", {1, 3, 16, 16}}},
+                    {{"x", {1, 3, 7, 30}}},
+                    {{"x", {1, 3, 1, 1}}},
+                    {{"x", {1, 3, 33, 9}}}}});
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    detail::ImportMemo memo;
+    for (size_t i = 0; i < c.shapes.size(); ++i) {
+      LoadOptions lo;
+      lo.input_shapes = c.shapes[i];
+      lo.verify = false;
+      Result<ir::Graph> via_memo = detail::import_model(c.model, lo, "", nullptr, &memo);
+      ASSERT_TRUE(via_memo.is_ok()) << via_memo.status().message();
+      lo.verify = true;
+      Result<ir::Graph> full = detail::import_model(c.model, lo, "");
+      ASSERT_TRUE(full.is_ok()) << full.status().message();
+      EXPECT_EQ(canonical(std::move(*via_memo)), canonical(std::move(*full))) << "shape set " << i;
+      // The first import converts every node and keeps the generic import; the others re-type.
+      EXPECT_EQ(memo.full.load(), 1U);
+      EXPECT_EQ(memo.retyped.load(), i);
+    }
+    ASSERT_NE(memo.generic, nullptr);
+    EXPECT_GT(memo.generic->replayed, 0U);     // shape arithmetic replayed in place
+    EXPECT_GT(memo.generic->reconverted, 0U);  // Shape itself converted again
+    EXPECT_LT(memo.generic->replayed + memo.generic->reconverted, memo.generic->records.size());
+  }
+}
+
+TEST(OnnxRetype, AShapeTheModelRejectsGetsTheFullImportsError) {
+  const ::onnx::ModelProto model = attention_like();
+  detail::ImportMemo memo;
+  LoadOptions lo;
+  lo.verify = false;
+  lo.input_shapes = {{"x", {2, 5, 8}}, {"ids", {2, 5}}};
+  ASSERT_TRUE(detail::import_model(model, lo, "", nullptr, &memo).is_ok());
+  // ids [2, 6] against x [2, 5, 8]: fine for the import (they never meet); x [2, 5, 8] with a
+  // rank-2 given shape is not: both paths give the full import's error.
+  lo.input_shapes = {{"x", {2, 5}}, {"ids", {2, 5}}};
+  Result<ir::Graph> via_memo = detail::import_model(model, lo, "", nullptr, &memo);
+  Result<ir::Graph> full = detail::import_model(model, lo, "");
+  ASSERT_FALSE(full.is_ok());
+  ASSERT_FALSE(via_memo.is_ok());
+  EXPECT_EQ(via_memo.status().message(), full.status().message());
+  EXPECT_EQ(memo.retyped.load(), 0U);
+}
+
+TEST(OnnxRetype, BoundInputValuesImportInFull) {
+  // A shape-determining input bound by value (ADR 0006) is a constant of another kind: such
+  // imports neither record nor use the generic import.
+  const ::onnx::ModelProto model = attention_like();
+  detail::ImportMemo memo;
+  LoadOptions lo;
+  lo.verify = false;
+  lo.input_shapes = {{"x", {2, 5, 8}}};
+  lo.constant_inputs = {{"ids", Tensor::from_vector<int64_t>({2, 5}, std::vector<int64_t>(10, 1))}};
+  ASSERT_TRUE(detail::import_model(model, lo, "", nullptr, &memo).is_ok());
+  EXPECT_EQ(memo.generic, nullptr);
+  lo.input_shapes = {{"x", {2, 5, 8}}, {"ids", {2, 5}}};
+  lo.constant_inputs.clear();
+  ASSERT_TRUE(detail::import_model(model, lo, "", nullptr, &memo).is_ok());
+  ASSERT_NE(memo.generic, nullptr);
+  lo.input_shapes = {{"x", {2, 5, 8}}};
+  lo.constant_inputs = {{"ids", Tensor::from_vector<int64_t>({2, 5}, std::vector<int64_t>(10, 2))}};
+  Result<ir::Graph> bound = detail::import_model(model, lo, "", nullptr, &memo);
+  ASSERT_TRUE(bound.is_ok()) << bound.status().message();
+  EXPECT_EQ(memo.retyped.load(), 0U);
+  EXPECT_EQ(memo.full.load(), 3U);
+}
+
+}  // namespace
+}  // namespace frame::onnx
