@@ -470,6 +470,12 @@ class Importer final : public BodyImporter {
           // Computed again into the constants that hold its results (same ids, no remap).
           const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
           if (schema == nullptr) return internal_error("op '{}' vanished", n.op);
+          for (ir::ValueId v : n.inputs) {
+            if (v != ir::kNoValue && !g_.value(v).is_constant()) {
+              return make_error(StatusCode::kFailedPrecondition, "node '{}' no longer folds",
+                                n.name);
+            }
+          }
           FRAME_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types,
                                  schema->infer(ops::make_node_context(g_, n, schema)));
           size_t bytes = 0;
