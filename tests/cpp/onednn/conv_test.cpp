@@ -11,6 +11,7 @@
 #include <thread>
 #include <utility>
 
+#include "backends/onednn/kernels/linear_kernels.h"
 #include "backends/onednn/kernels/primitive_util.h"
 #include "cpp/onednn/linear_test_util.h"
 #include "frame/ops/kernel_registry.h"
@@ -333,6 +334,57 @@ TEST(OnednnPackedWeights, CompilesForOtherInputShapesShareThem) {
     ASSERT_TRUE(ref.is_ok());
     const Shape xs = g->value(g->inputs()[0]).type->shape;
     const runtime::TensorMap in{{"x", grid_tensor(xs, 13)}};
+    Result<runtime::TensorMap> a = exe->run(in), e = ref->run(in);
+    ASSERT_TRUE(a.is_ok() && e.is_ok());
+    const CompareResult cmp =
+        compare_tensors(a->begin()->second, e->begin()->second, tolerance_for(DTypeCode::kFloat32));
+    EXPECT_TRUE(cmp.ok) << shape_to_string(xs) << ": " << cmp.message;
+  }
+}
+
+// Convolution descriptors are built once per distinct conv (pd_cache.h): the node's accepts(),
+// the layout pass, the fusion patterns and prepare() of one compile share one, and a second
+// compile of the same graph (a Session's tier-up, another session) creates none, while a new
+// input size creates new ones. Outputs stay the reference's. Under 0.2 s.
+TEST(OnednnConvDescriptors, OnePerDistinctConvAcrossCompiles) {
+  const Tensor w1 = grid_tensor({16, 8, 3, 3}, 14), w2 = grid_tensor({16, 16, 1, 1}, 15);
+  auto graph_for = [&](int64_t hw) {
+    ir::Graph g("conv2");
+    const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {1, 8, hw, hw}});
+    const ir::ValueId a = g.node(*g.create_node("conv", "c0", {x, g.add_constant("w1", w1)}, 1,
+                                                {{"pads", ints{1, 1, 1, 1}}}))
+                              .outputs[0];
+    const ir::ValueId r = g.node(*g.create_node("relu", "r0", {a}, 1, {})).outputs[0];
+    const ir::NodeId c1 = *g.create_node("conv", "c1", {r, g.add_constant("w2", w2)}, 1, {});
+    g.add_output(g.node(c1).outputs[0]);
+    return g;
+  };
+  runtime::CompileOptions on = uncached({"onednn", "cpu"});
+  on.num_threads = 1;
+  const ir::Graph g9 = graph_for(9), g13 = graph_for(13);
+  const backends::onednn::PdCacheStats start = backends::onednn::conv_cache_stats();
+  Result<runtime::Executable> first = runtime::compile(g9, on);
+  ASSERT_TRUE(first.is_ok()) << first.status().message();
+  ASSERT_EQ(placement_of(*first, "c1").backend, "onednn");
+  const backends::onednn::PdCacheStats one = backends::onednn::conv_cache_stats();
+  // Two convs, each asked several times (fusion of the ReLU, layouts): at most a few distinct
+  // descriptors (a conv with and without its fused ReLU, plain and blocked layouts), and
+  // every later question is a hit.
+  EXPECT_GE(one.created - start.created, 2u);
+  EXPECT_LE(one.created - start.created, 6u);
+  EXPECT_GT(one.hits, start.hits);
+  Result<runtime::Executable> again = runtime::compile(g9, on);
+  ASSERT_TRUE(again.is_ok()) << again.status().message();
+  EXPECT_EQ(backends::onednn::conv_cache_stats().created, one.created);
+  Result<runtime::Executable> other = runtime::compile(g13, on);
+  ASSERT_TRUE(other.is_ok()) << other.status().message();
+  EXPECT_GT(backends::onednn::conv_cache_stats().created, one.created);
+  for (const auto& [g, exe] :
+       {std::pair{&g9, &*first}, std::pair{&g9, &*again}, std::pair{&g13, &*other}}) {
+    Result<runtime::Executable> ref = runtime::compile(*g, uncached({"cpu"}));
+    ASSERT_TRUE(ref.is_ok());
+    const Shape xs = g->value(g->inputs()[0]).type->shape;
+    const runtime::TensorMap in{{"x", grid_tensor(xs, 16)}};
     Result<runtime::TensorMap> a = exe->run(in), e = ref->run(in);
     ASSERT_TRUE(a.is_ok() && e.is_ok());
     const CompareResult cmp =

@@ -8,6 +8,8 @@
 // pattern keep_blocked_activations sets them between consecutive convs.
 // docs/backends/onednn.md#convolution-matmul-and-gemm.
 
+#include <omp.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -17,6 +19,7 @@
 
 #include "backends/onednn/dnnl_util.h"
 #include "backends/onednn/kernels/linear_kernels.h"
+#include "backends/onednn/kernels/pd_cache.h"
 #include "backends/onednn/kernels/primitive_util.h"
 #include "ops/schemas/nn_geometry.h"
 
@@ -126,7 +129,28 @@ bool fast_blocked_impl(std::string_view impl) {
   return impl.find("ref") == std::string_view::npos && impl.find("gemm") == std::string_view::npos;
 }
 
+// Convolution and deconvolution descriptors and primitives by everything that shapes them
+// (pd_cache.h), with what make_conv derives from them.
+struct ConvEntry {
+  dnnl::convolution_forward::primitive_desc pd;
+  dnnl::convolution_forward prim;  // empty until a prepare() needs it
+  std::string impl;                // oneDNN's implementation name
+  bool residual_sum = false;       // the residual add is a sum post-op
+};
+struct DeconvEntry {
+  dnnl::deconvolution_forward::primitive_desc pd;
+  dnnl::deconvolution_forward prim;
+  bool residual_sum = false;
+};
+using ConvCache = PdCache<ConvEntry>;
+using DeconvCache = PdCache<DeconvEntry>;
+
 }  // namespace
+
+PdCacheStats conv_cache_stats() {
+  const PdCacheStats c = ConvCache::global().stats(), d = DeconvCache::global().stats();
+  return {c.created + d.created, c.hits + d.hits, c.entries + d.entries};
+}
 
 Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool transpose,
                                                    std::span<const ops::fused::PostOp> post,
@@ -227,7 +251,6 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
   const memory::desc dst_any = side(y_dims, layouts.dst, m, p->dst_user);
   std::string impl;
   const memory::desc w_any(w_dims, dt, memory::format_tag::any);
-  dnnl::primitive_attr attr = default_attr();
   const auto pk = dnnl::prop_kind::forward_inference;
   memory::desc src_pd, w_pd, dst_pd;
   // The layouts oneDNN chose; deconvolution and convolution descriptors expose the same ones.
@@ -237,41 +260,80 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
     dst_pd = pd.dst_desc();
     p->scratch_md = pd.scratchpad_desc();
   };
+  bool wino = !transpose && winograd_enabled() && dt == memory::data_type::f32 && group == 1 &&
+              sr == 2 && taps == 9 && c >= kWinoMinChannels && m >= kWinoMinChannels &&
+              y_dims[2] * y_dims[3] >= kWinoMinPixels;
+  for (size_t d = 0; d < sr; ++d) wino = wino && strides[d] == 1 && dilates[d] == 0;
+  // Everything the descriptor depends on (pd_cache.h): accepts(), the layout choice, the
+  // fusion patterns and prepare() of this node, and later compiles of an equal conv, share one.
+  std::string key =
+      fmt::format("{} {} src {} w {} b {} dst {} s {} d {} pl {} pr {} threads {} wino {}",
+                  transpose ? "deconv" : "conv", static_cast<int>(dt), desc_key(src_any),
+                  desc_key(w_any), p->has_bias ? desc_key(p->bias_md) : std::string("-"),
+                  desc_key(dst_any), fmt::join(strides, ","), fmt::join(dilates, ","),
+                  fmt::join(pad_l, ","), fmt::join(pad_r, ","), omp_get_max_threads(), wino);
+  for (const ops::fused::PostOp& o : post) {
+    key += fmt::format(" post {} {} {}", static_cast<int>(o.kind), o.alpha, o.beta);
+  }
+  // The post-ops in `attr`; whether the residual add became a sum post-op.
+  const auto make_attr = [&](dnnl::primitive_attr& attr) {
+    dnnl::post_ops pops;
+    const bool sum = append_post_ops(pops, post, nullptr) >= 0;
+    if (pops.len() > 0) attr.set_post_ops(pops);
+    return sum;
+  };
   try {
     // Inside the try: oneDNN throws on post-ops it rejects (e.g. a clip with min > max).
-    dnnl::post_ops pops;
-    p->residual_sum = append_post_ops(pops, post, nullptr) >= 0;
-    if (pops.len() > 0) attr.set_post_ops(pops);
     if (transpose) {
-      dnnl::deconvolution_forward::desc d(pk, dnnl::algorithm::deconvolution_direct, src_any, w_any,
-                                          p->bias_md, dst_any, strides, dilates, pad_l, pad_r);
-      dnnl::deconvolution_forward::primitive_desc pd(d, attr, engine());
-      take_descs(pd);
-      if (reorder_weights) p->prim = dnnl::deconvolution_forward(pd);
+      const DeconvEntry e = DeconvCache::global().get(
+          key, reorder_weights,
+          [&] {
+            DeconvEntry made;
+            dnnl::primitive_attr attr = default_attr();
+            made.residual_sum = make_attr(attr);
+            dnnl::deconvolution_forward::desc d(pk, dnnl::algorithm::deconvolution_direct, src_any,
+                                                w_any, p->bias_md, dst_any, strides, dilates, pad_l,
+                                                pad_r);
+            made.pd = dnnl::deconvolution_forward::primitive_desc(d, attr, engine());
+            return made;
+          },
+          [](DeconvEntry& made) { made.prim = dnnl::deconvolution_forward(made.pd); });
+      p->residual_sum = e.residual_sum;
+      take_descs(e.pd);
+      if (reorder_weights) p->prim = e.prim;
     } else {
-      bool wino = winograd_enabled() && dt == memory::data_type::f32 && group == 1 && sr == 2 &&
-                  taps == 9 && c >= kWinoMinChannels && m >= kWinoMinChannels &&
-                  y_dims[2] * y_dims[3] >= kWinoMinPixels;
-      for (size_t d = 0; d < sr; ++d) wino = wino && strides[d] == 1 && dilates[d] == 0;
-      std::optional<dnnl::convolution_forward::primitive_desc> pd;
-      if (wino) {
-        try {
-          dnnl::convolution_forward::desc d(pk, dnnl::algorithm::convolution_winograd, src_any,
-                                            w_any, p->bias_md, dst_any, strides, dilates, pad_l,
-                                            pad_r);
-          pd.emplace(d, attr, engine());
-        } catch (const dnnl::error&) {
-          pd.reset();  // no Winograd implementation here: direct below
-        }
-      }
-      if (!pd) {
-        dnnl::convolution_forward::desc d(pk, dnnl::algorithm::convolution_direct, src_any, w_any,
-                                          p->bias_md, dst_any, strides, dilates, pad_l, pad_r);
-        pd.emplace(d, attr, engine());
-      }
-      impl = pd->impl_info_str();
-      take_descs(*pd);
-      if (reorder_weights) p->prim = dnnl::convolution_forward(*pd);
+      const ConvEntry e = ConvCache::global().get(
+          key, reorder_weights,
+          [&] {
+            ConvEntry made;
+            dnnl::primitive_attr attr = default_attr();
+            made.residual_sum = make_attr(attr);
+            std::optional<dnnl::convolution_forward::primitive_desc> pd;
+            if (wino) {
+              try {
+                dnnl::convolution_forward::desc d(pk, dnnl::algorithm::convolution_winograd,
+                                                  src_any, w_any, p->bias_md, dst_any, strides,
+                                                  dilates, pad_l, pad_r);
+                pd.emplace(d, attr, engine());
+              } catch (const dnnl::error&) {
+                pd.reset();  // no Winograd implementation here: direct below
+              }
+            }
+            if (!pd) {
+              dnnl::convolution_forward::desc d(pk, dnnl::algorithm::convolution_direct, src_any,
+                                                w_any, p->bias_md, dst_any, strides, dilates, pad_l,
+                                                pad_r);
+              pd.emplace(d, attr, engine());
+            }
+            made.pd = *std::move(pd);
+            made.impl = made.pd.impl_info_str();
+            return made;
+          },
+          [](ConvEntry& made) { made.prim = dnnl::convolution_forward(made.pd); });
+      p->residual_sum = e.residual_sum;
+      impl = e.impl;
+      take_descs(e.pd);
+      if (reorder_weights) p->prim = e.prim;
     }
   } catch (const dnnl::error& e) {
     return dnnl_declines(transpose ? "deconvolution" : "convolution", e);

@@ -52,16 +52,20 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const ops::NodeContext& ctx
                                                      std::span<const ops::fused::PostOp> post,
                                                      bool reorder_weights);
 
-/// Counters of the process-wide matmul descriptor cache (matmul.cpp), for tests and reports:
+/// Counters of a process-wide descriptor cache (pd_cache.h), for tests and reports:
 /// descriptors created (oneDNN primitive descriptors; each new one is a cache miss), lookups
 /// served by a held one, and entries held now.
-struct MatmulCacheStats {
+struct PdCacheStats {
   uint64_t created = 0;
   uint64_t hits = 0;
   size_t entries = 0;
 };
-/// A snapshot of the counters. Thread-safe.
-MatmulCacheStats matmul_cache_stats();
+using MatmulCacheStats = PdCacheStats;
+/// A snapshot of the matmul (and gemm) descriptor cache's counters. Thread-safe.
+PdCacheStats matmul_cache_stats();
+/// A snapshot of the convolution and deconvolution descriptor caches' counters, summed.
+/// Thread-safe.
+PdCacheStats conv_cache_stats();
 
 /// Kernel function of every LinearPrimitive-based kernel: runs the prepared state.
 Status run_linear(ops::KernelContext& ctx);

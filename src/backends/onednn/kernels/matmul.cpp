@@ -21,6 +21,7 @@
 
 #include "backends/onednn/dnnl_util.h"
 #include "backends/onednn/kernels/linear_kernels.h"
+#include "backends/onednn/kernels/pd_cache.h"
 #include "backends/onednn/kernels/primitive_util.h"
 
 namespace frame::backends::onednn {
@@ -64,87 +65,20 @@ class MatmulPrimitive final : public LinearPrimitive {
   }
 };
 
-// "dims/strides" of a plain or strided descriptor, "any" for format_tag::any: the part of a
-// primitive cache key one operand contributes.
-std::string desc_key(const memory::desc& d) {
-  if (d.data.format_kind != dnnl_blocked) return fmt::format("{}:any", fmt::join(d.dims(), ","));
-  const auto& s = d.data.format_desc.blocking.strides;
-  return fmt::format("{}:{}", fmt::join(d.dims(), ","), fmt::join(s, s + d.data.ndims, ","));
-}
-
-// Matmul primitive descriptors and primitives by everything that shapes them (operand
-// descriptors, scales, post-ops, thread count), shared by every node, compile and session of
-// the process: accepts() and prepare() of one node, and every specialization whose matmul has
-// the same operands, build the descriptor once (ADR 0007 stage A). With runtime M (a node
-// compiled with NodeContext::prefer_shape_agnostic) one entry serves every row count. LRU,
-// at most kMaxCachedMatmuls entries; thread-safe.
-class MatmulCache {
- public:
-  struct Entry {
-    dnnl::matmul::primitive_desc pd;
-    dnnl::matmul prim;       // empty until a prepare() needs it
-    int c_post = -1;         // post-op index of gemm's C add, or -1
-    int residual_post = -1;  // post-op index of the residual add, or -1
-  };
-
-  static MatmulCache& global() {
-    static MatmulCache* c = new MatmulCache();  // never destroyed: kernels may outlive statics
-    return *c;
-  }
-
-  // The entry for `key`, creating the descriptor with `make` (which may throw dnnl::error)
-  // when none is held and, when `with_primitive`, the primitive (from the held descriptor
-  // when accepts() made it).
-  template <typename Make>
-  Entry get(const std::string& key, bool with_primitive, Make&& make) {
-    std::optional<Entry> held;
-    {
-      std::lock_guard lock(mu_);
-      if (auto it = index_.find(key); it != index_.end()) {
-        lru_.splice(lru_.begin(), lru_, it->second);
-        ++stats_.hits;
-        if (!with_primitive || it->second->second.prim) return it->second->second;
-        held = it->second->second;
-      }
-    }
-    Entry e = held ? *std::move(held) : make();
-    if (!held) {
-      std::lock_guard lock(mu_);
-      ++stats_.created;
-    }
-    if (with_primitive) e.prim = dnnl::matmul(e.pd);  // oneDNN's primitive cache dedupes JIT
-    std::lock_guard lock(mu_);
-    if (auto it = index_.find(key); it != index_.end()) {
-      if (!it->second->second.prim) it->second->second.prim = e.prim;
-      return it->second->second;
-    }
-    lru_.emplace_front(key, e);
-    index_.emplace(lru_.front().first, lru_.begin());
-    while (lru_.size() > kMaxCachedMatmuls) {
-      index_.erase(lru_.back().first);
-      lru_.pop_back();
-    }
-    return e;
-  }
-
-  MatmulCacheStats stats() {
-    std::lock_guard lock(mu_);
-    MatmulCacheStats s = stats_;
-    s.entries = lru_.size();
-    return s;
-  }
-
- private:
-  static constexpr size_t kMaxCachedMatmuls = 1024;
-  std::mutex mu_;
-  MatmulCacheStats stats_;
-  std::list<std::pair<std::string, Entry>> lru_;  // most recently used first
-  std::unordered_map<std::string_view, std::list<std::pair<std::string, Entry>>::iterator> index_;
+// Matmul descriptors and primitives by operand descriptors, scales, post-ops and thread
+// count (pd_cache.h). With runtime M (a node compiled with NodeContext::prefer_shape_agnostic)
+// one entry serves every row count.
+struct MatmulEntry {
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul prim;       // empty until a prepare() needs it
+  int c_post = -1;         // post-op index of gemm's C add, or -1
+  int residual_post = -1;  // post-op index of the residual add, or -1
 };
+using MatmulCache = PdCache<MatmulEntry>;
 
 }  // namespace
 
-MatmulCacheStats matmul_cache_stats() { return MatmulCache::global().stats(); }
+PdCacheStats matmul_cache_stats() { return MatmulCache::global().stats(); }
 
 Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, bool gemm,
                                                      std::span<const ops::fused::PostOp> post,
@@ -250,26 +184,31 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
   for (const ops::fused::PostOp& o : post) {
     key += fmt::format(" post {} {} {}", static_cast<int>(o.kind), o.alpha, o.beta);
   }
-  MatmulCache::Entry e;
+  MatmulEntry e;
   try {
-    e = MatmulCache::global().get(key, reorder_weights, [&] {
-      MatmulCache::Entry made;
-      dnnl::primitive_attr attr = default_attr();
-      dnnl::post_ops pops;
-      if (scale != 1.0) attr.set_output_scales(0, {static_cast<float>(scale)});
-      if (use_c) {
-        made.c_post = pops.len();
-        pops.append_binary(dnnl::algorithm::binary_add, p->c_md);
-        if (beta != 1.0) {
-          pops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, static_cast<float>(beta), 0.f);
-        }
-      }
-      // Inside the try: oneDNN throws on post-ops it rejects (e.g. a clip with min > max).
-      made.residual_post = append_post_ops(pops, post, &p->res_md);
-      if (pops.len() > 0) attr.set_post_ops(pops);
-      made.pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_pd, b_pd, y_pd), attr, engine());
-      return made;
-    });
+    e = MatmulCache::global().get(
+        key, reorder_weights,
+        [&] {
+          MatmulEntry made;
+          dnnl::primitive_attr attr = default_attr();
+          dnnl::post_ops pops;
+          if (scale != 1.0) attr.set_output_scales(0, {static_cast<float>(scale)});
+          if (use_c) {
+            made.c_post = pops.len();
+            pops.append_binary(dnnl::algorithm::binary_add, p->c_md);
+            if (beta != 1.0) {
+              pops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, static_cast<float>(beta),
+                                  0.f);
+            }
+          }
+          // Inside the try: oneDNN throws on post-ops it rejects (e.g. a clip with min > max).
+          made.residual_post = append_post_ops(pops, post, &p->res_md);
+          if (pops.len() > 0) attr.set_post_ops(pops);
+          made.pd =
+              dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_pd, b_pd, y_pd), attr, engine());
+          return made;
+        },
+        [](MatmulEntry& m) { m.prim = dnnl::matmul(m.pd); });
   } catch (const dnnl::error& e) {
     return dnnl_declines("matmul", e);
   }
