@@ -303,6 +303,20 @@ TEST(OnednnPackedWeights, OneObjectPerConstantAndLayout) {
   EXPECT_EQ(dnn::packed_weight_stats().live, live_before);
 }
 
+// `exe` (compiled from `g`, whose one input is "x") against the cpu reference kernels on a grid
+// input made from `seed`.
+void expect_matches_cpu(const ir::Graph& g, const runtime::Executable& exe, uint32_t seed) {
+  Result<runtime::Executable> ref = runtime::compile(g, uncached({"cpu"}));
+  ASSERT_TRUE(ref.is_ok());
+  const Shape xs = g.value(g.inputs()[0]).type->shape;
+  const runtime::TensorMap in{{"x", grid_tensor(xs, seed)}};
+  Result<runtime::TensorMap> a = exe.run(in), e = ref->run(in);
+  ASSERT_TRUE(a.is_ok() && e.is_ok());
+  const CompareResult cmp =
+      compare_tensors(a->begin()->second, e->begin()->second, tolerance_for(DTypeCode::kFloat32));
+  EXPECT_TRUE(cmp.ok) << shape_to_string(xs) << ": " << cmp.message;
+}
+
 TEST(OnednnPackedWeights, CompilesForOtherInputShapesShareThem) {
   // What a session does for each new input shape: compile the graph again around the same
   // constant. The second compile creates a new primitive but packs nothing.
@@ -329,17 +343,8 @@ TEST(OnednnPackedWeights, CompilesForOtherInputShapesShareThem) {
   EXPECT_EQ(after.reuses, before.reuses + 1);
   EXPECT_EQ(after.live, before.live);
   // Both still compute the convolution (the cpu kernel is the reference).
-  for (const auto& [g, exe] : {std::pair{&g12, &*first}, std::pair{&g20, &*second}}) {
-    Result<runtime::Executable> ref = runtime::compile(*g, uncached({"cpu"}));
-    ASSERT_TRUE(ref.is_ok());
-    const Shape xs = g->value(g->inputs()[0]).type->shape;
-    const runtime::TensorMap in{{"x", grid_tensor(xs, 13)}};
-    Result<runtime::TensorMap> a = exe->run(in), e = ref->run(in);
-    ASSERT_TRUE(a.is_ok() && e.is_ok());
-    const CompareResult cmp =
-        compare_tensors(a->begin()->second, e->begin()->second, tolerance_for(DTypeCode::kFloat32));
-    EXPECT_TRUE(cmp.ok) << shape_to_string(xs) << ": " << cmp.message;
-  }
+  expect_matches_cpu(g12, *first, 13);
+  expect_matches_cpu(g20, *second, 13);
 }
 
 // Convolution descriptors are built once per distinct conv (pd_cache.h): the node's accepts(),
@@ -379,18 +384,9 @@ TEST(OnednnConvDescriptors, OnePerDistinctConvAcrossCompiles) {
   Result<runtime::Executable> other = runtime::compile(g13, on);
   ASSERT_TRUE(other.is_ok()) << other.status().message();
   EXPECT_GT(backends::onednn::conv_cache_stats().created, one.created);
-  for (const auto& [g, exe] :
-       {std::pair{&g9, &*first}, std::pair{&g9, &*again}, std::pair{&g13, &*other}}) {
-    Result<runtime::Executable> ref = runtime::compile(*g, uncached({"cpu"}));
-    ASSERT_TRUE(ref.is_ok());
-    const Shape xs = g->value(g->inputs()[0]).type->shape;
-    const runtime::TensorMap in{{"x", grid_tensor(xs, 16)}};
-    Result<runtime::TensorMap> a = exe->run(in), e = ref->run(in);
-    ASSERT_TRUE(a.is_ok() && e.is_ok());
-    const CompareResult cmp =
-        compare_tensors(a->begin()->second, e->begin()->second, tolerance_for(DTypeCode::kFloat32));
-    EXPECT_TRUE(cmp.ok) << shape_to_string(xs) << ": " << cmp.message;
-  }
+  expect_matches_cpu(g9, *first, 16);
+  expect_matches_cpu(g9, *again, 16);
+  expect_matches_cpu(g13, *other, 16);
 }
 
 }  // namespace
