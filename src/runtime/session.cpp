@@ -511,10 +511,11 @@ class SessionImpl {
       }
       if (!keep) compiled = compile_for(by_index, false);
     }
+    std::vector<std::shared_ptr<const Compiled>> retired;  // released after the unlock
     {
       std::lock_guard lock(mu_);
       inflight_.erase(*key);
-      if (compiled.is_ok()) insert(*key, *compiled);
+      if (compiled.is_ok()) insert(*key, *compiled, retired);
     }
     promise.set_value(compiled);
     return compiled;
@@ -526,11 +527,12 @@ class SessionImpl {
   std::shared_ptr<const Compiled> tier_up(Key key, std::vector<const Tensor*> by_index,
                                           const std::shared_ptr<const Compiled>& held) const {
     Result<std::shared_ptr<const Compiled>> full = compile_for(by_index, false);
+    std::vector<std::shared_ptr<const Compiled>> retired;  // released after the unlock
     std::lock_guard lock(mu_);
     if (!full.is_ok()) return held;  // stays in tiering_: never retried
     tiering_.erase(key);
     ++stats_.tier_ups;
-    insert(key, *full);
+    insert(key, *full, retired);
     return *full;
   }
 
@@ -554,11 +556,15 @@ class SessionImpl {
   }
 
   // Adds a compiled specialization (replacing the key's entry, if one is held) and evicts
-  // least recently used entries beyond the bounds. Caller holds mu_.
-  void insert(const Key& key, const std::shared_ptr<const Compiled>& c) const {
+  // least recently used entries beyond the bounds. The entries it drops go to `retired`, for
+  // the caller to release after it unlocks: freeing an executable (its plan, graph and arena)
+  // takes long enough that other runs should not wait for it. Caller holds mu_.
+  void insert(const Key& key, const std::shared_ptr<const Compiled>& c,
+              std::vector<std::shared_ptr<const Compiled>>& retired) const {
     last_report_ = report_of(*c);
     if (auto it = index_.find(key); it != index_.end()) {
       stats_.bytes -= it->second->bytes;
+      retired.push_back(std::move(it->second->compiled));
       lru_.erase(it->second);
       index_.erase(it);
     }
@@ -571,8 +577,9 @@ class SessionImpl {
     index_.emplace(key, lru_.begin());
     stats_.bytes += bytes;
     while (lru_.size() > options_.max_specializations || stats_.bytes > options_.max_cache_bytes) {
-      const Entry& last = lru_.back();
+      Entry& last = lru_.back();
       stats_.bytes -= last.bytes;
+      retired.push_back(std::move(last.compiled));
       index_.erase(last.key);
       lru_.pop_back();
       ++stats_.evictions;
