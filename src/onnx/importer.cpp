@@ -402,12 +402,22 @@ class Importer final : public BodyImporter {
         memo_->order = order;
       }
     }
-    // The first import of a session's model at bound-free shapes is kept for re-typing (ADR
-    // 0007 stage B); bound input values would be shape-derived constants of another kind.
+    // The first import of a session's model is kept for re-typing (ADR 0007 stage B). Input
+    // values bound by the session (shape-determining inputs, ADR 0006) are shape-derived
+    // constants: what reads them is replayed or converted again, like shape arithmetic.
     std::unique_ptr<GenericImport> generic;
-    if (memo_ != nullptr && !opts_.keep_untyped && opts_.constant_inputs.empty()) {
+    if (memo_ != nullptr && !opts_.keep_untyped) {
       std::lock_guard lock(memo_->mu);
       if (memo_->generic == nullptr) generic = std::make_unique<GenericImport>();
+    }
+    if (generic) {
+      for (const auto& [name, value] : opts_.constant_inputs) {
+        const ir::ValueId v = g_.find_value(name);
+        if (v == ir::kNoValue) continue;
+        generic->bound.emplace_back(name, v);
+        shape_derived_.resize(g_.num_values(), 0);
+        shape_derived_[static_cast<size_t>(v)] = 1;
+      }
     }
     if (memo_ != nullptr) memo_->full.fetch_add(1, std::memory_order_relaxed);
     for (int i : *order) {
@@ -433,7 +443,10 @@ class Importer final : public BodyImporter {
     const ::onnx::GraphProto& gp = model_.graph();
     std::set<std::string> keys;
     for (const auto& [name, dims] : opts_.input_shapes) keys.insert(name);
-    if (keys != t.shape_keys || !opts_.constant_inputs.empty() || opts_.keep_untyped) {
+    bool same_bound = opts_.constant_inputs.size() == t.bound.size();
+    for (const auto& [name, v] : t.bound)
+      same_bound = same_bound && opts_.constant_inputs.count(name);
+    if (keys != t.shape_keys || !same_bound || opts_.keep_untyped) {
       return make_error(StatusCode::kFailedPrecondition,
                         "the generic import was made for other inputs");
     }
@@ -441,6 +454,22 @@ class Importer final : public BodyImporter {
     g_ = t.graph;
     std::unordered_map<std::string_view, const ::onnx::ValueInfoProto*> declared;
     for (const auto& in : gp.input()) declared.emplace(in.name(), &in);
+    // This import's bound values replace the template's (same value ids: what reads them is
+    // replayed or converted again below).
+    for (const auto& [name, v] : t.bound) {
+      auto it = declared.find(name);
+      if (it == declared.end()) {
+        return make_error(StatusCode::kFailedPrecondition, "input '{}' is not declared", name);
+      }
+      const Tensor& value = opts_.constant_inputs.at(name);
+      FRAME_ASSIGN_OR_RETURN(DTypeCode dt,
+                             dtype_from_onnx(it->second->type().tensor_type().elem_type()));
+      FRAME_RETURN_IF_ERROR(
+          check_constant_input(name, dt, it->second->type().tensor_type(), value));
+      ir::Value& c = g_.value(v);
+      c.type = ir::TensorType{value.dtype(), value.shape()};
+      c.constant = value;
+    }
     for (size_t k = 0; k < g_.inputs().size(); ++k) {
       ir::Value& in = g_.value(g_.inputs()[k]);
       auto it = declared.find(in.name);

@@ -289,6 +289,9 @@ Status convert_default(NodeImporter& n, std::string_view frame_op);
 ///   re-typed as for kClean.
 /// - `kReconvert`: the converter read an input's shape, a shape-derived value, a body or the
 ///   graph itself (e.g. Shape, Size): converted again at the new shapes, on the re-typed graph.
+/// Input values bound by value (LoadOptions::constant_inputs: a session's shape-determining
+/// inputs, ADR 0006) count as shape-derived constants; a later import binds the same inputs
+/// (other values) or falls back to a full import.
 /// The result is the graph a full import gives, up to the names of internal values. Any error
 /// while re-typing falls back to a full import, which reports the model's own error.
 struct GenericImport {
@@ -310,9 +313,12 @@ struct GenericImport {
   ir::Graph graph;                   ///< after the last node, before outputs and compact()
   std::vector<Record> records;       ///< in import order
   std::set<std::string> shape_keys;  ///< LoadOptions::input_shapes names it was imported with
-  std::vector<size_t> input_ranks;   ///< by graph.inputs() position
-  size_t replayed = 0;               ///< records of kind kReplay
-  size_t reconverted = 0;            ///< records of kind kReconvert
+  /// LoadOptions::constant_inputs it was imported with: name, and the constant's value id
+  /// (shape-derived: a re-typing writes its own values there).
+  std::vector<std::pair<std::string, ir::ValueId>> bound;
+  std::vector<size_t> input_ranks;  ///< by graph.inputs() position
+  size_t replayed = 0;              ///< records of kind kReplay
+  size_t reconverted = 0;           ///< records of kind kReconvert
 };
 
 /// What importing one parsed model computes that no input shape or bound value changes: the

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "frame/ir/text.h"
@@ -201,27 +202,41 @@ TEST(OnnxRetype, AShapeTheModelRejectsGetsTheFullImportsError) {
   EXPECT_EQ(memo.retyped.load(), 0U);
 }
 
-TEST(OnnxRetype, BoundInputValuesImportInFull) {
-  // A shape-determining input bound by value (ADR 0006) is a constant of another kind: such
-  // imports neither record nor use the generic import.
+TEST(OnnxRetype, BoundInputValuesAreReTypedToo) {
+  // A shape-determining input bound by value (ADR 0006) is a shape-derived constant: a later
+  // import binding other values (and shapes) re-types, and gives a full import's graph; one
+  // that binds another set of inputs imports in full.
   const ::onnx::ModelProto model = attention_like();
+  auto ids = [](int64_t n, int64_t s, int64_t v) {
+    return Tensor::from_vector<int64_t>({n, s},
+                                        std::vector<int64_t>(static_cast<size_t>(n * s), v));
+  };
   detail::ImportMemo memo;
   LoadOptions lo;
   lo.verify = false;
   lo.input_shapes = {{"x", {2, 5, 8}}};
-  lo.constant_inputs = {{"ids", Tensor::from_vector<int64_t>({2, 5}, std::vector<int64_t>(10, 1))}};
+  lo.constant_inputs = {{"ids", ids(2, 5, 1)}};
   ASSERT_TRUE(detail::import_model(model, lo, "", nullptr, &memo).is_ok());
-  EXPECT_EQ(memo.generic, nullptr);
+  ASSERT_NE(memo.generic, nullptr);
+  for (const auto& [n, s, v] : {std::tuple{3, 7, 2}, std::tuple{1, 1, -4}, std::tuple{2, 5, 1}}) {
+    lo.input_shapes = {{"x", {n, s, 8}}};
+    lo.constant_inputs = {{"ids", ids(n, s, v)}};
+    lo.verify = false;
+    Result<ir::Graph> via_memo = detail::import_model(model, lo, "", nullptr, &memo);
+    ASSERT_TRUE(via_memo.is_ok()) << via_memo.status().message();
+    lo.verify = true;
+    Result<ir::Graph> full = detail::import_model(model, lo, "");
+    ASSERT_TRUE(full.is_ok()) << full.status().message();
+    EXPECT_EQ(canonical(std::move(*via_memo)), canonical(std::move(*full))) << n << "x" << s;
+  }
+  EXPECT_EQ(memo.retyped.load(), 3U);
+  // ids fed as a graph input instead: another set of bound inputs, so a full import.
+  lo.verify = false;
   lo.input_shapes = {{"x", {2, 5, 8}}, {"ids", {2, 5}}};
   lo.constant_inputs.clear();
   ASSERT_TRUE(detail::import_model(model, lo, "", nullptr, &memo).is_ok());
-  ASSERT_NE(memo.generic, nullptr);
-  lo.input_shapes = {{"x", {2, 5, 8}}};
-  lo.constant_inputs = {{"ids", Tensor::from_vector<int64_t>({2, 5}, std::vector<int64_t>(10, 2))}};
-  Result<ir::Graph> bound = detail::import_model(model, lo, "", nullptr, &memo);
-  ASSERT_TRUE(bound.is_ok()) << bound.status().message();
-  EXPECT_EQ(memo.retyped.load(), 0U);
-  EXPECT_EQ(memo.full.load(), 3U);
+  EXPECT_EQ(memo.retyped.load(), 3U);
+  EXPECT_EQ(memo.full.load(), 2U);
 }
 
 }  // namespace
