@@ -129,17 +129,19 @@ bool fast_blocked_impl(std::string_view impl) {
   return impl.find("ref") == std::string_view::npos && impl.find("gemm") == std::string_view::npos;
 }
 
-// Convolution and deconvolution descriptors and primitives by everything that shapes them
-// (pd_cache.h), with what make_conv derives from them.
+// Convolution and deconvolution descriptors by everything that shapes them (pd_cache.h), with
+// what make_conv derives from them. The primitives are not held here: a conv's JIT code is
+// large and oneDNN's own primitive cache (bounded) already dedupes it, so prepare creates the
+// primitive from the held descriptor (a primitive-cache hit when another compile made it).
 struct ConvEntry {
   dnnl::convolution_forward::primitive_desc pd;
-  dnnl::convolution_forward prim;  // empty until a prepare() needs it
+  dnnl::convolution_forward prim;  // always empty (PdCache's interface)
   std::string impl;                // oneDNN's implementation name
   bool residual_sum = false;       // the residual add is a sum post-op
 };
 struct DeconvEntry {
   dnnl::deconvolution_forward::primitive_desc pd;
-  dnnl::deconvolution_forward prim;
+  dnnl::deconvolution_forward prim;  // always empty
   bool residual_sum = false;
 };
 using ConvCache = PdCache<ConvEntry>;
@@ -286,7 +288,7 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
     // Inside the try: oneDNN throws on post-ops it rejects (e.g. a clip with min > max).
     if (transpose) {
       const DeconvEntry e = DeconvCache::global().get(
-          key, reorder_weights,
+          key, false,
           [&] {
             DeconvEntry made;
             dnnl::primitive_attr attr = default_attr();
@@ -297,13 +299,13 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
             made.pd = dnnl::deconvolution_forward::primitive_desc(d, attr, engine());
             return made;
           },
-          [](DeconvEntry& made) { made.prim = dnnl::deconvolution_forward(made.pd); });
+          [](DeconvEntry&) {});
       p->residual_sum = e.residual_sum;
       take_descs(e.pd);
-      if (reorder_weights) p->prim = e.prim;
+      if (reorder_weights) p->prim = dnnl::deconvolution_forward(e.pd);
     } else {
       const ConvEntry e = ConvCache::global().get(
-          key, reorder_weights,
+          key, false,
           [&] {
             ConvEntry made;
             dnnl::primitive_attr attr = default_attr();
@@ -329,11 +331,11 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
             made.impl = made.pd.impl_info_str();
             return made;
           },
-          [](ConvEntry& made) { made.prim = dnnl::convolution_forward(made.pd); });
+          [](ConvEntry&) {});
       p->residual_sum = e.residual_sum;
       impl = e.impl;
       take_descs(e.pd);
-      if (reorder_weights) p->prim = e.prim;
+      if (reorder_weights) p->prim = dnnl::convolution_forward(e.pd);
     }
   } catch (const dnnl::error& e) {
     return dnnl_declines(transpose ? "deconvolution" : "convolution", e);
