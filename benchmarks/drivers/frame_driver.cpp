@@ -13,13 +13,14 @@
 // allocating `Session::run`, which specializes and compiles the graph for a shape key it has
 // not seen (or has evicted). load_ms is the session open; compile_ms is 0 (compiles happen in
 // the runs they serve); the result adds the cache counters ("compiles" = misses,
-// "cache_hits", "evictions"), "pass_compiles" (misses per pass) and "compile_ms_total" (the
-// sum of the compile stages of every specialization built, from its CompileReport, read
-// outside the timed region; "compile_stages_ms_total" splits it by stage).
+// "cache_hits", "interpreted", "evictions"), "pass_compiles" (misses per pass) and
+// "compile_ms_total" (the sum of the compile stages of every specialization built, from its
+// CompileReport, read outside the timed region; "compile_stages_ms_total" splits it by stage).
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -85,6 +86,11 @@ int run_stream(const bench::DriverArgs& args) {
 
   rt::SessionOptions options;  // defaults (backends, pipeline, cache bounds): what a user gets
   options.compile.num_threads = args.threads;
+  // FRAME_BENCH_INTERPRET=0 (shape_stream.py --env): the compiled first-seen tier instead of
+  // the interpreted one, to compare the two in one build (docs/adr/0007-first-seen-shapes.md).
+  if (const char* e = std::getenv("FRAME_BENCH_INTERPRET"); e != nullptr && e[0] == '0') {
+    options.interpret_first_seen = false;
+  }
   auto t0 = std::chrono::steady_clock::now();
   rt::Session session =
       value_or_throw(frame::onnx::open_session(args.model, options), "open " + args.model);
@@ -147,6 +153,7 @@ int run_stream(const bench::DriverArgs& args) {
       ", \"passes\": " + std::to_string(args.passes) +
       ", \"compiles\": " + std::to_string(stats.misses) +
       ", \"cache_hits\": " + std::to_string(stats.hits) +
+      ", \"interpreted\": " + std::to_string(stats.interpreted) +
       ", \"evictions\": " + std::to_string(stats.evictions) +
       ", \"cache_entries\": " + std::to_string(stats.entries) +
       ", \"max_specializations\": " + std::to_string(session.options().max_specializations) +

@@ -49,6 +49,7 @@ class SessionOptions:
     cache_dir: str
     max_cache_dir_bytes: int
     tiered_compile: bool
+    interpret_first_seen: bool
     max_memory_bytes: int
     max_tensor_bytes: int
     load_limits: LoadLimits

@@ -783,6 +783,7 @@ class InferenceSession {
     d["disk_writes"] = s.disk_writes;
     d["disk_rejected"] = s.disk_rejected;
     d["tier_ups"] = s.tier_ups;
+    d["interpreted"] = s.interpreted;
     return d;
   }
   const PySessionOptions& get_session_options() const { return options_; }
@@ -1501,6 +1502,14 @@ PYBIND11_MODULE(_frame, m) {
           "Where input shapes vary, compile a first-seen shape cheaply with shape-agnostic "
           "kernels, and again in full once its runs have taken as long as that compile "
           "(docs/adr/0007-first-seen-shapes.md). Default True; outputs do not depend on it.")
+      .def_property(
+          "interpret_first_seen",
+          [](const PySessionOptions& o) { return o.session.interpret_first_seen; },
+          [](PySessionOptions& o, bool v) { o.session.interpret_first_seen = v; },
+          "With tiered_compile, run a shape the session holds no specialization for node by "
+          "node instead of compiling it, until that shape's runs have cost one compile "
+          "(cache_stats()['interpreted'] counts them; docs/adr/0007-first-seen-shapes.md). "
+          "Default True.")
       .def_property(
           "max_cache_dir_bytes",
           [](const PySessionOptions& o) { return o.session.max_cache_dir_bytes; },

@@ -28,6 +28,7 @@
 #include "frame/runtime/threads.h"
 #include "runtime/compile_internal.h"
 #include "runtime/disk_cache.h"
+#include "runtime/interpreter.h"
 
 namespace frame::runtime {
 
@@ -141,6 +142,7 @@ class SessionImpl {
                            [](const Dim& d) { return !d.is_concrete(); });
     }
     tiered_ = options_.tiered_compile && varies && !disk_;
+    interpret_ = tiered_ && options_.interpret_first_seen;
   }
 
   // The compile cache on disk's key of one specialization: the model's fingerprint, every
@@ -371,8 +373,8 @@ class SessionImpl {
   }
 
   // `shape_agnostic`: the first-seen tier (CompileOptions::shape_agnostic_kernels).
-  Result<std::shared_ptr<const Compiled>> compile_for(const std::vector<const Tensor*>& by_index,
-                                                      bool shape_agnostic) const {
+  // What source_.specialize() gets for the validated inputs `by_index`.
+  Specialization make_spec(const std::vector<const Tensor*>& by_index) const {
     Specialization spec;
     for (size_t i = 0; i < by_index.size(); ++i) {
       if (by_index[i] != nullptr) spec.input_shapes.emplace(slots_[i].name, by_index[i]->shape());
@@ -383,6 +385,12 @@ class SessionImpl {
       if (by_index[i] != nullptr)
         spec.constant_inputs.emplace(slots_[i].name, by_index[i]->clone());
     }
+    return spec;
+  }
+
+  Result<std::shared_ptr<const Compiled>> compile_for(const std::vector<const Tensor*>& by_index,
+                                                      bool shape_agnostic) const {
+    const Specialization spec = make_spec(by_index);
     auto c = std::make_shared<Compiled>();
     std::string disk_key;
     if (disk_) {
@@ -515,10 +523,98 @@ class SessionImpl {
     {
       std::lock_guard lock(mu_);
       inflight_.erase(*key);
-      if (compiled.is_ok()) insert(*key, *compiled, retired);
+      if (compiled.is_ok()) {
+        insert(*key, *compiled, retired);
+        if ((*compiled)->shape_agnostic) {
+          compile_us_sum_ += (*compiled)->compile_us;
+          ++compiles_timed_;
+        }
+      }
     }
     promise.set_value(compiled);
     return compiled;
+  }
+
+  // The interpreted tier (ADR 0007 stage C). A key the session holds no specialization for
+  // runs node by node on its specialized graph (detail::interpret) instead of compiling, until
+  // the key's interpreted runs have cost as much as one compile of this session's first-seen
+  // tier (specialize included in both); then nullopt, and the caller compiles. A key seen for
+  // the first time goes to whichever way has cost less per first-seen key in this session:
+  // interpreted, or the first-seen tier's compile plus its first run (convolution networks,
+  // whose compile is mostly JIT the interpreter pays too, run faster compiled); the first
+  // three are interpreted, the fourth probes the compile (the first run is not a sample), and
+  // every kReprobe-th first-seen key goes the other way, so both costs stay measured. For
+  // those compiles `time_compile` is set: the caller times lookup + run and reports it
+  // (first_seen_compiled). Also nullopt where the key is held or being compiled, or the
+  // interpreter falls back (the compile then reports the model's own errors); after a
+  // fallback other than sizes over the limits the session stops interpreting. Errors: the
+  // validation's, and RunOptions::terminate's.
+  Result<std::optional<TensorMap>> interpret(const TensorMap& inputs, const RunOptions& options,
+                                             bool& time_compile) const {
+    time_compile = false;
+    thread_local std::vector<const Tensor*> scratch_inputs;
+    FRAME_RETURN_IF_ERROR(validate(inputs, scratch_inputs));
+    thread_local Key scratch;
+    make_key(scratch_inputs, scratch);
+    {
+      std::lock_guard lock(mu_);
+      if (!interpret_ || fork_generation() != fork_generation_ || index_.count(scratch) > 0 ||
+          inflight_.count(scratch) > 0) {
+        return std::optional<TensorMap>();
+      }
+      const int64_t compile_us = compiles_timed_ == 0 ? 0 : compile_us_sum_ / compiles_timed_;
+      if (auto it = interpreted_us_.find(scratch); it != interpreted_us_.end()) {
+        if (it->second >= compile_us) return std::optional<TensorMap>();
+      } else if (compile_first_seen()) {
+        time_compile = true;
+        return std::optional<TensorMap>();
+      }
+    }
+    // Copies: specialize may run another session on this thread (a custom op folded at
+    // import), which reuses the per-thread scratch.
+    const Key key = scratch;
+    const std::vector<const Tensor*> by_index = scratch_inputs;
+    const auto t0 = std::chrono::steady_clock::now();
+    Result<ir::Graph> g = source_.specialize(make_spec(by_index));
+    if (!g.is_ok()) return std::optional<TensorMap>();  // the compile reports it
+    detail::Interpreted r =
+        detail::interpret(*g, inputs, resolved_, options.terminate, pool_.get());
+    const int64_t us =
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
+    std::lock_guard lock(mu_);
+    if (!r.status.is_ok()) {
+      if (r.failure == detail::InterpretFailure::kTerminated) return r.status;
+      // Sizes over the limits are this key's; anything else stops interpreting.
+      if (r.failure == detail::InterpretFailure::kFallback) interpret_ = false;
+      return std::optional<TensorMap>();
+    }
+    if (interpreted_us_.size() >= kMaxInterpreted) interpreted_us_.clear();
+    int64_t& key_us = interpreted_us_[key];
+    // The session's first run also pays one-time setup (kernel libraries, first touches of
+    // the weights): not a sample of what the next key costs.
+    if (key_us == 0 && ++interpreted_keys_ > 1) first_seen_interpreted_.add(us);
+    key_us += us;
+    ++stats_.interpreted;
+    return std::optional<TensorMap>(std::move(r.outputs));
+  }
+
+  // Whether a key seen for the first time compiles rather than runs interpreted (interpret()).
+  // Caller holds mu_.
+  bool compile_first_seen() const {
+    ++first_seen_keys_;
+    if (first_seen_interpreted_.n < 2) return false;
+    if (first_seen_compiled_.n == 0) return true;
+    const bool interpreter_wins = first_seen_interpreted_.mean() <= first_seen_compiled_.mean();
+    const bool reprobe = first_seen_keys_ % kReprobe == 0;
+    return interpreter_wins == reprobe;
+  }
+
+  // What a first-seen key cost that interpret() sent to the compile: lookup + run, in
+  // microseconds.
+  void first_seen_compiled(int64_t us) const {
+    std::lock_guard lock(mu_);
+    first_seen_compiled_.add(us);
   }
 
   // The full compile of `key` (copied, with its inputs: see get()), whose held entry `held` is of
@@ -634,6 +730,34 @@ class SessionImpl {
   static constexpr size_t kMaxUntiered = 1024;
   mutable std::unordered_set<Key, KeyHash> untiered_;
   mutable std::optional<CompileReport> last_report_;
+  // The interpreted tier (SessionOptions::interpret_first_seen, with tiered_): on until the
+  // interpreter first falls back; per key not held, microseconds its interpreted runs took
+  // (cleared at kMaxInterpreted keys); the first-seen tier's compiles, timed, for the
+  // estimate of what one costs. Guarded by mu_.
+  mutable bool interpret_ = false;
+  // The interpreter's values: recycled, at most min(max_cache_bytes, 256 MiB) held free.
+  std::shared_ptr<detail::BufferPool> pool_ =
+      std::make_shared<detail::BufferPool>(std::min(options_.max_cache_bytes, size_t{256} << 20));
+  static constexpr size_t kMaxInterpreted = 4096;
+  mutable std::unordered_map<Key, int64_t, KeyHash> interpreted_us_;
+  mutable int64_t compile_us_sum_ = 0;
+  mutable int64_t compiles_timed_ = 0;
+  // Cost of a first-seen key, in microseconds, each way (compile_first_seen()): a moving
+  // average (weight 1/4 for the newest sample), so it follows a stream whose sizes drift.
+  struct Mean {
+    int64_t avg = 0;
+    int64_t n = 0;
+    void add(int64_t us) {
+      avg = n == 0 ? us : avg + (us - avg) / 4;
+      ++n;
+    }
+    int64_t mean() const { return avg; }
+  };
+  static constexpr int64_t kReprobe = 16;
+  mutable Mean first_seen_interpreted_;
+  mutable Mean first_seen_compiled_;
+  mutable int64_t first_seen_keys_ = 0;
+  mutable int64_t interpreted_keys_ = 0;
 };
 
 Result<Session> Session::create(ModelSource source, SessionOptions options) {
@@ -773,9 +897,24 @@ Result<TensorMap> Session::run(const TensorMap& inputs, const RunOptions& option
     for (auto& [name, v] : out) tensors.emplace(name, std::move(v.tensor));
     return tensors;
   }
+  bool time_compile = false;
+  if (options.profile == nullptr && options.observer == nullptr) {
+    // A profile or an observer reports a compiled plan's steps: those runs compile.
+    FRAME_ASSIGN_OR_RETURN(std::optional<TensorMap> out,
+                           impl_->interpret(inputs, options, time_compile));
+    if (out) return std::move(*out);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<const Compiled> c, impl_->lookup(inputs));
   TensorMap scratch;
-  return timed_run(*c, [&] { return c->exe.run(impl_->feeds(*c, inputs, scratch), options); });
+  Result<TensorMap> out =
+      timed_run(*c, [&] { return c->exe.run(impl_->feeds(*c, inputs, scratch), options); });
+  if (time_compile && out.is_ok()) {
+    impl_->first_seen_compiled(
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+            .count());
+  }
+  return out;
 }
 
 Result<ValueMap> Session::run_values(const ValueMap& inputs, const RunOptions& options) const {

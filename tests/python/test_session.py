@@ -62,13 +62,28 @@ def test_torch_exported_model(tmp_path):
 
 
 def test_dim_param_two_sizes_compiles_two_specializations():
-    sess = frame.InferenceSession(add_relu_model())
+    opts = frame.SessionOptions()
+    opts.interpret_first_seen = False  # each size compiled at its first run
+    sess = frame.InferenceSession(add_relu_model(), sess_options=opts)
     for n in (2, 7, 2):
         x = np.arange(4 * n, dtype=np.float32).reshape(n, 4) - 5
         (r,) = sess.run(None, {"x": x, "y": x})
         np.testing.assert_array_equal(r, np.maximum(2 * x, 0))
     stats = sess.cache_stats()
-    assert stats["misses"] == 2 and stats["hits"] == 1
+    assert stats["misses"] == 2 and stats["hits"] == 1 and stats["interpreted"] == 0
+
+
+def test_dim_param_sizes_are_interpreted_then_compiled():
+    # ADR 0007 stage C: a size the session holds no specialization for runs interpreted until
+    # its runs have cost one compile (none timed yet: the estimate is 0, so the second run of
+    # 2 compiles and the third hits); a size never seen runs interpreted.
+    sess = frame.InferenceSession(add_relu_model())
+    for n in (2, 2, 2, 7):
+        x = np.arange(4 * n, dtype=np.float32).reshape(n, 4) - 5
+        (r,) = sess.run(None, {"x": x, "y": x})
+        np.testing.assert_array_equal(r, np.maximum(2 * x, 0))
+    stats = sess.cache_stats()
+    assert (stats["interpreted"], stats["misses"], stats["hits"]) == (2, 1, 1), stats
 
 
 def test_reshape_shape_from_input():

@@ -75,7 +75,9 @@ def test_200_text_shapes_match_pytorch(tmp_path):
         assert got.shape == ref.shape == (b, s, 32)
         np.testing.assert_allclose(got, ref, rtol=1e-3, atol=1e-4, err_msg=f"shape {(b, s)}")
     stats = sess.cache_stats()
-    assert stats["misses"] >= 200
+    # Each new shape runs interpreted (ADR 0007 stage C) or, where its runs have cost a
+    # compile, compiled.
+    assert stats["misses"] + stats["interpreted"] >= 200
     assert stats["entries"] <= 32
 
 

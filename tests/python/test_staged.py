@@ -47,8 +47,16 @@ def _nonzero_model():
     return _model(nodes, [_f("x", ["n"])], [_f("y", None), _i("cnt", [1]), _f("z", ["n"])], inits)
 
 
+def no_interpreter():
+    # For tests that count the stages' compiles: the interpreted tier (ADR 0007 stage C) would
+    # serve a stage's first-seen boundary shapes without one.
+    opts = frame.SessionOptions()
+    opts.interpret_first_seen = False
+    return opts
+
+
 def test_nonzero_of_a_computed_value_feeds_gather_and_reshape():
-    sess = frame.InferenceSession(_nonzero_model())
+    sess = frame.InferenceSession(_nonzero_model(), sess_options=no_interpreter())
     stages = sess.stages()
     assert any("eager NonZero" in s for s in stages), stages
     rng = np.random.default_rng(0)
@@ -174,7 +182,7 @@ def test_concurrent_runs_with_different_counts_are_correct():
 
 
 def test_specializations_stay_bounded_over_many_counts():
-    opts = frame.SessionOptions()
+    opts = no_interpreter()
     opts.max_specializations = 4
     sess = frame.InferenceSession(_batched_nms_model(), sess_options=opts)
     rng = np.random.default_rng(2)
@@ -395,7 +403,8 @@ def test_a_small_tail_holding_an_if_is_folded_not_compiled_per_count():
              helper.make_tensor("minus1", TensorProto.INT64, [1], [-1]),
              helper.make_tensor("one", TensorProto.INT64, [1], [1]),
              helper.make_tensor("ax0", TensorProto.INT64, [1], [0])]
-    sess = frame.InferenceSession(_model(nodes, [_f("x", ["n"])], [_f("y", None)], inits))
+    sess = frame.InferenceSession(_model(nodes, [_f("x", ["n"])], [_f("y", None)], inits),
+                                  sess_options=no_interpreter())
     rng = np.random.default_rng(5)
     misses = None
     for k in (3, 1, 5, 0, 1, 7, 2):

@@ -34,4 +34,6 @@ def test_eight_threads_one_session():
         t.join()
     assert failures == []
     stats = sess.cache_stats()
-    assert stats["entries"] == 3 and stats["hits"] + stats["misses"] == 8 * 200
+    # Each run is a hit, a miss (a compile) or interpreted (ADR 0007 stage C).
+    assert stats["entries"] == 3
+    assert stats["hits"] + stats["misses"] + stats["interpreted"] == 8 * 200, stats

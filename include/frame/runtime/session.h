@@ -207,6 +207,18 @@ struct SessionOptions {
   /// when it tiers up (4e-6 on ResNet-18's logits); turn it off, or prepare() the key, for
   /// bit-stable outputs.
   bool tiered_compile = true;
+  /// The interpreted tier (docs/adr/0007-first-seen-shapes.md, stage C), with tiered_compile:
+  /// Session::run(inputs, options) of a key the session holds no specialization for runs the
+  /// specialized graph node by node (each node static when it runs: no pass pipeline, memory
+  /// plan or compiled plan) instead of compiling it, until that key's interpreted runs have
+  /// taken as long as one of the session's first-seen-tier compiles; then the key is compiled
+  /// as tiered_compile says. A stream of new shapes then pays no compile per shape. Runs with
+  /// a profile or an observer, the run(inputs, outputs) overload and prepare() always compile
+  /// (run_values() goes through run()). Graphs with control-flow bodies and device backends are
+  /// compiled; after any fallback (a node no kernel supports, a kernel error) the session stops
+  /// interpreting. Outputs agree with the compiled tiers within rounding (no fusions), not bit for
+  /// bit.
+  bool interpret_first_seen = true;
 };
 
 /// Counters of a Session's specialization cache.
@@ -229,6 +241,9 @@ struct CacheStats {
   /// Keys compiled again in full when they recurred after a shape-agnostic first compile
   /// (SessionOptions::tiered_compile); not counted in misses.
   uint64_t tier_ups = 0;
+  /// Runs served by the interpreted tier (SessionOptions::interpret_first_seen): no compile,
+  /// not counted in hits or misses.
+  uint64_t interpreted = 0;
 };
 
 /// A model whose shapes depend on computed data (docs/adr/0008-data-dependent-shapes.md): the

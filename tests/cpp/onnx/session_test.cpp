@@ -58,10 +58,19 @@ TensorMap feeds(const Tensor& x, const std::vector<int64_t>& shape) {
   return {{"x", x}, {"shape", Tensor::from_vector<int64_t>({2}, shape)}};
 }
 
+// Most tests here count specializations (one per key): without the interpreted tier, which
+// serves a key's first runs without one (ADR 0007 stage C; its tests say interpreter_options).
 runtime::SessionOptions cpu_options() {
   runtime::SessionOptions o;
   o.compile.backends = {"cpu"};
   o.compile.num_threads = 1;
+  o.interpret_first_seen = false;
+  return o;
+}
+
+runtime::SessionOptions interpreter_options() {
+  runtime::SessionOptions o = cpu_options();
+  o.interpret_first_seen = true;
   return o;
 }
 
@@ -199,8 +208,10 @@ TEST(OnnxSession, SpecializationsShareTheModelsInitializers) {
   EXPECT_EQ(s->cache_stats().entries, 2u);
 }
 
-TEST(OnnxSession, ConcurrentRunsWithDifferentShapes) {
-  runtime::SessionOptions o = cpu_options();
+class OnnxSessionConcurrent : public ::testing::TestWithParam<bool> {};
+
+TEST_P(OnnxSessionConcurrent, RunsWithDifferentShapes) {
+  runtime::SessionOptions o = GetParam() ? interpreter_options() : cpu_options();
   o.max_specializations = 6;  // fewer than the distinct keys: eviction under contention too
   Result<runtime::Session> s = open_session_from_bytes(reshape_model(), o);
   ASSERT_TRUE(s.is_ok());
@@ -226,8 +237,65 @@ TEST(OnnxSession, ConcurrentRunsWithDifferentShapes) {
   for (std::thread& th : threads) th.join();
   EXPECT_EQ(wrong.load(), 0);
   const runtime::CacheStats st = s->cache_stats();
-  EXPECT_EQ(st.hits + st.misses, static_cast<uint64_t>(kThreads * kRuns));
+  EXPECT_EQ(st.hits + st.misses + st.interpreted, static_cast<uint64_t>(kThreads * kRuns));
+  EXPECT_EQ(st.interpreted > 0, GetParam());
   EXPECT_LE(st.entries, 6u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Interpreted, OnnxSessionConcurrent, ::testing::Values(false, true));
+
+TEST(OnnxSession, AFirstSeenKeyRunsInterpretedThenCompiles) {
+  // ADR 0007 stage C: a key the session holds nothing for runs node by node; once its
+  // interpreted runs have cost a compile (none timed yet: the estimate is 0) it compiles.
+  Result<runtime::Session> s = open_session_from_bytes(reshape_model(), interpreter_options());
+  ASSERT_TRUE(s.is_ok());
+  const Tensor x = iota(6);
+  expect_reshaped(s->run(feeds(x, {2, 3})), x, {2, 3});
+  runtime::CacheStats st = s->cache_stats();
+  EXPECT_EQ(st.interpreted, 1u);
+  EXPECT_EQ(st.misses, 0u);
+  EXPECT_EQ(st.entries, 0u);
+  expect_reshaped(s->run(feeds(x, {2, 3})), x, {2, 3});  // compiles
+  expect_reshaped(s->run(feeds(x, {2, 3})), x, {2, 3});  // held
+  expect_reshaped(s->run(feeds(x, {3, 2})), x, {3, 2});  // never seen: interpreted
+  st = s->cache_stats();
+  EXPECT_EQ(st.interpreted, 2u);
+  EXPECT_EQ(st.misses, 1u);
+  EXPECT_EQ(st.hits, 1u);
+  EXPECT_EQ(st.entries, 1u);
+}
+
+TEST(OnnxSession, AnInterpretedRunStopsWhenTerminated) {
+  Result<runtime::Session> s = open_session_from_bytes(reshape_model(), interpreter_options());
+  ASSERT_TRUE(s.is_ok());
+  const Tensor x = iota(6);
+  std::atomic<bool> stop{true};
+  runtime::RunOptions ro;
+  ro.terminate = &stop;
+  Result<TensorMap> out = s->run(feeds(x, {2, 3}), ro);
+  ASSERT_FALSE(out.is_ok());
+  EXPECT_NE(out.status().message().find("terminated"), std::string::npos) << out.status().message();
+  EXPECT_EQ(s->cache_stats().misses, 0u);  // not compiled instead
+  stop = false;
+  expect_reshaped(s->run(feeds(x, {2, 3}), ro), x, {2, 3});
+  EXPECT_EQ(s->cache_stats().interpreted, 1u);
+}
+
+TEST(OnnxSession, AnInterpretedKeyOverTheLimitsGetsTheCompilesError) {
+  // max_tensor_bytes 64: x of 24 floats (96 bytes) is refused by the compile, with its
+  // message; a smaller key is still interpreted.
+  runtime::SessionOptions o = interpreter_options();
+  o.compile.max_tensor_bytes = 64;
+  Result<runtime::Session> s = open_session_from_bytes(reshape_model(), o);
+  ASSERT_TRUE(s.is_ok());
+  const Tensor big = iota(24);
+  Result<TensorMap> out = s->run(feeds(big, {4, 6}));
+  ASSERT_FALSE(out.is_ok());
+  EXPECT_NE(out.status().message().find("max_tensor_bytes"), std::string::npos)
+      << out.status().message();
+  const Tensor x = iota(6);
+  expect_reshaped(s->run(feeds(x, {2, 3})), x, {2, 3});
+  EXPECT_EQ(s->cache_stats().interpreted, 1u);
 }
 
 TEST(OnnxSession, BadInputsAreNamed) {
@@ -274,7 +342,7 @@ TEST(OnnxSession, BadInputsAreNamed) {
 
 TEST(OnnxSession, BertWithDynamicAxesAtThreeSequenceLengths) {
   const std::string dir = FRAME_SESSION_MODELS_DIR;
-  runtime::SessionOptions o;  // the default backends ("auto")
+  runtime::SessionOptions o;  // the default backends ("auto"), interpreted tier on
   Result<runtime::Session> s = open_session(dir + "/bert.onnx", o);
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   ASSERT_EQ(s->inputs().size(), 1u);
@@ -292,8 +360,26 @@ TEST(OnnxSession, BertWithDynamicAxesAtThreeSequenceLengths) {
         test::tolerance_for(DTypeCode::kFloat32, test::ToleranceClass::kDeepNetwork));
     EXPECT_TRUE(c.ok) << "seq " << len << ": " << c.message;
   }
-  EXPECT_EQ(s->cache_stats().entries, 3u);
-  EXPECT_EQ(s->cache_stats().misses, 3u);
+  // Each length was new: interpreted (ADR 0007 stage C; the fourth new key would be compiled to
+  // measure what a first-seen key costs that way).
+  EXPECT_EQ(s->cache_stats().interpreted, 3u);
+  EXPECT_EQ(s->cache_stats().misses, 0u);
+  // Again: the first compiles (its interpreted run cost more than the 0 estimated for a
+  // compile none of which was timed yet); each run is interpreted, compiled or held.
+  for (int len : {5, 8, 13}) {
+    Result<Tensor> ids = read_npy(dir + "/bert.ids_" + std::to_string(len) + ".npy");
+    Result<Tensor> expected = read_npy(dir + "/bert.expected_" + std::to_string(len) + ".npy");
+    ASSERT_TRUE(ids.is_ok() && expected.is_ok());
+    Result<TensorMap> out = s->run({{"ids", *ids}});
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    const test::CompareResult c = test::compare_tensors(
+        out->at("hidden"), *expected,
+        test::tolerance_for(DTypeCode::kFloat32, test::ToleranceClass::kDeepNetwork));
+    EXPECT_TRUE(c.ok) << "seq " << len << " again: " << c.message;
+  }
+  const runtime::CacheStats st = s->cache_stats();
+  EXPECT_GE(st.misses, 1u);
+  EXPECT_EQ(st.interpreted + st.misses + st.hits, 6u);
 }
 
 TEST(OnnxSession, InputTheConverterNeedsAsAValue) {

@@ -1,0 +1,270 @@
+// The interpreted tier: a specialized graph run node by node (interpreter.h; ADR 0007 stage C).
+
+#include "runtime/interpreter.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <vector>
+
+#include "frame/ops/kernel_registry.h"
+#include "frame/ops/op_registry.h"
+#include "frame/runtime/backend.h"
+#include "frame/runtime/threads.h"
+#include "runtime/thread_count_scope.h"
+
+namespace frame::runtime::detail {
+
+namespace {
+
+// `bytes` rounded up to its class: four classes per power of two (at most 25% over), 64 at
+// least, a multiple of 64 (the alignment).
+size_t class_size(size_t bytes) {
+  if (bytes <= 64) return 64;
+  const int top = 63 - __builtin_clzll(static_cast<unsigned long long>(bytes - 1));
+  const size_t step = std::max<size_t>(size_t{1} << std::max(top - 2, 0), 64);
+  return (bytes + step - 1) / step * step;
+}
+
+}  // namespace
+
+BufferPool::~BufferPool() {
+  for (const auto& [bytes, p] : free_) std::free(p);
+}
+
+size_t BufferPool::free_bytes() const {
+  std::lock_guard lock(mu_);
+  return free_bytes_;
+}
+
+void BufferPool::release(void* p, size_t bytes) {
+  {
+    std::lock_guard lock(mu_);
+    if (free_bytes_ + bytes <= max_free_bytes_) {
+      free_.emplace(bytes, p);
+      free_bytes_ += bytes;
+      return;
+    }
+  }
+  std::free(p);
+}
+
+Result<Tensor> BufferPool::empty(DTypeCode dtype, const Shape& shape) {
+  FRAME_ASSIGN_OR_RETURN(size_t nbytes, checked_nbytes(dtype, shape));
+  const size_t bytes = class_size(nbytes);
+  void* p = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = free_.find(bytes); it != free_.end()) {
+      p = it->second;
+      free_.erase(it);
+      free_bytes_ -= bytes;
+    }
+  }
+  if (p == nullptr) p = std::aligned_alloc(64, bytes);
+  if (p == nullptr) {
+    return make_error(StatusCode::kOutOfRange, "could not allocate {} bytes", bytes);
+  }
+  std::shared_ptr<BufferPool> self = shared_from_this();
+  std::shared_ptr<void> keep(p, [self, bytes](void* q) { self->release(q, bytes); });
+  return Tensor::wrap(dtype, shape, p, std::move(keep));
+}
+
+namespace {
+
+Interpreted fallback(Status s) {
+  Interpreted r;
+  r.status = std::move(s);
+  r.failure = InterpretFailure::kFallback;
+  return r;
+}
+
+bool has_body(const ir::Node& n) {
+  return std::any_of(n.attrs.begin(), n.attrs.end(), [](const auto& a) {
+    return std::holds_alternative<std::shared_ptr<const ir::Graph>>(a.second);
+  });
+}
+
+// The kernel that runs `n`: step 1 of backend-lowering's placement (the first backend whose
+// kernel supports the node), else the cpu kernel (ARCH-041), else null.
+const ops::KernelDef* choose_kernel(const ops::NodeContext& ctx,
+                                    const std::vector<std::string>& backends) {
+  const ops::KernelRegistry& kernels = ops::KernelRegistry::global();
+  for (const std::string& b : backends) {
+    const ops::KernelDef* k = kernels.find(ctx.op, b);
+    if (k != nullptr && k->supports(ctx).is_ok()) return k;
+  }
+  const ops::KernelDef* cpu = kernels.find(ctx.op, "cpu");
+  return cpu != nullptr && cpu->supports(ctx).is_ok() ? cpu : nullptr;
+}
+
+// Runs the kernel's prepare and run for one node, turning exceptions into errors (a kernel may
+// come from a plugin; KernelPart does the same for compiled plans).
+Status run_kernel(const ops::KernelDef& k, const ops::NodeContext& ctx,
+                  std::span<const Tensor> inputs, std::span<Tensor> outputs, int threads) {
+  try {
+    std::shared_ptr<void> state;
+    if (k.prepare != nullptr) {
+      Result<std::shared_ptr<void>> s = k.prepare(ctx);
+      if (!s.is_ok()) return s.status();
+      state = std::move(s).value();
+    }
+    ops::KernelContext kc;
+    kc.node = &ctx;
+    kc.inputs = inputs;
+    kc.outputs = outputs;
+    kc.state = state.get();
+    kc.num_threads = threads;
+    return k.fn(kc);
+  } catch (const std::bad_alloc&) {
+    return make_error(StatusCode::kOutOfRange, "node '{}' ({}): out of memory", ctx.node_name,
+                      ctx.op);
+  } catch (const std::exception& e) {
+    return internal_error("node '{}' ({}): kernel {}@{} threw: {}", ctx.node_name, ctx.op, k.op,
+                          k.backend, e.what());
+  } catch (...) {
+    return internal_error("node '{}' ({}): kernel {}@{} threw", ctx.node_name, ctx.op, k.op,
+                          k.backend);
+  }
+}
+
+}  // namespace
+
+Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const CompileOptions& options,
+                      const std::atomic<bool>* terminate, BufferPool* pool) {
+  if (options.strict || !options.pipeline.empty() || !options.print_ir_after.empty()) {
+    return fallback(unimplemented("strict mode, a custom pipeline or IR printing compile"));
+  }
+  for (const std::string& name : options.backends) {
+    const Backend* b = find_backend(name);
+    if (b == nullptr || b->granularity() != Backend::Granularity::kPerKernel ||
+        b->device_memory()) {
+      return fallback(unimplemented("backend '{}' is not a host per-kernel backend", name));
+    }
+  }
+  Result<std::vector<ir::NodeId>> order = g.topological_order();
+  if (!order.is_ok()) return fallback(order.status());
+  const size_t num_values = g.num_values();
+  // compile()'s limits (docs/security.md), checked conservatively: every value at most
+  // max_tensor_bytes, and all of them together (a bound of the arena peak plus the inputs,
+  // outputs and constants compile() adds up) at most max_memory_bytes. Where that bound is over
+  // the limit the compile decides, with its own message.
+  size_t total_bytes = 0;
+  for (size_t v = 0; v < num_values; ++v) {
+    const ir::Value& val = g.value(static_cast<ir::ValueId>(v));
+    if (!val.type) continue;  // checked where a live node produces it
+    Result<size_t> nbytes = checked_nbytes(val.type->dtype, val.type->shape);
+    if (!nbytes.is_ok() || *nbytes > options.max_tensor_bytes ||
+        *nbytes > options.max_memory_bytes - std::min(total_bytes, options.max_memory_bytes)) {
+      Interpreted r =
+          fallback(make_error(StatusCode::kOutOfRange, "value '{}' is over the limits", val.name));
+      r.failure = InterpretFailure::kOverLimits;
+      return r;
+    }
+    total_bytes += *nbytes;
+  }
+
+  // Readers left per value; graph outputs are never released. Only nodes an output needs run.
+  std::vector<int32_t> readers(num_values, 0);
+  std::vector<char> needed(num_values, 0);
+  for (ir::ValueId v : g.outputs()) needed[static_cast<size_t>(v)] = 1;
+  std::vector<ir::NodeId> live;
+  live.reserve(order->size());
+  for (auto it = order->rbegin(); it != order->rend(); ++it) {
+    const ir::Node& n = g.node(*it);
+    const bool used = std::any_of(n.outputs.begin(), n.outputs.end(), [&](ir::ValueId v) {
+      return v != ir::kNoValue && needed[static_cast<size_t>(v)];
+    });
+    if (!used) continue;
+    if (has_body(n)) return fallback(unimplemented("node '{}' ({}) has a body", n.name, n.op));
+    live.push_back(*it);
+    for (ir::ValueId v : n.inputs) {
+      if (v == ir::kNoValue) continue;
+      needed[static_cast<size_t>(v)] = 1;
+      ++readers[static_cast<size_t>(v)];
+    }
+  }
+  std::reverse(live.begin(), live.end());
+
+  std::vector<Tensor> values(num_values);
+  for (size_t v = 0; v < num_values; ++v) {
+    const ir::Value& val = g.value(static_cast<ir::ValueId>(v));
+    if (val.constant) values[v] = *val.constant;
+  }
+  for (ir::ValueId v : g.inputs()) {
+    const ir::Value& val = g.value(v);
+    auto it = inputs.find(val.name);
+    if (it == inputs.end()) return fallback(invalid_argument("missing input '{}'", val.name));
+    values[static_cast<size_t>(v)] = it->second;
+  }
+  for (ir::ValueId v : g.outputs()) readers[static_cast<size_t>(v)] = -1;  // kept
+
+  const int threads = usable_threads(options.num_threads);
+  ThreadCountScope scope(threads);
+  const ops::OpRegistry& schemas = ops::OpRegistry::global();
+  std::vector<Tensor> in;
+  std::vector<Tensor> out;
+  for (ir::NodeId id : live) {
+    const ir::Node& n = g.node(id);
+    if (terminate != nullptr && terminate->load(std::memory_order_relaxed)) {
+      Interpreted r;
+      r.status = run_terminated(n.name);
+      r.failure = InterpretFailure::kTerminated;
+      return r;
+    }
+    const ops::OpSchema* schema = schemas.find(n.op);
+    if (schema == nullptr) {
+      return fallback(not_found("node '{}' ({}): op is not registered", n.name, n.op));
+    }
+    ops::NodeContext ctx = ops::make_node_context(g, n, schema);
+    ctx.prefer_shape_agnostic = true;
+    const ops::KernelDef* k = choose_kernel(ctx, options.backends);
+    if (k == nullptr) return fallback(unimplemented("node '{}' ({}): no kernel", n.name, n.op));
+    in.assign(n.inputs.size(), Tensor());
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (n.inputs[i] != ir::kNoValue) in[i] = values[static_cast<size_t>(n.inputs[i])];
+    }
+    out.assign(n.outputs.size(), Tensor());
+    for (size_t j = 0; j < n.outputs.size(); ++j) {
+      const ir::ValueId v = n.outputs[j];
+      if (v == ir::kNoValue) continue;
+      const ir::Value& val = g.value(v);
+      if (!val.type) return fallback(invalid_argument("value '{}' has no type", val.name));
+      Result<Tensor> t = pool != nullptr ? pool->empty(val.type->dtype, val.type->shape)
+                                         : Tensor::empty(val.type->dtype, val.type->shape);
+      if (!t.is_ok()) return fallback(t.status());
+      out[j] = std::move(t).value();
+    }
+    if (Status s = run_kernel(*k, ctx, in, out, threads); !s.is_ok()) return fallback(s);
+    for (size_t j = 0; j < n.outputs.size(); ++j) {
+      const ir::ValueId v = n.outputs[j];
+      if (v == ir::kNoValue) continue;
+      if (readers[static_cast<size_t>(v)] == 0) continue;  // read by nothing: released now
+      values[static_cast<size_t>(v)] = std::move(out[j]);
+    }
+    for (ir::ValueId v : n.inputs) {
+      if (v == ir::kNoValue) continue;
+      const auto idx = static_cast<size_t>(v);
+      if (readers[idx] > 0 && --readers[idx] == 0) values[idx] = Tensor();
+    }
+  }
+
+  Interpreted r;
+  for (ir::ValueId v : g.outputs()) {
+    const ir::Value& val = g.value(v);
+    Tensor t = values[static_cast<size_t>(v)];
+    if (val.producer < 0 && t.defined()) {
+      // A constant or a graph input: the caller gets a tensor of its own.
+      t = t.clone();
+    }
+    r.outputs.emplace(val.name, std::move(t));
+  }
+  return r;
+}
+
+}  // namespace frame::runtime::detail

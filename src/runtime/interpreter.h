@@ -1,0 +1,85 @@
+#pragma once
+/// \file
+/// The interpreted tier of a Session (private to src/runtime; docs/adr/0007-first-seen-shapes.md,
+/// "Implemented: stage C"): a specialized graph run node by node, each node static when it runs
+/// (ARCH-044), without the pass pipeline, a memory plan or a compiled plan.
+
+#include <atomic>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "frame/core/status.h"
+#include "frame/ir/graph.h"
+#include "frame/runtime/compile.h"
+
+namespace frame::runtime::detail {
+
+/// Why an interpretation did not produce outputs: kFallback where the compiled path should
+/// run instead (the graph or a node is outside what the interpreter runs, or a kernel failed:
+/// the compile reports the model's own error), kOverLimits where this graph's sizes might be
+/// over compile()'s limits (the compile decides, with its message), kTerminated where
+/// RunOptions::terminate asked the run to stop (its error is the run's).
+enum class InterpretFailure : uint8_t { kFallback, kOverLimits, kTerminated };
+
+/// Buffers the interpreter's values are allocated from, recycled across nodes and runs: a
+/// value's storage returns here when its last Tensor is dropped (by the interpreter after the
+/// value's last reader, or by the caller for an output), so steady streams do not map and
+/// first-touch fresh pages for every large value (which made interpreted convolution networks
+/// slower than compiled ones, whose arena is reused). Sizes are rounded up to one of four
+/// classes per power of two; at most `max_free_bytes` are kept free, the rest are released.
+/// Thread-safe; held by shared_ptr, which every allocated Tensor keeps alive.
+class BufferPool : public std::enable_shared_from_this<BufferPool> {
+ public:
+  explicit BufferPool(size_t max_free_bytes) : max_free_bytes_(max_free_bytes) {}
+  ~BufferPool();
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+  /// An uninitialised tensor of `dtype` and `shape`, 64-byte aligned. Errors: size overflow,
+  /// allocation failure (kOutOfRange).
+  Result<Tensor> empty(DTypeCode dtype, const Shape& shape);
+  /// Bytes held free now.
+  size_t free_bytes() const;
+
+ private:
+  void release(void* p, size_t bytes);
+  const size_t max_free_bytes_;
+  mutable std::mutex mu_;
+  std::multimap<size_t, void*> free_;  // by class size
+  size_t free_bytes_ = 0;
+};
+
+/// The result of interpret(): outputs, or the failure and its message.
+struct Interpreted {
+  TensorMap outputs;
+  Status status;  ///< OK, or why there are no outputs
+  InterpretFailure failure = InterpretFailure::kFallback;
+};
+
+/// Runs `g` (typed at every live value, as a specialization's import gives it; the ONNX
+/// importer's re-typing or a full import) on `inputs` (by graph input name; dtypes and shapes
+/// equal to the graph's input types, as the Session validated them) and returns every graph
+/// output, each a tensor of its own (an output that is a constant or a graph input is copied).
+///
+/// Only the nodes some graph output needs run, in topological order. Each runs on the kernel of
+/// the first backend of `options.backends` (resolved: no "auto") that has one and supports the
+/// node (KernelDef::supports with NodeContext::prefer_shape_agnostic, so oneDNN matmuls share
+/// one primitive across sizes), else on its "cpu" kernel (ARCH-041 gives every op one). The
+/// kernel prepares for this node and runs into freshly allocated outputs; a value is released
+/// after its last reader.
+///
+/// Falls back (InterpretFailure::kFallback) for options.strict, a custom pipeline or IR
+/// printing (those are compile settings), a graph with a control-flow body or an untyped live
+/// value, a backend that keeps values in device memory, a node no kernel supports, and any
+/// kernel error; and (kOverLimits) where compile()'s limits might refuse the graph: a value over
+/// options.max_tensor_bytes, or all values together (a bound of what compile() counts: arena
+/// peak, inputs, outputs and constants) over options.max_memory_bytes. `terminate`
+/// (RunOptions::terminate) is read before
+/// each node. Thread-safe: holds no state between calls.
+/// Values are allocated from `pool` (Tensor::empty when null).
+Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const CompileOptions& options,
+                      const std::atomic<bool>* terminate, BufferPool* pool = nullptr);
+
+}  // namespace frame::runtime::detail
