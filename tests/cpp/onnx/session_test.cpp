@@ -349,33 +349,26 @@ TEST(OnnxSession, BertWithDynamicAxesAtThreeSequenceLengths) {
   ASSERT_EQ(s->inputs()[0].dims.size(), 2u);
   EXPECT_EQ(s->inputs()[0].dims[0].param, "batch");
   EXPECT_EQ(s->inputs()[0].dims[1].param, "seq");
-  for (int len : {5, 8, 13}) {
-    Result<Tensor> ids = read_npy(dir + "/bert.ids_" + std::to_string(len) + ".npy");
-    Result<Tensor> expected = read_npy(dir + "/bert.expected_" + std::to_string(len) + ".npy");
-    ASSERT_TRUE(ids.is_ok() && expected.is_ok());
-    Result<TensorMap> out = s->run({{"ids", *ids}});
-    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
-    const test::CompareResult c = test::compare_tensors(
-        out->at("hidden"), *expected,
-        test::tolerance_for(DTypeCode::kFloat32, test::ToleranceClass::kDeepNetwork));
-    EXPECT_TRUE(c.ok) << "seq " << len << ": " << c.message;
-  }
-  // Each length was new: interpreted (ADR 0007 stage C; the fourth new key would be compiled to
-  // measure what a first-seen key costs that way).
-  EXPECT_EQ(s->cache_stats().interpreted, 3u);
-  EXPECT_EQ(s->cache_stats().misses, 0u);
-  // Again: the first compiles (its interpreted run cost more than the 0 estimated for a
-  // compile none of which was timed yet); each run is interpreted, compiled or held.
-  for (int len : {5, 8, 13}) {
-    Result<Tensor> ids = read_npy(dir + "/bert.ids_" + std::to_string(len) + ".npy");
-    Result<Tensor> expected = read_npy(dir + "/bert.expected_" + std::to_string(len) + ".npy");
-    ASSERT_TRUE(ids.is_ok() && expected.is_ok());
-    Result<TensorMap> out = s->run({{"ids", *ids}});
-    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
-    const test::CompareResult c = test::compare_tensors(
-        out->at("hidden"), *expected,
-        test::tolerance_for(DTypeCode::kFloat32, test::ToleranceClass::kDeepNetwork));
-    EXPECT_TRUE(c.ok) << "seq " << len << " again: " << c.message;
+  // Pass 0: each length is new, so interpreted (ADR 0007 stage C; the fourth new key would be
+  // compiled to measure what a first-seen key costs that way). Pass 1: the first compiles (its
+  // interpreted run cost more than the 0 estimated for a compile none of which was timed
+  // yet); each run is interpreted, compiled or held.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int len : {5, 8, 13}) {
+      Result<Tensor> ids = read_npy(dir + "/bert.ids_" + std::to_string(len) + ".npy");
+      Result<Tensor> expected = read_npy(dir + "/bert.expected_" + std::to_string(len) + ".npy");
+      ASSERT_TRUE(ids.is_ok() && expected.is_ok());
+      Result<TensorMap> out = s->run({{"ids", *ids}});
+      ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+      const test::CompareResult c = test::compare_tensors(
+          out->at("hidden"), *expected,
+          test::tolerance_for(DTypeCode::kFloat32, test::ToleranceClass::kDeepNetwork));
+      EXPECT_TRUE(c.ok) << "seq " << len << ", pass " << pass << ": " << c.message;
+    }
+    if (pass == 0) {
+      EXPECT_EQ(s->cache_stats().interpreted, 3u);
+      EXPECT_EQ(s->cache_stats().misses, 0u);
+    }
   }
   const runtime::CacheStats st = s->cache_stats();
   EXPECT_GE(st.misses, 1u);

@@ -268,14 +268,24 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
   for (size_t d = 0; d < sr; ++d) wino = wino && strides[d] == 1 && dilates[d] == 0;
   // Everything the descriptor depends on (pd_cache.h): accepts(), the layout choice, the
   // fusion patterns and prepare() of this node, and later compiles of an equal conv, share one.
-  std::string key =
-      fmt::format("{} {} src {} w {} b {} dst {} s {} d {} pl {} pr {} threads {} wino {}",
-                  transpose ? "deconv" : "conv", static_cast<int>(dt), desc_key(src_any),
-                  desc_key(w_any), p->has_bias ? desc_key(p->bias_md) : std::string("-"),
-                  desc_key(dst_any), fmt::join(strides, ","), fmt::join(dilates, ","),
-                  fmt::join(pad_l, ","), fmt::join(pad_r, ","), omp_get_max_threads(), wino);
+  std::string key;
+  key.reserve(512);
+  key_append(key, transpose);
+  key_append(key, dt);
+  append_desc_key(key, src_any);
+  append_desc_key(key, w_any);
+  key_append(key, p->has_bias);
+  if (p->has_bias) append_desc_key(key, p->bias_md);
+  append_desc_key(key, dst_any);
+  for (const memory::dims* v : {&strides, &dilates, &pad_l, &pad_r}) {
+    key_append(key, std::span<const memory::dim>(*v));
+  }
+  key_append(key, omp_get_max_threads());
+  key_append(key, wino);
   for (const ops::fused::PostOp& o : post) {
-    key += fmt::format(" post {} {} {}", static_cast<int>(o.kind), o.alpha, o.beta);
+    key_append(key, static_cast<int>(o.kind));
+    key_append(key, o.alpha);
+    key_append(key, o.beta);
   }
   // The post-ops in `attr`; whether the residual add became a sum post-op.
   const auto make_attr = [&](dnnl::primitive_attr& attr) {

@@ -177,12 +177,22 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
   // the gemm-based implementation, which reads B as it is.
   const memory::desc b_pd =
       bc != nullptr && !runtime_m ? memory::desc(b_user.dims(), dt, memory::format_tag::any) : b_rt;
-  std::string key = fmt::format("a {} b {} y {} threads {} scale {} beta {}", desc_key(a_pd),
-                                desc_key(b_pd), desc_key(y_pd), omp_get_max_threads(), scale, beta);
-  if (use_c) key += " c " + desc_key(p->c_md);
-  if (residual) key += " r " + desc_key(p->res_md);
+  std::string key;
+  key.reserve(512);
+  append_desc_key(key, a_pd);
+  append_desc_key(key, b_pd);
+  append_desc_key(key, y_pd);
+  key_append(key, omp_get_max_threads());
+  key_append(key, scale);
+  key_append(key, beta);
+  key_append(key, use_c);
+  if (use_c) append_desc_key(key, p->c_md);
+  key_append(key, residual);
+  if (residual) append_desc_key(key, p->res_md);
   for (const ops::fused::PostOp& o : post) {
-    key += fmt::format(" post {} {} {}", static_cast<int>(o.kind), o.alpha, o.beta);
+    key_append(key, static_cast<int>(o.kind));
+    key_append(key, o.alpha);
+    key_append(key, o.beta);
   }
   MatmulEntry e;
   try {

@@ -1,21 +1,22 @@
 #pragma once
-// Process-wide caches of oneDNN primitive descriptors (and their primitives) by a text key of
-// everything that shapes them: one node's accepts(), the layout choice and the fusion
-// patterns that ask it again, its prepare(), and every later compile with equal operands
-// (another specialization, a tier-up, another session) build a descriptor once (ADR 0007
-// stage A). oneDNN's own primitive cache dedupes JIT code but not descriptor creation, which
-// for a JIT convolution or matmul is the implementation search and its blocking heuristics.
+// Process-wide caches of oneDNN primitive descriptors (and their primitives) by a key of
+// everything that shapes them (bytes, not text: built for every accepts() and prepare()): one
+// node's accepts(), the layout choice and the fusion patterns that ask it again, its prepare(), and
+// every later compile with equal operands (another specialization, a tier-up, another session)
+// build a descriptor once (ADR 0007 stage A). oneDNN's own primitive cache dedupes JIT code but not
+// descriptor creation, which for a JIT convolution or matmul is the implementation search and its
+// blocking heuristics.
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <list>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 
@@ -24,19 +25,36 @@
 
 namespace frame::backends::onednn {
 
-/// "dims:strides" of a plain or strided descriptor (then "/blocks@dims" for a blocked one such
-/// as nChw16c), "dims:any" for format_tag::any: the part of a descriptor cache key one
-/// operand contributes.
-inline std::string desc_key(const dnnl::memory::desc& d) {
-  if (d.data.format_kind != dnnl_blocked) return fmt::format("{}:any", fmt::join(d.dims(), ","));
-  const auto& b = d.data.format_desc.blocking;
-  std::string key = fmt::format("{}:{}", fmt::join(d.dims(), ","),
-                                fmt::join(b.strides, b.strides + d.data.ndims, ","));
-  if (b.inner_nblks > 0) {
-    key += fmt::format("/{}@{}", fmt::join(b.inner_blks, b.inner_blks + b.inner_nblks, ","),
-                       fmt::join(b.inner_idxs, b.inner_idxs + b.inner_nblks, ","));
-  }
-  return key;
+/// Appends the bytes of `v` to a cache key. Keys are compared whole, so fields of fixed size
+/// appended in a fixed order (lengths before variable parts) cannot collide.
+template <typename T>
+void key_append(std::string& key, const T& v) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  key.append(reinterpret_cast<const char*>(&v), sizeof(T));
+}
+
+/// Appends a length, then the elements.
+template <typename T>
+void key_append(std::string& key, std::span<const T> v) {
+  key_append(key, v.size());
+  key.append(reinterpret_cast<const char*>(v.data()), v.size_bytes());
+}
+
+/// Appends what one operand contributes to a descriptor cache key: its data type and dims,
+/// then for a plain, strided or blocked descriptor (nChw16c) its strides and inner blocks, or
+/// nothing more for format_tag::any.
+inline void append_desc_key(std::string& key, const dnnl::memory::desc& d) {
+  const dnnl_memory_desc_t& m = d.data;
+  key_append(key, m.ndims);
+  key_append(key, m.data_type);
+  key_append(key, m.format_kind);
+  key.append(reinterpret_cast<const char*>(m.dims), sizeof(m.dims[0]) * m.ndims);
+  if (m.format_kind != dnnl_blocked) return;
+  const dnnl_blocking_desc_t& b = m.format_desc.blocking;
+  key.append(reinterpret_cast<const char*>(b.strides), sizeof(b.strides[0]) * m.ndims);
+  key_append(key, b.inner_nblks);
+  key.append(reinterpret_cast<const char*>(b.inner_blks), sizeof(b.inner_blks[0]) * b.inner_nblks);
+  key.append(reinterpret_cast<const char*>(b.inner_idxs), sizeof(b.inner_idxs[0]) * b.inner_nblks);
 }
 
 /// An LRU of `Entry` by key, at most `kCapacity` entries; thread-safe. `Entry` has a `prim`
