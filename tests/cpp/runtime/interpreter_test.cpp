@@ -33,8 +33,7 @@ void type(ir::Graph& g, ir::ValueId v, Shape shape) {
 ir::Graph mlp() {
   ir::Graph g("mlp");
   const ir::ValueId x = g.add_input("x", {DTypeCode::kFloat32, {2, 3}});
-  const ir::ValueId w =
-      g.add_constant("w", Tensor::from_vector<float>({3, 2}, {1, 0, 0, 1, 1, 1}));
+  const ir::ValueId w = g.add_constant("w", Tensor::from_vector<float>({3, 2}, {1, 0, 0, 1, 1, 1}));
   const ir::ValueId b = g.add_constant("b", Tensor::from_vector<float>({2}, {-1, 2}));
   const ir::ValueId m = g.node(*g.create_node("matmul", "mm", {x, w}, 1)).outputs[0];
   type(g, m, {2, 2});

@@ -7,7 +7,6 @@
 // descriptor creation, which for a JIT convolution or matmul is the implementation search and its
 // blocking heuristics.
 
-
 #include <cstddef>
 #include <cstdint>
 #include <list>
