@@ -150,23 +150,25 @@ Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const Compile
   Result<std::vector<ir::NodeId>> order = g.topological_order();
   if (!order.is_ok()) return fallback(order.status());
   const size_t num_values = g.num_values();
-  // compile()'s limits (docs/security.md), checked conservatively: every value at most
-  // max_tensor_bytes, and all of them together (a bound of the arena peak plus the inputs,
-  // outputs and constants compile() adds up) at most max_memory_bytes. Where that bound is over
-  // the limit the compile decides, with its own message.
+  // compile()'s limits (docs/security.md) with a margin (interpret() says why): each value
+  // twice over within max_tensor_bytes, all of them (64-byte slots) four times over within
+  // max_memory_bytes. Nearer the limits the compile decides, with its own message.
+  const size_t tensor_limit = options.max_tensor_bytes / 2;
+  const size_t memory_limit = options.max_memory_bytes / 4;
   size_t total_bytes = 0;
   for (size_t v = 0; v < num_values; ++v) {
     const ir::Value& val = g.value(static_cast<ir::ValueId>(v));
     if (!val.type) continue;  // checked where a live node produces it
     Result<size_t> nbytes = checked_nbytes(val.type->dtype, val.type->shape);
-    if (!nbytes.is_ok() || *nbytes > options.max_tensor_bytes ||
-        *nbytes > options.max_memory_bytes - std::min(total_bytes, options.max_memory_bytes)) {
+    const size_t slot = nbytes.is_ok() ? (*nbytes + 63) / 64 * 64 : 0;
+    if (!nbytes.is_ok() || *nbytes > tensor_limit || slot < *nbytes ||
+        slot > memory_limit - std::min(total_bytes, memory_limit)) {
       Interpreted r =
           fallback(make_error(StatusCode::kOutOfRange, "value '{}' is over the limits", val.name));
       r.failure = InterpretFailure::kOverLimits;
       return r;
     }
-    total_bytes += *nbytes;
+    total_bytes += slot;
   }
 
   // Readers left per value; graph outputs are never released. Only nodes an output needs run.
@@ -240,7 +242,11 @@ Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const Compile
       if (!t.is_ok()) return fallback(t.status());
       out[j] = std::move(t).value();
     }
-    if (Status s = run_kernel(*k, ctx, in, out, threads); !s.is_ok()) return fallback(s);
+    if (Status s = run_kernel(*k, ctx, in, out, threads); !s.is_ok()) {
+      Interpreted r = fallback(std::move(s));
+      r.failure = InterpretFailure::kKernelError;
+      return r;
+    }
     for (size_t j = 0; j < n.outputs.size(); ++j) {
       const ir::ValueId v = n.outputs[j];
       if (v == ir::kNoValue) continue;

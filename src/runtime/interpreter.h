@@ -17,12 +17,14 @@
 
 namespace frame::runtime::detail {
 
-/// Why an interpretation did not produce outputs: kFallback where the compiled path should
-/// run instead (the graph or a node is outside what the interpreter runs, or a kernel failed:
-/// the compile reports the model's own error), kOverLimits where this graph's sizes might be
-/// over compile()'s limits (the compile decides, with its message), kTerminated where
-/// RunOptions::terminate asked the run to stop (its error is the run's).
-enum class InterpretFailure : uint8_t { kFallback, kOverLimits, kTerminated };
+/// Why an interpretation did not produce outputs, so the compiled path runs instead: kFallback
+/// where the graph or a node is outside what the interpreter runs; kKernelError where a
+/// kernel failed (a data error, such as an index out of range, fails the compiled run the
+/// same way and is reported by it; a compiled run that succeeds means the interpreter cannot
+/// run this model); kOverLimits where the key's sizes are near compile()'s limits (the compile
+/// decides, with its message). kTerminated: RunOptions::terminate asked the run to stop (its
+/// error is the run's; nothing compiles).
+enum class InterpretFailure : uint8_t { kFallback, kKernelError, kOverLimits, kTerminated };
 
 /// Buffers the interpreter's values are allocated from, recycled across nodes and runs: a
 /// value's storage returns here when its last Tensor is dropped (by the interpreter after the
@@ -72,13 +74,15 @@ struct Interpreted {
 ///
 /// Falls back (InterpretFailure::kFallback) for options.strict, a custom pipeline or IR
 /// printing (those are compile settings), a graph with a control-flow body or an untyped live
-/// value, a backend that keeps values in device memory, a node no kernel supports, and any
-/// kernel error; and (kOverLimits) where compile()'s limits might refuse the graph: a value over
-/// options.max_tensor_bytes, or all values together (a bound of what compile() counts: arena
-/// peak, inputs, outputs and constants) over options.max_memory_bytes. `terminate`
-/// (RunOptions::terminate) is read before
-/// each node. Thread-safe: holds no state between calls.
-/// Values are allocated from `pool` (Tensor::empty when null).
+/// value, a backend that keeps values in device memory and a node no kernel supports;
+/// kKernelError for a kernel's error. kOverLimits where compile()'s limits (docs/security.md)
+/// might refuse this key: the compiled graph can hold more than this one (float16 widened to
+/// float32, decompositions with intermediates of their own, 64-byte arena slots), so the
+/// interpreter runs a key only well inside them: every value, twice over, within
+/// options.max_tensor_bytes, and all values together (each rounded up to 64 bytes), four times
+/// over, within options.max_memory_bytes. `terminate` (RunOptions::terminate) is read before
+/// each node. Values are allocated from `pool` (Tensor::empty when null). Thread-safe: holds
+/// no state between calls.
 Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const CompileOptions& options,
                       const std::atomic<bool>* terminate, BufferPool* pool = nullptr);
 

@@ -546,12 +546,15 @@ class SessionImpl {
   // every kReprobe-th first-seen key goes the other way, so both costs stay measured. For
   // those compiles `time_compile` is set: the caller times lookup + run and reports it
   // (first_seen_compiled). Also nullopt where the key is held or being compiled, or the
-  // interpreter falls back (the compile then reports the model's own errors); after a
-  // fallback other than sizes over the limits the session stops interpreting. Errors: the
-  // validation's, and RunOptions::terminate's.
+  // interpreter falls back (the compile then reports the model's own errors): after a graph
+  // it does not run the session stops interpreting; after a kernel's error
+  // `check_interpreter` is set, and the session stops only if the compiled run succeeds
+  // (stop_interpreting: the error was the interpreter's, not the data's); sizes near the
+  // limits only compile that key. Errors: the validation's, and RunOptions::terminate's.
   Result<std::optional<TensorMap>> interpret(const TensorMap& inputs, const RunOptions& options,
-                                             bool& time_compile) const {
+                                             bool& time_compile, bool& check_interpreter) const {
     time_compile = false;
+    check_interpreter = false;
     thread_local std::vector<const Tensor*> scratch_inputs;
     FRAME_RETURN_IF_ERROR(validate(inputs, scratch_inputs));
     thread_local Key scratch;
@@ -585,8 +588,10 @@ class SessionImpl {
     std::lock_guard lock(mu_);
     if (!r.status.is_ok()) {
       if (r.failure == detail::InterpretFailure::kTerminated) return r.status;
-      // Sizes over the limits are this key's; anything else stops interpreting.
+      // Sizes near the limits are this key's; a kernel error is checked by the compiled run
+      // (check_interpreter); anything else stops interpreting.
       if (r.failure == detail::InterpretFailure::kFallback) interpret_ = false;
+      check_interpreter = r.failure == detail::InterpretFailure::kKernelError;
       return std::optional<TensorMap>();
     }
     if (interpreted_us_.size() >= kMaxInterpreted) interpreted_us_.clear();
@@ -608,6 +613,12 @@ class SessionImpl {
     const bool interpreter_wins = first_seen_interpreted_.mean() <= first_seen_compiled_.mean();
     const bool reprobe = first_seen_keys_ % kReprobe == 0;
     return interpreter_wins == reprobe;
+  }
+
+  // After a compiled run that succeeded where the interpreter's kernel failed (interpret()).
+  void stop_interpreting() const {
+    std::lock_guard lock(mu_);
+    interpret_ = false;
   }
 
   // What a first-seen key cost that interpret() sent to the compile: lookup + run, in
@@ -898,10 +909,11 @@ Result<TensorMap> Session::run(const TensorMap& inputs, const RunOptions& option
     return tensors;
   }
   bool time_compile = false;
+  bool check_interpreter = false;
   if (options.profile == nullptr && options.observer == nullptr) {
     // A profile or an observer reports a compiled plan's steps: those runs compile.
     FRAME_ASSIGN_OR_RETURN(std::optional<TensorMap> out,
-                           impl_->interpret(inputs, options, time_compile));
+                           impl_->interpret(inputs, options, time_compile, check_interpreter));
     if (out) return std::move(*out);
   }
   const auto t0 = std::chrono::steady_clock::now();
@@ -909,6 +921,7 @@ Result<TensorMap> Session::run(const TensorMap& inputs, const RunOptions& option
   TensorMap scratch;
   Result<TensorMap> out =
       timed_run(*c, [&] { return c->exe.run(impl_->feeds(*c, inputs, scratch), options); });
+  if (check_interpreter && out.is_ok()) impl_->stop_interpreting();
   if (time_compile && out.is_ok()) {
     impl_->first_seen_compiled(
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)

@@ -239,6 +239,19 @@ TEST(ResizeOnednn, HandComputedNearestAndLinear) {
             (std::vector<float>{0, 0, 1, 1, 0, 0, 1, 1, 2, 2, 3, 3, 2, 2, 3, 3}));
 }
 
+TEST(ResizeOnednn, AnEmptyOutputAxisGivesAnEmptyResult) {
+  // sizes [1,1,0,4] on [1,1,3,4]: no rows; W unchanged (once a crash: the column table of an
+  // empty output was read to test for an identity mapping).
+  const Tensor x = Tensor::from_vector<float>({1, 1, 3, 4}, std::vector<float>(12, 1.0f));
+  for (const std::vector<int64_t>& sizes :
+       {std::vector<int64_t>{1, 1, 0, 4}, std::vector<int64_t>{1, 1, 2, 0}}) {
+    auto out = run_op(resize_call(x, {}, sizes, {}), "onednn");
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    EXPECT_EQ((*out)[0].shape(), (Shape{sizes[0], sizes[1], sizes[2], sizes[3]}));
+    EXPECT_EQ((*out)[0].numel(), 0);
+  }
+}
+
 TEST(ResizeOnednn, NearestMatchesCpuBitForBit) {
   struct Case {
     DTypeCode dt;

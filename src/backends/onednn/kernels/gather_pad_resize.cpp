@@ -417,7 +417,9 @@ Result<std::shared_ptr<void>> resize_prepare(const NodeContext& ctx) {
     plan->y = resize_axis(p, 2, plan->ih, plan->oh);
     plan->x = resize_axis(p, 3, plan->iw, plan->ow);
   }
-  plan->identity_w = !plan->linear && plan->ow == plan->iw;
+  // An empty output builds no tables (and runs nothing).
+  plan->identity_w =
+      !plan->linear && plan->ow == plan->iw && plan->x.i0.size() == static_cast<size_t>(plan->ow);
   for (int64_t i = 0; plan->identity_w && i < plan->ow; ++i) {
     plan->identity_w = plan->x.i0[static_cast<size_t>(i)] == i;
   }
