@@ -58,7 +58,11 @@ struct Metrics::Families {
         compilations(prometheus::BuildCounter()
                          .Name("frame_serve_compilations_total")
                          .Help("Specializations compiled, tier-ups included")
-                         .Register(r)) {}
+                         .Register(r)),
+        interpreted(prometheus::BuildCounter()
+                        .Name("frame_serve_interpreted_runs_total")
+                        .Help("Runs of a shape not compiled, run node by node (ADR 0007)")
+                        .Register(r)) {}
   prometheus::Family<prometheus::Counter>& requests;
   prometheus::Family<prometheus::Counter>& successes;
   prometheus::Family<prometheus::Counter>& failures;
@@ -69,6 +73,7 @@ struct Metrics::Families {
   prometheus::Family<prometheus::Counter>& cache_hits;
   prometheus::Family<prometheus::Counter>& cache_misses;
   prometheus::Family<prometheus::Counter>& compilations;
+  prometheus::Family<prometheus::Counter>& interpreted;
 };
 
 Metrics::Metrics()
@@ -115,6 +120,7 @@ std::string Metrics::text(const std::vector<std::shared_ptr<Model>>& models) {
       grow(f_->cache_hits, last.hits, now.hits);
       grow(f_->cache_misses, last.misses, now.misses);
       grow(f_->compilations, last.misses + last.tier_ups, now.misses + now.tier_ups);
+      grow(f_->interpreted, last.interpreted, now.interpreted);
       last = now;
     }
   }

@@ -363,6 +363,7 @@ def test_metrics(server):
     assert 'frame_serve_request_failures_total{model="add_relu",reason="invalid_argument"}' in text
     assert "frame_serve_request_duration_us_bucket" in text
     assert 'frame_serve_cache_misses_total{model="add_relu",version="2"}' in text
+    assert 'frame_serve_interpreted_runs_total{model="add_relu",version="2"}' in text
 
 
 def test_bearer_token_and_graceful_shutdown(repo):
