@@ -37,6 +37,20 @@ BufferPool::~BufferPool() {
   for (const auto& [bytes, p] : free_) std::free(p);
 }
 
+void BufferPool::trim(size_t keep) {
+  std::vector<void*> drop;
+  {
+    std::lock_guard lock(mu_);
+    while (free_bytes_ > keep && !free_.empty()) {
+      auto last = std::prev(free_.end());
+      free_bytes_ -= last->first;
+      drop.push_back(last->second);
+      free_.erase(last);
+    }
+  }
+  for (void* p : drop) std::free(p);
+}
+
 size_t BufferPool::free_bytes() const {
   std::lock_guard lock(mu_);
   return free_bytes_;
@@ -211,6 +225,7 @@ Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const Compile
   const ops::OpRegistry& schemas = ops::OpRegistry::global();
   std::vector<Tensor> in;
   std::vector<Tensor> out;
+  size_t allocated = 0;  // bytes of the values this run allocated
   for (ir::NodeId id : live) {
     const ir::Node& n = g.node(id);
     if (terminate != nullptr && terminate->load(std::memory_order_relaxed)) {
@@ -241,6 +256,7 @@ Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const Compile
                                          : Tensor::empty(val.type->dtype, val.type->shape);
       if (!t.is_ok()) return fallback(t.status());
       out[j] = std::move(t).value();
+      allocated += out[j].nbytes();
     }
     if (Status s = run_kernel(*k, ctx, in, out, threads); !s.is_ok()) {
       Interpreted r = fallback(std::move(s));
@@ -260,6 +276,8 @@ Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const Compile
     }
   }
 
+  // What is free beyond one such run belongs to sizes this stream may not bring again.
+  if (pool != nullptr) pool->trim(allocated);
   Interpreted r;
   for (ir::ValueId v : g.outputs()) {
     const ir::Value& val = g.value(v);

@@ -31,7 +31,9 @@ enum class InterpretFailure : uint8_t { kFallback, kKernelError, kOverLimits, kT
 /// value's last reader, or by the caller for an output), so steady streams do not map and
 /// first-touch fresh pages for every large value (which made interpreted convolution networks
 /// slower than compiled ones, whose arena is reused). Sizes are rounded up to one of four
-/// classes per power of two; at most `max_free_bytes` are kept free, the rest are released.
+/// classes per power of two; at most `max_free_bytes` are kept free, the rest are released,
+/// and interpret() trims what is free to what its run allocated, so a stream whose sizes
+/// change does not keep buffers of every size it has seen.
 /// Thread-safe; held by shared_ptr, which every allocated Tensor keeps alive.
 class BufferPool : public std::enable_shared_from_this<BufferPool> {
  public:
@@ -44,6 +46,8 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   Result<Tensor> empty(DTypeCode dtype, const Shape& shape);
   /// Bytes held free now.
   size_t free_bytes() const;
+  /// Releases free buffers, largest first, until at most `keep` bytes are held free.
+  void trim(size_t keep);
 
  private:
   void release(void* p, size_t bytes);
