@@ -127,6 +127,10 @@ TEST(BufferPool, KeepsNoMoreThanItsBound) {
     ASSERT_TRUE(a.is_ok() && b.is_ok());
   }
   EXPECT_EQ(pool->free_bytes(), 4096u);  // one kept, one freed
+  pool->trim(4096);
+  EXPECT_EQ(pool->free_bytes(), 4096u);
+  pool->trim(100);
+  EXPECT_EQ(pool->free_bytes(), 0u);
   Result<Tensor> huge = pool->empty(DTypeCode::kFloat32, {std::numeric_limits<int64_t>::max()});
   EXPECT_FALSE(huge.is_ok());
 }
