@@ -4,8 +4,10 @@
 /// "Implemented: stage C"): a specialized graph run node by node, each node static when it runs
 /// (ARCH-044), without the pass pipeline, a memory plan or a compiled plan.
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -89,5 +91,18 @@ struct Interpreted {
 /// no state between calls.
 Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const CompileOptions& options,
                       const std::atomic<bool>* terminate, BufferPool* pool = nullptr);
+
+/// How long (microseconds) a Session runs a recurring key interpreted before it compiles it:
+/// ski rental, the price of one compile (`compile_us`, the mean of the session's first-seen
+/// compiles) over the share of compiled entries that served a run before they were evicted
+/// (`evicted` entries evicted lately, `unused` of them having served none), that share taken
+/// as at least 1/8. Where more keys recur than the cache holds, a compiled entry is evicted
+/// before it earns its compile back, so the key runs interpreted up to 8 times longer first;
+/// with no evictions it is the price of one compile.
+inline int64_t recurring_compile_threshold_us(int64_t compile_us, int64_t evicted, int64_t unused) {
+  if (evicted <= 0) return compile_us;
+  const int64_t used = evicted - std::min(unused, evicted);
+  return compile_us * 8 * evicted / std::max(8 * used, evicted);
+}
 
 }  // namespace frame::runtime::detail

@@ -112,6 +112,7 @@ struct Entry {
   Key key;
   std::shared_ptr<const Compiled> compiled;
   size_t bytes = 0;
+  uint64_t hits = 0;  // runs it served since it was inserted
 };
 
 }  // namespace
@@ -479,6 +480,7 @@ class SessionImpl {
       if (auto it = index_.find(scratch); it != index_.end()) {
         lru_.splice(lru_.begin(), lru_, it->second);
         ++stats_.hits;
+        ++it->second->hits;
         std::shared_ptr<const Compiled> held = it->second->compiled;
         // A key of the first-seen tier is compiled in full once its runs have taken as long as
         // its first compile did (at once for prepare()): a key that recurs a few times does
@@ -565,7 +567,9 @@ class SessionImpl {
           inflight_.count(scratch) > 0) {
         return std::optional<TensorMap>();
       }
-      const int64_t compile_us = compiles_timed_ == 0 ? 0 : compile_us_sum_ / compiles_timed_;
+      const int64_t compile_us = detail::recurring_compile_threshold_us(
+          compiles_timed_ == 0 ? 0 : compile_us_sum_ / compiles_timed_, evicted_.n,
+          evicted_.unused);
       if (auto it = interpreted_us_.find(scratch); it != interpreted_us_.end()) {
         if (it->second >= compile_us) return std::optional<TensorMap>();
       } else if (compile_first_seen()) {
@@ -686,6 +690,7 @@ class SessionImpl {
     while (lru_.size() > options_.max_specializations || stats_.bytes > options_.max_cache_bytes) {
       Entry& last = lru_.back();
       stats_.bytes -= last.bytes;
+      evicted_.add(last.hits == 0);
       retired.push_back(std::move(last.compiled));
       index_.erase(last.key);
       lru_.pop_back();
@@ -769,6 +774,21 @@ class SessionImpl {
   mutable Mean first_seen_compiled_;
   mutable int64_t first_seen_keys_ = 0;
   mutable int64_t interpreted_keys_ = 0;
+  // Evicted entries, and how many of them served no run (interpret()): halved past 256, so
+  // the share follows the stream.
+  struct Evicted {
+    int64_t n = 0;
+    int64_t unused = 0;
+    void add(bool was_unused) {
+      if (n >= 256) {
+        n /= 2;
+        unused /= 2;
+      }
+      ++n;
+      unused += was_unused ? 1 : 0;
+    }
+  };
+  mutable Evicted evicted_;
 };
 
 Result<Session> Session::create(ModelSource source, SessionOptions options) {

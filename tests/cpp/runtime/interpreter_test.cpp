@@ -100,6 +100,14 @@ TEST(Interpreter, DeclinesWhatItDoesNotRun) {
   EXPECT_NE(r.status.message().find("terminated"), std::string::npos) << r.status.message();
 }
 
+TEST(Interpreter, RecurringKeysCompileLaterWhereEntriesGoUnused) {
+  EXPECT_EQ(recurring_compile_threshold_us(1000, 0, 0), 1000);    // no evictions
+  EXPECT_EQ(recurring_compile_threshold_us(1000, 10, 0), 1000);   // every entry served a run
+  EXPECT_EQ(recurring_compile_threshold_us(1000, 10, 5), 2000);   // half of them did
+  EXPECT_EQ(recurring_compile_threshold_us(1000, 16, 14), 8000);  // 1/8 did
+  EXPECT_EQ(recurring_compile_threshold_us(1000, 16, 16), 8000);  // none did: capped at 8x
+}
+
 TEST(BufferPool, ReusesAReleasedBufferOfTheSameClass) {
   auto pool = std::make_shared<BufferPool>(1 << 20);
   const void* first = nullptr;
