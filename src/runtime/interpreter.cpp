@@ -120,9 +120,9 @@ const ops::KernelDef* choose_kernel(const ops::NodeContext& ctx,
 // Runs the kernel's prepare and run for one node, turning exceptions into errors (a kernel may
 // come from a plugin; KernelPart does the same for compiled plans).
 Status run_kernel(const ops::KernelDef& k, const ops::NodeContext& ctx,
-                  std::span<const Tensor> inputs, std::span<Tensor> outputs, int threads) {
+                  std::span<const Tensor> inputs, std::span<Tensor> outputs, int threads,
+                  std::shared_ptr<void>& state) {
   try {
-    std::shared_ptr<void> state;
     if (k.prepare != nullptr) {
       Result<std::shared_ptr<void>> s = k.prepare(ctx);
       if (!s.is_ok()) return s.status();
@@ -223,6 +223,7 @@ Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const Compile
   const int threads = usable_threads(options.num_threads);
   ThreadCountScope scope(threads);
   const ops::OpRegistry& schemas = ops::OpRegistry::global();
+  Interpreted r;
   std::vector<Tensor> in;
   std::vector<Tensor> out;
   size_t allocated = 0;  // bytes of the values this run allocated
@@ -258,7 +259,10 @@ Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const Compile
       out[j] = std::move(t).value();
       allocated += out[j].nbytes();
     }
-    if (Status s = run_kernel(*k, ctx, in, out, threads); !s.is_ok()) {
+    std::shared_ptr<void> state;
+    Status s = run_kernel(*k, ctx, in, out, threads, state);
+    if (state != nullptr) r.states.push_back(std::move(state));
+    if (!s.is_ok()) {
       Interpreted r = fallback(std::move(s));
       r.failure = InterpretFailure::kKernelError;
       return r;
@@ -278,7 +282,6 @@ Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const Compile
 
   // What is free beyond one such run belongs to sizes this stream may not bring again.
   if (pool != nullptr) pool->trim(allocated);
-  Interpreted r;
   for (ir::ValueId v : g.outputs()) {
     const ir::Value& val = g.value(v);
     Tensor t = values[static_cast<size_t>(v)];

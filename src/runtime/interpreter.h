@@ -62,6 +62,10 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
 /// The result of interpret(): outputs, or the failure and its message.
 struct Interpreted {
   TensorMap outputs;
+  /// The kernels' prepared states (KernelDef::prepare): a Session holds the last run's until
+  /// the next, so what kernels share process-wide while one holds it (oneDNN weights packed
+  /// into a blocked layout, pack_weights) is found again instead of rebuilt every run.
+  std::vector<std::shared_ptr<void>> states;
   Status status;  ///< OK, or why there are no outputs
   InterpretFailure failure = InterpretFailure::kFallback;
 };

@@ -598,6 +598,8 @@ class SessionImpl {
       check_interpreter = r.failure == detail::InterpretFailure::kKernelError;
       return std::optional<TensorMap>();
     }
+    // Held until the next interpreted run (released after this unlock, as `r` goes).
+    held_states_.swap(r.states);
     if (interpreted_us_.size() >= kMaxInterpreted) interpreted_us_.clear();
     int64_t& key_us = interpreted_us_[key];
     // The session's first run also pays one-time setup (kernel libraries, first touches of
@@ -751,6 +753,8 @@ class SessionImpl {
   // (cleared at kMaxInterpreted keys); the first-seen tier's compiles, timed, for the
   // estimate of what one costs. Guarded by mu_.
   mutable bool interpret_ = false;
+  // The last interpreted run's prepared kernel states (detail::Interpreted::states).
+  mutable std::vector<std::shared_ptr<void>> held_states_;
   // The interpreter's values: recycled, at most min(max_cache_bytes, 256 MiB) held free.
   std::shared_ptr<detail::BufferPool> pool_ =
       std::make_shared<detail::BufferPool>(std::min(options_.max_cache_bytes, size_t{256} << 20));

@@ -15,6 +15,7 @@
 #include "backends/onednn/kernels/primitive_util.h"
 #include "cpp/onednn/linear_test_util.h"
 #include "frame/ops/kernel_registry.h"
+#include "runtime/interpreter.h"
 
 namespace frame::test::linear {
 namespace {
@@ -301,6 +302,50 @@ TEST(OnednnPackedWeights, OneObjectPerConstantAndLayout) {
   *c = nullptr;
   *plain = nullptr;
   EXPECT_EQ(dnn::packed_weight_stats().live, live_before);
+}
+
+TEST(OnednnPackedWeights, TheInterpretersHeldStatesKeepThemAcrossSizes) {
+  // The interpreted tier (ADR 0007 stage C) prepares every node per run; a Session holds the
+  // last run's prepared states, so the next size finds the packed weights instead of
+  // reordering them again.
+  namespace dnn = backends::onednn;
+  const Tensor w = grid_tensor({16, 8, 3, 3}, 13);
+  const auto graph = [&](int64_t h) {
+    ir::Graph g("conv");
+    const ir::ValueId x = g.add_input("x", {DTypeCode::kFloat32, {1, 8, h, h}});
+    const ir::ValueId wv = g.add_constant("w", w);
+    ir::AttrMap a;
+    a["pads"] = std::vector<int64_t>{1, 1, 1, 1};
+    const ir::ValueId y = g.node(*g.create_node("conv", "c", {x, wv}, 1, a, {"y"})).outputs[0];
+    g.value(y).type = ir::TensorType{DTypeCode::kFloat32, {1, 16, h, h}};
+    g.add_output(y);
+    return g;
+  };
+  runtime::CompileOptions o = uncached({"onednn", "cpu"});
+  o.num_threads = 1;
+  const auto run = [&](int64_t h, const runtime::CompileOptions& opts) {
+    return runtime::detail::interpret(graph(h), {{"x", grid_tensor({1, 8, h, h}, 5)}}, opts,
+                                      nullptr);
+  };
+  const uint64_t packs0 = dnn::packed_weight_stats().packs;
+  runtime::detail::Interpreted first = run(12, o);
+  ASSERT_TRUE(first.status.is_ok()) << first.status.message();
+  const uint64_t packs1 = dnn::packed_weight_stats().packs;
+  EXPECT_GT(packs1, packs0);
+  runtime::detail::Interpreted second = run(20, o);  // `first` still holds its states
+  ASSERT_TRUE(second.status.is_ok()) << second.status.message();
+  EXPECT_EQ(dnn::packed_weight_stats().packs, packs1);
+  first.states.clear();
+  second.states.clear();
+  runtime::detail::Interpreted third = run(20, o);  // nothing held: packed again
+  ASSERT_TRUE(third.status.is_ok());
+  EXPECT_GT(dnn::packed_weight_stats().packs, packs1);
+  // The output against the cpu reference kernel's.
+  runtime::detail::Interpreted ref = run(20, uncached({"cpu"}));
+  ASSERT_TRUE(ref.status.is_ok());
+  const CompareResult c = compare_tensors(second.outputs.at("y"), ref.outputs.at("y"),
+                                          tolerance_for(DTypeCode::kFloat32));
+  EXPECT_TRUE(c.ok) << c.message;
 }
 
 // `exe` (compiled from `g`, whose one input is "x") against the cpu reference kernels on a grid
