@@ -617,6 +617,7 @@ class Importer final : public BodyImporter {
       g_.add_output(v);
     }
     if (gp.output_size() == 0) return invalid_argument("graph '{}' has no outputs", g_.name());
+    if (!opts_.compact) return std::move(g_);
     g_.compact();
     if (opts_.verify && !opts_.keep_untyped) {
       ir::OpQuery q = ops::make_op_query();

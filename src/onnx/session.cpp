@@ -556,6 +556,7 @@ Result<runtime::ModelSource> build_source(std::shared_ptr<ParsedModel> pm, const
     lo.input_shapes = spec.input_shapes;
     lo.constant_inputs = spec.constant_inputs;
     lo.verify = false;  // compile() verifies the graph it is given (V1-V4) first
+    lo.compact = spec.compact;
     return detail::import_model(pm->model, lo, pm->dir, &pm->initializers, pm->memo.get());
   };
   return src;
@@ -726,6 +727,7 @@ std::optional<runtime::ModelSource> source_from_record(const std::string& record
     lo.input_shapes = spec.input_shapes;
     lo.constant_inputs = spec.constant_inputs;
     lo.verify = false;  // compile() verifies the graph it is given (V1-V4) first
+    lo.compact = spec.compact;
     return detail::import_model(lazy->pm->model, lo, lazy->pm->dir, &lazy->pm->initializers,
                                 lazy->pm->memo.get());
   };

@@ -582,7 +582,9 @@ class SessionImpl {
     const Key key = scratch;
     const std::vector<const Tensor*> by_index = scratch_inputs;
     const auto t0 = std::chrono::steady_clock::now();
-    Result<ir::Graph> g = source_.specialize(make_spec(by_index));
+    Specialization spec = make_spec(by_index);
+    spec.compact = false;  // walked in topological order: dead nodes are skipped anyway
+    Result<ir::Graph> g = source_.specialize(spec);
     if (!g.is_ok()) return std::optional<TensorMap>();  // the compile reports it
     detail::Interpreted r =
         detail::interpret(*g, inputs, resolved_, options.terminate, pool_.get());

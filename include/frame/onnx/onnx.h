@@ -57,6 +57,10 @@ struct LoadOptions : LoadLimits {
   std::map<std::string, Tensor> constant_inputs;
   /// Verify the imported graph structurally and against the op schemas (V1–V4).
   bool verify = true;
+  /// Compact the imported graph (drop dead nodes and unused values, renumbering ids). False
+  /// leaves them, for a caller that only walks live nodes in topological order (a Session's
+  /// interpreted tier, runtime::Specialization::compact); such a graph is not verified.
+  bool compact = true;
   /// Analysis only (`frame inspect`, onnx::open_session): a node whose shape inference fails
   /// keeps untyped outputs instead of failing the load, and a node whose conversion fails (an
   /// input it needs as a constant, an untyped input) becomes an untyped stand-in (op

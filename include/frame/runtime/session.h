@@ -112,6 +112,10 @@ struct Specialization {
   /// Values of the shape-determining inputs, to be bound as constants, by name; also of a fed
   /// overridable initializer that is shape-determining (its value replaces the initializer's).
   std::map<std::string, Tensor> constant_inputs;
+  /// False where the graph is only run node by node (the interpreted tier, ADR 0007 stage C):
+  /// the source may then leave dead nodes and unused values in it (no compaction); compile()
+  /// gets compact graphs (true).
+  bool compact = true;
 };
 
 /// A model as the session sees it. The runtime never parses a model format: `specialize`
