@@ -356,6 +356,10 @@ def test_dynamic_batching_gives_each_request_its_rows(server):
 def test_metrics(server):
     x, y = add_relu_inputs(1)
     post_json(infer_url(server, "add_relu"), {"inputs": json_inputs(x=x, y=y)})
+    # A refused request of its own (the test then does not depend on an earlier one's).
+    status, _, _ = http("POST", infer_url(server, "add_relu"), b'{"inputs":[]}',
+                        {"Content-Type": "application/json"})
+    assert status == 400
     status, headers, body = http("GET", server.url + "/metrics")
     text = body.decode()
     assert status == 200 and headers["Content-Type"].startswith("text/plain")
