@@ -56,6 +56,9 @@ class DecompositionPass final : public Pass {
     }
     if (changed) {
       FRAME_RETURN_IF_ERROR(g.verify(query).with_prefix("graph after decomposition: "));
+      // A decomposition computes every output of its node; those nothing reads (an optional
+      // output such as an inference-mode Dropout's mask) go here, not at run time.
+      FRAME_RETURN_IF_ERROR(make_dce_pass()->run(g, ctx));
     }
     return Status();
   }

@@ -1,6 +1,9 @@
 // Graph queries shared by the onednn lowering patterns; see pattern_util.h.
 #include "backends/onednn/pattern_util.h"
 
+#include <algorithm>
+#include <memory>
+
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/op_registry.h"
 
@@ -41,6 +44,58 @@ std::optional<std::pair<ir::NodeId, ir::NodeId>> swish_pair(const ir::Graph& g, 
     if (su && *su == m.id) return std::pair{s.id, m.id};
   }
   return std::nullopt;
+}
+
+Result<bool> replace_with(ir::Graph& g, const std::vector<ir::NodeId>& removed, ir::ValueId out,
+                          std::string_view op, const std::string& name,
+                          std::vector<ir::ValueId> inputs, ir::AttrMap attrs) {
+  const std::string out_name = g.value(out).name;
+  const std::optional<ir::TensorType> type = g.value(out).type;
+  for (ir::NodeId r : removed) g.remove_node(r);  // releases the node and value names
+  FRAME_ASSIGN_OR_RETURN(
+      ir::NodeId n, g.create_node(op, name, std::move(inputs), 1, std::move(attrs), {out_name}));
+  const ir::ValueId nv = g.node(n).outputs[0];
+  g.value(nv).type = type;
+  g.replace_all_uses(out, nv);
+  return true;
+}
+
+std::optional<std::vector<ir::Node>> body_chain(const ir::Node& f, ir::ValueId cur) {
+  auto it = f.attrs.find("body");
+  if (it == f.attrs.end() || f.outputs.size() != 1) return std::nullopt;
+  const auto* body = std::get_if<std::shared_ptr<const ir::Graph>>(&it->second);
+  if (body == nullptr || *body == nullptr || (*body)->outputs().size() != 1) return std::nullopt;
+  const ir::Graph& b = **body;
+  if (b.inputs().size() != f.inputs.size()) return std::nullopt;
+  ir::ValueId chain = ir::kNoValue;
+  for (size_t i = 0; i < f.inputs.size(); ++i) {
+    if (f.inputs[i] != cur) continue;
+    if (chain != ir::kNoValue) return std::nullopt;
+    chain = b.inputs()[i];
+  }
+  Result<std::vector<ir::NodeId>> order = b.topological_order();
+  if (chain == ir::kNoValue || !order.is_ok()) return std::nullopt;
+  std::vector<ir::Node> out;
+  for (ir::NodeId id : *order) {
+    ir::Node n = b.node(id);
+    bool reads_chain = false;
+    for (ir::ValueId& v : n.inputs) {
+      if (v == ir::kNoValue) continue;
+      if (v == chain) {
+        v = cur;
+        reads_chain = true;
+        continue;
+      }
+      const auto pos = std::find(b.inputs().begin(), b.inputs().end(), v);
+      if (pos == b.inputs().end()) return std::nullopt;  // another body value: not a chain
+      v = f.inputs[static_cast<size_t>(pos - b.inputs().begin())];
+    }
+    if (!reads_chain || b.node(id).outputs.size() != 1) return std::nullopt;
+    chain = b.node(id).outputs[0];
+    out.push_back(std::move(n));
+  }
+  if (chain != b.outputs()[0]) return std::nullopt;
+  return out;
 }
 
 const Tensor* constant_of(const ir::Graph& g, ir::ValueId v) {

@@ -26,7 +26,8 @@
 //     a graph input or output -> every one stored nhwc: those nodes become laid_out_internal
 //     (layout 1), the convs get dst_layout / src_layout / residual_layout 1. The whole set or
 //     nothing, so no node mixes layouts. Grown from a pool or concat.
-// Each fires only when the onednn kernel supports the node it creates.
+// fuse_attention (scaled dot-product attention -> attention_internal) lives in
+// attention_pattern.cpp. Each fires only when the onednn kernel supports the node it creates.
 
 #include <algorithm>
 #include <cmath>
@@ -57,22 +58,6 @@ using ops::fused::PostOpKind;
 
 // Longest post-op chain fused into one node (oneDNN allows more; real models use 1-2).
 constexpr size_t kMaxPostOps = 4;
-
-// Replaces the nodes `removed` by one new node whose output takes over value `out` (its name,
-// type and uses), so graph outputs keep their names.
-Result<bool> replace_with(Graph& g, const std::vector<NodeId>& removed, ValueId out,
-                          std::string_view op, const std::string& name, std::vector<ValueId> inputs,
-                          ir::AttrMap attrs) {
-  const std::string out_name = g.value(out).name;
-  const std::optional<ir::TensorType> type = g.value(out).type;
-  for (NodeId r : removed) g.remove_node(r);  // releases the node and value names
-  FRAME_ASSIGN_OR_RETURN(
-      NodeId n, g.create_node(op, name, std::move(inputs), 1, std::move(attrs), {out_name}));
-  const ValueId nv = g.node(n).outputs[0];
-  g.value(nv).type = type;
-  g.replace_all_uses(out, nv);
-  return true;
-}
 
 Result<bool> fold_batch_norm_into_conv(Graph& g, NodeId id) {
   const ir::Node conv = g.node(id);

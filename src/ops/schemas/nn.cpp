@@ -296,6 +296,35 @@ Result<std::vector<TensorType>> infer_dropout(const NodeContext& ctx) {
   return out;
 }
 
+// Inference-mode Dropout (training_mode absent or a constant false), or one with a constant
+// ratio of 0 (every element kept, scaled by 1), is the identity: output = data itself (its
+// readers read data; where the output is a graph output the node stays) and, when the
+// node has the mask output, an all-true mask (an expand that DCE removes when nothing reads it).
+// torchvision's Swin-T exports 24 Dropouts with ratio 0, training_mode true and the mask output:
+// each copied its [64, 3, 49, 49] input and wrote a mask every run. Otherwise (training mode
+// with a nonzero or run-time ratio, or a run-time training_mode) it declines.
+Result<ir::Graph> decompose_dropout(const NodeContext& ctx) {
+  const Tensor* ratio = ctx.has_input(1) ? ctx.constant_input(1) : nullptr;
+  const bool keeps_all = ratio != nullptr && ratio->element_as_double(0) == 0.0;
+  if (ctx.has_input(2) && !keeps_all) {
+    const Tensor* t = ctx.constant_input(2);
+    if (t == nullptr || t->element_as_double(0) != 0.0) {
+      return unimplemented("dropout in training mode (or with a run-time training_mode)");
+    }
+  }
+  MicroGraph m(ctx);
+  std::vector<ir::ValueId> outs{m.input(0)};
+  if (ctx.num_outputs > 1) {
+    const Shape& s = ctx.input_types[0].shape;
+    FRAME_ASSIGN_OR_RETURN(Tensor shape,
+                           Tensor::empty(DTypeCode::kInt64, {static_cast<int64_t>(s.size())}));
+    std::copy(s.begin(), s.end(), shape.data<int64_t>());
+    outs.push_back(
+        m.add("expand", {m.scalar(DTypeCode::kBool, 1.0), m.constant(std::move(shape))}));
+  }
+  return m.finish(std::move(outs));
+}
+
 FRAME_REGISTER_OP(dropout)
     .doc(
         "Dropout (ONNX Dropout opset 22). Inference (training_mode absent or false): output = "
@@ -310,7 +339,8 @@ FRAME_REGISTER_OP(dropout)
     .output("output", "dropped-out data", kFloatDTypes, "T")
     .optional_output("mask", "bool keep mask", kBoolDType, "T2")
     .optional_attr("seed", AttrType::kInt, "random seed (default: fresh per run)")
-    .shape_infer(infer_dropout);
+    .shape_infer(infer_dropout)
+    .decomposition(decompose_dropout);
 
 }  // namespace
 }  // namespace frame::ops

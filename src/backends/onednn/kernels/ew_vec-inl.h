@@ -469,6 +469,36 @@ HWY_NOINLINE void where_loop(const uint8_t* cond, const float* x, const float* y
   for (; i < n; ++i) out[i] = cond[i] != 0 ? x[i] : y[i];
 }
 
+/// x = e^(x - max) / sum in place over n elements (VecTable::softmax_row). The sum is kept per
+/// lane and reduced once; the division is a multiply by the reciprocal (one more rounding).
+HWY_NOINLINE void softmax_row_loop(float* x, size_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  auto vmax = hn::Set(d, -std::numeric_limits<float>::infinity());
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) vmax = hn::Max(vmax, hn::LoadU(d, x + i));
+  float m = hn::GetLane(hn::MaxOfLanes(d, vmax));
+  for (; i < n; ++i) m = std::max(m, x[i]);
+  // hn::Max may drop a NaN, but e^(NaN - m) is NaN, so the sum and so the whole row are NaN.
+  const auto vm = hn::Set(d, m);
+  auto vsum = hn::Zero(d);
+  for (i = 0; i + lanes <= n; i += lanes) {
+    const auto e = exp_v(d, hn::Sub(hn::LoadU(d, x + i), vm));
+    hn::StoreU(e, d, x + i);
+    vsum = hn::Add(vsum, e);
+  }
+  float sum = hn::GetLane(hn::SumOfLanes(d, vsum));
+  for (; i < n; ++i) {
+    x[i] = std::exp(x[i] - m);
+    sum += x[i];
+  }
+  const auto vinv = hn::Set(d, 1.0f / sum);
+  for (i = 0; i + lanes <= n; i += lanes) {
+    hn::StoreU(hn::Mul(hn::LoadU(d, x + i), vinv), d, x + i);
+  }
+  for (; i < n; ++i) x[i] *= 1.0f / sum;
+}
+
 /// dst[i] = src[i] with non-temporal stores where dst is vector-aligned: a large output is not
 /// read back by this kernel, so it bypasses the caches (no read-for-ownership). Callers end a
 /// run of these with stream_fence_loop.

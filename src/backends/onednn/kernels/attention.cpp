@@ -1,0 +1,148 @@
+// onednn kernel of attention_internal (src/ops/schemas/attention_internal.h): scaled dot-product
+// attention that keeps the scores in tiles. Work items are (batch index, block of query rows);
+// each computes its block's scores S = scale * Q_rows x KT (dnnl_sgemm), adds the bias, applies
+// the mask and the softmax row by row (Highway, VecTable::softmax_row) and multiplies by V
+// straight into the output (dnnl_sgemm). The scores never leave a per-thread buffer of
+// rows x Sk floats, so the node's arena holds its output only, where the unfused chain held
+// two [..., Sq, Sk] tensors (docs/backends/onednn.md#attention).
+
+#include <omp.h>
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "backends/onednn/dnnl_util.h"
+#include "backends/onednn/kernels/ew_vec.h"
+#include "frame/ops/kernel_registry.h"
+#include "ops/schemas/attention_internal.h"
+
+namespace frame::backends::onednn {
+namespace {
+
+using ops::KernelContext;
+using ops::NodeContext;
+using namespace ops::attention;
+
+// Query rows per work item: as many as keep one block's scores within kTileBytes (in L2 with
+// the V panel it multiplies), between 8 and 64.
+constexpr int64_t kTileBytes = int64_t{1} << 19;
+
+struct AttentionState {
+  AttentionSpec spec;
+  BroadcastIndex bias, mask;
+  int64_t rows = 1;    // query rows per work item
+  int64_t blocks = 1;  // work items per batch index
+  const VecTable* vt = nullptr;
+  VecBinaryFn add = nullptr;
+  ops::ew::AddOp<float> add_functor{};
+};
+
+Result<std::shared_ptr<void>> attention_prepare(const NodeContext& node) {
+  auto st = std::make_shared<AttentionState>();
+  FRAME_ASSIGN_OR_RETURN(st->spec, decode_attention(node));
+  const AttentionSpec& s = st->spec;
+  if (s.has_bias) st->bias = broadcast_index(node.input_types[kBias].shape, s.scores);
+  if (s.has_mask) st->mask = broadcast_index(node.input_types[kMask].shape, s.scores);
+  const int64_t fit = kTileBytes / static_cast<int64_t>(sizeof(float) * std::max<int64_t>(s.sk, 1));
+  st->rows = std::clamp<int64_t>(fit, 8, 256);
+  st->blocks = (s.sq + st->rows - 1) / st->rows;
+  st->vt = &vec_table();
+  st->add = st->vt->binary[static_cast<size_t>(binary_index("add"))];
+  if (st->vt->softmax_row == nullptr || st->add == nullptr) {
+    return node.error("no vector softmax row loop on this target ({})", st->vt->target);
+  }
+  return std::shared_ptr<void>(std::move(st));
+}
+
+// A thread's score buffer, grown to the largest block it has held (no allocation per run once
+// warm).
+float* scores_buffer(size_t floats) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < floats) buf.resize(floats);
+  return buf.data();
+}
+
+// Work item `t`: batch index t / blocks, query rows [r0, r0 + rows) of it.
+Status run_item(const AttentionState& st, const KernelContext& ctx, int64_t t) {
+  const AttentionSpec& s = st.spec;
+  const int64_t b = t / st.blocks, r0 = (t % st.blocks) * st.rows;
+  const int64_t rows = std::min(st.rows, s.sq - r0);
+  const float* q = ctx.input(kQ).data<float>() + (b * s.sq + r0) * s.d;
+  const float* kt = ctx.input(kKT).data<float>() + b * s.d * s.sk;
+  const float* v = ctx.input(kV).data<float>() + b * s.sk * s.dv;
+  float* o = ctx.outputs[0].data<float>() + (b * s.sq + r0) * s.dv;
+  float* sc = scores_buffer(static_cast<size_t>(rows * s.sk));
+  if (dnnl_sgemm('N', 'N', rows, s.sk, s.d, s.scale, q, s.d, kt, s.sk, 0.0F, sc, s.sk) !=
+      dnnl_success) {
+    return ctx.node->error("dnnl_sgemm failed for the scores ({} x {} x {})", rows, s.sk, s.d);
+  }
+  const size_t n = static_cast<size_t>(s.sk);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = sc + r * s.sk;
+    const int64_t i = r0 + r;
+    if (s.has_bias) {
+      const float* br = ctx.input(kBias).data<float>() + st.bias.batch_offset[b] +
+                        i * st.bias.row_stride;
+      if (st.bias.col_stride == 1) {
+        st.add(row, br, row, n, &st.add_functor);
+      } else {
+        for (size_t j = 0; j < n; ++j) row[j] += br[0];
+      }
+    }
+    if (s.has_mask) {
+      const uint8_t* mr = ctx.input(kMask).data<uint8_t>() + st.mask.batch_offset[b] +
+                          i * st.mask.row_stride;
+      const int64_t cs = st.mask.col_stride;
+      for (size_t j = 0; j < n; ++j) {
+        if ((mr[static_cast<int64_t>(j) * cs] != 0) == s.fill_when) row[j] = s.mask_fill;
+      }
+    }
+    st.vt->softmax_row(row, n);
+  }
+  if (dnnl_sgemm('N', 'N', rows, s.dv, s.sk, 1.0F, sc, s.sk, v, s.dv, 0.0F, o, s.dv) !=
+      dnnl_success) {
+    return ctx.node->error("dnnl_sgemm failed for the output ({} x {} x {})", rows, s.dv, s.sk);
+  }
+  return Status();
+}
+
+Status attention_kernel(KernelContext& ctx) {
+  const auto& st = *static_cast<const AttentionState*>(ctx.state);
+  const int64_t items = st.spec.batch * st.blocks;
+  if (items == 0 || st.spec.dv == 0) return Status();  // an empty output
+  if (st.spec.sk == 0) {
+    // No keys: P is [..., Sq, 0], and P x V sums nothing (the unfused MatMul gives zeros).
+    std::fill_n(ctx.output(0).data<float>(), ctx.output(0).numel(), 0.0F);
+    return Status();
+  }
+  // Items across threads, each sgemm on its own thread (nested regions run inline); with
+  // fewer items than threads, items in turn with sgemm's own threads.
+  const int nt = ctx.num_threads;
+  if (nt <= 1 || items < nt) {
+    for (int64_t t = 0; t < items; ++t) FRAME_RETURN_IF_ERROR(run_item(st, ctx, t));
+    return Status();
+  }
+  Status first;
+#pragma omp parallel num_threads(nt)
+  {
+    const int id = omp_get_thread_num(), team = omp_get_num_threads();
+    for (int64_t t = items * id / team; t < items * (id + 1) / team; ++t) {
+      Status s = run_item(st, ctx, t);
+      if (!s.is_ok()) {
+#pragma omp critical(frame_attention_error)
+        if (first.is_ok()) first = std::move(s);
+        break;
+      }
+    }
+  }
+  return first;
+}
+
+FRAME_REGISTER_KERNEL(attention_internal, "onednn", attention_kernel)
+    .dtypes(DTypeSet{DTypeCode::kFloat32})
+    .prepare(attention_prepare);
+
+}  // namespace
+}  // namespace frame::backends::onednn

@@ -1,0 +1,159 @@
+// Schema of attention_internal (see attention_internal.h): scaled dot-product attention as one
+// node. Shape inference checks Q, KT and V against each other and the bias and mask against the
+// scores' shape; the output is [..., Sq, Dv].
+
+#include "ops/schemas/attention_internal.h"
+
+#include <string>
+#include <vector>
+
+#include "frame/ops/op_registry.h"
+#include "ops/schemas/schema_util.h"
+
+namespace frame::ops::attention {
+
+namespace {
+
+// `want` with -1 for a dim any value matches, as text for errors.
+std::string pattern_text(const Shape& want) {
+  std::string s = "[";
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (i > 0) s += ",";
+    s += want[i] < 0 ? std::string("*") : std::to_string(want[i]);
+  }
+  return s + "]";
+}
+
+bool matches(const Shape& have, const Shape& want) {
+  if (have.size() != want.size()) return false;
+  for (size_t i = 0; i < have.size(); ++i) {
+    if (want[i] >= 0 && have[i] != want[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<AttentionSpec> decode_attention(const NodeContext& ctx) {
+  static constexpr const char* kNames[] = {"Q", "KT", "V", "bias", "mask"};
+  if (ctx.num_inputs() < 3 || ctx.num_inputs() > 5) {
+    return ctx.error("takes 3 to 5 inputs (Q, KT, V, bias?, mask?), got {}", ctx.num_inputs());
+  }
+  for (size_t i = 0; i < 3; ++i) {
+    if (!ctx.has_input(i)) return ctx.error("input {} ({}) is absent", i, kNames[i]);
+  }
+  AttentionSpec spec;
+  const Shape& q = ctx.input_types[kQ].shape;
+  const size_t r = q.size();
+  if (r < 2) return ctx.error("input 0 (Q) must have rank >= 2, got {}", shape_to_string(q));
+  spec.sq = q[r - 2];
+  spec.d = q[r - 1];
+  Shape batch(q.begin(), q.end() - 2);
+  Shape want_kt = batch, want_v = batch;
+  want_kt.insert(want_kt.end(), {spec.d, -1});
+  const Shape& kt = ctx.input_types[kKT].shape;
+  if (!matches(kt, want_kt)) {
+    return ctx.error("input 1 (KT) has shape {}, expected {} (Q is {})", shape_to_string(kt),
+                     pattern_text(want_kt), shape_to_string(q));
+  }
+  spec.sk = kt[r - 1];
+  want_v.insert(want_v.end(), {spec.sk, -1});
+  const Shape& v = ctx.input_types[kV].shape;
+  if (!matches(v, want_v)) {
+    return ctx.error("input 2 (V) has shape {}, expected {} (Q is {}, KT is {})",
+                     shape_to_string(v), pattern_text(want_v), shape_to_string(q),
+                     shape_to_string(kt));
+  }
+  spec.dv = v[r - 1];
+  for (int64_t b : batch) spec.batch *= b;
+  spec.scores = batch;
+  spec.scores.insert(spec.scores.end(), {spec.sq, spec.sk});
+  for (size_t i = 0; i < 3; ++i) {
+    if (ctx.input_types[i].dtype != DTypeCode::kFloat32) {
+      return ctx.error("input {} ({}) has dtype {}, expected f32", i, kNames[i],
+                       dtype_name(ctx.input_types[i].dtype));
+    }
+  }
+  for (size_t i : {kBias, kMask}) {
+    if (!ctx.has_input(i)) continue;
+    const DTypeCode want = i == kBias ? DTypeCode::kFloat32 : DTypeCode::kBool;
+    if (ctx.input_types[i].dtype != want) {
+      return ctx.error("input {} ({}) has dtype {}, expected {}", i, kNames[i],
+                       dtype_name(ctx.input_types[i].dtype), dtype_name(want));
+    }
+    if (!unidirectional_broadcastable(ctx.input_types[i].shape, spec.scores)) {
+      return ctx.error("input {} ({}) has shape {}, which does not broadcast to the scores' {}",
+                       i, kNames[i], shape_to_string(ctx.input_types[i].shape),
+                       shape_to_string(spec.scores));
+    }
+  }
+  spec.has_bias = ctx.has_input(kBias);
+  spec.has_mask = ctx.has_input(kMask);
+  spec.scale = static_cast<float>(ctx.attr_or<double>("scale", 1.0));
+  spec.mask_fill = static_cast<float>(ctx.attr_or<double>("mask_fill", 0.0));
+  const int64_t when = ctx.attr_or<int64_t>("mask_fill_when", 1);
+  if (when != 0 && when != 1) {
+    return ctx.error("attribute 'mask_fill_when' must be 0 or 1, got {}", when);
+  }
+  spec.fill_when = when == 1;
+  return spec;
+}
+
+BroadcastIndex broadcast_index(std::span<const int64_t> operand, std::span<const int64_t> scores) {
+  const size_t r = scores.size(), lead = r - operand.size();
+  // Element strides of the operand, aligned to the scores' dims (0 where it broadcasts).
+  std::vector<int64_t> stride(r, 0);
+  int64_t s = 1;
+  for (size_t i = operand.size(); i-- > 0;) {
+    stride[lead + i] = operand[i] == 1 ? 0 : s;
+    s *= operand[i];
+  }
+  BroadcastIndex ix;
+  ix.row_stride = stride[r - 2];
+  ix.col_stride = stride[r - 1];
+  int64_t batch = 1;
+  for (size_t i = 0; i + 2 < r; ++i) batch *= scores[i];
+  ix.batch_offset.resize(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t rest = b, off = 0;
+    for (size_t i = r - 2; i-- > 0;) {
+      off += (rest % scores[i]) * stride[i];
+      rest /= scores[i];
+    }
+    ix.batch_offset[static_cast<size_t>(b)] = off;
+  }
+  return ix;
+}
+
+namespace {
+
+Result<std::vector<ir::TensorType>> infer_attention(const NodeContext& ctx) {
+  FRAME_ASSIGN_OR_RETURN(AttentionSpec spec, decode_attention(ctx));
+  Shape out(spec.scores.begin(), spec.scores.end() - 1);
+  out.push_back(spec.dv);
+  return std::vector<ir::TensorType>{{DTypeCode::kFloat32, std::move(out)}};
+}
+
+}  // namespace
+
+FRAME_REGISTER_OP(attention_internal)
+    .doc(
+        "Scaled dot-product attention (created by the onednn backend's lowering pattern, not by "
+        "importers): S = scale * (Q x KT), plus `bias`, then where(mask == mask_fill_when, "
+        "mask_fill, S), O = softmax(S over the last axis) x V; Q [..., Sq, D], KT [..., D, Sk], "
+        "V [..., Sk, Dv] with equal leading dims, bias and mask broadcasting to [..., Sq, Sk].")
+    .input("Q", "queries [..., Sq, D]", DTypeSet{DTypeCode::kFloat32}, "T")
+    .input("KT", "keys, transposed [..., D, Sk]", DTypeSet{DTypeCode::kFloat32}, "T")
+    .input("V", "values [..., Sk, Dv]", DTypeSet{DTypeCode::kFloat32}, "T")
+    .optional_input("bias", "added to the scores (broadcasts to [..., Sq, Sk])",
+                    DTypeSet{DTypeCode::kFloat32}, "T")
+    .optional_input("mask", "scores where mask == mask_fill_when become mask_fill",
+                    DTypeSet{DTypeCode::kBool})
+    .output("O", "attention output [..., Sq, Dv]", DTypeSet{DTypeCode::kFloat32}, "T")
+    .attr("scale", ir::AttrType::kFloat, "multiplies Q x KT", 1.0)
+    .attr("mask_fill", ir::AttrType::kFloat, "the masked scores' value (e.g. -inf)", 0.0)
+    .attr("mask_fill_when", ir::AttrType::kInt, "1: fill where mask is true; 0: where false",
+          int64_t{1})
+    .shape_infer(infer_attention);
+
+}  // namespace frame::ops::attention

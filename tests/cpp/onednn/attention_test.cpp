@@ -1,0 +1,340 @@
+// The onednn attention pattern and kernel (src/backends/onednn/attention_pattern.cpp,
+// kernels/attention.cpp; docs/backends/onednn.md#attention), and the Dropout decomposition that
+// lets Swin's attention fuse. Each fused graph is checked against the same graph compiled for
+// the cpu backend alone, where the unfused MatMul, Mul, Add, Where and Softmax cpu kernels
+// compute it (an independent reference), at 1 and 2 threads; the rewrite's node counts; the
+// cases where it must not fire; and the arena bound the fusion exists for.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <limits>
+
+#include "cpp/onednn/linear_test_util.h"
+#include "frame/ops/op_registry.h"
+#include "frame/passes/pass.h"
+
+namespace frame::test::linear {
+namespace {
+
+using ints = std::vector<int64_t>;
+using ir::ValueId;
+
+int count_op(const ir::Graph& g, std::string_view op) {
+  int n = 0;
+  for (ir::NodeId id : g.node_ids()) n += g.node(id).op == op ? 1 : 0;
+  return n;
+}
+
+// The graph after the standard pipeline with `backends`, verified after every pass.
+ir::Graph lowered(const ir::Graph& g, std::vector<std::string> backends) {
+  ir::Graph out = g;
+  passes::PassContext ctx;
+  ctx.backends = std::move(backends);
+  ctx.verify_after_each = true;
+  Status s = passes::run_pipeline(out, passes::kStandardPipeline, ctx);
+  EXPECT_TRUE(s.is_ok()) << s.message();
+  return out;
+}
+
+// Compiles `g` for onednn,cpu and for cpu alone and compares every output at 1 and 2 threads.
+void expect_same_as_unfused(const ir::Graph& g, const runtime::TensorMap& inputs) {
+  runtime::CompileOptions ref_opts = uncached({"cpu"});
+  Result<runtime::Executable> ref = runtime::compile(g, ref_opts);
+  ASSERT_TRUE(ref.is_ok()) << ref.status().message();
+  Result<runtime::TensorMap> want = ref->run(inputs);
+  ASSERT_TRUE(want.is_ok()) << want.status().message();
+  for (int threads : {1, 2}) {
+    runtime::CompileOptions o = uncached({"onednn", "cpu"});
+    o.num_threads = threads;
+    Result<runtime::Executable> fast = runtime::compile(g, o);
+    ASSERT_TRUE(fast.is_ok()) << fast.status().message();
+    Result<runtime::TensorMap> got = fast->run(inputs);
+    ASSERT_TRUE(got.is_ok()) << got.status().message();
+    for (const auto& [name, t] : *want) {
+      // Scores are exact (grid inputs); the exp and the reassociated sums of P x V are not.
+      const CompareResult c = compare_tensors(
+          got->at(name), t, tolerance_for(DTypeCode::kFloat32, ToleranceClass::kCrossBackend));
+      EXPECT_TRUE(c.ok) << name << " at " << threads << " thread(s): " << c.message;
+    }
+  }
+}
+
+struct Dims {
+  ints batch;  // leading dims of Q, KT and V
+  int64_t sq, sk, d, dv;
+};
+
+Shape with(const ints& batch, std::initializer_list<int64_t> last) {
+  Shape s = batch;
+  s.insert(s.end(), last);
+  return s;
+}
+
+// Q, KT and V as graph inputs; returns {Q, KT, V}.
+std::array<ValueId, 3> qkv(ir::Graph& g, const Dims& d) {
+  return {g.add_input("q", ir::TensorType{DTypeCode::kFloat32, with(d.batch, {d.sq, d.d})}),
+          g.add_input("kt", ir::TensorType{DTypeCode::kFloat32, with(d.batch, {d.d, d.sk})}),
+          g.add_input("v", ir::TensorType{DTypeCode::kFloat32, with(d.batch, {d.sk, d.dv})})};
+}
+
+runtime::TensorMap feeds(const Dims& d, uint32_t seed) {
+  return {{"q", grid_tensor(with(d.batch, {d.sq, d.d}), seed)},
+          {"kt", grid_tensor(with(d.batch, {d.d, d.sk}), seed + 1)},
+          {"v", grid_tensor(with(d.batch, {d.sk, d.dv}), seed + 2)}};
+}
+
+ValueId scalar(ir::Graph& g, const std::string& name, float v) {
+  return g.add_constant(name, Tensor::scalar<float>(v));
+}
+
+// BERT: softmax(Q x KT * c + mask) x V, the additive mask [B, 1, 1, Sk] a graph input.
+ir::Graph bert_form(const Dims& d) {
+  ir::Graph g("bert_attention");
+  auto [q, kt, v] = qkv(g, d);
+  const ValueId mask = g.add_input(
+      "mask", ir::TensorType{DTypeCode::kFloat32, {d.batch[0], 1, 1, d.sk}});
+  ValueId s = add_op(g, "matmul", "qk", {q, kt});
+  s = add_op(g, "mul", "scale", {s, scalar(g, "c", 0.125F)});
+  s = add_op(g, "add", "add_mask", {s, mask});
+  const ValueId p = add_op(g, "softmax", "softmax", {s}, {{"axis", int64_t{-1}}});
+  g.add_output(add_op(g, "matmul", "pv", {p, v}));
+  return g;
+}
+
+TEST(OnednnAttention, BertAdditiveMaskFusesAndMatchesTheUnfusedGraph) {
+  const Dims d{{2, 3}, 20, 20, 16, 16};
+  ir::Graph g = bert_form(d);
+  const ir::Graph low = lowered(g, {"onednn", "cpu"});
+  EXPECT_EQ(count_op(low, "attention_internal"), 1);
+  EXPECT_EQ(count_op(low, "softmax"), 0);
+  EXPECT_EQ(count_op(low, "matmul"), 0);
+  runtime::TensorMap in = feeds(d, 1);
+  // A padding mask: the last 5 keys of batch 1 masked with a large negative value.
+  Tensor mask = Tensor::from_vector({2, 1, 1, 20}, std::vector<float>(40, 0.0F));
+  for (int j = 15; j < 20; ++j) mask.data<float>()[20 + j] = -10000.0F;
+  in.emplace("mask", mask);
+  expect_same_as_unfused(g, in);
+}
+
+// GPT-2: where(causal, -inf, Q x KT * c) inside one fused elementwise group, then softmax.
+TEST(OnednnAttention, GptCausalWhereFusesAndMatchesTheUnfusedGraph) {
+  const Dims d{{1, 4}, 33, 33, 8, 12};
+  ir::Graph g("gpt_attention");
+  auto [q, kt, v] = qkv(g, d);
+  std::vector<uint8_t> upper(33 * 33);
+  for (int i = 0; i < 33; ++i) {
+    for (int j = 0; j < 33; ++j) upper[i * 33 + j] = j > i ? 1 : 0;
+  }
+  Tensor causal = *Tensor::empty(DTypeCode::kBool, {33, 33});
+  std::copy(upper.begin(), upper.end(), causal.data<uint8_t>());
+  const ValueId cond = g.add_constant("causal", causal);
+  ValueId s = add_op(g, "matmul", "qk", {q, kt});
+  s = add_op(g, "mul", "scale", {s, scalar(g, "c", 0.35355339F)});
+  s = add_op(g, "where", "mask", {cond, scalar(g, "neg_inf", -std::numeric_limits<float>::infinity()), s});
+  const ValueId p = add_op(g, "softmax", "softmax", {s}, {{"axis", int64_t{-1}}});
+  g.add_output(add_op(g, "matmul", "pv", {p, v}));
+  const ir::Graph low = lowered(g, {"onednn", "cpu"});
+  EXPECT_EQ(count_op(low, "attention_internal"), 1);
+  EXPECT_EQ(count_op(low, "fused_elementwise_internal"), 0);
+  expect_same_as_unfused(g, feeds(d, 7));
+}
+
+// nn.MultiheadAttention / ViT: Q / c before the MatMul, rank 3; and where(mask, S, fill), the
+// fill taken where the mask is false.
+TEST(OnednnAttention, ScaledQueryAndFillWhereFalseFuse) {
+  const Dims d{{6}, 17, 23, 8, 8};
+  ir::Graph g("vit_attention");
+  auto [q, kt, v] = qkv(g, d);
+  const ValueId keep = g.add_input("keep", ir::TensorType{DTypeCode::kBool, {1, 23}});
+  const ValueId qs = add_op(g, "div", "q_scale", {q, scalar(g, "c", 2.828427F)});
+  ValueId s = add_op(g, "matmul", "qk", {qs, kt});
+  s = add_op(g, "where", "mask", {keep, s, scalar(g, "fill", -1e9F)});
+  const ValueId p = add_op(g, "softmax", "softmax", {s}, {{"axis", int64_t{-1}}});
+  g.add_output(add_op(g, "matmul", "pv", {p, v}));
+  const ir::Graph low = lowered(g, {"onednn", "cpu"});
+  EXPECT_EQ(count_op(low, "attention_internal"), 1);
+  EXPECT_EQ(count_op(low, "div"), 0);
+  runtime::TensorMap in = feeds(d, 11);
+  Tensor k = *Tensor::empty(DTypeCode::kBool, {1, 23});
+  for (int j = 0; j < 23; ++j) k.data<uint8_t>()[j] = j % 3 != 0 ? 1 : 0;
+  in.emplace("keep", k);
+  expect_same_as_unfused(g, in);
+}
+
+// Swin: Q * c, then a constant relative-position bias [1, H, S, S] broadcast over windows.
+TEST(OnednnAttention, ConstantBiasOverWindowsFuses) {
+  const Dims d{{5, 3}, 49, 49, 32, 32};
+  ir::Graph g("swin_attention");
+  auto [q, kt, v] = qkv(g, d);
+  const ValueId bias = g.add_constant("bias", grid_tensor({1, 3, 49, 49}, 5));
+  const ValueId qs = add_op(g, "mul", "q_scale", {scalar(g, "c", 0.17677669F), q});
+  ValueId s = add_op(g, "matmul", "qk", {qs, kt});
+  s = add_op(g, "add", "add_bias", {bias, s});
+  const ValueId p = add_op(g, "softmax", "softmax", {s}, {{"axis", int64_t{-1}}});
+  g.add_output(add_op(g, "matmul", "pv", {p, v}));
+  EXPECT_EQ(count_op(lowered(g, {"onednn", "cpu"}), "attention_internal"), 1);
+  expect_same_as_unfused(g, feeds(d, 21));
+}
+
+// Query rows split into several blocks with a partial last one (Sk = 1100: 119 rows a block).
+TEST(OnednnAttention, LongKeysSplitQueriesIntoBlocks) {
+  const Dims d{{1, 2}, 300, 1100, 8, 4};
+  ir::Graph g("long_attention");
+  auto [q, kt, v] = qkv(g, d);
+  ValueId s = add_op(g, "matmul", "qk", {q, kt});
+  s = add_op(g, "mul", "scale", {s, scalar(g, "c", 0.25F)});
+  const ValueId p = add_op(g, "softmax", "softmax", {s}, {{"axis", int64_t{-1}}});
+  g.add_output(add_op(g, "matmul", "pv", {p, v}));
+  EXPECT_EQ(count_op(lowered(g, {"onednn", "cpu"}), "attention_internal"), 1);
+  expect_same_as_unfused(g, feeds(d, 31));
+}
+
+// The point of the fusion: at S = 512 the scores never take arena space (issue: the node's
+// arena below B * H * S * S * 4 bytes), where the unfused graph holds them.
+TEST(OnednnAttention, ScoresAtSequence512StayOutOfTheArena) {
+  const Dims d{{1, 4}, 512, 512, 32, 32};
+  ir::Graph g = bert_form(d);
+  const size_t scores_bytes = size_t{1} * 4 * 512 * 512 * sizeof(float);
+  Result<runtime::Executable> fused = runtime::compile(g, uncached({"onednn", "cpu"}));
+  Result<runtime::Executable> unfused = runtime::compile(g, uncached({"cpu"}));
+  ASSERT_TRUE(fused.is_ok()) << fused.status().message();
+  ASSERT_TRUE(unfused.is_ok()) << unfused.status().message();
+  EXPECT_LT(fused->report().peak_arena_bytes, scores_bytes);
+  EXPECT_GE(unfused->report().peak_arena_bytes, scores_bytes);
+  runtime::TensorMap in = feeds(d, 41);
+  in.emplace("mask", Tensor::from_vector({1, 1, 1, 512}, std::vector<float>(512, 0.0F)));
+  expect_same_as_unfused(g, in);
+}
+
+// No rewrite where a value inside the chain has another reader or is a graph output, where
+// the softmax is not over the last axis, where P is MatMul's right operand, or on cpu.
+TEST(OnednnAttention, DoesNotFireWhereTheChainIsNotPrivate) {
+  const Dims d{{2}, 8, 8, 4, 4};
+  const auto build = [&](int variant) {
+    ir::Graph g("no_fuse");
+    auto [q, kt, v] = qkv(g, d);
+    ValueId s = add_op(g, "matmul", "qk", {q, kt});
+    const ValueId scaled = add_op(g, "mul", "scale", {s, scalar(g, "c", 0.5F)});
+    const int64_t axis = variant == 2 ? 1 : -1;
+    const ValueId p = add_op(g, "softmax", "softmax", {scaled}, {{"axis", axis}});
+    if (variant == 3) {
+      const ValueId w = g.add_input("w", ir::TensorType{DTypeCode::kFloat32, {2, 8, 8}});
+      g.add_output(add_op(g, "matmul", "pv", {w, p}));  // P as the right operand
+    } else {
+      g.add_output(add_op(g, "matmul", "pv", {p, v}));
+    }
+    if (variant == 0) g.add_output(scaled);  // the scaled scores are also an output
+    if (variant == 1) g.add_output(add_op(g, "relu", "other_reader", {s}));
+    return g;
+  };
+  for (int variant = 0; variant < 4; ++variant) {
+    ir::Graph g = build(variant);
+    EXPECT_EQ(count_op(lowered(g, {"onednn", "cpu"}), "attention_internal"), 0) << variant;
+  }
+  EXPECT_EQ(count_op(lowered(build(4), {"cpu"}), "attention_internal"), 0);
+  EXPECT_EQ(count_op(lowered(build(4), {"onednn", "cpu"}), "attention_internal"), 1);
+}
+
+// The cpu reference kernel of attention_internal (the fallback for a node the pattern created)
+// against the unfused graph on cpu, with a broadcast bias and a mask both ways.
+TEST(OnednnAttention, TheCpuKernelMatchesTheUnfusedGraph) {
+  const Dims d{{2, 3}, 9, 13, 4, 5};
+  const Tensor bias = grid_tensor({3, 1, 13}, 51);
+  Tensor mask = *Tensor::empty(DTypeCode::kBool, {9, 1});
+  for (int i = 0; i < 9; ++i) mask.data<uint8_t>()[i] = i % 2;
+  for (int64_t when : {0, 1}) {
+    ir::Graph ref("unfused");
+    {
+      auto [q, kt, v] = qkv(ref, d);
+      ValueId s = add_op(ref, "matmul", "qk", {q, kt});
+      s = add_op(ref, "mul", "scale", {s, scalar(ref, "c", 0.5F)});
+      s = add_op(ref, "add", "bias", {s, ref.add_constant("b", bias)});
+      const ValueId fill = scalar(ref, "fill", -3.0F);
+      const ValueId m = ref.add_constant("m", mask);
+      s = add_op(ref, "where", "mask", when == 1 ? std::vector<ValueId>{m, fill, s}
+                                                 : std::vector<ValueId>{m, s, fill});
+      const ValueId p = add_op(ref, "softmax", "softmax", {s}, {{"axis", int64_t{-1}}});
+      ref.add_output(add_op(ref, "matmul", "pv", {p, v}));
+    }
+    ir::Graph fused("fused");
+    {
+      auto [q, kt, v] = qkv(fused, d);
+      fused.add_output(add_op(fused, "attention_internal", "att",
+                              {q, kt, v, fused.add_constant("b", bias),
+                               fused.add_constant("m", mask)},
+                              {{"scale", 0.5}, {"mask_fill", -3.0}, {"mask_fill_when", when}}));
+    }
+    const runtime::TensorMap in = feeds(d, 61);
+    Result<runtime::Executable> a = runtime::compile(fused, uncached({"cpu"}));
+    Result<runtime::Executable> e = runtime::compile(ref, uncached({"cpu"}));
+    ASSERT_TRUE(a.is_ok()) << a.status().message();
+    ASSERT_TRUE(e.is_ok()) << e.status().message();
+    Result<runtime::TensorMap> got = a->run(in), want = e->run(in);
+    ASSERT_TRUE(got.is_ok()) << got.status().message();
+    ASSERT_TRUE(want.is_ok()) << want.status().message();
+    const CompareResult c =
+        compare_tensors(got->begin()->second, want->begin()->second, tolerance_for(DTypeCode::kFloat32));
+    EXPECT_TRUE(c.ok) << "mask_fill_when " << when << ": " << c.message;
+  }
+}
+
+// The schema names the input and the shapes it expected.
+TEST(OnednnAttention, TheSchemaRejectsMismatchedOperands) {
+  ir::Graph g("bad");
+  const ValueId q = g.add_input("q", ir::TensorType{DTypeCode::kFloat32, {2, 8, 4}});
+  const ValueId kt = g.add_input("kt", ir::TensorType{DTypeCode::kFloat32, {2, 5, 8}});
+  const ValueId v = g.add_input("v", ir::TensorType{DTypeCode::kFloat32, {2, 8, 4}});
+  auto id = g.create_node("attention_internal", "att", {q, kt, v}, 1);
+  ASSERT_TRUE(id.is_ok());
+  const ops::OpSchema* schema = ops::OpRegistry::global().find("attention_internal");
+  ASSERT_NE(schema, nullptr);
+  Result<std::vector<ir::TensorType>> r =
+      schema->infer(ops::make_node_context(g, g.node(*id), schema));
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("input 1 (KT) has shape [2,5,8], expected [2,4,*]"),
+            std::string::npos)
+      << r.status().message();
+}
+
+// Dropout with ratio 0 in training mode (torchvision Swin's export) and eval-mode Dropout are
+// the identity: no node is left, the output is the input and a read mask is all true. A
+// training-mode Dropout with ratio 0.5 stays.
+TEST(DropoutDecomposition, IdentityDropoutsLeaveNoNode) {
+  for (int variant = 0; variant < 3; ++variant) {
+    ir::Graph g("dropout");
+    const ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {3, 5}});
+    const float ratio = variant == 2 ? 0.5F : 0.0F;
+    const bool training = variant != 1;
+    Tensor tm = *Tensor::empty(DTypeCode::kBool, {});
+    tm.data<uint8_t>()[0] = training ? 1 : 0;
+    auto id = g.create_node("dropout", "drop",
+                            {x, scalar(g, "ratio", ratio), g.add_constant("training", tm)}, 2);
+    ASSERT_TRUE(id.is_ok());
+    const ValueId y = add_op(g, "relu", "after", {g.node(*id).outputs[0]});
+    g.add_output(y);
+    const ValueId not_mask =
+        variant == 1 ? add_op(g, "not", "mask_reader", {g.node(*id).outputs[1]}) : ir::kNoValue;
+    if (variant == 1) g.add_output(not_mask);
+    const ir::Graph low = lowered(g, {"onednn", "cpu"});
+    EXPECT_EQ(count_op(low, "dropout"), variant == 2 ? 1 : 0) << variant;
+    if (variant == 2) continue;
+    Result<runtime::Executable> exe = runtime::compile(g, uncached({"onednn", "cpu"}));
+    ASSERT_TRUE(exe.is_ok()) << exe.status().message();
+    const Tensor in = grid_tensor({3, 5}, 3);
+    Result<runtime::TensorMap> out = exe->run({{"x", in}});
+    ASSERT_TRUE(out.is_ok()) << out.status().message();
+    const Tensor& r = out->at(g.value(y).name);
+    for (int64_t i = 0; i < 15; ++i) {
+      EXPECT_EQ(r.data<float>()[i], std::max(0.0F, in.data<float>()[i])) << i;
+    }
+    if (variant == 1) {
+      const Tensor& m = out->at(g.value(not_mask).name);
+      for (int64_t i = 0; i < 15; ++i) EXPECT_EQ(m.data<uint8_t>()[i], 0) << "not(mask) " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace frame::test::linear
