@@ -396,6 +396,7 @@ py::list placements_to_list(const runtime::CompileReport& report) {
     d["backend"] = p.backend;
     d["path"] = p.path;
     d["rejected"] = p.rejected;
+    d["reorders_per_run"] = p.reorders_per_run;
     out.append(d);
   }
   return out;

@@ -347,6 +347,11 @@ KernelBuilder& KernelBuilder::prepare(PrepareFn fn) {
   return *this;
 }
 
+KernelBuilder& KernelBuilder::reorders(ReordersFn fn) {
+  def.reorders = fn;
+  return *this;
+}
+
 KernelBuilder& KernelBuilder::type_only_inputs(std::vector<int> inputs) {
   def.type_only_inputs = std::move(inputs);
   return *this;

@@ -38,6 +38,9 @@ class KernelPart final : public CompiledPart {
         ctx_(std::move(ctx)),
         state_(std::move(state)),
         bodies_(std::move(bodies)) {}
+  int reorders_per_run() const override {
+    return kernel_->reorders != nullptr ? kernel_->reorders(state_.get()) : 0;
+  }
   Status run(const PartIO& io) const override {
     ops::KernelContext kc;
     kc.node = &ctx_;

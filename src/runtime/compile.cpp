@@ -53,9 +53,13 @@ std::string CompileReport::to_json() const {
                   {"op", p.op},
                   {"backend", p.backend},
                   {"path", p.path},
-                  {"rejected", p.rejected}});
+                  {"rejected", p.rejected},
+                  {"reorders_per_run", p.reorders_per_run}});
   }
   j["placements"] = pl;
+  int reorders = 0;
+  for (const Placement& p : placements) reorders += p.reorders_per_run;
+  j["reorders_per_run"] = reorders;
   j["fused_groups"] = fused_groups;
   nlohmann::ordered_json lf = nlohmann::ordered_json::array();
   for (const auto& [node, ops] : lowering_fused) lf.push_back({{"node", node}, {"ops", ops}});
@@ -417,10 +421,16 @@ Result<std::shared_ptr<const CompiledCore>> build_core(
   r.pass_times_ms = ctx.pass_times_ms;
   r.stage_times_ms = std::move(stages);
   FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, g->topological_order());
+  std::unordered_map<std::string_view, int> reorders;  // by node name, from the prepared parts
+  for (const Step& s : core->plan.steps) {
+    if (s.part != nullptr) reorders[s.info.node] = s.part->reorders_per_run();
+  }
   for (ir::NodeId id : order) {
     const ir::Node& n = g->node(id);
     const passes::NodePlacement& p = ctx.placements.at(id);
-    r.placements.push_back(Placement{n.name, n.op, p.backend, p.path, p.rejected});
+    const auto it = reorders.find(n.name);
+    r.placements.push_back(Placement{n.name, n.op, p.backend, p.path, p.rejected,
+                                     it == reorders.end() ? 0 : it->second});
     if (n.op == ops::fused::kFusedPostOpsOp) {
       std::vector<std::string> fused = fused_node_ops(n);
       if (!fused.empty()) r.lowering_fused.emplace_back(n.name, std::move(fused));

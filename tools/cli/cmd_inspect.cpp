@@ -158,6 +158,21 @@ void print_device_groups(const runtime::CompileReport& r) {
   t.print();
 }
 
+// Layout reorders inside kernels (an activation copied into another memory order every run,
+// e.g. NCHW -> nhwc around a oneDNN convolution whose neighbours are not convolutions), per node
+// and in all; weights reordered once at prepare are not counted.
+void print_reorders(const runtime::CompileReport& r) {
+  int total = 0;
+  Table t({"node", "op", "reorders"}, {false, false, true});
+  for (const runtime::Placement& p : r.placements) {
+    if (p.reorders_per_run == 0) continue;
+    total += p.reorders_per_run;
+    t.add({p.node, p.op, std::to_string(p.reorders_per_run)});
+  }
+  std::printf("\nlayout reorders per run (inside kernels): %d\n", total);
+  if (total > 0) t.print();
+}
+
 void print_placements(const runtime::CompileReport& r) {
   std::printf("\nplacement (rejected alternatives indented under their node):\n");
   Table t({"node", "op", "backend", "path"});
@@ -354,6 +369,7 @@ int run_inspect() {
   std::printf("\nlowering-pattern rewrites: %zu\n", r.lowering_rewrites.size());
   for (const std::string& rw : r.lowering_rewrites) std::printf("  %s\n", rw.c_str());
   print_placements(r);
+  print_reorders(r);
   print_device_groups(r);
   std::printf("\npeak arena: %zu bytes (%.2f MiB)\n", r.peak_arena_bytes,
               static_cast<double>(r.peak_arena_bytes) / (1 << 20));

@@ -53,6 +53,12 @@ using PrepareFn = Result<std::shared_ptr<void>> (*)(const NodeContext&);
 /// the chain (M10) instead of failing at compile time.
 using AcceptsFn = Status (*)(const NodeContext&);
 
+/// How many layout reorders (copies of an activation into another memory order, e.g. NCHW ->
+/// nhwc around a oneDNN convolution) one run of a prepared node performs, from its prepared
+/// state. Reported per node by the compile report (Placement::reorders_per_run) and
+/// `frame inspect`; weights reordered once at prepare are not counted.
+using ReordersFn = int (*)(const void* state);
+
 /// A registered kernel.
 struct KernelDef {
   std::string op;
@@ -61,6 +67,8 @@ struct KernelDef {
   PrepareFn prepare = nullptr;
   /// Optional node predicate beyond dtype (nullptr = every node of a supported dtype).
   AcceptsFn accepts = nullptr;
+  /// Layout reorders per run of a prepared node (nullptr = none).
+  ReordersFn reorders = nullptr;
   /// dtypes the kernel supports, checked on input `dtype_input` (or output 0 when the op has
   /// no inputs) before it is chosen.
   DTypeSet dtypes = kAllDTypes;
@@ -136,6 +144,8 @@ class KernelBuilder {
   KernelBuilder& prepare(PrepareFn fn);
   /// Declares which nodes the kernel can run beyond dtype (KernelDef::accepts).
   KernelBuilder& accepts(AcceptsFn fn);
+  /// Declares how the kernel counts its layout reorders per run (KernelDef::reorders).
+  KernelBuilder& reorders(ReordersFn fn);
   /// Declares inputs the kernel reads only for their type (KernelDef::type_only_inputs).
   KernelBuilder& type_only_inputs(std::vector<int> inputs);
   /// Declares the graph attributes the kernel runs as bodies (KernelDef::subgraph_attrs).

@@ -46,6 +46,8 @@ class CompiledPart {
   virtual Status run(const PartIO& io) const = 0;
   /// Scratch bytes `run` needs (carved out of the run's arena).
   virtual size_t workspace_bytes() const { return 0; }
+  /// Layout reorders one run performs (ops::ReordersFn of the kernel; 0 when it declares none).
+  virtual int reorders_per_run() const { return 0; }
   /// Mutable per-run state (e.g. bound views of a nested plan), made once per arena of the
   /// runtime's pool and reused, so steady-state runs allocate nothing. Default: none.
   virtual std::shared_ptr<void> make_run_state() const { return nullptr; }

@@ -90,6 +90,9 @@ struct Placement {
   std::string path;
   /// For each rejected alternative, why (e.g. "onednn: no kernel for op 'erf'").
   std::vector<std::string> rejected;
+  /// Layout reorders one run of the node performs inside its kernel (ops::ReordersFn), e.g. 2
+  /// for a oneDNN convolution that reads and writes NCHW around an nhwc primitive.
+  int reorders_per_run = 0;
 };
 
 /// What the compiler did; shown by `frame inspect`.

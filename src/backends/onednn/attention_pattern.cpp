@@ -186,7 +186,7 @@ Result<bool> fuse_attention(Graph& g, NodeId id) {
   if (const int64_t p = g.value(q).producer; p >= 0 && sole_user(g, q) == *qk_id) {
     const ir::Node& qn = g.node(p);
     Steps pre;
-    const ValueId raw = qn.inputs.size() != 2               ? ir::kNoValue
+    const ValueId raw = qn.inputs.size() != 2                     ? ir::kNoValue
                         : constant_of(g, qn.inputs[0]) == nullptr ? qn.inputs[0]
                                                                   : qn.inputs[1];
     if ((qn.op == "mul" || qn.op == "div") && raw != ir::kNoValue &&

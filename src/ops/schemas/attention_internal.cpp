@@ -82,8 +82,8 @@ Result<AttentionSpec> decode_attention(const NodeContext& ctx) {
                        dtype_name(ctx.input_types[i].dtype), dtype_name(want));
     }
     if (!unidirectional_broadcastable(ctx.input_types[i].shape, spec.scores)) {
-      return ctx.error("input {} ({}) has shape {}, which does not broadcast to the scores' {}",
-                       i, kNames[i], shape_to_string(ctx.input_types[i].shape),
+      return ctx.error("input {} ({}) has shape {}, which does not broadcast to the scores' {}", i,
+                       kNames[i], shape_to_string(ctx.input_types[i].shape),
                        shape_to_string(spec.scores));
     }
   }

@@ -47,8 +47,8 @@ struct BroadcastIndex {
 
 /// A decoded, checked attention node.
 struct AttentionSpec {
-  Shape scores;        ///< [..., Sq, Sk]
-  int64_t batch = 1;   ///< product of the leading dims
+  Shape scores;       ///< [..., Sq, Sk]
+  int64_t batch = 1;  ///< product of the leading dims
   int64_t sq = 0, sk = 0, d = 0, dv = 0;
   float scale = 1.0F;
   bool has_bias = false, has_mask = false;

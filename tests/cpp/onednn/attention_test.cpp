@@ -93,8 +93,8 @@ ValueId scalar(ir::Graph& g, const std::string& name, float v) {
 ir::Graph bert_form(const Dims& d) {
   ir::Graph g("bert_attention");
   auto [q, kt, v] = qkv(g, d);
-  const ValueId mask = g.add_input(
-      "mask", ir::TensorType{DTypeCode::kFloat32, {d.batch[0], 1, 1, d.sk}});
+  const ValueId mask =
+      g.add_input("mask", ir::TensorType{DTypeCode::kFloat32, {d.batch[0], 1, 1, d.sk}});
   ValueId s = add_op(g, "matmul", "qk", {q, kt});
   s = add_op(g, "mul", "scale", {s, scalar(g, "c", 0.125F)});
   s = add_op(g, "add", "add_mask", {s, mask});
@@ -132,7 +132,8 @@ TEST(OnednnAttention, GptCausalWhereFusesAndMatchesTheUnfusedGraph) {
   const ValueId cond = g.add_constant("causal", causal);
   ValueId s = add_op(g, "matmul", "qk", {q, kt});
   s = add_op(g, "mul", "scale", {s, scalar(g, "c", 0.35355339F)});
-  s = add_op(g, "where", "mask", {cond, scalar(g, "neg_inf", -std::numeric_limits<float>::infinity()), s});
+  s = add_op(g, "where", "mask",
+             {cond, scalar(g, "neg_inf", -std::numeric_limits<float>::infinity()), s});
   const ValueId p = add_op(g, "softmax", "softmax", {s}, {{"axis", int64_t{-1}}});
   g.add_output(add_op(g, "matmul", "pv", {p, v}));
   const ir::Graph low = lowered(g, {"onednn", "cpu"});
@@ -253,18 +254,18 @@ TEST(OnednnAttention, TheCpuKernelMatchesTheUnfusedGraph) {
       s = add_op(ref, "add", "bias", {s, ref.add_constant("b", bias)});
       const ValueId fill = scalar(ref, "fill", -3.0F);
       const ValueId m = ref.add_constant("m", mask);
-      s = add_op(ref, "where", "mask", when == 1 ? std::vector<ValueId>{m, fill, s}
-                                                 : std::vector<ValueId>{m, s, fill});
+      s = add_op(ref, "where", "mask",
+                 when == 1 ? std::vector<ValueId>{m, fill, s} : std::vector<ValueId>{m, s, fill});
       const ValueId p = add_op(ref, "softmax", "softmax", {s}, {{"axis", int64_t{-1}}});
       ref.add_output(add_op(ref, "matmul", "pv", {p, v}));
     }
     ir::Graph fused("fused");
     {
       auto [q, kt, v] = qkv(fused, d);
-      fused.add_output(add_op(fused, "attention_internal", "att",
-                              {q, kt, v, fused.add_constant("b", bias),
-                               fused.add_constant("m", mask)},
-                              {{"scale", 0.5}, {"mask_fill", -3.0}, {"mask_fill_when", when}}));
+      fused.add_output(
+          add_op(fused, "attention_internal", "att",
+                 {q, kt, v, fused.add_constant("b", bias), fused.add_constant("m", mask)},
+                 {{"scale", 0.5}, {"mask_fill", -3.0}, {"mask_fill_when", when}}));
     }
     const runtime::TensorMap in = feeds(d, 61);
     Result<runtime::Executable> a = runtime::compile(fused, uncached({"cpu"}));
@@ -274,8 +275,8 @@ TEST(OnednnAttention, TheCpuKernelMatchesTheUnfusedGraph) {
     Result<runtime::TensorMap> got = a->run(in), want = e->run(in);
     ASSERT_TRUE(got.is_ok()) << got.status().message();
     ASSERT_TRUE(want.is_ok()) << want.status().message();
-    const CompareResult c =
-        compare_tensors(got->begin()->second, want->begin()->second, tolerance_for(DTypeCode::kFloat32));
+    const CompareResult c = compare_tensors(got->begin()->second, want->begin()->second,
+                                            tolerance_for(DTypeCode::kFloat32));
     EXPECT_TRUE(c.ok) << "mask_fill_when " << when << ": " << c.message;
   }
 }

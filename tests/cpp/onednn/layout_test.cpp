@@ -138,6 +138,36 @@ TEST(OnednnLayout, PatternMarksExactlyTheInnerConvEdges) {
   EXPECT_EQ(op_of(g, "e1"), l24 != 0 ? "fused_post_ops_internal" : "conv");
 }
 
+// Placement::reorders_per_run (frame inspect's "layout reorders per run"): each conv reorders
+// exactly the activations whose edge the pattern left plain, counted by hand from chain()'s
+// comment above: c1 its input x, c3 its output c (read by the pool), c4 both sides, e1 its
+// input, e2 its output (a graph output); dw none.
+TEST(OnednnLayout, ReordersPerRunCountThePlainEdgesOfEachConv) {
+  const ir::Graph g = chain();
+  Result<runtime::Executable> exe = runtime::compile(g, uncached({"onednn", "cpu"}));
+  ASSERT_TRUE(exe.is_ok()) << exe.status().message();
+  ir::Graph lowered = g;
+  lower(lowered, {"onednn", "cpu"});
+  if (layout_attr(lowered, "c1", kDst) != kNhwc) {
+    GTEST_SKIP() << "oneDNN's convs do not pick nhwc on this CPU; the counts below assume it";
+  }
+  const std::pair<const char*, int> want[] = {{"c1", 1}, {"dw", 0}, {"c3", 1},
+                                              {"c4", 2}, {"e1", 1}, {"e2", 1}};
+  for (const auto& [node, n] : want) {
+    EXPECT_EQ(placement_of(*exe, node).reorders_per_run, n) << node;
+  }
+  int total = 0;
+  for (const runtime::Placement& p : exe->report().placements) total += p.reorders_per_run;
+  EXPECT_NE(exe->report().to_json().find(fmt::format("\"reorders_per_run\": {}", total)),
+            std::string::npos);
+  // With the cpu backend alone nothing is laid out, and its kernels report none.
+  Result<runtime::Executable> ref = runtime::compile(g, uncached({"cpu"}));
+  ASSERT_TRUE(ref.is_ok()) << ref.status().message();
+  for (const runtime::Placement& p : ref->report().placements) {
+    EXPECT_EQ(p.reorders_per_run, 0) << p.node;
+  }
+}
+
 TEST(OnednnLayout, NothingMarkedWithCpuOnly) {
   ir::Graph g = chain();
   lower(g, {"cpu"});

@@ -2,6 +2,8 @@
 // fallback for a node the onednn pattern created (ARCH-041): each score row is computed whole,
 // in float, in the order the unfused MatMul, Mul, Add, Where and Softmax cpu kernels use.
 
+#include "ops/schemas/attention_internal.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "frame/ops/kernel_registry.h"
-#include "ops/schemas/attention_internal.h"
 
 namespace frame::cpu {
 namespace {

@@ -83,8 +83,8 @@ Status run_item(const AttentionState& st, const KernelContext& ctx, int64_t t) {
     float* row = sc + r * s.sk;
     const int64_t i = r0 + r;
     if (s.has_bias) {
-      const float* br = ctx.input(kBias).data<float>() + st.bias.batch_offset[b] +
-                        i * st.bias.row_stride;
+      const float* br =
+          ctx.input(kBias).data<float>() + st.bias.batch_offset[b] + i * st.bias.row_stride;
       if (st.bias.col_stride == 1) {
         st.add(row, br, row, n, &st.add_functor);
       } else {
@@ -92,8 +92,8 @@ Status run_item(const AttentionState& st, const KernelContext& ctx, int64_t t) {
       }
     }
     if (s.has_mask) {
-      const uint8_t* mr = ctx.input(kMask).data<uint8_t>() + st.mask.batch_offset[b] +
-                          i * st.mask.row_stride;
+      const uint8_t* mr =
+          ctx.input(kMask).data<uint8_t>() + st.mask.batch_offset[b] + i * st.mask.row_stride;
       const int64_t cs = st.mask.col_stride;
       for (size_t j = 0; j < n; ++j) {
         if ((mr[static_cast<int64_t>(j) * cs] != 0) == s.fill_when) row[j] = s.mask_fill;

@@ -46,6 +46,11 @@ class ConvPrimitive final : public LinearPrimitive {
   bool has_bias = false;
   bool residual_sum = false;  // the residual is added by a sum post-op onto dst
 
+  int reorders_per_run() const override {
+    return int{src_reorder.active} + int{dst_reorder.active} +
+           int{residual_sum && res_reorder.active} + int{w_packed == nullptr && w_reorder.active};
+  }
+
   Status run(KernelContext& ctx) const override {
     const NodeContext& node = *ctx.node;
     try {
@@ -395,6 +400,10 @@ Status run_linear(KernelContext& ctx) {
   return static_cast<const LinearPrimitive*>(ctx.state)->run(ctx);
 }
 
+int linear_reorders(const void* state) {
+  return static_cast<const LinearPrimitive*>(state)->reorders_per_run();
+}
+
 namespace {
 
 template <bool kTranspose>
@@ -410,11 +419,13 @@ Result<std::shared_ptr<void>> prepare_conv(const NodeContext& ctx) {
 
 FRAME_REGISTER_KERNEL(conv, "onednn", run_linear)
     .dtypes(DTypeSet{DTypeCode::kFloat32})
+    .reorders(linear_reorders)
     .accepts(accepts_conv<false>)
     .prepare(prepare_conv<false>);
 
 FRAME_REGISTER_KERNEL(conv_transpose, "onednn", run_linear)
     .dtypes(DTypeSet{DTypeCode::kFloat32})
+    .reorders(linear_reorders)
     .accepts(accepts_conv<true>)
     .prepare(prepare_conv<true>);
 

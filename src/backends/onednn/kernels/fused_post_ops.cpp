@@ -26,6 +26,7 @@ Result<std::shared_ptr<void>> prepare_fused(const ops::NodeContext& ctx) {
 
 FRAME_REGISTER_KERNEL(fused_post_ops_internal, "onednn", run_linear)
     .dtypes(DTypeSet{DTypeCode::kFloat32})
+    .reorders(linear_reorders)
     .accepts(accepts_fused)
     .prepare(prepare_fused);
 

@@ -20,6 +20,9 @@ class LinearPrimitive {
   virtual ~LinearPrimitive() = default;
   /// Runs the node: inputs/outputs as in the frame op (residual R at input 3 when fused).
   virtual Status run(ops::KernelContext& ctx) const = 0;
+  /// Layout reorders one run performs (ops::ReordersFn): activations to and from the
+  /// primitive's layout, and weights given at run time. 0 unless a subclass reorders.
+  virtual int reorders_per_run() const { return 0; }
 };
 
 /// Memory order of the activations of a conv (fused_post_ops_internal's src_layout,
@@ -69,6 +72,9 @@ PdCacheStats conv_cache_stats();
 
 /// Kernel function of every LinearPrimitive-based kernel: runs the prepared state.
 Status run_linear(ops::KernelContext& ctx);
+
+/// ops::ReordersFn of the LinearPrimitive kernels: the state's reorders_per_run().
+int linear_reorders(const void* state);
 
 /// accepts() of a LinearPrimitive kernel whose state `kMake(ctx, kArg, build)` creates: only
 /// the primitive descriptor is built (`build` false). Errors: kMake's (kUnimplemented where

@@ -196,6 +196,11 @@ Result<std::shared_ptr<void>> pool_prepare(const NodeContext& node) {
   return prepare_pool(node, kKind, false);
 }
 
+// ops::ReordersFn: to and from the primitive's layout when the node is reordered.
+int pool_reorders(const void* state) {
+  return static_cast<const PoolState*>(state)->reordered ? 2 : 0;
+}
+
 Status pool_kernel(KernelContext& ctx) {
   const auto& st = *static_cast<const PoolState*>(ctx.state);
   if (st.empty) return Status();
@@ -223,18 +228,22 @@ Status pool_kernel(KernelContext& ctx) {
 
 FRAME_REGISTER_KERNEL(max_pool, "onednn", pool_kernel)
     .dtypes(kMaxPoolDTypes)
+    .reorders(pool_reorders)
     .accepts(pool_accepts<PoolKind::kMax>)
     .prepare(pool_prepare<PoolKind::kMax>);
 FRAME_REGISTER_KERNEL(average_pool, "onednn", pool_kernel)
     .dtypes(kPoolDTypes)
+    .reorders(pool_reorders)
     .accepts(pool_accepts<PoolKind::kAverage>)
     .prepare(pool_prepare<PoolKind::kAverage>);
 FRAME_REGISTER_KERNEL(global_max_pool, "onednn", pool_kernel)
     .dtypes(kPoolDTypes)
+    .reorders(pool_reorders)
     .accepts(pool_accepts<PoolKind::kGlobalMax>)
     .prepare(pool_prepare<PoolKind::kGlobalMax>);
 FRAME_REGISTER_KERNEL(global_average_pool, "onednn", pool_kernel)
     .dtypes(kPoolDTypes)
+    .reorders(pool_reorders)
     .accepts(pool_accepts<PoolKind::kGlobalAverage>)
     .prepare(pool_prepare<PoolKind::kGlobalAverage>);
 

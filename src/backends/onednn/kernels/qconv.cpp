@@ -47,6 +47,11 @@ class QConvPrimitive final : public LinearPrimitive {
   int64_t n_scales = 0;                           // 0 (conv_integer), 1 or M
   std::vector<float> scales;                      // the output scales, fixed at creation
 
+  int reorders_per_run() const override {
+    return int{src_reorder.active} + int{dst_reorder.active} +
+           int{w_packed == nullptr && w_reorder.active};
+  }
+
   // x_scale * w_scale[m] / y_scale in float32, as the cpu kernel's factor.
   static void factors(const Tensor& xs, const Tensor& ws, const Tensor& ys, int64_t n, float* out) {
     const float a = xs.data<float>()[0], y = ys.data<float>()[0];
@@ -203,11 +208,13 @@ Result<std::shared_ptr<QConvPrimitive>> make_qconv(const NodeContext& ctx, const
 
 FRAME_REGISTER_KERNEL(conv_integer, "onednn", run_linear)
     .dtypes(kQ8DTypes)
+    .reorders(linear_reorders)
     .accepts(accepts_linear<make_qconv, kConvInteger>)
     .prepare(prepare_linear<make_qconv, kConvInteger>);
 
 FRAME_REGISTER_KERNEL(qlinear_conv, "onednn", run_linear)
     .dtypes(kQ8DTypes)
+    .reorders(linear_reorders)
     .accepts(accepts_linear<make_qconv, kQLinearConv>)
     .prepare(prepare_linear<make_qconv, kQLinearConv>);
 
