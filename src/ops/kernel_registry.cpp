@@ -347,6 +347,15 @@ KernelBuilder& KernelBuilder::prepare(PrepareFn fn) {
   return *this;
 }
 
+const KernelDef* KernelRegistry::first_supporting(const NodeContext& ctx,
+                                                  std::span<const std::string> backends) const {
+  for (const std::string& b : backends) {
+    const KernelDef* k = find(ctx.op, b);
+    if (k != nullptr && k->supports(ctx).is_ok()) return k;
+  }
+  return nullptr;
+}
+
 KernelBuilder& KernelBuilder::reorders(ReordersFn fn) {
   def.reorders = fn;
   return *this;

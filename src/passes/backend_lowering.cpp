@@ -124,11 +124,8 @@ std::string kernel_backend(const ir::Graph& g, const ir::Node& n,
   if (schema == nullptr) return "";
   ops::NodeContext nctx = ops::make_node_context(g, n, schema);
   nctx.prefer_shape_agnostic = shape_agnostic;
-  for (const std::string& b : backends) {
-    const ops::KernelDef* k = ops::KernelRegistry::global().find(n.op, b);
-    if (k != nullptr && k->supports(nctx).is_ok()) return b;
-  }
-  return "";
+  const ops::KernelDef* k = ops::KernelRegistry::global().first_supporting(nctx, backends);
+  return k == nullptr ? "" : k->backend;
 }
 
 Status apply_lowering_patterns(ir::Graph& g, PassContext& ctx) {

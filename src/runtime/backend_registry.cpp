@@ -18,15 +18,10 @@
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/op_registry.h"
 #include "frame/runtime/backend.h"
+#include "runtime/kernel_call.h"
 
 namespace frame::runtime {
 namespace {
-
-Status out_of_memory_error(const ops::NodeContext& ctx, std::string_view step) {
-  return make_error(StatusCode::kOutOfRange,
-                    "node '{}' ({}): kernel {} could not allocate its scratch memory",
-                    ctx.node_name, ctx.op, step);
-}
 
 // One node run by its registered kernel. The context borrows attributes and constants from
 // the compiled graph, which the Executable keeps alive and never mutates.
@@ -50,22 +45,9 @@ class KernelPart final : public CompiledPart {
     kc.num_threads = io.num_threads;
     if (io.run_state != nullptr) kc.subgraphs = static_cast<Runners*>(io.run_state)->ptrs;
     // A kernel's scratch allocation that fails is an error of this node, not an abort
-    // (docs/security.md: a model cannot crash the process); kernels may come from plugins,
-    // and an exception must not cross frame's API (one thrown inside an OpenMP region still
-    // terminates, docs/security.md).
-    try {
-      return kernel_->fn(kc);
-    } catch (const std::bad_alloc&) {
-      return out_of_memory_error(ctx_, "run");
-    } catch (const std::length_error&) {
-      return out_of_memory_error(ctx_, "run");
-    } catch (const std::exception& e) {
-      return internal_error("node '{}' ({}): kernel {}@{} threw an exception: {}", ctx_.node_name,
-                            kernel_->op, kernel_->op, kernel_->backend, e.what());
-    } catch (...) {
-      return internal_error("node '{}' ({}): kernel {}@{} threw an exception", ctx_.node_name,
-                            kernel_->op, kernel_->op, kernel_->backend);
-    }
+    // (docs/security.md: a model cannot crash the process). An exception thrown inside an
+    // OpenMP region still terminates (docs/security.md).
+    return detail::guard_kernel_call(*kernel_, ctx_, "run", [&] { return kernel_->fn(kc); });
   }
   // Bodies get one runner (arena + bound views) per run slot: re-entrant runs never share one.
   std::shared_ptr<void> make_run_state() const override {
@@ -148,16 +130,10 @@ class KernelBackend final : public Backend {
     FRAME_RETURN_IF_ERROR(k->supports(ctx));
     std::shared_ptr<void> state;
     if (k->prepare != nullptr) {
-      Result<std::shared_ptr<void>> s = internal_error("prepare did not run");
-      try {
-        s = k->prepare(ctx);
-      } catch (const std::bad_alloc&) {
-        return out_of_memory_error(ctx, "prepare");
-      } catch (const std::length_error&) {
-        return out_of_memory_error(ctx, "prepare");
-      }
-      if (!s.is_ok()) return s.status();
-      state = std::move(s).value();
+      FRAME_RETURN_IF_ERROR(detail::guard_kernel_call(*k, ctx, "prepare", [&] {
+        FRAME_ASSIGN_OR_RETURN(state, k->prepare(ctx));
+        return Status();
+      }));
     }
     std::vector<std::shared_ptr<const CompiledSubgraph>> bodies;
     for (const std::string& attr : k->subgraph_attrs) {

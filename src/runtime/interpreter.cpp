@@ -16,6 +16,7 @@
 #include "frame/ops/op_registry.h"
 #include "frame/runtime/backend.h"
 #include "frame/runtime/threads.h"
+#include "runtime/kernel_call.h"
 #include "runtime/thread_count_scope.h"
 
 namespace frame::runtime::detail {
@@ -109,42 +110,29 @@ bool has_body(const ir::Node& n) {
 const ops::KernelDef* choose_kernel(const ops::NodeContext& ctx,
                                     const std::vector<std::string>& backends) {
   const ops::KernelRegistry& kernels = ops::KernelRegistry::global();
-  for (const std::string& b : backends) {
-    const ops::KernelDef* k = kernels.find(ctx.op, b);
-    if (k != nullptr && k->supports(ctx).is_ok()) return k;
-  }
+  if (const ops::KernelDef* k = kernels.first_supporting(ctx, backends)) return k;
   const ops::KernelDef* cpu = kernels.find(ctx.op, "cpu");
   return cpu != nullptr && cpu->supports(ctx).is_ok() ? cpu : nullptr;
 }
 
-// Runs the kernel's prepare and run for one node, turning exceptions into errors (a kernel may
-// come from a plugin; KernelPart does the same for compiled plans).
+// Runs the kernel's prepare and run for one node (exceptions become errors, as in compiled
+// plans: detail::guard_kernel_call).
 Status run_kernel(const ops::KernelDef& k, const ops::NodeContext& ctx,
                   std::span<const Tensor> inputs, std::span<Tensor> outputs, int threads,
                   std::shared_ptr<void>& state) {
-  try {
-    if (k.prepare != nullptr) {
-      Result<std::shared_ptr<void>> s = k.prepare(ctx);
-      if (!s.is_ok()) return s.status();
-      state = std::move(s).value();
-    }
-    ops::KernelContext kc;
-    kc.node = &ctx;
-    kc.inputs = inputs;
-    kc.outputs = outputs;
-    kc.state = state.get();
-    kc.num_threads = threads;
-    return k.fn(kc);
-  } catch (const std::bad_alloc&) {
-    return make_error(StatusCode::kOutOfRange, "node '{}' ({}): out of memory", ctx.node_name,
-                      ctx.op);
-  } catch (const std::exception& e) {
-    return internal_error("node '{}' ({}): kernel {}@{} threw: {}", ctx.node_name, ctx.op, k.op,
-                          k.backend, e.what());
-  } catch (...) {
-    return internal_error("node '{}' ({}): kernel {}@{} threw", ctx.node_name, ctx.op, k.op,
-                          k.backend);
+  if (k.prepare != nullptr) {
+    FRAME_RETURN_IF_ERROR(guard_kernel_call(k, ctx, "prepare", [&] {
+      FRAME_ASSIGN_OR_RETURN(state, k.prepare(ctx));
+      return Status();
+    }));
   }
+  ops::KernelContext kc;
+  kc.node = &ctx;
+  kc.inputs = inputs;
+  kc.outputs = outputs;
+  kc.state = state.get();
+  kc.num_threads = threads;
+  return guard_kernel_call(k, ctx, "run", [&] { return k.fn(kc); });
 }
 
 }  // namespace

@@ -108,6 +108,12 @@ class KernelRegistry {
   void register_kernel(KernelDef def);
   /// The kernel for (op, backend), or nullptr. Valid for the process lifetime.
   const KernelDef* find(std::string_view op, std::string_view backend) const;
+  /// The kernel of the first backend in `backends` (preference order) that has one for node
+  /// `ctx`'s op and supports the node (KernelDef::supports), or nullptr: step 1 of
+  /// backend-lowering's placement, shared by the lowering patterns' anchor check and the
+  /// interpreted tier.
+  const KernelDef* first_supporting(const NodeContext& ctx,
+                                    std::span<const std::string> backends) const;
   /// Kernels of one backend, sorted by op.
   std::vector<const KernelDef*> list_backend(std::string_view backend) const;
   /// All kernels sorted by (op, backend).
