@@ -693,10 +693,19 @@ def summarize(results):
     for key in ("placements", "backends", "fused_groups"):
         if key in ok[0]:
             s[key] = ok[0][key]
+    # CPU time per timed run (every thread) and CPU use while the driver sleeps after its runs
+    # (drivers/driver_common.h, CpuUse); medians over processes.
+    for key, field in (("cpu_ms", "cpu_ms_per_run"), ("idle_pct", "idle_cpu_pct")):
+        vals = [r[field] for r in ok if field in r]
+        if vals:
+            s[key] = statistics.median(vals)
     if len(ok) < len(results):
         s["partial"] = next(r["error"] for r in results if "error" in r)
     return s
 
+
+# The idle window after a driver's timed runs (drivers/driver_common.h, kIdleWindowMs).
+IDLE_WINDOW_MS = 200
 
 def fmt_ms(v):
     return "%.3g ms" % v if v < 100 else "%.0f ms" % v
@@ -820,6 +829,35 @@ def write_report(path, args, facts, plan, summary, checks, elapsed, micro):
             "%.0f MiB" % rss["ort"] if rss["ort"] else "–",
             "%.0f MiB" % rss["torch"] if rss["torch"] else "–",
             ratio(rss["frame"], rss["ort"]), scale_cells, place or "–"))
+
+    cpu_rows = [(m, t) for m in plan["models"] for t in threads
+                if "cpu_ms" in summary.get((m, t, "frame"), {})
+                or "cpu_ms" in summary.get((m, t, "ort"), {})]
+    if cpu_rows:
+        L.append("\n## CPU use\n")
+        L.append("CPU time per timed run, summed over the process's threads (clock_gettime "
+                 "CLOCK_PROCESS_CPUTIME_ID around the timed runs, divided by their number), and "
+                 "the CPU the process burns while idle for %d ms right after its last run, in "
+                 "percent of one core (threads left spinning: ONNX Runtime's pool spins by "
+                 "default, libgomp for its GOMP_SPINCOUNT); medians over processes. A latency "
+                 "bought with more CPU shows here.\n" % IDLE_WINDOW_MS)
+        L.append("| model | threads | frame CPU ms/run | ORT CPU ms/run | frame/ORT | "
+                 "frame CPU / wall | ORT CPU / wall | frame idle CPU | ORT idle CPU |")
+        L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+
+        def cpu_cells(s):
+            if "cpu_ms" not in s:
+                return "–", "–", "–"
+            return (fmt_ms(s["cpu_ms"]), "%.2f" % (s["cpu_ms"] / s["median"]),
+                    "%.0f%%" % s["idle_pct"])
+        for m, t in cpu_rows:
+            f = summary.get((m, t, "frame"), {})
+            o = summary.get((m, t, "ort"), {})
+            fc, fw, fi = cpu_cells(f)
+            oc, ow, oi = cpu_cells(o)
+            L.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+                m, t, fc, oc, mark(ratio(f.get("cpu_ms"), o.get("cpu_ms")), (m, t)), fw, ow,
+                fi, oi))
 
     L.append("\n## Outputs agree?\n")
     L.append("Each engine's output at every thread count (first process) against PyTorch's "

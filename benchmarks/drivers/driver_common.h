@@ -34,11 +34,13 @@
 ///                         timing, and such a run's outputs are released untimed
 /// Result: one line `RESULT {json}` on stdout with engine, version, load_ms, compile_ms,
 /// run_ms (every timed run, in order; in stream mode every run of every pass) and max_rss_kib
-/// (peak RSS, see max_rss_kib()). In stream mode it also has "stream_runs" (manifest lines)
-/// and "passes".
+/// (peak RSS, see max_rss_kib()); outside stream mode also cpu_ms_per_run and idle_cpu_pct
+/// (CpuUse). In stream mode it also has "stream_runs" (manifest lines) and "passes".
 
 #include <sys/resource.h>
+#include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -211,6 +213,28 @@ inline bool saves_run(const DriverArgs& args, size_t i, size_t lines) {
   return args.save_every > 0 && (i % lines) % static_cast<size_t>(args.save_every) == 0;
 }
 
+/// CPU time this process has used so far (every thread), in ms.
+inline double process_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+/// Length of the idle window after the timed runs, in ms.
+inline constexpr double kIdleWindowMs = 200.0;
+
+/// CPU use measured by timed_runs: CPU ms per timed run (all threads; wall time x busy
+/// threads) and CPU use in the idle window after them, in percent of one core.
+struct CpuUse {
+  bool measured = false;
+  double per_run_ms = 0;
+  double idle_pct = 0;
+};
+inline CpuUse& cpu_use() {
+  static CpuUse u;
+  return u;
+}
+
 /// Milliseconds since `t0` on the monotonic clock.
 inline double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -222,11 +246,21 @@ template <typename F>
 std::vector<double> timed_runs(const DriverArgs& args, F&& run_once) {
   for (int i = 0; i < args.warmup; ++i) run_once();
   std::vector<double> run_ms;
+  const double cpu0 = process_cpu_ms();
   for (int i = 0; i < args.runs; ++i) {
     auto t = std::chrono::steady_clock::now();
     run_once();
     run_ms.push_back(ms_since(t));
   }
+  cpu_use().per_run_ms = (process_cpu_ms() - cpu0) / std::max(1, args.runs);
+  // Between runs: a caller idle for kIdleWindowMs right after a run (a server between
+  // requests). Threads an engine keeps spinning burn CPU here (ORT's pool spins by default,
+  // libgomp spins GOMP_SPINCOUNT iterations before it sleeps).
+  const double idle0 = process_cpu_ms();
+  const timespec pause{0, static_cast<long>(kIdleWindowMs * 1e6)};
+  nanosleep(&pause, nullptr);
+  cpu_use().idle_pct = 100.0 * (process_cpu_ms() - idle0) / kIdleWindowMs;
+  cpu_use().measured = true;
   return run_ms;
 }
 
@@ -255,10 +289,15 @@ inline void print_result(const std::string& engine, const std::string& version, 
                          const std::string& extra) {
   std::string runs;
   for (double r : run_ms) runs += (runs.empty() ? "" : ",") + std::to_string(r);
+  char cpu[128] = "";
+  if (cpu_use().measured) {
+    std::snprintf(cpu, sizeof cpu, ", \"cpu_ms_per_run\": %.4f, \"idle_cpu_pct\": %.2f",
+                  cpu_use().per_run_ms, cpu_use().idle_pct);
+  }
   std::printf(
       "RESULT {\"engine\": \"%s\", \"version\": \"%s\", \"load_ms\": %.4f, \"compile_ms\": "
-      "%.4f, \"run_ms\": [%s], \"max_rss_kib\": %ld%s%s}\n",
-      engine.c_str(), version.c_str(), load_ms, compile_ms, runs.c_str(), max_rss_kib(),
+      "%.4f, \"run_ms\": [%s], \"max_rss_kib\": %ld%s%s%s}\n",
+      engine.c_str(), version.c_str(), load_ms, compile_ms, runs.c_str(), max_rss_kib(), cpu,
       extra.empty() ? "" : ", ", extra.c_str());
   std::fflush(stdout);
 }
