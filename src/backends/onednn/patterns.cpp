@@ -27,7 +27,8 @@
 //     (layout 1), the convs get dst_layout / src_layout / residual_layout 1. The whole set or
 //     nothing, so no node mixes layouts. Grown from a pool or concat.
 // fuse_attention (scaled dot-product attention -> attention_internal) lives in
-// attention_pattern.cpp. Each fires only when the onednn kernel supports the node it creates.
+// attention_pattern.cpp, fuse_layer_norm (torch's decomposed LayerNorm -> layer_normalization) in
+// layer_norm_pattern.cpp. Each fires only when the onednn kernel supports the node it creates.
 
 #include <algorithm>
 #include <cmath>

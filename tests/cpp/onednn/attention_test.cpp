@@ -21,23 +21,6 @@ namespace {
 using ints = std::vector<int64_t>;
 using ir::ValueId;
 
-int count_op(const ir::Graph& g, std::string_view op) {
-  int n = 0;
-  for (ir::NodeId id : g.node_ids()) n += g.node(id).op == op ? 1 : 0;
-  return n;
-}
-
-// The graph after the standard pipeline with `backends`, verified after every pass.
-ir::Graph lowered(const ir::Graph& g, std::vector<std::string> backends) {
-  ir::Graph out = g;
-  passes::PassContext ctx;
-  ctx.backends = std::move(backends);
-  ctx.verify_after_each = true;
-  Status s = passes::run_pipeline(out, passes::kStandardPipeline, ctx);
-  EXPECT_TRUE(s.is_ok()) << s.message();
-  return out;
-}
-
 // Compiles `g` for onednn,cpu and for cpu alone and compares every output at 1 and 2 threads.
 void expect_same_as_unfused(const ir::Graph& g, const runtime::TensorMap& inputs) {
   runtime::CompileOptions ref_opts = uncached({"cpu"});

@@ -14,6 +14,7 @@
 #include "common/op_runner.h"
 #include "common/tolerance.h"
 #include "frame/ir/graph.h"
+#include "frame/passes/pass.h"
 #include "frame/runtime/compile.h"
 
 namespace frame::test::linear {
@@ -76,6 +77,25 @@ inline void expect_onednn_matches_cpu(OpCall call, const std::vector<size_t>& co
       }
     }
   }
+}
+
+/// Live nodes of op `op` in `g`.
+inline int count_op(const ir::Graph& g, std::string_view op) {
+  int n = 0;
+  for (ir::NodeId id : g.node_ids()) n += g.node(id).op == op ? 1 : 0;
+  return n;
+}
+
+/// `g` after the standard pipeline with `backends`, verified after every pass (a failing
+/// pipeline is a test failure).
+inline ir::Graph lowered(const ir::Graph& g, std::vector<std::string> backends) {
+  ir::Graph out = g;
+  passes::PassContext ctx;
+  ctx.backends = std::move(backends);
+  ctx.verify_after_each = true;
+  Status s = passes::run_pipeline(out, passes::kStandardPipeline, ctx);
+  EXPECT_TRUE(s.is_ok()) << s.message();
+  return out;
 }
 
 /// The placement of node `name` in a compiled executable's report.

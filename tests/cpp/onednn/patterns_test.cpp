@@ -28,12 +28,6 @@ std::vector<std::string> lower(ir::Graph& g, std::vector<std::string> backends,
   return ctx.lowering_rewrites;
 }
 
-int count_op(const ir::Graph& g, std::string_view op) {
-  int n = 0;
-  for (ir::NodeId id : g.node_ids()) n += g.node(id).op == op ? 1 : 0;
-  return n;
-}
-
 // Compiles `g` with onednn first and with cpu only, runs both on `inputs` and compares.
 // `tol` is the BUILD-011 class: rewrites that reassociate (folded weights) use kDeepNetwork.
 void expect_same_as_cpu(const ir::Graph& g, const runtime::TensorMap& inputs,
