@@ -578,12 +578,18 @@ class SessionImpl {
   // `check_interpreter` is set, and the session stops only if the compiled run succeeds
   // (stop_interpreting: the error was the interpreter's, not the data's); sizes near the
   // limits only compile that key. Errors: the validation's, and RunOptions::terminate's.
+  // `validated`: the inputs by declared index when they were validated and no specialization
+  // ran since (this thread's buffer), so the caller's compiled lookup need not validate them
+  // again; null otherwise.
   Result<std::optional<TensorMap>> interpret(const TensorMap& inputs, const RunOptions& options,
-                                             bool& time_compile, bool& check_interpreter) const {
+                                             bool& time_compile, bool& check_interpreter,
+                                             const std::vector<const Tensor*>*& validated) const {
     time_compile = false;
     check_interpreter = false;
+    validated = nullptr;
     thread_local std::vector<const Tensor*> scratch_inputs;
     FRAME_RETURN_IF_ERROR(validate(inputs, scratch_inputs));
+    validated = &scratch_inputs;
     thread_local Key scratch;
     make_key(scratch_inputs, scratch);
     {
@@ -606,6 +612,7 @@ class SessionImpl {
     // import), which reuses the per-thread scratch.
     const Key key = scratch;
     const std::vector<const Tensor*> by_index = scratch_inputs;
+    validated = nullptr;  // the buffer may be reused from here on: the caller validates again
     const auto t0 = std::chrono::steady_clock::now();
     Specialization spec = make_spec(by_index);
     spec.compact = false;  // walked in topological order: dead nodes are skipped anyway
@@ -960,14 +967,19 @@ Result<TensorMap> Session::run(const TensorMap& inputs, const RunOptions& option
   }
   bool time_compile = false;
   bool check_interpreter = false;
+  const std::vector<const Tensor*>* validated = nullptr;
   if (options.profile == nullptr && options.observer == nullptr) {
     // A profile or an observer reports a compiled plan's steps: those runs compile.
-    FRAME_ASSIGN_OR_RETURN(std::optional<TensorMap> out,
-                           impl_->interpret(inputs, options, time_compile, check_interpreter));
+    FRAME_ASSIGN_OR_RETURN(
+        std::optional<TensorMap> out,
+        impl_->interpret(inputs, options, time_compile, check_interpreter, validated));
     if (out) return std::move(*out);
   }
   const auto t0 = std::chrono::steady_clock::now();
-  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<const Compiled> c, impl_->lookup(inputs));
+  // A compiled hit validates the inputs once: interpret() did, when it ran.
+  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<const Compiled> c,
+                         validated != nullptr ? impl_->get(*validated, false)
+                                              : impl_->lookup(inputs));
   TensorMap scratch;
   Result<TensorMap> out =
       timed_run(*c, [&] { return c->exe.run(impl_->feeds(*c, inputs, scratch), options); });
