@@ -977,9 +977,9 @@ Result<TensorMap> Session::run(const TensorMap& inputs, const RunOptions& option
   }
   const auto t0 = std::chrono::steady_clock::now();
   // A compiled hit validates the inputs once: interpret() did, when it ran.
-  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<const Compiled> c,
-                         validated != nullptr ? impl_->get(*validated, false)
-                                              : impl_->lookup(inputs));
+  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<const Compiled> c, validated != nullptr
+                                                                ? impl_->get(*validated, false)
+                                                                : impl_->lookup(inputs));
   TensorMap scratch;
   Result<TensorMap> out =
       timed_run(*c, [&] { return c->exe.run(impl_->feeds(*c, inputs, scratch), options); });
