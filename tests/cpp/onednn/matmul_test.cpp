@@ -70,6 +70,27 @@ TEST(OnednnGemm, AlphaBetaAndBroadcastC) {
   expect_onednn_matches_cpu(gemm_call({5, 9}, {9, 7}, std::nullopt, {{"alpha", 2.0}}), {1});
 }
 
+// One row of A over constant B (a classifier's batch-1 layer) runs as a matrix-vector product
+// on dnnl_sgemm with the bias and a fused relu applied after it: B as stored ([K, N], or [N, K]
+// with transB), alpha and beta, C a row, a scalar or absent.
+TEST(OnednnGemm, OneRowOverConstantWeights) {
+  const ir::AttrMap ab{{"alpha", 0.5}, {"beta", 2.0}, {"transB", int64_t{1}}};
+  for (const std::optional<Shape>& c :
+       {std::optional<Shape>{Shape{37}}, std::optional<Shape>{Shape{1, 37}},
+        std::optional<Shape>{Shape{1}}, std::optional<Shape>{}}) {
+    expect_onednn_matches_cpu(gemm_call({1, 70}, {37, 70}, c, ab), {1});
+    expect_onednn_matches_cpu(gemm_call({1, 70}, {70, 37}, c, {}), {1});
+  }
+  expect_onednn_matches_cpu(matmul_call({1, 70}, {70, 37}), {1});
+  // gemm + relu as fuse_post_ops builds it.
+  OpCall fused = gemm_call({1, 70}, {37, 70}, Shape{37}, {{"transB", int64_t{1}}});
+  fused.op = "fused_post_ops_internal";
+  fused.attrs["base_op"] = std::string("gemm");
+  fused.attrs["post_ops"] = std::vector<std::string>{"relu"};
+  fused.attrs["post_op_params"] = std::vector<double>{0.0, 0.0};
+  expect_onednn_matches_cpu(fused, {1});
+}
+
 TEST(OnednnGemm, RunsOnOnednnThroughCompile) {
   ir::Graph g("gemm");
   const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {4, 32}});
