@@ -175,6 +175,20 @@ TEST(OnednnAttention, LongKeysSplitQueriesIntoBlocks) {
   expect_same_as_unfused(g, feeds(d, 31));
 }
 
+// A head dim of 0: every score is 0, so each row's softmax is uniform and O is the mean of V
+// (dnnl_sgemm refuses K = 0; a tester found the fused node failing here).
+TEST(OnednnAttention, AnEmptyHeadDimGivesTheMeanOfV) {
+  const Dims d{{2, 3}, 5, 7, 0, 4};
+  ir::Graph g("empty_head");
+  auto [q, kt, v] = qkv(g, d);
+  ValueId s = add_op(g, "matmul", "qk", {q, kt});
+  s = add_op(g, "div", "scale", {s, scalar(g, "c", 2.0F)});
+  const ValueId p = add_op(g, "softmax", "softmax", {s}, {{"axis", int64_t{-1}}});
+  g.add_output(add_op(g, "matmul", "pv", {p, v}));
+  EXPECT_EQ(count_op(lowered(g, {"onednn", "cpu"}), "attention_internal"), 1);
+  expect_same_as_unfused(g, feeds(d, 71));
+}
+
 // The point of the fusion: at S = 512 the scores never take arena space (issue: the node's
 // arena below B * H * S * S * 4 bytes), where the unfused graph holds them.
 TEST(OnednnAttention, ScoresAtSequence512StayOutOfTheArena) {

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "backends/onednn/kernels/linear_kernels.h"
 #include "cpp/onednn/linear_test_util.h"
 
@@ -89,6 +92,12 @@ TEST(OnednnGemm, OneRowOverConstantWeights) {
   fused.attrs["post_ops"] = std::vector<std::string>{"relu"};
   fused.attrs["post_op_params"] = std::vector<double>{0.0, 0.0};
   expect_onednn_matches_cpu(fused, {1});
+  // ONNX Relu keeps a NaN (max(NaN, 0) is NaN in the cpu kernel): so does this path.
+  fused.inputs[0].data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
+  fused.constant_inputs = {1};
+  Result<std::vector<Tensor>> got = run_op(fused, "onednn");
+  ASSERT_TRUE(got.is_ok()) << got.status().message();
+  for (int64_t j = 0; j < 37; ++j) EXPECT_TRUE(std::isnan((*got)[0].data<float>()[j])) << j;
 }
 
 TEST(OnednnGemm, RunsOnOnednnThroughCompile) {

@@ -74,8 +74,11 @@ Status run_item(const AttentionState& st, const KernelContext& ctx, int64_t t) {
   const float* v = ctx.input(kV).data<float>() + b * s.sk * s.dv;
   float* o = ctx.outputs[0].data<float>() + (b * s.sq + r0) * s.dv;
   float* sc = scores_buffer(static_cast<size_t>(rows * s.sk));
-  if (dnnl_sgemm('N', 'N', rows, s.sk, s.d, s.scale, q, s.d, kt, s.sk, 0.0F, sc, s.sk) !=
-      dnnl_success) {
+  if (s.d == 0) {
+    // Empty dot products: every score is 0 (dnnl_sgemm refuses K = 0).
+    std::fill_n(sc, rows * s.sk, 0.0F);
+  } else if (dnnl_sgemm('N', 'N', rows, s.sk, s.d, s.scale, q, s.d, kt, s.sk, 0.0F, sc, s.sk) !=
+             dnnl_success) {
     return ctx.node->error("dnnl_sgemm failed for the scores ({} x {} x {})", rows, s.sk, s.d);
   }
   const size_t n = static_cast<size_t>(s.sk);

@@ -55,7 +55,9 @@ class MatmulPrimitive final : public LinearPrimitive {
       for (int64_t j = 0; j < n; ++j) y[j] += beta * c[c_numel == 1 ? 0 : j];
     }
     if (relu) {
-      for (int64_t j = 0; j < n; ++j) y[j] = y[j] > 0.0F ? y[j] : 0.0F;
+      // ONNX Relu keeps NaN (max(x, 0) of the cpu kernel); oneDNN's eltwise_relu post-op of
+      // the primitive path gives 0.
+      for (int64_t j = 0; j < n; ++j) y[j] = y[j] < 0.0F ? 0.0F : y[j];
     }
     return Status();
   }
