@@ -88,6 +88,9 @@ def check(sess, feeds, want, n_attention):
     (got,) = sess.run(None, feeds)
     ops = ops_of(sess)
     assert ops.count("attention_internal") == n_attention, ops
+    # The attention kernel reorders nothing (Placement::reorders_per_run).
+    assert all(p["reorders_per_run"] == 0 for p in sess.placement()
+               if p["op"] == "attention_internal")
     assert "softmax" not in ops and "dropout" not in ops, ops
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
 
