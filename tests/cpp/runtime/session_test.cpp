@@ -126,11 +126,13 @@ TEST(Session, AFirstSeenKeyIsCompiledAgainInFullWhenItRecurs) {
   ASSERT_TRUE(reshapes_to(*s, {3, 4}));
   EXPECT_TRUE(agnostic(a));
   EXPECT_EQ(s->cache_stats().tier_ups, 0u);
-  // A run of a reshape takes microseconds, its compile far longer: the second run is no
-  // tier-up yet.
+  // A run of a reshape takes microseconds, its compile far longer: the second run is usually
+  // no tier-up yet. It is timing, not a rule (a run preempted on a loaded machine can take as
+  // long as the compile did), so only an entry still of the first tier is checked here.
   ASSERT_TRUE(reshapes_to(*s, {3, 4}));
-  EXPECT_EQ(s->cache_stats().tier_ups, 0u);
-  EXPECT_TRUE(agnostic(a));
+  if (s->cache_stats().tier_ups == 0) {
+    EXPECT_TRUE(agnostic(a));
+  }
   uint64_t runs = 2;
   while (s->cache_stats().tier_ups == 0 && runs < 200000) {
     ASSERT_TRUE(reshapes_to(*s, {3, 4}));

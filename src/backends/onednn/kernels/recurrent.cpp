@@ -187,6 +187,12 @@ Result<std::shared_ptr<RnnState>> plan(const NodeContext& node, RnnKind kind) {
   return st;
 }
 
+// Whether `node` (of kind `kind`) runs on lstm_own rather than oneDNN's primitive: an LSTM
+// without peepholes (input 7). One predicate for accepts() and prepare().
+bool runs_own_lstm(const NodeContext& node, RnnKind kind) {
+  return kind == RnnKind::kLstm && !node.has_input(7);
+}
+
 // The lstm_own state: W, R and the summed bias per direction copied out of the constants.
 Status prepare_own_lstm(const NodeContext& node, RnnState& st) {
   const RnnSpec& s = st.spec;
@@ -217,7 +223,7 @@ Status prepare_own_lstm(const NodeContext& node, RnnState& st) {
 Result<std::shared_ptr<void>> prepare(const NodeContext& node, RnnKind kind) {
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<RnnState> st, plan(node, kind));
   const RnnSpec& s = st->spec;
-  if (kind == RnnKind::kLstm && !node.has_input(7)) {
+  if (runs_own_lstm(node, kind)) {
     FRAME_RETURN_IF_ERROR(prepare_own_lstm(node, *st));
     return std::shared_ptr<void>(st);
   }
@@ -277,6 +283,7 @@ template <RnnKind K>
 Status accepts(const NodeContext& node) {
   Result<std::shared_ptr<RnnState>> st = plan(node, K);
   if (!st.is_ok()) return nn::decline(st.status());
+  if (runs_own_lstm(node, K)) return Status();  // no primitive to ask
   try {
     memory::desc w, r;
     for (int64_t d = 0; d < (*st)->spec.num_dirs; ++d) (void)make_pd(node, **st, d, w, r);
@@ -297,7 +304,7 @@ Result<std::shared_ptr<void>> prepare_kind(const NodeContext& node) {
 // c~ = tanh (Highway loops, in place on G), C = f * C + i * c~, H = o * tanh(C). oneDNN 2.6's
 // lstm_forward took 1.77 ms for T = 64, N = 1, H = 256 where this takes about 1.3 (ONNX
 // Runtime 1.08). `work` holds T*N*4H + 2*N*H floats.
-void lstm_own(const RnnState& st, const KernelContext& ctx, int64_t d, float* work) {
+Status lstm_own(const RnnState& st, const KernelContext& ctx, int64_t d, float* work) {
   const RnnSpec& s = st.spec;
   const int64_t N = s.batch, H = s.hidden, T = s.seq, I = s.input, D = s.num_dirs, GH = 4 * H;
   const OwnLstmDir& o = st.own_dirs[static_cast<size_t>(d)];
@@ -305,8 +312,15 @@ void lstm_own(const RnnState& st, const KernelContext& ctx, int64_t d, float* wo
   float* h = P + T * N * GH;
   float* c = h + N * H;
   for (int64_t r = 0; r < T * N; ++r) std::copy(o.bias.begin(), o.bias.end(), P + r * GH);
-  dnnl_sgemm('N', 'T', T * N, GH, I, 1.0F, ctx.input(0).data<float>(), I, o.w.data(), I, 1.0F, P,
-             GH);
+  auto sgemm_failed = [&](dnnl_status_t status, const char* what) {
+    return ctx.node->error("dnnl_sgemm of the {} returned status {}", what,
+                           static_cast<int>(status));
+  };
+  if (dnnl_status_t e = dnnl_sgemm('N', 'T', T * N, GH, I, 1.0F, ctx.input(0).data<float>(), I,
+                                   o.w.data(), I, 1.0F, P, GH);
+      e != dnnl_success) {
+    return sgemm_failed(e, "input projection");
+  }
   const float* h0 = st.has_h0 ? ctx.input(5).data<float>() + d * N * H : nullptr;
   const float* c0 = st.has_c0 ? ctx.input(6).data<float>() + d * N * H : nullptr;
   if (h0 != nullptr)
@@ -323,7 +337,10 @@ void lstm_own(const RnnState& st, const KernelContext& ctx, int64_t d, float* wo
   for (int64_t k = 0; k < T; ++k) {
     const int64_t t = backward ? T - 1 - k : k;
     float* G = P + t * N * GH;
-    dnnl_sgemm('N', 'T', N, GH, H, 1.0F, h, H, o.r.data(), H, 1.0F, G, GH);
+    if (dnnl_status_t e = dnnl_sgemm('N', 'T', N, GH, H, 1.0F, h, H, o.r.data(), H, 1.0F, G, GH);
+        e != dnnl_success) {
+      return sgemm_failed(e, "recurrence");
+    }
     for (int64_t n = 0; n < N; ++n) {
       float* g = G + n * GH;  // i o f c~
       st.sigmoid(g, g, 3 * h_n, &st.sigmoid_functor);
@@ -346,6 +363,7 @@ void lstm_own(const RnnState& st, const KernelContext& ctx, int64_t d, float* wo
   if (ctx.outputs.size() > 2 && ctx.outputs[2].data<float>() != nullptr) {
     std::copy(c, c + N * H, ctx.outputs[2].data<float>() + d * N * H);
   }
+  return Status();
 }
 
 Status run(KernelContext& ctx) {
@@ -354,7 +372,7 @@ Status run(KernelContext& ctx) {
     const RnnSpec& s = st.spec;
     const size_t n = static_cast<size_t>(s.seq * s.batch * 4 * s.hidden + 2 * s.batch * s.hidden);
     float* work = nn::staging_floats(n);
-    for (int64_t d = 0; d < s.num_dirs; ++d) lstm_own(st, ctx, d, work);
+    for (int64_t d = 0; d < s.num_dirs; ++d) FRAME_RETURN_IF_ERROR(lstm_own(st, ctx, d, work));
     return Status();
   }
   const RnnSpec& s = st.spec;
