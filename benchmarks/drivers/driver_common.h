@@ -67,6 +67,7 @@ struct DriverArgs {
   std::string cache_dir;       ///< --cache-dir (frame driver)
   std::string save_optimized;  ///< --save-optimized (ORT driver)
   int opt_level = -1;          ///< --opt-level (ORT driver); -1 = all optimizations
+  std::string profile;         ///< --profile PREFIX (ORT driver): ORT's per-node profile
   std::string stream;          ///< --stream manifest; empty outside stream mode
   int passes = 1;              ///< --passes: times the manifest is run (stream mode)
   int save_every = 0;  ///< --save-every: save every K-th line's outputs (stream mode); 0 = none
@@ -128,6 +129,8 @@ inline DriverArgs parse_args(int argc, char** argv) {
       a.save_optimized = v;
     } else if (k == "--opt-level") {
       a.opt_level = std::stoi(v);
+    } else if (k == "--profile") {
+      a.profile = v;
     } else if (k == "--stream") {
       a.stream = v;
     } else if (k == "--passes") {

@@ -227,6 +227,11 @@ int run_session(const bench::DriverArgs& args) {
 
 int run(const bench::DriverArgs& args) {
   namespace rt = frame::runtime;
+  if (!args.profile.empty()) {
+    throw std::runtime_error(
+        "--profile is the ORT driver's; frame's per-node profile is "
+        "`frame run MODEL --profile`");
+  }
   if (!args.stream.empty()) return run_stream(args);
   if (args.session) return run_session(args);
   check_threads(args);

@@ -50,6 +50,7 @@ enum Slot : size_t {
   kRun = 9,
   kCreateSessionOptions = 10,
   kSetOptimizedModelFilePath = 11,
+  kEnableProfiling = 14,
   kSetSessionGraphOptimizationLevel = 23,
   kSetIntraOpNumThreads = 24,
   kSetInterOpNumThreads = 25,
@@ -92,6 +93,9 @@ struct Api {
   /// Where session creation writes the model after its graph optimizations (ORT's "optimized
   /// model file"; a later session loads that file instead of the original).
   OrtStatus* (*SetOptimizedModelFilePath)(OrtSessionOptions* options, const char* path);
+  /// Has the session write a per-node profile (Chrome trace JSON, one "Node" event per kernel
+  /// call with its duration in microseconds) to PREFIX_<date>.json when it is released.
+  OrtStatus* (*EnableProfiling)(OrtSessionOptions* options, const char* prefix);
   OrtStatus* (*SetSessionGraphOptimizationLevel)(OrtSessionOptions* options, int level);
   OrtStatus* (*SetIntraOpNumThreads)(OrtSessionOptions* options, int threads);
   OrtStatus* (*SetInterOpNumThreads)(OrtSessionOptions* options, int threads);

@@ -13,7 +13,9 @@
 //
 // --save-optimized PATH has session creation write ORT's optimized model file; --opt-level N
 // sets the graph optimization level (0 disables, 99 all; default all), e.g. 0 to load such a
-// file without optimizing it again (benchmarks/warm_start.py).
+// file without optimizing it again (benchmarks/warm_start.py). --profile PREFIX has ORT write
+// its per-node profile (PREFIX_<date>.json, Chrome trace format) when the session is released,
+// to set next to `frame run --profile` (benchmarks/ort_profile.py sums it per node and op).
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -69,6 +71,7 @@ Api load_api(const std::string& lib, std::string* version) {
   take(api.Run, table, kRun);
   take(api.CreateSessionOptions, table, kCreateSessionOptions);
   take(api.SetOptimizedModelFilePath, table, kSetOptimizedModelFilePath);
+  take(api.EnableProfiling, table, kEnableProfiling);
   take(api.SetSessionGraphOptimizationLevel, table, kSetSessionGraphOptimizationLevel);
   take(api.SetIntraOpNumThreads, table, kSetIntraOpNumThreads);
   take(api.SetInterOpNumThreads, table, kSetInterOpNumThreads);
@@ -274,6 +277,9 @@ int run(const bench::DriverArgs& args) {
         api.SetSessionGraphOptimizationLevel(
             opts, args.opt_level >= 0 ? args.opt_level : ortlite::kEnableAllOptimizations),
         "SetSessionGraphOptimizationLevel");
+  if (!args.profile.empty()) {
+    check(api, api.EnableProfiling(opts, args.profile.c_str()), "EnableProfiling");
+  }
   if (!args.save_optimized.empty()) {
     check(api, api.SetOptimizedModelFilePath(opts, args.save_optimized.c_str()),
           "SetOptimizedModelFilePath");

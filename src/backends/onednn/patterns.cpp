@@ -20,8 +20,9 @@
 //     avg_pool2d(padding=p), e.g. Inception-V3's pool branches); not with ceil_mode, which may
 //     drop a last window that starts in the pads;
 //   keep_nhwc_through: the rank-4 f32 values joined by pools, channel concats, inference batch
-//     norms and attribute-free elementwise ops (every rank-4 value such a node reads or
-//     writes, except those whose bytes are the same in both orders, C == 1 or H*W == 1), each
+//     norms, attribute-free elementwise ops and 2-d conv_transposes (every activation such a
+//     node reads or writes, except those whose bytes are the same in both orders, C == 1 or
+//     H*W == 1), each
 //     produced by a conv or such a node and read only by convs (as X or R) or such nodes, none
 //     a graph input or output -> every one stored nhwc: those nodes become laid_out_internal
 //     (layout 1), the convs get dst_layout / src_layout / residual_layout 1. The whole set or
@@ -529,7 +530,8 @@ bool layout_free(const ir::TensorType& t) {
 // The kind of node `n` as a base op of laid_out_internal when keep_nhwc_through can carry the
 // layout through it (a laid_out_internal counts as its base op), or nullopt: one f32 output of
 // rank 4; a pool; a concat along the channel axis; an inference batch normalization; an
-// attribute-free elementwise op whose inputs are f32 of rank 4 or of one element.
+// attribute-free elementwise op whose inputs are f32 of rank 4 or of one element; a
+// conv_transpose (rank 4: 2 spatial dims).
 std::optional<ops::laid_out::BaseKind> carries_nhwc(const Graph& g, const ir::Node& n) {
   using ops::laid_out::BaseKind;
   auto base = n.attrs.find("base_op");
@@ -555,15 +557,12 @@ std::optional<ops::laid_out::BaseKind> carries_nhwc(const Graph& g, const ir::No
   return kind;
 }
 
-// Whether input `i` of node `n` (of base kind `kind`) is a rank-4 activation stored in the
-// node's layout: X of a pool or batch normalization, every part of a concat, every rank-4
-// operand of an elementwise op.
+// Whether input `i` of node `n` (of base kind `kind`) is an activation stored in the node's
+// layout (ops::laid_out::activation_input: X of a pool, batch normalization or conv_transpose,
+// every part of a concat, every rank-4 operand of an elementwise op).
 bool nhwc_input(const Graph& g, const ir::Node& n, ops::laid_out::BaseKind kind, size_t i) {
-  using ops::laid_out::BaseKind;
-  if (kind == BaseKind::kConcat) return true;
-  if (kind != BaseKind::kElementwise) return i == 0;
   const std::optional<ir::TensorType>& t = g.value(n.inputs[i]).type;
-  return t && t->shape.size() == 4;
+  return t && ops::laid_out::activation_input(kind, i, t->shape);
 }
 
 // One node keep_nhwc_through rewrites: its new op, inputs and attributes.
@@ -701,6 +700,7 @@ FRAME_REGISTER_LOWERING_PATTERN("onednn", keep_nhwc_through, global_max_pool, ke
 FRAME_REGISTER_LOWERING_PATTERN("onednn", keep_nhwc_through, global_average_pool,
                                 keep_nhwc_through);
 FRAME_REGISTER_LOWERING_PATTERN("onednn", keep_nhwc_through, concat, keep_nhwc_through);
+FRAME_REGISTER_LOWERING_PATTERN("onednn", keep_nhwc_through, conv_transpose, keep_nhwc_through);
 
 }  // namespace
 }  // namespace frame::backends::onednn

@@ -19,6 +19,7 @@ std::optional<BaseKind> base_kind(std::string_view op) {
   }
   if (op == "concat") return BaseKind::kConcat;
   if (op == "batch_normalization") return BaseKind::kBatchNorm;
+  if (op == "conv_transpose") return BaseKind::kConvTranspose;
   // Broadcasting commutes with permuting every operand's axes alike, so an elementwise op
   // computes the same on nhwc operands read as [N, H, W, C]; attributes are excluded only
   // because this schema declares a fixed set (ARCH-043: decided by the trait, not a name list).
@@ -37,8 +38,8 @@ Result<LaidOutSpec> decode_laid_out(const NodeContext& ctx) {
       base == nullptr ? std::nullopt : base_kind(std::string_view(*base));
   if (!kind) {
     return ctx.error(
-        "attribute 'base_op' must be a pool, concat, batch_normalization or an elementwise op "
-        "without attributes, got \"{}\"",
+        "attribute 'base_op' must be a pool, concat, batch_normalization, conv_transpose or an "
+        "elementwise op without attributes, got \"{}\"",
         base == nullptr ? "" : *base);
   }
   spec.base_op = *base;
@@ -76,8 +77,23 @@ Result<LaidOutSpec> decode_laid_out(const NodeContext& ctx) {
     return ctx.error("{} takes one input, got {}", spec.base_op, ctx.num_inputs());
   } else if (spec.kind == BaseKind::kBatchNorm && ctx.attr_or<int64_t>("training_mode", 0) != 0) {
     return ctx.error("batch_normalization is laid out in inference form only (training_mode 0)");
+  } else if (spec.kind == BaseKind::kConvTranspose) {
+    if (ctx.num_inputs() < 2 || ctx.num_inputs() > 3 || !ctx.has_input(1)) {
+      return ctx.error("conv_transpose takes X, W and an optional B, got {} inputs",
+                       ctx.num_inputs());
+    }
+    if (ctx.input_types[1].shape.size() != 4) {
+      return ctx.error("input 1 (W) of conv_transpose must be rank 4 like X, got {}",
+                       shape_to_string(ctx.input_types[1].shape));
+    }
   }
   return spec;
+}
+
+bool activation_input(BaseKind kind, size_t i, const Shape& shape) {
+  if (kind == BaseKind::kConcat) return true;
+  if (kind == BaseKind::kElementwise) return shape.size() == 4;
+  return i == 0;
 }
 
 namespace {
@@ -105,15 +121,17 @@ Result<std::vector<TensorType>> infer_laid_out(const NodeContext& ctx) {
 FRAME_REGISTER_OP(laid_out_internal)
     .doc(
         "A pool (max_pool, average_pool, global_max_pool, global_average_pool), a channel "
-        "concat, an inference batch_normalization or an elementwise op without attributes "
-        "(`base_op`, with that op's inputs and attributes) whose rank-4 inputs and output are "
-        "stored channels-last (`layout` = 1: [N][H][W][C]); the logical shapes and the values "
+        "concat, an inference batch_normalization, an elementwise op without attributes or a "
+        "2-d conv_transpose (`base_op`, with that op's inputs and attributes) whose rank-4 "
+        "activations and output are stored channels-last (`layout` = 1: [N][H][W][C]); the logical "
+        "shapes and the values "
         "are the base op's, only the order of the elements in memory differs. Created by the "
         "onednn lowering pattern keep_nhwc_through, not by importers.")
     .variadic_input("X", "the base op's inputs; rank-4 ones stored nhwc", 1, kFloatDTypes, "T")
     .output("Y", "the base op's result, rank 4, stored nhwc", kFloatDTypes, "T")
     .required_attr("base_op", AttrType::kString,
-                   "a pool, concat, batch_normalization or an attribute-free elementwise op")
+                   "a pool, concat, batch_normalization, conv_transpose or an attribute-free "
+                   "elementwise op")
     .required_attr("layout", AttrType::kInt, "memory order of the rank-4 tensors: 1 nhwc")
     .optional_attr("axis", AttrType::kInt, "concat: the channel axis, 1 or -3")
     .attr("auto_pad", AttrType::kString, "pools: NOTSET, SAME_UPPER, SAME_LOWER or VALID",
@@ -121,12 +139,17 @@ FRAME_REGISTER_OP(laid_out_internal)
     .attr("ceil_mode", AttrType::kInt, "pools: round the output size up", int64_t{0})
     .attr("count_include_pad", AttrType::kInt, "average_pool: count pad taps in the divisor",
           int64_t{0})
-    .optional_attr("dilations", AttrType::kInts, "pools: dilation per spatial dim")
-    .optional_attr("kernel_shape", AttrType::kInts, "pools: window size per spatial dim")
-    .optional_attr("pads", AttrType::kInts, "pools: [x1_begin, ..., x1_end, ...]")
+    .optional_attr("dilations", AttrType::kInts, "pools, conv_transpose: dilation per spatial dim")
+    .optional_attr("kernel_shape", AttrType::kInts,
+                   "pools, conv_transpose: window size per spatial dim")
+    .optional_attr("pads", AttrType::kInts, "pools, conv_transpose: [x1_begin, ..., x1_end, ...]")
+    .attr("group", AttrType::kInt, "conv_transpose: number of groups", int64_t{1})
+    .optional_attr("output_padding", AttrType::kInts,
+                   "conv_transpose: extra size at the end of each spatial dim")
+    .optional_attr("output_shape", AttrType::kInts, "conv_transpose: the output's spatial size")
     .attr("storage_order", AttrType::kInt, "max_pool: Indices order (no Indices output here)",
           int64_t{0})
-    .optional_attr("strides", AttrType::kInts, "pools: stride per spatial dim")
+    .optional_attr("strides", AttrType::kInts, "pools, conv_transpose: stride per spatial dim")
     .attr("epsilon", AttrType::kFloat, "batch_normalization: added to the variance", 1e-5)
     .attr("momentum", AttrType::kFloat, "batch_normalization: unused in inference form", 0.9)
     .attr("training_mode", AttrType::kInt, "batch_normalization: must be 0", int64_t{0})

@@ -15,6 +15,7 @@
 #include "cpp/onednn/linear_test_util.h"
 #include "frame/ops/op_registry.h"
 #include "frame/passes/pass.h"
+#include "ops/schemas/laid_out_internal.h"
 
 namespace frame::test::linear {
 namespace {
@@ -455,6 +456,55 @@ TEST(OnednnLayout, NhwcFlowsThroughSqueezeExcitationAndBatchNorm) {
                             {"gap", "se", "bn", "br"});
 }
 
+// A U-Net level: x[1,8,12,12] -> c1 (3x3, 16) -> relu = skip; skip -> max_pool 2x2/2 -> c2
+// (3x3, 32) -> relu -> up (conv_transpose 2x2/2, 32 -> 16, + B) -> concat(up, skip) [1,32,12,12]
+// -> c3 (3x3, 8) -> out. Stored nhwc: skip, the pool's output, c2's, up's and the concat's;
+// the conv_transpose becomes laid_out_internal, and only x and out are reordered.
+ir::Graph unet_level() {
+  ir::Graph g("nhwc_unet");
+  const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {1, 8, 12, 12}});
+  const ir::ValueId skip = unary(g, "relu", "r1", conv(g, "c1", x, 8, 16, 3, 1, 91));
+  const ir::ValueId m =
+      node1(g, "max_pool", "mp", {skip}, {{"kernel_shape", ints{2, 2}}, {"strides", ints{2, 2}}});
+  const ir::ValueId c2 = unary(g, "relu", "r2", conv(g, "c2", m, 16, 32, 3, 1, 92));
+  Tensor wt = grid_tensor({32, 16, 2, 2}, 93);  // ONNX ConvTranspose W: [C, M / group, kH, kW]
+  for (int64_t i = 0; i < wt.numel(); ++i) wt.data<float>()[i] *= 0.0625F;
+  const ir::ValueId up = node1(
+      g, "conv_transpose", "up",
+      {c2, g.add_constant("up_w", std::move(wt)), g.add_constant("up_b", grid_tensor({16}, 94))},
+      {{"kernel_shape", ints{2, 2}}, {"strides", ints{2, 2}}});
+  const ir::ValueId cat = node1(g, "concat", "cat", {up, skip}, {{"axis", int64_t{1}}});
+  g.add_output(conv(g, "c3", cat, 32, 8, 3, 1, 95));
+  return g;
+}
+
+TEST(OnednnLayout, NhwcFlowsThroughConvTranspose) {
+  ir::Graph lowered = unet_level();
+  lower(lowered, {"onednn", "cpu"});
+  if (layout_attr(lowered, "c3", kSrc) == 0 && !__builtin_cpu_supports("avx512f")) {
+    GTEST_SKIP() << "oneDNN's convs do not take nhwc at speed without AVX-512 on this CPU";
+  }
+  for (const char* n : {"mp", "up", "cat"}) {
+    EXPECT_EQ(op_of(lowered, n), "laid_out_internal") << n;
+    EXPECT_EQ(layout_attr(lowered, n, "layout"), kNhwc) << n;
+  }
+  EXPECT_EQ(layout_attr(lowered, "c1", kSrc), 0);  // graph input
+  EXPECT_EQ(layout_attr(lowered, "c1", kDst), kNhwc);
+  EXPECT_EQ(layout_attr(lowered, "c2", kDst), kNhwc);
+  EXPECT_EQ(layout_attr(lowered, "c3", kSrc), kNhwc);
+  EXPECT_EQ(layout_attr(lowered, "c3", kDst), 0);  // graph output
+  // Reorders per run: c1's input and c3's output only (the conv_transpose reads and writes nhwc).
+  Result<runtime::Executable> exe = runtime::compile(unet_level(), uncached({"onednn", "cpu"}));
+  ASSERT_TRUE(exe.is_ok()) << exe.status().message();
+  int reorders = 0;
+  for (const runtime::Placement& p : exe->report().placements) reorders += p.reorders_per_run;
+  EXPECT_EQ(reorders, 2);
+  EXPECT_EQ(placement_of(*exe, "up").reorders_per_run, 0);
+
+  expect_onednn_matches_cpu(unet_level(), {{"x", grid_tensor({1, 8, 12, 12}, 96)}},
+                            {"mp", "up", "cat"});
+}
+
 // One laid_out_internal node (base op `base`, attributes `attrs`) on nhwc inputs, compiled for
 // `backend`: its output must be the plain base op's on cpu, laid out by hand.
 void check_laid_out_node(const std::string& base, const ir::AttrMap& attrs,
@@ -477,9 +527,12 @@ void check_laid_out_node(const std::string& base, const ir::AttrMap& attrs,
   runtime::TensorMap plain_feed, nhwc_feed;
   for (size_t i = 0; i < plain_inputs.size(); ++i) {
     plain_feed[fmt::format("x{}", i)] = plain_inputs[i];
-    // Rank-4 inputs are stored nhwc; batch-norm parameters and one-element operands as they are.
+    // Activations are stored nhwc; batch-norm parameters, one-element operands and a
+    // conv_transpose's W and B as they are.
+    const bool activation = ops::laid_out::activation_input(*ops::laid_out::base_kind(base), i,
+                                                            plain_inputs[i].shape());
     nhwc_feed[fmt::format("x{}", i)] =
-        plain_inputs[i].rank() == 4 ? to_layout(plain_inputs[i], kNhwc) : plain_inputs[i];
+        activation ? to_layout(plain_inputs[i], kNhwc) : plain_inputs[i];
   }
   Result<runtime::Executable> ref = runtime::compile(build(base, false), uncached({"cpu"}));
   ASSERT_TRUE(ref.is_ok()) << ref.status().message();
@@ -529,6 +582,17 @@ TEST(OnednnLayout, LaidOutNodesMatchThePlainOps) {
   check_laid_out_node("sub", {}, {x, grid_tensor({2, 24, 7, 6}, 60)});
   check_laid_out_node("div", {}, {x, grid_tensor({1}, 61)});
   check_laid_out_node("relu", {}, {x});
+  // conv_transpose: W [C, M / group, kH, kW] and B stay plain; strided, padded, grouped, with
+  // output_padding.
+  check_laid_out_node("conv_transpose", {{"kernel_shape", ints{2, 2}}, {"strides", ints{2, 2}}},
+                      {x, grid_tensor({24, 16, 2, 2}, 62), grid_tensor({16}, 63)});
+  check_laid_out_node("conv_transpose",
+                      {{"kernel_shape", ints{3, 3}},
+                       {"strides", ints{2, 2}},
+                       {"pads", ints{1, 1, 1, 1}},
+                       {"output_padding", ints{1, 0}},
+                       {"group", int64_t{2}}},
+                      {x, grid_tensor({24, 4, 3, 3}, 64)});
 }
 
 TEST(OnednnLayout, LaidOutSchemaRejectsBadNodes) {
@@ -557,6 +621,9 @@ TEST(OnednnLayout, LaidOutSchemaRejectsBadNodes) {
   EXPECT_NE(bad_base.message().find("'base_op'"), std::string::npos) << bad_base.message();
   const Status with_attr = infer({x}, {{"base_op", std::string("leaky_relu")}, {"layout", kNhwc}});
   EXPECT_NE(with_attr.message().find("'base_op'"), std::string::npos) << with_attr.message();
+  // A conv_transpose needs its W.
+  const Status no_w = infer({x}, {{"base_op", std::string("conv_transpose")}, {"layout", kNhwc}});
+  EXPECT_NE(no_w.message().find("X, W and an optional B"), std::string::npos) << no_w.message();
   // An elementwise operand of rank below 4 with more than one element would broadcast along W.
   const ir::ValueId row = g.add_input("row", ir::TensorType{DTypeCode::kFloat32, {3}});
   const Status rank1 = infer({x, row}, {{"base_op", std::string("add")}, {"layout", kNhwc}});

@@ -1,6 +1,7 @@
 // cpu reference kernel of laid_out_internal (src/ops/schemas/laid_out_internal.h): converts the
-// rank-4 (nhwc) inputs to plain NCHW copies, runs the base op's own cpu kernel on them (other
-// inputs, batch-norm parameters and one-element operands, as they are) and stores its result
+// activation inputs (nhwc) to plain NCHW copies, runs the base op's own cpu kernel on them (other
+// inputs, batch-norm parameters, one-element operands and a conv_transpose's W and B, as they
+// are) and stores its result
 // nhwc in the output, so each formula keeps one home (ARCH-041: the
 // fallback chain may place a node the onednn pattern created on cpu).
 
@@ -22,6 +23,7 @@ struct LaidOutState {
   const ops::KernelDef* base = nullptr;
   std::shared_ptr<void> base_state;  // the base kernel's prepared state, or null
   ActivationLayout layout = ActivationLayout::kNhwc;
+  ops::laid_out::BaseKind kind = ops::laid_out::BaseKind::kPool;
 };
 
 Result<std::shared_ptr<void>> prepare_laid_out(const ops::NodeContext& ctx) {
@@ -30,6 +32,7 @@ Result<std::shared_ptr<void>> prepare_laid_out(const ops::NodeContext& ctx) {
   st->base = ops::KernelRegistry::global().find(spec.base_op, "cpu");
   if (st->base == nullptr) return ctx.error("base op '{}' has no cpu kernel", spec.base_op);
   st->layout = spec.layout;
+  st->kind = spec.kind;
   // The base kernel sees this node's logical types and attributes: it computes on plain copies.
   if (st->base->prepare != nullptr) {
     FRAME_ASSIGN_OR_RETURN(st->base_state, st->base->prepare(ctx));
@@ -42,7 +45,7 @@ Status laid_out_kernel(KernelContext& ctx) {
   const size_t n_in = ctx.inputs.size();
   std::vector<Tensor> plain_in(n_in);
   for (size_t i = 0; i < n_in; ++i) {
-    if (ctx.input(i).rank() != 4) {
+    if (!ops::laid_out::activation_input(st.kind, i, ctx.input(i).shape())) {
       plain_in[i] = ctx.input(i);
       continue;
     }

@@ -147,6 +147,7 @@ struct ConvEntry {
 struct DeconvEntry {
   dnnl::deconvolution_forward::primitive_desc pd;
   dnnl::deconvolution_forward prim;  // always empty
+  std::string impl;                  // oneDNN's implementation name
   bool residual_sum = false;
 };
 using ConvCache = PdCache<ConvEntry>;
@@ -184,7 +185,7 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
     if (blocked_as == ActivationLayout::kPlain) blocked_as = l;
   }
   const bool any_blocked = blocked_as != ActivationLayout::kPlain;
-  if (any_blocked && (transpose || x.size() != 4)) {
+  if (any_blocked && x.size() != 4) {
     return unimplemented("nhwc / nChw16c activations on a rank-{} {}", x.size(),
                          transpose ? "conv_transpose" : "conv");
   }
@@ -312,10 +313,12 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
                                                 w_any, p->bias_md, dst_any, strides, dilates, pad_l,
                                                 pad_r);
             made.pd = dnnl::deconvolution_forward::primitive_desc(d, attr, engine());
+            made.impl = made.pd.impl_info_str();
             return made;
           },
           [](DeconvEntry&) {});
       p->residual_sum = e.residual_sum;
+      impl = e.impl;
       take_descs(e.pd);
       if (reorder_weights) p->prim = dnnl::deconvolution_forward(e.pd);
     } else {

@@ -8,13 +8,16 @@
 //   batch normalization: y = x * a[c] + b[c] over pixels of C channels (norm.cpp);
 //   elementwise: the op's own onednn kernel prepared for the operands read as [N, H, W, C]
 //     (every rank-4 shape permuted alike; broadcasting commutes with that), so a [N, C, 1, 1]
-//     squeeze-excitation gate broadcasts over the pixels as it does over the planes.
+//     squeeze-excitation gate broadcasts over the pixels as it does over the planes;
+//   conv_transpose: oneDNN's deconvolution with explicit nhwc source and destination (conv.cpp's
+//     make_conv; declined where oneDNN has only a reference or gemm implementation for them).
 
 #include "backends/onednn/kernels/laid_out.h"
 
 #include <memory>
 #include <vector>
 
+#include "backends/onednn/kernels/linear_kernels.h"
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/op_registry.h"
 #include "ops/schemas/laid_out_internal.h"
@@ -27,9 +30,15 @@ using ops::NodeContext;
 using ops::laid_out::BaseKind;
 
 struct LaidOutState {
-  ops::KernelFn run = nullptr;  // the base kernel
-  std::shared_ptr<void> inner;  // its prepared state
+  ops::KernelFn run = nullptr;         // the base kernel
+  std::shared_ptr<void> inner;         // its prepared state
+  ops::ReordersFn reorders = nullptr;  // the base kernel's count of layout reorders, or null
 };
+
+// A conv_transpose's activations, both nhwc: no reorder of X or Y.
+constexpr ConvLayouts kNhwcConvTranspose{ops::fused::ActivationLayout::kNhwc,
+                                         ops::fused::ActivationLayout::kNhwc,
+                                         ops::fused::ActivationLayout::kPlain};
 
 // The context of an elementwise base op on nhwc operands: op and schema the base op's, every
 // rank-4 type [N, C, H, W] read as [N, H, W, C]. Borrows `ctx`'s attributes and constants.
@@ -60,6 +69,8 @@ Status laid_out_accepts(const NodeContext& ctx) {
       return Status();
     case BaseKind::kBatchNorm:
       return nhwc_batch_norm_accepts(ctx);
+    case BaseKind::kConvTranspose:
+      return make_conv(ctx, true, {}, false, kNhwcConvTranspose).status();
     case BaseKind::kElementwise:
       break;
   }
@@ -86,6 +97,12 @@ Result<std::shared_ptr<void>> laid_out_prepare(const NodeContext& ctx) {
       FRAME_ASSIGN_OR_RETURN(st->inner, nhwc_batch_norm_prepare(ctx));
       break;
     }
+    case BaseKind::kConvTranspose: {
+      st->run = run_linear;
+      st->reorders = linear_reorders;
+      FRAME_ASSIGN_OR_RETURN(st->inner, make_conv(ctx, true, {}, true, kNhwcConvTranspose));
+      break;
+    }
     case BaseKind::kElementwise: {
       FRAME_ASSIGN_OR_RETURN(const ops::KernelDef* k, elementwise_kernel(spec.base_op));
       st->run = k->fn;
@@ -105,10 +122,16 @@ Status laid_out_kernel(KernelContext& ctx) {
   return st.run(inner);
 }
 
+int laid_out_reorders(const void* state) {
+  const auto& st = *static_cast<const LaidOutState*>(state);
+  return st.reorders != nullptr ? st.reorders(st.inner.get()) : 0;
+}
+
 }  // namespace
 
 FRAME_REGISTER_KERNEL(laid_out_internal, "onednn", laid_out_kernel)
     .dtypes(DTypeSet{DTypeCode::kFloat32})
+    .reorders(laid_out_reorders)
     .accepts(laid_out_accepts)
     .prepare(laid_out_prepare);
 
