@@ -2,7 +2,11 @@
 #include "backends/onednn/pattern_util.h"
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <memory>
+#include <numbers>
+#include <set>
 
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/op_registry.h"
@@ -42,6 +46,115 @@ std::optional<std::pair<ir::NodeId, ir::NodeId>> swish_pair(const ir::Graph& g, 
     if (!reads || g.value(m.outputs[0]).type != g.value(v).type) continue;
     const std::optional<ir::NodeId> su = sole_user(g, sv);
     if (su && *su == m.id) return std::pair{s.id, m.id};
+  }
+  return std::nullopt;
+}
+
+ScalarOf graph_scalars(const ir::Graph& g) {
+  return [&g](ir::ValueId v) -> std::optional<double> {
+    const Tensor* t = constant_of(g, v);
+    if (t == nullptr || t->numel() != 1) return std::nullopt;
+    if (t->dtype() == DTypeCode::kFloat32) return t->data<float>()[0];
+    if (t->dtype() == DTypeCode::kFloat64) return t->data<double>()[0];
+    return std::nullopt;
+  };
+}
+
+namespace {
+
+// The ops a GELU subgraph is spelled with, and their value on doubles.
+std::optional<double> eval_gelu_op(std::string_view op, const std::vector<double>& a) {
+  if (a.size() == 1) {
+    if (op == "erf") return std::erf(a[0]);
+    if (op == "tanh") return std::tanh(a[0]);
+    return std::nullopt;
+  }
+  if (a.size() != 2) return std::nullopt;
+  if (op == "mul") return a[0] * a[1];
+  if (op == "add") return a[0] + a[1];
+  if (op == "sub") return a[0] - a[1];
+  if (op == "div") return a[0] / a[1];
+  if (op == "pow") return std::pow(a[0], a[1]);
+  return std::nullopt;
+}
+
+double gelu_of(double x, bool tanh) {
+  if (tanh) {
+    const double k = std::sqrt(2.0 / std::numbers::pi);
+    return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+  }
+  return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2));
+}
+
+}  // namespace
+
+std::optional<GeluMatch> match_gelu(const ir::Graph& g, ir::ValueId x, const ScalarOf& scalar) {
+  constexpr size_t kMaxNodes = 16;
+  if (x == ir::kNoValue || g.is_output(x)) return std::nullopt;
+  std::map<ir::ValueId, std::vector<ir::NodeId>> readers;
+  for (ir::NodeId id : g.node_ids()) {
+    for (ir::ValueId in : g.node(id).inputs) {
+      if (in != ir::kNoValue) readers[in].push_back(id);
+    }
+  }
+  std::vector<ir::NodeId> nodes;  // in an order where producers come first
+  std::set<ir::NodeId> taken;
+  std::set<ir::ValueId> inner{x};
+  // Whether node `n` reads only x, values of the subgraph and one-element constants.
+  const auto closed = [&](const ir::Node& n) {
+    if (n.outputs.size() != 1 || n.inputs.empty()) return false;
+    for (ir::ValueId in : n.inputs) {
+      if (in == ir::kNoValue || (inner.count(in) == 0 && !scalar(in))) return false;
+    }
+    return eval_gelu_op(n.op, std::vector<double>(n.inputs.size(), 1.0)).has_value();
+  };
+  const auto evaluate = [&](double xv) -> std::optional<double> {
+    std::map<ir::ValueId, double> val{{x, xv}};
+    for (ir::NodeId id : nodes) {
+      const ir::Node& n = g.node(id);
+      std::vector<double> a;
+      for (ir::ValueId in : n.inputs) a.push_back(val.count(in) != 0 ? val[in] : *scalar(in));
+      const std::optional<double> r = eval_gelu_op(n.op, a);
+      if (!r) return std::nullopt;
+      val[n.outputs[0]] = *r;
+    }
+    return val[g.node(nodes.back()).outputs[0]];
+  };
+  // Grows the subgraph one node at a time (a reader of its values whose inputs are all in it or
+  // constants); after each, checks whether it is a closed GELU.
+  while (nodes.size() < kMaxNodes) {
+    std::optional<ir::NodeId> next;
+    for (ir::ValueId v : inner) {
+      for (ir::NodeId r : readers[v]) {
+        if (taken.count(r) == 0 && closed(g.node(r)) && (!next || r < *next)) next = r;
+      }
+    }
+    if (!next) return std::nullopt;
+    taken.insert(*next);
+    nodes.push_back(*next);
+    inner.insert(g.node(*next).outputs[0]);
+    const ir::ValueId out = g.node(*next).outputs[0];
+    // Closed: every value but `out` (x included) is read only inside, and none is an output.
+    bool ok = true;
+    bool erf = false, tanh = false;
+    for (ir::NodeId id : nodes) {
+      erf = erf || g.node(id).op == "erf";
+      tanh = tanh || g.node(id).op == "tanh";
+    }
+    for (ir::ValueId v : inner) {
+      if (v == out) continue;
+      if (g.is_output(v)) ok = false;
+      for (ir::NodeId r : readers[v]) ok = ok && taken.count(r) != 0;
+    }
+    if (!ok || erf == tanh) continue;
+    bool same = true;
+    for (int i = -6; i <= 6 && same; ++i) {
+      const double xv = i;
+      const std::optional<double> y = evaluate(xv);
+      const double want = gelu_of(xv, tanh);
+      same = y && std::abs(*y - want) <= 1e-5 * std::max(1.0, std::abs(want));
+    }
+    if (same) return GeluMatch{nodes, out, tanh};
   }
   return std::nullopt;
 }

@@ -3,6 +3,7 @@
 /// Graph queries shared by the onednn backend's lowering patterns (patterns.cpp,
 /// qdq_patterns.cpp; include/frame/ops/lowering_pattern.h).
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,6 +24,31 @@ std::optional<ir::NodeId> sole_user(const ir::Graph& g, ir::ValueId v);
 /// S's output (either order), and nothing else reading `v` (nor a graph output); as (S, M), or
 /// nullopt. torch exports nn.SiLU this way.
 std::optional<std::pair<ir::NodeId, ir::NodeId>> swish_pair(const ir::Graph& g, ir::ValueId v);
+
+/// The value of a one-element f32/f64 constant, or nullopt (not a constant, more elements).
+using ScalarOf = std::function<std::optional<double>(ir::ValueId)>;
+
+/// One-element constant values of `g` itself (ScalarOf over constant_of).
+ScalarOf graph_scalars(const ir::Graph& g);
+
+/// A GELU found by match_gelu: the nodes it spans, the value it computes, and its form.
+struct GeluMatch {
+  std::vector<ir::NodeId> nodes;  ///< every node of the subgraph (each reads only x, another
+                                  ///< node's output or a one-element constant)
+  ir::ValueId out = ir::kNoValue;
+  bool tanh = false;  ///< the tanh approximation (ONNX Gelu approximate="tanh"), else erf
+};
+
+/// The GELU that `x` feeds, however an exporter spelled it as elementwise nodes: torch's
+/// erf form 0.5 * x * (1 + erf(x / sqrt 2)) (div or mul by the reciprocal, the halving in any
+/// position) and its tanh form 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))) (the
+/// cube as pow or as products). The subgraph is grown from x's readers over mul, add, sub,
+/// div, pow, erf and tanh nodes whose other operands are one-element constants (`scalar`),
+/// until it has one value read outside it; it is taken when x and every inner value are read
+/// only inside it, no inner value is a graph output, and evaluated in double at 13 points in
+/// [-6, 6] it agrees with the GELU of its form to 1e-5 (so a wrong constant or a different
+/// function is never taken). Nodes of at most 16. nullopt otherwise.
+std::optional<GeluMatch> match_gelu(const ir::Graph& g, ir::ValueId x, const ScalarOf& scalar);
 
 /// Replaces the nodes `removed` by one new node `op` named `name` whose output takes over value
 /// `out` (its name, type and uses), so graph outputs keep their names. Returns true. Errors:

@@ -8,7 +8,8 @@
 //     of the output's shape) and activations -> one fused_post_ops_internal node run with
 //     oneDNN post-ops. A fused_elementwise_internal whose body is such a chain (operator-fusion
 //     runs earlier) is taken as its post-ops; sigmoid(x) * x (SiLU) is one swish post-op,
-//     hard_sigmoid is eltwise_linear + eltwise_clip;
+//     hard_sigmoid is eltwise_linear + eltwise_clip, and a GELU spelled as elementwise nodes
+//     (torch's erf and tanh exports before opset 20; match_gelu) one gelu / gelu_tanh post-op;
 //   keep_blocked_activations: a rank-4 f32 conv output, not a graph output, read only by
 //     convs (as X or as the residual R) -> producer dst_layout and the users' src_layout /
 //     residual_layout = the layout oneDNN picks for the producer's output (1 nhwc, or 16
@@ -188,9 +189,25 @@ std::optional<std::vector<PostOp>> body_post_ops(const Graph& g, const ir::Node&
   }
   Result<std::vector<NodeId>> order = b.topological_order();
   if (chain == ir::kNoValue || !order.is_ok()) return std::nullopt;
+  // A body input's one-element constant, read through the node's input at that position.
+  const ScalarOf outer = graph_scalars(g);
+  const ScalarOf scalar = [&](ValueId v) -> std::optional<double> {
+    const auto pos = std::find(b.inputs().begin(), b.inputs().end(), v);
+    if (pos == b.inputs().end()) return graph_scalars(b)(v);
+    return outer(f.inputs[static_cast<size_t>(pos - b.inputs().begin())]);
+  };
   std::vector<PostOp> out;
+  std::set<NodeId> in_gelu;  // nodes of a GELU already taken as one post-op
   for (size_t k = 0; k < order->size(); ++k) {
     const NodeId id = (*order)[k];
+    if (in_gelu.count(id) != 0) continue;
+    if (const auto gm = match_gelu(b, chain, scalar);
+        gm && std::count(gm->nodes.begin(), gm->nodes.end(), id) != 0) {
+      out.push_back(PostOp{gm->tanh ? PostOpKind::kGeluTanh : PostOpKind::kGelu});
+      in_gelu.insert(gm->nodes.begin(), gm->nodes.end());
+      chain = gm->out;
+      continue;
+    }
     // sigmoid(c) then mul(c, sigmoid(c)): one swish post-op (SiLU).
     if (k + 1 < order->size() && b.node(id).op == "sigmoid" && b.node(id).inputs.size() == 1 &&
         b.node(id).inputs[0] == chain) {
@@ -261,7 +278,16 @@ Result<bool> fuse_post_ops(Graph& g, NodeId id) {
   const bool rows = base.op == "matmul" || base.op == "gemm";
   std::vector<NodeId> chain{id};
   std::vector<PostOp> taken;
+  const ScalarOf scalars = graph_scalars(g);
   while (taken.size() < kMaxPostOps) {
+    if (const auto gm = match_gelu(g, cur, scalars)) {
+      const PostOp p{gm->tanh ? PostOpKind::kGeluTanh : PostOpKind::kGelu};
+      if (clashes(taken, p)) break;
+      chain.insert(chain.end(), gm->nodes.begin(), gm->nodes.end());
+      taken.push_back(p);
+      cur = gm->out;
+      continue;
+    }
     if (const auto sw = swish_pair(g, cur)) {
       const PostOp p{PostOpKind::kSwish};
       if (clashes(taken, p)) break;

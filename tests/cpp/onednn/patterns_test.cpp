@@ -331,6 +331,77 @@ TEST(OnednnPatterns, ConvHardSigmoidAndSiluFused) {
   }
 }
 
+// GELU spelled as elementwise nodes after a matmul + bias row (match_gelu): torch's erf export
+// (div by sqrt 2, erf, + 1, * x, * 0.5), the same with the reciprocal and the halving first,
+// GPT-2's tanh export (x * x * x, * 0.044715, + x, * sqrt(2 / pi), tanh, + 1, * x, * 0.5) and
+// the tanh form with pow(x, 3): each one fused_post_ops_internal node whose post-ops end in
+// gelu / gelu_tanh, with and without operator-fusion, equal to the unfused cpu run. Not
+// fused: a wrong constant (x / 2 inside erf is another function) and an inner value that is
+// also a graph output.
+TEST(OnednnPatterns, MatmulGeluSpelledAsElementwiseNodesFused) {
+  const ir::TensorType t{DTypeCode::kFloat32, {6, 16}};
+  const auto scalar = [](ir::Graph& g, const std::string& name, float v) {
+    return g.add_constant(name, Tensor::from_vector<float>({}, {v}));
+  };
+  for (const std::string form :
+       {"erf", "erf_rcp_half_first", "tanh", "tanh_pow", "wrong_const", "inner_output"}) {
+    for (const bool fusion : {true, false}) {
+      SCOPED_TRACE(form + (fusion ? " after operator-fusion" : " unfused"));
+      ir::Graph g("gelu");
+      const ir::ValueId a = g.add_input("a", t);
+      const ir::ValueId mm =
+          add_op(g, "matmul", "mm", {a, g.add_constant("w", grid_tensor({16, 8}, 11))});
+      const ir::ValueId x =
+          add_op(g, "add", "bias", {mm, g.add_constant("b", grid_tensor({8}, 12))});
+      ir::ValueId y;
+      if (form == "erf" || form == "wrong_const" || form == "inner_output") {
+        const float d = form == "wrong_const" ? 2.0F : 1.41421354F;
+        const ir::ValueId e =
+            add_op(g, "erf", "erf", {add_op(g, "div", "d", {x, scalar(g, "s2", d)})});
+        const ir::ValueId p1 = add_op(g, "add", "p1", {e, scalar(g, "one", 1.0F)});
+        y = add_op(g, "mul", "h", {add_op(g, "mul", "xm", {x, p1}), scalar(g, "half", 0.5F)});
+        if (form == "inner_output") g.add_output(e);
+      } else if (form == "erf_rcp_half_first") {
+        const ir::ValueId h = add_op(g, "mul", "h", {scalar(g, "half", 0.5F), x});
+        const ir::ValueId e =
+            add_op(g, "erf", "erf", {add_op(g, "mul", "d", {x, scalar(g, "r2", 0.707106769F)})});
+        y = add_op(g, "mul", "y", {h, add_op(g, "add", "p1", {scalar(g, "one", 1.0F), e})});
+      } else {
+        const ir::ValueId cube = form == "tanh"
+                                     ? add_op(g, "mul", "c3", {x, add_op(g, "mul", "c2", {x, x})})
+                                     : add_op(g, "pow", "c3", {x, scalar(g, "three", 3.0F)});
+        const ir::ValueId inner = add_op(
+            g, "add", "in", {x, add_op(g, "mul", "k", {scalar(g, "kappa", 0.044715F), cube})});
+        const ir::ValueId th = add_op(
+            g, "tanh", "th", {add_op(g, "mul", "bt", {scalar(g, "beta", 0.797884583F), inner})});
+        const ir::ValueId p1 = add_op(g, "add", "p1", {scalar(g, "one", 1.0F), th});
+        y = add_op(g, "mul", "h", {scalar(g, "half", 0.5F), add_op(g, "mul", "xm", {x, p1})});
+      }
+      g.add_output(y);
+      std::vector<std::string> skip;
+      if (!fusion) skip.push_back("operator-fusion");
+      ir::Graph lowered = g;
+      lower(lowered, {"onednn", "cpu"}, skip);
+      const bool fused = form != "wrong_const" && form != "inner_output";
+      std::vector<std::string> post;
+      for (ir::NodeId id : lowered.node_ids()) {
+        const ir::Node& n = lowered.node(id);
+        if (n.op != "fused_post_ops_internal") continue;
+        post = std::get<std::vector<std::string>>(n.attrs.at("post_ops"));
+      }
+      if (fused) {
+        EXPECT_EQ(lowered.num_nodes(), 1u);
+        ASSERT_FALSE(post.empty());
+        EXPECT_EQ(post.back(), form.starts_with("tanh") ? "gelu_tanh" : "gelu");
+      } else {
+        EXPECT_GT(lowered.num_nodes(), 1u);
+        EXPECT_TRUE(post.empty() || (post.back() != "gelu" && post.back() != "gelu_tanh"));
+      }
+      expect_same_as_cpu(g, {{"a", grid_tensor(t.shape, 13)}}, ToleranceClass::kOp, skip);
+    }
+  }
+}
+
 // The cpu reference kernel of the fused op against the unfused ops (the pattern never
 // creates a cpu-placed fused node, so it is checked directly through run_op).
 TEST(OnednnPatterns, FusedOpCpuKernelMatchesTheChain) {
