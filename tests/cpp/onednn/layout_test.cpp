@@ -224,9 +224,10 @@ Tensor to_layout(const Tensor& t, int64_t layout) {
 }
 
 // One fused conv node (3x3, pads 1, + R, relu) with the layout attributes `layouts` (src, dst,
-// residual), compiled for `backend` and run on (x, r) given in those layouts.
+// residual), compiled for `backend` and run on (x, r) given in those layouts. `reorders`, when
+// given, receives the node's layout reorders per run.
 Result<Tensor> run_fused(const std::string& backend, const ints& layouts, const Tensor& x,
-                         const Tensor& r, int64_t group) {
+                         const Tensor& r, int64_t group, int* reorders = nullptr) {
   ir::Graph g("fused_layout");
   const int64_t c = x.dim(1), m = r.dim(1);
   const ir::ValueId xv = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, x.shape()});
@@ -249,6 +250,7 @@ Result<Tensor> run_fused(const std::string& backend, const ints& layouts, const 
   if (const runtime::Placement p = placement_of(exe, "f"); p.backend != backend) {
     return unimplemented("node f not on {}: {}", backend, fmt::join(p.rejected, "; "));
   }
+  if (reorders != nullptr) *reorders = placement_of(exe, "f").reorders_per_run;
   FRAME_ASSIGN_OR_RETURN(runtime::TensorMap out, exe.run({{"x", x}, {"r", r}}));
   return out.at("y");
 }
@@ -287,6 +289,40 @@ TEST(OnednnLayout, LayoutAttributesMatchThePlainComputation) {
         }
       }
     }
+  }
+}
+
+// A conv with 1024 input channels and more than 7x7 outputs runs on oneDNN's nChw16c conv
+// whatever its layout attributes say (conv.cpp: its nhwc brgconv takes about twice as long
+// there), reordering from and to them: every plain / nhwc combination of src, dst and residual
+// against the plain node on cpu; with all three nhwc the node reorders all three (on AVX-512,
+// where that conv exists), where a narrow conv reorders none.
+TEST(OnednnLayout, WideConvRunsBlockedWhateverTheLayoutsAround) {
+  const Tensor x = grid_tensor({1, 1024, 8, 8}, 13);
+  const Tensor r = grid_tensor({1, 32, 8, 8}, 14);
+  Result<Tensor> plain = run_fused("cpu", {0, 0, 0}, x, r, 1);
+  ASSERT_TRUE(plain.is_ok()) << plain.status().message();
+  for (int mask = 0; mask < 8; ++mask) {
+    const ints layouts{mask & 1 ? kNhwc : 0, mask & 2 ? kNhwc : 0, mask & 4 ? kNhwc : 0};
+    int reorders = -1;
+    Result<Tensor> got = run_fused("onednn", layouts, layouts[0] != 0 ? to_layout(x, kNhwc) : x,
+                                   layouts[2] != 0 ? to_layout(r, kNhwc) : r, 1, &reorders);
+    ASSERT_TRUE(got.is_ok()) << "mask " << mask << ": " << got.status().message();
+    const Tensor want = layouts[1] != 0 ? to_layout(*plain, kNhwc) : *plain;
+    // 9216 products per output: the deep-network class (BUILD-011).
+    const CompareResult c = compare_tensors(
+        *got, want, tolerance_for(DTypeCode::kFloat32, ToleranceClass::kDeepNetwork));
+    EXPECT_TRUE(c.ok) << "mask " << mask << ": " << c.message;
+    if (mask == 7 && __builtin_cpu_supports("avx512f")) {
+      EXPECT_EQ(reorders, 3);
+    }
+  }
+  int narrow = -1;
+  const Tensor x32 = to_layout(grid_tensor({1, 32, 8, 8}, 15), kNhwc);
+  ASSERT_TRUE(
+      run_fused("onednn", {kNhwc, kNhwc, kNhwc}, x32, to_layout(r, kNhwc), 1, &narrow).is_ok());
+  if (__builtin_cpu_supports("avx512f")) {
+    EXPECT_EQ(narrow, 0);
   }
 }
 

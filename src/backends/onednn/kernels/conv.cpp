@@ -255,112 +255,133 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
     }
     return blocked ? memory::desc(dims, dt, memory::format_tag::any) : user;
   };
-  const memory::desc src_any = side(to_dims(x), layouts.src, c, p->src_user);
-  const memory::desc dst_any = side(y_dims, layouts.dst, m, p->dst_user);
+  // Wide 3x3-like convs run on nChw16c whatever the layouts around them (reordered in and
+  // out): oneDNN 2.6's brgconv, which it picks for nhwc and for `any`, takes 2-2.3x longer than
+  // its jit:avx512_core nChw16c conv once the input has 1024 channels or more and the output
+  // more than 7x7 pixels (1 thread here: FCN-ResNet50's 2048 -> 512 3x3 at 28x28 288 vs 123 ms,
+  // 1024 -> 256 at 14x14 12.4 vs 7.2 ms, 1536 -> 256 16.6 vs 10.8; 768 channels and 7x7 outputs
+  // even). Where that descriptor has no fast implementation (a large dilation gives oneDNN's
+  // reference conv), the usual choice stands.
+  const bool wide = !transpose && sr == 2 && group == 1 && taps > 1 && c >= 1024 && c % 16 == 0 &&
+                    m % 16 == 0 && y_dims[2] * y_dims[3] > 49;
+  memory::desc src_any = side(to_dims(x), layouts.src, c, p->src_user);
+  memory::desc dst_any = side(y_dims, layouts.dst, m, p->dst_user);
   std::string impl;
-  const memory::desc w_any(w_dims, dt, memory::format_tag::any);
-  const auto pk = dnnl::prop_kind::forward_inference;
   memory::desc src_pd, w_pd, dst_pd;
-  // The layouts oneDNN chose; deconvolution and convolution descriptors expose the same ones.
-  const auto take_descs = [&](const auto& pd) {
-    src_pd = pd.src_desc();
-    w_pd = pd.weights_desc();
-    dst_pd = pd.dst_desc();
-    p->scratch_md = pd.scratchpad_desc();
-  };
-  bool wino = !transpose && winograd_enabled() && dt == memory::data_type::f32 && group == 1 &&
-              sr == 2 && taps == 9 && c >= kWinoMinChannels && m >= kWinoMinChannels &&
-              y_dims[2] * y_dims[3] >= kWinoMinPixels;
-  for (size_t d = 0; d < sr; ++d) wino = wino && strides[d] == 1 && dilates[d] == 0;
-  // Everything the descriptor depends on (pd_cache.h): accepts(), the layout choice, the
-  // fusion patterns and prepare() of this node, and later compiles of an equal conv, share one.
-  std::string key;
-  key.reserve(512);
-  key_append(key, transpose);
-  key_append(key, dt);
-  append_desc_key(key, src_any);
-  append_desc_key(key, w_any);
-  key_append(key, p->has_bias);
-  if (p->has_bias) append_desc_key(key, p->bias_md);
-  append_desc_key(key, dst_any);
-  for (const memory::dims* v : {&strides, &dilates, &pad_l, &pad_r}) {
-    key_append(key, std::span<const memory::dim>(*v));
-  }
-  key_append(key, omp_get_max_threads());
-  key_append(key, wino);
-  for (const ops::fused::PostOp& o : post) {
-    key_append(key, static_cast<int>(o.kind));
-    key_append(key, o.alpha);
-    key_append(key, o.beta);
-  }
-  // The post-ops in `attr`; whether the residual add became a sum post-op.
-  const auto make_attr = [&](dnnl::primitive_attr& attr) {
-    dnnl::post_ops pops;
-    const bool sum = append_post_ops(pops, post, nullptr) >= 0;
-    if (pops.len() > 0) attr.set_post_ops(pops);
-    return sum;
-  };
-  try {
-    // Inside the try: oneDNN throws on post-ops it rejects (e.g. a clip with min > max).
-    if (transpose) {
-      const DeconvEntry e = DeconvCache::global().get(
-          key, false,
-          [&] {
-            DeconvEntry made;
-            dnnl::primitive_attr attr = default_attr();
-            made.residual_sum = make_attr(attr);
-            dnnl::deconvolution_forward::desc d(pk, dnnl::algorithm::deconvolution_direct, src_any,
-                                                w_any, p->bias_md, dst_any, strides, dilates, pad_l,
-                                                pad_r);
-            made.pd = dnnl::deconvolution_forward::primitive_desc(d, attr, engine());
-            made.impl = made.pd.impl_info_str();
-            return made;
-          },
-          [](DeconvEntry&) {});
-      p->residual_sum = e.residual_sum;
-      impl = e.impl;
-      take_descs(e.pd);
-      if (reorder_weights) p->prim = dnnl::deconvolution_forward(e.pd);
-    } else {
-      const ConvEntry e = ConvCache::global().get(
-          key, false,
-          [&] {
-            ConvEntry made;
-            dnnl::primitive_attr attr = default_attr();
-            made.residual_sum = make_attr(attr);
-            std::optional<dnnl::convolution_forward::primitive_desc> pd;
-            if (wino) {
-              try {
-                dnnl::convolution_forward::desc d(pk, dnnl::algorithm::convolution_winograd,
+  for (int attempt = wide ? 0 : 1; attempt < 2; ++attempt) {
+    if (attempt == 0) {
+      src_any = activation_desc(to_dims(x), dt, ActivationLayout::kNChw16c);
+      dst_any = activation_desc(y_dims, dt, ActivationLayout::kNChw16c);
+    } else if (wide) {
+      src_any = side(to_dims(x), layouts.src, c, p->src_user);
+      dst_any = side(y_dims, layouts.dst, m, p->dst_user);
+    }
+    const memory::desc w_any(w_dims, dt, memory::format_tag::any);
+    const auto pk = dnnl::prop_kind::forward_inference;
+    // The layouts oneDNN chose; deconvolution and convolution descriptors expose the same ones.
+    const auto take_descs = [&](const auto& pd) {
+      src_pd = pd.src_desc();
+      w_pd = pd.weights_desc();
+      dst_pd = pd.dst_desc();
+      p->scratch_md = pd.scratchpad_desc();
+    };
+    bool wino = !transpose && winograd_enabled() && dt == memory::data_type::f32 && group == 1 &&
+                sr == 2 && taps == 9 && c >= kWinoMinChannels && m >= kWinoMinChannels &&
+                y_dims[2] * y_dims[3] >= kWinoMinPixels;
+    for (size_t d = 0; d < sr; ++d) wino = wino && strides[d] == 1 && dilates[d] == 0;
+    // Everything the descriptor depends on (pd_cache.h): accepts(), the layout choice, the
+    // fusion patterns and prepare() of this node, and later compiles of an equal conv, share one.
+    std::string key;
+    key.reserve(512);
+    key_append(key, transpose);
+    key_append(key, dt);
+    append_desc_key(key, src_any);
+    append_desc_key(key, w_any);
+    key_append(key, p->has_bias);
+    if (p->has_bias) append_desc_key(key, p->bias_md);
+    append_desc_key(key, dst_any);
+    for (const memory::dims* v : {&strides, &dilates, &pad_l, &pad_r}) {
+      key_append(key, std::span<const memory::dim>(*v));
+    }
+    key_append(key, omp_get_max_threads());
+    key_append(key, wino);
+    for (const ops::fused::PostOp& o : post) {
+      key_append(key, static_cast<int>(o.kind));
+      key_append(key, o.alpha);
+      key_append(key, o.beta);
+    }
+    // The post-ops in `attr`; whether the residual add became a sum post-op.
+    const auto make_attr = [&](dnnl::primitive_attr& attr) {
+      dnnl::post_ops pops;
+      const bool sum = append_post_ops(pops, post, nullptr) >= 0;
+      if (pops.len() > 0) attr.set_post_ops(pops);
+      return sum;
+    };
+    try {
+      // Inside the try: oneDNN throws on post-ops it rejects (e.g. a clip with min > max).
+      if (transpose) {
+        const DeconvEntry e = DeconvCache::global().get(
+            key, false,
+            [&] {
+              DeconvEntry made;
+              dnnl::primitive_attr attr = default_attr();
+              made.residual_sum = make_attr(attr);
+              dnnl::deconvolution_forward::desc d(pk, dnnl::algorithm::deconvolution_direct,
                                                   src_any, w_any, p->bias_md, dst_any, strides,
                                                   dilates, pad_l, pad_r);
-                pd.emplace(d, attr, engine());
-              } catch (const dnnl::error&) {
-                pd.reset();  // no Winograd implementation here: direct below
+              made.pd = dnnl::deconvolution_forward::primitive_desc(d, attr, engine());
+              made.impl = made.pd.impl_info_str();
+              return made;
+            },
+            [](DeconvEntry&) {});
+        p->residual_sum = e.residual_sum;
+        impl = e.impl;
+        take_descs(e.pd);
+        if (reorder_weights) p->prim = dnnl::deconvolution_forward(e.pd);
+      } else {
+        const ConvEntry e = ConvCache::global().get(
+            key, false,
+            [&] {
+              ConvEntry made;
+              dnnl::primitive_attr attr = default_attr();
+              made.residual_sum = make_attr(attr);
+              std::optional<dnnl::convolution_forward::primitive_desc> pd;
+              if (wino) {
+                try {
+                  dnnl::convolution_forward::desc d(pk, dnnl::algorithm::convolution_winograd,
+                                                    src_any, w_any, p->bias_md, dst_any, strides,
+                                                    dilates, pad_l, pad_r);
+                  pd.emplace(d, attr, engine());
+                } catch (const dnnl::error&) {
+                  pd.reset();  // no Winograd implementation here: direct below
+                }
               }
-            }
-            if (!pd) {
-              dnnl::convolution_forward::desc d(pk, dnnl::algorithm::convolution_direct, src_any,
-                                                w_any, p->bias_md, dst_any, strides, dilates, pad_l,
-                                                pad_r);
-              pd.emplace(d, attr, engine());
-            }
-            made.pd = *std::move(pd);
-            made.impl = made.pd.impl_info_str();
-            return made;
-          },
-          [](ConvEntry&) {});
-      p->residual_sum = e.residual_sum;
-      impl = e.impl;
-      take_descs(e.pd);
-      if (reorder_weights) p->prim = dnnl::convolution_forward(e.pd);
+              if (!pd) {
+                dnnl::convolution_forward::desc d(pk, dnnl::algorithm::convolution_direct, src_any,
+                                                  w_any, p->bias_md, dst_any, strides, dilates,
+                                                  pad_l, pad_r);
+                pd.emplace(d, attr, engine());
+              }
+              made.pd = *std::move(pd);
+              made.impl = made.pd.impl_info_str();
+              return made;
+            },
+            [](ConvEntry&) {});
+        p->residual_sum = e.residual_sum;
+        impl = e.impl;
+        take_descs(e.pd);
+        if (reorder_weights) p->prim = dnnl::convolution_forward(e.pd);
+      }
+    } catch (const dnnl::error& e) {
+      if (attempt == 0) continue;
+      return dnnl_declines(transpose ? "deconvolution" : "convolution", e);
     }
-  } catch (const dnnl::error& e) {
-    return dnnl_declines(transpose ? "deconvolution" : "convolution", e);
-  }
-  if (any_blocked && !fast_blocked_impl(impl)) {
-    return unimplemented(
-        "nhwc / nChw16c activations (oneDNN offers only its {} convolution for them)", impl);
+    if (attempt == 0 && !fast_blocked_impl(impl)) continue;
+    if (any_blocked && !fast_blocked_impl(impl)) {
+      return unimplemented(
+          "nhwc / nChw16c activations (oneDNN offers only its {} convolution for them)", impl);
+    }
+    break;
   }
   p->dst_md = dst_pd;
   if (!reorder_weights) return std::shared_ptr<LinearPrimitive>(p);
