@@ -223,11 +223,12 @@ Tensor to_layout(const Tensor& t, int64_t layout) {
   return Tensor::from_vector(t.shape(), out);
 }
 
-// One fused conv node (3x3, pads 1, + R, relu) with the layout attributes `layouts` (src, dst,
-// residual), compiled for `backend` and run on (x, r) given in those layouts. `reorders`, when
-// given, receives the node's layout reorders per run.
+// One fused conv node (3x3, pads 1, + R, then `act`: relu or swish) with the layout attributes
+// `layouts` (src, dst, residual), compiled for `backend` and run on (x, r) given in those
+// layouts. `reorders`, when given, receives the node's layout reorders per run.
 Result<Tensor> run_fused(const std::string& backend, const ints& layouts, const Tensor& x,
-                         const Tensor& r, int64_t group, int* reorders = nullptr) {
+                         const Tensor& r, int64_t group, int* reorders = nullptr,
+                         const std::string& act = "relu") {
   ir::Graph g("fused_layout");
   const int64_t c = x.dim(1), m = r.dim(1);
   const ir::ValueId xv = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, x.shape()});
@@ -235,7 +236,7 @@ Result<Tensor> run_fused(const std::string& backend, const ints& layouts, const 
   const ir::ValueId w = g.add_constant("w", grid_tensor({m, c / group, 3, 3}, 21));
   const ir::ValueId b = g.add_constant("b", grid_tensor({m}, 22));
   ir::AttrMap attrs{{"base_op", std::string("conv")},
-                    {"post_ops", std::vector<std::string>{"add", "relu"}},
+                    {"post_ops", std::vector<std::string>{"add", act}},
                     {"post_op_params", std::vector<double>{0, 0, 0, 0}},
                     {"pads", ints{1, 1, 1, 1}},
                     {"group", group},
@@ -259,10 +260,11 @@ Result<Tensor> run_fused(const std::string& backend, const ints& layouts, const 
 // the plain node on cpu, laid out by hand; on cpu (the reference kernel must honour the
 // attributes, ARCH-041) and on onednn.
 TEST(OnednnLayout, LayoutAttributesMatchThePlainComputation) {
-  for (int64_t group : {1, 32}) {
+  for (const auto& [group, act] : std::vector<std::pair<int64_t, std::string>>{
+           {1, "relu"}, {32, "relu"}, {1, "swish"}, {32, "swish"}}) {
     const Tensor x = grid_tensor({2, 32, 6, 5}, 11);
     const Tensor r = grid_tensor({2, 32, 6, 5}, 12);
-    Result<Tensor> plain = run_fused("cpu", {0, 0, 0}, x, r, group);
+    Result<Tensor> plain = run_fused("cpu", {0, 0, 0}, x, r, group, nullptr, act);
     ASSERT_TRUE(plain.is_ok()) << plain.status().message();
     for (int64_t l : {kNhwc, kBlocked}) {
       for (int mask = 1; mask < 8; ++mask) {
@@ -271,7 +273,7 @@ TEST(OnednnLayout, LayoutAttributesMatchThePlainComputation) {
         const Tensor ri = layouts[2] != 0 ? to_layout(r, l) : r;
         const Tensor want = layouts[1] != 0 ? to_layout(*plain, l) : *plain;
         for (const std::string backend : {"cpu", "onednn"}) {
-          Result<Tensor> got = run_fused(backend, layouts, xi, ri, group);
+          Result<Tensor> got = run_fused(backend, layouts, xi, ri, group, nullptr, act);
           if (backend == "onednn" && l == kBlocked && !got.is_ok() &&
               !__builtin_cpu_supports("avx512f")) {
             // oneDNN has no jit convolution for nChw16c without AVX-512; the kernel declines
@@ -284,8 +286,8 @@ TEST(OnednnLayout, LayoutAttributesMatchThePlainComputation) {
               << backend << " layout " << l << " mask " << mask << ": " << got.status().message();
           // Grid inputs: exact sums in f32, so the op class holds on both backends (BUILD-011).
           const CompareResult c = compare_tensors(*got, want, tolerance_for(DTypeCode::kFloat32));
-          EXPECT_TRUE(c.ok) << backend << " group " << group << " layout " << l << " mask " << mask
-                            << ": " << c.message;
+          EXPECT_TRUE(c.ok) << backend << " " << act << " group " << group << " layout " << l
+                            << " mask " << mask << ": " << c.message;
         }
       }
     }
