@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -374,6 +375,14 @@ void expect_onednn_matches_cpu(const ir::Graph& g, const runtime::TensorMap& inp
   }
 }
 
+// Each node of `names` in lowered graph `g` is a laid_out_internal node stored nhwc.
+void expect_laid_out_nhwc(const ir::Graph& g, std::initializer_list<const char*> names) {
+  for (const char* n : names) {
+    EXPECT_EQ(op_of(g, n), "laid_out_internal") << n;
+    EXPECT_EQ(layout_attr(g, n, "layout"), kNhwc) << n;
+  }
+}
+
 // x[1,16,12,12] -> c1 (3x3, 32) -> relu -> max_pool 2x2/2 = m [1,32,6,6];
 // m -> c2 (1x1, 16), m -> c3 (3x3, 24); concat(c2, c3) = cat [1,40,6,6];
 // cat -> pad 1 (spatial, zeros) -> average_pool 3x3 = ap; ap -> c4 (1x1, 8) -> global average
@@ -409,10 +418,7 @@ TEST(OnednnLayout, NhwcFlowsThroughPoolsAndConcat) {
   if (layout_attr(g, "c2", kSrc) == 0 && !__builtin_cpu_supports("avx512f")) {
     GTEST_SKIP() << "oneDNN's convs do not take nhwc at speed without AVX-512 on this CPU";
   }
-  for (const char* n : {"mp", "cat", "ap"}) {
-    EXPECT_EQ(op_of(g, n), "laid_out_internal") << n;
-    EXPECT_EQ(layout_attr(g, n, "layout"), kNhwc) << n;
-  }
+  expect_laid_out_nhwc(g, {"mp", "cat", "ap"});
   EXPECT_EQ(op_of(g, "pad"), "");  // folded into ap
   EXPECT_EQ(layout_attr(g, "ap", "count_include_pad"), 1);
   EXPECT_EQ(layout_attr(g, "c1", kDst), kNhwc);
@@ -522,10 +528,7 @@ TEST(OnednnLayout, NhwcFlowsThroughConvTranspose) {
   if (layout_attr(lowered, "c3", kSrc) == 0 && !__builtin_cpu_supports("avx512f")) {
     GTEST_SKIP() << "oneDNN's convs do not take nhwc at speed without AVX-512 on this CPU";
   }
-  for (const char* n : {"mp", "up", "cat"}) {
-    EXPECT_EQ(op_of(lowered, n), "laid_out_internal") << n;
-    EXPECT_EQ(layout_attr(lowered, n, "layout"), kNhwc) << n;
-  }
+  expect_laid_out_nhwc(lowered, {"mp", "up", "cat"});
   EXPECT_EQ(layout_attr(lowered, "c1", kSrc), 0);  // graph input
   EXPECT_EQ(layout_attr(lowered, "c1", kDst), kNhwc);
   EXPECT_EQ(layout_attr(lowered, "c2", kDst), kNhwc);

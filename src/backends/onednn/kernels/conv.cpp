@@ -278,12 +278,15 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
     }
     const memory::desc w_any(w_dims, dt, memory::format_tag::any);
     const auto pk = dnnl::prop_kind::forward_inference;
-    // The layouts oneDNN chose; deconvolution and convolution descriptors expose the same ones.
-    const auto take_descs = [&](const auto& pd) {
-      src_pd = pd.src_desc();
-      w_pd = pd.weights_desc();
-      dst_pd = pd.dst_desc();
-      p->scratch_md = pd.scratchpad_desc();
+    // A cache entry's descriptors (the layouts oneDNN chose; deconvolution and convolution
+    // descriptors expose the same ones), implementation and sum post-op.
+    const auto adopt = [&](const auto& e) {
+      src_pd = e.pd.src_desc();
+      w_pd = e.pd.weights_desc();
+      dst_pd = e.pd.dst_desc();
+      p->scratch_md = e.pd.scratchpad_desc();
+      p->residual_sum = e.residual_sum;
+      impl = e.impl;
     };
     bool wino = !transpose && winograd_enabled() && dt == memory::data_type::f32 && group == 1 &&
                 sr == 2 && taps == 9 && c >= kWinoMinChannels && m >= kWinoMinChannels &&
@@ -334,9 +337,7 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
               return made;
             },
             [](DeconvEntry&) {});
-        p->residual_sum = e.residual_sum;
-        impl = e.impl;
-        take_descs(e.pd);
+        adopt(e);
         if (reorder_weights) p->prim = dnnl::deconvolution_forward(e.pd);
       } else {
         const ConvEntry e = ConvCache::global().get(
@@ -367,9 +368,7 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
               return made;
             },
             [](ConvEntry&) {});
-        p->residual_sum = e.residual_sum;
-        impl = e.impl;
-        take_descs(e.pd);
+        adopt(e);
         if (reorder_weights) p->prim = dnnl::convolution_forward(e.pd);
       }
     } catch (const dnnl::error& e) {
