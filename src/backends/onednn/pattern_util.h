@@ -45,9 +45,11 @@ struct GeluMatch {
 /// cube as pow or as products). The subgraph is grown from x's readers over mul, add, sub,
 /// div, pow, erf and tanh nodes whose other operands are one-element constants (`scalar`),
 /// until it has one value read outside it; it is taken when x and every inner value are read
-/// only inside it, no inner value is a graph output, and evaluated in double at 13 points in
-/// [-6, 6] it agrees with the GELU of its form to 1e-5 (so a wrong constant or a different
-/// function is never taken). Nodes of at most 16. nullopt otherwise.
+/// only inside it, no inner value is a graph output, and evaluated in double at 100 points (0,
+/// +-20 and 97 spread over [-8, 8] off any lattice) it agrees with the GELU of its form to 1e-5
+/// relative (so a wrong constant, or another function of these ops, is not taken; one equal to
+/// GELU at all 100 points would be, and no exporter writes one). Nodes of at most 16. nullopt
+/// otherwise.
 std::optional<GeluMatch> match_gelu(const ir::Graph& g, ir::ValueId x, const ScalarOf& scalar);
 
 /// Replaces the nodes `removed` by one new node `op` named `name` whose output takes over value

@@ -336,15 +336,16 @@ TEST(OnednnPatterns, ConvHardSigmoidAndSiluFused) {
 // GPT-2's tanh export (x * x * x, * 0.044715, + x, * sqrt(2 / pi), tanh, + 1, * x, * 0.5) and
 // the tanh form with pow(x, 3): each one fused_post_ops_internal node whose post-ops end in
 // gelu / gelu_tanh, with and without operator-fusion, equal to the unfused cpu run. Not
-// fused: a wrong constant (x / 2 inside erf is another function) and an inner value that is
-// also a graph output.
+// fused: a wrong constant (x / 2 inside erf is another function), an inner value that is also
+// a graph output, and gelu(x) + 100 * (erf(10x) - erf(20x)), which equals GELU at every integer
+// (a break test found it taken when the check probed the integers of [-6, 6]).
 TEST(OnednnPatterns, MatmulGeluSpelledAsElementwiseNodesFused) {
   const ir::TensorType t{DTypeCode::kFloat32, {6, 16}};
   const auto scalar = [](ir::Graph& g, const std::string& name, float v) {
     return g.add_constant(name, Tensor::from_vector<float>({}, {v}));
   };
-  for (const std::string form :
-       {"erf", "erf_rcp_half_first", "tanh", "tanh_pow", "wrong_const", "inner_output"}) {
+  for (const std::string form : {"erf", "erf_rcp_half_first", "tanh", "tanh_pow", "wrong_const",
+                                 "inner_output", "erf_bump"}) {
     for (const bool fusion : {true, false}) {
       SCOPED_TRACE(form + (fusion ? " after operator-fusion" : " unfused"));
       ir::Graph g("gelu");
@@ -354,13 +355,22 @@ TEST(OnednnPatterns, MatmulGeluSpelledAsElementwiseNodesFused) {
       const ir::ValueId x =
           add_op(g, "add", "bias", {mm, g.add_constant("b", grid_tensor({8}, 12))});
       ir::ValueId y;
-      if (form == "erf" || form == "wrong_const" || form == "inner_output") {
+      if (form == "erf" || form == "wrong_const" || form == "inner_output" || form == "erf_bump") {
         const float d = form == "wrong_const" ? 2.0F : 1.41421354F;
         const ir::ValueId e =
             add_op(g, "erf", "erf", {add_op(g, "div", "d", {x, scalar(g, "s2", d)})});
         const ir::ValueId p1 = add_op(g, "add", "p1", {e, scalar(g, "one", 1.0F)});
         y = add_op(g, "mul", "h", {add_op(g, "mul", "xm", {x, p1}), scalar(g, "half", 0.5F)});
         if (form == "inner_output") g.add_output(e);
+        if (form == "erf_bump") {
+          const ir::ValueId e10 =
+              add_op(g, "erf", "e10", {add_op(g, "mul", "m10", {x, scalar(g, "ten", 10.0F)})});
+          const ir::ValueId e20 =
+              add_op(g, "erf", "e20", {add_op(g, "mul", "m20", {x, scalar(g, "twenty", 20.0F)})});
+          const ir::ValueId bump = add_op(
+              g, "mul", "bump", {add_op(g, "sub", "de", {e10, e20}), scalar(g, "c", 100.0F)});
+          y = add_op(g, "add", "yb", {y, bump});
+        }
       } else if (form == "erf_rcp_half_first") {
         const ir::ValueId h = add_op(g, "mul", "h", {scalar(g, "half", 0.5F), x});
         const ir::ValueId e =
@@ -382,7 +392,7 @@ TEST(OnednnPatterns, MatmulGeluSpelledAsElementwiseNodesFused) {
       if (!fusion) skip.push_back("operator-fusion");
       ir::Graph lowered = g;
       lower(lowered, {"onednn", "cpu"}, skip);
-      const bool fused = form != "wrong_const" && form != "inner_output";
+      const bool fused = form != "wrong_const" && form != "inner_output" && form != "erf_bump";
       std::vector<std::string> post;
       for (ir::NodeId id : lowered.node_ids()) {
         const ir::Node& n = lowered.node(id);
