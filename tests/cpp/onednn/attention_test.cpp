@@ -86,6 +86,18 @@ ir::Graph bert_form(const Dims& d) {
   return g;
 }
 
+// softmax(`scale_op`(Q x KT, c)) x V over graph inputs Q, KT and V.
+ir::Graph scaled_attention(const std::string& name, const Dims& d, const std::string& scale_op,
+                           float c) {
+  ir::Graph g(name);
+  auto [q, kt, v] = qkv(g, d);
+  ValueId s = add_op(g, "matmul", "qk", {q, kt});
+  s = add_op(g, scale_op, "scale", {s, scalar(g, "c", c)});
+  const ValueId p = add_op(g, "softmax", "softmax", {s}, {{"axis", int64_t{-1}}});
+  g.add_output(add_op(g, "matmul", "pv", {p, v}));
+  return g;
+}
+
 TEST(OnednnAttention, BertAdditiveMaskFusesAndMatchesTheUnfusedGraph) {
   const Dims d{{2, 3}, 20, 20, 16, 16};
   ir::Graph g = bert_form(d);
@@ -165,12 +177,7 @@ TEST(OnednnAttention, ConstantBiasOverWindowsFuses) {
 // Query rows split into several blocks with a partial last one (Sk = 1100: 119 rows a block).
 TEST(OnednnAttention, LongKeysSplitQueriesIntoBlocks) {
   const Dims d{{1, 2}, 300, 1100, 8, 4};
-  ir::Graph g("long_attention");
-  auto [q, kt, v] = qkv(g, d);
-  ValueId s = add_op(g, "matmul", "qk", {q, kt});
-  s = add_op(g, "mul", "scale", {s, scalar(g, "c", 0.25F)});
-  const ValueId p = add_op(g, "softmax", "softmax", {s}, {{"axis", int64_t{-1}}});
-  g.add_output(add_op(g, "matmul", "pv", {p, v}));
+  const ir::Graph g = scaled_attention("long_attention", d, "mul", 0.25F);
   EXPECT_EQ(count_op(lowered(g, {"onednn", "cpu"}), "attention_internal"), 1);
   expect_same_as_unfused(g, feeds(d, 31));
 }
@@ -179,12 +186,7 @@ TEST(OnednnAttention, LongKeysSplitQueriesIntoBlocks) {
 // (dnnl_sgemm refuses K = 0; a tester found the fused node failing here).
 TEST(OnednnAttention, AnEmptyHeadDimGivesTheMeanOfV) {
   const Dims d{{2, 3}, 5, 7, 0, 4};
-  ir::Graph g("empty_head");
-  auto [q, kt, v] = qkv(g, d);
-  ValueId s = add_op(g, "matmul", "qk", {q, kt});
-  s = add_op(g, "div", "scale", {s, scalar(g, "c", 2.0F)});
-  const ValueId p = add_op(g, "softmax", "softmax", {s}, {{"axis", int64_t{-1}}});
-  g.add_output(add_op(g, "matmul", "pv", {p, v}));
+  const ir::Graph g = scaled_attention("empty_head", d, "div", 2.0F);
   EXPECT_EQ(count_op(lowered(g, {"onednn", "cpu"}), "attention_internal"), 1);
   expect_same_as_unfused(g, feeds(d, 71));
 }
