@@ -439,6 +439,10 @@ class Importer final : public BodyImporter {
   // the same model at other shapes of the same ranks (GenericImport says how). Errors: any
   // (this Importer is then spent): the caller imports in full instead, which reports the
   // model's own error if there is one.
+  // Storage retype() copies the template into: assigning over a graph of the same model
+  // reuses its nodes, values, strings and maps instead of allocating them again.
+  void adopt_storage(ir::Graph&& g) { g_ = std::move(g); }
+
   Result<ir::Graph> retype(const GenericImport& t) {
     const ::onnx::GraphProto& gp = model_.graph();
     std::set<std::string> keys;
@@ -1078,8 +1082,8 @@ constexpr std::string_view kExternalDataHint =
 
 Result<ir::Graph> import_model(const ::onnx::ModelProto& model, const LoadOptions& options,
                                const std::string& model_dir,
-                               const std::map<std::string, Tensor>* initializers,
-                               ImportMemo* memo) {
+                               const std::map<std::string, Tensor>* initializers, ImportMemo* memo,
+                               ir::Graph* reuse) {
   std::shared_ptr<const GenericImport> generic;
   if (memo != nullptr) {
     std::lock_guard lock(memo->mu);
@@ -1087,6 +1091,7 @@ Result<ir::Graph> import_model(const ::onnx::ModelProto& model, const LoadOption
   }
   if (generic != nullptr) {
     Importer retyper(model, options, model_dir, initializers, memo);
+    if (reuse != nullptr) retyper.adopt_storage(std::move(*reuse));
     Result<ir::Graph> g = retyper.retype(*generic);
     if (g.is_ok()) {
       memo->retyped.fetch_add(1, std::memory_order_relaxed);

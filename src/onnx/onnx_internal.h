@@ -338,11 +338,12 @@ struct ImportMemo {
 /// maps the main graph's initializer names to tensors converted before (a session's re-import per
 /// specialization shares them instead of converting the TensorProtos again; ADR 0006);
 /// initializers missing from it are converted. `memo`, when not null, is read and filled as
-/// ImportMemo says; it must only ever see this model.
+/// ImportMemo says; it must only ever see this model. `reuse`, when not null, is storage a
+/// re-typing builds its graph in (runtime::Specialization::reuse); a full import ignores it.
 Result<ir::Graph> import_model(const ::onnx::ModelProto& model, const LoadOptions& options,
                                const std::string& model_dir,
                                const std::map<std::string, Tensor>* initializers = nullptr,
-                               ImportMemo* memo = nullptr);
+                               ImportMemo* memo = nullptr, ir::Graph* reuse = nullptr);
 /// Reads and parses the model file at `path` (memory-mapped). Errors: kIo.
 Status read_model(const std::string& path, size_t max_bytes, ::onnx::ModelProto& model);
 /// Parses serialized ModelProto bytes. Errors: kIo (truncated or corrupt).

@@ -557,7 +557,8 @@ Result<runtime::ModelSource> build_source(std::shared_ptr<ParsedModel> pm, const
     lo.constant_inputs = spec.constant_inputs;
     lo.verify = false;  // compile() verifies the graph it is given (V1-V4) first
     lo.compact = spec.compact;
-    return detail::import_model(pm->model, lo, pm->dir, &pm->initializers, pm->memo.get());
+    return detail::import_model(pm->model, lo, pm->dir, &pm->initializers, pm->memo.get(),
+                                spec.reuse);
   };
   return src;
 }

@@ -616,6 +616,16 @@ class SessionImpl {
     const auto t0 = std::chrono::steady_clock::now();
     Specialization spec = make_spec(by_index);
     spec.compact = false;  // walked in topological order: dead nodes are skipped anyway
+    // The graph an earlier interpreted run gave back: re-typing assigns over its storage.
+    ir::Graph spare;
+    {
+      std::lock_guard lock(mu_);
+      if (!spare_graphs_.empty()) {
+        spare = std::move(spare_graphs_.back());
+        spare_graphs_.pop_back();
+      }
+    }
+    spec.reuse = &spare;
     Result<ir::Graph> g = source_.specialize(spec);
     if (!g.is_ok()) return std::optional<TensorMap>();  // the compile reports it
     detail::Interpreted r =
@@ -624,6 +634,7 @@ class SessionImpl {
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
             .count();
     std::lock_guard lock(mu_);
+    if (spare_graphs_.size() < kSpareGraphs) spare_graphs_.push_back(std::move(*g));
     if (!r.status.is_ok()) {
       if (r.failure == detail::InterpretFailure::kTerminated) return r.status;
       // Sizes near the limits are this key's; a kernel error is checked by the compiled run
@@ -788,6 +799,10 @@ class SessionImpl {
   mutable bool interpret_ = false;
   // The last interpreted run's prepared kernel states (detail::Interpreted::states).
   mutable std::vector<std::shared_ptr<void>> held_states_;
+  // Graphs interpreted runs gave back, for the next re-typing to build in (Specialization::
+  // reuse): one per run that may be in flight at once, up to kSpareGraphs.
+  static constexpr size_t kSpareGraphs = 4;
+  mutable std::vector<ir::Graph> spare_graphs_;
   // The interpreter's values: recycled, at most min(max_cache_bytes, 256 MiB) held free.
   std::shared_ptr<detail::BufferPool> pool_ =
       std::make_shared<detail::BufferPool>(std::min(options_.max_cache_bytes, size_t{256} << 20));
@@ -806,7 +821,7 @@ class SessionImpl {
     }
     int64_t mean() const { return avg; }
   };
-  static constexpr int64_t kReprobe = 16;
+  static constexpr int64_t kReprobe = 64;
   mutable Mean first_seen_interpreted_;
   mutable Mean first_seen_compiled_;
   mutable int64_t first_seen_keys_ = 0;

@@ -116,6 +116,11 @@ struct Specialization {
   /// the source may then leave dead nodes and unused values in it (no compaction); compile()
   /// gets compact graphs (true).
   bool compact = true;
+  /// Storage the source may build its result in, or null: a graph an earlier interpreted run
+  /// gave back (its nodes, values, strings and maps are overwritten in place, so a re-typed
+  /// graph of the same model costs no allocation; ADR 0007). The source may move from it or
+  /// ignore it; the result must not depend on what it held.
+  ir::Graph* reuse = nullptr;
 };
 
 /// A model as the session sees it. The runtime never parses a model format: `specialize`

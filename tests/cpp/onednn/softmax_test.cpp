@@ -101,6 +101,46 @@ TEST(OnednnLogSoftmax, F32WithinFourUlpOfFloat64) {
   }
 }
 
+// An f32 softmax over the last axis prepared for a first-seen shape (prefer_shape_agnostic,
+// ADR 0007) runs the vector row loop instead of a oneDNN primitive: every row length around the
+// vector width (whole vectors, a masked tail, a tail alone), large magnitudes, a row holding a
+// NaN (all NaN, ONNX's formula) and an empty input, against the float64 formula computed here.
+TEST(OnednnSoftmaxRows, ShapeAgnosticMatchesFloat64) {
+  for (int64_t n : {1, 7, 15, 16, 17, 33, 64, 197, 1000}) {
+    for (double scale : {1.0, 300.0}) {
+      OpCall c =
+          softmax_call("softmax", random_tensor({5, n}, static_cast<uint32_t>(n), scale), -1);
+      c.prefer_shape_agnostic = true;
+      const bool nan_row = n == 17;
+      if (nan_row) c.inputs[0].data<float>()[2 * n + 5] = std::nanf("");
+      Result<std::vector<Tensor>> got = run_op(c, "onednn");
+      ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+      const float* xp = c.inputs[0].data<float>();
+      const float* yp = (*got)[0].data<float>();
+      for (int64_t r = 0; r < 5; ++r) {
+        double m = -1e300, sum = 0;
+        for (int64_t j = 0; j < n; ++j) m = std::max(m, static_cast<double>(xp[r * n + j]));
+        for (int64_t j = 0; j < n; ++j) sum += std::exp(static_cast<double>(xp[r * n + j]) - m);
+        for (int64_t j = 0; j < n; ++j) {
+          const float y = yp[r * n + j];
+          if (nan_row && r == 2) {
+            ASSERT_TRUE(std::isnan(y)) << "n " << n << " at " << j;
+            continue;
+          }
+          const double want = std::exp(static_cast<double>(xp[r * n + j]) - m) / sum;
+          ASSERT_NEAR(y, want, 1e-6 * want + 1e-9)
+              << "n " << n << " scale " << scale << " row " << r << " at " << j;
+        }
+      }
+    }
+  }
+  OpCall empty = softmax_call("softmax", Tensor::zeros(DTypeCode::kFloat32, {0, 9}).value(), -1);
+  empty.prefer_shape_agnostic = true;
+  Result<std::vector<Tensor>> got = run_op(empty, "onednn");
+  ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+  EXPECT_EQ((*got)[0].numel(), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Ops, OnednnSoftmax, ::testing::Values("softmax", "log_softmax"));
 
 }  // namespace

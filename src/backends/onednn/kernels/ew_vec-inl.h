@@ -470,33 +470,37 @@ HWY_NOINLINE void where_loop(const uint8_t* cond, const float* x, const float* y
 }
 
 /// x = e^(x - max) / sum in place over n elements (VecTable::softmax_row). The sum is kept per
-/// lane and reduced once; the division is a multiply by the reciprocal (one more rounding).
+/// lane and reduced once; the division is a multiply by the reciprocal (one more rounding). The
+/// last partial vector is loaded and stored under a mask: rows are often short (attention over
+/// a few dozen keys), where a scalar tail would cost more than the vector body.
 HWY_NOINLINE void softmax_row_loop(float* x, size_t n) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
-  auto vmax = hn::Set(d, -std::numeric_limits<float>::infinity());
-  size_t i = 0;
-  for (; i + lanes <= n; i += lanes) vmax = hn::Max(vmax, hn::LoadU(d, x + i));
-  float m = hn::GetLane(hn::MaxOfLanes(d, vmax));
-  for (; i < n; ++i) m = std::max(m, x[i]);
+  const size_t body = n - n % lanes;
+  const auto tail = hn::FirstN(d, n - body);
+  const auto neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
+  auto vmax = neg_inf;
+  for (size_t i = 0; i < body; i += lanes) vmax = hn::Max(vmax, hn::LoadU(d, x + i));
+  if (body < n)
+    vmax = hn::Max(vmax, hn::IfThenElse(tail, hn::MaskedLoad(tail, d, x + body), neg_inf));
   // hn::Max may drop a NaN, but e^(NaN - m) is NaN, so the sum and so the whole row are NaN.
-  const auto vm = hn::Set(d, m);
+  const auto vm = hn::Set(d, hn::GetLane(hn::MaxOfLanes(d, vmax)));
   auto vsum = hn::Zero(d);
-  for (i = 0; i + lanes <= n; i += lanes) {
+  for (size_t i = 0; i < body; i += lanes) {
     const auto e = exp_v(d, hn::Sub(hn::LoadU(d, x + i), vm));
     hn::StoreU(e, d, x + i);
     vsum = hn::Add(vsum, e);
   }
-  float sum = hn::GetLane(hn::SumOfLanes(d, vsum));
-  for (; i < n; ++i) {
-    x[i] = std::exp(x[i] - m);
-    sum += x[i];
+  if (body < n) {
+    const auto e =
+        hn::IfThenElseZero(tail, exp_v(d, hn::Sub(hn::MaskedLoad(tail, d, x + body), vm)));
+    hn::BlendedStore(e, tail, d, x + body);
+    vsum = hn::Add(vsum, e);
   }
-  const auto vinv = hn::Set(d, 1.0f / sum);
-  for (i = 0; i + lanes <= n; i += lanes) {
-    hn::StoreU(hn::Mul(hn::LoadU(d, x + i), vinv), d, x + i);
-  }
-  for (; i < n; ++i) x[i] *= 1.0f / sum;
+  const auto vinv = hn::Set(d, 1.0f / hn::GetLane(hn::SumOfLanes(d, vsum)));
+  for (size_t i = 0; i < body; i += lanes) hn::StoreU(hn::Mul(hn::LoadU(d, x + i), vinv), d, x + i);
+  if (body < n)
+    hn::BlendedStore(hn::Mul(hn::MaskedLoad(tail, d, x + body), vinv), tail, d, x + body);
 }
 
 /// dst[i] = src[i] with non-temporal stores where dst is vector-aligned: a large output is not

@@ -2,7 +2,11 @@
 // legacy_flatten=1): one oneDNN softmax_v2 primitive per node, built at prepare time, on the
 // input viewed as [outer, n, inner] (or [outer, n] when the axis is the last dim, the layout
 // oneDNN's vectorized implementation takes), normalising over n. f32 LogSoftmax is computed
-// here instead (log_softmax_f32): oneDNN 2.6's softmax_log is up to ~15 ulp off.
+// here instead (log_softmax_f32): oneDNN 2.6's softmax_log is up to ~15 ulp off. So is an f32
+// Softmax over the last axis prepared for a first-seen shape (NodeContext::
+// prefer_shape_agnostic): the attention kernel's vector row loop (VecTable::softmax_row) needs
+// no primitive, whose creation (JIT code for these sizes) would cost more than the run
+// (ADR 0007).
 
 #include <algorithm>
 #include <cmath>
@@ -10,6 +14,7 @@
 #include <memory>
 
 #include "backends/onednn/dnnl_util.h"
+#include "backends/onednn/kernels/ew_vec.h"
 #include "backends/onednn/kernels/nn_common.h"
 #include "frame/ops/kernel_registry.h"
 #include "ops/schemas/schema_util.h"
@@ -28,8 +33,30 @@ struct SoftmaxState {
   memory::desc data, scratch;
   dnnl::softmax_v2_forward prim;
   bool own_log = false;  // f32 LogSoftmax computed by log_softmax_f32, not by `prim`
+  // f32 Softmax over the last axis computed by `row` (own_rows), not by `prim`.
+  void (*row)(float* x, size_t n) = nullptr;
   ops::SoftmaxView view;
 };
+
+// Whether `node` is an f32 Softmax over its last axis prepared for a first-seen shape: then
+// softmax_rows runs it (the file comment says why).
+bool own_rows(const NodeContext& node, const ops::SoftmaxView& view) {
+  return node.prefer_shape_agnostic &&
+         DTypeSet{DTypeCode::kFloat32}.contains(node.input_types[0].dtype) && view.inner == 1 &&
+         vec_table().softmax_row != nullptr;
+}
+
+// y = softmax(x) over each of the `outer` rows of n contiguous elements (rows split across
+// threads): each row copied, then normalised in place by `row`.
+void softmax_rows(const float* x, float* y, const ops::SoftmaxView& v, void (*row)(float*, size_t),
+                  int nt) {
+  const int64_t n = v.n;
+#pragma omp parallel for num_threads(nt) if (nt > 1 && v.outer * n >= 4096) schedule(static)
+  for (int64_t o = 0; o < v.outer; ++o) {
+    std::copy_n(x + o * n, n, y + o * n);
+    row(y + o * n, static_cast<size_t>(n));
+  }
+}
 
 // y = x - max - log(sum(exp(x - max))) over n for each of the outer * inner positions of x
 // viewed as [outer, n, inner]. oneDNN 2.6's softmax_log evaluates exp and log with short
@@ -92,6 +119,10 @@ Result<dnnl::softmax_v2_forward::primitive_desc> plan_softmax(const NodeContext&
 
 template <bool kLog>
 Status softmax_accepts(const NodeContext& node) {
+  if (!kLog && node.prefer_shape_agnostic) {
+    Result<ops::SoftmaxView> view = ops::softmax_view(node, node.input_types[0].shape);
+    if (view.is_ok() && own_rows(node, *view)) return Status();
+  }
   bool empty = false;
   return nn::decline(plan_softmax(node, kLog, &empty).status());
 }
@@ -103,6 +134,13 @@ Result<std::shared_ptr<void>> softmax_prepare(const NodeContext& node) {
     FRAME_ASSIGN_OR_RETURN(st->view, ops::softmax_view(node, node.input_types[0].shape));
     st->own_log = true;
     return std::shared_ptr<void>(st);
+  }
+  if (!kLog && node.prefer_shape_agnostic) {
+    FRAME_ASSIGN_OR_RETURN(st->view, ops::softmax_view(node, node.input_types[0].shape));
+    if (own_rows(node, st->view)) {
+      st->row = vec_table().softmax_row;
+      return std::shared_ptr<void>(st);
+    }
   }
   FRAME_ASSIGN_OR_RETURN(dnnl::softmax_v2_forward::primitive_desc pd,
                          plan_softmax(node, kLog, &st->empty));
@@ -122,6 +160,11 @@ Status softmax_kernel(KernelContext& ctx) {
   if (st.own_log) {
     log_softmax_f32(ctx.input(0).data<float>(), ctx.output(0).data<float>(), st.view,
                     ctx.num_threads);
+    return Status();
+  }
+  if (st.row != nullptr) {
+    softmax_rows(ctx.input(0).data<float>(), ctx.output(0).data<float>(), st.view, st.row,
+                 ctx.num_threads);
     return Status();
   }
   if (st.empty) return Status();
