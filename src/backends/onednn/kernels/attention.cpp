@@ -102,7 +102,7 @@ Status run_item(const AttentionState& st, const KernelContext& ctx, int64_t t) {
         if ((mr[static_cast<int64_t>(j) * cs] != 0) == s.fill_when) row[j] = s.mask_fill;
       }
     }
-    st.vt->softmax_row(row, n);
+    st.vt->softmax_row(row, row, n);
   }
   if (dnnl_sgemm('N', 'N', rows, s.dv, s.sk, 1.0F, sc, s.sk, v, s.dv, 0.0F, o, s.dv) !=
       dnnl_success) {

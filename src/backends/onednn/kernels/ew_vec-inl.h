@@ -469,38 +469,36 @@ HWY_NOINLINE void where_loop(const uint8_t* cond, const float* x, const float* y
   for (; i < n; ++i) out[i] = cond[i] != 0 ? x[i] : y[i];
 }
 
-/// x = e^(x - max) / sum in place over n elements (VecTable::softmax_row). The sum is kept per
-/// lane and reduced once; the division is a multiply by the reciprocal (one more rounding). The
-/// last partial vector is loaded and stored under a mask: rows are often short (attention over
-/// a few dozen keys), where a scalar tail would cost more than the vector body.
-HWY_NOINLINE void softmax_row_loop(float* x, size_t n) {
+/// y = e^(x - max) / sum over n elements (VecTable::softmax_row; y may be x). The sum is kept
+/// per lane and reduced once; the division is a multiply by the reciprocal (one more rounding).
+/// The last partial vector is loaded and stored under a mask (rows are often short: attention
+/// over a few dozen keys, where a scalar tail would cost more than the vector body), and kept in
+/// a register between the passes: a load of what a masked store just wrote is not forwarded
+/// from the store and waits for it.
+HWY_NOINLINE void softmax_row_loop(const float* x, float* y, size_t n) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
   const size_t body = n - n % lanes;
+  const bool has_tail = body < n;
   const auto tail = hn::FirstN(d, n - body);
   const auto neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
-  auto vmax = neg_inf;
+  const auto xt =
+      has_tail ? hn::IfThenElse(tail, hn::MaskedLoad(tail, d, x + body), neg_inf) : neg_inf;
+  auto vmax = xt;
   for (size_t i = 0; i < body; i += lanes) vmax = hn::Max(vmax, hn::LoadU(d, x + i));
-  if (body < n)
-    vmax = hn::Max(vmax, hn::IfThenElse(tail, hn::MaskedLoad(tail, d, x + body), neg_inf));
   // hn::Max may drop a NaN, but e^(NaN - m) is NaN, so the sum and so the whole row are NaN.
   const auto vm = hn::Set(d, hn::GetLane(hn::MaxOfLanes(d, vmax)));
-  auto vsum = hn::Zero(d);
+  // Lanes past n hold -inf: e^-inf is 0 (a NaN max makes them NaN: masked off below).
+  const auto et = has_tail ? hn::IfThenElseZero(tail, exp_v(d, hn::Sub(xt, vm))) : hn::Zero(d);
+  auto vsum = et;
   for (size_t i = 0; i < body; i += lanes) {
     const auto e = exp_v(d, hn::Sub(hn::LoadU(d, x + i), vm));
-    hn::StoreU(e, d, x + i);
-    vsum = hn::Add(vsum, e);
-  }
-  if (body < n) {
-    const auto e =
-        hn::IfThenElseZero(tail, exp_v(d, hn::Sub(hn::MaskedLoad(tail, d, x + body), vm)));
-    hn::BlendedStore(e, tail, d, x + body);
+    hn::StoreU(e, d, y + i);
     vsum = hn::Add(vsum, e);
   }
   const auto vinv = hn::Set(d, 1.0f / hn::GetLane(hn::SumOfLanes(d, vsum)));
-  for (size_t i = 0; i < body; i += lanes) hn::StoreU(hn::Mul(hn::LoadU(d, x + i), vinv), d, x + i);
-  if (body < n)
-    hn::BlendedStore(hn::Mul(hn::MaskedLoad(tail, d, x + body), vinv), tail, d, x + body);
+  for (size_t i = 0; i < body; i += lanes) hn::StoreU(hn::Mul(hn::LoadU(d, y + i), vinv), d, y + i);
+  if (has_tail) hn::BlendedStore(hn::Mul(et, vinv), tail, d, y + body);
 }
 
 /// dst[i] = src[i] with non-temporal stores where dst is vector-aligned: a large output is not

@@ -69,9 +69,10 @@ struct VecTable {
   /// ONNX Where on a bool condition and fp32 values: out[i] = cond[i] ? x[i] : y[i].
   void (*where)(const uint8_t* cond, const float* x, const float* y, float* out,
                 size_t n) = nullptr;
-  /// x = softmax(x) in place over n elements: e^(x - max) / sum, the row step of the attention
-  /// kernel (a row whose max is -inf or NaN gives NaN, as ONNX Softmax's formula does).
-  void (*softmax_row)(float* x, size_t n) = nullptr;
+  /// y = softmax(x) over n elements (y may be x: in place): e^(x - max) / sum, the row step of
+  /// the attention kernel and of a first-seen shape's Softmax (a row whose max is -inf or NaN
+  /// gives NaN, as ONNX Softmax's formula does).
+  void (*softmax_row)(const float* x, float* y, size_t n) = nullptr;
   /// Mean's final step y = x / count; functor is MeanFinishArgs.
   VecUnaryFn mean_finish = nullptr;
   /// dst[i] = src[i] with non-temporal stores (outputs too large to stay in cache).

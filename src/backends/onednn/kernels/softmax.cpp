@@ -34,7 +34,7 @@ struct SoftmaxState {
   dnnl::softmax_v2_forward prim;
   bool own_log = false;  // f32 LogSoftmax computed by log_softmax_f32, not by `prim`
   // f32 Softmax over the last axis computed by `row` (own_rows), not by `prim`.
-  void (*row)(float* x, size_t n) = nullptr;
+  void (*row)(const float* x, float* y, size_t n) = nullptr;
   ops::SoftmaxView view;
 };
 
@@ -47,14 +47,13 @@ bool own_rows(const NodeContext& node, const ops::SoftmaxView& view) {
 }
 
 // y = softmax(x) over each of the `outer` rows of n contiguous elements (rows split across
-// threads): each row copied, then normalised in place by `row`.
-void softmax_rows(const float* x, float* y, const ops::SoftmaxView& v, void (*row)(float*, size_t),
-                  int nt) {
+// threads), each by `row`.
+void softmax_rows(const float* x, float* y, const ops::SoftmaxView& v,
+                  void (*row)(const float*, float*, size_t), int nt) {
   const int64_t n = v.n;
 #pragma omp parallel for num_threads(nt) if (nt > 1 && v.outer * n >= 4096) schedule(static)
   for (int64_t o = 0; o < v.outer; ++o) {
-    std::copy_n(x + o * n, n, y + o * n);
-    row(y + o * n, static_cast<size_t>(n));
+    row(x + o * n, y + o * n, static_cast<size_t>(n));
   }
 }
 
