@@ -429,13 +429,23 @@ int linear_reorders(const void* state) {
 
 namespace {
 
+// A plain conv prepared for a first-seen shape runs without a primitive where it can
+// (make_shape_agnostic_conv says why).
 template <bool kTranspose>
 Status accepts_conv(const NodeContext& ctx) {
+  if (!kTranspose && ctx.prefer_shape_agnostic && make_shape_agnostic_conv(ctx).is_ok()) {
+    return Status();
+  }
   return make_conv(ctx, kTranspose, {}, false).status();
 }
 
 template <bool kTranspose>
 Result<std::shared_ptr<void>> prepare_conv(const NodeContext& ctx) {
+  if (!kTranspose && ctx.prefer_shape_agnostic) {
+    if (Result<std::shared_ptr<LinearPrimitive>> p = make_shape_agnostic_conv(ctx); p.is_ok()) {
+      return std::shared_ptr<void>(std::move(p).value());
+    }
+  }
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<LinearPrimitive> p, make_conv(ctx, kTranspose, {}, true));
   return std::shared_ptr<void>(std::move(p));
 }

@@ -19,6 +19,7 @@
 #define FRAME_ONEDNN_EW_VEC_INL_H_
 #endif
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -469,6 +470,49 @@ HWY_NOINLINE void where_loop(const uint8_t* cond, const float* x, const float* y
   for (; i < n; ++i) out[i] = cond[i] != 0 ? x[i] : y[i];
 }
 
+/// The first `count` (< lanes) floats at p in a vector, the other lanes 0, reading nothing past
+/// p + count: AVX-512 masks the load; Highway's MaskedLoad on older targets reads the whole
+/// vector (aligned), so there the floats go through a stack buffer.
+template <class D>
+HWY_INLINE hn::Vec<D> load_n(D d, const float* p, size_t count) {
+#if HWY_TARGET <= HWY_AVX3
+  return hn::MaskedLoad(hn::FirstN(d, count), d, p);
+#else
+  alignas(64) float buf[kMaxLanes] = {};
+  for (size_t i = 0; i < count; ++i) buf[i] = p[i];
+  return hn::Load(d, buf);
+#endif
+}
+
+/// Lanes [first, last) of the vector at p (0 <= first <= last <= lanes), the others 0, reading
+/// nothing outside p + first .. p + last (p itself may lie before the array: see load_n).
+template <class D>
+HWY_INLINE hn::Vec<D> load_range(D d, const float* p, int64_t first, int64_t last) {
+  if (first == 0 && last == static_cast<int64_t>(hn::Lanes(d))) return hn::LoadU(d, p);
+#if HWY_TARGET <= HWY_AVX3
+  const auto m = hn::AndNot(hn::FirstN(d, static_cast<size_t>(first)),
+                            hn::FirstN(d, static_cast<size_t>(last)));
+  return hn::MaskedLoad(m, d, p);
+#else
+  alignas(64) float buf[kMaxLanes] = {};
+  for (int64_t i = first; i < last; ++i) buf[i] = p[i];
+  return hn::Load(d, buf);
+#endif
+}
+
+/// Stores the first `count` (< lanes) lanes of v at p, writing nothing past p + count (see
+/// load_n).
+template <class D>
+HWY_INLINE void store_n(D d, hn::Vec<D> v, float* p, size_t count) {
+#if HWY_TARGET <= HWY_AVX3
+  hn::BlendedStore(v, hn::FirstN(d, count), d, p);
+#else
+  alignas(64) float buf[kMaxLanes] = {};
+  hn::Store(v, d, buf);
+  for (size_t i = 0; i < count; ++i) p[i] = buf[i];
+#endif
+}
+
 /// y = e^(x - max) / sum over n elements (VecTable::softmax_row; y may be x). The sum is kept
 /// per lane and reduced once; the division is a multiply by the reciprocal (one more rounding).
 /// The last partial vector is loaded and stored under a mask (rows are often short: attention
@@ -482,8 +526,7 @@ HWY_NOINLINE void softmax_row_loop(const float* x, float* y, size_t n) {
   const bool has_tail = body < n;
   const auto tail = hn::FirstN(d, n - body);
   const auto neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
-  const auto xt =
-      has_tail ? hn::IfThenElse(tail, hn::MaskedLoad(tail, d, x + body), neg_inf) : neg_inf;
+  const auto xt = has_tail ? hn::IfThenElse(tail, load_n(d, x + body, n - body), neg_inf) : neg_inf;
   auto vmax = xt;
   for (size_t i = 0; i < body; i += lanes) vmax = hn::Max(vmax, hn::LoadU(d, x + i));
   // hn::Max may drop a NaN, but e^(NaN - m) is NaN, so the sum and so the whole row are NaN.
@@ -498,7 +541,97 @@ HWY_NOINLINE void softmax_row_loop(const float* x, float* y, size_t n) {
   }
   const auto vinv = hn::Set(d, 1.0f / hn::GetLane(hn::SumOfLanes(d, vsum)));
   for (size_t i = 0; i < body; i += lanes) hn::StoreU(hn::Mul(hn::LoadU(d, y + i), vinv), d, y + i);
-  if (has_tail) hn::BlendedStore(hn::Mul(et, vinv), tail, d, y + body);
+  if (has_tail) store_n(d, hn::Mul(et, vinv), y + body, n - body);
+}
+
+/// One depthwise conv plane (VecTable::dw_plane). Each vector of an output row is summed over
+/// every tap in a register and stored once. A tap reads only the output columns whose input
+/// column lies inside x (zero padding is skipped, not multiplied), under a mask where the
+/// vector reaches past them; stride 2 loads two vectors of x and keeps the even lanes.
+HWY_NOINLINE void dw_plane_loop(const float* x, const float* wt, float bias, float* y,
+                                const DwPlane& g) {
+  const hn::ScalableTag<float> d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  // The geometry in locals: read through `g`, every use reloaded it after each store to y.
+  const int64_t h = g.h, w = g.w, oh = g.oh, ow = g.ow, kh = g.kh, kw = g.kw;
+  const int64_t sh = g.sh, sw = g.sw, dh = g.dh, ph = g.ph;
+  // Output columns [lo, hi) of tap column j read input columns o * sw + off inside [0, w); the
+  // same for every row. Vectors inside [lo_max, hi_min) need no mask for any tap.
+  constexpr int64_t kMaxCols = DwPlane::kMaxKernelWidth;
+  if (g.kw > kMaxCols) return;  // declined at prepare (DwPlane::kMaxKernelWidth)
+  int64_t col_lo[kMaxCols], col_hi[kMaxCols], col_off[kMaxCols];
+  int64_t lo_max = 0, hi_min = g.ow;
+  for (int64_t j = 0; j < g.kw; ++j) {
+    const int64_t off = j * g.dw - g.pw;
+    col_off[j] = off;
+    col_lo[j] = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw;
+    col_hi[j] = g.w - 1 - off < 0 ? 0 : std::min(g.ow, (g.w - 1 - off) / g.sw + 1);
+    lo_max = std::max(lo_max, col_lo[j]);
+    hi_min = std::min(hi_min, col_hi[j]);
+  }
+  const auto vbias = hn::Set(d, bias);
+  // kRows output rows at a time, each with its own sum: one chain of dependent multiply-adds
+  // would wait out each one's latency.
+  constexpr int64_t kRows = 4;
+  for (int64_t r0 = 0; r0 < oh; r0 += kRows) {
+    const int64_t nr = std::min(kRows, oh - r0);
+    for (int64_t o = 0; o < ow; o += lanes) {
+      const bool full = o >= lo_max && o + lanes <= hi_min;
+      // Named sums, not an array: the compiler kept an array in memory, which chained every
+      // multiply-add through a store and a load.
+      auto acc0 = vbias, acc1 = vbias, acc2 = vbias, acc3 = vbias;
+      for (int64_t i = 0; i < kh; ++i) {
+        // Input row of tap row i for each of the output rows, or null (padding, past oh).
+        const float* rows[kRows];
+        for (int64_t k = 0; k < kRows; ++k) {
+          const int64_t ih = (r0 + k) * sh - ph + i * dh;
+          rows[k] = k < nr && ih >= 0 && ih < h ? x + ih * w + o * sw : nullptr;
+        }
+        for (int64_t j = 0; j < kw; ++j) {
+          const int64_t lo = std::max<int64_t>(col_lo[j] - o, 0);
+          const int64_t hi = std::min(col_hi[j] - o, lanes);
+          if (lo >= hi) continue;
+          const auto wv = hn::Set(d, wt[i * kw + j]);
+          // Adds tap (i, j) of output row r0 + k into `acc` where that row reads x.
+          const auto tap = [&](int64_t k, auto& acc) {
+            if (rows[k] == nullptr) return;
+            const float* p = rows[k] + col_off[j];
+            if (sw == 1) {
+              acc = hn::MulAdd(wv, full ? hn::LoadU(d, p) : load_range(d, p, lo, hi), acc);
+              return;
+            }
+#if HWY_TARGET != HWY_SCALAR
+            if (sw == 2) {
+              // x columns p[first, last) are read: lanes lo .. hi - 1 take p[2 lane].
+              const int64_t first = 2 * lo, last = 2 * hi - 1;
+              const auto a = load_range(d, p, std::min(first, lanes), std::min(last, lanes));
+              const auto b = load_range(d, p + lanes, std::max<int64_t>(first - lanes, 0),
+                                        std::max<int64_t>(last - lanes, 0));
+              acc = hn::MulAdd(wv, hn::ConcatEven(d, b, a), acc);
+              return;
+            }
+#endif
+            alignas(64) float buf[kMaxLanes] = {};
+            for (int64_t l = lo; l < hi; ++l) buf[l] = p[l * sw];
+            acc = hn::MulAdd(wv, hn::Load(d, buf), acc);
+          };
+          tap(0, acc0);
+          tap(1, acc1);
+          tap(2, acc2);
+          tap(3, acc3);
+        }
+      }
+      const hn::Vec<decltype(d)> sums[kRows] = {acc0, acc1, acc2, acc3};
+      for (int64_t k = 0; k < nr; ++k) {
+        float* yr = y + (r0 + k) * ow;
+        if (o + lanes <= ow) {
+          hn::StoreU(sums[k], d, yr + o);
+        } else {
+          store_n(d, sums[k], yr + o, static_cast<size_t>(ow - o));
+        }
+      }
+    }
+  }
 }
 
 /// dst[i] = src[i] with non-temporal stores where dst is vector-aligned: a large output is not

@@ -40,6 +40,7 @@ const VecTable* get_vec_table() {
     t.pow_any = &pow_any_loop;
     t.where = &where_loop;
     t.softmax_row = &softmax_row_loop;
+    t.dw_plane = &dw_plane_loop;
     t.stream_copy = &stream_copy_loop;
     t.stream_fence = &stream_fence_loop;
     t.target = hwy::TargetName(HWY_TARGET);

@@ -39,6 +39,15 @@ struct MeanFinishArgs {
   int64_t count = 1;
 };
 
+/// Geometry of one depthwise conv plane (VecTable::dw_plane): input h x w, output oh x ow,
+/// kernel kh x kw, strides, dilations (ONNX steps: 1 = dense) and leading pads.
+struct DwPlane {
+  int64_t h = 0, w = 0, oh = 0, ow = 0, kh = 0, kw = 0;
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
+  /// Widest kernel dw_plane takes.
+  static constexpr int64_t kMaxKernelWidth = 64;
+};
+
 /// Argument of the pow loops: ONNX Pow with an fp32 scalar exponent (ew::PowOp<float, float>).
 struct PowArgs {
   float e = 1.0f;
@@ -73,6 +82,12 @@ struct VecTable {
   /// the attention kernel and of a first-seen shape's Softmax (a row whose max is -inf or NaN
   /// gives NaN, as ONNX Softmax's formula does).
   void (*softmax_row)(const float* x, float* y, size_t n) = nullptr;
+  /// One plane of a depthwise conv (conv_agnostic.cpp): y[r][o] = bias + sum over taps (i, j)
+  /// of w[i * kw + j] * x[r * sh - ph + i * dh][o * sw - pw + j * dw], taps outside x
+  /// skipped (zero padding). Strides 1 and 2 run as vectors. kw at most
+  /// DwPlane::kMaxKernelWidth.
+  void (*dw_plane)(const float* x, const float* w, float bias, float* y,
+                   const DwPlane& g) = nullptr;
   /// Mean's final step y = x / count; functor is MeanFinishArgs.
   VecUnaryFn mean_finish = nullptr;
   /// dst[i] = src[i] with non-temporal stores (outputs too large to stay in cache).

@@ -1,0 +1,278 @@
+// A conv prepared for a first-seen shape (NodeContext::prefer_shape_agnostic, ADR 0007) without
+// a oneDNN convolution primitive: the primitive's JIT code is specific to the sizes, so a stream
+// of new image sizes created one per conv per size (DeepLabV3-MobileNetV3: 250 1x1 and 25 3x3
+// primitives over 5 sizes, about 8 ms per run), and the plain-layout tensors the interpreted
+// tier hands it were reordered to nhwc and back around every conv (about 9 ms per run). Here
+// nothing depends on the sizes beyond loop bounds:
+// - a 1x1 conv with unit stride and no padding is one matrix product per image and group,
+//   Y[m, hw] = W[m, c] X[c, hw], straight over the NCHW tensors (dnnl_sgemm, whose kernels are
+//   generated once per process, not per shape);
+// - a depthwise conv (one input channel per group) is a direct vector loop over each channel's
+//   plane (VecTable::dw_plane);
+// - any other 1-d or 2-d conv copies input patches into columns (im2col), a block of output
+//   rows at a time, and multiplies them by W the same way. Taps that read only padding at
+//   these sizes are dropped from the columns and from a copy of constant weights made at
+//   prepare: DeepLabV3's ASPP convs (3x3, dilation 12 to 36 over maps of 8 to 16 pixels) keep
+//   one to four of their nine taps, and one whose only tap is its centre is a 1x1 conv.
+// ONNX Conv (opset 22) semantics: group, strides, dilations, pads, auto_pad as resolved by
+// ops::nn::resolve_window. The compiled plan of a recurring shape keeps oneDNN's primitives.
+
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "backends/onednn/kernels/ew_vec.h"
+#include "backends/onednn/kernels/linear_kernels.h"
+#include "ops/schemas/nn_geometry.h"
+
+namespace frame::backends::onednn {
+namespace {
+
+using ops::KernelContext;
+using ops::NodeContext;
+
+// Columns a block of im2col holds at most (floats): a few output rows of a large layer stay in
+// the second-level cache while the product reads them.
+constexpr int64_t kColumnBlockFloats = int64_t{1} << 20;
+
+// A thread's im2col buffer, grown to the largest block it has held: no allocation (and no
+// first touch of new pages) per run once warm.
+float* column_buffer(size_t floats) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < floats) buf.resize(floats);
+  return buf.data();
+}
+
+class AgnosticConv final : public LinearPrimitive {
+ public:
+  // Sizes as 2-d (a 1-d conv has h = kh = oh = 1, stride and dilation 1, no padding in h).
+  int64_t n = 0, c = 0, h = 0, w = 0, m = 0, oh = 0, ow = 0, kh = 0, kw = 0;
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0, group = 1;
+  bool has_bias = false;
+  const VecTable* vt = nullptr;  // depthwise planes
+  // The taps (i, j) that read the input somewhere, kh * kw of them unless some read only
+  // padding; then `packed` holds constant W restricted to them, [m][c / group][taps].
+  std::vector<std::pair<int64_t, int64_t>> taps;
+  std::shared_ptr<const std::vector<float>> packed;
+  // One tap reading input pixel (r, o) for output pixel (r, o): a 1x1 conv over x as is.
+  bool direct = false;
+
+  Status run(KernelContext& ctx) const override {
+    const float* x = ctx.input(0).data<float>();
+    const float* wt = packed != nullptr ? packed->data() : ctx.input(1).data<float>();
+    const float* bias = has_bias ? ctx.input(2).data<float>() : nullptr;
+    float* y = ctx.output(0).data<float>();
+    const int nt = std::max(ctx.num_threads, 1);
+    if (group == c && c > 0) {
+      depthwise(x, wt, bias, y, nt);
+      return Status();
+    }
+    const int64_t cg = c / group, mg = m / group, hw = h * w, ohw = oh * ow;
+    const int64_t k = cg * static_cast<int64_t>(taps.size());
+    const bool pointwise = direct;
+    const int64_t rows =
+        std::clamp<int64_t>(kColumnBlockFloats / std::max<int64_t>(k * ow, 1), 1, oh);
+    float* col = pointwise ? nullptr : column_buffer(static_cast<size_t>(k * rows * ow));
+    for (int64_t b = 0; b < n; ++b) {
+      float* yb = y + b * m * ohw;
+      fill_bias(bias, yb, ohw, nt);
+      const float beta = bias != nullptr ? 1.0F : 0.0F;
+      for (int64_t gi = 0; gi < group; ++gi) {
+        const float* xg = x + (b * c + gi * cg) * hw;
+        const float* wg = wt + gi * mg * k;
+        float* yg = yb + gi * mg * ohw;
+        if (pointwise) {
+          FRAME_RETURN_IF_ERROR(gemm(ctx, mg, ohw, k, wg, xg, ohw, beta, yg, ohw));
+          continue;
+        }
+        for (int64_t r0 = 0; r0 < oh; r0 += rows) {
+          const int64_t rn = std::min(rows, oh - r0);
+          im2col(xg, cg, r0, rn, col, nt);
+          FRAME_RETURN_IF_ERROR(
+              gemm(ctx, mg, rn * ow, k, wg, col, rn * ow, beta, yg + r0 * ow, ohw));
+        }
+      }
+    }
+    return Status();
+  }
+
+ private:
+  // C[mm, nn] (row stride ldc) = A[mm, kk] B[kk, nn] (row stride ldb) + beta C, row-major.
+  static Status gemm(const KernelContext& ctx, int64_t mm, int64_t nn, int64_t kk, const float* a,
+                     const float* b, int64_t ldb, float beta, float* cm, int64_t ldc) {
+    if (mm == 0 || nn == 0) return Status();
+    if (kk == 0) {
+      if (beta == 0.0F) {
+        for (int64_t i = 0; i < mm; ++i) std::fill_n(cm + i * ldc, nn, 0.0F);
+      }
+      return Status();
+    }
+    if (dnnl_sgemm('N', 'N', mm, nn, kk, 1.0F, a, kk, b, ldb, beta, cm, ldc) != dnnl_success) {
+      return ctx.node->error("dnnl_sgemm failed ({} x {} x {})", mm, nn, kk);
+    }
+    return Status();
+  }
+
+  // Every output channel's plane of one image set to its bias (the products then add on).
+  void fill_bias(const float* bias, float* yb, int64_t ohw, int nt) const {
+    if (bias == nullptr) return;
+#pragma omp parallel for num_threads(nt) if (nt > 1 && m * ohw >= 65536) schedule(static)
+    for (int64_t j = 0; j < m; ++j) std::fill_n(yb + j * ohw, ohw, bias[j]);
+  }
+
+  // The output columns [lo, hi) whose input column ow * sw - pw + j * dw lies in [0, w).
+  void valid_columns(int64_t j, int64_t& lo, int64_t& hi) const {
+    const int64_t off = j * dw - pw;  // input column of output column 0
+    lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+    hi = w - 1 - off < 0 ? 0 : std::min(ow, (w - 1 - off) / sw + 1);
+    lo = std::min(lo, hi);
+  }
+
+  // col[ci * taps + t][(r - r0) * ow + o] = x[ci][r * sh - ph + i * dh][o * sw - pw + j * dw]
+  // for tap t = (i, j), 0 outside the input, for output rows r in [r0, r0 + rn).
+  void im2col(const float* xg, int64_t cg, int64_t r0, int64_t rn, float* col, int nt) const {
+    const auto nt_taps = static_cast<int64_t>(taps.size());
+    const int64_t k = cg * nt_taps, width = rn * ow;
+#pragma omp parallel for num_threads(nt) if (nt > 1 && k * width >= 65536) schedule(static)
+    for (int64_t q = 0; q < k; ++q) {
+      const int64_t ci = q / nt_taps;
+      const auto [i, j] = taps[static_cast<size_t>(q % nt_taps)];
+      int64_t lo = 0, hi = 0;
+      valid_columns(j, lo, hi);
+      const int64_t off = j * dw - pw;
+      float* dst = col + q * width;
+      for (int64_t r = 0; r < rn; ++r) {
+        float* d = dst + r * ow;
+        const int64_t ih = (r0 + r) * sh - ph + i * dh;
+        if (ih < 0 || ih >= h) {
+          std::fill_n(d, ow, 0.0F);
+          continue;
+        }
+        const float* row = xg + (ci * h + ih) * w;
+        std::fill_n(d, lo, 0.0F);
+        if (sw == 1) {
+          if (hi > lo) std::copy(row + lo + off, row + hi + off, d + lo);
+        } else {
+          for (int64_t o = lo; o < hi; ++o) d[o] = row[o * sw + off];
+        }
+        std::fill(d + hi, d + ow, 0.0F);
+      }
+    }
+  }
+
+  // One input channel per group: output channel j reads input channel j / (m / c) only.
+  void depthwise(const float* x, const float* wt, const float* bias, float* y, int nt) const {
+    const int64_t mult = m / c, planes = n * m;
+    DwPlane g;
+    g.h = h, g.w = w, g.oh = oh, g.ow = ow, g.kh = kh, g.kw = kw;
+    g.sh = sh, g.sw = sw, g.dh = dh, g.dw = dw, g.ph = ph, g.pw = pw;
+#pragma omp parallel for num_threads(nt) if (nt > 1 && planes > 1) schedule(static)
+    for (int64_t p = 0; p < planes; ++p) {
+      const int64_t b = p / m, j = p % m;
+      vt->dw_plane(x + (b * c + j / mult) * h * w, wt + j * kh * kw,
+                   bias != nullptr ? bias[j] : 0.0F, y + p * oh * ow, g);
+    }
+  }
+};
+
+}  // namespace
+
+Result<std::shared_ptr<LinearPrimitive>> make_shape_agnostic_conv(const NodeContext& ctx) {
+  const Shape& x = ctx.input_types[0].shape;
+  const Shape& wshape = ctx.input_types[1].shape;
+  if (!ctx.prefer_shape_agnostic) return unimplemented("not a first-seen shape's conv");
+  if (x.size() != 3 && x.size() != 4) {
+    return unimplemented("{}-d spatial input (the shape-agnostic conv takes 1-d and 2-d)",
+                         static_cast<int64_t>(x.size()) - 2);
+  }
+  if (wshape.size() != x.size()) return unimplemented("W of rank {}", wshape.size());
+  const size_t sr = x.size() - 2;
+  FRAME_ASSIGN_OR_RETURN(
+      ops::nn::WindowGeometry g,
+      ops::nn::resolve_window(ctx, std::span(x.data() + 2, sr), std::span(wshape.data() + 2, sr),
+                              ops::nn::WindowKind::kConv));
+  auto p = std::make_shared<AgnosticConv>();
+  p->n = x[0];
+  p->c = x[1];
+  p->m = wshape[0];
+  p->group = ctx.attr_or<int64_t>("group", 1);
+  if (p->group <= 0 || p->c % p->group != 0 || p->m % p->group != 0 ||
+      wshape[1] * p->group != p->c) {
+    return unimplemented("group {} over {} input and {} output channels", p->group, p->c, p->m);
+  }
+  const size_t a = sr - 1;  // the last (w) spatial axis; h is axis 0 when there are two
+  p->w = x.back();
+  p->kw = wshape.back();
+  p->ow = g.out[a];
+  p->sw = g.strides[a];
+  p->dw = g.dilations[a];
+  p->pw = g.pad_begin[a];
+  if (sr == 2) {
+    p->h = x[2];
+    p->kh = wshape[2];
+    p->oh = g.out[0];
+    p->sh = g.strides[0];
+    p->dh = g.dilations[0];
+    p->ph = g.pad_begin[0];
+  } else {
+    p->h = p->kh = p->oh = 1;
+  }
+  p->has_bias = ctx.has_input(2);
+  if (p->group == p->c && p->c > 0) {
+    p->vt = &vec_table();
+    if (p->vt->dw_plane == nullptr) return unimplemented("no depthwise plane loop on this target");
+    if (p->kw > DwPlane::kMaxKernelWidth) {
+      return unimplemented("a depthwise kernel {} wide (at most {})", p->kw,
+                           DwPlane::kMaxKernelWidth);
+    }
+    return std::shared_ptr<LinearPrimitive>(std::move(p));
+  }
+  // Taps that read the input for some output pixel (the first output row / column at or past
+  // the input's start must also fall before its end: strides may step over a small input).
+  const auto reads = [](int64_t t, int64_t step, int64_t pad, int64_t stride, int64_t in,
+                        int64_t out) {
+    const int64_t off = t * step - pad;
+    const int64_t first = off >= 0 ? 0 : (-off + stride - 1) / stride;
+    return first < out && first * stride + off < in;
+  };
+  for (int64_t i = 0; i < p->kh; ++i) {
+    if (!reads(i, p->dh, p->ph, p->sh, p->h, p->oh)) continue;
+    for (int64_t j = 0; j < p->kw; ++j) {
+      if (reads(j, p->dw, p->pw, p->sw, p->w, p->ow)) p->taps.emplace_back(i, j);
+    }
+  }
+  const auto all = static_cast<size_t>(p->kh * p->kw);
+  const Tensor* wconst = ctx.constant_input(1);
+  if (p->taps.size() < all && wconst == nullptr) {
+    p->taps.clear();  // weights given at run time: every tap, as they come
+    for (int64_t i = 0; i < p->kh; ++i) {
+      for (int64_t j = 0; j < p->kw; ++j) p->taps.emplace_back(i, j);
+    }
+  }
+  if (p->taps.size() < all) {
+    const int64_t cg = p->c / p->group, nt = static_cast<int64_t>(p->taps.size());
+    auto packed = std::make_shared<std::vector<float>>(static_cast<size_t>(p->m * cg * nt));
+    const float* src = wconst->data<float>();
+    for (int64_t mo = 0; mo < p->m; ++mo) {
+      for (int64_t ci = 0; ci < cg; ++ci) {
+        for (int64_t t = 0; t < nt; ++t) {
+          const auto [i, j] = p->taps[static_cast<size_t>(t)];
+          (*packed)[static_cast<size_t>((mo * cg + ci) * nt + t)] =
+              src[((mo * cg + ci) * p->kh + i) * p->kw + j];
+        }
+      }
+    }
+    p->packed = std::move(packed);
+  }
+  if (p->taps.size() == 1 && p->sh == 1 && p->sw == 1 && p->oh == p->h && p->ow == p->w) {
+    const auto [i, j] = p->taps[0];
+    p->direct = i * p->dh == p->ph && j * p->dw == p->pw;
+  }
+  return std::shared_ptr<LinearPrimitive>(std::move(p));
+}
+
+}  // namespace frame::backends::onednn
