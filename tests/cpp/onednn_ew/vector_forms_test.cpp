@@ -179,6 +179,52 @@ TEST(VectorForms, BinaryFormsOnEveryTarget) {
   }
 }
 
+// The loops a first-seen shape's softmax and depthwise conv run (VecTable::softmax_row and
+// dw_plane, prefer_shape_agnostic) on every target: their masked tails go through a stack
+// buffer below AVX-512, a path this machine's own target never takes.
+TEST(VectorForms, SoftmaxRowsAndDepthwisePlanesOnEveryTarget) {
+  using ints = std::vector<int64_t>;
+  struct Dw {
+    Shape x;
+    int64_t k, stride, pad, dilation;
+  };
+  const std::vector<Dw> dws = {{{1, 3, 9, 37}, 3, 1, 1, 1},  {{2, 2, 11, 21}, 5, 2, 2, 1},
+                               {{1, 2, 7, 40}, 3, 3, 1, 1},  {{1, 4, 6, 5}, 3, 1, 2, 2},
+                               {{1, 2, 18, 33}, 3, 2, 1, 1}, {{1, 1, 3, 3}, 3, 2, 0, 1}};
+  // Finite values of one scale for the conv: it skips the taps over padding, where the cpu
+  // kernel multiplies the padded zeros (an infinite weight would make those NaN there only),
+  // and sums in another order (values spread over 2^+-30 cancel differently).
+  const auto finite = [](Shape shape, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+    std::vector<float> v(static_cast<size_t>(numel_of(shape)));
+    for (float& e : v) e = dist(rng);
+    return Tensor::from_vector<float>(std::move(shape), v);
+  };
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    const std::string t = hwy::TargetName(target);
+    for (int64_t n : {1, 3, 9, 16, 17, 40}) {
+      OpCall call{"softmax", {vec_tensor({3, n}, 5)}, {{"axis", int64_t{-1}}}};
+      call.prefer_shape_agnostic = true;
+      expect_matches_cpu(call, t + " softmax n=" + std::to_string(n));
+    }
+    for (const Dw& c : dws) {
+      const int64_t ch = c.x[1];
+      OpCall call{"conv",
+                  {finite(c.x, 6), finite({ch, 1, c.k, c.k}, 7), finite({ch}, 8)},
+                  {{"group", ch},
+                   {"strides", ints{c.stride, c.stride}},
+                   {"pads", ints{c.pad, c.pad, c.pad, c.pad}},
+                   {"dilations", ints{c.dilation, c.dilation}}}};
+      call.prefer_shape_agnostic = true;
+      expect_matches_cpu(call, t + " depthwise " + shape_to_string(c.x) + " k" +
+                                   std::to_string(c.k) + " s" + std::to_string(c.stride));
+    }
+    hwy::SetSupportedTargetsForTest(0);
+  }
+}
+
 TEST(VectorForms, RegisteredForExactlyTheOpsWithAVectorForm) {
   const auto& kr = ops::KernelRegistry::global();
   for (const UnaryCase& c : unary_cases()) {
