@@ -94,7 +94,8 @@ TEST(OnednnConv, ThreeD) {
 // Geometries the shape-agnostic conv (a first-seen shape's conv without a oneDNN primitive,
 // conv_agnostic.cpp) takes its own ways, each against the cpu kernel with constant and
 // run-time weights: 1x1 as one product, taps that read only padding dropped (an ASPP-style
-// dilation whose only tap is the centre, a partial one, asymmetric pads), depthwise planes
+// dilation whose only tap is the centre, a partial one, asymmetric pads), one product per tap
+// over the rectangle it reads (in place or gathered), depthwise planes
 // (channel multiplier 2, strides 2 and 3, rows several vectors wide, 1-d, dilated), and a
 // stride that steps over the input.
 TEST(OnednnConv, ShapeAgnosticGeometries) {
@@ -109,6 +110,13 @@ TEST(OnednnConv, ShapeAgnosticGeometries) {
                             {1});
   expect_onednn_matches_cpu(
       conv_call("conv", {1, 2, 5, 5}, {3, 2, 3, 3}, true, {{"pads", ints{4, 0, 0, 4}}}), {1});
+  // One product per tap over its rectangle: grouped, strided, dilated past half the map.
+  expect_onednn_matches_cpu(conv_call("conv", {2, 4, 7, 9}, {6, 2, 3, 3}, true,
+                                      {{"group", int64_t{2}},
+                                       {"strides", both({2, 2})},
+                                       {"dilations", both({4, 4})},
+                                       {"pads", ints{4, 4, 4, 4}}}),
+                            {1});
   expect_onednn_matches_cpu(
       conv_call("conv", {1, 6, 10, 13}, {12, 1, 3, 3}, true,
                 {{"group", int64_t{6}}, {"strides", both({2, 2})}, {"pads", ints{1, 1, 1, 1}}}),

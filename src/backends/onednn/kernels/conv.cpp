@@ -433,7 +433,7 @@ namespace {
 // (make_shape_agnostic_conv says why).
 template <bool kTranspose>
 Status accepts_conv(const NodeContext& ctx) {
-  if (!kTranspose && ctx.prefer_shape_agnostic && make_shape_agnostic_conv(ctx).is_ok()) {
+  if (!kTranspose && ctx.prefer_shape_agnostic && make_shape_agnostic_conv(ctx, false).is_ok()) {
     return Status();
   }
   return make_conv(ctx, kTranspose, {}, false).status();

@@ -13,7 +13,10 @@
 //   rows at a time, and multiplies them by W the same way. Taps that read only padding at
 //   these sizes are dropped from the columns and from a copy of constant weights made at
 //   prepare: DeepLabV3's ASPP convs (3x3, dilation 12 to 36 over maps of 8 to 16 pixels) keep
-//   one to four of their nine taps, and one whose only tap is its centre is a 1x1 conv.
+//   one to four of their nine taps, and one whose only tap is its centre is a 1x1 conv;
+// - where the taps left read the input over well under the whole output (a dilation little
+//   smaller than the map), each tap is one product over the rectangle it reads instead: in
+//   place for whole rows, else gathered and added into the rectangle.
 // ONNX Conv (opset 22) semantics: group, strides, dilations, pads, auto_pad as resolved by
 // ops::nn::resolve_window. The compiled plan of a recurring shape keeps oneDNN's primitives.
 
@@ -39,13 +42,23 @@ using ops::NodeContext;
 // the second-level cache while the product reads them.
 constexpr int64_t kColumnBlockFloats = int64_t{1} << 20;
 
-// A thread's im2col buffer, grown to the largest block it has held: no allocation (and no
-// first touch of new pages) per run once warm.
-float* column_buffer(size_t floats) {
-  thread_local std::vector<float> buf;
+// A thread's scratch buffer `slot` (0: columns, 1: a tap's products), grown to the largest
+// size it has held: no allocation (and no first touch of new pages) per run once warm.
+float* scratch(int slot, size_t floats) {
+  thread_local std::vector<float> bufs[2];
+  std::vector<float>& buf = bufs[slot];
   if (buf.size() < floats) buf.resize(floats);
   return buf.data();
 }
+
+// A tap and the output rectangle [r0, r1) x [c0, c1) where it reads the input (row r reads input
+// row r * sh + ioff, column c input column c * sw + joff).
+struct TapRect {
+  int64_t t = 0;
+  int64_t r0 = 0, r1 = 0, c0 = 0, c1 = 0, ioff = 0, joff = 0;
+  // The rectangle is whole output rows reading whole input rows in place: one product over x.
+  bool in_place = false;
+};
 
 class AgnosticConv final : public LinearPrimitive {
  public:
@@ -60,6 +73,11 @@ class AgnosticConv final : public LinearPrimitive {
   std::shared_ptr<const std::vector<float>> packed;
   // One tap reading input pixel (r, o) for output pixel (r, o): a 1x1 conv over x as is.
   bool direct = false;
+  // Set where the taps' rectangles cover well under all of the columns im2col would build
+  // (dilated convs over small maps): each tap is then its own product over its rectangle,
+  // with its weights `tap_w`, [taps][m][c / group].
+  std::vector<TapRect> rects;
+  std::shared_ptr<const std::vector<float>> tap_w;
 
   Status run(KernelContext& ctx) const override {
     const float* x = ctx.input(0).data<float>();
@@ -72,11 +90,12 @@ class AgnosticConv final : public LinearPrimitive {
       return Status();
     }
     const int64_t cg = c / group, mg = m / group, hw = h * w, ohw = oh * ow;
+    if (!rects.empty()) return by_taps(ctx, x, bias, y, nt);
     const int64_t k = cg * static_cast<int64_t>(taps.size());
     const bool pointwise = direct;
     const int64_t rows =
         std::clamp<int64_t>(kColumnBlockFloats / std::max<int64_t>(k * ow, 1), 1, oh);
-    float* col = pointwise ? nullptr : column_buffer(static_cast<size_t>(k * rows * ow));
+    float* col = pointwise ? nullptr : scratch(0, static_cast<size_t>(k * rows * ow));
     for (int64_t b = 0; b < n; ++b) {
       float* yb = y + b * m * ohw;
       fill_bias(bias, yb, ohw, nt);
@@ -101,6 +120,53 @@ class AgnosticConv final : public LinearPrimitive {
   }
 
  private:
+  // The conv as one product per tap over its rectangle (`rects`): y starts at the bias, and
+  // each tap adds W_t x (the input its rectangle reads), in place where the rectangle is whole
+  // rows, else through a gathered copy and a product added into the rectangle.
+  Status by_taps(const KernelContext& ctx, const float* x, const float* bias, float* y,
+                 int nt) const {
+    const int64_t cg = c / group, mg = m / group, hw = h * w, ohw = oh * ow;
+    for (int64_t b = 0; b < n; ++b) {
+      float* yb = y + b * m * ohw;
+      if (bias != nullptr) {
+        fill_bias(bias, yb, ohw, nt);
+      } else {
+        std::fill_n(yb, m * ohw, 0.0F);
+      }
+      for (int64_t gi = 0; gi < group; ++gi) {
+        const float* xg = x + (b * c + gi * cg) * hw;
+        float* yg = yb + gi * mg * ohw;
+        for (const TapRect& rc : rects) {
+          const float* a = tap_w->data() + (rc.t * m + gi * mg) * cg;
+          const int64_t nr = rc.r1 - rc.r0, nc = rc.c1 - rc.c0;
+          if (rc.in_place) {
+            FRAME_RETURN_IF_ERROR(gemm(ctx, mg, nr * ow, cg, a, xg + (rc.r0 + rc.ioff) * w, hw,
+                                       1.0F, yg + rc.r0 * ow, ohw));
+            continue;
+          }
+          float* cols = scratch(0, static_cast<size_t>(cg * nr * nc));
+          float* prod = scratch(1, static_cast<size_t>(mg * nr * nc));
+          for (int64_t ci = 0; ci < cg; ++ci) {
+            for (int64_t r = rc.r0; r < rc.r1; ++r) {
+              const float* src = xg + ci * hw + (r * sh + rc.ioff) * w + rc.joff;
+              float* dst = cols + (ci * nr + (r - rc.r0)) * nc;
+              for (int64_t o = 0; o < nc; ++o) dst[o] = src[(rc.c0 + o) * sw];
+            }
+          }
+          FRAME_RETURN_IF_ERROR(gemm(ctx, mg, nr * nc, cg, a, cols, nr * nc, 0.0F, prod, nr * nc));
+          for (int64_t mo = 0; mo < mg; ++mo) {
+            for (int64_t r = 0; r < nr; ++r) {
+              float* yr = yg + mo * ohw + (rc.r0 + r) * ow + rc.c0;
+              const float* pr = prod + (mo * nr + r) * nc;
+              for (int64_t o = 0; o < nc; ++o) yr[o] += pr[o];
+            }
+          }
+        }
+      }
+    }
+    return Status();
+  }
+
   // C[mm, nn] (row stride ldc) = A[mm, kk] B[kk, nn] (row stride ldb) + beta C, row-major.
   static Status gemm(const KernelContext& ctx, int64_t mm, int64_t nn, int64_t kk, const float* a,
                      const float* b, int64_t ldb, float beta, float* cm, int64_t ldc) {
@@ -179,9 +245,52 @@ class AgnosticConv final : public LinearPrimitive {
   }
 };
 
+// Sets p.rects and p.tap_w where one product per tap over its rectangle multiplies at most
+// 60% of what im2col's columns would (taps dropped already): dilated convs over maps little
+// larger than the dilation, whose off-centre taps read the input for a few rows and columns.
+void plan_taps(AgnosticConv& p, const float* w) {
+  const auto range = [](int64_t off, int64_t stride, int64_t in, int64_t out, int64_t& lo,
+                        int64_t& hi) {
+    lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
+    hi = in - 1 - off < 0 ? 0 : std::min(out, (in - 1 - off) / stride + 1);
+    lo = std::min(lo, hi);
+  };
+  std::vector<TapRect> rects;
+  int64_t area = 0;
+  for (size_t t = 0; t < p.taps.size(); ++t) {
+    const auto [i, j] = p.taps[t];
+    TapRect rc;
+    rc.t = static_cast<int64_t>(t);
+    rc.ioff = i * p.dh - p.ph;
+    rc.joff = j * p.dw - p.pw;
+    range(rc.ioff, p.sh, p.h, p.oh, rc.r0, rc.r1);
+    range(rc.joff, p.sw, p.w, p.ow, rc.c0, rc.c1);
+    rc.in_place =
+        p.sh == 1 && p.sw == 1 && rc.joff == 0 && p.ow == p.w && rc.c0 == 0 && rc.c1 == p.ow;
+    area += (rc.r1 - rc.r0) * (rc.c1 - rc.c0);
+    rects.push_back(rc);
+  }
+  const auto ntaps = static_cast<int64_t>(p.taps.size());
+  if (area * 10 > ntaps * p.oh * p.ow * 6) return;
+  const int64_t cg = p.c / p.group;
+  auto tw = std::make_shared<std::vector<float>>(static_cast<size_t>(ntaps * p.m * cg));
+  for (int64_t t = 0; t < ntaps; ++t) {
+    const auto [i, j] = p.taps[static_cast<size_t>(t)];
+    for (int64_t mo = 0; mo < p.m; ++mo) {
+      for (int64_t ci = 0; ci < cg; ++ci) {
+        (*tw)[static_cast<size_t>((t * p.m + mo) * cg + ci)] =
+            w[((mo * cg + ci) * p.kh + i) * p.kw + j];
+      }
+    }
+  }
+  p.rects = std::move(rects);
+  p.tap_w = std::move(tw);
+}
+
 }  // namespace
 
-Result<std::shared_ptr<LinearPrimitive>> make_shape_agnostic_conv(const NodeContext& ctx) {
+Result<std::shared_ptr<LinearPrimitive>> make_shape_agnostic_conv(const NodeContext& ctx,
+                                                                  bool build) {
   const Shape& x = ctx.input_types[0].shape;
   const Shape& wshape = ctx.input_types[1].shape;
   if (!ctx.prefer_shape_agnostic) return unimplemented("not a first-seen shape's conv");
@@ -231,6 +340,7 @@ Result<std::shared_ptr<LinearPrimitive>> make_shape_agnostic_conv(const NodeCont
     }
     return std::shared_ptr<LinearPrimitive>(std::move(p));
   }
+  if (!build) return std::shared_ptr<LinearPrimitive>(std::move(p));  // accepts(): no copies
   // Taps that read the input for some output pixel (the first output row / column at or past
   // the input's start must also fall before its end: strides may step over a small input).
   const auto reads = [](int64_t t, int64_t step, int64_t pad, int64_t stride, int64_t in,
@@ -253,6 +363,12 @@ Result<std::shared_ptr<LinearPrimitive>> make_shape_agnostic_conv(const NodeCont
       for (int64_t j = 0; j < p->kw; ++j) p->taps.emplace_back(i, j);
     }
   }
+  if (p->taps.size() == 1 && p->sh == 1 && p->sw == 1 && p->oh == p->h && p->ow == p->w) {
+    const auto [i, j] = p->taps[0];
+    p->direct = i * p->dh == p->ph && j * p->dw == p->pw;
+  }
+  if (!p->direct && wconst != nullptr) plan_taps(*p, wconst->data<float>());
+  if (!p->rects.empty()) return std::shared_ptr<LinearPrimitive>(std::move(p));
   if (p->taps.size() < all) {
     const int64_t cg = p->c / p->group, nt = static_cast<int64_t>(p->taps.size());
     auto packed = std::make_shared<std::vector<float>>(static_cast<size_t>(p->m * cg * nt));
@@ -267,10 +383,6 @@ Result<std::shared_ptr<LinearPrimitive>> make_shape_agnostic_conv(const NodeCont
       }
     }
     p->packed = std::move(packed);
-  }
-  if (p->taps.size() == 1 && p->sh == 1 && p->sw == 1 && p->oh == p->h && p->ow == p->w) {
-    const auto [i, j] = p->taps[0];
-    p->direct = i * p->dh == p->ph && j * p->dw == p->pw;
   }
   return std::shared_ptr<LinearPrimitive>(std::move(p));
 }

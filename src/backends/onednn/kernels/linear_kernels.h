@@ -48,9 +48,12 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const ops::NodeContext& ctx, 
 /// 0007) without a oneDNN convolution primitive (conv_agnostic.cpp): 1x1 convs as matrix
 /// products over the NCHW tensors, depthwise convs as direct loops, others through im2col;
 /// f32, plain NCHW in and out, 1-d and 2-d, any group, stride, dilation and padding (ONNX
-/// Conv). Errors: kUnimplemented where it does not apply (no prefer_shape_agnostic, other
-/// ranks, inconsistent groups), resolve_window's errors for bad attributes.
-Result<std::shared_ptr<LinearPrimitive>> make_shape_agnostic_conv(const ops::NodeContext& ctx);
+/// Conv). With `build` false (the accepts() check) the state is not complete: no weights are
+/// copied and it must not run. Errors: kUnimplemented where it does not apply (no
+/// prefer_shape_agnostic, other ranks, inconsistent groups), resolve_window's errors for bad
+/// attributes.
+Result<std::shared_ptr<LinearPrimitive>> make_shape_agnostic_conv(const ops::NodeContext& ctx,
+                                                                  bool build = true);
 
 /// The layout oneDNN picks for the output of conv node `ctx` (a `conv`, or a
 /// fused_post_ops_internal with base_op "conv", built with its post-ops and `any` layouts):
