@@ -229,6 +229,7 @@ Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const Compile
     }
     ops::NodeContext ctx = ops::make_node_context(g, n, schema);
     ctx.prefer_shape_agnostic = true;
+    ctx.run_once = true;
     const ops::KernelDef* k = choose_kernel(ctx, options.backends);
     if (k == nullptr) return fallback(unimplemented("node '{}' ({}): no kernel", n.name, n.op));
     in.assign(n.inputs.size(), Tensor());

@@ -36,6 +36,8 @@ struct OpCall {
   int num_threads = 1;
   /// NodeContext::prefer_shape_agnostic (a Session's first-seen tier, ADR 0007).
   bool prefer_shape_agnostic = false;
+  /// NodeContext::run_once (the interpreted tier, ADR 0007).
+  bool run_once = false;
 };
 
 namespace detail {
@@ -74,6 +76,7 @@ inline Result<CheckedCall> check_call(const OpCall& call) {
   ctx.schema = schema;
   ctx.num_outputs = call.num_outputs;
   ctx.prefer_shape_agnostic = call.prefer_shape_agnostic;
+  ctx.run_once = call.run_once;
   for (const Tensor& t : call.inputs) {
     ctx.input_types.push_back(t.defined() ? ir::TensorType{t.dtype(), t.shape()}
                                           : ir::TensorType{});

@@ -57,6 +57,11 @@ struct NodeContext {
   /// every size of its row/batch dims (built once, reused by the next key) over the fastest
   /// state for exactly these sizes. A kernel may ignore it; results must not depend on it.
   bool prefer_shape_agnostic = false;
+  /// Set where the node is prepared for one run only (a Session's interpreted tier, ADR 0007
+  /// stage C; prefer_shape_agnostic is set too): a kernel may skip prepared state that only
+  /// repeated runs earn back, such as JIT code for exactly these sizes (the onednn conv then
+  /// builds no primitive). A kernel may ignore it; results must not depend on it.
+  bool run_once = false;
 
   size_t num_inputs() const { return input_types.size(); }
   bool has_input(size_t i) const { return i < input_present.size() && input_present[i]; }

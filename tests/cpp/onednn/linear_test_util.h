@@ -67,6 +67,7 @@ inline void expect_onednn_matches_cpu(OpCall call, const std::vector<size_t>& co
     call.constant_inputs = pass == 0 ? std::vector<size_t>{} : constant;
     for (bool agnostic : {false, true}) {
       call.prefer_shape_agnostic = agnostic;
+      call.run_once = agnostic;  // the interpreted tier's conv (conv_agnostic.cpp)
       for (int threads : {1, 2}) {
         call.num_threads = threads;
         Result<std::vector<Tensor>> got = run_op(call, "onednn");

@@ -429,11 +429,12 @@ int linear_reorders(const void* state) {
 
 namespace {
 
-// A plain conv prepared for a first-seen shape runs without a primitive where it can
-// (make_shape_agnostic_conv says why).
+// A plain conv prepared for one run (the interpreted tier) runs without a primitive where it
+// can (make_shape_agnostic_conv says why). A first-seen key's compile keeps the primitive: its
+// tier-up, if the key recurs, finds it in oneDNN's cache.
 template <bool kTranspose>
 Status accepts_conv(const NodeContext& ctx) {
-  if (!kTranspose && ctx.prefer_shape_agnostic && make_shape_agnostic_conv(ctx, false).is_ok()) {
+  if (!kTranspose && ctx.run_once && make_shape_agnostic_conv(ctx, false).is_ok()) {
     return Status();
   }
   return make_conv(ctx, kTranspose, {}, false).status();
@@ -441,7 +442,7 @@ Status accepts_conv(const NodeContext& ctx) {
 
 template <bool kTranspose>
 Result<std::shared_ptr<void>> prepare_conv(const NodeContext& ctx) {
-  if (!kTranspose && ctx.prefer_shape_agnostic) {
+  if (!kTranspose && ctx.run_once) {
     if (Result<std::shared_ptr<LinearPrimitive>> p = make_shape_agnostic_conv(ctx); p.is_ok()) {
       return std::shared_ptr<void>(std::move(p).value());
     }

@@ -1,9 +1,9 @@
-// A conv prepared for a first-seen shape (NodeContext::prefer_shape_agnostic, ADR 0007) without
-// a oneDNN convolution primitive: the primitive's JIT code is specific to the sizes, so a stream
-// of new image sizes created one per conv per size (DeepLabV3-MobileNetV3: 250 1x1 and 25 3x3
-// primitives over 5 sizes, about 8 ms per run), and the plain-layout tensors the interpreted
-// tier hands it were reordered to nhwc and back around every conv (about 9 ms per run). Here
-// nothing depends on the sizes beyond loop bounds:
+// A conv prepared for one run of a first-seen shape (NodeContext::run_once: the interpreted tier,
+// ADR 0007) without a oneDNN convolution primitive: the primitive's JIT code is specific to the
+// sizes, so a stream of new image sizes created one per conv per size (DeepLabV3-MobileNetV3: 250
+// 1x1 and 25 3x3 primitives over 5 sizes, about 8 ms per run), and the plain-layout tensors the
+// interpreted tier hands it were reordered to nhwc and back around every conv (about 9 ms per run).
+// Here nothing depends on the sizes beyond loop bounds:
 // - a 1x1 conv with unit stride and no padding is one matrix product per image and group,
 //   Y[m, hw] = W[m, c] X[c, hw], straight over the NCHW tensors (dnnl_sgemm, whose kernels are
 //   generated once per process, not per shape);
@@ -293,7 +293,7 @@ Result<std::shared_ptr<LinearPrimitive>> make_shape_agnostic_conv(const NodeCont
                                                                   bool build) {
   const Shape& x = ctx.input_types[0].shape;
   const Shape& wshape = ctx.input_types[1].shape;
-  if (!ctx.prefer_shape_agnostic) return unimplemented("not a first-seen shape's conv");
+  if (!ctx.run_once) return unimplemented("not a conv prepared for one run");
   if (x.size() != 3 && x.size() != 4) {
     return unimplemented("{}-d spatial input (the shape-agnostic conv takes 1-d and 2-d)",
                          static_cast<int64_t>(x.size()) - 2);

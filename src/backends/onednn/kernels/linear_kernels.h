@@ -44,13 +44,13 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const ops::NodeContext& ctx, 
                                                    bool reorder_weights,
                                                    const ConvLayouts& layouts = {});
 
-/// The conv of `ctx` prepared for a first-seen shape (NodeContext::prefer_shape_agnostic, ADR
+/// The conv of `ctx` prepared for one run of a first-seen shape (NodeContext::run_once, ADR
 /// 0007) without a oneDNN convolution primitive (conv_agnostic.cpp): 1x1 convs as matrix
 /// products over the NCHW tensors, depthwise convs as direct loops, others through im2col;
 /// f32, plain NCHW in and out, 1-d and 2-d, any group, stride, dilation and padding (ONNX
 /// Conv). With `build` false (the accepts() check) the state is not complete: no weights are
 /// copied and it must not run. Errors: kUnimplemented where it does not apply (no
-/// prefer_shape_agnostic, other ranks, inconsistent groups), resolve_window's errors for bad
+/// run_once, other ranks, inconsistent groups), resolve_window's errors for bad
 /// attributes.
 Result<std::shared_ptr<LinearPrimitive>> make_shape_agnostic_conv(const ops::NodeContext& ctx,
                                                                   bool build = true);
