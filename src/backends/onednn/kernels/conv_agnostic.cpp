@@ -38,9 +38,17 @@ namespace {
 using ops::KernelContext;
 using ops::NodeContext;
 
-// Columns a block of im2col holds at most (floats): a few output rows of a large layer stay in
-// the second-level cache while the product reads them.
+// Columns a block of im2col holds at most (floats, 4 MiB): a large layer's columns are built and
+// multiplied a block of output rows at a time instead of all at once.
 constexpr int64_t kColumnBlockFloats = int64_t{1} << 20;
+
+// The outputs [lo, hi) along one axis whose input index o * stride + off lies in [0, in), for
+// `out` outputs: where a tap offset by `off` reads the input (empty: lo == hi).
+void tap_range(int64_t off, int64_t stride, int64_t in, int64_t out, int64_t& lo, int64_t& hi) {
+  lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
+  hi = in - 1 - off < 0 ? 0 : std::min(out, (in - 1 - off) / stride + 1);
+  lo = std::min(lo, hi);
+}
 
 // A thread's scratch buffer `slot` (0: columns, 1: a tap's products), grown to the largest
 // size it has held: no allocation (and no first touch of new pages) per run once warm.
@@ -192,10 +200,7 @@ class AgnosticConv final : public LinearPrimitive {
 
   // The output columns [lo, hi) whose input column ow * sw - pw + j * dw lies in [0, w).
   void valid_columns(int64_t j, int64_t& lo, int64_t& hi) const {
-    const int64_t off = j * dw - pw;  // input column of output column 0
-    lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
-    hi = w - 1 - off < 0 ? 0 : std::min(ow, (w - 1 - off) / sw + 1);
-    lo = std::min(lo, hi);
+    tap_range(j * dw - pw, sw, w, ow, lo, hi);
   }
 
   // col[ci * taps + t][(r - r0) * ow + o] = x[ci][r * sh - ph + i * dh][o * sw - pw + j * dw]
@@ -249,12 +254,6 @@ class AgnosticConv final : public LinearPrimitive {
 // 60% of what im2col's columns would (taps dropped already): dilated convs over maps little
 // larger than the dilation, whose off-centre taps read the input for a few rows and columns.
 void plan_taps(AgnosticConv& p, const float* w) {
-  const auto range = [](int64_t off, int64_t stride, int64_t in, int64_t out, int64_t& lo,
-                        int64_t& hi) {
-    lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
-    hi = in - 1 - off < 0 ? 0 : std::min(out, (in - 1 - off) / stride + 1);
-    lo = std::min(lo, hi);
-  };
   std::vector<TapRect> rects;
   int64_t area = 0;
   for (size_t t = 0; t < p.taps.size(); ++t) {
@@ -263,8 +262,8 @@ void plan_taps(AgnosticConv& p, const float* w) {
     rc.t = static_cast<int64_t>(t);
     rc.ioff = i * p.dh - p.ph;
     rc.joff = j * p.dw - p.pw;
-    range(rc.ioff, p.sh, p.h, p.oh, rc.r0, rc.r1);
-    range(rc.joff, p.sw, p.w, p.ow, rc.c0, rc.c1);
+    tap_range(rc.ioff, p.sh, p.h, p.oh, rc.r0, rc.r1);
+    tap_range(rc.joff, p.sw, p.w, p.ow, rc.c0, rc.c1);
     rc.in_place =
         p.sh == 1 && p.sw == 1 && rc.joff == 0 && p.ow == p.w && rc.c0 == 0 && rc.c1 == p.ow;
     area += (rc.r1 - rc.r0) * (rc.c1 - rc.c0);
@@ -341,14 +340,14 @@ Result<std::shared_ptr<LinearPrimitive>> make_shape_agnostic_conv(const NodeCont
     return std::shared_ptr<LinearPrimitive>(std::move(p));
   }
   if (!build) return std::shared_ptr<LinearPrimitive>(std::move(p));  // accepts(): no copies
-  // Taps that read the input for some output pixel (the first output row / column at or past
-  // the input's start must also fall before its end: strides may step over a small input).
+  // Taps that read the input for some output pixel (a stride may step over a small input).
   const auto reads = [](int64_t t, int64_t step, int64_t pad, int64_t stride, int64_t in,
                         int64_t out) {
-    const int64_t off = t * step - pad;
-    const int64_t first = off >= 0 ? 0 : (-off + stride - 1) / stride;
-    return first < out && first * stride + off < in;
+    int64_t lo = 0, hi = 0;
+    tap_range(t * step - pad, stride, in, out, lo, hi);
+    return lo < hi;
   };
+
   for (int64_t i = 0; i < p->kh; ++i) {
     if (!reads(i, p->dh, p->ph, p->sh, p->h, p->oh)) continue;
     for (int64_t j = 0; j < p->kw; ++j) {
