@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "backends/gpu/ew_formulas.h"
+
 namespace frame::backends::intel_gpu {
 namespace {
 
@@ -80,6 +82,10 @@ std::string cl_store(const ClType& t, std::string_view ptr, std::string_view idx
     return fmt::format("{}[{}] = frame_bf16_store((float)({}));", ptr, idx, value);
   }
   return fmt::format("{}[{}] = (T)({});", ptr, idx, value);
+}
+
+std::string cl_literal(double v, bool fp64) {
+  return gpu::c_literal(v, fp64, gpu::Dialect::kOpenCL);
 }
 
 std::string_view cl_build_options(const ClType& t) {

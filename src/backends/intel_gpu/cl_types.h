@@ -49,6 +49,10 @@ std::string cl_round(const ClType& t, std::string_view value);
 /// only move elements use it, so one program per element size serves every dtype.
 std::string_view cl_storage_type(size_t elem_bytes);
 
+/// `v` as an OpenCL C literal of type T (hex float, or INFINITY / NAN): exact for any double
+/// when `fp64`, else for v rounded to float (what the cpu functor computes with).
+std::string cl_literal(double v, bool fp64);
+
 /// Build options: division and sqrt correctly rounded (as on the host); unsuffixed literals
 /// single precision when T is float.
 std::string_view cl_build_options(const ClType& t);

@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "backends/intel_gpu/cl_types.h"
-#include "backends/intel_gpu/kernels/ew_formulas.h"
 #include "backends/intel_gpu/kernels/launch.h"
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/op_registry.h"

@@ -1,8 +1,8 @@
 // intel_gpu kernels of the elementwise lists (FRAME_EW_UNARY_OPS, _BINARY_OPS, _VARIADIC_OPS)
 // and of `fused_elementwise_internal`, as OpenCL C generated from the formula table
-// (ew_formulas.h). Buffers, copies and launch are launch.h's; broadcasting is index
-// arithmetic in the kernel (per output dim, the stride of each input, 0 where it
-// broadcasts), and same-size inputs skip it (rank 0).
+// (src/backends/gpu/ew_formulas.h). Buffers, copies and launch are launch.h's; broadcasting is
+// index arithmetic in the kernel (per output dim, the stride of each input, 0 where it broadcasts),
+// and same-size inputs skip it (rank 0).
 
 #include <fmt/format.h>
 
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "backends/gpu/ew_formulas.h"
 #include "backends/intel_gpu/cl_types.h"
-#include "backends/intel_gpu/kernels/ew_formulas.h"
 #include "backends/intel_gpu/kernels/launch.h"
 #include "backends/intel_gpu/opencl.h"
 #include "frame/core/tensor.h"
@@ -23,8 +23,13 @@
 namespace frame::backends::intel_gpu {
 namespace {
 
+using gpu::EwOp;
+using gpu::find_ew_op;
+using gpu::kVariadic;
 using ops::KernelContext;
 using ops::NodeContext;
+
+std::string ew_prelude() { return gpu::ew_prelude(gpu::Dialect::kOpenCL); }
 
 // Kernel signature: inputs..., output, rank, meta[, p0, p1].
 std::string signature(std::string_view name, const ClType& t, size_t num_inputs, bool bool_out,
@@ -53,7 +58,7 @@ constexpr std::string_view kFusedKernelName = "frame_fused";
 // compiles each kernel to machine code lazily, at its first launch).
 std::string library_source(const ClType& t) {
   std::string s = cl_type_prelude(t) + ew_prelude();
-  for (const EwOp& op : ew_ops()) {
+  for (const EwOp& op : gpu::ew_ops()) {
     if (op.formula == nullptr || op.arity == kVariadic || !op.dtypes.contains(t.dtype)) continue;
     s += signature(kernel_name(op), t, static_cast<size_t>(op.arity), op.bool_out, true);
     s += " {\n" + index_code(static_cast<size_t>(op.arity));
@@ -205,76 +210,15 @@ constexpr DTypeSet kVec4Types{DTypeCode::kFloat32};
 // cache).
 Result<std::string> fused_source(const NodeContext& ctx, const ClType& t, const ir::Graph& body,
                                  bool vec4 = false) {
-  if (body.outputs().size() != 1 || body.inputs().size() != ctx.num_inputs()) {
-    return unimplemented("fused body has {} inputs and {} outputs (node has {})",
-                         body.inputs().size(), body.outputs().size(), ctx.num_inputs());
-  }
   if (!kFusedTypes.contains(t.dtype)) {
     return unimplemented("fused groups are generated for float dtypes only");
   }
   // f16/bf16: computed in float, rounded per op (a prepare-time choice of generated code).
-  const bool narrow = kNarrowTypes.contains(t.dtype);
-  std::string fns;
-  std::string code;
-  std::vector<std::string> var(body.num_values());
-  for (size_t k = 0; k < body.inputs().size(); ++k) {
-    var[static_cast<size_t>(body.inputs()[k])] = fmt::format("v_in{}", k);
-  }
-  FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, body.topological_order());
-  int fn_index = 0;
-  for (ir::NodeId id : order) {
-    const ir::Node& n = body.node(id);
-    const EwOp* op = find_ew_op(n.op);
-    const bool arity_ok =
-        op != nullptr &&
-        (op->arity == kVariadic ? !n.inputs.empty()
-                                : n.inputs.size() == static_cast<size_t>(op->arity));
-    if (op == nullptr || op->formula == nullptr || op->bool_out || !arity_ok ||
-        n.outputs.size() != 1) {
-      return unimplemented("fused body node '{}' ({}) has no OpenCL formula", n.name, n.op);
-    }
-    if (narrow && op->arity == kVariadic) {  // the cpu fold rounds after every step
-      return unimplemented("fused {} body node '{}' ({}) is a variadic fold", dtype_name(t.dtype),
-                           n.name, n.op);
-    }
-    for (ir::ValueId v : n.inputs) {
-      if (v == ir::kNoValue || var[static_cast<size_t>(v)].empty()) {
-        return unimplemented("fused body node '{}' reads a value from outside the body", n.name);
-      }
-    }
-    const ir::Value& out = body.value(n.outputs[0]);
-    if (!out.type || out.type->dtype != t.dtype) {
-      return unimplemented("fused body node '{}' changes the dtype", n.name);
-    }
-    const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
-    const NodeContext nctx = ops::make_node_context(body, n, schema);
-    const std::array<double, 2> p = op->params(nctx, op->formula->string_true);
-    const std::string args = op->arity == 1 ? "const T x" : "const T a, const T b";
-    fns += fmt::format(
-        "inline T f{}({}) {{\n  const T p0 = {};\n  const T p1 = {};\n  return (T)({});\n}}\n",
-        fn_index, args, cl_literal(p[0], t.fp64), cl_literal(p[1], t.fp64), op->formula->expr);
-    const std::string result = fmt::format("v{}", fn_index);
-    if (op->arity == kVariadic) {
-      // Left fold of the binary step, as the cpu kernel does, one statement per input: a
-      // nested call per input exceeds the compiler's bracket nesting limit (256 in clang)
-      // for a few hundred inputs.
-      code += fmt::format("  T {} = {};\n", result, var[static_cast<size_t>(n.inputs[0])]);
-      for (size_t k = 1; k < n.inputs.size(); ++k) {
-        code += fmt::format("  {0} = f{1}({0}, {2});\n", result, fn_index,
-                            var[static_cast<size_t>(n.inputs[k])]);
-      }
-      if (op->mean) code += fmt::format("  {0} = {0} / (T){1};\n", result, n.inputs.size());
-    } else {
-      std::string call = fmt::format("f{}({}", fn_index, var[static_cast<size_t>(n.inputs[0])]);
-      if (op->arity == 2) call += ", " + var[static_cast<size_t>(n.inputs[1])];
-      call += ")";
-      code += fmt::format("  const T {} = {};\n", result, cl_round(t, call));
-    }
-    var[static_cast<size_t>(n.outputs[0])] = result;
-    ++fn_index;
-  }
-  const std::string& result = var[static_cast<size_t>(body.outputs()[0])];
-  if (result.empty()) return unimplemented("fused body output is not computed");
+  FRAME_ASSIGN_OR_RETURN(
+      gpu::FusedBodyCode fb,
+      gpu::fused_body_code(body, ctx.num_inputs(), t.dtype, kNarrowTypes.contains(t.dtype), t.fp64,
+                           gpu::Dialect::kOpenCL,
+                           [&](const std::string& v) { return cl_round(t, v); }));
   const size_t n_in = body.inputs().size();
   std::string params, args, tail;
   for (size_t k = 0; k < n_in; ++k) {
@@ -283,8 +227,9 @@ Result<std::string> fused_source(const NodeContext& ctx, const ClType& t, const 
                         cl_load(t, fmt::format("in{}", k), fmt::format("idx{}", k)));
     tail += fmt::format("{}in{}[j]", k == 0 ? "" : ", ", k);
   }
-  std::string s = cl_type_prelude(t) + ew_prelude() + fns;
-  s += fmt::format("inline T frame_body({}) {{\n{}  return {};\n}}\n", params, code, result);
+  std::string s = cl_type_prelude(t) + ew_prelude() + fb.functions;
+  s += fmt::format("inline T frame_body({}) {{\n{}  return {};\n}}\n", params, fb.statements,
+                   fb.result);
   s += signature(kFusedKernelName, t, n_in, false, false) + " {\n";
   if (!vec4) {
     s += index_code(n_in);
@@ -350,7 +295,7 @@ Result<std::shared_ptr<void>> fused_prepare(const NodeContext& ctx) {
 }
 
 [[maybe_unused]] const bool kRegistered = [] {
-  for (const EwOp& op : ew_ops()) {
+  for (const EwOp& op : gpu::ew_ops()) {
     const DTypeSet types = op.dtypes & kClTypes;
     const bool variadic = op.arity == kVariadic;
     const DTypeSet kernel_types = variadic ? types & kVariadicTypes : types;
