@@ -75,3 +75,22 @@ frame_generated_test_models(frame_recurrent_models SCRIPT onnx_models/gen_recurr
 frame_generated_test_models(frame_qdq_models SCRIPT onnx_models/gen_qdq.py
   DIR qdq_models DIR_VAR FRAME_QDQ_MODELS_DIR COMMENT "QDQ test model"
   DEPENDS ${PROJECT_SOURCE_DIR}/scripts/qdq_quantize.py)
+
+# The cuda backend's tests (tests/cpp/cuda/): the NVRTC compile test enumerates the op
+# database's cases and the session test model's nodes; the rest skip without a GPU, with the
+# probe's reason. `frame backends` must name cuda with its status either way.
+if(TARGET frame_cuda_tests AND TARGET frame_backend_cuda)
+  target_include_directories(frame_cuda_tests PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  target_include_directories(frame_cuda_tests SYSTEM PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
+  target_compile_definitions(frame_cuda_tests PRIVATE FRAME_HAVE_CUDA=1
+    FRAME_OP_DB_DIR="${FRAME_OP_DB_DIR}" FRAME_SESSION_MODELS_DIR="${FRAME_SESSION_MODELS_DIR}")
+  add_dependencies(frame_cuda_tests frame_op_db frame_session_models)
+  if(TARGET frame_cli)
+    add_test(NAME cuda_backend_status COMMAND frame_cli backends)
+    set_tests_properties(cuda_backend_status PROPERTIES
+      PASS_REGULAR_EXPRESSION "cuda +device-groups +[0-9]+ +(available|unavailable: [^\n]+)")
+  endif()
+endif()
+if(TARGET frame_gpu_tests)
+  target_include_directories(frame_gpu_tests PRIVATE ${PROJECT_SOURCE_DIR}/src)
+endif()

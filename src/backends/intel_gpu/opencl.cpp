@@ -18,6 +18,7 @@
 #include <mutex>
 #include <vector>
 
+#include "backends/gpu/binary_cache.h"
 #include "frame/ops/backend_availability.h"
 
 namespace frame::backends::intel_gpu {
@@ -160,52 +161,22 @@ ProgramCache& cache() {
 std::atomic<size_t> g_built{0};
 std::atomic<size_t> g_loaded{0};
 
-// FNV-1a: names the cache file; the file also holds the whole key, compared on load, so a
-// hash collision can never load the wrong program.
-uint64_t fnv1a(std::string_view s) {
-  uint64_t h = 14695981039346656037ull;
-  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  return h;
-}
-
 std::string cache_dir() {
   const char* dir = std::getenv(kCacheDirEnv);
   return dir == nullptr ? std::string() : std::string(dir);
 }
 
-// File layout: u64 key length, key, u64 binary length, u64 FNV-1a of the binary, binary. The
-// length and hash catch a truncated or damaged file before the driver sees it (PoCL aborts on a
-// truncated binary). The format tag in the key keeps files of an older layout from matching.
+// The shared file format (src/backends/gpu/binary_cache.h); the format tag in the key keeps
+// files of an older layout from matching.
 constexpr std::string_view kCacheFormat = "frame clbin 2\n";
-
-std::filesystem::path cache_file(const std::string& dir, const std::string& key) {
-  return std::filesystem::path(dir) / fmt::format("{:016x}.clbin", fnv1a(key));
-}
+constexpr std::string_view kCacheExt = ".clbin";
 
 // The program from the on-disk cache, or nullptr (no file, another key, a stale binary).
 cl_program load_cached(const Device& d, const std::string& key, const std::string& options) {
-  const std::string dir = cache_dir();
-  if (dir.empty()) return nullptr;
-  std::ifstream in(cache_file(dir, key), std::ios::binary);
-  if (!in) return nullptr;
-  uint64_t n = 0;
-  if (!in.read(reinterpret_cast<char*>(&n), sizeof(n)) || n != key.size()) return nullptr;
-  std::string stored(key.size(), '\0');
-  if (!in.read(stored.data(), static_cast<std::streamsize>(n)) || stored != key) return nullptr;
-  uint64_t bin_size = 0;
-  uint64_t bin_hash = 0;
-  if (!in.read(reinterpret_cast<char*>(&bin_size), sizeof(bin_size)) ||
-      !in.read(reinterpret_cast<char*>(&bin_hash), sizeof(bin_hash))) {
-    return nullptr;
-  }
-  const std::vector<unsigned char> bin((std::istreambuf_iterator<char>(in)),
-                                       std::istreambuf_iterator<char>());
-  if (bin.empty() || bin.size() != bin_size ||
-      fnv1a(std::string_view(reinterpret_cast<const char*>(bin.data()), bin.size())) != bin_hash) {
-    return nullptr;  // truncated or damaged: rebuilt from source and rewritten
-  }
-  const unsigned char* ptr = bin.data();
-  const size_t size = bin.size();
+  const std::optional<std::string> bin = gpu::read_cached_binary(cache_dir(), key, kCacheExt);
+  if (!bin) return nullptr;  // absent, truncated or damaged: rebuilt from source and rewritten
+  const auto* ptr = reinterpret_cast<const unsigned char*>(bin->data());
+  const size_t size = bin->size();
   cl_int status = CL_SUCCESS;
   cl_int e = CL_SUCCESS;
   cl_program prog = clCreateProgramWithBinary(d.context, 1, &d.id, &size, &ptr, &status, &e);
@@ -226,36 +197,12 @@ void store_cached(const Device& d, const std::string& key, cl_program prog) {
       size == 0) {
     return;
   }
-  std::vector<unsigned char> bin(size);
-  unsigned char* ptr = bin.data();
+  std::string bin(size, '\0');
+  auto* ptr = reinterpret_cast<unsigned char*>(bin.data());
   if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof(ptr), &ptr, nullptr) != CL_SUCCESS) {
     return;
   }
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  const std::filesystem::path file = cache_file(dir, key);
-  // Written under a private name and renamed, so a concurrent reader never sees half a file.
-  const std::filesystem::path tmp =
-      file.string() + fmt::format(".tmp{}", fnv1a(d.identity + std::to_string(getpid())));
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    const uint64_t n = key.size();
-    const uint64_t bin_size = size;
-    const uint64_t bin_hash =
-        fnv1a(std::string_view(reinterpret_cast<const char*>(bin.data()), bin.size()));
-    out.write(reinterpret_cast<const char*>(&n), sizeof(n));
-    out.write(key.data(), static_cast<std::streamsize>(key.size()));
-    out.write(reinterpret_cast<const char*>(&bin_size), sizeof(bin_size));
-    out.write(reinterpret_cast<const char*>(&bin_hash), sizeof(bin_hash));
-    out.write(reinterpret_cast<const char*>(bin.data()), static_cast<std::streamsize>(size));
-    out.close();  // flushes: a full disk shows here, not after the rename
-    if (!out) {
-      std::filesystem::remove(tmp, ec);
-      return;
-    }
-  }
-  std::filesystem::rename(tmp, file, ec);
-  if (ec) std::filesystem::remove(tmp, ec);
+  gpu::write_cached_binary(dir, key, kCacheExt, bin, d.identity);
 }
 
 Result<cl_program> cached_program(const Device& d, const std::string& source,

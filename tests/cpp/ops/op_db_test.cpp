@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/op_db_case.h"
 #include "common/op_runner.h"
 #include "common/tolerance.h"
 #include "frame/core/npy.h"
@@ -38,39 +39,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string op_db_dir() {
-  if (const char* env = std::getenv("FRAME_OP_DB_DIR"); env != nullptr && *env != '\0') {
-    return env;
-  }
-#ifdef FRAME_OP_DB_DIR
-  return FRAME_OP_DB_DIR;
-#else
-  return "op_db";
-#endif
-}
-
-Result<Tensor> load_array(const std::string& dir, const json& file, const json& dtype) {
-  std::optional<DTypeCode> as;
-  if (dtype.is_string() && dtype.get<std::string>() == "bf16") as = DTypeCode::kBFloat16;
-  return read_npy(dir + "/" + file.get<std::string>(), as);
-}
-
-Result<ir::AttrValue> load_attr(const std::string& dir, const std::string& name, const json& a) {
-  const std::string type = a.at("type").get<std::string>();
-  const json& v = a.at("value");
-  if (type == "int") return ir::AttrValue(v.get<int64_t>());
-  if (type == "float") return ir::AttrValue(v.get<double>());
-  if (type == "string") return ir::AttrValue(v.get<std::string>());
-  if (type == "ints") return ir::AttrValue(v.get<std::vector<int64_t>>());
-  if (type == "floats") return ir::AttrValue(v.get<std::vector<double>>());
-  if (type == "strings") return ir::AttrValue(v.get<std::vector<std::string>>());
-  if (type == "tensor") {
-    FRAME_ASSIGN_OR_RETURN(Tensor t, load_array(dir, v, a.value("dtype", json())));
-    return ir::AttrValue(std::move(t));
-  }
-  return invalid_argument("attribute '{}' has unknown manifest type '{}'", name, type);
-}
-
 class OpDbTest : public ::testing::Test {
  public:
   OpDbTest(std::shared_ptr<const json> c, std::string dir, std::string backend)
@@ -78,28 +46,10 @@ class OpDbTest : public ::testing::Test {
 
   void TestBody() override {
     const json& c = *case_;
-    OpCall call;
-    call.op = c.at("op").get<std::string>();
-    call.node_name = c.at("id").get<std::string>();
-    const json& in_files = c.at("inputs");
-    const json& in_dtypes = c.at("input_dtypes");
-    for (size_t i = 0; i < in_files.size(); ++i) {
-      if (in_files[i].is_null()) {
-        call.inputs.emplace_back();
-        continue;
-      }
-      Result<Tensor> t = load_array(dir_, in_files[i], in_dtypes[i]);
-      ASSERT_TRUE(t.is_ok()) << "input " << i << ": " << t.status().to_string();
-      call.inputs.push_back(std::move(t).value());
-    }
-    for (const auto& [name, a] : c.at("attrs").items()) {
-      Result<ir::AttrValue> v = load_attr(dir_, name, a);
-      ASSERT_TRUE(v.is_ok()) << v.status().to_string();
-      call.attrs.emplace(name, std::move(v).value());
-    }
-    call.constant_inputs = c.at("constant_inputs").get<std::vector<size_t>>();
+    Result<OpCall> loaded = load_op_db_call(dir_, c);
+    ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+    OpCall& call = *loaded;
     const json& out_files = c.at("outputs");
-    call.num_outputs = out_files.size();
 
     if (backend_ != "cpu") {
       Result<KernelSupport> sup = kernel_supports(call, backend_);
@@ -129,7 +79,7 @@ class OpDbTest : public ::testing::Test {
     const json& out_dtypes = c.at("output_dtypes");
     const std::vector<bool> check = c.at("check_values").get<std::vector<bool>>();
     for (size_t i = 0; i < out_files.size(); ++i) {
-      Result<Tensor> expected = load_array(dir_, out_files[i], out_dtypes[i]);
+      Result<Tensor> expected = load_op_db_array(dir_, out_files[i], out_dtypes[i]);
       ASSERT_TRUE(expected.is_ok()) << "output " << i << ": " << expected.status().to_string();
       const Tensor& actual = got[i];
       ASSERT_EQ(actual.dtype(), expected->dtype())
@@ -239,19 +189,12 @@ std::vector<std::string> cross_backends() {
 // runs.
 [[maybe_unused]] const bool kRegistered = [] {
   const std::string dir = op_db_dir();
-  std::ifstream in(dir + "/manifest.json");
-  if (!in) {
-    register_broken("cannot open " + dir +
-                    "/manifest.json; build the frame_op_db target or set FRAME_OP_DB_DIR");
+  Result<json> loaded = load_op_db_manifest(dir);
+  if (!loaded.is_ok()) {
+    register_broken(loaded.status().message());
     return false;
   }
-  json manifest;
-  try {
-    in >> manifest;
-  } catch (const std::exception& e) {
-    register_broken(dir + "/manifest.json is not valid JSON: " + e.what());
-    return false;
-  }
+  const json manifest = std::move(loaded).value();
   const std::vector<std::string> others = cross_backends();
   auto whole = std::make_shared<const json>(manifest);
   for (const std::string& b : others) {

@@ -1,0 +1,152 @@
+// Loading and launching the cuda backend's generated kernels (launch.h).
+
+#include "backends/cuda/launch.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+namespace frame::backends::cuda {
+
+CudaLaunch::~CudaLaunch() {
+  if (module != nullptr && dev != nullptr) dev->api->cuModuleUnload(module);
+}
+
+Status CudaLaunch::launch(CUstream stream, std::span<const CUdeviceptr> inputs,
+                          CUdeviceptr output) const {
+  if (elements == 0) return Status();
+  if (inputs.size() != geometry.num_inputs) {
+    return internal_error("cuda: kernel launched with {} inputs, generated for {}", inputs.size(),
+                          geometry.num_inputs);
+  }
+  // cuLaunchKernel copies each parameter from the pointer given for it.
+  std::array<void*, kMaxInputs + 5> params{};
+  std::array<CUdeviceptr, kMaxInputs + 1> ptrs{};
+  size_t k = 0;
+  for (; k < inputs.size(); ++k) {
+    ptrs[k] = inputs[k];
+    params[k] = &ptrs[k];
+  }
+  ptrs[k] = output;
+  params[k] = &ptrs[k];
+  long long n64 = elements;
+  int n32 = static_cast<int>(elements);
+  params[k + 1] = geometry.wide ? static_cast<void*>(&n64) : static_cast<void*>(&n32);
+  // The driver takes non-const pointers and only reads through them.
+  params[k + 2] = const_cast<unsigned char*>(meta.data());
+  double p0d = p0, p1d = p1;
+  float p0f = static_cast<float>(p0), p1f = static_cast<float>(p1);
+  params[k + 3] = t_is_double ? static_cast<void*>(&p0d) : static_cast<void*>(&p0f);
+  params[k + 4] = t_is_double ? static_cast<void*>(&p1d) : static_cast<void*>(&p1f);
+  return cu_check(
+      *dev,
+      dev->api->cuLaunchKernel(fn, grid, 1, 1, kBlock, 1, 1, 0, stream, params.data(), nullptr),
+      "cuLaunchKernel");
+}
+
+Status load_kernel(CudaLaunch& l, const std::string& source, const std::string& where) {
+  const CudaDevice* dev = selected_device();
+  if (dev == nullptr) return unimplemented("{}cuda: {}", where, unavailable_reason());
+  l.dev = dev;
+  Result<std::shared_ptr<const Compiled>> bin = compile_cuda(source, dev->compute_capability);
+  if (!bin.is_ok()) return bin.status().with_prefix(where);
+  l.binary = std::move(bin).value();
+  FRAME_RETURN_IF_ERROR(make_current(*dev).with_prefix(where));
+  FRAME_RETURN_IF_ERROR(cu_check(*dev,
+                                 dev->api->cuModuleLoadData(&l.module, l.binary->cubin.data()),
+                                 "cuModuleLoadData")
+                            .with_prefix(where));
+  FRAME_RETURN_IF_ERROR(cu_check(*dev,
+                                 dev->api->cuModuleGetFunction(&l.fn, l.module, "frame_kernel"),
+                                 "cuModuleGetFunction")
+                            .with_prefix(where));
+  // One block per 1024 elements (4 per thread), at most 32 resident blocks per SM: the
+  // grid-stride loop covers the rest.
+  const int64_t want = (l.elements + 4 * kBlock - 1) / (4 * kBlock);
+  const int64_t cap = std::max(1, dev->multiprocessors) * int64_t{32};
+  l.grid = static_cast<unsigned>(std::clamp<int64_t>(want, 1, cap));
+  return Status();
+}
+
+Status device_ready(const ops::NodeContext& ctx) {
+  const CudaDevice* dev = selected_device();
+  if (dev == nullptr) return unimplemented("{}", unavailable_reason());
+  auto too_big = [&](const ir::TensorType& t) {
+    return static_cast<size_t>(numel_of(t.shape)) * dtype_size(t.dtype) > dev->total_memory;
+  };
+  for (size_t k = 0; k < ctx.num_inputs(); ++k) {
+    if (ctx.has_input(k) && too_big(ctx.input_types[k])) {
+      return unimplemented("input {} is larger than the device's memory", k);
+    }
+  }
+  return Status();
+}
+
+namespace {
+
+// Device memory freed on scope exit.
+class DeviceBuffer {
+ public:
+  DeviceBuffer(const CudaDevice& d, size_t bytes) : d_(&d) {
+    status_ = cu_check(d, d.api->cuMemAlloc(&ptr_, std::max<size_t>(bytes, 1)), "cuMemAlloc");
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() {
+    if (ptr_ != 0) d_->api->cuMemFree(ptr_);
+  }
+  CUdeviceptr get() const { return ptr_; }
+  const Status& status() const { return status_; }
+
+ private:
+  const CudaDevice* d_;
+  CUdeviceptr ptr_ = 0;
+  Status status_;
+};
+
+}  // namespace
+
+Status run_standalone(ops::KernelContext& kc) {
+  const auto* l = static_cast<const CudaLaunch*>(kc.state);
+  const ops::NodeContext& ctx = *kc.node;
+  const std::string where = fmt::format("node '{}' ({}): ", ctx.node_name, ctx.op);
+  if (l == nullptr || l->dev == nullptr)
+    return internal_error("{}cuda: kernel not prepared", where);
+  const CudaDevice& dev = *l->dev;
+  FRAME_RETURN_IF_ERROR(make_current(dev).with_prefix(where));
+  std::vector<std::unique_ptr<DeviceBuffer>> ins;
+  std::vector<CUdeviceptr> ptrs;
+  for (size_t k = 0; k < l->in_bytes.size(); ++k) {
+    if (kc.inputs[k].nbytes() != l->in_bytes[k]) {
+      return internal_error("{}input {} has {} bytes, the kernel reads {}", where, k,
+                            kc.inputs[k].nbytes(), l->in_bytes[k]);
+    }
+    ins.push_back(std::make_unique<DeviceBuffer>(dev, l->in_bytes[k]));
+    FRAME_RETURN_IF_ERROR(ins.back()->status().with_prefix(where));
+    ptrs.push_back(ins.back()->get());
+    if (l->in_bytes[k] > 0) {
+      FRAME_RETURN_IF_ERROR(
+          cu_check(dev,
+                   dev.api->cuMemcpyHtoDAsync(ptrs.back(), kc.inputs[k].raw_data(), l->in_bytes[k],
+                                              nullptr),
+                   "copying an input to the device")
+              .with_prefix(where));
+    }
+  }
+  DeviceBuffer out(dev, l->out_bytes);
+  FRAME_RETURN_IF_ERROR(out.status().with_prefix(where));
+  FRAME_RETURN_IF_ERROR(l->launch(nullptr, ptrs, out.get()).with_prefix(where));
+  if (l->out_bytes > 0) {
+    FRAME_RETURN_IF_ERROR(cu_check(dev,
+                                   dev.api->cuMemcpyDtoHAsync(kc.outputs[0].raw_data(), out.get(),
+                                                              l->out_bytes, nullptr),
+                                   "copying the output to the host")
+                              .with_prefix(where));
+  }
+  return cu_check(dev, dev.api->cuStreamSynchronize(nullptr), "cuStreamSynchronize")
+      .with_prefix(where);
+}
+
+}  // namespace frame::backends::cuda

@@ -1,0 +1,66 @@
+#pragma once
+/// \file
+/// One cuda node ready to run (docs/backends/cuda.md, "Device memory and streams"): its
+/// generated kernel compiled and loaded once at prepare, with its launch geometry and fixed
+/// parameters. The device pointers it reads and writes are bound per launch: a device group
+/// passes its run slot's memory, run_standalone (one node on its own: the op database) its
+/// own buffers.
+
+#include <cuda.h>
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/codegen.h"
+#include "backends/cuda/driver.h"
+#include "backends/cuda/nvrtc.h"
+#include "frame/ops/kernel_registry.h"
+
+namespace frame::backends::cuda {
+
+/// A generated elementwise kernel of one node (codegen.h's calling convention).
+struct CudaLaunch {
+  const CudaDevice* dev = nullptr;
+  std::shared_ptr<const Compiled> binary;  ///< kept for the module's life
+  CUmodule module = nullptr;
+  CUfunction fn = nullptr;
+  Geometry geometry;
+  std::vector<size_t> in_bytes;  ///< per input, as gpu::NodeIO
+  size_t out_bytes = 0;
+  int64_t elements = 0;             ///< output elements (the `n` parameter)
+  std::vector<unsigned char> meta;  ///< the `meta` parameter (pack_meta)
+  double p0 = 0, p1 = 0;            ///< the formula's parameters, passed as T
+  bool t_is_double = false;
+  unsigned grid = 1;  ///< blocks of kBlock threads (grid-stride loop beyond that)
+
+  CudaLaunch() = default;
+  CudaLaunch(const CudaLaunch&) = delete;
+  CudaLaunch& operator=(const CudaLaunch&) = delete;
+  ~CudaLaunch();
+
+  /// Enqueues the kernel on `stream` reading `inputs` (one device pointer per input) and
+  /// writing `output`. Nothing for zero elements. Errors name the driver error.
+  Status launch(CUstream stream, std::span<const CUdeviceptr> inputs, CUdeviceptr output) const;
+};
+
+/// Threads per block of every generated kernel (its __launch_bounds__).
+inline constexpr unsigned kBlock = 256;
+
+/// Compiles `source` for the device (NVRTC, cached), loads it into the device's context and
+/// fills `l`'s module, function and grid for `l.elements`. Errors name the node (`where`).
+Status load_kernel(CudaLaunch& l, const std::string& source, const std::string& where);
+
+/// OK when the node can run on cuda as far as the device goes, else kUnimplemented with why:
+/// the probe's reason (no driver, no device), or an input or output larger than the device's
+/// memory.
+Status device_ready(const ops::NodeContext& ctx);
+
+/// The kernel function of every generated cuda kernel when a node runs on its own (the op
+/// database, a node outside any device group): allocates device buffers, copies the inputs
+/// in, launches, copies the output back and frees (blocking). Errors name the node and the
+/// driver error.
+Status run_standalone(ops::KernelContext& ctx);
+
+}  // namespace frame::backends::cuda

@@ -1,0 +1,317 @@
+// The cuda backend (docs/backends/cuda.md) on a machine with or without a GPU. Without a
+// device: the probe's reason reaches `frame backends`, kernel refusals and the fallback chain
+// (every node then runs on cpu with the cpu-only result), and every kernel source the backend
+// generates for the op database's cases, the list ops' dtypes and geometries, and the fused
+// bodies of real models compiles with NVRTC for sm_80 and sm_90 (NVRTC needs no driver). With
+// a device (scripts/test_cuda.sh on a GPU machine), the tests marked so run the kernels in
+// device groups against the cpu backend.
+
+#include <gtest/gtest.h>
+
+#ifndef FRAME_HAVE_CUDA
+TEST(Cuda, NotInThisBuild) { GTEST_SKIP() << "the cuda backend is not in this build"; }
+#else
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/cuda/codegen.h"
+#include "backends/cuda/driver.h"
+#include "backends/cuda/nvrtc.h"
+#include "backends/gpu/ew_formulas.h"
+#include "common/op_db_case.h"
+#include "common/op_runner.h"
+#include "common/tolerance.h"
+#include "frame/ir/graph.h"
+#include "frame/onnx/onnx.h"
+#include "frame/ops/kernel_registry.h"
+#include "frame/ops/op_registry.h"
+#include "frame/runtime/backend.h"
+#include "frame/runtime/compile.h"
+
+namespace frame::backends::cuda {
+namespace {
+
+// Architectures every generated source must compile for (issue: Ampere and Hopper).
+constexpr int kArchs[] = {80, 90};
+
+// ---- sources ----
+
+// Distinct sources with where each was first generated from (for failure messages).
+using SourceSet = std::map<std::string, std::string>;
+
+void add_source(SourceSet& set, std::string source, std::string origin) {
+  set.emplace(std::move(source), std::move(origin));
+}
+
+// Every list op's formula over each dtype it declares, contiguous; each kernel template
+// (broadcast, 64-bit indices, bool output) over each dtype with one op.
+void add_list_sources(SourceSet& set) {
+  const Geometry contiguous1{1, 0, false}, contiguous2{2, 0, false};
+  for (const gpu::EwOp& op : gpu::ew_ops()) {
+    if (op.formula == nullptr) continue;
+    for (int d = 0; d < kNumDTypes; ++d) {
+      const auto dtype = static_cast<DTypeCode>(d);
+      if (!(op.dtypes & kCudaFloatTypes).contains(dtype)) continue;
+      Result<std::string> s =
+          op.arity == gpu::kVariadic
+              ? variadic_source(op.op, dtype, Geometry{3, 0, false})
+              : list_op_source(op.op, dtype, op.arity == 1 ? contiguous1 : contiguous2);
+      if (s.is_ok()) add_source(set, *s, fmt::format("{} {}", op.op, dtype_name(dtype)));
+    }
+  }
+  for (int d = 0; d < kNumDTypes; ++d) {
+    const auto dtype = static_cast<DTypeCode>(d);
+    if (!kCudaFloatTypes.contains(dtype)) continue;
+    for (const Geometry& g : {Geometry{2, 4, false}, Geometry{2, 0, true}, Geometry{2, 8, true}}) {
+      for (const char* op : {"add", "less"}) {
+        Result<std::string> s = list_op_source(op, dtype, g);
+        ASSERT_TRUE(s.is_ok()) << op << " " << dtype_name(dtype) << ": " << s.status().to_string();
+        add_source(set, *s,
+                   fmt::format("{} {} rank {} wide {}", op, dtype_name(dtype), g.rank, g.wide));
+      }
+    }
+  }
+}
+
+// The kernel each op-database case of an op with a cuda kernel gets (declined cases, e.g.
+// integer dtypes, generate nothing).
+void add_op_db_sources(SourceSet& set, size_t& cases) {
+  const std::string dir = test::op_db_dir();
+  Result<nlohmann::json> manifest = test::load_op_db_manifest(dir);
+  ASSERT_TRUE(manifest.is_ok()) << manifest.status().to_string();
+  for (const nlohmann::json& c : manifest->at("cases")) {
+    const std::string op = c.at("op").get<std::string>();
+    const ops::KernelDef* k = ops::KernelRegistry::global().find(op, kBackendName);
+    if (k == nullptr) continue;
+    Result<test::OpCall> call = test::load_op_db_call(dir, c);
+    ASSERT_TRUE(call.is_ok()) << call.status().to_string();
+    Result<test::detail::CheckedCall> checked = test::detail::check_call(*call);
+    if (!checked.is_ok() || !k->dtypes.contains(checked->ctx.input_types[0].dtype)) continue;
+    Result<NodeKernel> kernel = node_kernel(checked->ctx);
+    if (!kernel.is_ok()) continue;
+    ++cases;
+    add_source(set, kernel->source, "op-db " + c.at("id").get<std::string>());
+  }
+}
+
+// The elementwise nodes and fused bodies of `graph` as a GPU backend's lowering leaves them
+// (placed on intel_gpu, whose fusion accepts the same formula table), generated for cuda.
+Status add_model_sources(SourceSet& set, const ir::Graph& graph, const std::string& name,
+                         size_t& nodes) {
+  runtime::CompileOptions o;
+  o.backends = {"intel_gpu", "cpu"};
+  FRAME_ASSIGN_OR_RETURN(runtime::Executable exe, runtime::compile(graph, o));
+  const ir::Graph& g = exe.compiled_graph();
+  for (ir::NodeId id : g.node_ids()) {
+    const ir::Node& n = g.node(id);
+    if (ops::KernelRegistry::global().find(n.op, kBackendName) == nullptr) continue;
+    const ops::NodeContext ctx = ops::make_node_context(g, n, ops::OpRegistry::global().find(n.op));
+    Result<NodeKernel> kernel = node_kernel(ctx);
+    if (!kernel.is_ok()) continue;
+    ++nodes;
+    add_source(set, kernel->source, fmt::format("{} node '{}' ({})", name, n.name, n.op));
+  }
+  return Status();
+}
+
+// ---- tests ----
+
+TEST(CudaCodegen, EveryGeneratedSourceCompilesForSm80AndSm90) {
+  if (!nvrtc_unavailable_reason().empty()) GTEST_SKIP() << nvrtc_unavailable_reason();
+  SourceSet set;
+  add_list_sources(set);
+  size_t list_sources = set.size();
+  size_t cases = 0;
+  add_op_db_sources(set, cases);
+  size_t model_nodes = 0;
+  if (runtime::find_backend("intel_gpu") != nullptr &&
+      runtime::find_backend("intel_gpu")->unavailable_reason().empty()) {
+    Result<ir::Graph> cnn = onnx::load(std::string(FRAME_SOURCE_DIR) + "/models/small_cnn.onnx");
+    ASSERT_TRUE(cnn.is_ok()) << cnn.status().to_string();
+    ASSERT_TRUE(add_model_sources(set, *cnn, "small_cnn", model_nodes).is_ok());
+    onnx::LoadOptions lo;
+    lo.input_shapes["ids"] = {2, 13};
+    Result<ir::Graph> bert = onnx::load(std::string(FRAME_SESSION_MODELS_DIR) + "/bert.onnx", lo);
+    ASSERT_TRUE(bert.is_ok()) << bert.status().to_string();
+    Status st = add_model_sources(set, *bert, "bert", model_nodes);
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    EXPECT_GT(model_nodes, 0u) << "no elementwise node or fused body left in the models";
+  } else {
+    std::printf("intel_gpu unavailable: model fused bodies not enumerated\n");
+  }
+  EXPECT_GT(cases, 50u) << "op-database cases with a cuda kernel";
+
+  // Each distinct source for each architecture, on two threads (NVRTC is thread-safe).
+  std::vector<std::pair<const std::string*, const std::string*> > work;
+  for (const auto& [source, origin] : set) work.emplace_back(&source, &origin);
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  std::vector<std::string> failures;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto worker = [&] {
+    for (size_t i = next++; i < work.size() * std::size(kArchs); i = next++) {
+      const auto& [source, origin] = work[i / std::size(kArchs)];
+      const int arch = kArchs[i % std::size(kArchs)];
+      Result<std::shared_ptr<const Compiled> > c = compile_cuda(*source, arch);
+      if (!c.is_ok() || (*c)->cubin.size() < 64) {
+        std::lock_guard lock(mu);
+        failures.push_back(fmt::format("{} for sm_{}: {}\n{}", *origin, arch,
+                                       c.is_ok() ? "empty cubin" : c.status().to_string(),
+                                       *source));
+      }
+    }
+  };
+  std::thread a(worker), b(worker);
+  a.join();
+  b.join();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf(
+      "%zu distinct sources (%zu list-op forms, %zu op-database cases, %zu model nodes) "
+      "compiled for sm_80 and sm_90 in %.1f s (NVRTC %s)\n",
+      set.size(), list_sources, cases, model_nodes, secs, nvrtc_version().c_str());
+  EXPECT_TRUE(failures.empty()) << failures.size() << " failed; first:\n" << failures.front();
+}
+
+// The meta parameter's bytes follow the generated struct: int rank, then dims, then per input
+// its strides, each I wide (int or long long after 4 bytes of padding).
+TEST(CudaCodegen, MetaParameterLayoutAndBroadcastStrides) {
+  const Shape out{2, 3, 4};
+  const std::vector<Shape> ins{{2, 3, 4}, {3, 1}, {4}};
+  const std::vector<std::vector<int64_t> > st = broadcast_strides(out, ins);
+  ASSERT_EQ(st.size(), 3u);
+  EXPECT_EQ(st[0], (std::vector<int64_t>{12, 4, 1}));
+  EXPECT_EQ(st[1], (std::vector<int64_t>{0, 1, 0}));  // [3,1] under [2,3,4]
+  EXPECT_EQ(st[2], (std::vector<int64_t>{0, 0, 1}));
+  const Geometry g = geometry_of(out, ins);
+  EXPECT_EQ(g.rank, 3u);
+  EXPECT_EQ(g.num_inputs, 3u);
+  EXPECT_FALSE(g.wide);
+  EXPECT_EQ(geometry_of(out, {out, out}).rank, 0u);
+
+  for (bool wide : {false, true}) {
+    const std::vector<unsigned char> m = pack_meta(out, st, 3, wide);
+    const size_t isz = wide ? 8 : 4, at = wide ? 8 : 4;
+    ASSERT_EQ(m.size(), at + isz * kMaxRank * 4);
+    int32_t rank = 0;
+    std::memcpy(&rank, m.data(), 4);
+    EXPECT_EQ(rank, 3);
+    auto get = [&](size_t slot) {
+      int64_t v = 0;
+      std::memcpy(&v, m.data() + at + slot * isz, isz);  // little-endian
+      if (!wide) v = static_cast<int32_t>(v);
+      return v;
+    };
+    EXPECT_EQ(get(0), 2);
+    EXPECT_EQ(get(1), 3);
+    EXPECT_EQ(get(2), 4);
+    EXPECT_EQ(get(kMaxRank + 2), 1);      // input 0, dim 2
+    EXPECT_EQ(get(2 * kMaxRank + 1), 1);  // input 1, dim 1
+    EXPECT_EQ(get(2 * kMaxRank + 0), 0);  // input 1 broadcasts dim 0
+    EXPECT_EQ(get(3 * kMaxRank + 2), 1);  // input 2, dim 2
+  }
+}
+
+// Sources a generator must refuse rather than emit wrong code for.
+TEST(CudaCodegen, RefusesWhatItCannotGenerate) {
+  EXPECT_FALSE(list_op_source("add", DTypeCode::kInt32, Geometry{2, 0, false}).is_ok());
+  EXPECT_FALSE(list_op_source("no_such_op", DTypeCode::kFloat32, Geometry{1, 0, false}).is_ok());
+  EXPECT_FALSE(list_op_source("add", DTypeCode::kFloat32, Geometry{1, 0, false}).is_ok());
+  EXPECT_FALSE(variadic_source("sum", DTypeCode::kFloat16, Geometry{3, 0, false}).is_ok());
+  EXPECT_FALSE(list_op_source("add", DTypeCode::kFloat32, Geometry{2, 9, false}).is_ok());
+  EXPECT_FALSE(
+      variadic_source("sum", DTypeCode::kFloat32, Geometry{kMaxInputs + 1, 0, false}).is_ok());
+}
+
+// Without a usable device: `frame backends`' reason, every cuda kernel declines with it, and
+// a model placed on cuda,cpu runs wholly on cpu with the cpu-only result.
+TEST(CudaBackend, WithoutADeviceEveryNodeFallsBackWithTheReason) {
+  if (selected_device() != nullptr) GTEST_SKIP() << "a CUDA device is present";
+  const std::string& why = unavailable_reason();
+  ASSERT_FALSE(why.empty());
+  const runtime::Backend* b = runtime::find_backend("cuda");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->unavailable_reason(), why);
+  Result<ir::Graph> g = onnx::load(std::string(FRAME_SOURCE_DIR) + "/models/small_cnn.onnx");
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  runtime::CompileOptions o;
+  o.backends = {"cuda", "cpu"};
+  Result<runtime::Executable> exe = runtime::compile(*g, o);
+  ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+  size_t declined = 0;
+  for (const runtime::Placement& p : exe->report().placements) {
+    EXPECT_EQ(p.backend, "cpu") << p.node;
+    for (const std::string& r : p.rejected) {
+      if (r.find(why) != std::string::npos) ++declined;
+    }
+  }
+  EXPECT_GT(declined, 0u) << "no placement names the probe's reason";
+  runtime::CompileOptions cpu_only;
+  cpu_only.backends = {"cpu"};
+  Result<runtime::Executable> ref = runtime::compile(*g, cpu_only);
+  ASSERT_TRUE(ref.is_ok());
+  Result<Tensor> x = read_npy(std::string(FRAME_SOURCE_DIR) + "/models/small_cnn.input.npy");
+  ASSERT_TRUE(x.is_ok());
+  const std::string in = exe->input_signature()[0].first;
+  Result<runtime::TensorMap> got = exe->run({{in, *x}});
+  Result<runtime::TensorMap> want = ref->run({{in, *x}});
+  ASSERT_TRUE(got.is_ok() && want.is_ok());
+  for (const auto& [name, t] : *want) {
+    ASSERT_EQ(got->at(name).nbytes(), t.nbytes());
+    EXPECT_EQ(std::memcmp(got->at(name).raw_data(), t.raw_data(), t.nbytes()), 0) << name;
+  }
+}
+
+// On a GPU: z = sigmoid(tanh(x * y) + x) with y [3, 1] broadcast over x [4, 3, 33] (the
+// broadcast path) and t = tanh(x * y) also an output, fused or not, in one device group, and
+// a same-shape chain of 4099 elements (the four-per-thread path and its tail), against values
+// computed here in double.
+TEST(CudaDevice, ElementwiseGraphsMatchDoublePrecision) {
+  if (selected_device() == nullptr) GTEST_SKIP() << unavailable_reason();
+  const Shape xs{4, 3, 33};
+  std::vector<float> xv(static_cast<size_t>(numel_of(xs))), yv{0.5F, -1.25F, 2.0F};
+  for (size_t i = 0; i < xv.size(); ++i)
+    xv[i] = static_cast<float>((static_cast<int>(i % 97) - 48) * 0.0625);
+  ir::Graph g("chain");
+  const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, xs});
+  const ir::ValueId y = g.add_input("y", ir::TensorType{DTypeCode::kFloat32, {3, 1}});
+  auto node = [&](const char* op, std::vector<ir::ValueId> in, const char* name) {
+    Result<ir::NodeId> n = g.create_node(op, name, std::move(in), 1, {}, {name});
+    EXPECT_TRUE(n.is_ok()) << n.status().to_string();
+    return g.node(*n).outputs[0];
+  };
+  const ir::ValueId t = node("tanh", {node("mul", {x, y}, "m")}, "t");
+  const ir::ValueId z = node("sigmoid", {node("add", {t, x}, "a")}, "z");
+  g.add_output(z);
+  g.add_output(t);
+  for (bool fuse : {true, false}) {
+    runtime::CompileOptions o;
+    o.backends = {"cuda", "cpu"};
+    o.strict = true;
+    if (!fuse) o.disabled_passes = {"operator-fusion"};
+    Result<runtime::Executable> exe = runtime::compile(g, o);
+    ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+    Result<runtime::TensorMap> out = exe->run(
+        {{"x", Tensor::from_vector<float>(xs, xv)}, {"y", Tensor::from_vector<float>({3, 1}, yv)}});
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    for (size_t i = 0; i < xv.size(); ++i) {
+      const double tv = std::tanh(static_cast<double>(xv[i]) * yv[(i / 33) % 3]);
+      const double zv = 1.0 / (1.0 + std::exp(-(tv + xv[i])));
+      EXPECT_NEAR(out->at("t").data<float>()[i], tv, 2e-6) << i << (fuse ? " fused" : "");
+      EXPECT_NEAR(out->at("z").data<float>()[i], zv, 2e-6) << i << (fuse ? " fused" : "");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace frame::backends::cuda
+
+#endif  // FRAME_HAVE_CUDA
