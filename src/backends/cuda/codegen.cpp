@@ -19,31 +19,33 @@ constexpr DTypeSet kNarrowTypes{DTypeCode::kFloat16, DTypeCode::kBFloat16};
 constexpr DTypeSet kDoubleTypes{DTypeCode::kFloat64};
 constexpr DTypeSet kBf16Types{DTypeCode::kBFloat16};
 
-// `typedef`s of T (compute) and S (storage), the load/store/round helpers of one dtype, and
-// the four-element loads and stores of the contiguous path.
+}  // namespace
+
 std::string type_prelude(DTypeCode dtype) {
-  std::string s = "#define FRAME_FN __device__ __forceinline__\n";
+  // f16 through the PTX conversions (round to nearest even); bf16 with the same rounding as
+  // frame::BFloat16::from_float (NaN keeps a quiet NaN).
+  std::string s = R"(#define FRAME_FN __device__ __forceinline__
+FRAME_FN float frame_h2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+FRAME_FN unsigned short frame_f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+FRAME_FN float frame_b2f(unsigned short b) { return __uint_as_float((unsigned)b << 16); }
+FRAME_FN unsigned short frame_f2b(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (unsigned short)(u >> 16);
+}
+)";
   if (kDoubleTypes.contains(dtype)) {
     s += "typedef double T;\ntypedef double S;\n"
          "FRAME_FN T frame_ld(S v) { return v; }\nFRAME_FN S frame_st(T v) { return v; }\n";
+  } else if (kBf16Types.contains(dtype)) {
+    s += "typedef float T;\ntypedef unsigned short S;\n"
+         "FRAME_FN T frame_ld(S v) { return frame_b2f(v); }\n"
+         "FRAME_FN S frame_st(T v) { return frame_f2b(v); }\n";
   } else if (kNarrowTypes.contains(dtype)) {
-    s += "typedef float T;\ntypedef unsigned short S;\n";
-    if (kBf16Types.contains(dtype)) {
-      // Same rounding as frame::BFloat16::from_float (NaN keeps a quiet NaN).
-      s += R"(FRAME_FN T frame_ld(S b) { return __uint_as_float((unsigned)b << 16); }
-FRAME_FN S frame_st(T f) {
-  unsigned u = __float_as_uint(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (S)((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (S)(u >> 16);
-}
-)";
-    } else {
-      s +=
-          R"(FRAME_FN T frame_ld(S h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
-FRAME_FN S frame_st(T f) { S h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
-)";
-    }
+    s += "typedef float T;\ntypedef unsigned short S;\n"
+         "FRAME_FN T frame_ld(S v) { return frame_h2f(v); }\n"
+         "FRAME_FN S frame_st(T v) { return frame_f2h(v); }\n";
   } else {
     s += "typedef float T;\ntypedef float S;\n"
          "FRAME_FN T frame_ld(S v) { return v; }\nFRAME_FN S frame_st(T v) { return v; }\n";
@@ -51,6 +53,8 @@ FRAME_FN S frame_st(T f) { S h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f))
   s += "FRAME_FN T frame_round(T v) { return frame_ld(frame_st(v)); }\n";
   return s;
 }
+
+namespace {
 
 // frame_ld4 / frame_st4: four elements at i (a multiple of 4; buffers are 256-byte aligned).
 std::string vector_helpers(DTypeCode dtype, bool bool_out) {
@@ -295,19 +299,33 @@ Result<std::string> fused_source(const ir::Graph& body, DTypeCode dtype, const G
   return s + kernel(g);
 }
 
-Result<NodeKernel> node_kernel(const ops::NodeContext& ctx) {
+std::vector<unsigned char> pack_values(const std::vector<int64_t>& values, bool wide) {
+  std::vector<unsigned char> bytes(values.size() * (wide ? 8 : 4));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (wide) {
+      std::memcpy(bytes.data() + 8 * i, &values[i], 8);
+    } else {
+      const auto v = static_cast<int32_t>(values[i]);
+      std::memcpy(bytes.data() + 4 * i, &v, 4);
+    }
+  }
+  return bytes;
+}
+
+Result<NodeKernel> elementwise_kernel(const ops::NodeContext& ctx) {
   if (ctx.num_inputs() == 0) return unimplemented("a node without inputs");
-  NodeKernel p;
-  p.dtype = ctx.input_types[0].dtype;
+  const DTypeCode dtype = ctx.input_types[0].dtype;
+  Shape out;
+  std::vector<Shape> inputs;
   for (size_t k = 0; k < ctx.num_inputs(); ++k) {
     if (!ctx.has_input(k)) return unimplemented("input {} is absent", k);
-    if (ctx.input_types[k].dtype != p.dtype) return unimplemented("inputs of different dtypes");
+    if (ctx.input_types[k].dtype != dtype) return unimplemented("inputs of different dtypes");
     const Shape& s = ctx.input_types[k].shape;
-    p.inputs.push_back(s);
+    inputs.push_back(s);
     // numpy broadcasting of the output shape
-    if (s.size() > p.out.size()) p.out.insert(p.out.begin(), s.size() - p.out.size(), 1);
+    if (s.size() > out.size()) out.insert(out.begin(), s.size() - out.size(), 1);
     for (size_t i = 0; i < s.size(); ++i) {
-      int64_t& o = p.out[p.out.size() - s.size() + i];
+      int64_t& o = out[out.size() - s.size() + i];
       if (o == 1) {
         o = s[i];
       } else if (s[i] != 1 && s[i] != o) {
@@ -315,22 +333,39 @@ Result<NodeKernel> node_kernel(const ops::NodeContext& ctx) {
       }
     }
   }
-  p.geometry = geometry_of(p.out, p.inputs);
+  NodeKernel p;
+  p.geometry = geometry_of(out, inputs);
+  bool bool_out = false;
   if (ctx.op == "fused_elementwise_internal") {
     const auto* body = ctx.attr<std::shared_ptr<const ir::Graph>>("body");
     if (body == nullptr || *body == nullptr) return unimplemented("fused node without a body");
-    FRAME_ASSIGN_OR_RETURN(p.source, fused_source(**body, p.dtype, p.geometry));
-    return p;
-  }
-  const EwOp* op = gpu::find_ew_op(ctx.op);
-  if (op == nullptr) return unimplemented("no formula for op '{}'", ctx.op);
-  p.bool_out = op->bool_out;
-  if (op->arity == kVariadic) {
-    FRAME_ASSIGN_OR_RETURN(p.source, variadic_source(ctx.op, p.dtype, p.geometry));
+    FRAME_ASSIGN_OR_RETURN(p.source, fused_source(**body, dtype, p.geometry));
   } else {
-    FRAME_ASSIGN_OR_RETURN(p.source, list_op_source(ctx.op, p.dtype, p.geometry));
+    const EwOp* op = gpu::find_ew_op(ctx.op);
+    if (op == nullptr) return unimplemented("no formula for op '{}'", ctx.op);
+    bool_out = op->bool_out;
+    if (op->arity == kVariadic) {
+      FRAME_ASSIGN_OR_RETURN(p.source, variadic_source(ctx.op, dtype, p.geometry));
+    } else {
+      FRAME_ASSIGN_OR_RETURN(p.source, list_op_source(ctx.op, dtype, p.geometry));
+      const std::array<double, 2> params = op->params(ctx, op->formula->string_true);
+      p.p0 = params[0];
+      p.p1 = params[1];
+    }
   }
+  for (const Shape& s : inputs)
+    p.in_bytes.push_back(static_cast<size_t>(numel_of(s)) * dtype_size(dtype));
+  p.work_items = numel_of(out);
+  p.out_bytes = static_cast<size_t>(p.work_items) * (bool_out ? 1 : dtype_size(dtype));
+  p.meta = pack_meta(out, broadcast_strides(out, inputs), p.geometry.num_inputs, p.geometry.wide);
+  p.t_is_double = kDoubleTypes.contains(dtype);
   return p;
+}
+
+Result<NodeKernel> node_kernel(const ops::NodeContext& ctx) {
+  Result<NodeKernel> other = other_kernel(ctx);
+  if (other.is_ok() || other.status().code() != StatusCode::kNotFound) return other;
+  return elementwise_kernel(ctx);
 }
 
 }  // namespace frame::backends::cuda

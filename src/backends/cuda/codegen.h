@@ -78,21 +78,41 @@ Result<std::string> variadic_source(std::string_view op, DTypeCode dtype, const 
 /// dtype change, a variadic fold in f16/bf16, more than kMaxInputs inputs.
 Result<std::string> fused_source(const ir::Graph& body, DTypeCode dtype, const Geometry& g);
 
-/// What one node's kernel is generated from, and its source.
+/// One node's generated kernel and everything its launch needs (codegen.h's convention).
 struct NodeKernel {
-  DTypeCode dtype = DTypeCode::kFloat32;  ///< of every input (and of the output unless bool)
-  Shape out;                              ///< numpy broadcast of the inputs
-  std::vector<Shape> inputs;
-  Geometry geometry;
-  bool bool_out = false;
   std::string source;
+  /// Input pointer parameters of the kernel (Geometry::num_inputs) and index width.
+  Geometry geometry;
+  /// Per leading input of the node the kernel reads on the device: its bytes (0 for an absent
+  /// input or one only the host reads, e.g. a constant shape); as gpu::NodeIO::in_bytes.
+  std::vector<size_t> in_bytes;
+  size_t out_bytes = 0;
+  int64_t work_items = 0;  ///< the `n` parameter: threads of the grid-stride loop
+  std::vector<unsigned char> meta;
+  double p0 = 0, p1 = 0;     ///< passed as T
+  bool t_is_double = false;  ///< T is double (f64 compute)
 };
 
-/// The kernel of an elementwise list node or a fused_elementwise_internal node, as the cuda
-/// kernels generate it at prepare; needs no device (the compile tests call it for every
-/// op-database case and model node). Errors: kUnimplemented when the node has no inputs, an
-/// absent input, mixed dtypes, no formula, or one of the generators' reasons;
-/// kInvalidArgument when the input shapes do not broadcast.
+/// The kernel of `ctx`, as the cuda kernels generate it at prepare; needs no device (the
+/// compile tests call it for every op-database case and model node). Covers the elementwise
+/// lists, fused_elementwise_internal, the data-movement ops (identity, reshape, flatten,
+/// squeeze, unsqueeze, transpose, expand, slice, concat, cast, where) and the row ops
+/// (softmax, log_softmax, layer_normalization). Errors: kUnimplemented with the reason a node
+/// is declined (no formula, mixed dtypes, a non-constant shape input, ...); kInvalidArgument
+/// for malformed nodes (shapes that do not broadcast, bad attributes).
 Result<NodeKernel> node_kernel(const ops::NodeContext& ctx);
+
+/// The elementwise part of node_kernel (list ops and fused bodies).
+Result<NodeKernel> elementwise_kernel(const ops::NodeContext& ctx);
+
+/// The data-movement and row ops of node_kernel (codegen_ops.cpp); kNotFound for other ops.
+Result<NodeKernel> other_kernel(const ops::NodeContext& ctx);
+
+/// `values` as the bytes of a `struct { I v[values.size()]; }` with I 32 or 64 bits wide.
+std::vector<unsigned char> pack_values(const std::vector<int64_t>& values, bool wide);
+
+/// The generated typedefs shared by every kernel: FRAME_FN, T (float or double) and the
+/// f16/bf16 load and store helpers frame_ld / frame_st of `dtype` over storage S.
+std::string type_prelude(DTypeCode dtype);
 
 }  // namespace frame::backends::cuda

@@ -8,6 +8,8 @@
 #include <array>
 #include <cstring>
 
+#include "backends/cuda/codegen.h"
+
 namespace frame::backends::cuda {
 
 CudaLaunch::~CudaLaunch() {
@@ -16,8 +18,8 @@ CudaLaunch::~CudaLaunch() {
 
 Status CudaLaunch::launch(CUstream stream, std::span<const CUdeviceptr> inputs,
                           CUdeviceptr output) const {
-  if (elements == 0) return Status();
-  if (inputs.size() != geometry.num_inputs) {
+  if (work_items == 0) return Status();
+  if (inputs.size() < geometry.num_inputs) {
     return internal_error("cuda: kernel launched with {} inputs, generated for {}", inputs.size(),
                           geometry.num_inputs);
   }
@@ -25,14 +27,14 @@ Status CudaLaunch::launch(CUstream stream, std::span<const CUdeviceptr> inputs,
   std::array<void*, kMaxInputs + 5> params{};
   std::array<CUdeviceptr, kMaxInputs + 1> ptrs{};
   size_t k = 0;
-  for (; k < inputs.size(); ++k) {
+  for (; k < geometry.num_inputs; ++k) {
     ptrs[k] = inputs[k];
     params[k] = &ptrs[k];
   }
   ptrs[k] = output;
   params[k] = &ptrs[k];
-  long long n64 = elements;
-  int n32 = static_cast<int>(elements);
+  long long n64 = work_items;
+  int n32 = static_cast<int>(work_items);
   params[k + 1] = geometry.wide ? static_cast<void*>(&n64) : static_cast<void*>(&n32);
   // The driver takes non-const pointers and only reads through them.
   params[k + 2] = const_cast<unsigned char*>(meta.data());
@@ -64,7 +66,7 @@ Status load_kernel(CudaLaunch& l, const std::string& source, const std::string& 
                             .with_prefix(where));
   // One block per 1024 elements (4 per thread), at most 32 resident blocks per SM: the
   // grid-stride loop covers the rest.
-  const int64_t want = (l.elements + 4 * kBlock - 1) / (4 * kBlock);
+  const int64_t want = (l.work_items + 4 * kBlock - 1) / (4 * kBlock);
   const int64_t cap = std::max(1, dev->multiprocessors) * int64_t{32};
   l.grid = static_cast<unsigned>(std::clamp<int64_t>(want, 1, cap));
   return Status();
@@ -82,6 +84,29 @@ Status device_ready(const ops::NodeContext& ctx) {
     }
   }
   return Status();
+}
+
+Status generated_accepts(const ops::NodeContext& ctx) {
+  FRAME_RETURN_IF_ERROR(device_ready(ctx));
+  return node_kernel(ctx).status();
+}
+
+Result<std::shared_ptr<void>> generated_prepare(const ops::NodeContext& ctx) {
+  const std::string where = fmt::format("node '{}' ({}): cuda: ", ctx.node_name, ctx.op);
+  FRAME_RETURN_IF_ERROR(device_ready(ctx).with_prefix(where));
+  Result<NodeKernel> k = node_kernel(ctx);
+  if (!k.is_ok()) return k.status().with_prefix(where);
+  auto l = std::make_shared<CudaLaunch>();
+  l->geometry = k->geometry;
+  l->in_bytes = std::move(k->in_bytes);
+  l->out_bytes = k->out_bytes;
+  l->work_items = k->work_items;
+  l->meta = std::move(k->meta);
+  l->p0 = k->p0;
+  l->p1 = k->p1;
+  l->t_is_double = k->t_is_double;
+  FRAME_RETURN_IF_ERROR(load_kernel(*l, k->source, where));
+  return std::shared_ptr<void>(std::move(l));
 }
 
 namespace {
@@ -119,6 +144,10 @@ Status run_standalone(ops::KernelContext& kc) {
   std::vector<std::unique_ptr<DeviceBuffer>> ins;
   std::vector<CUdeviceptr> ptrs;
   for (size_t k = 0; k < l->in_bytes.size(); ++k) {
+    if (l->in_bytes[k] == 0) {  // absent, or read on the host only
+      ptrs.push_back(0);
+      continue;
+    }
     if (kc.inputs[k].nbytes() != l->in_bytes[k]) {
       return internal_error("{}input {} has {} bytes, the kernel reads {}", where, k,
                             kc.inputs[k].nbytes(), l->in_bytes[k]);

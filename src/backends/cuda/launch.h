@@ -29,7 +29,7 @@ struct CudaLaunch {
   Geometry geometry;
   std::vector<size_t> in_bytes;  ///< per input, as gpu::NodeIO
   size_t out_bytes = 0;
-  int64_t elements = 0;             ///< output elements (the `n` parameter)
+  int64_t work_items = 0;           ///< the `n` parameter (threads of the grid-stride loop)
   std::vector<unsigned char> meta;  ///< the `meta` parameter (pack_meta)
   double p0 = 0, p1 = 0;            ///< the formula's parameters, passed as T
   bool t_is_double = false;
@@ -40,8 +40,9 @@ struct CudaLaunch {
   CudaLaunch& operator=(const CudaLaunch&) = delete;
   ~CudaLaunch();
 
-  /// Enqueues the kernel on `stream` reading `inputs` (one device pointer per input) and
-  /// writing `output`. Nothing for zero elements. Errors name the driver error.
+  /// Enqueues the kernel on `stream` reading `inputs` (per in_bytes entry a device pointer, 0
+  /// where absent; the first geometry.num_inputs are the kernel's input parameters) and
+  /// writing `output`. Nothing for zero work items. Errors name the driver error.
   Status launch(CUstream stream, std::span<const CUdeviceptr> inputs, CUdeviceptr output) const;
 };
 
@@ -49,13 +50,21 @@ struct CudaLaunch {
 inline constexpr unsigned kBlock = 256;
 
 /// Compiles `source` for the device (NVRTC, cached), loads it into the device's context and
-/// fills `l`'s module, function and grid for `l.elements`. Errors name the node (`where`).
+/// fills `l`'s module, function and grid for `l.work_items`. Errors name the node (`where`).
 Status load_kernel(CudaLaunch& l, const std::string& source, const std::string& where);
 
 /// OK when the node can run on cuda as far as the device goes, else kUnimplemented with why:
 /// the probe's reason (no driver, no device), or an input or output larger than the device's
 /// memory.
 Status device_ready(const ops::NodeContext& ctx);
+
+/// `accepts` of every generated cuda kernel: device_ready, then whether node_kernel
+/// (codegen.h) generates the node.
+Status generated_accepts(const ops::NodeContext& ctx);
+
+/// `prepare` of every generated cuda kernel: node_kernel's source compiled and loaded, its
+/// launch parameters in a CudaLaunch. Errors name the node.
+Result<std::shared_ptr<void>> generated_prepare(const ops::NodeContext& ctx);
 
 /// The kernel function of every generated cuda kernel when a node runs on its own (the op
 /// database, a node outside any device group): allocates device buffers, copies the inputs

@@ -1,0 +1,538 @@
+// CUDA C++ of the cuda backend's data-movement and row kernels (codegen.h, other_kernel):
+// element copies and strided gathers by element size (so every dtype runs the same code),
+// concat, cast, where, and softmax / log_softmax / layer_normalization with one warp per row.
+// Parameters come from the code the shape functions use (ops/schemas/data_movement_shapes.h,
+// schema_util.h), so a kernel indexes exactly what shape inference promised.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/codegen.h"
+#include "frame/ops/op_registry.h"
+#include "ops/schemas/data_movement_shapes.h"
+#include "ops/schemas/schema_util.h"
+
+namespace frame::backends::cuda {
+namespace {
+
+using ops::NodeContext;
+
+constexpr DTypeSet kDouble{DTypeCode::kFloat64};
+
+// Output 0's type from the op's shape function (the same code the cpu path runs).
+Result<ir::TensorType> inferred_type(const NodeContext& ctx) {
+  const ops::OpSchema* schema =
+      ctx.schema != nullptr ? ctx.schema : ops::OpRegistry::global().find(ctx.op);
+  if (schema == nullptr) return ctx.error("cuda: op '{}' has no schema", ctx.op);
+  FRAME_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, schema->infer(ctx));
+  return types.at(0);
+}
+
+size_t bytes_of(const ir::TensorType& t) {
+  return static_cast<size_t>(numel_of(t.shape)) * dtype_size(t.dtype);
+}
+
+// The unsigned type holding one element of `bytes` bytes.
+std::string_view storage_of(size_t bytes) {
+  return bytes == 1   ? "unsigned char"
+         : bytes == 2 ? "unsigned short"
+         : bytes == 4 ? "unsigned int"
+                      : "unsigned long long";
+}
+
+// Row-major strides of `s`.
+std::vector<int64_t> strides_of(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t d = s.size(); d-- > 1;) st[d - 1] = st[d] * s[d];
+  return st;
+}
+
+// The head every kernel here starts with: the index type and a FrameMeta of `values` Is.
+std::string head(bool wide, size_t values, std::string_view what) {
+  return fmt::format(
+      "// frame cuda {} kernel (src/backends/cuda/codegen_ops.cpp)\n"
+      "#define FRAME_FN __device__ __forceinline__\ntypedef {} I;\n"
+      "struct FrameMeta {{ I v[{}]; }};\n",
+      what, wide ? "long long" : "int", std::max<size_t>(values, 1));
+}
+
+// `extern "C"` kernel signature with `n` input pointers of `in_type` and output `out_type`,
+// and the grid-stride loop's first statements (`first`, `step`).
+std::string signature(size_t n, std::string_view in_type, std::string_view out_type,
+                      std::string_view t_type = "float") {
+  std::string s = "extern \"C\" __global__ void __launch_bounds__(256) frame_kernel(";
+  for (size_t k = 0; k < n; ++k) s += fmt::format("const {}* __restrict__ in{}, ", in_type, k);
+  s += fmt::format(
+      "{0}* __restrict__ out, const I n, const FrameMeta meta, const {1} p0, const {1} p1) {{\n"
+      "  const I step = (I)gridDim.x * (I)blockDim.x;\n"
+      "  const I first = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x;\n",
+      out_type, t_type);
+  return s;
+}
+
+bool is_wide(int64_t elements) { return elements >= (int64_t{1} << 31); }
+
+// ---- element copies and strided gathers ----
+
+// out[i] = in0[i] (rank 0), or in0[base + sum_d q_d * strides_d] over the output dims.
+NodeKernel strided(const NodeContext& ctx, const Shape& out, int64_t base,
+                   const std::vector<int64_t>& strides) {
+  const DTypeCode dt = ctx.input_types[0].dtype;
+  const int64_t n = numel_of(out);
+  const bool wide = is_wide(std::max(n, numel_of(ctx.input_types[0].shape)));
+  const size_t rank = strides.size();
+  NodeKernel k;
+  k.geometry = {1, rank, wide};
+  k.in_bytes = {bytes_of(ctx.input_types[0])};
+  k.out_bytes = static_cast<size_t>(n) * dtype_size(dt);
+  k.work_items = n;
+  const std::string_view e = storage_of(dtype_size(dt));
+  std::vector<int64_t> meta{base};
+  meta.insert(meta.end(), out.begin(), out.end());
+  meta.insert(meta.end(), strides.begin(), strides.end());
+  k.source = head(wide, meta.size(), rank == 0 ? "copy" : "strided gather");
+  k.source += signature(1, e, e);
+  if (rank == 0) {
+    k.source += "  (void)meta;\n  for (I i = first; i < n; i += step) out[i] = in0[i];\n}\n";
+  } else {
+    k.source += fmt::format(
+        "  for (I i = first; i < n; i += step) {{\n"
+        "    I rem = i, src = meta.v[0];\n"
+        "#pragma unroll\n"
+        "    for (int d = {0} - 1; d >= 0; --d) {{\n"
+        "      const I q = rem % meta.v[1 + d];\n"
+        "      rem /= meta.v[1 + d];\n"
+        "      src += q * meta.v[1 + {0} + d];\n"
+        "    }}\n"
+        "    out[i] = in0[src];\n"
+        "  }}\n}}\n",
+        rank);
+  }
+  k.meta = pack_values(meta, wide);
+  return k;
+}
+
+Result<NodeKernel> copy_kernel(const NodeContext& ctx) {
+  FRAME_ASSIGN_OR_RETURN(ir::TensorType out, inferred_type(ctx));
+  if (numel_of(out.shape) != numel_of(ctx.input_types[0].shape)) {
+    return ctx.error("cuda: {} changes the element count", ctx.op);
+  }
+  return strided(ctx, out.shape, 0, {});
+}
+
+Result<NodeKernel> transpose_kernel(const NodeContext& ctx) {
+  const Shape& in = ctx.input_types[0].shape;
+  if (in.size() > kMaxRank) return unimplemented("transpose of rank {}", in.size());
+  FRAME_ASSIGN_OR_RETURN(std::vector<int64_t> perm, ops::dm::transpose_perm(ctx, in.size()));
+  const std::vector<int64_t> ist = strides_of(in);
+  Shape out;
+  std::vector<int64_t> st;
+  for (int64_t p : perm) {
+    out.push_back(in[static_cast<size_t>(p)]);
+    st.push_back(ist[static_cast<size_t>(p)]);
+  }
+  return strided(ctx, out, 0, st);
+}
+
+Result<NodeKernel> expand_kernel(const NodeContext& ctx) {
+  if (ctx.constant_input(1) == nullptr) return unimplemented("expand shape that is not a constant");
+  FRAME_ASSIGN_OR_RETURN(ir::TensorType t, inferred_type(ctx));
+  const Shape& in = ctx.input_types[0].shape;
+  const Shape& out = t.shape;
+  if (out.size() > kMaxRank) return unimplemented("expand to rank {}", out.size());
+  const std::vector<int64_t> ist = strides_of(in);
+  std::vector<int64_t> st(out.size(), 0);
+  for (size_t j = 0; j < in.size(); ++j) {
+    const size_t d = out.size() - in.size() + j;
+    st[d] = in[j] == 1 ? 0 : ist[j];
+  }
+  return strided(ctx, out, 0, st);
+}
+
+Result<NodeKernel> slice_kernel(const NodeContext& ctx) {
+  for (size_t k = 1; k < ctx.num_inputs(); ++k) {
+    if (ctx.has_input(k) && ctx.constant_input(k) == nullptr) {
+      return unimplemented("slice input {} is not a constant", k);
+    }
+  }
+  const Shape& in = ctx.input_types[0].shape;
+  if (in.size() > kMaxRank) return unimplemented("slice of rank {}", in.size());
+  FRAME_ASSIGN_OR_RETURN(ops::dm::SliceParams p, ops::dm::slice_params(ctx, in));
+  const std::vector<int64_t> ist = strides_of(in);
+  int64_t base = 0;
+  std::vector<int64_t> st(in.size());
+  for (size_t d = 0; d < in.size(); ++d) {
+    base += p.start[d] * ist[d];
+    st[d] = ist[d] * p.step[d];
+  }
+  return strided(ctx, p.out_shape, base, st);
+}
+
+// ---- concat ----
+
+Result<NodeKernel> concat_kernel(const NodeContext& ctx) {
+  const size_t n_in = ctx.num_inputs();
+  if (n_in == 0 || n_in > kMaxInputs) return unimplemented("concat of {} inputs", n_in);
+  const DTypeCode dt = ctx.input_types[0].dtype;
+  for (const ir::TensorType& t : ctx.input_types) {
+    if (t.dtype != dt) return unimplemented("inputs of different dtypes");
+  }
+  FRAME_ASSIGN_OR_RETURN(ir::TensorType out, inferred_type(ctx));
+  const Shape& os = out.shape;
+  FRAME_ASSIGN_OR_RETURN(int64_t axis,
+                         ops::normalize_axis(ctx, ctx.attr_or<int64_t>("axis", 0),
+                                             static_cast<int64_t>(os.size()), "attribute 'axis'"));
+  int64_t inner = 1;
+  for (size_t d = static_cast<size_t>(axis) + 1; d < os.size(); ++d) inner *= os[d];
+  // meta: row (axis * inner of the output), then each input's first column in a row, then the
+  // row length: input k holds columns [v[1 + k], v[2 + k]).
+  std::vector<int64_t> meta{os[static_cast<size_t>(axis)] * inner};
+  int64_t at = 0;
+  NodeKernel k;
+  for (const ir::TensorType& t : ctx.input_types) {
+    meta.push_back(at);
+    at += t.shape[static_cast<size_t>(axis)] * inner;
+    k.in_bytes.push_back(bytes_of(t));
+  }
+  meta.push_back(at);
+  const int64_t n = numel_of(os);
+  const bool wide = is_wide(n);
+  k.geometry = {n_in, 0, wide};
+  k.out_bytes = bytes_of(out);
+  k.work_items = n;
+  const std::string_view e = storage_of(dtype_size(dt));
+  k.source = head(wide, meta.size(), "concat") + signature(n_in, e, e);
+  k.source +=
+      "  for (I i = first; i < n; i += step) {\n"
+      "    const I row = i / meta.v[0], col = i % meta.v[0];\n";
+  for (size_t j = 0; j < n_in; ++j) {
+    k.source += fmt::format(
+        "    {}if (col < meta.v[{}]) out[i] = in{}[row * (meta.v[{}] - meta.v[{}]) + col - "
+        "meta.v[{}]];\n",
+        j == 0 ? "" : "else ", 2 + j, j, 2 + j, 1 + j, 1 + j);
+  }
+  k.source += "  }\n}\n";
+  k.meta = pack_values(meta, wide);
+  return k;
+}
+
+// ---- cast ----
+
+// CUDA spelling of a dtype for cast: its storage type, the type values are computed in, the
+// load expression template ({} = the element), and for integer targets the saturation bounds.
+struct CastType {
+  DTypeCode dtype;
+  std::string_view storage;
+  std::string_view compute;
+  std::string_view load;  // fmt pattern over the stored element
+  double lo = 0, hi = 0;  // integer targets: saturation bounds
+  std::string_view lo_name, hi_name;
+};
+
+constexpr CastType kCastTypes[] = {
+    {DTypeCode::kFloat32, "float", "float", "{}", 0.0, 0.0, "", ""},
+    {DTypeCode::kFloat64, "double", "double", "{}", 0.0, 0.0, "", ""},
+    {DTypeCode::kFloat16, "unsigned short", "float", "frame_h2f({})", 0.0, 0.0, "", ""},
+    {DTypeCode::kBFloat16, "unsigned short", "float", "frame_b2f({})", 0.0, 0.0, "", ""},
+    {DTypeCode::kInt8, "signed char", "long long", "(long long){}", -128.0, 127.0, "-128", "127"},
+    {DTypeCode::kInt16, "short", "long long", "(long long){}", -32768.0, 32767.0, "-32768",
+     "32767"},
+    {DTypeCode::kInt32, "int", "long long", "(long long){}", -2147483648.0, 2147483647.0,
+     "(-2147483647 - 1)", "2147483647"},
+    {DTypeCode::kInt64, "long long", "long long", "{}", -9223372036854775808.0,
+     9223372036854775807.0, "(-9223372036854775807LL - 1)", "9223372036854775807LL"},
+    {DTypeCode::kUInt8, "unsigned char", "unsigned long long", "(unsigned long long){}", 0.0, 255.0,
+     "0", "255"},
+    {DTypeCode::kBool, "unsigned char", "unsigned long long", "(unsigned long long)({} != 0)", 0.0,
+     1.0, "0", "1"},
+    {DTypeCode::kUInt16, "unsigned short", "unsigned long long", "(unsigned long long){}", 0.0,
+     65535.0, "0", "65535"},
+    {DTypeCode::kUInt32, "unsigned int", "unsigned long long", "(unsigned long long){}", 0.0,
+     4294967295.0, "0", "4294967295u"},
+    {DTypeCode::kUInt64, "unsigned long long", "unsigned long long", "{}", 0.0,
+     18446744073709551615.0, "0", "18446744073709551615ULL"},
+};
+
+const CastType* cast_type(DTypeCode d) {
+  for (const CastType& t : kCastTypes) {
+    if (t.dtype == d) return &t;
+  }
+  return nullptr;
+}
+
+constexpr DTypeSet kCastFloats{DTypeCode::kFloat32, DTypeCode::kFloat64, DTypeCode::kFloat16,
+                               DTypeCode::kBFloat16};
+
+// ops::ew::CastOp in CUDA: to bool `v != 0` (NaN -> true); float to integer truncates, NaN ->
+// 0, saturating at the limits (compared in the source's compute type, where each limit's
+// literal rounds up to the next representable value, as intel_gpu's cast); integer/bool to
+// integer wraps (C conversion); to a float rounds to nearest even, through float for f16/bf16.
+std::string cast_body(const CastType& f, const CastType& t) {
+  std::string s =
+      fmt::format("    const {} v = {};\n", f.compute, fmt::format(fmt::runtime(f.load), "in0[i]"));
+  if (t.dtype == DTypeCode::kBool) {
+    s += "    out[i] = v != 0 ? 1 : 0;\n";
+  } else if (is_integral(t.dtype) && kCastFloats.contains(f.dtype)) {
+    const bool fd = f.dtype == DTypeCode::kFloat64;
+    auto lit = [&](double v) {
+      return fd ? fmt::format("{:a}", v) : fmt::format("{:a}f", static_cast<float>(v));
+    };
+    s += fmt::format(
+        "    const {0} tv = trunc(v);\n"
+        "    out[i] = isnan(v) ? ({1})0 : tv >= {2} ? ({1}){3} : tv <= {4} ? ({1}){5} : "
+        "({1})tv;\n",
+        f.compute, t.storage, lit(t.hi), t.hi_name, lit(t.lo), t.lo_name);
+  } else if (t.dtype == DTypeCode::kFloat16) {
+    s += "    out[i] = frame_f2h((float)v);\n";
+  } else if (t.dtype == DTypeCode::kBFloat16) {
+    s += "    out[i] = frame_f2b((float)v);\n";
+  } else {
+    s += fmt::format("    out[i] = ({})v;\n", t.storage);
+  }
+  return s;
+}
+
+Result<NodeKernel> cast_kernel(const NodeContext& ctx) {
+  FRAME_ASSIGN_OR_RETURN(ir::TensorType out, inferred_type(ctx));
+  const CastType* f = cast_type(ctx.input_types[0].dtype);
+  const CastType* t = cast_type(out.dtype);
+  if (f == nullptr || t == nullptr) return unimplemented("cast between these dtypes");
+  const int64_t n = numel_of(out.shape);
+  const bool wide = is_wide(n);
+  NodeKernel k;
+  k.geometry = {1, 0, wide};
+  k.in_bytes = {bytes_of(ctx.input_types[0])};
+  k.out_bytes = bytes_of(out);
+  k.work_items = n;
+  k.source = head(wide, 1, "cast") + type_prelude(DTypeCode::kFloat32) +
+             signature(1, f->storage, t->storage) +
+             "  (void)meta;\n  for (I i = first; i < n; i += step) {\n" + cast_body(*f, *t) +
+             "  }\n}\n";
+  k.meta = pack_values({0}, wide);
+  return k;
+}
+
+// ---- where ----
+
+Result<NodeKernel> where_kernel(const NodeContext& ctx) {
+  if (ctx.num_inputs() != 3) return ctx.error("cuda: where takes 3 inputs");
+  if (ctx.input_types[0].dtype != DTypeCode::kBool) return unimplemented("a non-bool condition");
+  const DTypeCode dt = ctx.input_types[1].dtype;
+  if (ctx.input_types[2].dtype != dt) return unimplemented("x and y of different dtypes");
+  FRAME_ASSIGN_OR_RETURN(ir::TensorType out, inferred_type(ctx));
+  if (out.shape.size() > kMaxRank) return unimplemented("where of rank {}", out.shape.size());
+  std::vector<Shape> ins;
+  for (const ir::TensorType& t : ctx.input_types) ins.push_back(t.shape);
+  NodeKernel k;
+  k.geometry = geometry_of(out.shape, ins);
+  k.geometry.rank = out.shape.size();  // indexed through meta (the inputs differ in size)
+  for (const ir::TensorType& t : ctx.input_types) k.in_bytes.push_back(bytes_of(t));
+  k.out_bytes = bytes_of(out);
+  k.work_items = numel_of(out.shape);
+  k.meta = pack_meta(out.shape, broadcast_strides(out.shape, ins), 3, k.geometry.wide);
+  const std::string_view e = storage_of(dtype_size(dt));
+  k.source = fmt::format(
+      "// frame cuda where kernel (src/backends/cuda/codegen_ops.cpp)\n"
+      "typedef {0} I;\n"
+      "struct FrameMeta {{\n  int rank;\n  I dims[{1}];\n  I strides[3][{1}];\n}};\n"
+      "extern \"C\" __global__ void __launch_bounds__(256) frame_kernel(const unsigned char* "
+      "__restrict__ in0, const {2}* __restrict__ in1, const {2}* __restrict__ in2, {2}* "
+      "__restrict__ out, const I n, const FrameMeta meta, const float p0, const float p1) {{\n"
+      "  const I step = (I)gridDim.x * (I)blockDim.x;\n"
+      "  for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < n; i += step) {{\n"
+      "    I rem = i, c = 0, a = 0, b = 0;\n"
+      "    for (int d = meta.rank - 1; d >= 0; --d) {{\n"
+      "      const I q = rem % meta.dims[d];\n"
+      "      rem /= meta.dims[d];\n"
+      "      c += q * meta.strides[0][d];\n"
+      "      a += q * meta.strides[1][d];\n"
+      "      b += q * meta.strides[2][d];\n"
+      "    }}\n"
+      "    out[i] = in0[c] ? in1[a] : in2[b];\n"
+      "  }}\n}}\n",
+      k.geometry.wide ? "long long" : "int", kMaxRank, e);
+  return k;
+}
+
+// ---- rows: softmax, log_softmax, layer_normalization ----
+
+// Warp-wide reductions (every lane ends with the result); NaN propagates through frame_max.
+constexpr std::string_view kWarpHelpers = R"(FRAME_FN T frame_warp_sum(T v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+FRAME_FN T frame_warp_max(T v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const T w = __shfl_xor_sync(0xffffffffu, v, o);
+    v = isnan(v) || isnan(w) ? (isnan(v) ? v : w) : (v < w ? w : v);
+  }
+  return v;
+}
+)";
+
+// One warp per row: threads t of a row share t / 32 (n is a multiple of 32 and the block and
+// grid sizes are too, so whole warps enter and leave the loop together).
+constexpr std::string_view kRowLoop =
+    "  for (I t = first; t < n; t += step) {\n"
+    "    const I row = t / 32;\n"
+    "    const int lane = (int)(t % 32);\n";
+
+Status float_only(const NodeContext& ctx) {
+  if (!kCudaFloatTypes.contains(ctx.input_types[0].dtype)) {
+    return unimplemented("dtype {}", dtype_name(ctx.input_types[0].dtype));
+  }
+  for (size_t k = 1; k < ctx.num_inputs(); ++k) {
+    if (ctx.has_input(k) && ctx.input_types[k].dtype != ctx.input_types[0].dtype) {
+      return unimplemented("inputs of different dtypes");
+    }
+  }
+  return Status();
+}
+
+Result<NodeKernel> softmax_kernel(const NodeContext& ctx, bool log) {
+  FRAME_RETURN_IF_ERROR(float_only(ctx));
+  const DTypeCode dt = ctx.input_types[0].dtype;
+  const Shape& in = ctx.input_types[0].shape;
+  FRAME_ASSIGN_OR_RETURN(const ops::SoftmaxView v, ops::softmax_view(ctx, in));
+  const int64_t rows = v.outer * v.inner;
+  const bool wide = is_wide(rows * 32) || is_wide(numel_of(in));
+  NodeKernel k;
+  k.geometry = {1, 0, wide};
+  k.in_bytes = {bytes_of(ctx.input_types[0])};
+  k.out_bytes = k.in_bytes[0];
+  k.work_items = v.n == 0 ? 0 : rows * 32;
+  k.t_is_double = kDouble.contains(dt);
+  // meta: n (the normalised length), inner; element j of row r at
+  // ((r / inner) * n + j) * inner + r % inner.
+  const std::vector<int64_t> meta{v.n, v.inner};
+  k.source = head(wide, meta.size(), log ? "log_softmax" : "softmax") + type_prelude(dt) +
+             std::string(kWarpHelpers) + signature(1, "S", "S", "T") + std::string(kRowLoop);
+  k.source += fmt::format(
+      "    const I len = meta.v[0], inner = meta.v[1];\n"
+      "    const I base = (row / inner) * len * inner + row % inner;\n"
+      "    T m = -(T)__int_as_float(0x7f800000);\n"
+      "    for (I j = lane; j < len; j += 32) {{\n"
+      "      const T x = frame_ld(in0[base + j * inner]);\n"
+      "      m = isnan(m) || isnan(x) ? (isnan(m) ? m : x) : (m < x ? x : m);\n"
+      "    }}\n"
+      "    m = frame_warp_max(m);\n"
+      "    T s = 0;\n"
+      "    for (I j = lane; j < len; j += 32) s += exp(frame_ld(in0[base + j * inner]) - m);\n"
+      "    s = frame_warp_sum(s);\n"
+      "{}"
+      "    for (I j = lane; j < len; j += 32) {{\n"
+      "      const T d = frame_ld(in0[base + j * inner]) - m;\n"
+      "      out[base + j * inner] = frame_st({});\n"
+      "    }}\n"
+      "  }}\n  (void)p0; (void)p1;\n}}\n",
+      log ? "    const T ls = log(s);\n" : "", log ? "d - ls" : "exp(d) / s");
+  k.meta = pack_values(meta, wide);
+  return k;
+}
+
+// Strides of `s` (right-aligned to the normalised dims `norm`) per normalised dim, 0 where it
+// broadcasts (the cpu kernel's expand_to).
+std::vector<int64_t> aligned_strides(const Shape& s, std::span<const int64_t> norm) {
+  std::vector<int64_t> out(norm.size(), 0);
+  int64_t st = 1;
+  for (size_t d = 0; d < norm.size() && d < s.size(); ++d) {
+    const int64_t sd = s[s.size() - 1 - d];
+    if (sd != 1) out[norm.size() - 1 - d] = st;
+    st *= sd;
+  }
+  return out;
+}
+
+Result<NodeKernel> layer_norm_kernel(const NodeContext& ctx) {
+  if (ctx.num_outputs > 1)
+    return unimplemented("layer_normalization with Mean / InvStdDev outputs");
+  FRAME_RETURN_IF_ERROR(float_only(ctx));
+  const DTypeCode dt = ctx.input_types[0].dtype;
+  const Shape& x = ctx.input_types[0].shape;
+  FRAME_ASSIGN_OR_RETURN(int64_t axis,
+                         ops::normalize_axis(ctx, ctx.attr_or<int64_t>("axis", -1),
+                                             static_cast<int64_t>(x.size()), "attribute 'axis'"));
+  const std::span<const int64_t> norm(x.data() + axis, x.size() - static_cast<size_t>(axis));
+  if (norm.size() > kMaxRank) return unimplemented("layer_normalization over {} dims", norm.size());
+  const int64_t len = numel_of(norm);
+  const int64_t rows = len == 0 ? 0 : numel_of(x) / len;
+  const bool has_bias = ctx.has_input(2);
+  const bool wide = is_wide(rows * 32) || is_wide(numel_of(x));
+  NodeKernel k;
+  k.geometry = {3, 0, wide};
+  k.in_bytes = {bytes_of(ctx.input_types[0]), bytes_of(ctx.input_types[1]),
+                has_bias ? bytes_of(ctx.input_types[2]) : 0};
+  k.out_bytes = k.in_bytes[0];
+  k.work_items = rows * 32;
+  k.t_is_double = kDouble.contains(dt);
+  k.p0 = ctx.attr_or<double>("epsilon", 1e-5);
+  // meta: len, nr, the normalised dims, scale strides, bias strides (0 where they broadcast).
+  std::vector<int64_t> meta{len, static_cast<int64_t>(norm.size())};
+  meta.insert(meta.end(), norm.begin(), norm.end());
+  for (size_t in : {size_t{1}, size_t{2}}) {
+    const std::vector<int64_t> st = ctx.has_input(in)
+                                        ? aligned_strides(ctx.input_types[in].shape, norm)
+                                        : std::vector<int64_t>(norm.size(), 0);
+    meta.insert(meta.end(), st.begin(), st.end());
+  }
+  const size_t nr = norm.size();
+  k.source = head(wide, meta.size(), "layer_normalization") + type_prelude(dt) +
+             std::string(kWarpHelpers) + signature(3, "S", "S", "T") + std::string(kRowLoop);
+  // y = (x - mean) * inv * scale + bias with inv = 1 / sqrt(var + eps), the cpu kernel's order.
+  k.source += fmt::format(
+      "    const I len = meta.v[0];\n"
+      "    const I base = row * len;\n"
+      "    T s = 0;\n"
+      "    for (I j = lane; j < len; j += 32) s += frame_ld(in0[base + j]);\n"
+      "    const T mean = frame_warp_sum(s) / (T)len;\n"
+      "    T q = 0;\n"
+      "    for (I j = lane; j < len; j += 32) {{\n"
+      "      const T d = frame_ld(in0[base + j]) - mean;\n"
+      "      q += d * d;\n"
+      "    }}\n"
+      "    const T inv = (T)1 / sqrt(frame_warp_sum(q) / (T)len + p0);\n"
+      "    for (I j = lane; j < len; j += 32) {{\n"
+      "      I rem = j, so = 0, bo = 0;\n"
+      "      for (int d = {0} - 1; d >= 0; --d) {{\n"
+      "        const I qd = rem % meta.v[2 + d];\n"
+      "        rem /= meta.v[2 + d];\n"
+      "        so += qd * meta.v[2 + {0} + d];\n"
+      "        bo += qd * meta.v[2 + 2 * {0} + d];\n"
+      "      }}\n"
+      "      const T v = (frame_ld(in0[base + j]) - mean) * inv * frame_ld(in1[so]){1};\n"
+      "      out[base + j] = frame_st(v);\n"
+      "    }}\n"
+      "  }}\n  (void)p1;\n}}\n",
+      nr, has_bias ? " + frame_ld(in2[bo])" : "");
+  k.meta = pack_values(meta, wide);
+  return k;
+}
+
+}  // namespace
+
+Result<NodeKernel> other_kernel(const NodeContext& ctx) {
+  const std::string_view op = ctx.op;
+  if (ctx.num_inputs() == 0 || !ctx.has_input(0)) return unimplemented("input 0 is absent");
+  if (op == "identity" || op == "reshape" || op == "flatten" || op == "squeeze" ||
+      op == "unsqueeze") {
+    return copy_kernel(ctx);
+  }
+  if (op == "transpose") return transpose_kernel(ctx);
+  if (op == "expand") return expand_kernel(ctx);
+  if (op == "slice") return slice_kernel(ctx);
+  if (op == "concat") return concat_kernel(ctx);
+  if (op == "cast") return cast_kernel(ctx);
+  if (op == "where") return where_kernel(ctx);
+  if (op == "softmax") return softmax_kernel(ctx, false);
+  if (op == "log_softmax") return softmax_kernel(ctx, true);
+  if (op == "layer_normalization") return layer_norm_kernel(ctx);
+  return not_found("cuda: no generator for op '{}'", op);
+}
+
+}  // namespace frame::backends::cuda

@@ -1,0 +1,69 @@
+// cuda kernels of the data-movement ops (every dtype: the generated code moves elements by
+// their size) and of the row ops (float dtypes, one warp per row); sources in
+// codegen_ops.cpp, prepared and launched like every generated cuda kernel (launch.h).
+
+#include "backends/cuda/codegen.h"
+#include "backends/cuda/launch.h"
+#include "frame/ops/kernel_registry.h"
+
+namespace frame::backends::cuda {
+
+FRAME_REGISTER_KERNEL(identity, "cuda", run_standalone)
+    .prepare(generated_prepare)
+    .accepts(generated_accepts)
+    .dtypes(kAllDTypes);
+FRAME_REGISTER_KERNEL(reshape, "cuda", run_standalone)
+    .prepare(generated_prepare)
+    .accepts(generated_accepts)
+    .dtypes(kAllDTypes);
+FRAME_REGISTER_KERNEL(flatten, "cuda", run_standalone)
+    .prepare(generated_prepare)
+    .accepts(generated_accepts)
+    .dtypes(kAllDTypes);
+FRAME_REGISTER_KERNEL(squeeze, "cuda", run_standalone)
+    .prepare(generated_prepare)
+    .accepts(generated_accepts)
+    .dtypes(kAllDTypes);
+FRAME_REGISTER_KERNEL(unsqueeze, "cuda", run_standalone)
+    .prepare(generated_prepare)
+    .accepts(generated_accepts)
+    .dtypes(kAllDTypes);
+FRAME_REGISTER_KERNEL(transpose, "cuda", run_standalone)
+    .prepare(generated_prepare)
+    .accepts(generated_accepts)
+    .dtypes(kAllDTypes);
+FRAME_REGISTER_KERNEL(expand, "cuda", run_standalone)
+    .prepare(generated_prepare)
+    .accepts(generated_accepts)
+    .dtypes(kAllDTypes);
+FRAME_REGISTER_KERNEL(slice, "cuda", run_standalone)
+    .prepare(generated_prepare)
+    .accepts(generated_accepts)
+    .dtypes(kAllDTypes);
+FRAME_REGISTER_KERNEL(concat, "cuda", run_standalone)
+    .prepare(generated_prepare)
+    .accepts(generated_accepts)
+    .dtypes(kAllDTypes);
+FRAME_REGISTER_KERNEL(cast, "cuda", run_standalone)
+    .prepare(generated_prepare)
+    .accepts(generated_accepts)
+    .dtypes(kAllDTypes);
+FRAME_REGISTER_KERNEL(where, "cuda", run_standalone)
+    .prepare(generated_prepare)
+    .accepts(generated_accepts)
+    .dtypes(kAllDTypes)
+    .dtype_input(1);
+FRAME_REGISTER_KERNEL(softmax, "cuda", run_standalone)
+    .prepare(generated_prepare)
+    .accepts(generated_accepts)
+    .dtypes(kCudaFloatTypes);
+FRAME_REGISTER_KERNEL(log_softmax, "cuda", run_standalone)
+    .prepare(generated_prepare)
+    .accepts(generated_accepts)
+    .dtypes(kCudaFloatTypes);
+FRAME_REGISTER_KERNEL(layer_normalization, "cuda", run_standalone)
+    .prepare(generated_prepare)
+    .accepts(generated_accepts)
+    .dtypes(kCudaFloatTypes);
+
+}  // namespace frame::backends::cuda
