@@ -7,6 +7,8 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "frame/ops/backend_availability.h"
 
@@ -160,6 +162,24 @@ const CudaDevice* selected_device() {
 }
 
 const std::string& unavailable_reason() { return probe().reason; }
+
+void* open_toolkit_library(const char* soname, std::string& error) {
+  std::vector<std::string> paths;
+  if (const char* dir = std::getenv(kLibDirEnv); dir != nullptr && *dir != '\0') {
+    paths.push_back(fmt::format("{}/{}", dir, soname));
+  }
+  paths.emplace_back(soname);
+#ifdef FRAME_CUDA_TOOLKIT_LIB_DIR
+  paths.push_back(fmt::format("{}/{}", FRAME_CUDA_TOOLKIT_LIB_DIR, soname));
+#endif
+  error.clear();
+  for (const std::string& p : paths) {
+    if (void* lib = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL)) return lib;
+    const char* e = dlerror();
+    error += fmt::format("{}{}", error.empty() ? "" : "; ", e != nullptr ? e : p);
+  }
+  return nullptr;
+}
 
 std::string cu_error_name(const CudaDevice& d, CUresult r) { return error_name(*d.api, r); }
 

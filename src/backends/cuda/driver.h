@@ -91,6 +91,12 @@ Status make_current(const CudaDevice& d);
 /// "CUDA_ERROR_OUT_OF_MEMORY (2)" for a driver error code.
 std::string cu_error_name(const CudaDevice& d, CUresult r);
 
+/// Opens a toolkit library by soname (e.g. "libnvrtc.so.13") with dlopen: from $FRAME_CUDA_LIB_DIR,
+/// then the loader's search path, then the toolkit's library directory found at build time.
+/// Returns the handle (kept open for the process) or nullptr with every attempt's dlerror in
+/// `error`.
+void* open_toolkit_library(const char* soname, std::string& error);
+
 /// OK for CUDA_SUCCESS, else kInternal "cuda: <what>: <error name>".
 Status cu_check(const CudaDevice& d, CUresult r, std::string_view what);
 

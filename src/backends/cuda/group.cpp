@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -40,6 +41,7 @@ struct RunSlot {
   const CudaDevice* dev = nullptr;
   bool ready = false;
   std::vector<CUdeviceptr> blocks;
+  CUdeviceptr workspace = 0;  // library calls' scratch (cuBLASLt), the nodes' largest need
   CUstream stream = nullptr;
   void* staging = nullptr;         // pinned host memory for the boundary copies
   std::vector<size_t> staging_at;  // per slot: offset in `staging` (boundary slots)
@@ -48,6 +50,7 @@ struct RunSlot {
     if (dev == nullptr) return;
     if (stream != nullptr) dev->api->cuStreamDestroy(stream);
     for (CUdeviceptr b : blocks) dev->api->cuMemFree(b);
+    if (workspace != 0) dev->api->cuMemFree(workspace);
     if (staging != nullptr) dev->api->cuMemFreeHost(staging);
   }
 };
@@ -74,6 +77,7 @@ class Group final : public ops::DeviceGroup {
   const CudaDevice* dev_ = nullptr;
   std::vector<NodeRun> nodes_;
   gpu::DevicePlan plan_;
+  size_t workspace_bytes_ = 0;
 };
 
 Result<std::unique_ptr<ops::DeviceGroup>> Group::compile(const ops::DeviceGroupSpec& spec) {
@@ -107,6 +111,7 @@ Result<std::unique_ptr<ops::DeviceGroup>> Group::compile(const ops::DeviceGroupS
     FRAME_ASSIGN_OR_RETURN(r.state, k->prepare(r.ctx));
     r.launch = static_cast<const CudaLaunch*>(r.state.get());
     io.push_back({r.launch->in_bytes, r.launch->out_bytes});
+    group->workspace_bytes_ = std::max(group->workspace_bytes_, r.launch->workspace_bytes);
     group->nodes_.push_back(std::move(r));
   }
   FRAME_ASSIGN_OR_RETURN(group->plan_,
@@ -126,6 +131,10 @@ Status Group::setup(RunSlot& rs) const {
         fmt::format("device group memory (block {} of {}, {} bytes, first node '{}')", b + 1,
                     plan_.blocks.size(), plan_.blocks[b], nodes_[0].ctx.node_name)));
     rs.blocks.push_back(p);
+  }
+  if (workspace_bytes_ > 0) {
+    FRAME_RETURN_IF_ERROR(
+        cu_check(*dev_, api.cuMemAlloc(&rs.workspace, workspace_bytes_), "device group workspace"));
   }
   // Pinned staging: one region per boundary input and output slot.
   rs.staging_at.assign(plan_.slots.size(), 0);
@@ -192,7 +201,8 @@ Status Group::run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
     for (size_t k = 0; k < node_in.size(); ++k) {
       if (node_in[k] != kNoSlot) rs.ins[k] = address(rs, node_in[k]);
     }
-    Status st = nodes_[i].launch->launch(rs.stream, rs.ins, address(rs, plan_.node_output[i]));
+    Status st = nodes_[i].launch->launch(rs.stream, rs.ins, address(rs, plan_.node_output[i]),
+                                         rs.workspace);
     if (!st.is_ok()) {
       api.cuStreamSynchronize(rs.stream);
       return st.with_prefix(

@@ -16,9 +16,10 @@ CudaLaunch::~CudaLaunch() {
   if (module != nullptr && dev != nullptr) dev->api->cuModuleUnload(module);
 }
 
-Status CudaLaunch::launch(CUstream stream, std::span<const CUdeviceptr> inputs,
-                          CUdeviceptr output) const {
+Status CudaLaunch::launch(CUstream stream, std::span<const CUdeviceptr> inputs, CUdeviceptr output,
+                          CUdeviceptr workspace) const {
   if (work_items == 0) return Status();
+  if (custom) return custom(stream, inputs, output, workspace);
   if (inputs.size() < geometry.num_inputs) {
     return internal_error("cuda: kernel launched with {} inputs, generated for {}", inputs.size(),
                           geometry.num_inputs);
@@ -166,7 +167,9 @@ Status run_standalone(ops::KernelContext& kc) {
   }
   DeviceBuffer out(dev, l->out_bytes);
   FRAME_RETURN_IF_ERROR(out.status().with_prefix(where));
-  FRAME_RETURN_IF_ERROR(l->launch(nullptr, ptrs, out.get()).with_prefix(where));
+  DeviceBuffer workspace(dev, l->workspace_bytes);
+  FRAME_RETURN_IF_ERROR(workspace.status().with_prefix(where));
+  FRAME_RETURN_IF_ERROR(l->launch(nullptr, ptrs, out.get(), workspace.get()).with_prefix(where));
   if (l->out_bytes > 0) {
     FRAME_RETURN_IF_ERROR(cu_check(dev,
                                    dev.api->cuMemcpyDtoHAsync(kc.outputs[0].raw_data(), out.get(),

@@ -8,6 +8,7 @@
 
 #include <cuda.h>
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -34,6 +35,13 @@ struct CudaLaunch {
   double p0 = 0, p1 = 0;            ///< the formula's parameters, passed as T
   bool t_is_double = false;
   unsigned grid = 1;  ///< blocks of kBlock threads (grid-stride loop beyond that)
+  /// Set for a node whose device work is a library call (cuBLASLt) instead of a generated
+  /// kernel: enqueues it on the stream reading `inputs` (per in_bytes entry) and writing
+  /// `output`, with `workspace` of at least workspace_bytes device bytes.
+  std::function<Status(CUstream stream, std::span<const CUdeviceptr> inputs, CUdeviceptr output,
+                       CUdeviceptr workspace)>
+      custom;
+  size_t workspace_bytes = 0;  ///< device scratch `custom` needs per launch
 
   CudaLaunch() = default;
   CudaLaunch(const CudaLaunch&) = delete;
@@ -43,7 +51,8 @@ struct CudaLaunch {
   /// Enqueues the kernel on `stream` reading `inputs` (per in_bytes entry a device pointer, 0
   /// where absent; the first geometry.num_inputs are the kernel's input parameters) and
   /// writing `output`. Nothing for zero work items. Errors name the driver error.
-  Status launch(CUstream stream, std::span<const CUdeviceptr> inputs, CUdeviceptr output) const;
+  Status launch(CUstream stream, std::span<const CUdeviceptr> inputs, CUdeviceptr output,
+                CUdeviceptr workspace = 0) const;
 };
 
 /// Threads per block of every generated kernel (its __launch_bounds__).

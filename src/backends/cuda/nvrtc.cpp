@@ -41,22 +41,8 @@ constexpr const char* kSoname = "libnvrtc.so.13";
 const NvrtcApi& api() {
   static const NvrtcApi* a = [] {
     auto* n = new NvrtcApi();  // never destroyed: compiles may run during static teardown
-    std::vector<std::string> paths;
-    if (const char* dir = std::getenv(kLibDirEnv); dir != nullptr && *dir != '\0') {
-      paths.push_back(fmt::format("{}/{}", dir, kSoname));
-    }
-    paths.emplace_back(kSoname);
-#ifdef FRAME_CUDA_TOOLKIT_LIB_DIR
-    paths.push_back(fmt::format("{}/{}", FRAME_CUDA_TOOLKIT_LIB_DIR, kSoname));
-#endif
-    void* lib = nullptr;
     std::string tried;
-    for (const std::string& p : paths) {
-      lib = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (lib != nullptr) break;
-      const char* e = dlerror();
-      tried += fmt::format("{}{}", tried.empty() ? "" : "; ", e != nullptr ? e : p);
-    }
+    void* lib = open_toolkit_library(kSoname, tried);
     if (lib == nullptr) {
       n->reason = fmt::format("NVRTC not found ({})", tried);
       return n;

@@ -23,6 +23,7 @@ TEST(Cuda, NotInThisBuild) { GTEST_SKIP() << "the cuda backend is not in this bu
 #include <thread>
 #include <vector>
 
+#include "backends/cuda/blas.h"
 #include "backends/cuda/codegen.h"
 #include "backends/cuda/driver.h"
 #include "backends/cuda/nvrtc.h"
@@ -231,6 +232,64 @@ TEST(CudaCodegen, RefusesWhatItCannotGenerate) {
       variadic_source("sum", DTypeCode::kFloat32, Geometry{kMaxInputs + 1, 0, false}).is_ok());
 }
 
+// The cuBLASLt mapping of matmul and gemm nodes (blas.h), decided from shapes alone.
+Result<GemmShape> shape_of(const char* op, std::vector<Shape> in, ir::AttrMap attrs = {}) {
+  test::OpCall call;
+  call.op = op;
+  for (Shape& s : in) call.inputs.push_back(*Tensor::zeros(DTypeCode::kFloat32, std::move(s)));
+  call.attrs = std::move(attrs);
+  FRAME_ASSIGN_OR_RETURN(test::detail::CheckedCall c, test::detail::check_call(call));
+  return gemm_shape(c.ctx);
+}
+
+TEST(CudaBlas, MatmulAndGemmMapOntoCublasLt) {
+  // B one matrix: A's batch folds into M.
+  Result<GemmShape> s = shape_of("matmul", {{2, 3, 4, 5}, {5, 6}});
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  EXPECT_EQ(s->m, 24);
+  EXPECT_EQ(s->n, 6);
+  EXPECT_EQ(s->k, 5);
+  EXPECT_EQ(s->batch, 1);
+  // A one matrix, B batched: A's batch stride 0.
+  s = shape_of("matmul", {{4, 5}, {2, 5, 6}});
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  EXPECT_EQ(s->batch, 2);
+  EXPECT_EQ(s->m, 4);
+  EXPECT_EQ(s->stride_a, 0);
+  EXPECT_EQ(s->stride_b, 30);
+  // Equal batches: strided.
+  s = shape_of("matmul", {{2, 4, 5}, {2, 5, 6}});
+  ASSERT_TRUE(s.is_ok());
+  EXPECT_EQ(s->batch, 2);
+  EXPECT_EQ(s->stride_a, 20);
+  EXPECT_EQ(s->stride_b, 30);
+  // 1-D A: one row.
+  s = shape_of("matmul", {{5}, {5, 6}});
+  ASSERT_TRUE(s.is_ok());
+  EXPECT_EQ(s->m, 1);
+  EXPECT_EQ(s->n, 6);
+  // Batch dims that broadcast partially are declined (they fall back).
+  s = shape_of("matmul", {{2, 1, 4, 5}, {1, 3, 5, 6}});
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kUnimplemented);
+  // gemm: transA, a bias vector (cuBLASLt's bias epilogue), a full C with beta.
+  s = shape_of("gemm", {{4, 3}, {4, 6}, {6}}, {{"transA", int64_t{1}}});
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  EXPECT_TRUE(s->trans_a);
+  EXPECT_EQ(s->m, 3);
+  EXPECT_EQ(s->k, 4);
+  EXPECT_EQ(s->n, 6);
+  EXPECT_EQ(s->c_kind, 1);
+  EXPECT_EQ(s->beta, 0.0);  // the bias is added by the epilogue, not through beta * C
+  s = shape_of("gemm", {{3, 4}, {6, 4}, {3, 6}}, {{"transB", int64_t{1}}, {"beta", 0.5}});
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  EXPECT_TRUE(s->trans_b);
+  EXPECT_EQ(s->c_kind, 2);
+  EXPECT_EQ(s->beta, 0.5);
+  EXPECT_FALSE(shape_of("gemm", {{3, 4}, {4, 6}, {3, 1}}).is_ok());
+  EXPECT_FALSE(shape_of("gemm", {{3, 4}, {4, 6}, {6}}, {{"beta", 0.5}}).is_ok());
+}
+
 // Without a usable device: `frame backends`' reason, every cuda kernel declines with it, and
 // a model placed on cuda,cpu runs wholly on cpu with the cpu-only result.
 TEST(CudaBackend, WithoutADeviceEveryNodeFallsBackWithTheReason) {
@@ -309,6 +368,102 @@ TEST(CudaDevice, ElementwiseGraphsMatchDoublePrecision) {
       EXPECT_NEAR(out->at("z").data<float>()[i], zv, 2e-6) << i << (fuse ? " fused" : "");
     }
   }
+}
+
+// On a GPU: matmul (batched, broadcast) and gemm (transposed, bias, beta * C) on cuBLASLt
+// against products computed here in double.
+TEST(CudaDevice, MatmulAndGemmMatchDoublePrecision) {
+  if (selected_device() == nullptr) GTEST_SKIP() << unavailable_reason();
+  auto values = [](size_t n, int seed) {
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; ++i)
+      v[i] = static_cast<float>(((i * 7 + static_cast<size_t>(seed) * 13) % 17) - 8) / 8.0F;
+    return v;
+  };
+  const int64_t b = 3, m = 5, k = 7, n = 4;
+  const std::vector<float> av = values(static_cast<size_t>(b * m * k), 1);
+  const std::vector<float> bv = values(static_cast<size_t>(k * n), 2);
+  const std::vector<float> cv = values(static_cast<size_t>(n), 3);
+  ir::Graph g("mm");
+  const ir::ValueId a = g.add_input("a", ir::TensorType{DTypeCode::kFloat32, {b, m, k}});
+  const ir::ValueId w = g.add_input("w", ir::TensorType{DTypeCode::kFloat32, {k, n}});
+  const ir::ValueId c = g.add_input("c", ir::TensorType{DTypeCode::kFloat32, {n}});
+  const ir::ValueId y = g.node(*g.create_node("matmul", "mm", {a, w}, 1, {}, {"y"})).outputs[0];
+  g.add_output(y);
+  // gemm of A's first matrix with the same weights, alpha 0.5 and a bias vector.
+  const ir::ValueId a2 = g.add_input("a2", ir::TensorType{DTypeCode::kFloat32, {m, k}});
+  const ir::ValueId z =
+      g.node(*g.create_node("gemm", "gm", {a2, w, c}, 1, {{"alpha", 0.5}}, {"z"})).outputs[0];
+  g.add_output(z);
+  runtime::CompileOptions o;
+  o.backends = {"cuda", "cpu"};
+  o.strict = true;
+  Result<runtime::Executable> exe = runtime::compile(g, o);
+  ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+  const std::vector<float> a2v(av.begin(), av.begin() + m * k);
+  Result<runtime::TensorMap> out = exe->run({{"a", Tensor::from_vector<float>({b, m, k}, av)},
+                                             {"w", Tensor::from_vector<float>({k, n}, bv)},
+                                             {"c", Tensor::from_vector<float>({n}, cv)},
+                                             {"a2", Tensor::from_vector<float>({m, k}, a2v)}});
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  for (int64_t r = 0; r < b * m; ++r) {
+    for (int64_t j = 0; j < n; ++j) {
+      double want = 0;
+      for (int64_t q = 0; q < k; ++q)
+        want += static_cast<double>(av[static_cast<size_t>(r * k + q)]) *
+                bv[static_cast<size_t>(q * n + j)];
+      EXPECT_NEAR(out->at("y").data<float>()[r * n + j], want, 1e-5) << r << "," << j;
+      if (r < m) {
+        EXPECT_NEAR(out->at("z").data<float>()[r * n + j], 0.5 * want + cv[static_cast<size_t>(j)],
+                    1e-5);
+      }
+    }
+  }
+}
+
+// On a GPU: an f32 matmul with K = 512 is within the cross-backend class by default (full
+// f32) and within the tf32 class with FRAME_CUDA_TF32=1 (BUILD-011), against double.
+TEST(CudaDevice, Tf32IsOptInAndWithinItsClass) {
+  if (selected_device() == nullptr) GTEST_SKIP() << unavailable_reason();
+  const int64_t m = 64, k = 512, n = 64;
+  std::vector<float> av(static_cast<size_t>(m * k)), bv(static_cast<size_t>(k * n));
+  for (size_t i = 0; i < av.size(); ++i)
+    av[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)));
+  for (size_t i = 0; i < bv.size(); ++i)
+    bv[i] = static_cast<float>(std::cos(0.23 * static_cast<double>(i)));
+  std::vector<double> want(static_cast<size_t>(m * n), 0.0);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t q = 0; q < k; ++q)
+      for (int64_t j = 0; j < n; ++j)
+        want[static_cast<size_t>(r * n + j)] +=
+            static_cast<double>(av[static_cast<size_t>(r * k + q)]) *
+            bv[static_cast<size_t>(q * n + j)];
+  ir::Graph g("mm");
+  const ir::ValueId a = g.add_input("a", ir::TensorType{DTypeCode::kFloat32, {m, k}});
+  const ir::ValueId b = g.add_input("b", ir::TensorType{DTypeCode::kFloat32, {k, n}});
+  g.add_output(g.node(*g.create_node("matmul", "mm", {a, b}, 1, {}, {"y"})).outputs[0]);
+  for (bool tf32 : {false, true}) {
+    if (tf32)
+      setenv(kTf32Env, "1", 1);
+    else
+      unsetenv(kTf32Env);
+    runtime::CompileOptions o;
+    o.backends = {"cuda"};
+    o.strict = true;
+    Result<runtime::Executable> exe = runtime::compile(g, o);
+    ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+    Result<runtime::TensorMap> out = exe->run({{"a", Tensor::from_vector<float>({m, k}, av)},
+                                               {"b", Tensor::from_vector<float>({k, n}, bv)}});
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    const Tolerance tol = tolerance_for(
+        DTypeCode::kFloat32, tf32 ? ToleranceClass::kTf32 : ToleranceClass::kCrossBackend);
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_TRUE(values_close(out->at("y").data<float>()[i], want[i], tol))
+          << i << (tf32 ? " tf32" : " f32") << ": " << out->at("y").data<float>()[i] << " vs "
+          << want[i];
+    }
+  }
+  unsetenv(kTf32Env);
 }
 
 }  // namespace
