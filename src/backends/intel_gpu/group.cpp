@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -40,6 +41,10 @@ struct RunSlot {
   std::vector<ClMem> sub;      // per slot; empty handle for a zero-byte slot
   ClQueue queue;
   std::vector<cl_mem> ins;  // scratch: one node's input buffers
+  // Per node: its device error buffer (Launch::device_error; empty for nodes without) and
+  // where the run reads it back.
+  std::vector<ClMem> errors;
+  std::vector<std::array<int32_t, kErrorInts>> error_host;
 };
 
 class Group final : public ops::DeviceGroup {
@@ -147,6 +152,15 @@ Status Group::setup(RunSlot& rs) const {
       return internal_error("intel_gpu: uploading a constant: {}", cl_error_name(e));
     }
   }
+  rs.errors.clear();
+  for (const NodeRun& r : nodes_) {
+    ClMem m;
+    if (r.launch->device_error) {
+      FRAME_ASSIGN_OR_RETURN(m, make_error_buffer(*dev_));
+    }
+    rs.errors.push_back(std::move(m));
+  }
+  rs.error_host.assign(nodes_.size(), {});
   e = clFinish(rs.queue.get());
   if (e != CL_SUCCESS)
     return internal_error("intel_gpu: uploading constants: {}", cl_error_name(e));
@@ -186,6 +200,7 @@ Status Group::run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
     // The launch's kernel object is shared by the executable's run slots: its arguments are
     // bound and enqueued under its lock (OpenCL copies them at enqueue).
     std::lock_guard lock(r.launch->mu);
+    r.launch->error_buffer = rs.errors[i].get();
     Status st =
         enqueue_node(*r.launch, q, rs.ins, rs.sub[static_cast<size_t>(plan_.node_output[i])].get());
     if (!st.is_ok()) {
@@ -209,9 +224,25 @@ Status Group::run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
       return internal_error("intel_gpu: copying output {} to the host: {}", j, cl_error_name(e));
     }
   }
+  // Error flags of the nodes that report device-side errors, read with the outputs.
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (!rs.errors[i].get()) continue;
+    const cl_int e =
+        clEnqueueReadBuffer(q, rs.errors[i].get(), CL_FALSE, 0, sizeof(rs.error_host[i]),
+                            rs.error_host[i].data(), 0, nullptr, nullptr);
+    if (e != CL_SUCCESS) {
+      clFinish(q);
+      return internal_error("intel_gpu: reading an error flag: {}", cl_error_name(e));
+    }
+  }
   // One wait per run: the in-order queue has run the copies and kernels when it returns.
   const cl_int e = clFinish(q);
   if (e != CL_SUCCESS) return internal_error("intel_gpu: device group run: {}", cl_error_name(e));
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (!rs.errors[i].get()) continue;
+    FRAME_RETURN_IF_ERROR(
+        take_device_error(*nodes_[i].launch, q, rs.errors[i].get(), rs.error_host[i]));
+  }
   return Status();
 }
 

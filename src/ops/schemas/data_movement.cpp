@@ -12,6 +12,7 @@
 
 #include "frame/ops/op_schema.h"
 #include "ops/schemas/data_movement_shapes.h"
+#include "ops/schemas/schema_util.h"
 
 namespace frame::ops {
 namespace {
@@ -82,6 +83,27 @@ Types split_infer(const NodeContext& ctx) {
     out.push_back({ctx.input_types[0].dtype, o});
   }
   return out;
+}
+
+// split as one slice per part (starts, ends and axes as int64 constants): a backend with a
+// slice kernel and none for split (a device backend, whose group nodes have one output each)
+// keeps the parts on the device instead of falling back to cpu.
+Result<ir::Graph> decompose_split(const NodeContext& ctx) {
+  const Shape& in = ctx.input_types[0].shape;
+  FRAME_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, dm::split_sizes(ctx, in));
+  FRAME_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(ctx, ctx.attr_or<int64_t>("axis", 0),
+                                                      static_cast<int64_t>(in.size()), "axis"));
+  MicroGraph m(ctx);
+  const ir::ValueId axes = m.constant(Tensor::from_vector<int64_t>({1}, {axis}));
+  std::vector<ir::ValueId> outs;
+  int64_t at = 0;
+  for (int64_t size : sizes) {
+    outs.push_back(
+        m.add("slice", {m.input(0), m.constant(Tensor::from_vector<int64_t>({1}, {at})),
+                        m.constant(Tensor::from_vector<int64_t>({1}, {at + size})), axes}));
+    at += size;
+  }
+  return m.finish(outs);
 }
 
 Types slice_infer(const NodeContext& ctx) {
@@ -393,7 +415,8 @@ static OpSchemaBuilder& split_outputs(OpSchemaBuilder& b) {
         .shape_determining()
         .attr("axis", AttrType::kInt, "axis in [-rank, rank)", int64_t{0})
         .optional_attr("num_outputs", AttrType::kInt, "number of parts")
-        .shape_infer(split_infer));
+        .shape_infer(split_infer)
+        .decomposition(decompose_split));
 
 FRAME_REGISTER_OP(slice)
     .doc(

@@ -14,6 +14,7 @@
 #include "common/op_runner.h"
 #include "cpp/intel_gpu/intel_gpu_test_util.h"
 #include "frame/runtime/backend.h"
+#include "frame/runtime/compile.h"
 
 namespace frame::test {
 namespace {
@@ -129,12 +130,64 @@ TEST(IntelGpuGather, OutOfRangeIndexIsAnErrorAtPrepare) {
       << out.status().message();
 }
 
-TEST(IntelGpuGather, ComputedIndicesAreDeclined) {
+TEST(IntelGpuGather, ComputedIndicesRunOnTheDevice) {
   REQUIRE_INTEL_GPU();
-  Result<KernelSupport> s = kernel_supports(gather_call({0}, false), "intel_gpu");
-  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
-  EXPECT_FALSE(s->supported);
-  EXPECT_NE(s->reason.find("not a constant"), std::string::npos) << s->reason;
+  for (bool grouped : {false, true}) {
+    Result<std::vector<Tensor>> out =
+        grouped ? run_op_in_device_group(gather_call({-1, 0, -3, 2}, false), "intel_gpu")
+                : run_op(gather_call({-1, 0, -3, 2}, false), "intel_gpu");
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    EXPECT_EQ(values_of<int32_t>(out->at(0)),
+              (std::vector<int32_t>{30, 31, 10, 11, 10, 11, 30, 31}));
+  }
+}
+
+// An out-of-range index found on the device is the cpu kernel's error (the first bad position,
+// whichever work-item found it), alone and inside a device group.
+TEST(IntelGpuGather, ComputedOutOfRangeIndexIsTheCpuError) {
+  REQUIRE_INTEL_GPU();
+  std::vector<int64_t> idx(1000, 1);
+  idx[700] = 9;
+  idx[300] = -4;  // the first bad one: position 300
+  idx[301] = 3;
+  Result<std::vector<Tensor>> cpu = run_op(gather_call(idx, false), "cpu");
+  ASSERT_FALSE(cpu.is_ok());
+  EXPECT_NE(cpu.status().message().find("value -4 at 300 out of range [-3, 2]"), std::string::npos)
+      << cpu.status().message();
+  // The harness prefixes its stage ("kernel: ", "group run: "); the node's message follows.
+  const std::string c = cpu.status().message();
+  const std::string want = c.substr(c.find("node '"));
+  for (bool grouped : {false, true}) {
+    Result<std::vector<Tensor>> gpu =
+        grouped ? run_op_in_device_group(gather_call(idx, false), "intel_gpu")
+                : run_op(gather_call(idx, false), "intel_gpu");
+    ASSERT_FALSE(gpu.is_ok());
+    const std::string m = gpu.status().message();
+    EXPECT_EQ(m.substr(m.find("node '")), want);
+  }
+}
+
+// After a run that reported a bad index, the next run of the same executable is right (the
+// device flag was reset).
+TEST(IntelGpuGather, ARunAfterABadIndexIsRight) {
+  REQUIRE_INTEL_GPU();
+  ir::Graph g("g");
+  const ir::ValueId data =
+      g.add_constant("data", Tensor::from_vector<int32_t>({3, 2}, {10, 11, 20, 21, 30, 31}));
+  const ir::ValueId ids = g.add_input("ids", ir::TensorType{DTypeCode::kInt64, {2}});
+  g.add_output(g.node(*g.create_node("gather", "gather", {data, ids}, 1, {}, {"y"})).outputs[0]);
+  runtime::CompileOptions o = runtime::test::strict_gpu_options();
+  Result<runtime::Executable> exe = runtime::compile(g, o);
+  ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+  Result<runtime::TensorMap> bad = exe->run({{"ids", Tensor::from_vector<int64_t>({2}, {1, 3})}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("node 'gather' (gather): input 1 (indices) value 3 at 1 "
+                                        "out of range [-3, 2]"),
+            std::string::npos)
+      << bad.status().message();
+  Result<runtime::TensorMap> good = exe->run({{"ids", Tensor::from_vector<int64_t>({2}, {2, -3})}});
+  ASSERT_TRUE(good.is_ok()) << good.status().to_string();
+  EXPECT_EQ(values_of<int32_t>(good->at("y")), (std::vector<int32_t>{30, 31, 10, 11}));
 }
 
 }  // namespace

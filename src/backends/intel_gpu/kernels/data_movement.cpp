@@ -3,8 +3,10 @@
 // (uchar / ushort / uint / ulong storage, one program per size), so integers and bool run like
 // floats; cast converts between any two dtypes with the cpu kernel's rounding and saturation
 // (ops::ew::CastOp). Shape-determining inputs must be constants, as for the cpu kernels' shape
-// functions (ARCH-044); gather indices must be constants too, so they are validated once at
-// prepare (an out-of-range index is an error naming the node) and live in `meta`. Index
+// functions (ARCH-044). Constant gather indices are validated once at prepare (an out-of-range
+// index is an error naming the node) and live in `meta`; indices computed at run time are
+// checked on the device and an out-of-range one is reported at the run's end (Launch::
+// device_error) with the cpu kernel's message. Index
 // parameters come from the code the shape functions use (ops/schemas/data_movement_shapes.h).
 
 #include <fmt/format.h>
@@ -221,11 +223,108 @@ Result<std::shared_ptr<void>> concat_prepare(const NodeContext& ctx) {
 
 // ---- gather ----
 
+constexpr DTypeSet kIndexTypes{DTypeCode::kInt32, DTypeCode::kInt64};
+
 Status gather_accepts(const NodeContext& ctx) {
-  if (ctx.constant_input(1) == nullptr) {
-    return unimplemented("gather indices that are not a constant (they are validated at prepare)");
+  if (ctx.constant_input(1) == nullptr && !kIndexTypes.contains(ctx.input_types[1].dtype)) {
+    return unimplemented("gather indices of dtype {}", dtype_name(ctx.input_types[1].dtype));
   }
   return device_ready(ctx);
+}
+
+// Indices computed at run time (token ids, positions): one work-group first checks them all
+// and records the first out-of-range one (each work-item scans every 256th index from its own
+// and stops at its first bad one; the smallest position wins through a local atomic_min), then
+// the gather reads each index again and writes 0 where it is out of range. The run reports the
+// recorded index with the cpu kernel's message (Launch::device_error).
+std::string gather_check_source(DTypeCode index_dtype) {
+  return fmt::format(
+      "__kernel __attribute__((reqd_work_group_size(256, 1, 1))) void frame_gather_check("
+      "__global const {0}* idx, const int n, const int dim, __global int* err) {{\n"
+      "  __local int first;\n"
+      "  const int lid = (int)get_local_id(0);\n"
+      "  if (lid == 0) first = INT_MAX;\n"
+      "  barrier(CLK_LOCAL_MEM_FENCE);\n"
+      "  int mine = INT_MAX;\n"
+      "  for (int j = lid; j < n; j += 256) {{\n"
+      "    const long x = (long)idx[j];\n"
+      "    if (x < -dim || x >= dim) {{ mine = j; break; }}\n"
+      "  }}\n"
+      "  if (mine != INT_MAX) atomic_min(&first, mine);\n"
+      "  barrier(CLK_LOCAL_MEM_FENCE);\n"
+      "  if (mine != INT_MAX && mine == first) {{\n"
+      "    const long x = (long)idx[mine];\n"
+      "    err[1] = mine;\n    err[2] = (int)(x & 0xffffffffL);\n    err[3] = (int)(x >> 32);\n"
+      "    err[0] = 1;\n"
+      "  }}\n"
+      "}}\n",
+      DTypeSet{DTypeCode::kInt64}.contains(index_dtype) ? "long" : "int");
+}
+
+Result<std::shared_ptr<void>> gather_runtime_prepare(const NodeContext& ctx, int64_t axis,
+                                                     const Shape& out) {
+  const Shape& data = ctx.input_types[0].shape;
+  const DTypeCode it = ctx.input_types[1].dtype;
+  const int64_t dim = data[static_cast<size_t>(axis)];
+  int64_t inner = 1;
+  for (size_t d = static_cast<size_t>(axis) + 1; d < data.size(); ++d) inner *= data[d];
+  const int64_t n = numel_of(ctx.input_types[1].shape);
+  const size_t e = dtype_size(ctx.input_types[0].dtype);
+  LaunchSpec spec = copy_spec(
+      ctx,
+      fmt::format("__kernel void frame_gather_rt(__global const {0}* in0, __global const {1}* "
+                  "in1, __global {0}* out, const int rank, __global const int* m) {{\n"
+                  "  const int i = (int)get_global_id(0);\n"
+                  "  const int n = m[0], inner = m[1], dim = m[2];\n"
+                  "  const int j = (i / inner) % n, o = i / inner / n;\n"
+                  "  long x = (long)in1[j];\n"
+                  "  if (x < 0) x += dim;\n"
+                  "  out[i] = x < 0 || x >= dim ? ({0})0 : in0[(o * dim + (int)x) * inner + i % "
+                  "inner];\n"
+                  "}}\n",
+                  cl_storage_type(e), DTypeSet{DTypeCode::kInt64}.contains(it) ? "long" : "int"),
+      "frame_gather_rt");
+  spec.out_shape = out;
+  spec.num_inputs = 2;
+  spec.raw_meta = std::vector<int64_t>{n, inner, dim};
+  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));
+  l->in_bytes[1] = static_cast<size_t>(n) * dtype_size(it);  // copy_spec sized it as data
+  // The index check: its own program, run before the gather on the same queue.
+  Result<ClKernel> check = make_kernel(*l->dev, gather_check_source(it), "", "frame_gather_check");
+  if (!check.is_ok()) return check.status().with_prefix(where(ctx));
+  auto check_kernel = std::make_shared<ClKernel>(std::move(check).value());
+  Launch* lp = l.get();
+  const auto n32 = static_cast<cl_int>(n), dim32 = static_cast<cl_int>(dim);
+  l->custom = [lp, check_kernel, n32, dim32](cl_command_queue q, std::span<const cl_mem> inputs,
+                                             cl_mem output) -> Status {
+    cl_kernel k = check_kernel->get();
+    if (lp->error_buffer == nullptr) {
+      return internal_error("gather with run-time indices enqueued without an error buffer");
+    }
+    if (n32 > 0) {
+      FRAME_RETURN_IF_ERROR(set_arg(k, 0, inputs[1]));
+      FRAME_RETURN_IF_ERROR(set_arg(k, 1, n32));
+      FRAME_RETURN_IF_ERROR(set_arg(k, 2, dim32));
+      FRAME_RETURN_IF_ERROR(set_arg(k, 3, lp->error_buffer));
+      const size_t one_group = 256;
+      const cl_int e =
+          clEnqueueNDRangeKernel(q, k, 1, nullptr, &one_group, &one_group, 0, nullptr, nullptr);
+      if (e != CL_SUCCESS) return internal_error("index check launch: {}", cl_error_name(e));
+    }
+    FRAME_RETURN_IF_ERROR(bind_buffers(*lp, inputs, output));
+    return enqueue_kernel(*lp, q);
+  };
+  const std::string node_name(ctx.node_name), op(ctx.op);
+  l->device_error = [node_name, op, dim](const std::array<int32_t, 4>& err) {
+    const int64_t x =
+        (static_cast<int64_t>(err[3]) << 32) | static_cast<int64_t>(static_cast<uint32_t>(err[2]));
+    // The cpu kernel's message (data_movement_index.cpp), with its node prefix.
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("node '{}' ({}): input 1 (indices) value {} at {} out of range "
+                              "[{}, {}]",
+                              node_name, op, x, err[1], -dim, dim - 1));
+  };
+  return std::shared_ptr<void>(std::move(l));
 }
 
 // meta: n (index count), inner, the n indices (checked, normalised to [0, dim)), dim.
@@ -236,6 +335,7 @@ Result<std::shared_ptr<void>> gather_prepare(const NodeContext& ctx) {
   FRAME_ASSIGN_OR_RETURN(
       int64_t axis, ops::normalize_axis(ctx, ctx.attr_or<int64_t>("axis", 0),
                                         static_cast<int64_t>(data.size()), "attribute 'axis'"));
+  if (ctx.constant_input(1) == nullptr) return gather_runtime_prepare(ctx, axis, out);
   const int64_t dim = data[static_cast<size_t>(axis)];
   int64_t inner = 1;
   for (size_t d = static_cast<size_t>(axis) + 1; d < data.size(); ++d) inner *= data[d];

@@ -94,6 +94,97 @@ Result<std::shared_ptr<void>> ew_prepare(const NodeContext& ctx) {
   return std::shared_ptr<void>(std::move(l));
 }
 
+// ---- comparisons over integers, logical ops over bool ----
+
+// The comparison ops also run over every integer dtype (and equal over bool), the logical ops
+// over bool: T is the storage type itself (no float prelude; the formulas only compare), the
+// bool result is stored as one byte, as on cpu.
+constexpr DTypeSet kIntegerTypes = kIntDTypes;
+
+std::string_view int_spelling(DTypeCode d) {
+  switch (d) {
+    case DTypeCode::kInt8:
+      return "char";
+    case DTypeCode::kInt16:
+      return "short";
+    case DTypeCode::kInt32:
+      return "int";
+    case DTypeCode::kInt64:
+      return "long";
+    case DTypeCode::kUInt16:
+      return "ushort";
+    case DTypeCode::kUInt32:
+      return "uint";
+    case DTypeCode::kUInt64:
+      return "ulong";
+    default:
+      return "uchar";  // u8, bool
+  }
+}
+
+// The integer/bool dtypes op `op` runs over on intel_gpu (none for the arithmetic ops).
+DTypeSet int_types(const EwOp& op) {
+  static constexpr std::string_view kCompare[] = {"equal", "less", "less_equal", "greater",
+                                                  "greater_equal"};
+  static constexpr std::string_view kLogical[] = {"not", "and", "or", "xor"};
+  if (op.formula == nullptr || op.arity == kVariadic) return DTypeSet{};
+  for (std::string_view c : kCompare) {
+    if (op.op == c) return op.dtypes & (kIntegerTypes | kBoolDType);
+  }
+  for (std::string_view c : kLogical) {
+    if (op.op == c) return op.dtypes & kBoolDType;
+  }
+  return DTypeSet{};
+}
+
+std::string int_source(const EwOp& op, DTypeCode d) {
+  const std::string_view t = int_spelling(d);
+  std::string s = fmt::format("typedef {} T;\n__kernel void {}(", t, kernel_name(op));
+  for (int k = 0; k < op.arity; ++k) s += fmt::format("__global const {}* in{}, ", t, k);
+  s += "__global uchar* out, const int rank, __global const int* meta) {\n" +
+       index_code(static_cast<size_t>(op.arity));
+  s += op.arity == 1 ? "  const T x = in0[idx0];\n"
+                     : "  const T a = in0[idx0];\n  const T b = in1[idx1];\n";
+  return s + fmt::format("  out[i] = ({}) ? 1 : 0;\n}}\n", op.formula->expr);
+}
+
+bool integral_node(const NodeContext& ctx) {
+  return ctx.num_inputs() > 0 && (kIntegerTypes | kBoolDType).contains(ctx.input_types[0].dtype);
+}
+
+Status int_accepts(const NodeContext& ctx) {
+  FRAME_RETURN_IF_ERROR(device_ready(ctx));
+  for (const ir::TensorType& t : ctx.input_types) {
+    if (t.dtype != ctx.input_types[0].dtype) return unimplemented("inputs of different dtypes");
+  }
+  return Status();
+}
+
+Result<std::shared_ptr<void>> int_prepare(const NodeContext& ctx) {
+  FRAME_RETURN_IF_ERROR(int_accepts(ctx).with_prefix(where(ctx)));
+  const EwOp* op = find_ew_op(ctx.op);
+  const DTypeCode d = ctx.input_types[0].dtype;
+  FRAME_ASSIGN_OR_RETURN(Shape out_shape, broadcast_shapes(ctx));
+  LaunchSpec spec;
+  spec.source = int_source(*op, d);
+  spec.name = kernel_name(*op);
+  spec.out_shape = std::move(out_shape);
+  spec.in_elem_bytes = dtype_size(d);
+  spec.out_elem_bytes = 1;
+  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));
+  return std::shared_ptr<void>(std::move(l));
+}
+
+// A list op's accepts / prepare: the integer path for integer and bool nodes, else the float
+// one.
+Status list_accepts(const NodeContext& ctx) {
+  return integral_node(ctx) ? int_accepts(ctx) : float_accepts(ctx);
+}
+
+Result<std::shared_ptr<void>> list_prepare(const NodeContext& ctx) {
+  return integral_node(ctx) ? int_prepare(ctx) : ew_prepare(ctx);
+}
+
 // ---- variadic list ops (sum, mean, max, min) ----
 
 // The fold rounds to the storage type after every step on the cpu; generated for the dtypes
@@ -298,15 +389,15 @@ Result<std::shared_ptr<void>> fused_prepare(const NodeContext& ctx) {
   for (const EwOp& op : gpu::ew_ops()) {
     const DTypeSet types = op.dtypes & kClTypes;
     const bool variadic = op.arity == kVariadic;
-    const DTypeSet kernel_types = variadic ? types & kVariadicTypes : types;
+    const DTypeSet kernel_types = (variadic ? types & kVariadicTypes : types) | int_types(op);
     if (kernel_types.mask == 0 || op.formula == nullptr) continue;
     if (op.op == "identity") continue;  // an element copy for every dtype (data_movement.cpp)
     ops::KernelDef def;
     def.op = std::string(op.op);
     def.backend = std::string(kBackendName);
     def.fn = run_launch;
-    def.prepare = variadic ? variadic_prepare : ew_prepare;
-    def.accepts = float_accepts;
+    def.prepare = variadic ? variadic_prepare : list_prepare;
+    def.accepts = variadic ? float_accepts : list_accepts;
     def.dtypes = kernel_types;
     def.file = __FILE__;
     def.line = __LINE__;

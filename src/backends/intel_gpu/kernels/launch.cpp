@@ -213,6 +213,26 @@ Status enqueue_node(Launch& l, cl_command_queue q, std::span<const cl_mem> input
   return enqueue_kernel(l, q);
 }
 
+Result<ClMem> make_error_buffer(const Device& d) {
+  std::array<int32_t, kErrorInts> zero{};
+  cl_int e = CL_SUCCESS;
+  cl_mem m = clCreateBuffer(d.context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof(zero),
+                            zero.data(), &e);
+  if (e != CL_SUCCESS) return internal_error("intel_gpu: error flag buffer: {}", cl_error_name(e));
+  return ClMem(m);
+}
+
+Status take_device_error(const Launch& l, cl_command_queue q, cl_mem buffer,
+                         const std::array<int32_t, 4>& host) {
+  if (host[0] == 0 || !l.device_error) return Status();
+  const std::array<int32_t, kErrorInts> zero{};
+  const cl_int e =
+      clEnqueueWriteBuffer(q, buffer, CL_TRUE, 0, sizeof(zero), zero.data(), 0, nullptr, nullptr);
+  if (e != CL_SUCCESS)
+    return internal_error("intel_gpu: resetting an error flag: {}", cl_error_name(e));
+  return l.device_error(host);
+}
+
 Status run_launch(ops::KernelContext& ctx) {
   auto* l = static_cast<Launch*>(ctx.state);
   Tensor& out = ctx.output(0);
@@ -234,7 +254,11 @@ Status run_launch(ops::KernelContext& ctx) {
     }
     FRAME_ASSIGN_OR_RETURN(l->own_output,
                            make_buffer(*l->dev, l->out_bytes, CL_MEM_READ_WRITE, "output"));
+    if (l->device_error) {
+      FRAME_ASSIGN_OR_RETURN(l->own_error, make_error_buffer(*l->dev));
+    }
   }
+  l->error_buffer = l->own_error.get();
   std::vector<cl_mem> ins(l->in_bytes.size(), nullptr);
   for (size_t k = 0; k < l->in_bytes.size(); ++k) {
     const Tensor& in = ctx.input(k);
@@ -258,7 +282,14 @@ Status run_launch(ops::KernelContext& ctx) {
   if (e != CL_SUCCESS) {
     return ctx.node->error("intel_gpu: copying the output to the host: {}", cl_error_name(e));
   }
-  return Status();
+  if (!l->device_error) return Status();
+  std::array<int32_t, kErrorInts> err{};
+  const cl_int r = clEnqueueReadBuffer(q, l->own_error.get(), CL_TRUE, 0, sizeof(err), err.data(),
+                                       0, nullptr, nullptr);
+  if (r != CL_SUCCESS) {
+    return ctx.node->error("intel_gpu: reading the error flag: {}", cl_error_name(r));
+  }
+  return take_device_error(*l, q, l->own_error.get(), err);
 }
 
 }  // namespace frame::backends::intel_gpu

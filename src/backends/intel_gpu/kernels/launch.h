@@ -52,15 +52,35 @@ struct Launch {
   /// primitives on Intel GPUs): enqueues it on the queue, reading `inputs` (per device input,
   /// nullptr when absent) and writing `output`; replaces bind_buffers + enqueue_kernel.
   std::function<Status(cl_command_queue q, std::span<const cl_mem> inputs, cl_mem output)> custom;
+  /// Set for a kernel that can find bad data on the device (gather's run-time indices): it
+  /// writes kErrorInts ints {flag, position, value low 32 bits, value high 32 bits} to
+  /// `error_buffer` for the first bad element it finds, and this turns them into the node's
+  /// error (the cpu kernel's message). Whoever runs the launch (a device group, run_launch)
+  /// binds a zeroed buffer of its own before enqueue_node, reads it once at the run's end and
+  /// zeroes it again after a report.
+  std::function<Status(const std::array<int32_t, 4>& error)> device_error;
+  cl_mem error_buffer = nullptr;  ///< bound under `mu` for one enqueue_node
   /// run_launch's own buffers (one node run on its own), made at its first run.
   std::vector<ClMem> own_inputs;
   ClMem own_output;
+  ClMem own_error;
   /// Guards the kernel's pointer arguments from binding to enqueue, and run_launch's buffers.
   std::mutex mu;
 
   /// Total work-items (0: nothing to launch).
   size_t work_items() const { return global[0] * global[1] * global[2]; }
 };
+
+/// Ints of a launch's device error buffer (Launch::device_error).
+inline constexpr size_t kErrorInts = 4;
+
+/// A zeroed device error buffer (Launch::device_error). Errors name the OpenCL error.
+Result<ClMem> make_error_buffer(const Device& d);
+
+/// After a run whose queue `q` has finished: when `host` (read back from `buffer`) reports an
+/// error, zeroes `buffer` again (blocking) and returns l.device_error(host); else OK.
+Status take_device_error(const Launch& l, cl_command_queue q, cl_mem buffer,
+                         const std::array<int32_t, 4>& host);
 
 /// What make_launch builds.
 struct LaunchSpec {
