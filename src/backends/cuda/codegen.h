@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -91,12 +92,20 @@ struct NodeKernel {
   std::vector<unsigned char> meta;
   double p0 = 0, p1 = 0;     ///< passed as T
   bool t_is_double = false;  ///< T is double (f64 compute)
+  /// Set for a kernel that can find bad data on the device (gather's indices): it takes a last
+  /// parameter `int* err` (zero before the run) and, for a bad element at position p, stores
+  /// max(*err, 0x7fffffff - p) with atomicMax, so a set flag names the first bad position. The
+  /// run then reads that element of input `error_input` (error_elem_bytes wide, signed) back
+  /// and this turns position and value into the node's error (the cpu kernel's message).
+  std::function<Status(int64_t position, int64_t value)> device_error;
+  size_t error_input = 0;
+  size_t error_elem_bytes = 0;
 };
 
 /// The kernel of `ctx`, as the cuda kernels generate it at prepare; needs no device (the
 /// compile tests call it for every op-database case and model node). Covers the elementwise
 /// lists, fused_elementwise_internal, the data-movement ops (identity, reshape, flatten,
-/// squeeze, unsqueeze, transpose, expand, slice, concat, cast, where) and the row ops
+/// squeeze, unsqueeze, transpose, expand, slice, concat, cast, where, gather) and the row ops
 /// (softmax, log_softmax, layer_normalization). Errors: kUnimplemented with the reason a node
 /// is declined (no formula, mixed dtypes, a non-constant shape input, ...); kInvalidArgument
 /// for malformed nodes (shapes that do not broadcast, bad attributes).

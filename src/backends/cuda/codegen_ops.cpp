@@ -172,6 +172,79 @@ Result<NodeKernel> slice_kernel(const NodeContext& ctx) {
   return strided(ctx, p.out_shape, base, st);
 }
 
+// ---- gather ----
+
+// Constant indices are checked here (an out-of-range one is the cpu kernel's error at
+// prepare); computed ones on the device: a bad index at position j stores
+// atomicMax(err, 0x7fffffff - j), so the flag names the first bad position, and writes 0.
+Result<NodeKernel> gather_kernel(const NodeContext& ctx) {
+  constexpr DTypeSet kIndexTypes{DTypeCode::kInt32, DTypeCode::kInt64};
+  if (ctx.num_inputs() < 2 || !kIndexTypes.contains(ctx.input_types[1].dtype)) {
+    return unimplemented("gather indices of dtype {}", dtype_name(ctx.input_types[1].dtype));
+  }
+  const Shape& data = ctx.input_types[0].shape;
+  FRAME_ASSIGN_OR_RETURN(
+      int64_t axis, ops::normalize_axis(ctx, ctx.attr_or<int64_t>("axis", 0),
+                                        static_cast<int64_t>(data.size()), "attribute 'axis'"));
+  const int64_t dim = data[static_cast<size_t>(axis)];
+  int64_t inner = 1;
+  for (size_t d = static_cast<size_t>(axis) + 1; d < data.size(); ++d) inner *= data[d];
+  const int64_t count = numel_of(ctx.input_types[1].shape);
+  if (count >= 0x7fffffff) return unimplemented("gather of {} indices", count);
+  if (const Tensor* idx = ctx.constant_input(1)) {
+    for (int64_t i = 0; i < idx->numel(); ++i) {
+      const int64_t x = idx->element_as_int64(i);
+      if (x < -dim || x >= dim) {
+        return ctx.error("input 1 (indices) value {} at {} out of range [{}, {}]", x, i, -dim,
+                         dim - 1);
+      }
+    }
+  }
+  FRAME_ASSIGN_OR_RETURN(ir::TensorType out, inferred_type(ctx));
+  const int64_t n = numel_of(out.shape);
+  const bool wide = is_wide(std::max(n, numel_of(data)));
+  const size_t isz = dtype_size(ctx.input_types[1].dtype);
+  NodeKernel k;
+  k.geometry = {2, 0, wide};
+  k.in_bytes = {bytes_of(ctx.input_types[0]), bytes_of(ctx.input_types[1])};
+  k.out_bytes = bytes_of(out);
+  k.work_items = n;
+  const std::string_view e = storage_of(dtype_size(ctx.input_types[0].dtype));
+  k.source = head(wide, 3, "gather") +
+             fmt::format(
+                 "extern \"C\" __global__ void __launch_bounds__(256) frame_kernel(const {0}* "
+                 "__restrict__ in0, const {1}* __restrict__ in1, {0}* __restrict__ out, const I "
+                 "n, const FrameMeta meta, const float p0, const float p1, int* __restrict__ "
+                 "err) {{\n"
+                 "  const I step = (I)gridDim.x * (I)blockDim.x;\n"
+                 "  const I count = meta.v[0], inner = meta.v[1], dim = meta.v[2];\n"
+                 "  for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < n; i += "
+                 "step) {{\n"
+                 "    const I j = (i / inner) % count, o = i / inner / count;\n"
+                 "    long long x = (long long)in1[j];\n"
+                 "    if (x < -(long long)dim || x >= (long long)dim) {{\n"
+                 "      atomicMax(err, 0x7fffffff - (int)j);\n"
+                 "      out[i] = 0;\n"
+                 "      continue;\n"
+                 "    }}\n"
+                 "    if (x < 0) x += dim;\n"
+                 "    out[i] = in0[(o * dim + (I)x) * inner + i % inner];\n"
+                 "  }}\n  (void)p0; (void)p1;\n}}\n",
+                 e, isz == 8 ? "long long" : "int");
+  k.meta = pack_values({count, inner, dim}, wide);
+  k.error_input = 1;
+  k.error_elem_bytes = isz;
+  k.device_error = [node = std::string(ctx.node_name), op = std::string(ctx.op), dim](
+                       int64_t position, int64_t value) {
+    // The cpu kernel's message (src/backends/cpu/kernels/data_movement_index.cpp).
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("node '{}' ({}): input 1 (indices) value {} at {} out of range "
+                              "[{}, {}]",
+                              node, op, value, position, -dim, dim - 1));
+  };
+  return k;
+}
+
 // ---- concat ----
 
 Result<NodeKernel> concat_kernel(const NodeContext& ctx) {
@@ -527,6 +600,7 @@ Result<NodeKernel> other_kernel(const NodeContext& ctx) {
   if (op == "expand") return expand_kernel(ctx);
   if (op == "slice") return slice_kernel(ctx);
   if (op == "concat") return concat_kernel(ctx);
+  if (op == "gather") return gather_kernel(ctx);
   if (op == "cast") return cast_kernel(ctx);
   if (op == "where") return where_kernel(ctx);
   if (op == "softmax") return softmax_kernel(ctx, false);

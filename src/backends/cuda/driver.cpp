@@ -54,6 +54,8 @@ std::string resolve(void* lib, DriverApi& api) {
   FRAME_CU_GET(cuMemFreeHost)
   FRAME_CU_GET(cuMemcpyHtoDAsync)
   FRAME_CU_GET(cuMemcpyDtoHAsync)
+  FRAME_CU_GET(cuMemcpyDtoH)
+  FRAME_CU_GET(cuMemsetD8Async)
   FRAME_CU_GET(cuStreamCreate)
   FRAME_CU_GET(cuStreamDestroy)
   FRAME_CU_GET(cuStreamSynchronize)

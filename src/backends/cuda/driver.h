@@ -57,6 +57,8 @@ struct DriverApi {
   FRAME_CU_FN(cuMemFreeHost)
   FRAME_CU_FN(cuMemcpyHtoDAsync)
   FRAME_CU_FN(cuMemcpyDtoHAsync)
+  FRAME_CU_FN(cuMemcpyDtoH)
+  FRAME_CU_FN(cuMemsetD8Async)
   FRAME_CU_FN(cuStreamCreate)
   FRAME_CU_FN(cuStreamDestroy)
   FRAME_CU_FN(cuStreamSynchronize)

@@ -42,6 +42,8 @@ struct RunSlot {
   bool ready = false;
   std::vector<CUdeviceptr> blocks;
   CUdeviceptr workspace = 0;  // library calls' scratch (cuBLASLt), the nodes' largest need
+  CUdeviceptr errors = 0;     // one int32 error flag per node (CudaLaunch::device_error)
+  size_t errors_at = 0;       // where the run copies the flags back in `staging`
   CUstream stream = nullptr;
   void* staging = nullptr;         // pinned host memory for the boundary copies
   std::vector<size_t> staging_at;  // per slot: offset in `staging` (boundary slots)
@@ -51,6 +53,7 @@ struct RunSlot {
     if (stream != nullptr) dev->api->cuStreamDestroy(stream);
     for (CUdeviceptr b : blocks) dev->api->cuMemFree(b);
     if (workspace != 0) dev->api->cuMemFree(workspace);
+    if (errors != 0) dev->api->cuMemFree(errors);
     if (staging != nullptr) dev->api->cuMemFreeHost(staging);
   }
 };
@@ -78,6 +81,7 @@ class Group final : public ops::DeviceGroup {
   std::vector<NodeRun> nodes_;
   gpu::DevicePlan plan_;
   size_t workspace_bytes_ = 0;
+  bool reports_errors_ = false;  // some node's kernel has a device error flag
 };
 
 Result<std::unique_ptr<ops::DeviceGroup>> Group::compile(const ops::DeviceGroupSpec& spec) {
@@ -112,6 +116,7 @@ Result<std::unique_ptr<ops::DeviceGroup>> Group::compile(const ops::DeviceGroupS
     r.launch = static_cast<const CudaLaunch*>(r.state.get());
     io.push_back({r.launch->in_bytes, r.launch->out_bytes});
     group->workspace_bytes_ = std::max(group->workspace_bytes_, r.launch->workspace_bytes);
+    group->reports_errors_ = group->reports_errors_ || static_cast<bool>(r.launch->device_error);
     group->nodes_.push_back(std::move(r));
   }
   FRAME_ASSIGN_OR_RETURN(group->plan_,
@@ -146,6 +151,14 @@ Status Group::setup(RunSlot& rs) const {
   };
   for (int s : plan_.input_slot) reserve(s);
   for (int s : plan_.output_slot) reserve(s);
+  const size_t flag_bytes = nodes_.size() * sizeof(int32_t);
+  if (reports_errors_) {
+    rs.errors_at = staging_bytes;
+    staging_bytes += (flag_bytes + kAlign - 1) / kAlign * kAlign;
+    FRAME_RETURN_IF_ERROR(cu_check(*dev_, api.cuMemAlloc(&rs.errors, flag_bytes), "error flags"));
+    FRAME_RETURN_IF_ERROR(cu_check(*dev_, api.cuMemsetD8Async(rs.errors, 0, flag_bytes, rs.stream),
+                                   "clearing the error flags"));
+  }
   if (staging_bytes > 0) {
     FRAME_RETURN_IF_ERROR(
         cu_check(*dev_, api.cuMemAllocHost(&rs.staging, staging_bytes), "cuMemAllocHost"));
@@ -201,8 +214,10 @@ Status Group::run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
     for (size_t k = 0; k < node_in.size(); ++k) {
       if (node_in[k] != kNoSlot) rs.ins[k] = address(rs, node_in[k]);
     }
+    const CUdeviceptr flag =
+        rs.errors == 0 ? 0 : rs.errors + static_cast<CUdeviceptr>(i * sizeof(int32_t));
     Status st = nodes_[i].launch->launch(rs.stream, rs.ins, address(rs, plan_.node_output[i]),
-                                         rs.workspace);
+                                         rs.workspace, flag);
     if (!st.is_ok()) {
       api.cuStreamSynchronize(rs.stream);
       return st.with_prefix(
@@ -227,8 +242,28 @@ Status Group::run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
       return st;
     }
   }
+  if (rs.errors != 0) {
+    FRAME_RETURN_IF_ERROR(
+        cu_check(*dev_,
+                 api.cuMemcpyDtoHAsync(staging + rs.errors_at, rs.errors,
+                                       nodes_.size() * sizeof(int32_t), rs.stream),
+                 "copying the error flags to the host"));
+  }
   // One synchronization per run: the stream has run the copies and kernels when it returns.
   FRAME_RETURN_IF_ERROR(cu_check(*dev_, api.cuStreamSynchronize(rs.stream), "device group run"));
+  if (rs.errors != 0) {
+    const auto* flags = reinterpret_cast<const int32_t*>(staging + rs.errors_at);
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (flags[i] == 0) continue;
+      const CudaLaunch& l = *nodes_[i].launch;
+      const int in_slot = plan_.node_inputs[i].at(l.error_input);
+      Status st = device_error_status(l, flags[i], address(rs, in_slot));
+      // Cleared for the next run whatever the outcome.
+      api.cuMemsetD8Async(rs.errors, 0, nodes_.size() * sizeof(int32_t), rs.stream);
+      api.cuStreamSynchronize(rs.stream);
+      return st;
+    }
+  }
   for (size_t j = 0; j < plan_.output_slot.size() && j < outputs.size(); ++j) {
     const int s = plan_.output_slot[j];
     const DeviceSlot& slot = plan_.slots[static_cast<size_t>(s)];

@@ -17,7 +17,7 @@ CudaLaunch::~CudaLaunch() {
 }
 
 Status CudaLaunch::launch(CUstream stream, std::span<const CUdeviceptr> inputs, CUdeviceptr output,
-                          CUdeviceptr workspace) const {
+                          CUdeviceptr workspace, CUdeviceptr error) const {
   if (work_items == 0) return Status();
   if (custom) return custom(stream, inputs, output, workspace);
   if (inputs.size() < geometry.num_inputs) {
@@ -25,7 +25,7 @@ Status CudaLaunch::launch(CUstream stream, std::span<const CUdeviceptr> inputs, 
                           geometry.num_inputs);
   }
   // cuLaunchKernel copies each parameter from the pointer given for it.
-  std::array<void*, kMaxInputs + 5> params{};
+  std::array<void*, kMaxInputs + 6> params{};
   std::array<CUdeviceptr, kMaxInputs + 1> ptrs{};
   size_t k = 0;
   for (; k < geometry.num_inputs; ++k) {
@@ -43,6 +43,11 @@ Status CudaLaunch::launch(CUstream stream, std::span<const CUdeviceptr> inputs, 
   float p0f = static_cast<float>(p0), p1f = static_cast<float>(p1);
   params[k + 3] = t_is_double ? static_cast<void*>(&p0d) : static_cast<void*>(&p0f);
   params[k + 4] = t_is_double ? static_cast<void*>(&p1d) : static_cast<void*>(&p1f);
+  if (device_error) {
+    if (error == 0)
+      return internal_error("cuda: a kernel that reports errors launched without a flag");
+    params[k + 5] = &error;
+  }
   return cu_check(
       *dev,
       dev->api->cuLaunchKernel(fn, grid, 1, 1, kBlock, 1, 1, 0, stream, params.data(), nullptr),
@@ -87,6 +92,24 @@ Status device_ready(const ops::NodeContext& ctx) {
   return Status();
 }
 
+Status device_error_status(const CudaLaunch& l, int32_t flag, CUdeviceptr input) {
+  if (flag == 0 || !l.device_error) return Status();
+  const int64_t position = 0x7fffffff - static_cast<int64_t>(flag);
+  int64_t value = 0;
+  if (l.error_elem_bytes == 4) {
+    int32_t v = 0;
+    FRAME_RETURN_IF_ERROR(cu_check(
+        *l.dev, l.dev->api->cuMemcpyDtoH(&v, input + static_cast<CUdeviceptr>(position) * 4, 4),
+        "reading the bad element back"));
+    value = v;
+  } else {
+    FRAME_RETURN_IF_ERROR(cu_check(
+        *l.dev, l.dev->api->cuMemcpyDtoH(&value, input + static_cast<CUdeviceptr>(position) * 8, 8),
+        "reading the bad element back"));
+  }
+  return l.device_error(position, value);
+}
+
 Status generated_accepts(const ops::NodeContext& ctx) {
   FRAME_RETURN_IF_ERROR(device_ready(ctx));
   return node_kernel(ctx).status();
@@ -106,6 +129,9 @@ Result<std::shared_ptr<void>> generated_prepare(const ops::NodeContext& ctx) {
   l->p0 = k->p0;
   l->p1 = k->p1;
   l->t_is_double = k->t_is_double;
+  l->device_error = std::move(k->device_error);
+  l->error_input = k->error_input;
+  l->error_elem_bytes = k->error_elem_bytes;
   FRAME_RETURN_IF_ERROR(load_kernel(*l, k->source, where));
   return std::shared_ptr<void>(std::move(l));
 }
@@ -169,7 +195,14 @@ Status run_standalone(ops::KernelContext& kc) {
   FRAME_RETURN_IF_ERROR(out.status().with_prefix(where));
   DeviceBuffer workspace(dev, l->workspace_bytes);
   FRAME_RETURN_IF_ERROR(workspace.status().with_prefix(where));
-  FRAME_RETURN_IF_ERROR(l->launch(nullptr, ptrs, out.get(), workspace.get()).with_prefix(where));
+  DeviceBuffer error(dev, sizeof(int32_t));
+  FRAME_RETURN_IF_ERROR(error.status().with_prefix(where));
+  FRAME_RETURN_IF_ERROR(cu_check(dev,
+                                 dev.api->cuMemsetD8Async(error.get(), 0, sizeof(int32_t), nullptr),
+                                 "cuMemsetD8Async")
+                            .with_prefix(where));
+  FRAME_RETURN_IF_ERROR(
+      l->launch(nullptr, ptrs, out.get(), workspace.get(), error.get()).with_prefix(where));
   if (l->out_bytes > 0) {
     FRAME_RETURN_IF_ERROR(cu_check(dev,
                                    dev.api->cuMemcpyDtoHAsync(kc.outputs[0].raw_data(), out.get(),
@@ -177,8 +210,14 @@ Status run_standalone(ops::KernelContext& kc) {
                                    "copying the output to the host")
                               .with_prefix(where));
   }
-  return cu_check(dev, dev.api->cuStreamSynchronize(nullptr), "cuStreamSynchronize")
-      .with_prefix(where);
+  FRAME_RETURN_IF_ERROR(cu_check(dev, dev.api->cuStreamSynchronize(nullptr), "cuStreamSynchronize")
+                            .with_prefix(where));
+  if (!l->device_error) return Status();
+  int32_t flag = 0;
+  FRAME_RETURN_IF_ERROR(cu_check(dev, dev.api->cuMemcpyDtoH(&flag, error.get(), sizeof(flag)),
+                                 "reading the error flag")
+                            .with_prefix(where));
+  return device_error_status(*l, flag, ptrs.at(l->error_input));
 }
 
 }  // namespace frame::backends::cuda

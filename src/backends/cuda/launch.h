@@ -42,6 +42,11 @@ struct CudaLaunch {
                        CUdeviceptr workspace)>
       custom;
   size_t workspace_bytes = 0;  ///< device scratch `custom` needs per launch
+  /// As NodeKernel::device_error: the kernel takes an `int* err` last parameter, and a set
+  /// flag is turned into the node's error at the run's end.
+  std::function<Status(int64_t position, int64_t value)> device_error;
+  size_t error_input = 0;
+  size_t error_elem_bytes = 0;
 
   CudaLaunch() = default;
   CudaLaunch(const CudaLaunch&) = delete;
@@ -52,8 +57,13 @@ struct CudaLaunch {
   /// where absent; the first geometry.num_inputs are the kernel's input parameters) and
   /// writing `output`. Nothing for zero work items. Errors name the driver error.
   Status launch(CUstream stream, std::span<const CUdeviceptr> inputs, CUdeviceptr output,
-                CUdeviceptr workspace = 0) const;
+                CUdeviceptr workspace = 0, CUdeviceptr error = 0) const;
 };
+
+/// The node's error for a device error flag `flag` (0: none) of launch `l`, whose input
+/// `l.error_input` is at `input` on the device: reads the bad element back (blocking) and
+/// calls l.device_error. OK when the flag is clear.
+Status device_error_status(const CudaLaunch& l, int32_t flag, CUdeviceptr input);
 
 /// Threads per block of every generated kernel (its __launch_bounds__).
 inline constexpr unsigned kBlock = 256;

@@ -466,6 +466,34 @@ TEST(CudaDevice, Tf32IsOptInAndWithinItsClass) {
   unsetenv(kTf32Env);
 }
 
+// On a GPU: a gather whose indices are a graph input, in a device group; a bad index is the
+// cpu kernel's error naming the first bad position, and the next run is right.
+TEST(CudaDevice, GatherWithComputedIndicesReportsTheCpuError) {
+  if (selected_device() == nullptr) GTEST_SKIP() << unavailable_reason();
+  ir::Graph g("g");
+  const ir::ValueId data =
+      g.add_constant("data", Tensor::from_vector<float>({3, 2}, {10, 11, 20, 21, 30, 31}));
+  const ir::ValueId ids = g.add_input("ids", ir::TensorType{DTypeCode::kInt64, {4}});
+  g.add_output(g.node(*g.create_node("gather", "gather", {data, ids}, 1, {}, {"y"})).outputs[0]);
+  runtime::CompileOptions o;
+  o.backends = {"cuda"};
+  o.strict = true;
+  Result<runtime::Executable> exe = runtime::compile(g, o);
+  ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+  Result<runtime::TensorMap> bad =
+      exe->run({{"ids", Tensor::from_vector<int64_t>({4}, {1, 7, -9, 0})}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find(
+                "node 'gather' (gather): input 1 (indices) value 7 at 1 out of range [-3, 2]"),
+            std::string::npos)
+      << bad.status().message();
+  Result<runtime::TensorMap> good =
+      exe->run({{"ids", Tensor::from_vector<int64_t>({4}, {2, -3, 1, 0})}});
+  ASSERT_TRUE(good.is_ok()) << good.status().to_string();
+  const std::vector<float> want{30, 31, 10, 11, 20, 21, 10, 11};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(good->at("y").data<float>()[i], want[i]);
+}
+
 }  // namespace
 }  // namespace frame::backends::cuda
 
