@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "backends/cuda/codegen.h"
+#include "backends/gpu/ew_formulas.h"
+#include "backends/gpu/reductions.h"
 #include "frame/ops/op_registry.h"
 #include "ops/schemas/data_movement_shapes.h"
 #include "ops/schemas/schema_util.h"
@@ -587,6 +589,62 @@ Result<NodeKernel> layer_norm_kernel(const NodeContext& ctx) {
   return k;
 }
 
+// ---- reductions ----
+
+// One warp per output element: each lane folds every 32nd reduced element, the lanes'
+// partials are combined by shuffles (the table's combine), lane 0 finishes and stores. meta:
+// the kept dims and strides, then the reduced dims and strides, then the reduced count.
+Result<NodeKernel> reduce_kernel(const NodeContext& ctx, const gpu::Reduction& r) {
+  FRAME_RETURN_IF_ERROR(float_only(ctx));
+  const DTypeCode dt = ctx.input_types[0].dtype;
+  FRAME_ASSIGN_OR_RETURN(gpu::ReduceGeometry g, gpu::reduce_geometry(ctx));
+  const size_t nk = g.kept_dims.size(), nr = g.reduced_dims.size();
+  const int64_t threads = g.outputs * 32;
+  const bool wide = is_wide(threads) || is_wide(numel_of(ctx.input_types[0].shape));
+  NodeKernel k;
+  k.geometry = {1, 0, wide};
+  k.in_bytes = {bytes_of(ctx.input_types[0])};
+  k.out_bytes = static_cast<size_t>(g.outputs) * dtype_size(dt);
+  k.work_items = g.reduced == 0 && g.outputs == 0 ? 0 : threads;
+  k.t_is_double = kDouble.contains(dt);
+  std::vector<int64_t> meta = g.kept_dims;
+  meta.insert(meta.end(), g.kept_strides.begin(), g.kept_strides.end());
+  meta.insert(meta.end(), g.reduced_dims.begin(), g.reduced_dims.end());
+  meta.insert(meta.end(), g.reduced_strides.begin(), g.reduced_strides.end());
+  meta.push_back(g.reduced);
+  const bool fp64 = k.t_is_double;
+  k.source =
+      head(wide, meta.size(), r.op) + type_prelude(dt) + gpu::ew_prelude(gpu::Dialect::kCuda);
+  k.source += fmt::format(
+      "FRAME_FN T frame_combine(const T a, const T b) {{ return {}; }}\n"
+      "FRAME_FN T frame_finish(const T acc, const I n) {{ return {}; }}\n",
+      r.combine, r.finish);
+  k.source += signature(1, "S", "S", "T") + std::string(kRowLoop);
+  k.source += "    I base = 0, o = row;\n";
+  for (size_t d = nk; d-- > 0;) {
+    k.source += fmt::format("    base += (o % meta.v[{0}]) * meta.v[{1}];\n    o /= meta.v[{0}];\n",
+                            d, nk + d);
+  }
+  k.source += fmt::format("    const I count = meta.v[{}];\n    T acc = {};\n", 2 * nk + 2 * nr,
+                          gpu::c_literal(r.init, fp64, gpu::Dialect::kCuda));
+  k.source += "    for (I j = lane; j < count; j += 32) {\n      I off = base, rem = j;\n";
+  for (size_t d = nr; d-- > 0;) {
+    k.source +=
+        fmt::format("      off += (rem % meta.v[{0}]) * meta.v[{1}];\n      rem /= meta.v[{0}];\n",
+                    2 * nk + d, 2 * nk + nr + d);
+  }
+  k.source += fmt::format(
+      "      const T v = frame_ld(in0[off]);\n      {}\n    }}\n"
+      "#pragma unroll\n"
+      "    for (int s = 16; s > 0; s >>= 1) acc = frame_combine(acc, __shfl_xor_sync(0xffffffffu, "
+      "acc, s));\n"
+      "    if (lane == 0) out[row] = frame_st(frame_finish(acc, count));\n"
+      "  }}\n  (void)p0; (void)p1;\n}}\n",
+      r.fold);
+  k.meta = pack_values(meta, wide);
+  return k;
+}
+
 }  // namespace
 
 Result<NodeKernel> other_kernel(const NodeContext& ctx) {
@@ -606,6 +664,7 @@ Result<NodeKernel> other_kernel(const NodeContext& ctx) {
   if (op == "softmax") return softmax_kernel(ctx, false);
   if (op == "log_softmax") return softmax_kernel(ctx, true);
   if (op == "layer_normalization") return layer_norm_kernel(ctx);
+  if (const gpu::Reduction* r = gpu::find_reduction(op)) return reduce_kernel(ctx, *r);
   return not_found("cuda: no generator for op '{}'", op);
 }
 

@@ -4,6 +4,7 @@
 
 #include "backends/cuda/codegen.h"
 #include "backends/cuda/launch.h"
+#include "backends/gpu/reductions.h"
 #include "frame/ops/kernel_registry.h"
 
 namespace frame::backends::cuda {
@@ -69,5 +70,26 @@ FRAME_REGISTER_KERNEL(layer_normalization, "cuda", run_standalone)
     .prepare(generated_prepare)
     .accepts(generated_accepts)
     .dtypes(kCudaFloatTypes);
+
+namespace {
+
+// Every reduction of the shared table (src/backends/gpu/reductions.h).
+[[maybe_unused]] const bool kReductionsRegistered = [] {
+  for (const gpu::Reduction& r : gpu::reductions()) {
+    ops::KernelDef def;
+    def.op = std::string(r.op);
+    def.backend = std::string(kBackendName);
+    def.fn = run_standalone;
+    def.prepare = generated_prepare;
+    def.accepts = generated_accepts;
+    def.dtypes = kCudaFloatTypes;
+    def.file = __FILE__;
+    def.line = __LINE__;
+    ops::KernelRegistry::global().register_kernel(std::move(def));
+  }
+  return true;
+}();
+
+}  // namespace
 
 }  // namespace frame::backends::cuda

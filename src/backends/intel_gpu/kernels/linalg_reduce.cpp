@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/gpu/reductions.h"
 #include "backends/intel_gpu/cl_types.h"
 #include "backends/intel_gpu/kernels/launch.h"
 #include "backends/intel_gpu/kernels/onednn_gpu.h"
@@ -121,31 +122,8 @@ Result<std::shared_ptr<void>> matmul_prepare(const NodeContext& ctx) {
 
 // ---- reductions ----
 
-struct Reduction {
-  std::string_view op;
-  std::string_view init;    // T expression
-  std::string_view fold;    // statement over acc and v
-  std::string_view finish;  // T expression over acc and n (the reduced element count)
-};
-// The cpu kernels' init/fold/finish (reduction.cpp), in OpenCL C.
-constexpr Reduction kReductions[] = {
-    {"reduce_sum", "(T)0", "acc += v;", "acc"},
-    {"reduce_mean", "(T)0", "acc += v;", "acc / (T)n"},
-    {"reduce_prod", "(T)1", "acc *= v;", "acc"},
-    {"reduce_max", "(T)(-INFINITY)", "if (v > acc || isnan(v)) acc = isnan(acc) ? acc : v;", "acc"},
-    {"reduce_min", "(T)INFINITY", "if (v < acc || isnan(v)) acc = isnan(acc) ? acc : v;", "acc"},
-    {"reduce_l1", "(T)0", "acc += v < (T)0 ? -v : v;", "acc"},
-    {"reduce_sum_square", "(T)0", "acc += v * v;", "acc"},
-    {"reduce_l2", "(T)0", "acc += v * v;", "sqrt(acc)"},
-    {"reduce_log_sum", "(T)0", "acc += v;", "log(acc)"},
-};
-
-const Reduction* find_reduction(std::string_view op) {
-  for (const Reduction& r : kReductions) {
-    if (r.op == op) return &r;
-  }
-  return nullptr;
-}
+using gpu::find_reduction;
+using gpu::Reduction;
 
 // meta: nk, kept dims[nk], kept strides[nk], nr, reduced dims[nr], reduced strides[nr], n.
 std::string reduce_source(const ClType& t, const Reduction& r) {
@@ -178,7 +156,7 @@ std::string reduce_source(const ClType& t, const Reduction& r) {
              "  }}\n"
              "  {4}\n"
              "}}\n",
-             t.pointee, r.init, cl_load(t, "in0", "off"), r.fold,
+             t.pointee, cl_literal(r.init, t.fp64), cl_load(t, "in0", "off"), r.fold,
              cl_store(t, "out", "i", std::string(r.finish)));
 }
 
@@ -195,29 +173,10 @@ Result<std::shared_ptr<void>> reduce_prepare(const NodeContext& ctx) {
   if (!t.is_ok()) return t.status().with_prefix(where(ctx));
   const Reduction* r = find_reduction(ctx.op);
   if (r == nullptr) return ctx.error("intel_gpu: no OpenCL reduction for op '{}'", ctx.op);
-  const Shape& in = ctx.input_types[0].shape;
-  FRAME_ASSIGN_OR_RETURN(
-      std::vector<bool> reduced,
-      ops::nn::resolve_reduce_axes(ctx, static_cast<int64_t>(in.size()),
-                                   ctx.has_input(1) ? ctx.constant_input(1) : nullptr));
-  std::vector<int64_t> kd, ks, rd, rs;
-  int64_t stride = 1, n = 1, out_numel = 1;
-  std::vector<int64_t> strides(in.size());
-  for (size_t d = in.size(); d-- > 0;) {
-    strides[d] = stride;
-    stride *= in[d];
-  }
-  for (size_t d = 0; d < in.size(); ++d) {
-    if (reduced[d]) {
-      rd.push_back(in[d]);
-      rs.push_back(strides[d]);
-      n *= in[d];
-    } else {
-      kd.push_back(in[d]);
-      ks.push_back(strides[d]);
-      out_numel *= in[d];
-    }
-  }
+  FRAME_ASSIGN_OR_RETURN(gpu::ReduceGeometry geo, gpu::reduce_geometry(ctx));
+  const std::vector<int64_t>&kd = geo.kept_dims, &ks = geo.kept_strides, &rd = geo.reduced_dims,
+        &rs = geo.reduced_strides;
+  const int64_t n = geo.reduced, out_numel = geo.outputs;
   LaunchSpec spec = float_spec(**t, reduce_source(**t, *r), "frame_reduce", Shape{out_numel});
   spec.num_inputs = 1;
   spec.raw_meta = std::vector<int64_t>{static_cast<int64_t>(kd.size())};
@@ -291,7 +250,7 @@ Result<std::shared_ptr<void>> slice_prepare(const NodeContext& ctx) {
 }
 
 [[maybe_unused]] const bool kRegistered = [] {
-  for (const Reduction& r : kReductions) {
+  for (const Reduction& r : gpu::reductions()) {
     ops::KernelDef def;
     def.op = std::string(r.op);
     def.backend = std::string(kBackendName);
