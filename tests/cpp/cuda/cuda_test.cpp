@@ -25,6 +25,7 @@ TEST(Cuda, NotInThisBuild) { GTEST_SKIP() << "the cuda backend is not in this bu
 
 #include "backends/cuda/blas.h"
 #include "backends/cuda/codegen.h"
+#include "backends/cuda/dnn.h"
 #include "backends/cuda/driver.h"
 #include "backends/cuda/nvrtc.h"
 #include "backends/gpu/ew_formulas.h"
@@ -290,6 +291,57 @@ TEST(CudaBlas, MatmulAndGemmMapOntoCublasLt) {
   EXPECT_FALSE(shape_of("gemm", {{3, 4}, {4, 6}, {6}}, {{"beta", 0.5}}).is_ok());
 }
 
+// The libraries open and have every entry point the backend resolves (a misspelt or versioned
+// symbol would be "lacks <name>"); where the toolkit has no cuBLASLt or cuDNN, their nodes
+// fall back with that reason.
+TEST(CudaLibraries, OpenWithEveryEntryPoint) {
+  for (const std::string* reason :
+       {&nvrtc_unavailable_reason(), &cublaslt_unavailable_reason(), &cudnn_unavailable_reason()}) {
+    EXPECT_EQ(reason->find("lacks"), std::string::npos) << *reason;
+    if (!reason->empty()) std::printf("not available here: %s\n", reason->c_str());
+  }
+}
+
+// What cuDNN is asked to do, decided from shapes and attributes alone (dnn.h).
+Status dnn_of(const char* op, std::vector<Shape> in, ir::AttrMap attrs = {}, size_t outputs = 1) {
+  test::OpCall call;
+  call.op = op;
+  for (Shape& s : in) call.inputs.push_back(*Tensor::zeros(DTypeCode::kFloat32, std::move(s)));
+  call.attrs = std::move(attrs);
+  call.num_outputs = outputs;
+  FRAME_ASSIGN_OR_RETURN(test::detail::CheckedCall c, test::detail::check_call(call));
+  return dnn_supports(c.ctx);
+}
+
+TEST(CudaDnn, ConvPoolingAndBatchNormMapOntoCudnn) {
+  EXPECT_TRUE(dnn_of("conv", {{1, 4, 9, 9}, {8, 4, 3, 3}, {8}},
+                     {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})
+                  .is_ok());
+  EXPECT_TRUE(dnn_of("conv", {{1, 4, 9, 9}, {4, 1, 3, 3}},
+                     {{"group", int64_t{4}}, {"strides", std::vector<int64_t>{2, 2}}})
+                  .is_ok());
+  EXPECT_TRUE(dnn_of("conv", {{1, 2, 5, 5, 5}, {3, 2, 3, 3, 3}}).is_ok());  // 3-D
+  // Pads that differ at the two ends (SAME_UPPER with an even kernel) are declined.
+  Status asym =
+      dnn_of("conv", {{1, 4, 8, 8}, {8, 4, 2, 2}}, {{"auto_pad", std::string("SAME_UPPER")}});
+  EXPECT_EQ(asym.code(), StatusCode::kUnimplemented) << asym.to_string();
+  EXPECT_FALSE(dnn_of("conv", {{1, 4, 9}, {8, 4, 3}}).is_ok());  // 1-D: rank 3
+  EXPECT_TRUE(
+      dnn_of("max_pool", {{1, 4, 9, 9}}, {{"kernel_shape", std::vector<int64_t>{3, 3}}}).is_ok());
+  EXPECT_FALSE(dnn_of("max_pool", {{1, 4, 9, 9}},
+                      {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"ceil_mode", int64_t{1}}})
+                   .is_ok());
+  EXPECT_FALSE(dnn_of("max_pool", {{1, 4, 9, 9}}, {{"kernel_shape", std::vector<int64_t>{2, 2}}}, 2)
+                   .is_ok());  // Indices
+  EXPECT_TRUE(
+      dnn_of("average_pool", {{1, 4, 9, 9}},
+             {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"count_include_pad", int64_t{1}}})
+          .is_ok());
+  EXPECT_TRUE(dnn_of("batch_normalization", {{2, 3, 4, 4}, {3}, {3}, {3}, {3}}).is_ok());
+  EXPECT_TRUE(
+      dnn_of("batch_normalization", {{2, 3}, {3}, {3}, {3}, {3}}).is_ok());  // padded to 4-D
+}
+
 // Without a usable device: `frame backends`' reason, every cuda kernel declines with it, and
 // a model placed on cuda,cpu runs wholly on cpu with the cpu-only result.
 TEST(CudaBackend, WithoutADeviceEveryNodeFallsBackWithTheReason) {
@@ -492,6 +544,65 @@ TEST(CudaDevice, GatherWithComputedIndicesReportsTheCpuError) {
   ASSERT_TRUE(good.is_ok()) << good.status().to_string();
   const std::vector<float> want{30, 31, 10, 11, 20, 21, 10, 11};
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(good->at("y").data<float>()[i], want[i]);
+}
+
+// On a GPU: conv (bias, padding, groups) -> max_pool -> batch_norm -> average_pool on cuDNN in
+// one device group, against the cpu backend (an independent implementation) under the
+// cross-backend class.
+TEST(CudaDevice, ConvPoolBatchNormMatchCpu) {
+  if (selected_device() == nullptr) GTEST_SKIP() << unavailable_reason();
+  ir::Graph g("cnn");
+  auto values = [](size_t n, double scale) {
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; ++i)
+      v[i] = static_cast<float>(std::sin(0.7 * static_cast<double>(i) + scale) * scale);
+    return v;
+  };
+  const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {2, 4, 12, 12}});
+  const ir::ValueId w =
+      g.add_constant("w", Tensor::from_vector<float>({8, 2, 3, 3}, values(144, 0.5)));
+  const ir::ValueId b = g.add_constant("b", Tensor::from_vector<float>({8}, values(8, 0.1)));
+  auto node = [&](const char* op, std::vector<ir::ValueId> in, ir::AttrMap attrs,
+                  const char* name) {
+    Result<ir::NodeId> n = g.create_node(op, name, std::move(in), 1, std::move(attrs), {name});
+    EXPECT_TRUE(n.is_ok()) << n.status().to_string();
+    return g.node(*n).outputs[0];
+  };
+  const ir::ValueId c = node(
+      "conv", {x, w, b}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"group", int64_t{2}}}, "c");
+  const ir::ValueId p = node(
+      "max_pool", {c},
+      {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}}, "p");
+  auto param = [&](const char* name, double base) {
+    std::vector<float> v(8);
+    for (size_t i = 0; i < 8; ++i) v[i] = static_cast<float>(base + 0.1 * static_cast<double>(i));
+    return g.add_constant(name, Tensor::from_vector<float>({8}, v));
+  };
+  const ir::ValueId n =
+      node("batch_normalization",
+           {p, param("s", 1.0), param("bb", 0.0), param("m", -0.2), param("v", 0.5)}, {}, "n");
+  g.add_output(node(
+      "average_pool", {n},
+      {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}},
+      "a"));
+  runtime::CompileOptions on_gpu;
+  on_gpu.backends = {"cuda"};
+  on_gpu.strict = true;
+  runtime::CompileOptions on_cpu;
+  on_cpu.backends = {"cpu"};
+  Result<runtime::Executable> gpu = runtime::compile(g, on_gpu);
+  Result<runtime::Executable> cpu = runtime::compile(g, on_cpu);
+  ASSERT_TRUE(gpu.is_ok()) << gpu.status().to_string();
+  ASSERT_TRUE(cpu.is_ok()) << cpu.status().to_string();
+  const runtime::TensorMap in{{"x", Tensor::from_vector<float>({2, 4, 12, 12}, values(1152, 1.0))}};
+  Result<runtime::TensorMap> got = gpu->run(in);
+  Result<runtime::TensorMap> want = cpu->run(in);
+  ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+  ASSERT_TRUE(want.is_ok());
+  const test::CompareResult r =
+      test::compare_tensors(got->at("a"), want->at("a"),
+                            tolerance_for(DTypeCode::kFloat32, ToleranceClass::kCrossBackend));
+  EXPECT_TRUE(r.ok) << r.message;
 }
 
 }  // namespace
