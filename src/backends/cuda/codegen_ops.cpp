@@ -594,10 +594,10 @@ Result<NodeKernel> layer_norm_kernel(const NodeContext& ctx) {
 // One warp per output element: each lane folds every 32nd reduced element, the lanes'
 // partials are combined by shuffles (the table's combine), lane 0 finishes and stores. meta:
 // the kept dims and strides, then the reduced dims and strides, then the reduced count.
-Result<NodeKernel> reduce_kernel(const NodeContext& ctx, const gpu::Reduction& r) {
+Result<NodeKernel> reduce_kernel(const NodeContext& ctx, const gpu::Reduction& r,
+                                 const gpu::ReduceGeometry& g) {
   FRAME_RETURN_IF_ERROR(float_only(ctx));
   const DTypeCode dt = ctx.input_types[0].dtype;
-  FRAME_ASSIGN_OR_RETURN(gpu::ReduceGeometry g, gpu::reduce_geometry(ctx));
   const size_t nk = g.kept_dims.size(), nr = g.reduced_dims.size();
   const int64_t threads = g.outputs * 32;
   const bool wide = is_wide(threads) || is_wide(numel_of(ctx.input_types[0].shape));
@@ -645,6 +645,61 @@ Result<NodeKernel> reduce_kernel(const NodeContext& ctx, const gpu::Reduction& r
   return k;
 }
 
+// global_average_pool / global_max_pool: reduce_mean / reduce_max over the spatial dims.
+Result<NodeKernel> global_pool_kernel(const NodeContext& ctx, std::string_view reduction) {
+  const Shape& x = ctx.input_types[0].shape;
+  if (x.size() < 3) return ctx.error("cuda: {} of rank {}", ctx.op, x.size());
+  const std::vector<int64_t> st = strides_of(x);
+  gpu::ReduceGeometry g;
+  for (size_t d = 0; d < x.size(); ++d) {
+    if (d < 2) {
+      g.kept_dims.push_back(x[d]);
+      g.kept_strides.push_back(st[d]);
+      g.outputs *= x[d];
+    } else {
+      g.reduced_dims.push_back(x[d]);
+      g.reduced_strides.push_back(st[d]);
+      g.reduced *= x[d];
+    }
+  }
+  return reduce_kernel(ctx, *gpu::find_reduction(reduction), g);
+}
+
+// ---- clip ----
+
+// y = min(max(x, lo), hi) as the cpu ClipOp (NaN passes through); the bounds are the optional
+// scalar inputs 1 and 2, read on the device (meta: has_min, has_max; an absent bound's pointer
+// is never read).
+Result<NodeKernel> clip_kernel(const NodeContext& ctx) {
+  FRAME_RETURN_IF_ERROR(float_only(ctx));
+  const DTypeCode dt = ctx.input_types[0].dtype;
+  const bool has_min = ctx.has_input(1), has_max = ctx.has_input(2);
+  for (size_t k = 1; k < 3; ++k) {
+    if (ctx.has_input(k) && numel_of(ctx.input_types[k].shape) != 1) {
+      return ctx.error("input {} ({}) must be a scalar", k, k == 1 ? "min" : "max");
+    }
+  }
+  const int64_t n = numel_of(ctx.input_types[0].shape);
+  const bool wide = is_wide(n);
+  NodeKernel k;
+  k.geometry = {3, 0, wide};
+  k.in_bytes = {bytes_of(ctx.input_types[0]), has_min ? dtype_size(dt) : 0,
+                has_max ? dtype_size(dt) : 0};
+  k.out_bytes = k.in_bytes[0];
+  k.work_items = n;
+  k.t_is_double = kDouble.contains(dt);
+  k.source = head(wide, 2, "clip") + type_prelude(dt) + signature(3, "S", "S", "T") +
+             "  const T lo = meta.v[0] ? frame_ld(in1[0]) : (T)0;\n"
+             "  const T hi = meta.v[1] ? frame_ld(in2[0]) : (T)0;\n"
+             "  for (I i = first; i < n; i += step) {\n"
+             "    const T x = frame_ld(in0[i]);\n"
+             "    const T y = meta.v[0] && x < lo ? lo : x;\n"
+             "    out[i] = frame_st(meta.v[1] && y > hi ? hi : y);\n"
+             "  }\n  (void)p0; (void)p1;\n}\n";
+  k.meta = pack_values({has_min ? 1 : 0, has_max ? 1 : 0}, wide);
+  return k;
+}
+
 }  // namespace
 
 Result<NodeKernel> other_kernel(const NodeContext& ctx) {
@@ -664,7 +719,13 @@ Result<NodeKernel> other_kernel(const NodeContext& ctx) {
   if (op == "softmax") return softmax_kernel(ctx, false);
   if (op == "log_softmax") return softmax_kernel(ctx, true);
   if (op == "layer_normalization") return layer_norm_kernel(ctx);
-  if (const gpu::Reduction* r = gpu::find_reduction(op)) return reduce_kernel(ctx, *r);
+  if (const gpu::Reduction* r = gpu::find_reduction(op)) {
+    FRAME_ASSIGN_OR_RETURN(gpu::ReduceGeometry g, gpu::reduce_geometry(ctx));
+    return reduce_kernel(ctx, *r, g);
+  }
+  if (op == "global_average_pool") return global_pool_kernel(ctx, "reduce_mean");
+  if (op == "global_max_pool") return global_pool_kernel(ctx, "reduce_max");
+  if (op == "clip") return clip_kernel(ctx);
   return not_found("cuda: no generator for op '{}'", op);
 }
 

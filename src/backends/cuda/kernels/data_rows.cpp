@@ -71,6 +71,19 @@ FRAME_REGISTER_KERNEL(layer_normalization, "cuda", run_standalone)
     .accepts(generated_accepts)
     .dtypes(kCudaFloatTypes);
 
+FRAME_REGISTER_KERNEL(global_average_pool, "cuda", run_standalone)
+    .prepare(generated_prepare)
+    .accepts(generated_accepts)
+    .dtypes(kCudaFloatTypes);
+FRAME_REGISTER_KERNEL(global_max_pool, "cuda", run_standalone)
+    .prepare(generated_prepare)
+    .accepts(generated_accepts)
+    .dtypes(kCudaFloatTypes);
+FRAME_REGISTER_KERNEL(clip, "cuda", run_standalone)
+    .prepare(generated_prepare)
+    .accepts(generated_accepts)
+    .dtypes(kCudaFloatTypes);
+
 namespace {
 
 // Every reduction of the shared table (src/backends/gpu/reductions.h).
