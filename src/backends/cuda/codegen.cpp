@@ -147,17 +147,27 @@ std::string kernel(const Geometry& g) {
     for (size_t k = 0; k < n; ++k) c += arg(k) + ", ";
     return c + "p0, p1)";
   };
+  auto scalar = [&](size_t k) { return k < 64 && ((g.scalars >> k) & 1) != 0; };
   if (g.rank == 0) {
-    s += "  (void)meta;\n  const I n4 = n / 4;\n  for (I q = first; q < n4; q += step) {\n"
+    s += "  (void)meta;\n";
+    for (size_t k = 0; k < n; ++k) {
+      if (scalar(k)) s += fmt::format("  const T c{0} = frame_ld(in{0}[0]);\n", k);
+    }
+    s += "  const I n4 = n / 4;\n  for (I q = first; q < n4; q += step) {\n"
          "    const I i = q * 4;\n";
     for (size_t k = 0; k < n; ++k) {
-      s += fmt::format("    T x{0}[4];\n    frame_ld4(in{0}, i, x{0});\n", k);
+      if (!scalar(k)) s += fmt::format("    T x{0}[4];\n    frame_ld4(in{0}, i, x{0});\n", k);
     }
     s += "    T y[4];\n#pragma unroll\n    for (int l = 0; l < 4; ++l) y[l] = " +
-         call([](size_t k) { return fmt::format("x{}[l]", k); }) +
+         call([&](size_t k) {
+           return scalar(k) ? fmt::format("c{}", k) : fmt::format("x{}[l]", k);
+         }) +
          ";\n    frame_st4(out, i, y);\n  }\n"
          "  for (I i = n4 * 4 + first; i < n; i += step) out[i] = frame_out(" +
-         call([](size_t k) { return fmt::format("frame_ld(in{}[i])", k); }) + ");\n}\n";
+         call([&](size_t k) {
+           return scalar(k) ? fmt::format("c{}", k) : fmt::format("frame_ld(in{}[i])", k);
+         }) +
+         ");\n}\n";
     return s;
   }
   s += "  for (I i = first; i < n; i += step) {\n    I rem = i;\n";
@@ -214,8 +224,13 @@ Geometry geometry_of(const Shape& out, const std::vector<Shape>& inputs) {
   Geometry g;
   g.num_inputs = inputs.size();
   g.wide = numel_of(out) >= (int64_t{1} << 31);
-  for (const Shape& in : inputs) {
-    if (in != out) g.rank = out.size();
+  const int64_t n = numel_of(out);
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (n > 1 && numel_of(inputs[k]) == 1 && k < 64) {
+      g.scalars |= uint64_t{1} << k;
+    } else if (inputs[k] != out) {
+      g.rank = out.size();
+    }
   }
   return g;
 }

@@ -49,6 +49,10 @@ struct Geometry {
   /// inputs are indexed through FrameMeta.
   size_t rank = 0;
   bool wide = false;  ///< 64-bit indices (2^31 elements or more)
+  /// Bit k: input k is one element broadcast over a larger output (a scalar constant such as
+  /// the 1.5 of `x * 1.5`). With rank 0, such inputs are read once per thread and the others
+  /// contiguously, so `x * 1.5 + 0.25` keeps the four-per-thread path.
+  uint64_t scalars = 0;
 };
 
 /// The bytes of the `meta` kernel parameter for `num_inputs` inputs and index width `wide`:

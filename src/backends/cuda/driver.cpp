@@ -56,6 +56,7 @@ std::string resolve(void* lib, DriverApi& api) {
   FRAME_CU_GET(cuMemcpyDtoHAsync)
   FRAME_CU_GET(cuMemcpyDtoH)
   FRAME_CU_GET(cuMemsetD8Async)
+  FRAME_CU_GET(cuMemcpyDtoDAsync)
   FRAME_CU_GET(cuStreamCreate)
   FRAME_CU_GET(cuStreamDestroy)
   FRAME_CU_GET(cuStreamSynchronize)
@@ -82,8 +83,8 @@ void run_probe(Probe& p) {
   }
   if (std::string missing = resolve(lib, p.api); !missing.empty()) {
     p.reason = fmt::format(
-        "the NVIDIA driver's libcuda.so.1 lacks {} (a driver for CUDA 12 or "
-        "newer is needed)",
+        "the NVIDIA driver's libcuda.so.1 lacks {} (the backend is built against CUDA 13: a "
+        "driver supporting it is needed)",
         missing);
     return;
   }

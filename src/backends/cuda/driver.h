@@ -59,6 +59,7 @@ struct DriverApi {
   FRAME_CU_FN(cuMemcpyDtoHAsync)
   FRAME_CU_FN(cuMemcpyDtoH)
   FRAME_CU_FN(cuMemsetD8Async)
+  FRAME_CU_FN(cuMemcpyDtoDAsync)
   FRAME_CU_FN(cuStreamCreate)
   FRAME_CU_FN(cuStreamDestroy)
   FRAME_CU_FN(cuStreamSynchronize)

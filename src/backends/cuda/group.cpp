@@ -114,7 +114,8 @@ Result<std::unique_ptr<ops::DeviceGroup>> Group::compile(const ops::DeviceGroupS
     }
     FRAME_ASSIGN_OR_RETURN(r.state, k->prepare(r.ctx));
     r.launch = static_cast<const CudaLaunch*>(r.state.get());
-    io.push_back({r.launch->in_bytes, r.launch->out_bytes});
+    io.push_back({r.launch->in_bytes, r.launch->out_bytes,
+                  r.launch->device_error ? static_cast<int>(r.launch->error_input) : -1});
     group->workspace_bytes_ = std::max(group->workspace_bytes_, r.launch->workspace_bytes);
     group->reports_errors_ = group->reports_errors_ || static_cast<bool>(r.launch->device_error);
     group->nodes_.push_back(std::move(r));
@@ -156,8 +157,6 @@ Status Group::setup(RunSlot& rs) const {
     rs.errors_at = staging_bytes;
     staging_bytes += (flag_bytes + kAlign - 1) / kAlign * kAlign;
     FRAME_RETURN_IF_ERROR(cu_check(*dev_, api.cuMemAlloc(&rs.errors, flag_bytes), "error flags"));
-    FRAME_RETURN_IF_ERROR(cu_check(*dev_, api.cuMemsetD8Async(rs.errors, 0, flag_bytes, rs.stream),
-                                   "clearing the error flags"));
   }
   if (staging_bytes > 0) {
     FRAME_RETURN_IF_ERROR(
@@ -203,6 +202,17 @@ Status Group::run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
     if (Status st =
             cu_check(*dev_, api.cuMemcpyHtoDAsync(address(rs, s), stage, slot.bytes, rs.stream),
                      fmt::format("copying input {} to the device", k));
+        !st.is_ok()) {
+      api.cuStreamSynchronize(rs.stream);
+      return st;
+    }
+  }
+  // Error flags start every run at zero, whatever an earlier run (which may have stopped
+  // early) left in them.
+  if (rs.errors != 0) {
+    if (Status st = cu_check(
+            *dev_, api.cuMemsetD8Async(rs.errors, 0, nodes_.size() * sizeof(int32_t), rs.stream),
+            "clearing the error flags");
         !st.is_ok()) {
       api.cuStreamSynchronize(rs.stream);
       return st;
@@ -257,11 +267,9 @@ Status Group::run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
       if (flags[i] == 0) continue;
       const CudaLaunch& l = *nodes_[i].launch;
       const int in_slot = plan_.node_inputs[i].at(l.error_input);
-      Status st = device_error_status(l, flags[i], address(rs, in_slot));
-      // Cleared for the next run whatever the outcome.
-      api.cuMemsetD8Async(rs.errors, 0, nodes_.size() * sizeof(int32_t), rs.stream);
-      api.cuStreamSynchronize(rs.stream);
-      return st;
+      // The input stayed alive to the group's end (NodeIO::keep_input): its bad element is
+      // still there.
+      return device_error_status(l, flags[i], address(rs, in_slot));
     }
   }
   for (size_t j = 0; j < plan_.output_slot.size() && j < outputs.size(); ++j) {

@@ -137,6 +137,15 @@ Result<DevicePlan> plan_device_group(const ops::DeviceGroupSpec& spec, std::span
     plan.slots[static_cast<size_t>(it->second)].last = n;
     plan.output_slot.push_back(it->second);
   }
+  // Inputs read back after the run stay alive to the group's end.
+  for (int i = 0; i < n; ++i) {
+    const int keep = io[static_cast<size_t>(i)].keep_input;
+    if (keep < 0) continue;
+    const std::vector<int>& ins = plan.node_inputs[static_cast<size_t>(i)];
+    if (static_cast<size_t>(keep) < ins.size() && ins[static_cast<size_t>(keep)] != kNoSlot) {
+      plan.slots[static_cast<size_t>(ins[static_cast<size_t>(keep)])].last = n;
+    }
+  }
   // Constants are uploaded once per run slot: alive for the whole run.
   for (DeviceSlot& s : plan.slots) {
     if (s.constant) {

@@ -44,6 +44,10 @@ struct NodeIO {
   /// optional input is absent or stays on the host. Inputs past the end stay on the host.
   std::vector<size_t> in_bytes;
   size_t out_bytes = 0;  ///< of the node's single output
+  /// An input (index into in_bytes) whose device memory must stay unchanged until the group's
+  /// end, -1 for none: a kernel that reports bad data found on the device (cuda's gather) has
+  /// the bad element read back after the run.
+  int keep_input = -1;
 };
 
 /// The plan of one group.

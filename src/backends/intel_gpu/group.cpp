@@ -190,6 +190,16 @@ Status Group::run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
       return internal_error("intel_gpu: copying input {} to the device: {}", k, cl_error_name(e));
     }
   }
+  // Error flags start every run at zero, whatever an earlier run (which may have stopped
+  // early) left in them.
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (!rs.errors[i].get()) continue;
+    const cl_int e = clear_error_buffer(q, rs.errors[i].get());
+    if (e != CL_SUCCESS) {
+      clFinish(q);
+      return internal_error("intel_gpu: clearing an error flag: {}", cl_error_name(e));
+    }
+  }
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const NodeRun& r = nodes_[i];
     const std::vector<int>& node_in = plan_.node_inputs[i];
@@ -240,8 +250,7 @@ Status Group::run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
   if (e != CL_SUCCESS) return internal_error("intel_gpu: device group run: {}", cl_error_name(e));
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (!rs.errors[i].get()) continue;
-    FRAME_RETURN_IF_ERROR(
-        take_device_error(*nodes_[i].launch, q, rs.errors[i].get(), rs.error_host[i]));
+    FRAME_RETURN_IF_ERROR(take_device_error(*nodes_[i].launch, rs.error_host[i]));
   }
   return Status();
 }

@@ -127,5 +127,22 @@ TEST(GpuDevicePlan, InputsOnlyTheHostReadsGetNoSlotAndBadBytesAreErrors) {
   EXPECT_EQ(bad.status().message(), "node 'y' (add): input 0 has 1024 bytes, the kernel reads 512");
 }
 
+// An input read back after the run (NodeIO::keep_input) lives to the group's end, so no later
+// value reuses its bytes: r, read by node 1 and kept, can no longer share with y.
+TEST(GpuDevicePlan, KeptInputsLiveToTheGroupsEnd) {
+  Chain c;
+  std::vector<NodeIO> io = Chain::io();
+  io[1].keep_input = 0;
+  Result<DevicePlan> p = plan_device_group(c.spec(), io, 256, SIZE_MAX, "test");
+  ASSERT_TRUE(p.is_ok()) << p.status().to_string();
+  EXPECT_EQ(slot_of(*p, c.r).last, 3);
+  EXPECT_EQ(p->device_bytes, 5120u);  // x, r, w, m, y all distinct
+  for (size_t i = 0; i < p->slots.size(); ++i) {
+    for (size_t j = i + 1; j < p->slots.size(); ++j) {
+      EXPECT_FALSE(overlap(p->slots[i], p->slots[j]));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace frame::backends::gpu

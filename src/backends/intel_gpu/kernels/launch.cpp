@@ -222,14 +222,15 @@ Result<ClMem> make_error_buffer(const Device& d) {
   return ClMem(m);
 }
 
-Status take_device_error(const Launch& l, cl_command_queue q, cl_mem buffer,
-                         const std::array<int32_t, 4>& host) {
+cl_int clear_error_buffer(cl_command_queue q, cl_mem buffer) {
+  // Static: a non-blocking write reads its source when the queue gets to it.
+  static const std::array<int32_t, kErrorInts> kZero{};
+  return clEnqueueWriteBuffer(q, buffer, CL_FALSE, 0, sizeof(kZero), kZero.data(), 0, nullptr,
+                              nullptr);
+}
+
+Status take_device_error(const Launch& l, const std::array<int32_t, 4>& host) {
   if (host[0] == 0 || !l.device_error) return Status();
-  const std::array<int32_t, kErrorInts> zero{};
-  const cl_int e =
-      clEnqueueWriteBuffer(q, buffer, CL_TRUE, 0, sizeof(zero), zero.data(), 0, nullptr, nullptr);
-  if (e != CL_SUCCESS)
-    return internal_error("intel_gpu: resetting an error flag: {}", cl_error_name(e));
   return l.device_error(host);
 }
 
@@ -259,6 +260,11 @@ Status run_launch(ops::KernelContext& ctx) {
     }
   }
   l->error_buffer = l->own_error.get();
+  if (l->error_buffer != nullptr) {
+    const cl_int e = clear_error_buffer(q, l->error_buffer);
+    if (e != CL_SUCCESS)
+      return ctx.node->error("intel_gpu: clearing the error flag: {}", cl_error_name(e));
+  }
   std::vector<cl_mem> ins(l->in_bytes.size(), nullptr);
   for (size_t k = 0; k < l->in_bytes.size(); ++k) {
     const Tensor& in = ctx.input(k);
@@ -289,7 +295,7 @@ Status run_launch(ops::KernelContext& ctx) {
   if (r != CL_SUCCESS) {
     return ctx.node->error("intel_gpu: reading the error flag: {}", cl_error_name(r));
   }
-  return take_device_error(*l, q, l->own_error.get(), err);
+  return take_device_error(*l, err);
 }
 
 }  // namespace frame::backends::intel_gpu

@@ -56,8 +56,8 @@ struct Launch {
   /// writes kErrorInts ints {flag, position, value low 32 bits, value high 32 bits} to
   /// `error_buffer` for the first bad element it finds, and this turns them into the node's
   /// error (the cpu kernel's message). Whoever runs the launch (a device group, run_launch)
-  /// binds a zeroed buffer of its own before enqueue_node, reads it once at the run's end and
-  /// zeroes it again after a report.
+  /// zeroes a buffer of its own at the start of each run (clear_error_buffer), binds it before
+  /// enqueue_node and reads it once at the run's end.
   std::function<Status(const std::array<int32_t, 4>& error)> device_error;
   cl_mem error_buffer = nullptr;  ///< bound under `mu` for one enqueue_node
   /// run_launch's own buffers (one node run on its own), made at its first run.
@@ -77,10 +77,12 @@ inline constexpr size_t kErrorInts = 4;
 /// A zeroed device error buffer (Launch::device_error). Errors name the OpenCL error.
 Result<ClMem> make_error_buffer(const Device& d);
 
-/// After a run whose queue `q` has finished: when `host` (read back from `buffer`) reports an
-/// error, zeroes `buffer` again (blocking) and returns l.device_error(host); else OK.
-Status take_device_error(const Launch& l, cl_command_queue q, cl_mem buffer,
-                         const std::array<int32_t, 4>& host);
+/// Enqueues (non-blocking) the zeroing of a device error buffer on `q`.
+cl_int clear_error_buffer(cl_command_queue q, cl_mem buffer);
+
+/// After a run: l.device_error(host) when `host` (read back from the error buffer) reports an
+/// error, else OK.
+Status take_device_error(const Launch& l, const std::array<int32_t, 4>& host);
 
 /// What make_launch builds.
 struct LaunchSpec {
