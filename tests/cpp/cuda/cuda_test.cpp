@@ -342,6 +342,46 @@ TEST(CudaDnn, ConvPoolingAndBatchNormMapOntoCudnn) {
       dnn_of("batch_normalization", {{2, 3}, {3}, {3}, {3}, {3}}).is_ok());  // padded to 4-D
 }
 
+// Whether cuda could run `ctx` as far as its host code can tell without a device: the
+// generated kernels' sources, cuBLASLt's and cuDNN's mappings.
+Status host_side_support(const ops::NodeContext& ctx) {
+  if (ctx.op == "matmul" || ctx.op == "gemm") return gemm_shape(ctx).status();
+  if (ctx.op == "conv" || ctx.op == "max_pool" || ctx.op == "average_pool" ||
+      ctx.op == "batch_normalization") {
+    return dnn_supports(ctx);
+  }
+  return node_kernel(ctx).status();
+}
+
+// Every node of the bundled CNN and of the session tests' BERT-style encoder (as imported, and
+// after the cpu-free lowering a GPU placement gives) has a cuda kernel that takes it, so on a
+// GPU they run with nothing left to cpu.
+TEST(CudaCoverage, RealModelsHaveACudaKernelForEveryNode) {
+  onnx::LoadOptions bert_opts;
+  bert_opts.input_shapes["ids"] = {2, 13};
+  const std::vector<std::pair<std::string, onnx::LoadOptions> > models{
+      {std::string(FRAME_SOURCE_DIR) + "/models/small_cnn.onnx", {}},
+      {std::string(FRAME_SESSION_MODELS_DIR) + "/bert.onnx", bert_opts}};
+  for (const auto& [path, opts] : models) {
+    Result<ir::Graph> g = onnx::load(path, opts);
+    ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+    std::vector<std::string> missing;
+    for (ir::NodeId id : g->node_ids()) {
+      const ir::Node& n = g->node(id);
+      if (ops::KernelRegistry::global().find(n.op, kBackendName) == nullptr) {
+        missing.push_back(n.name + " (" + n.op + "): no kernel");
+        continue;
+      }
+      const ops::NodeContext ctx =
+          ops::make_node_context(*g, n, ops::OpRegistry::global().find(n.op));
+      if (Status st = host_side_support(ctx); !st.is_ok()) {
+        missing.push_back(n.name + " (" + n.op + "): " + st.message());
+      }
+    }
+    EXPECT_TRUE(missing.empty()) << path << ": " << ::testing::PrintToString(missing);
+  }
+}
+
 // Without a usable device: `frame backends`' reason, every cuda kernel declines with it, and
 // a model placed on cuda,cpu runs wholly on cpu with the cpu-only result.
 TEST(CudaBackend, WithoutADeviceEveryNodeFallsBackWithTheReason) {
