@@ -85,6 +85,20 @@ if(TARGET frame_cuda_tests AND TARGET frame_backend_cuda)
   target_compile_definitions(frame_cuda_tests PRIVATE FRAME_HAVE_CUDA=1
     FRAME_OP_DB_DIR="${FRAME_OP_DB_DIR}" FRAME_SESSION_MODELS_DIR="${FRAME_SESSION_MODELS_DIR}")
   add_dependencies(frame_cuda_tests frame_op_db frame_session_models)
+  # The cubin cache on disk across processes: clean, write (compiles, one file), read (loads
+  # it, compiles nothing); then damage the file and check the next process compiles again.
+  set(_cuda_cache ${CMAKE_CURRENT_BINARY_DIR}/cuda_cache_test)
+  add_test(NAME cuda_disk_cache_clean COMMAND ${CMAKE_COMMAND} -E rm -rf ${_cuda_cache})
+  set_tests_properties(cuda_disk_cache_clean PROPERTIES FIXTURES_SETUP cuda_cache_clean)
+  set(_previous cuda_cache_clean)
+  foreach(phase write read damage damaged_check)
+    add_test(NAME cuda_disk_cache_${phase}
+             COMMAND frame_cuda_tests --gtest_filter=CudaCache.DiskCacheWritesThenLoads)
+    set_tests_properties(cuda_disk_cache_${phase} PROPERTIES
+      ENVIRONMENT "FRAME_CUDA_CACHE_DIR=${_cuda_cache};FRAME_TEST_CUDA_DISK_CACHE=${phase}"
+      FIXTURES_REQUIRED ${_previous} FIXTURES_SETUP cuda_cache_${phase})
+    set(_previous cuda_cache_${phase})
+  endforeach()
   if(TARGET frame_cli)
     add_test(NAME cuda_backend_status COMMAND frame_cli backends)
     set_tests_properties(cuda_backend_status PROPERTIES

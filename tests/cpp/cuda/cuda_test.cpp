@@ -17,6 +17,7 @@ TEST(Cuda, NotInThisBuild) { GTEST_SKIP() << "the cuda backend is not in this bu
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
@@ -181,6 +182,37 @@ TEST(CudaCodegen, EveryGeneratedSourceCompilesForSm80AndSm90) {
       "compiled for sm_80 and sm_90 in %.1f s (NVRTC %s)\n",
       set.size(), list_sources, cases, model_nodes, secs, nvrtc_version().c_str());
   EXPECT_TRUE(failures.empty()) << failures.size() << " failed; first:\n" << failures.front();
+}
+
+// The on-disk cubin cache across two processes (ctest cuda_disk_cache_write / _read): the
+// first compiles a source and writes one file, the second loads the same cubin from disk
+// without compiling; a damaged file is compiled again (cuda_disk_cache_damaged).
+TEST(CudaCache, DiskCacheWritesThenLoads) {
+  const char* phase = std::getenv("FRAME_TEST_CUDA_DISK_CACHE");
+  const char* dir = std::getenv(kCacheDirEnv);
+  if (phase == nullptr || dir == nullptr) GTEST_SKIP() << "run by the ctests cuda_disk_cache_*";
+  if (!nvrtc_unavailable_reason().empty()) GTEST_SKIP() << nvrtc_unavailable_reason();
+  Result<std::string> src = list_op_source("softsign", DTypeCode::kFloat32, Geometry{1, 0, false});
+  ASSERT_TRUE(src.is_ok());
+  Result<std::shared_ptr<const Compiled> > c = compile_cuda(*src, 90);
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_GT((*c)->cubin.size(), 64u);
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".cubin") files.push_back(e.path());
+  }
+  ASSERT_EQ(files.size(), 1u);
+  const std::string p = phase;
+  if (p == "write" || p == "damaged_check") {
+    EXPECT_FALSE((*c)->from_disk);
+    EXPECT_EQ(sources_compiled(), 1u);
+  } else if (p == "read") {
+    EXPECT_TRUE((*c)->from_disk);
+    EXPECT_EQ(sources_compiled(), 0u);
+  } else if (p == "damage") {
+    // Truncates the file the write phase left: the next process must compile again.
+    std::filesystem::resize_file(files[0], std::filesystem::file_size(files[0]) / 2);
+  }
 }
 
 // The meta parameter's bytes follow the generated struct: int rank, then dims, then per input
