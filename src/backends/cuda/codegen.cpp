@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "backends/gpu/ew_formulas.h"
+#include "ops/schemas/schema_util.h"
 
 namespace frame::backends::cuda {
 namespace {
@@ -335,19 +336,9 @@ Result<NodeKernel> elementwise_kernel(const ops::NodeContext& ctx) {
   for (size_t k = 0; k < ctx.num_inputs(); ++k) {
     if (!ctx.has_input(k)) return unimplemented("input {} is absent", k);
     if (ctx.input_types[k].dtype != dtype) return unimplemented("inputs of different dtypes");
-    const Shape& s = ctx.input_types[k].shape;
-    inputs.push_back(s);
-    // numpy broadcasting of the output shape
-    if (s.size() > out.size()) out.insert(out.begin(), s.size() - out.size(), 1);
-    for (size_t i = 0; i < s.size(); ++i) {
-      int64_t& o = out[out.size() - s.size() + i];
-      if (o == 1) {
-        o = s[i];
-      } else if (s[i] != 1 && s[i] != o) {
-        return ctx.error("input shapes do not broadcast (input {})", k);
-      }
-    }
+    inputs.push_back(ctx.input_types[k].shape);
   }
+  FRAME_ASSIGN_OR_RETURN(out, ops::broadcast_present_inputs(ctx));
   NodeKernel p;
   p.geometry = geometry_of(out, inputs);
   bool bool_out = false;

@@ -13,6 +13,7 @@
 
 #include "backends/cuda/codegen.h"
 #include "backends/gpu/ew_formulas.h"
+#include "backends/gpu/layout_util.h"
 #include "backends/gpu/reductions.h"
 #include "frame/ops/op_registry.h"
 #include "ops/schemas/data_movement_shapes.h"
@@ -511,19 +512,6 @@ Result<NodeKernel> softmax_kernel(const NodeContext& ctx, bool log) {
   return k;
 }
 
-// Strides of `s` (right-aligned to the normalised dims `norm`) per normalised dim, 0 where it
-// broadcasts (the cpu kernel's expand_to).
-std::vector<int64_t> aligned_strides(const Shape& s, std::span<const int64_t> norm) {
-  std::vector<int64_t> out(norm.size(), 0);
-  int64_t st = 1;
-  for (size_t d = 0; d < norm.size() && d < s.size(); ++d) {
-    const int64_t sd = s[s.size() - 1 - d];
-    if (sd != 1) out[norm.size() - 1 - d] = st;
-    st *= sd;
-  }
-  return out;
-}
-
 Result<NodeKernel> layer_norm_kernel(const NodeContext& ctx) {
   if (ctx.num_outputs > 1)
     return unimplemented("layer_normalization with Mean / InvStdDev outputs");
@@ -552,7 +540,7 @@ Result<NodeKernel> layer_norm_kernel(const NodeContext& ctx) {
   meta.insert(meta.end(), norm.begin(), norm.end());
   for (size_t in : {size_t{1}, size_t{2}}) {
     const std::vector<int64_t> st = ctx.has_input(in)
-                                        ? aligned_strides(ctx.input_types[in].shape, norm)
+                                        ? gpu::aligned_strides(ctx.input_types[in].shape, norm)
                                         : std::vector<int64_t>(norm.size(), 0);
     meta.insert(meta.end(), st.begin(), st.end());
   }

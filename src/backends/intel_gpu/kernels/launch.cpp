@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "frame/ops/op_schema.h"
+#include "ops/schemas/schema_util.h"
 
 namespace frame::backends::intel_gpu {
 
@@ -28,20 +29,7 @@ std::string index_code(size_t num_inputs) {
 }
 
 Result<Shape> broadcast_shapes(const ops::NodeContext& ctx) {
-  Shape out;
-  for (const ir::TensorType& t : ctx.input_types) {
-    const Shape& s = t.shape;
-    if (s.size() > out.size()) out.insert(out.begin(), s.size() - out.size(), 1);
-    for (size_t i = 0; i < s.size(); ++i) {
-      int64_t& o = out[out.size() - s.size() + i];
-      if (o == 1) {
-        o = s[i];
-      } else if (s[i] != 1 && s[i] != o) {
-        return ctx.error("shapes do not broadcast");
-      }
-    }
-  }
-  return out;
+  return ops::broadcast_present_inputs(ctx);
 }
 
 std::string where(const ops::NodeContext& ctx) {

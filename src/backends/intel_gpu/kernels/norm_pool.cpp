@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/gpu/layout_util.h"
 #include "backends/intel_gpu/cl_types.h"
 #include "backends/intel_gpu/kernels/launch.h"
 #include "frame/ops/kernel_registry.h"
@@ -97,19 +98,6 @@ Status layer_norm_accepts(const NodeContext& ctx) {
   return float_type(ctx).status();
 }
 
-// Strides of `s` (right-aligned to the normalized dims `norm`) per normalized dim, 0 where it
-// broadcasts (the cpu kernel's expand_to).
-std::vector<int64_t> aligned_strides(const Shape& s, std::span<const int64_t> norm) {
-  std::vector<int64_t> out(norm.size(), 0);
-  int64_t st = 1;
-  for (size_t d = 0; d < norm.size() && d < s.size(); ++d) {
-    const int64_t sd = s[s.size() - 1 - d];
-    if (sd != 1) out[norm.size() - 1 - d] = st;
-    st *= sd;
-  }
-  return out;
-}
-
 Result<std::shared_ptr<void>> layer_norm_prepare(const NodeContext& ctx) {
   FRAME_RETURN_IF_ERROR(layer_norm_accepts(ctx).with_prefix(where(ctx)));
   const ClType& t = *float_type(ctx).value();
@@ -126,7 +114,7 @@ Result<std::shared_ptr<void>> layer_norm_prepare(const NodeContext& ctx) {
   spec.raw_meta->insert(spec.raw_meta->end(), norm.begin(), norm.end());
   for (size_t k : {size_t{1}, size_t{2}}) {
     const std::vector<int64_t> st = ctx.has_input(k)
-                                        ? aligned_strides(ctx.input_types[k].shape, norm)
+                                        ? gpu::aligned_strides(ctx.input_types[k].shape, norm)
                                         : std::vector<int64_t>(norm.size(), 0);
     spec.raw_meta->insert(spec.raw_meta->end(), st.begin(), st.end());
   }
