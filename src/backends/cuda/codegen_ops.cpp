@@ -177,6 +177,18 @@ Result<NodeKernel> slice_kernel(const NodeContext& ctx) {
 
 // ---- gather ----
 
+// The error of an index out of [-dim, dim) found on the device: the cpu kernel's message
+// (src/backends/cpu/kernels/data_movement_index.cpp) with the node's prefix.
+std::function<Status(int64_t, int64_t)> index_error(const NodeContext& ctx, int64_t dim) {
+  return [node = std::string(ctx.node_name), op = std::string(ctx.op), dim](int64_t position,
+                                                                            int64_t value) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("node '{}' ({}): input 1 (indices) value {} at {} out of range "
+                              "[{}, {}]",
+                              node, op, value, position, -dim, dim - 1));
+  };
+}
+
 // Constant indices are checked here (an out-of-range one is the cpu kernel's error at
 // prepare); computed ones on the device: a bad index at position j stores
 // atomicMax(err, 0x7fffffff - j), so the flag names the first bad position, and writes 0.
@@ -237,14 +249,72 @@ Result<NodeKernel> gather_kernel(const NodeContext& ctx) {
   k.meta = pack_values({count, inner, dim}, wide);
   k.error_input = 1;
   k.error_elem_bytes = isz;
-  k.device_error = [node = std::string(ctx.node_name), op = std::string(ctx.op), dim](
-                       int64_t position, int64_t value) {
-    // The cpu kernel's message (src/backends/cpu/kernels/data_movement_index.cpp).
-    return Status(StatusCode::kInvalidArgument,
-                  fmt::format("node '{}' ({}): input 1 (indices) value {} at {} out of range "
-                              "[{}, {}]",
-                              node, op, value, position, -dim, dim - 1));
-  };
+  k.device_error = index_error(ctx, dim);
+  return k;
+}
+
+// out[i] = data at i's coordinates with the axis coordinate replaced by indices[i] (ONNX
+// GatherElements); indices checked on the device as gather's. meta: the indices dims[r], the
+// data strides[r], axis, dim.
+Result<NodeKernel> gather_elements_kernel(const NodeContext& ctx) {
+  constexpr DTypeSet kIndexTypes{DTypeCode::kInt32, DTypeCode::kInt64};
+  if (ctx.num_inputs() < 2 || !kIndexTypes.contains(ctx.input_types[1].dtype)) {
+    return unimplemented("gather_elements indices of dtype {}",
+                         dtype_name(ctx.input_types[1].dtype));
+  }
+  const Shape& data = ctx.input_types[0].shape;
+  const Shape& idx = ctx.input_types[1].shape;
+  if (idx.size() > kMaxRank) return unimplemented("gather_elements of rank {}", idx.size());
+  FRAME_ASSIGN_OR_RETURN(
+      int64_t axis, ops::normalize_axis(ctx, ctx.attr_or<int64_t>("axis", 0),
+                                        static_cast<int64_t>(data.size()), "attribute 'axis'"));
+  const int64_t dim = data[static_cast<size_t>(axis)];
+  const int64_t n = numel_of(idx);
+  if (n >= 0x7fffffff) return unimplemented("gather_elements of {} indices", n);
+  const bool wide = is_wide(std::max(n, numel_of(data)));
+  const size_t isz = dtype_size(ctx.input_types[1].dtype);
+  const size_t r = idx.size();
+  std::vector<int64_t> meta(idx.begin(), idx.end());
+  const std::vector<int64_t> st = strides_of(data);
+  meta.insert(meta.end(), st.begin(), st.end());
+  meta.push_back(axis);
+  meta.push_back(dim);
+  NodeKernel k;
+  k.geometry = {2, 0, wide};
+  k.in_bytes = {bytes_of(ctx.input_types[0]), bytes_of(ctx.input_types[1])};
+  k.out_bytes = static_cast<size_t>(n) * dtype_size(ctx.input_types[0].dtype);
+  k.work_items = n;
+  const std::string_view e = storage_of(dtype_size(ctx.input_types[0].dtype));
+  k.source = head(wide, meta.size(), "gather_elements") +
+             fmt::format(
+                 "extern \"C\" __global__ void __launch_bounds__(256) frame_kernel(const {0}* "
+                 "__restrict__ in0, const {1}* __restrict__ in1, {0}* __restrict__ out, const I "
+                 "n, const FrameMeta meta, const float p0, const float p1, int* __restrict__ "
+                 "err) {{\n"
+                 "  const I step = (I)gridDim.x * (I)blockDim.x;\n"
+                 "  const I axis = meta.v[{2} * 2], dim = meta.v[{2} * 2 + 1];\n"
+                 "  for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < n; i += "
+                 "step) {{\n"
+                 "    long long x = (long long)in1[i];\n"
+                 "    if (x < -(long long)dim || x >= (long long)dim) {{\n"
+                 "      atomicMax(err, 0x7fffffff - (int)i);\n"
+                 "      out[i] = 0;\n"
+                 "      continue;\n"
+                 "    }}\n"
+                 "    if (x < 0) x += dim;\n"
+                 "    I rem = i, off = 0;\n"
+                 "    for (int d = {2} - 1; d >= 0; --d) {{\n"
+                 "      const I q = rem % meta.v[d];\n"
+                 "      rem /= meta.v[d];\n"
+                 "      off += (d == axis ? (I)x : q) * meta.v[{2} + d];\n"
+                 "    }}\n"
+                 "    out[i] = in0[off];\n"
+                 "  }}\n  (void)p0; (void)p1;\n}}\n",
+                 e, isz == 8 ? "long long" : "int", r);
+  k.meta = pack_values(meta, wide);
+  k.error_input = 1;
+  k.error_elem_bytes = isz;
+  k.device_error = index_error(ctx, dim);
   return k;
 }
 
@@ -702,6 +772,7 @@ Result<NodeKernel> other_kernel(const NodeContext& ctx) {
   if (op == "slice") return slice_kernel(ctx);
   if (op == "concat") return concat_kernel(ctx);
   if (op == "gather") return gather_kernel(ctx);
+  if (op == "gather_elements") return gather_elements_kernel(ctx);
   if (op == "cast") return cast_kernel(ctx);
   if (op == "where") return where_kernel(ctx);
   if (op == "softmax") return softmax_kernel(ctx, false);

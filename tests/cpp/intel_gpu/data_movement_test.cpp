@@ -201,5 +201,26 @@ TEST(IntelGpuGather, ARunAfterBadIndicesIsRight) {
   }
 }
 
+// GatherElements with computed indices: values against np.take_along_axis worked by hand, and
+// an out-of-range index is the cpu kernel's error.
+TEST(IntelGpuGather, GatherElementsWithComputedIndices) {
+  REQUIRE_INTEL_GPU();
+  OpCall call;
+  call.op = "gather_elements";
+  call.inputs.push_back(Tensor::from_vector<int32_t>({2, 3}, {1, 2, 3, 4, 5, 6}));
+  call.inputs.push_back(Tensor::from_vector<int64_t>({2, 2}, {2, -3, 0, 1}));
+  call.attrs["axis"] = int64_t{1};
+  Result<std::vector<Tensor>> out = run_op_in_device_group(call, "intel_gpu");
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  EXPECT_EQ(values_of<int32_t>(out->at(0)), (std::vector<int32_t>{3, 1, 4, 5}));
+  call.inputs[1] = Tensor::from_vector<int64_t>({2, 2}, {0, 1, 3, 0});
+  Result<std::vector<Tensor>> cpu = run_op(call, "cpu");
+  Result<std::vector<Tensor>> gpu = run_op_in_device_group(call, "intel_gpu");
+  ASSERT_FALSE(cpu.is_ok());
+  ASSERT_FALSE(gpu.is_ok());
+  const std::string c = cpu.status().message(), g = gpu.status().message();
+  EXPECT_EQ(g.substr(g.find("node '")), c.substr(c.find("node '")));
+}
+
 }  // namespace
 }  // namespace frame::test

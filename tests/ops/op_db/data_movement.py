@@ -188,7 +188,7 @@ def gather_cases(rng):
 
 def gather_elements_cases(rng):
     out = []
-    for dt in ["f32", "bf16", "i64", "bool", "u8"]:
+    for dt in MOVE_DTYPES:
         x = rand(rng, (3, 4), dt)
         idx = rng.integers(-3, 3, size=(2, 4)).astype(np.int64)
         out.append(case("gather_elements", [x, idx], [np.take_along_axis(x, idx % 3, 0)],

@@ -49,6 +49,10 @@ FRAME_REGISTER_KERNEL(gather, "cuda", run_standalone)
     .prepare(generated_prepare)
     .accepts(generated_accepts)
     .dtypes(kAllDTypes);
+FRAME_REGISTER_KERNEL(gather_elements, "cuda", run_standalone)
+    .prepare(generated_prepare)
+    .accepts(generated_accepts)
+    .dtypes(kAllDTypes);
 FRAME_REGISTER_KERNEL(cast, "cuda", run_standalone)
     .prepare(generated_prepare)
     .accepts(generated_accepts)

@@ -261,6 +261,52 @@ std::string gather_check_source(DTypeCode index_dtype) {
       DTypeSet{DTypeCode::kInt64}.contains(index_dtype) ? "long" : "int");
 }
 
+// The launch of `spec` (a gather-family kernel reading the n run-time indices of input 1, each
+// in [-dim, dim)) preceded by the index check on the same queue, and the cpu kernel's error
+// for a bad one (Launch::device_error).
+Result<std::shared_ptr<void>> index_checked_launch(const NodeContext& ctx, const LaunchSpec& spec,
+                                                   int64_t n, int64_t dim) {
+  const DTypeCode it = ctx.input_types[1].dtype;
+  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));
+  l->in_bytes[1] = static_cast<size_t>(n) * dtype_size(it);  // copy_spec sized it as data
+  // The index check: its own program, run before the gather on the same queue.
+  Result<ClKernel> check = make_kernel(*l->dev, gather_check_source(it), "", "frame_gather_check");
+  if (!check.is_ok()) return check.status().with_prefix(where(ctx));
+  auto check_kernel = std::make_shared<ClKernel>(std::move(check).value());
+  Launch* lp = l.get();
+  const auto n32 = static_cast<cl_int>(n), dim32 = static_cast<cl_int>(dim);
+  l->custom = [lp, check_kernel, n32, dim32](cl_command_queue q, std::span<const cl_mem> inputs,
+                                             cl_mem output) -> Status {
+    cl_kernel k = check_kernel->get();
+    if (lp->error_buffer == nullptr) {
+      return internal_error("a kernel with run-time indices enqueued without an error buffer");
+    }
+    if (n32 > 0) {
+      FRAME_RETURN_IF_ERROR(set_arg(k, 0, inputs[1]));
+      FRAME_RETURN_IF_ERROR(set_arg(k, 1, n32));
+      FRAME_RETURN_IF_ERROR(set_arg(k, 2, dim32));
+      FRAME_RETURN_IF_ERROR(set_arg(k, 3, lp->error_buffer));
+      const size_t one_group = 256;
+      const cl_int e =
+          clEnqueueNDRangeKernel(q, k, 1, nullptr, &one_group, &one_group, 0, nullptr, nullptr);
+      if (e != CL_SUCCESS) return internal_error("index check launch: {}", cl_error_name(e));
+    }
+    FRAME_RETURN_IF_ERROR(bind_buffers(*lp, inputs, output));
+    return enqueue_kernel(*lp, q);
+  };
+  const std::string node_name(ctx.node_name), op(ctx.op);
+  l->device_error = [node_name, op, dim](const std::array<int32_t, 4>& err) {
+    const int64_t x =
+        (static_cast<int64_t>(err[3]) << 32) | static_cast<int64_t>(static_cast<uint32_t>(err[2]));
+    // The cpu kernel's message (data_movement_index.cpp), with its node prefix.
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("node '{}' ({}): input 1 (indices) value {} at {} out of range "
+                              "[{}, {}]",
+                              node_name, op, x, err[1], -dim, dim - 1));
+  };
+  return std::shared_ptr<void>(std::move(l));
+}
+
 Result<std::shared_ptr<void>> gather_runtime_prepare(const NodeContext& ctx, int64_t axis,
                                                      const Shape& out) {
   const Shape& data = ctx.input_types[0].shape;
@@ -287,44 +333,7 @@ Result<std::shared_ptr<void>> gather_runtime_prepare(const NodeContext& ctx, int
   spec.out_shape = out;
   spec.num_inputs = 2;
   spec.raw_meta = std::vector<int64_t>{n, inner, dim};
-  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));
-  l->in_bytes[1] = static_cast<size_t>(n) * dtype_size(it);  // copy_spec sized it as data
-  // The index check: its own program, run before the gather on the same queue.
-  Result<ClKernel> check = make_kernel(*l->dev, gather_check_source(it), "", "frame_gather_check");
-  if (!check.is_ok()) return check.status().with_prefix(where(ctx));
-  auto check_kernel = std::make_shared<ClKernel>(std::move(check).value());
-  Launch* lp = l.get();
-  const auto n32 = static_cast<cl_int>(n), dim32 = static_cast<cl_int>(dim);
-  l->custom = [lp, check_kernel, n32, dim32](cl_command_queue q, std::span<const cl_mem> inputs,
-                                             cl_mem output) -> Status {
-    cl_kernel k = check_kernel->get();
-    if (lp->error_buffer == nullptr) {
-      return internal_error("gather with run-time indices enqueued without an error buffer");
-    }
-    if (n32 > 0) {
-      FRAME_RETURN_IF_ERROR(set_arg(k, 0, inputs[1]));
-      FRAME_RETURN_IF_ERROR(set_arg(k, 1, n32));
-      FRAME_RETURN_IF_ERROR(set_arg(k, 2, dim32));
-      FRAME_RETURN_IF_ERROR(set_arg(k, 3, lp->error_buffer));
-      const size_t one_group = 256;
-      const cl_int e =
-          clEnqueueNDRangeKernel(q, k, 1, nullptr, &one_group, &one_group, 0, nullptr, nullptr);
-      if (e != CL_SUCCESS) return internal_error("index check launch: {}", cl_error_name(e));
-    }
-    FRAME_RETURN_IF_ERROR(bind_buffers(*lp, inputs, output));
-    return enqueue_kernel(*lp, q);
-  };
-  const std::string node_name(ctx.node_name), op(ctx.op);
-  l->device_error = [node_name, op, dim](const std::array<int32_t, 4>& err) {
-    const int64_t x =
-        (static_cast<int64_t>(err[3]) << 32) | static_cast<int64_t>(static_cast<uint32_t>(err[2]));
-    // The cpu kernel's message (data_movement_index.cpp), with its node prefix.
-    return Status(StatusCode::kInvalidArgument,
-                  fmt::format("node '{}' ({}): input 1 (indices) value {} at {} out of range "
-                              "[{}, {}]",
-                              node_name, op, x, err[1], -dim, dim - 1));
-  };
-  return std::shared_ptr<void>(std::move(l));
+  return index_checked_launch(ctx, spec, n, dim);
 }
 
 // meta: n (index count), inner, the n indices (checked, normalised to [0, dim)), dim.
@@ -358,6 +367,53 @@ Result<std::shared_ptr<void>> gather_prepare(const NodeContext& ctx) {
   spec.num_inputs = 1;
   spec.raw_meta = std::move(meta);
   return finish(ctx, spec);
+}
+
+// ---- gather_elements ----
+
+// out[i] = data at i's coordinates with the axis coordinate replaced by indices[i] (ONNX
+// GatherElements); the indices (constant or computed, i32/i64) are checked on the device as
+// gather's run-time ones. meta: rank r, the indices dims[r], the data strides[r], axis, dim.
+Result<std::shared_ptr<void>> gather_elements_prepare(const NodeContext& ctx) {
+  FRAME_RETURN_IF_ERROR(gather_accepts(ctx).with_prefix(where(ctx)));
+  const Shape& data = ctx.input_types[0].shape;
+  const Shape& idx = ctx.input_types[1].shape;
+  const DTypeCode it = ctx.input_types[1].dtype;
+  FRAME_ASSIGN_OR_RETURN(
+      int64_t axis, ops::normalize_axis(ctx, ctx.attr_or<int64_t>("axis", 0),
+                                        static_cast<int64_t>(data.size()), "attribute 'axis'"));
+  const int64_t dim = data[static_cast<size_t>(axis)];
+  std::vector<int64_t> st(data.size(), 1);
+  for (size_t d = data.size(); d-- > 1;) st[d - 1] = st[d] * data[d];
+  std::vector<int64_t> meta{static_cast<int64_t>(idx.size())};
+  meta.insert(meta.end(), idx.begin(), idx.end());
+  meta.insert(meta.end(), st.begin(), st.end());
+  meta.push_back(axis);
+  meta.push_back(dim);
+  LaunchSpec spec = copy_spec(
+      ctx,
+      fmt::format("__kernel void frame_gather_elements(__global const {0}* in0, __global const "
+                  "{1}* in1, __global {0}* out, const int rank, __global const int* m) {{\n"
+                  "  const int i = (int)get_global_id(0);\n"
+                  "  const int r = m[0], axis = m[1 + 2 * r], dim = m[2 + 2 * r];\n"
+                  "  long x = (long)in1[i];\n"
+                  "  if (x < 0) x += dim;\n"
+                  "  if (x < 0 || x >= dim) {{ out[i] = ({0})0; return; }}\n"
+                  "  int rem = i, off = 0;\n"
+                  "  for (int d = r - 1; d >= 0; --d) {{\n"
+                  "    const int q = rem % m[1 + d];\n"
+                  "    rem /= m[1 + d];\n"
+                  "    off += (d == axis ? (int)x : q) * m[1 + r + d];\n"
+                  "  }}\n"
+                  "  out[i] = in0[off];\n"
+                  "}}\n",
+                  cl_storage_type(dtype_size(ctx.input_types[0].dtype)),
+                  DTypeSet{DTypeCode::kInt64}.contains(it) ? "long" : "int"),
+      "frame_gather_elements");
+  spec.out_shape = idx;
+  spec.num_inputs = 2;
+  spec.raw_meta = std::move(meta);
+  return index_checked_launch(ctx, spec, numel_of(idx), dim);
 }
 
 // ---- pad ----
@@ -655,6 +711,10 @@ FRAME_REGISTER_KERNEL(concat, "intel_gpu", run_launch)
     .dtypes(kAllDTypes);
 FRAME_REGISTER_KERNEL(gather, "intel_gpu", run_launch)
     .prepare(gather_prepare)
+    .accepts(gather_accepts)
+    .dtypes(kAllDTypes);
+FRAME_REGISTER_KERNEL(gather_elements, "intel_gpu", run_launch)
+    .prepare(gather_elements_prepare)
     .accepts(gather_accepts)
     .dtypes(kAllDTypes);
 FRAME_REGISTER_KERNEL(pad, "intel_gpu", run_launch)
