@@ -318,6 +318,57 @@ Result<NodeKernel> gather_elements_kernel(const NodeContext& ctx) {
   return k;
 }
 
+// ---- pad ----
+
+// ONNX Pad (constant, edge, wrap, reflect; pads and axes constant, constant_value read on the
+// device, so it may be computed). meta: mode, the output dims[r], begin[r], input dims[r],
+// input strides[r].
+Result<NodeKernel> pad_kernel(const NodeContext& ctx) {
+  for (size_t k : {size_t{1}, size_t{3}}) {
+    if (ctx.has_input(k) && ctx.constant_input(k) == nullptr) {
+      return unimplemented("pad input {} is not a constant", k);
+    }
+  }
+  const Shape& in = ctx.input_types[0].shape;
+  if (in.size() > kMaxRank || in.empty()) return unimplemented("pad of rank {}", in.size());
+  FRAME_ASSIGN_OR_RETURN(ops::dm::PadParams p, ops::dm::pad_params(ctx, in));
+  const size_t r = in.size();
+  std::vector<int64_t> meta{gpu::pad_mode_code(p.mode)};
+  const std::vector<int64_t> st = strides_of(in);
+  for (const std::vector<int64_t>* v :
+       std::initializer_list<const std::vector<int64_t>*>{&p.out_shape, &p.begin, &in, &st}) {
+    meta.insert(meta.end(), v->begin(), v->end());
+  }
+  const bool has_value = ctx.has_input(2);
+  const int64_t n = numel_of(p.out_shape);
+  const bool wide = is_wide(std::max(n, numel_of(in)));
+  NodeKernel k;
+  k.geometry = {3, 0, wide};
+  k.in_bytes = {bytes_of(ctx.input_types[0]), 0, has_value ? bytes_of(ctx.input_types[2]) : 0};
+  k.out_bytes = static_cast<size_t>(n) * dtype_size(ctx.input_types[0].dtype);
+  k.work_items = n;
+  const std::string_view e = storage_of(dtype_size(ctx.input_types[0].dtype));
+  k.source = head(wide, meta.size(), "pad") + gpu::pad_source_index_code(gpu::Dialect::kCuda, "I") +
+             signature(3, e, e) +
+             fmt::format(
+                 "  const {0} fill = {1};\n"
+                 "  for (I i = first; i < n; i += step) {{\n"
+                 "    I rem = i, off = 0;\n"
+                 "    bool inside = true;\n"
+                 "    for (int d = {2} - 1; d >= 0; --d) {{\n"
+                 "      const I s = frame_pad_src((int)meta.v[0], rem % meta.v[1 + d], "
+                 "meta.v[1 + {2} + d], meta.v[1 + 2 * {2} + d]);\n"
+                 "      rem /= meta.v[1 + d];\n"
+                 "      if (s < 0) {{ inside = false; break; }}\n"
+                 "      off += s * meta.v[1 + 3 * {2} + d];\n"
+                 "    }}\n"
+                 "    out[i] = inside ? in0[off] : fill;\n"
+                 "  }}\n  (void)in1; (void)p0; (void)p1;\n}}\n",
+                 e, has_value ? "in2[0]" : "0", r);
+  k.meta = pack_values(meta, wide);
+  return k;
+}
+
 // ---- concat ----
 
 Result<NodeKernel> concat_kernel(const NodeContext& ctx) {
@@ -773,6 +824,7 @@ Result<NodeKernel> other_kernel(const NodeContext& ctx) {
   if (op == "concat") return concat_kernel(ctx);
   if (op == "gather") return gather_kernel(ctx);
   if (op == "gather_elements") return gather_elements_kernel(ctx);
+  if (op == "pad") return pad_kernel(ctx);
   if (op == "cast") return cast_kernel(ctx);
   if (op == "where") return where_kernel(ctx);
   if (op == "softmax") return softmax_kernel(ctx, false);

@@ -6,7 +6,9 @@
 #include <span>
 #include <vector>
 
+#include "backends/gpu/ew_formulas.h"
 #include "frame/core/tensor.h"
+#include "ops/schemas/data_movement_shapes.h"
 
 namespace frame::backends::gpu {
 
@@ -14,5 +16,14 @@ namespace frame::backends::gpu {
 /// normalised dims), per dim of `norm`: 0 where `s` broadcasts (has 1 or lacks the dim), as
 /// the cpu kernels' expand_to reads it. `s` may carry leading 1s beyond `norm`'s rank.
 std::vector<int64_t> aligned_strides(const Shape& s, std::span<const int64_t> norm);
+
+/// The code of ONNX Pad's mode in the generated `frame_pad_src` (0 constant, 1 edge, 2 wrap,
+/// 3 reflect).
+int pad_mode_code(ops::dm::PadMode m);
+
+/// `frame_pad_src(mode, o, begin, d)` in dialect `d` over the integer type `int_type`: the
+/// input index an output index `o` of a dim padded by `begin` in front and of input size `d`
+/// reads, or -1 for the constant fill (ops::dm::pad_source_index, the cpu kernels' rule).
+std::string pad_source_index_code(Dialect d, std::string_view int_type);
 
 }  // namespace frame::backends::gpu

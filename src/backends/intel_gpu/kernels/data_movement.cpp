@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/gpu/layout_util.h"
 #include "backends/intel_gpu/cl_types.h"
 #include "backends/intel_gpu/kernels/launch.h"
 #include "frame/ops/kernel_registry.h"
@@ -421,19 +422,9 @@ Result<std::shared_ptr<void>> gather_elements_prepare(const NodeContext& ctx) {
 // meta: r, mode, out dims[r], begin[r], in dims[r], in strides[r]; pad_source_index in
 // OpenCL C (-1: the constant fill, input 2's value or 0).
 std::string pad_source(size_t elem_bytes, bool has_value) {
-  return fmt::format(
-      R"(inline int frame_pad_src(int mode, int o, int begin, int d) {{
-  const int i = o - begin;
-  if (i >= 0 && i < d) return i;
-  if (mode == 0 || d == 0) return -1;
-  if (mode == 1) return i < 0 ? 0 : d - 1;
-  if (mode == 2) return ((i % d) + d) % d;
-  if (d == 1) return 0;
-  const int period = 2 * (d - 1);
-  const int r = ((i % period) + period) % period;
-  return r < d ? r : period - r;
-}}
-__kernel void frame_pad(__global const {0}* in0, __global const {0}* in1, __global const {0}* in2,
+  return gpu::pad_source_index_code(gpu::Dialect::kOpenCL, "int") +
+         fmt::format(
+             R"(__kernel void frame_pad(__global const {0}* in0, __global const {0}* in1, __global const {0}* in2,
                         __global {0}* out, const int rank, __global const int* m) {{
   const int i = (int)get_global_id(0);
   const int r = m[0], mode = m[1];
@@ -454,21 +445,7 @@ __kernel void frame_pad(__global const {0}* in0, __global const {0}* in1, __glob
   out[i] = in0[off];
 }}
 )",
-      cl_storage_type(elem_bytes), has_value ? "in2[0]" : "0");
-}
-
-int pad_mode_code(ops::dm::PadMode m) {
-  switch (m) {
-    case ops::dm::PadMode::kConstant:
-      return 0;
-    case ops::dm::PadMode::kEdge:
-      return 1;
-    case ops::dm::PadMode::kWrap:
-      return 2;
-    case ops::dm::PadMode::kReflect:
-      return 3;
-  }
-  return 0;
+             cl_storage_type(elem_bytes), has_value ? "in2[0]" : "0");
 }
 
 // pads (input 1) and axes (input 3) must be constants; constant_value (input 2) is read on
@@ -487,7 +464,7 @@ Result<std::shared_ptr<void>> pad_prepare(const NodeContext& ctx) {
   const Shape& in = ctx.input_types[0].shape;
   FRAME_ASSIGN_OR_RETURN(ops::dm::PadParams p, ops::dm::pad_params(ctx, in));
   const auto r = static_cast<int64_t>(in.size());
-  std::vector<int64_t> meta{r, pad_mode_code(p.mode)};
+  std::vector<int64_t> meta{r, gpu::pad_mode_code(p.mode)};
   const std::vector<int64_t> st = contiguous_strides(in);
   for (const std::vector<int64_t>* v :
        std::initializer_list<const std::vector<int64_t>*>{&p.out_shape, &p.begin, &in, &st}) {
