@@ -85,15 +85,22 @@ EOF
     /usr/bin/python3 scripts/export_models.py --out "$BUNDLE/models" --only "$MODELS" \
       > "$BUNDLE/models/export.log" 2>&1 || die "export_models.py failed (see $BUNDLE/models/export.log)"
   fi
-  # Each model's first graph input's name (the GPU machine has no onnx package).
+  # Each model's first graph input's name (the GPU machine has no onnx package); ResNet-18's
+  # batch dim made symbolic, so `run` can time it at batch 32 too.
   /usr/bin/python3 -c '
 import onnx, sys
 for path in sys.argv[1:]:
-    m = onnx.load(path, load_external_data=False)
+    m = onnx.load(path)
     inits = {i.name for i in m.graph.initializer}
     name = [i.name for i in m.graph.input if i.name not in inits][0]
     open(path[:-len(".onnx")] + ".input_name", "w").write(name)
+    if path.endswith("/resnet18.onnx"):
+        for v in list(m.graph.input) + list(m.graph.output):
+            if v.name not in inits:
+                v.type.tensor_type.shape.dim[0].dim_param = "batch"
+        onnx.save(m, path)
 ' "$BUNDLE"/models/*.onnx || die "cannot read the models' input names"
+  cp scripts/cuda_torch_baseline.py "$BUNDLE/bin/"
   tar -C "$BUILD_DIR" -cJf "$BUILD_DIR/cuda_bundle.tar.xz" cuda_bundle
   local bytes; bytes=$(stat -c %s "$BUILD_DIR/cuda_bundle.tar.xz")
   echo "wrote $BUILD_DIR/cuda_bundle.tar.xz ($((bytes / 1048576)) MiB; a device call carries at most 64 with everything else)"
@@ -163,6 +170,18 @@ run() {
     fi
   done
   step bench_fused_chain 120 "${x[@]}" "$BUNDLE/bin/frame_cuda_bench"
+  # ResNet-18 (when packed) at batch 1 and 32, next to PyTorch eager on the same GPU (the
+  # machine's python3 and torch; skipped without them).
+  if [ -f "$BUNDLE/models/resnet18.onnx" ]; then
+    local rin; rin=$(cat "$BUNDLE/models/resnet18.input_name")
+    for b in 1 32; do
+      step "bench_resnet18_b$b" 180 "${x[@]}" "$BUNDLE/bin/frame" run "$BUNDLE/models/resnet18.onnx" \
+        --backend cuda,cpu --shape "$rin=$b,3,224,224" --repeat 20
+    done
+    if command -v python3 > /dev/null && python3 -c "import torch" 2> /dev/null; then
+      step bench_resnet18_torch 300 python3 "$BUNDLE/bin/cuda_torch_baseline.py" --batches 1,32
+    fi
+  fi
   echo "failed steps: $failed" >> "$report"
   cat "$report"
   [ "$failed" -eq 0 ]
