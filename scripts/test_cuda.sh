@@ -9,8 +9,9 @@
 # (the C library and its loader included: the GPU machine's image is not Debian, so the
 # binaries run through the bundled loader), the op-database cases of ops with a cuda kernel,
 # and the chosen models from scripts/export_models.py with PyTorch's outputs computed here.
-# ResNet-18 (46 MB of weights) does not fit next to the rest: pack it alone in a second bundle
-# (`--models resnet18`).
+# ResNet-18 (46 MB of weights) does not fit next to the rest: `pack --models-only resnet18`
+# writes build/cuda_models.tar.xz for a second call on the still-warm machine, whose `run`
+# finds the bundle unpacked by the first.
 #
 # `run` (from the repository root of the carried tree, `$OUT` the folder whose files come back)
 # unpacks the bundle, checks that the binaries start, and then, each step timed and logged to
@@ -33,12 +34,24 @@ MODELS=mlp,transformer,cnn,mobilenet_v2
 die() { echo "test_cuda.sh: $*" >&2; exit 2; }
 
 pack() {
+  local models_only=0
   while [ $# -gt 0 ]; do
     case "$1" in
       --models) [ $# -ge 2 ] || die "--models needs a comma-separated list"; MODELS="$2"; shift 2 ;;
+      --models-only) [ $# -ge 2 ] || die "--models-only needs a comma-separated list"
+        MODELS="$2"; models_only=1; shift 2 ;;
       *) die "unknown pack option '$1'" ;;
     esac
   done
+  if [ "$models_only" = 1 ]; then
+    rm -rf "$BUNDLE/models" && mkdir -p "$BUNDLE/models"
+    /usr/bin/python3 scripts/export_models.py --out "$BUNDLE/models" --only "$MODELS" \
+      > "$BUNDLE/models/export.log" 2>&1 || die "export_models.py failed"
+    model_names
+    tar -C "$BUILD_DIR" -cJf "$BUILD_DIR/cuda_models.tar.xz" cuda_bundle/models
+    check_size "$BUILD_DIR/cuda_models.tar.xz"
+    return
+  fi
   for f in "$BUILD_DIR/frame" "$BUILD_DIR/libframe.so" "$BUILD_DIR/tests/frame_cuda_tests" \
            "$BUILD_DIR/tests/frame_ops_tests" "$BUILD_DIR/tests/models/frame_compare_npy" \
            "$BUILD_DIR/frame_cuda_bench"; do
@@ -85,8 +98,15 @@ EOF
     /usr/bin/python3 scripts/export_models.py --out "$BUNDLE/models" --only "$MODELS" \
       > "$BUNDLE/models/export.log" 2>&1 || die "export_models.py failed (see $BUNDLE/models/export.log)"
   fi
-  # Each model's first graph input's name (the GPU machine has no onnx package); ResNet-18's
-  # batch dim made symbolic, so `run` can time it at batch 32 too.
+  model_names
+  cp scripts/cuda_torch_baseline.py "$BUNDLE/bin/"
+  tar -C "$BUILD_DIR" -cJf "$BUILD_DIR/cuda_bundle.tar.xz" cuda_bundle
+  check_size "$BUILD_DIR/cuda_bundle.tar.xz"
+}
+
+# Each model's first graph input's name (the GPU machine has no onnx package); ResNet-18's
+# batch dim made symbolic, so `run` can time it at batch 32 too.
+model_names() {
   /usr/bin/python3 -c '
 import onnx, sys
 for path in sys.argv[1:]:
@@ -100,21 +120,28 @@ for path in sys.argv[1:]:
                 v.type.tensor_type.shape.dim[0].dim_param = "batch"
         onnx.save(m, path)
 ' "$BUNDLE"/models/*.onnx || die "cannot read the models' input names"
-  cp scripts/cuda_torch_baseline.py "$BUNDLE/bin/"
-  tar -C "$BUILD_DIR" -cJf "$BUILD_DIR/cuda_bundle.tar.xz" cuda_bundle
-  local bytes; bytes=$(stat -c %s "$BUILD_DIR/cuda_bundle.tar.xz")
-  echo "wrote $BUILD_DIR/cuda_bundle.tar.xz ($((bytes / 1048576)) MiB; a device call carries at most 64 with everything else)"
-  # The carry limit covers the whole tree: leave 8 MiB for the sources beside the bundle.
-  [ "$bytes" -lt $((56 * 1048576)) ] || die "the bundle is too large to carry: pack fewer models"
+}
+
+check_size() {
+  local bytes; bytes=$(stat -c %s "$1")
+  echo "wrote $1 ($((bytes / 1048576)) MiB; a device call carries at most 64 with everything else)"
+  # The carry limit covers the whole tree: leave 8 MiB for the sources beside it.
+  [ "$bytes" -lt $((56 * 1048576)) ] || die "$1 is too large to carry: pack fewer models"
 }
 
 run() {
-  [ -f "$BUILD_DIR/cuda_bundle.tar.xz" ] || die "$BUILD_DIR/cuda_bundle.tar.xz is missing: pack it here first"
+  if [ -f "$BUILD_DIR/cuda_bundle.tar.xz" ]; then
+    tar -C "$BUILD_DIR" -xJf "$BUILD_DIR/cuda_bundle.tar.xz" || die "cannot unpack the bundle"
+  elif [ ! -x "$BUNDLE/bin/frame" ]; then
+    die "$BUILD_DIR/cuda_bundle.tar.xz is missing (and no bundle is unpacked): pack it here first"
+  fi
+  if [ -f "$BUILD_DIR/cuda_models.tar.xz" ]; then
+    tar -C "$BUILD_DIR" -xJf "$BUILD_DIR/cuda_models.tar.xz" || die "cannot unpack the models"
+  fi
   local out=${OUT:-$PWD/$BUILD_DIR/cuda_out}
   mkdir -p "$out"
   local report=$out/cuda_report.md
   local failed=0
-  tar -C "$BUILD_DIR" -xJf "$BUILD_DIR/cuda_bundle.tar.xz" || die "cannot unpack the bundle"
   local lib; lib=$(cd "$BUNDLE/lib" && pwd)
   local loader; loader=$(ls "$lib"/ld-linux-x86-64.so.* 2>/dev/null | head -1)
   # The driver and the toolkit's NVRTC come from the machine.
@@ -190,5 +217,5 @@ run() {
 case "${1:-}" in
   pack) shift; pack "$@" ;;
   run) shift; run "$@" ;;
-  *) die "usage: scripts/test_cuda.sh pack [--models a,b] | run" ;;
+  *) die "usage: scripts/test_cuda.sh pack [--models a,b | --models-only a,b] | run" ;;
 esac
