@@ -37,6 +37,8 @@ struct DnnApi {
   FRAME_DNN_FN(cudnnDestroyConvolutionDescriptor)
   FRAME_DNN_FN(cudnnGetConvolutionForwardAlgorithm_v7)
   FRAME_DNN_FN(cudnnConvolutionForward)
+  FRAME_DNN_FN(cudnnGetConvolutionBackwardDataAlgorithm_v7)
+  FRAME_DNN_FN(cudnnConvolutionBackwardData)
   FRAME_DNN_FN(cudnnAddTensor)
   FRAME_DNN_FN(cudnnCreatePoolingDescriptor)
   FRAME_DNN_FN(cudnnSetPoolingNdDescriptor)
@@ -84,6 +86,8 @@ DnnApi& api() {
     FRAME_DNN_GET(cudnnDestroyConvolutionDescriptor)
     FRAME_DNN_GET(cudnnGetConvolutionForwardAlgorithm_v7)
     FRAME_DNN_GET(cudnnConvolutionForward)
+    FRAME_DNN_GET(cudnnGetConvolutionBackwardDataAlgorithm_v7)
+    FRAME_DNN_GET(cudnnConvolutionBackwardData)
     FRAME_DNN_GET(cudnnAddTensor)
     FRAME_DNN_GET(cudnnCreatePoolingDescriptor)
     FRAME_DNN_GET(cudnnSetPoolingNdDescriptor)
@@ -118,7 +122,9 @@ cudnnDataType_t dnn_type(DTypeCode d) {
                              : CUDNN_DATA_FLOAT;
 }
 
-enum class Kind : uint8_t { kConv, kMaxPool, kAveragePool, kBatchNorm };
+// kConvTranspose: ONNX ConvTranspose is cuDNN's backward-data pass of the conv that maps its
+// output to its input (W [C_in, C_out / group, k...] is that conv's filter as it stands).
+enum class Kind : uint8_t { kConv, kConvTranspose, kMaxPool, kAveragePool, kBatchNorm };
 
 // What a node asks of cuDNN, from shapes and attributes (no device).
 struct DnnShape {
@@ -178,6 +184,19 @@ Result<DnnShape> dnn_shape(const ops::NodeContext& ctx) {
     s.groups = static_cast<int>(ctx.attr_or<int64_t>("group", 1));
     s.bias = ctx.num_inputs() > 2 && ctx.has_input(2);
     s.y = {static_cast<int>(x[0]), static_cast<int>(w[0])};
+  } else if (ctx.op == "conv_transpose") {
+    s.kind = Kind::kConvTranspose;
+    if (ctx.num_inputs() < 2 || !ctx.has_input(1)) return unimplemented("conv_transpose without W");
+    const Shape& w = ctx.input_types[1].shape;
+    if (w.size() != x.size()) return ctx.error("cuda: conv_transpose W of rank {}", w.size());
+    FRAME_ASSIGN_OR_RETURN(
+        g,
+        ops::nn::resolve_window(ctx, spatial, std::span<const int64_t>(w.data() + 2, w.size() - 2),
+                                ops::nn::WindowKind::kConvTranspose));
+    s.w = ints(w);
+    s.groups = static_cast<int>(ctx.attr_or<int64_t>("group", 1));
+    s.bias = ctx.num_inputs() > 2 && ctx.has_input(2);
+    s.y = {static_cast<int>(x[0]), static_cast<int>(w[1]) * s.groups};
   } else if (ctx.op == "max_pool" || ctx.op == "average_pool") {
     s.kind = ctx.op == "max_pool" ? Kind::kMaxPool : Kind::kAveragePool;
     if (ctx.num_outputs > 1) return unimplemented("max_pool with its Indices output");
@@ -232,6 +251,7 @@ struct DnnPlan::Impl {
   cudnnConvolutionDescriptor_t conv = nullptr;
   cudnnPoolingDescriptor_t pool = nullptr;
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  cudnnConvolutionBwdDataAlgo_t bwd_algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
   size_t workspace = 0;
 
   ~Impl() {
@@ -321,8 +341,33 @@ Result<std::shared_ptr<DnnPlan>> DnnPlan::make(const CudaDevice& dev, const ops:
   FRAME_RETURN_IF_ERROR(dnn_check(a, a.cudnnSetConvolutionMathType(p.conv, math), "math type"));
   if (s.bias) {
     std::vector<int> b(s.x.size(), 1);
-    b[1] = s.w[0];
+    b[1] = s.y[1];
     FRAME_RETURN_IF_ERROR(p.tensor(p.bias, b, "bias descriptor"));
+  }
+  if (s.kind == Kind::kConvTranspose) {
+    // The backward-data pass of the conv from Y's shape (dx) to X's (dy).
+    std::array<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT> perf{};
+    int found = 0;
+    {
+      std::lock_guard lock(a.mu);
+      FRAME_RETURN_IF_ERROR(dnn_check(
+          a,
+          a.cudnnGetConvolutionBackwardDataAlgorithm_v7(
+              a.handle, p.w, p.x, p.conv, p.y, static_cast<int>(perf.size()), &found, perf.data()),
+          "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
+    }
+    for (int i = 0; i < found; ++i) {
+      const cudnnConvolutionBwdDataAlgoPerf_t& r = perf[static_cast<size_t>(i)];
+      if (r.status != CUDNN_STATUS_SUCCESS || r.memory > max_workspace) continue;
+      if (math == CUDNN_FMA_MATH && r.mathType == CUDNN_TENSOR_OP_MATH) continue;
+      p.bwd_algo = r.algo;
+      p.workspace = r.memory;
+      plan->workspace_ = r.memory;
+      return plan;
+    }
+    return unimplemented(
+        "cuda: cuDNN offers no algorithm for this conv_transpose within {} bytes of workspace",
+        max_workspace);
   }
   std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> perf{};
   int found = 0;
@@ -371,6 +416,16 @@ Status DnnPlan::run(CUstream stream, std::span<const CUdeviceptr> in, CUdevicept
     case Kind::kAveragePool:
       return dnn_check(a, a.cudnnPoolingForward(a.handle, p.pool, one, p.x, ptr(0), zero, p.y, y),
                        "cudnnPoolingForward");
+    case Kind::kConvTranspose:
+      FRAME_RETURN_IF_ERROR(
+          dnn_check(a,
+                    a.cudnnConvolutionBackwardData(a.handle, one, p.w, ptr(1), p.x, ptr(0), p.conv,
+                                                   p.bwd_algo, reinterpret_cast<void*>(workspace),
+                                                   p.workspace, zero, p.y, y),
+                    "cudnnConvolutionBackwardData"));
+      if (!p.s.bias) return Status();
+      return dnn_check(a, a.cudnnAddTensor(a.handle, one, p.bias, ptr(2), one, p.y, y),
+                       "cudnnAddTensor (bias)");
     case Kind::kConv:
       break;
   }

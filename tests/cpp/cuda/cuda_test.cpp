@@ -369,6 +369,11 @@ TEST(CudaDnn, ConvPoolingAndBatchNormMapOntoCudnn) {
       dnn_of("average_pool", {{1, 4, 9, 9}},
              {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"count_include_pad", int64_t{1}}})
           .is_ok());
+  EXPECT_TRUE(dnn_of("conv_transpose", {{1, 4, 5, 5}, {4, 2, 3, 3}},
+                     {{"strides", std::vector<int64_t>{2, 2}},
+                      {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                      {"output_padding", std::vector<int64_t>{1, 1}}})
+                  .is_ok());
   EXPECT_TRUE(dnn_of("batch_normalization", {{2, 3, 4, 4}, {3}, {3}, {3}, {3}}).is_ok());
   EXPECT_TRUE(
       dnn_of("batch_normalization", {{2, 3}, {3}, {3}, {3}, {3}}).is_ok());  // padded to 4-D

@@ -60,6 +60,10 @@ FRAME_REGISTER_KERNEL(conv, "cuda", run_standalone)
     .prepare(dnn_prepare)
     .accepts(dnn_accepts)
     .dtypes(kConvTypes);
+FRAME_REGISTER_KERNEL(conv_transpose, "cuda", run_standalone)
+    .prepare(dnn_prepare)
+    .accepts(dnn_accepts)
+    .dtypes(kConvTypes);
 FRAME_REGISTER_KERNEL(max_pool, "cuda", run_standalone)
     .prepare(dnn_prepare)
     .accepts(dnn_accepts)
