@@ -177,6 +177,17 @@ Result<NodeKernel> slice_kernel(const NodeContext& ctx) {
 
 // ---- gather ----
 
+// The signature of a kernel reading data (storage `e`) at indices (`index_bytes` wide) that
+// reports bad indices through `err` (NodeKernel::device_error), and its grid step.
+std::string indexed_signature(std::string_view e, size_t index_bytes) {
+  return fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__(256) frame_kernel(const {0}* __restrict__ "
+      "in0, const {1}* __restrict__ in1, {0}* __restrict__ out, const I n, const FrameMeta meta, "
+      "const float p0, const float p1, int* __restrict__ err) {{\n"
+      "  const I step = (I)gridDim.x * (I)blockDim.x;\n",
+      e, index_bytes == 8 ? "long long" : "int");
+}
+
 // The error of an index out of [-dim, dim) found on the device: the cpu kernel's message
 // (src/backends/cpu/kernels/data_movement_index.cpp) with the node's prefix.
 std::function<Status(int64_t, int64_t)> index_error(const NodeContext& ctx, int64_t dim) {
@@ -225,13 +236,8 @@ Result<NodeKernel> gather_kernel(const NodeContext& ctx) {
   k.out_bytes = bytes_of(out);
   k.work_items = n;
   const std::string_view e = storage_of(dtype_size(ctx.input_types[0].dtype));
-  k.source = head(wide, 3, "gather") +
+  k.source = head(wide, 3, "gather") + indexed_signature(e, isz) +
              fmt::format(
-                 "extern \"C\" __global__ void __launch_bounds__(256) frame_kernel(const {0}* "
-                 "__restrict__ in0, const {1}* __restrict__ in1, {0}* __restrict__ out, const I "
-                 "n, const FrameMeta meta, const float p0, const float p1, int* __restrict__ "
-                 "err) {{\n"
-                 "  const I step = (I)gridDim.x * (I)blockDim.x;\n"
                  "  const I count = meta.v[0], inner = meta.v[1], dim = meta.v[2];\n"
                  "  for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < n; i += "
                  "step) {{\n"
@@ -285,13 +291,8 @@ Result<NodeKernel> gather_elements_kernel(const NodeContext& ctx) {
   k.out_bytes = static_cast<size_t>(n) * dtype_size(ctx.input_types[0].dtype);
   k.work_items = n;
   const std::string_view e = storage_of(dtype_size(ctx.input_types[0].dtype));
-  k.source = head(wide, meta.size(), "gather_elements") +
+  k.source = head(wide, meta.size(), "gather_elements") + indexed_signature(e, isz) +
              fmt::format(
-                 "extern \"C\" __global__ void __launch_bounds__(256) frame_kernel(const {0}* "
-                 "__restrict__ in0, const {1}* __restrict__ in1, {0}* __restrict__ out, const I "
-                 "n, const FrameMeta meta, const float p0, const float p1, int* __restrict__ "
-                 "err) {{\n"
-                 "  const I step = (I)gridDim.x * (I)blockDim.x;\n"
                  "  const I axis = meta.v[{2} * 2], dim = meta.v[{2} * 2 + 1];\n"
                  "  for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < n; i += "
                  "step) {{\n"

@@ -136,6 +136,19 @@ Result<std::shared_ptr<void>> generated_prepare(const ops::NodeContext& ctx) {
   return std::shared_ptr<void>(std::move(l));
 }
 
+void register_generated_kernel(std::string_view op, DTypeSet dtypes, const char* file, int line) {
+  ops::KernelDef def;
+  def.op = std::string(op);
+  def.backend = std::string(kBackendName);
+  def.fn = run_standalone;
+  def.prepare = generated_prepare;
+  def.accepts = generated_accepts;
+  def.dtypes = dtypes;
+  def.file = file;
+  def.line = line;
+  ops::KernelRegistry::global().register_kernel(std::move(def));
+}
+
 namespace {
 
 // Device memory freed on scope exit.

@@ -85,6 +85,10 @@ Status generated_accepts(const ops::NodeContext& ctx);
 /// launch parameters in a CudaLaunch. Errors name the node.
 Result<std::shared_ptr<void>> generated_prepare(const ops::NodeContext& ctx);
 
+/// Registers the generated cuda kernel of `op` (generated_prepare, generated_accepts,
+/// run_standalone) for `dtypes`, naming `file`:`line` as its registration site.
+void register_generated_kernel(std::string_view op, DTypeSet dtypes, const char* file, int line);
+
 /// The kernel function of every generated cuda kernel when a node runs on its own (the op
 /// database, a node outside any device group): allocates device buffers, copies the inputs
 /// in, launches, copies the output back and frees (blocking). Errors name the node and the

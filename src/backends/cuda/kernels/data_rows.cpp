@@ -97,16 +97,7 @@ namespace {
 // Every reduction of the shared table (src/backends/gpu/reductions.h).
 [[maybe_unused]] const bool kReductionsRegistered = [] {
   for (const gpu::Reduction& r : gpu::reductions()) {
-    ops::KernelDef def;
-    def.op = std::string(r.op);
-    def.backend = std::string(kBackendName);
-    def.fn = run_standalone;
-    def.prepare = generated_prepare;
-    def.accepts = generated_accepts;
-    def.dtypes = kCudaFloatTypes;
-    def.file = __FILE__;
-    def.line = __LINE__;
-    ops::KernelRegistry::global().register_kernel(std::move(def));
+    register_generated_kernel(r.op, kCudaFloatTypes, __FILE__, __LINE__);
   }
   return true;
 }();

@@ -26,16 +26,7 @@ constexpr DTypeSet kVariadicTypes{DTypeCode::kFloat32, DTypeCode::kFloat64};
     const DTypeSet kernel_types = variadic ? types & kVariadicTypes : types;
     if (kernel_types.mask == 0 || op.formula == nullptr) continue;
     if (op.op == "identity") continue;  // an element copy for every dtype (data_rows.cpp)
-    ops::KernelDef def;
-    def.op = std::string(op.op);
-    def.backend = std::string(kBackendName);
-    def.fn = run_standalone;
-    def.prepare = generated_prepare;
-    def.accepts = generated_accepts;
-    def.dtypes = kernel_types;
-    def.file = __FILE__;
-    def.line = __LINE__;
-    ops::KernelRegistry::global().register_kernel(std::move(def));
+    register_generated_kernel(op.op, kernel_types, __FILE__, __LINE__);
   }
   return true;
 }();
