@@ -104,12 +104,16 @@ struct NodeKernel {
   std::function<Status(int64_t position, int64_t value)> device_error;
   size_t error_input = 0;
   size_t error_elem_bytes = 0;
+  /// Read-only int32 data the kernel reads through a `const int* table` parameter after p1
+  /// (resize's taps): uploaded once at prepare, shared by every run slot. Empty: no parameter.
+  std::vector<int32_t> table;
 };
 
 /// The kernel of `ctx`, as the cuda kernels generate it at prepare; needs no device (the
 /// compile tests call it for every op-database case and model node). Covers the elementwise
 /// lists, fused_elementwise_internal, the data-movement ops (identity, reshape, flatten,
-/// squeeze, unsqueeze, transpose, expand, slice, concat, cast, where, gather) and the row ops
+/// squeeze, unsqueeze, transpose, expand, slice, concat, cast, where, gather, gather_elements,
+/// pad, resize) and the row ops
 /// (softmax, log_softmax, layer_normalization). Errors: kUnimplemented with the reason a node
 /// is declined (no formula, mixed dtypes, a non-constant shape input, ...); kInvalidArgument
 /// for malformed nodes (shapes that do not broadcast, bad attributes).

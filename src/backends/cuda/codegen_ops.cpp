@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -367,6 +368,127 @@ Result<NodeKernel> pad_kernel(const NodeContext& ctx) {
                  "  }}\n  (void)in1; (void)p0; (void)p1;\n}}\n",
                  e, has_value ? "in2[0]" : "0", r);
   k.meta = pack_values(meta, wide);
+  return k;
+}
+
+// ---- resize ----
+
+// The taps of every output index of every axis computed on the host by the cpu kernel's rule
+// (gpu::resize_table), read through the `table` parameter; each thread sums its element's
+// taps over the product of its axes' taps (an odometer over the per-axis counts). Nearest
+// copies by element size for every dtype; linear and cubic compute in T for float dtypes.
+// meta: the output dims[r], the input strides[r], each axis's record offset[r], the record
+// size, the extrapolation value's storage bits (low, high).
+Result<NodeKernel> resize_kernel(const NodeContext& ctx) {
+  for (size_t k = 1; k < ctx.num_inputs(); ++k) {
+    if (ctx.has_input(k) && ctx.constant_input(k) == nullptr) {
+      return unimplemented("resize input {} is not a constant", k);
+    }
+  }
+  const Shape& in = ctx.input_types[0].shape;
+  const DTypeCode dt = ctx.input_types[0].dtype;
+  if (in.empty() || in.size() > kMaxRank) return unimplemented("resize of rank {}", in.size());
+  FRAME_ASSIGN_OR_RETURN(ops::dm::ResizeParams p, ops::dm::resize_params(ctx, in));
+  const bool nearest = p.mode == ops::dm::ResizeMode::kNearest;
+  if (!nearest && !kCudaFloatTypes.contains(dt)) {
+    return unimplemented("linear / cubic resize of {}", dtype_name(dt));
+  }
+  const bool fp64 = kDouble.contains(dt);
+  gpu::ResizeTable table = gpu::resize_table(p, in, !nearest && fp64);
+  const size_t r = in.size();
+  std::vector<int64_t> meta(p.out_shape.begin(), p.out_shape.end());
+  const std::vector<int64_t> st = strides_of(in);
+  meta.insert(meta.end(), st.begin(), st.end());
+  meta.insert(meta.end(), table.axis_base.begin(), table.axis_base.end());
+  meta.push_back(table.record);
+  uint64_t bits = 0;
+  if (nearest) {
+    FRAME_ASSIGN_OR_RETURN(Tensor v, ops::filled_tensor(dt, {}, p.extrapolation_value));
+    std::memcpy(&bits, v.raw_data(), dtype_size(dt));
+  }
+  meta.push_back(static_cast<int64_t>(bits & 0xffffffffu));
+  meta.push_back(static_cast<int64_t>(bits >> 32));
+  const int64_t n = numel_of(p.out_shape);
+  const bool wide = is_wide(std::max(n, numel_of(in)));
+  NodeKernel k;
+  k.geometry = {1, 0, wide};
+  k.in_bytes = {bytes_of(ctx.input_types[0])};
+  k.out_bytes = static_cast<size_t>(n) * dtype_size(dt);
+  k.work_items = n;
+  k.t_is_double = fp64 && !nearest;
+  k.p0 = p.extrapolation_value;
+  const std::string head_loop = fmt::format(
+      "  for (I i = first; i < n; i += step) {{\n"
+      "    I at[{0}];\n"
+      "    I rem = i;\n"
+      "    int outside = 0;\n"
+      "    for (int d = {0} - 1; d >= 0; --d) {{\n"
+      "      at[d] = meta.v[2 * {0} + d] + meta.v[3 * {0}] * (rem % meta.v[d]);\n"
+      "      rem /= meta.v[d];\n"
+      "      outside |= table[at[d] + 1];\n"
+      "    }}\n",
+      r);
+  if (nearest) {
+    const std::string_view e = storage_of(dtype_size(dt));
+    k.source =
+        head(wide, meta.size(), "resize") +
+        fmt::format(
+            "extern \"C\" __global__ void __launch_bounds__(256) frame_kernel(const {0}* "
+            "__restrict__ in0, {0}* __restrict__ out, const I n, const FrameMeta meta, "
+            "const float p0, const float p1, const int* __restrict__ table) {{\n"
+            "  const I step = (I)gridDim.x * (I)blockDim.x;\n"
+            "  const I first = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x;\n"
+            "  const {0} fill = ({0})(((unsigned long long)(unsigned)meta.v[3 * {1} + 2] "
+            "<< 32) | (unsigned long long)(unsigned)meta.v[3 * {1} + 1]);\n",
+            e, r) +
+        head_loop +
+        fmt::format(
+            "    if (outside) {{ out[i] = fill; continue; }}\n"
+            "    I off = 0;\n"
+            "    for (int d = 0; d < {0}; ++d) off += (I)table[at[d] + 2] * meta.v[{0} + d];\n"
+            "    out[i] = in0[off];\n"
+            "  }}\n  (void)p0; (void)p1;\n}}\n",
+            r);
+  } else {
+    constexpr int kTaps = ops::dm::kResizeMaxTaps;
+    const std::string weight =
+        fp64 ? fmt::format(
+                   "__hiloint2double(table[at[d] + {0} + 2 * kk[d] + 1], table[at[d] + "
+                   "{0} + 2 * kk[d]])",
+                   2 + kTaps)
+             : fmt::format("__int_as_float(table[at[d] + {} + kk[d]])", 2 + kTaps);
+    k.source =
+        head(wide, meta.size(), "resize") + type_prelude(dt) +
+        fmt::format(
+            "extern \"C\" __global__ void __launch_bounds__(256) frame_kernel(const S* "
+            "__restrict__ in0, S* __restrict__ out, const I n, const FrameMeta meta, const T p0, "
+            "const T p1, const int* __restrict__ table) {{\n"
+            "  const I step = (I)gridDim.x * (I)blockDim.x;\n"
+            "  const I first = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x;\n") +
+        head_loop +
+        fmt::format(
+            "    if (outside) {{ out[i] = frame_st(p0); continue; }}\n"
+            "    int kk[{0}];\n"
+            "    for (int d = 0; d < {0}; ++d) kk[d] = 0;\n"
+            "    T acc = (T)0;\n"
+            "    for (;;) {{\n"
+            "      T w = (T)1;\n"
+            "      I off = 0;\n"
+            "      for (int d = 0; d < {0}; ++d) {{\n"
+            "        w *= (T){1};\n"
+            "        off += (I)table[at[d] + 2 + kk[d]] * meta.v[{0} + d];\n"
+            "      }}\n"
+            "      acc += w * frame_ld(in0[off]);\n"
+            "      int d = {0} - 1;\n"
+            "      while (d >= 0 && ++kk[d] == table[at[d]]) {{ kk[d] = 0; --d; }}\n"
+            "      if (d < 0) break;\n"
+            "    }}\n"
+            "    out[i] = frame_st(acc);\n"
+            "  }}\n  (void)p1;\n}}\n",
+            r, weight);
+  }
+  k.meta = pack_values(meta, wide);
+  k.table = std::move(table.data);
   return k;
 }
 
@@ -826,6 +948,7 @@ Result<NodeKernel> other_kernel(const NodeContext& ctx) {
   if (op == "gather") return gather_kernel(ctx);
   if (op == "gather_elements") return gather_elements_kernel(ctx);
   if (op == "pad") return pad_kernel(ctx);
+  if (op == "resize") return resize_kernel(ctx);
   if (op == "cast") return cast_kernel(ctx);
   if (op == "where") return where_kernel(ctx);
   if (op == "softmax") return softmax_kernel(ctx, false);

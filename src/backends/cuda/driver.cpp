@@ -53,6 +53,7 @@ std::string resolve(void* lib, DriverApi& api) {
   FRAME_CU_GET(cuMemAllocHost)
   FRAME_CU_GET(cuMemFreeHost)
   FRAME_CU_GET(cuMemcpyHtoDAsync)
+  FRAME_CU_GET(cuMemcpyHtoD)
   FRAME_CU_GET(cuMemcpyDtoHAsync)
   FRAME_CU_GET(cuMemcpyDtoH)
   FRAME_CU_GET(cuMemsetD8Async)

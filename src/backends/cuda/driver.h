@@ -56,6 +56,7 @@ struct DriverApi {
   FRAME_CU_FN(cuMemAllocHost)
   FRAME_CU_FN(cuMemFreeHost)
   FRAME_CU_FN(cuMemcpyHtoDAsync)
+  FRAME_CU_FN(cuMemcpyHtoD)
   FRAME_CU_FN(cuMemcpyDtoHAsync)
   FRAME_CU_FN(cuMemcpyDtoH)
   FRAME_CU_FN(cuMemsetD8Async)

@@ -13,7 +13,9 @@
 namespace frame::backends::cuda {
 
 CudaLaunch::~CudaLaunch() {
-  if (module != nullptr && dev != nullptr) dev->api->cuModuleUnload(module);
+  if (dev == nullptr) return;
+  if (module != nullptr) dev->api->cuModuleUnload(module);
+  if (table != 0) dev->api->cuMemFree(table);
 }
 
 Status CudaLaunch::launch(CUstream stream, std::span<const CUdeviceptr> inputs, CUdeviceptr output,
@@ -25,7 +27,7 @@ Status CudaLaunch::launch(CUstream stream, std::span<const CUdeviceptr> inputs, 
                           geometry.num_inputs);
   }
   // cuLaunchKernel copies each parameter from the pointer given for it.
-  std::array<void*, kMaxInputs + 6> params{};
+  std::array<void*, kMaxInputs + 7> params{};
   std::array<CUdeviceptr, kMaxInputs + 1> ptrs{};
   size_t k = 0;
   for (; k < geometry.num_inputs; ++k) {
@@ -133,6 +135,16 @@ Result<std::shared_ptr<void>> generated_prepare(const ops::NodeContext& ctx) {
   l->error_input = k->error_input;
   l->error_elem_bytes = k->error_elem_bytes;
   FRAME_RETURN_IF_ERROR(load_kernel(*l, k->source, where));
+  if (!k->table.empty()) {
+    const size_t bytes = k->table.size() * sizeof(int32_t);
+    FRAME_RETURN_IF_ERROR(
+        cu_check(*l->dev, l->dev->api->cuMemAlloc(&l->table, bytes), "kernel table")
+            .with_prefix(where));
+    FRAME_RETURN_IF_ERROR(cu_check(*l->dev,
+                                   l->dev->api->cuMemcpyHtoD(l->table, k->table.data(), bytes),
+                                   "uploading the kernel table")
+                              .with_prefix(where));
+  }
   return std::shared_ptr<void>(std::move(l));
 }
 

@@ -47,6 +47,8 @@ struct CudaLaunch {
   std::function<Status(int64_t position, int64_t value)> device_error;
   size_t error_input = 0;
   size_t error_elem_bytes = 0;
+  /// NodeKernel::table in device memory (owned; 0 when the kernel has no table parameter).
+  CUdeviceptr table = 0;
 
   CudaLaunch() = default;
   CudaLaunch(const CudaLaunch&) = delete;

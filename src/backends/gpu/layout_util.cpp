@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 namespace frame::backends::gpu {
 
 std::vector<int64_t> aligned_strides(const Shape& s, std::span<const int64_t> norm) {
@@ -46,6 +48,38 @@ std::string pad_source_index_code(Dialect d, std::string_view int_type) {
 }}
 )",
       device_fn(d), int_type);
+}
+
+ResizeTable resize_table(const ops::dm::ResizeParams& p, const Shape& in, bool double_weights) {
+  constexpr int kTaps = ops::dm::kResizeMaxTaps;
+  ResizeTable t;
+  t.record = 2 + kTaps + kTaps * (double_weights ? 2 : 1);
+  for (size_t a = 0; a < in.size(); ++a) {
+    t.axis_base.push_back(static_cast<int64_t>(t.data.size()));
+    for (int64_t o = 0; o < p.out_shape[a]; ++o) {
+      int64_t idx[kTaps] = {};
+      double w[kTaps] = {};
+      bool outside = false;
+      const int n = ops::dm::resize_axis_taps(p, a, in[a], p.out_shape[a], o, idx, w, &outside);
+      t.data.push_back(n);
+      t.data.push_back(outside ? 1 : 0);
+      for (int k = 0; k < kTaps; ++k) t.data.push_back(static_cast<int32_t>(idx[k]));
+      for (int k = 0; k < kTaps; ++k) {
+        if (double_weights) {
+          int32_t bits[2];
+          std::memcpy(bits, &w[k], sizeof(bits));
+          t.data.push_back(bits[0]);
+          t.data.push_back(bits[1]);
+        } else {
+          const float f = static_cast<float>(w[k]);
+          int32_t bits = 0;
+          std::memcpy(&bits, &f, sizeof(bits));
+          t.data.push_back(bits);
+        }
+      }
+    }
+  }
+  return t;
 }
 
 }  // namespace frame::backends::gpu

@@ -26,4 +26,17 @@ int pad_mode_code(ops::dm::PadMode m);
 /// reads, or -1 for the constant fill (ops::dm::pad_source_index, the cpu kernels' rule).
 std::string pad_source_index_code(Dialect d, std::string_view int_type);
 
+/// Resize's taps (ops::dm::resize_axis_taps) of every output index of every axis as one int32
+/// table, computed on the host so the device applies exactly the cpu kernel's weights. Per
+/// axis a, per output index o, one record of `record` ints: tap count, outside flag
+/// (tf_crop_and_resize extrapolates), the kResizeMaxTaps input indices, then the weights as
+/// float bits (one int each) or, with `double_weights`, double bits (two ints each, low first).
+/// Axis a's records start at `axis_base[a]`.
+struct ResizeTable {
+  std::vector<int32_t> data;
+  std::vector<int64_t> axis_base;
+  int record = 0;
+};
+ResizeTable resize_table(const ops::dm::ResizeParams& p, const Shape& in, bool double_weights);
+
 }  // namespace frame::backends::gpu

@@ -365,6 +365,44 @@ Result<ResizeParams> resize_params(const NodeContext& ctx, const Shape& in) {
   return p;
 }
 
+int resize_axis_taps(const ResizeParams& p, size_t a, int64_t in, int64_t out, int64_t o,
+                     int64_t* idx, double* w, bool* outside) {
+  int n = 0;
+  auto add = [&](int64_t i, double wt) {
+    if (wt == 0.0) return;  // zero taps change nothing and keep non-resized axes to one tap
+    idx[n] = std::clamp<int64_t>(i, 0, in - 1);
+    w[n++] = wt;
+  };
+  double x = resize_source_coord(p, a, o, in, out);
+  *outside = p.coord == CoordMode::kTfCropAndResize && (x < 0.0 || x > static_cast<double>(in - 1));
+  if (p.mode == ResizeMode::kNearest) {
+    add(resize_nearest_index(p.nearest, x), 1.0);
+  } else if (p.mode == ResizeMode::kLinear) {
+    x = std::clamp(x, 0.0, static_cast<double>(in - 1));
+    const double x0 = std::floor(x), r = x - x0;
+    add(static_cast<int64_t>(x0), 1.0 - r);
+    add(static_cast<int64_t>(x0) + 1, r);
+  } else {
+    const double x0 = std::floor(x), r = x - x0, A = p.cubic_a;
+    const double d[4] = {r + 1.0, r, 1.0 - r, 2.0 - r};
+    double c[4] = {((A * d[0] - 5 * A) * d[0] + 8 * A) * d[0] - 4 * A,
+                   ((A + 2) * d[1] - (A + 3)) * d[1] * d[1] + 1,
+                   ((A + 2) * d[2] - (A + 3)) * d[2] * d[2] + 1,
+                   ((A * d[3] - 5 * A) * d[3] + 8 * A) * d[3] - 4 * A};
+    const int64_t base = static_cast<int64_t>(x0) - 1;
+    if (p.exclude_outside) {
+      double sum = 0.0;
+      for (int k = 0; k < 4; ++k) {
+        if (base + k < 0 || base + k >= in) c[k] = 0.0;
+        sum += c[k];
+      }
+      for (double& v : c) v = sum != 0.0 ? v / sum : 0.0;
+    }
+    for (int k = 0; k < 4; ++k) add(base + k, c[k]);
+  }
+  return n;
+}
+
 double resize_source_coord(const ResizeParams& p, size_t a, int64_t o, int64_t in, int64_t out) {
   const double s = p.scale[a], x = static_cast<double>(o);
   const double din = static_cast<double>(in), dout = static_cast<double>(out);

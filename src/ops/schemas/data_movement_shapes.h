@@ -83,6 +83,16 @@ Result<ResizeParams> resize_params(const NodeContext& ctx, const Shape& in);
 double resize_source_coord(const ResizeParams& p, size_t a, int64_t o, int64_t in, int64_t out);
 /// ONNX Resize nearest_mode: the input index for fractional input coordinate `x` (not clamped).
 int64_t resize_nearest_index(NearestMode m, double x);
+/// Most taps one output index of one axis reads (cubic).
+inline constexpr int kResizeMaxTaps = 4;
+/// The taps of output index `o` on axis `a` (input length `in`, output length `out`): the
+/// (input index, weight) pairs with a nonzero weight, indices clamped to [0, in), written to
+/// `idx` / `w` (kResizeMaxTaps each); returns their count. `*outside` is set when
+/// tf_crop_and_resize extrapolates there. Nearest: one tap; linear: two (clamped coordinate);
+/// cubic: four (Keys' kernel with `cubic_a`, renormalised over the inside ones with
+/// exclude_outside). Every backend's resize kernel reads its weights from here.
+int resize_axis_taps(const ResizeParams& p, size_t a, int64_t in, int64_t out, int64_t o,
+                     int64_t* idx, double* w, bool* outside);
 /// ONNX Pad: the input index read for output index `o` on an axis with `begin` padding before
 /// it and input length `d`, per `mode` (constant, reflect, edge, wrap); -1 = the constant fill.
 /// Negative `begin` crops. One home for every backend's pad kernel.

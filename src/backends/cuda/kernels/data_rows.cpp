@@ -57,6 +57,10 @@ FRAME_REGISTER_KERNEL(pad, "cuda", run_standalone)
     .prepare(generated_prepare)
     .accepts(generated_accepts)
     .dtypes(kAllDTypes);
+FRAME_REGISTER_KERNEL(resize, "cuda", run_standalone)
+    .prepare(generated_prepare)
+    .accepts(generated_accepts)
+    .dtypes(kAllDTypes);
 FRAME_REGISTER_KERNEL(cast, "cuda", run_standalone)
     .prepare(generated_prepare)
     .accepts(generated_accepts)
