@@ -320,6 +320,81 @@ Result<NodeKernel> gather_elements_kernel(const NodeContext& ctx) {
   return k;
 }
 
+// out = the slices of data addressed by the index tuples (the last dim of indices, k long),
+// after batch_dims leading batch dims (ONNX GatherND); indices checked on the device: a bad
+// index at flat position p stores atomicMax(err, 0x7fffffff - p), and the error names its
+// value and data dim as the cpu kernel does. meta: slice (elements per tuple), tuples per
+// batch, batch stride, then the k data dims and strides the tuple indexes.
+Result<NodeKernel> gather_nd_kernel(const NodeContext& ctx) {
+  if (ctx.num_inputs() < 2 || !DTypeSet{DTypeCode::kInt64}.contains(ctx.input_types[1].dtype)) {
+    return unimplemented("gather_nd indices of dtype {}", dtype_name(ctx.input_types[1].dtype));
+  }
+  const Shape& data = ctx.input_types[0].shape;
+  const Shape& idx = ctx.input_types[1].shape;
+  const int64_t b = ctx.attr_or<int64_t>("batch_dims", 0);
+  if (idx.empty() || b < 0 || static_cast<size_t>(b) >= data.size()) {
+    return ctx.error("cuda: gather_nd with batch_dims {} over ranks {} and {}", b, data.size(),
+                     idx.size());
+  }
+  const int64_t k = idx.back();
+  if (k < 1 || static_cast<size_t>(b + k) > data.size()) {
+    return ctx.error("cuda: gather_nd tuples of {} over data of rank {}", k, data.size());
+  }
+  FRAME_ASSIGN_OR_RETURN(ir::TensorType out, inferred_type(ctx));
+  const std::vector<int64_t> st = strides_of(data);
+  int64_t batch = 1, slice = 1;
+  for (int64_t d = 0; d < b; ++d) batch *= data[static_cast<size_t>(d)];
+  for (size_t d = static_cast<size_t>(b + k); d < data.size(); ++d) slice *= data[d];
+  const int64_t tuples = numel_of(idx) / k;
+  if (numel_of(idx) >= 0x7fffffff) return unimplemented("gather_nd of {} indices", numel_of(idx));
+  const int64_t per_batch = batch == 0 ? 0 : tuples / batch;
+  const int64_t batch_stride = b == 0 ? 0 : st[static_cast<size_t>(b - 1)];
+  std::vector<int64_t> meta{slice, std::max<int64_t>(per_batch, 1), batch_stride};
+  for (int64_t j = 0; j < k; ++j) meta.push_back(data[static_cast<size_t>(b + j)]);
+  for (int64_t j = 0; j < k; ++j) meta.push_back(st[static_cast<size_t>(b + j)]);
+  const int64_t n = numel_of(out.shape);
+  const bool wide = is_wide(std::max(n, numel_of(data)));
+  NodeKernel kn;
+  kn.geometry = {2, 0, wide};
+  kn.in_bytes = {bytes_of(ctx.input_types[0]), bytes_of(ctx.input_types[1])};
+  kn.out_bytes = bytes_of(out);
+  kn.work_items = n;
+  const std::string_view e = storage_of(dtype_size(ctx.input_types[0].dtype));
+  kn.source = head(wide, meta.size(), "gather_nd") + indexed_signature(e, 8) +
+              fmt::format(
+                  "  for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < n; i += "
+                  "step) {{\n"
+                  "    const I t = i / meta.v[0], s = i % meta.v[0];\n"
+                  "    I off = (t / meta.v[1]) * meta.v[2] + s;\n"
+                  "    bool bad = false;\n"
+                  "    for (int j = 0; j < {0}; ++j) {{\n"
+                  "      long long x = in1[t * {0} + j];\n"
+                  "      const long long dim = meta.v[3 + j];\n"
+                  "      if (x < -dim || x >= dim) {{\n"
+                  "        atomicMax(err, 0x7fffffff - (int)(t * {0} + j));\n"
+                  "        bad = true;\n"
+                  "        break;\n"
+                  "      }}\n"
+                  "      off += (I)(x < 0 ? x + dim : x) * meta.v[3 + {0} + j];\n"
+                  "    }}\n"
+                  "    out[i] = bad ? 0 : in0[off];\n"
+                  "  }}\n  (void)p0; (void)p1;\n}}\n",
+                  k);
+  kn.meta = pack_values(meta, wide);
+  kn.error_input = 1;
+  kn.error_elem_bytes = 8;
+  kn.device_error = [node = std::string(ctx.node_name), op = std::string(ctx.op), data, b, k](
+                        int64_t position, int64_t value) {
+    const auto d = static_cast<size_t>(b + position % k);
+    // The cpu kernel's message (src/backends/cpu/kernels/data_movement_index.cpp).
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("node '{}' ({}): input 1 (indices) value {} out of range [{}, {}] "
+                              "for data dim {}",
+                              node, op, value, -data[d], data[d] - 1, d));
+  };
+  return kn;
+}
+
 // ---- pad ----
 
 // ONNX Pad (constant, edge, wrap, reflect; pads and axes constant, constant_value read on the
@@ -948,6 +1023,7 @@ Result<NodeKernel> other_kernel(const NodeContext& ctx) {
   if (op == "gather") return gather_kernel(ctx);
   if (op == "gather_elements") return gather_elements_kernel(ctx);
   if (op == "pad") return pad_kernel(ctx);
+  if (op == "gather_nd") return gather_nd_kernel(ctx);
   if (op == "resize") return resize_kernel(ctx);
   if (op == "cast") return cast_kernel(ctx);
   if (op == "where") return where_kernel(ctx);

@@ -214,7 +214,7 @@ def gather_nd_ref(data, idx, b):
 
 def gather_nd_cases(rng):
     out = []
-    for dt in ["f32", "f64", "i32", "bool", "bf16"]:
+    for dt in MOVE_DTYPES:
         x = rand(rng, (3, 4, 2), dt)
         idx = i64([[0, 1], [2, -1], [1, 3]])
         out.append(case("gather_nd", [x, idx], [gather_nd_ref(x, idx, 0)], name=f"partial_{dt}",

@@ -61,6 +61,10 @@ FRAME_REGISTER_KERNEL(resize, "cuda", run_standalone)
     .prepare(generated_prepare)
     .accepts(generated_accepts)
     .dtypes(kAllDTypes);
+FRAME_REGISTER_KERNEL(gather_nd, "cuda", run_standalone)
+    .prepare(generated_prepare)
+    .accepts(generated_accepts)
+    .dtypes(kAllDTypes);
 FRAME_REGISTER_KERNEL(cast, "cuda", run_standalone)
     .prepare(generated_prepare)
     .accepts(generated_accepts)
