@@ -222,5 +222,26 @@ TEST(IntelGpuGather, GatherElementsWithComputedIndices) {
   EXPECT_EQ(g.substr(g.find("node '")), c.substr(c.find("node '")));
 }
 
+// GatherND with computed index tuples: values worked by hand, and a bad index is the cpu
+// kernel's error naming its value and data dim.
+TEST(IntelGpuGather, GatherNdWithComputedIndices) {
+  REQUIRE_INTEL_GPU();
+  OpCall call;
+  call.op = "gather_nd";
+  call.inputs.push_back(Tensor::from_vector<int32_t>({2, 3}, {1, 2, 3, 4, 5, 6}));
+  call.inputs.push_back(Tensor::from_vector<int64_t>({2, 2}, {1, -1, 0, 1}));
+  Result<std::vector<Tensor>> out = run_op_in_device_group(call, "intel_gpu");
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  EXPECT_EQ(values_of<int32_t>(out->at(0)), (std::vector<int32_t>{6, 2}));
+  call.inputs[1] = Tensor::from_vector<int64_t>({2, 2}, {1, 0, 0, 3});
+  Result<std::vector<Tensor>> cpu = run_op(call, "cpu");
+  Result<std::vector<Tensor>> gpu = run_op_in_device_group(call, "intel_gpu");
+  ASSERT_FALSE(cpu.is_ok());
+  ASSERT_FALSE(gpu.is_ok());
+  const std::string c = cpu.status().message(), g = gpu.status().message();
+  EXPECT_NE(c.find("value 3 out of range [-3, 2] for data dim 1"), std::string::npos) << c;
+  EXPECT_EQ(g.substr(g.find("node '")), c.substr(c.find("node '")));
+}
+
 }  // namespace
 }  // namespace frame::test

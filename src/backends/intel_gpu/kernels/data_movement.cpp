@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -241,7 +242,8 @@ Status gather_accepts(const NodeContext& ctx) {
 std::string gather_check_source(DTypeCode index_dtype) {
   return fmt::format(
       "__kernel __attribute__((reqd_work_group_size(256, 1, 1))) void frame_gather_check("
-      "__global const {0}* idx, const int n, const int dim, __global int* err) {{\n"
+      "__global const {0}* idx, const int n, const int k, __global const int* dims, __global "
+      "int* err) {{\n"
       "  __local int first;\n"
       "  const int lid = (int)get_local_id(0);\n"
       "  if (lid == 0) first = INT_MAX;\n"
@@ -249,6 +251,7 @@ std::string gather_check_source(DTypeCode index_dtype) {
       "  int mine = INT_MAX;\n"
       "  for (int j = lid; j < n; j += 256) {{\n"
       "    const long x = (long)idx[j];\n"
+      "    const long dim = dims[j % k];\n"
       "    if (x < -dim || x >= dim) {{ mine = j; break; }}\n"
       "  }}\n"
       "  if (mine != INT_MAX) atomic_min(&first, mine);\n"
@@ -262,11 +265,26 @@ std::string gather_check_source(DTypeCode index_dtype) {
       DTypeSet{DTypeCode::kInt64}.contains(index_dtype) ? "long" : "int");
 }
 
-// The launch of `spec` (a gather-family kernel reading the n run-time indices of input 1, each
-// in [-dim, dim)) preceded by the index check on the same queue, and the cpu kernel's error
-// for a bad one (Launch::device_error).
+// The error of a bad index at flat position p with value x (the node's message).
+using IndexError = std::function<Status(int64_t position, int64_t value)>;
+
+// The cpu gather kernels' message for an index out of [-dim, dim) (data_movement_index.cpp).
+IndexError range_error(const NodeContext& ctx, int64_t dim) {
+  return [node = std::string(ctx.node_name), op = std::string(ctx.op), dim](int64_t position,
+                                                                            int64_t value) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("node '{}' ({}): input 1 (indices) value {} at {} out of range "
+                              "[{}, {}]",
+                              node, op, value, position, -dim, dim - 1));
+  };
+}
+
+// The launch of `spec` (a gather-family kernel reading the n run-time indices of input 1, index
+// j in [-dims[j % k], dims[j % k]) for k = dims.size()) preceded by the index check on the same
+// queue, and `error` for a bad one (Launch::device_error).
 Result<std::shared_ptr<void>> index_checked_launch(const NodeContext& ctx, const LaunchSpec& spec,
-                                                   int64_t n, int64_t dim) {
+                                                   int64_t n, const std::vector<int64_t>& dims,
+                                                   IndexError error) {
   const DTypeCode it = ctx.input_types[1].dtype;
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Launch> l, make_launch(ctx, spec));
   l->in_bytes[1] = static_cast<size_t>(n) * dtype_size(it);  // copy_spec sized it as data
@@ -274,10 +292,21 @@ Result<std::shared_ptr<void>> index_checked_launch(const NodeContext& ctx, const
   Result<ClKernel> check = make_kernel(*l->dev, gather_check_source(it), "", "frame_gather_check");
   if (!check.is_ok()) return check.status().with_prefix(where(ctx));
   auto check_kernel = std::make_shared<ClKernel>(std::move(check).value());
+  // The bounds, one per tuple position, in a small buffer of their own.
+  std::vector<cl_int> bounds(dims.begin(), dims.end());
+  auto bounds_buf = std::make_shared<ClMem>();
+  FRAME_ASSIGN_OR_RETURN(*bounds_buf, make_buffer(*l->dev, bounds.size() * sizeof(cl_int),
+                                                  CL_MEM_READ_ONLY, "index bounds"));
+  if (const cl_int e =
+          clEnqueueWriteBuffer(l->dev->queue, bounds_buf->get(), CL_TRUE, 0,
+                               bounds.size() * sizeof(cl_int), bounds.data(), 0, nullptr, nullptr);
+      e != CL_SUCCESS) {
+    return ctx.error("intel_gpu: writing index bounds: {}", cl_error_name(e));
+  }
   Launch* lp = l.get();
-  const auto n32 = static_cast<cl_int>(n), dim32 = static_cast<cl_int>(dim);
-  l->custom = [lp, check_kernel, n32, dim32](cl_command_queue q, std::span<const cl_mem> inputs,
-                                             cl_mem output) -> Status {
+  const auto n32 = static_cast<cl_int>(n), k32 = static_cast<cl_int>(dims.size());
+  l->custom = [lp, check_kernel, bounds_buf, n32, k32](
+                  cl_command_queue q, std::span<const cl_mem> inputs, cl_mem output) -> Status {
     cl_kernel k = check_kernel->get();
     if (lp->error_buffer == nullptr) {
       return internal_error("a kernel with run-time indices enqueued without an error buffer");
@@ -285,8 +314,9 @@ Result<std::shared_ptr<void>> index_checked_launch(const NodeContext& ctx, const
     if (n32 > 0) {
       FRAME_RETURN_IF_ERROR(set_arg(k, 0, inputs[1]));
       FRAME_RETURN_IF_ERROR(set_arg(k, 1, n32));
-      FRAME_RETURN_IF_ERROR(set_arg(k, 2, dim32));
-      FRAME_RETURN_IF_ERROR(set_arg(k, 3, lp->error_buffer));
+      FRAME_RETURN_IF_ERROR(set_arg(k, 2, k32));
+      FRAME_RETURN_IF_ERROR(set_arg(k, 3, bounds_buf->get()));
+      FRAME_RETURN_IF_ERROR(set_arg(k, 4, lp->error_buffer));
       const size_t one_group = 256;
       const cl_int e =
           clEnqueueNDRangeKernel(q, k, 1, nullptr, &one_group, &one_group, 0, nullptr, nullptr);
@@ -295,15 +325,10 @@ Result<std::shared_ptr<void>> index_checked_launch(const NodeContext& ctx, const
     FRAME_RETURN_IF_ERROR(bind_buffers(*lp, inputs, output));
     return enqueue_kernel(*lp, q);
   };
-  const std::string node_name(ctx.node_name), op(ctx.op);
-  l->device_error = [node_name, op, dim](const std::array<int32_t, 4>& err) {
+  l->device_error = [error = std::move(error)](const std::array<int32_t, 4>& err) {
     const int64_t x =
         (static_cast<int64_t>(err[3]) << 32) | static_cast<int64_t>(static_cast<uint32_t>(err[2]));
-    // The cpu kernel's message (data_movement_index.cpp), with its node prefix.
-    return Status(StatusCode::kInvalidArgument,
-                  fmt::format("node '{}' ({}): input 1 (indices) value {} at {} out of range "
-                              "[{}, {}]",
-                              node_name, op, x, err[1], -dim, dim - 1));
+    return error(err[1], x);
   };
   return std::shared_ptr<void>(std::move(l));
 }
@@ -334,7 +359,7 @@ Result<std::shared_ptr<void>> gather_runtime_prepare(const NodeContext& ctx, int
   spec.out_shape = out;
   spec.num_inputs = 2;
   spec.raw_meta = std::vector<int64_t>{n, inner, dim};
-  return index_checked_launch(ctx, spec, n, dim);
+  return index_checked_launch(ctx, spec, n, {dim}, range_error(ctx, dim));
 }
 
 // meta: n (index count), inner, the n indices (checked, normalised to [0, dim)), dim.
@@ -414,7 +439,73 @@ Result<std::shared_ptr<void>> gather_elements_prepare(const NodeContext& ctx) {
   spec.out_shape = idx;
   spec.num_inputs = 2;
   spec.raw_meta = std::move(meta);
-  return index_checked_launch(ctx, spec, numel_of(idx), dim);
+  return index_checked_launch(ctx, spec, numel_of(idx), {dim}, range_error(ctx, dim));
+}
+
+// ---- gather_nd ----
+
+// out = the slices of data addressed by the index tuples (the last dim of indices, k long)
+// after batch_dims leading batch dims (ONNX GatherND); indices checked on the device as
+// gather's, each tuple position against its own data dim; the error names the bad value and
+// its dim as the cpu kernel's does. meta: slice, tuples per batch, batch stride, then the k
+// data dims and strides the tuple indexes.
+Result<std::shared_ptr<void>> gather_nd_prepare(const NodeContext& ctx) {
+  FRAME_RETURN_IF_ERROR(device_ready(ctx).with_prefix(where(ctx)));
+  const Shape& data = ctx.input_types[0].shape;
+  const Shape& idx = ctx.input_types[1].shape;
+  const int64_t b = ctx.attr_or<int64_t>("batch_dims", 0);
+  if (idx.empty() || b < 0 || static_cast<size_t>(b) >= data.size()) {
+    return ctx.error("intel_gpu: gather_nd with batch_dims {} over ranks {} and {}", b, data.size(),
+                     idx.size());
+  }
+  const int64_t k = idx.back();
+  if (k < 1 || static_cast<size_t>(b + k) > data.size()) {
+    return ctx.error("intel_gpu: gather_nd tuples of {} over data of rank {}", k, data.size());
+  }
+  FRAME_ASSIGN_OR_RETURN(Shape out, inferred_shape(ctx));
+  const std::vector<int64_t> st = contiguous_strides(data);
+  int64_t batch = 1, slice = 1;
+  for (int64_t d = 0; d < b; ++d) batch *= data[static_cast<size_t>(d)];
+  for (size_t d = static_cast<size_t>(b + k); d < data.size(); ++d) slice *= data[d];
+  const int64_t tuples = numel_of(idx) / k;
+  const int64_t per_batch = batch == 0 ? 0 : tuples / batch;
+  const int64_t batch_stride = b == 0 ? 0 : st[static_cast<size_t>(b - 1)];
+  std::vector<int64_t> meta{slice, std::max<int64_t>(per_batch, 1), batch_stride, k};
+  std::vector<int64_t> dims;
+  for (int64_t j = 0; j < k; ++j) dims.push_back(data[static_cast<size_t>(b + j)]);
+  meta.insert(meta.end(), dims.begin(), dims.end());
+  for (int64_t j = 0; j < k; ++j) meta.push_back(st[static_cast<size_t>(b + j)]);
+  LaunchSpec spec = copy_spec(
+      ctx,
+      fmt::format("__kernel void frame_gather_nd(__global const {0}* in0, __global const long* "
+                  "in1, __global {0}* out, const int rank, __global const int* m) {{\n"
+                  "  const int i = (int)get_global_id(0);\n"
+                  "  const int k = m[3];\n"
+                  "  const int t = i / m[0], s = i % m[0];\n"
+                  "  int off = (t / m[1]) * m[2] + s;\n"
+                  "  for (int j = 0; j < k; ++j) {{\n"
+                  "    long x = in1[t * k + j];\n"
+                  "    const long dim = m[4 + j];\n"
+                  "    if (x < -dim || x >= dim) {{ out[i] = ({0})0; return; }}\n"
+                  "    off += (int)(x < 0 ? x + dim : x) * m[4 + k + j];\n"
+                  "  }}\n"
+                  "  out[i] = in0[off];\n"
+                  "}}\n",
+                  cl_storage_type(dtype_size(ctx.input_types[0].dtype))),
+      "frame_gather_nd");
+  spec.out_shape = out;
+  spec.num_inputs = 2;
+  spec.raw_meta = std::move(meta);
+  IndexError error = [node = std::string(ctx.node_name), op = std::string(ctx.op), data, b, k](
+                         int64_t position, int64_t value) {
+    const auto d = static_cast<size_t>(b + position % k);
+    // The cpu kernel's message (src/backends/cpu/kernels/data_movement_index.cpp).
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("node '{}' ({}): input 1 (indices) value {} out of range [{}, {}] "
+                              "for data dim {}",
+                              node, op, value, -data[d], data[d] - 1, d));
+  };
+  return index_checked_launch(ctx, spec, numel_of(idx), dims, std::move(error));
 }
 
 // ---- pad ----
@@ -693,6 +784,10 @@ FRAME_REGISTER_KERNEL(gather, "intel_gpu", run_launch)
 FRAME_REGISTER_KERNEL(gather_elements, "intel_gpu", run_launch)
     .prepare(gather_elements_prepare)
     .accepts(gather_accepts)
+    .dtypes(kAllDTypes);
+FRAME_REGISTER_KERNEL(gather_nd, "intel_gpu", run_launch)
+    .prepare(gather_nd_prepare)
+    .accepts(device_ready)
     .dtypes(kAllDTypes);
 FRAME_REGISTER_KERNEL(pad, "intel_gpu", run_launch)
     .prepare(pad_prepare)
