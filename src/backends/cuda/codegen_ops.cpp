@@ -496,11 +496,12 @@ Result<NodeKernel> resize_kernel(const NodeContext& ctx) {
       "  for (I i = first; i < n; i += step) {{\n"
       "    I at[{0}];\n"
       "    I rem = i;\n"
-      "    int outside = 0;\n"
+      "    int outside = 0, empty = 0;\n"
       "    for (int d = {0} - 1; d >= 0; --d) {{\n"
       "      at[d] = meta.v[2 * {0} + d] + meta.v[3 * {0}] * (rem % meta.v[d]);\n"
       "      rem /= meta.v[d];\n"
       "      outside |= table[at[d] + 1];\n"
+      "      empty |= table[at[d]] == 0;\n"
       "    }}\n",
       r);
   if (nearest) {
@@ -543,6 +544,8 @@ Result<NodeKernel> resize_kernel(const NodeContext& ctx) {
         head_loop +
         fmt::format(
             "    if (outside) {{ out[i] = frame_st(p0); continue; }}\n"
+            // An axis whose taps all weigh 0 has none: the sum is empty, 0, as on cpu.
+            "    if (empty) {{ out[i] = frame_st((T)0); continue; }}\n"
             "    int kk[{0}];\n"
             "    for (int d = 0; d < {0}; ++d) kk[d] = 0;\n"
             "    T acc = (T)0;\n"

@@ -243,5 +243,28 @@ TEST(IntelGpuGather, GatherNdWithComputedIndices) {
   EXPECT_EQ(g.substr(g.find("node '")), c.substr(c.find("node '")));
 }
 
+// A cubic resize whose exclude_outside renormalisation leaves an axis no taps (the in-range
+// weights sum to 0 with cubic_coeff_a 4): that output is the empty sum, 0, as on cpu, and the
+// kernel does not read past its table (it once looped on a zero tap count).
+TEST(IntelGpuResize, AnAxisWithoutTapsGivesTheCpuResult) {
+  REQUIRE_INTEL_GPU();
+  OpCall call;
+  call.op = "resize";
+  call.inputs.push_back(Tensor::from_vector<float>({1, 1, 1, 3}, {1, 2, 3}));
+  call.inputs.emplace_back();  // roi
+  call.inputs.push_back(Tensor::from_vector<float>({4}, {1, 1, 2, 1}));
+  call.constant_inputs = {2};
+  call.attrs["mode"] = std::string("cubic");
+  call.attrs["coordinate_transformation_mode"] = std::string("asymmetric");
+  call.attrs["cubic_coeff_a"] = 4.0;
+  call.attrs["exclude_outside"] = int64_t{1};
+  Result<std::vector<Tensor>> cpu = run_op(call, "cpu");
+  Result<std::vector<Tensor>> gpu = run_op_in_device_group(call, "intel_gpu");
+  ASSERT_TRUE(cpu.is_ok()) << cpu.status().to_string();
+  ASSERT_TRUE(gpu.is_ok()) << gpu.status().to_string();
+  EXPECT_EQ(values_of<float>(gpu->at(0)), values_of<float>(cpu->at(0)));
+  EXPECT_EQ(values_of<float>(cpu->at(0)), (std::vector<float>{1, 2, 3, 0, 0, 0}));
+}
+
 }  // namespace
 }  // namespace frame::test

@@ -38,11 +38,12 @@ constexpr std::string_view kHeader = R"(
   const int rec = base[r];
   __global const int* table = base + r + 3;
   int at[8];
-  int rem = i, outside = 0;
+  int rem = i, outside = 0, empty = 0;
   for (int d = r - 1; d >= 0; --d) {
     at[d] = base[d] + rec * (rem % od[d]);
     rem /= od[d];
     outside |= table[at[d] + 1];
+    empty |= table[at[d]] == 0;
   }
 )";
 
@@ -57,6 +58,7 @@ std::string nearest_source(size_t elem_bytes) {
       "    out[i] = ({0})bits;\n"
       "    return;\n"
       "  }}\n"
+      "  (void)empty;\n"
       "  int off = 0;\n"
       "  for (int d = 0; d < r; ++d) off += table[at[d] + 2] * is[d];\n"
       "  out[i] = in0[off];\n"
@@ -78,6 +80,9 @@ std::string interpolate_source(const ClType& t) {
              "__kernel void frame_resize(__global const {0}* in0, __global {0}* out, const int "
              "rank, __global const int* m, const T extrapolation) {{{1}"
              "  if (outside) {{\n    {2}\n    return;\n  }}\n"
+             // An axis whose taps all weigh 0 (exclude_outside renormalising a zero sum) has no
+             // taps: the sum is empty, 0, as on cpu.
+             "  if (empty) {{\n    {6}\n    return;\n  }}\n"
              "  int k[8];\n"
              "  for (int d = 0; d < r; ++d) k[d] = 0;\n"
              "  T acc = (T)0;\n"
@@ -96,7 +101,8 @@ std::string interpolate_source(const ClType& t) {
              "  {5}\n"
              "}}\n",
              t.pointee, kHeader, cl_store(t, "out", "i", "extrapolation"), weight,
-             cl_load(t, "in0", "off"), cl_store(t, "out", "i", "acc"));
+             cl_load(t, "in0", "off"), cl_store(t, "out", "i", "acc"),
+             cl_store(t, "out", "i", "(T)0"));
 }
 
 Status resize_accepts(const NodeContext& ctx) {
