@@ -189,18 +189,6 @@ std::string indexed_signature(std::string_view e, size_t index_bytes) {
       e, index_bytes == 8 ? "long long" : "int");
 }
 
-// The error of an index out of [-dim, dim) found on the device: the cpu kernel's message
-// (src/backends/cpu/kernels/data_movement_index.cpp) with the node's prefix.
-std::function<Status(int64_t, int64_t)> index_error(const NodeContext& ctx, int64_t dim) {
-  return [node = std::string(ctx.node_name), op = std::string(ctx.op), dim](int64_t position,
-                                                                            int64_t value) {
-    return Status(StatusCode::kInvalidArgument,
-                  fmt::format("node '{}' ({}): input 1 (indices) value {} at {} out of range "
-                              "[{}, {}]",
-                              node, op, value, position, -dim, dim - 1));
-  };
-}
-
 // Constant indices are checked here (an out-of-range one is the cpu kernel's error at
 // prepare); computed ones on the device: a bad index at position j stores
 // atomicMax(err, 0x7fffffff - j), so the flag names the first bad position, and writes 0.
@@ -256,7 +244,7 @@ Result<NodeKernel> gather_kernel(const NodeContext& ctx) {
   k.meta = pack_values({count, inner, dim}, wide);
   k.error_input = 1;
   k.error_elem_bytes = isz;
-  k.device_error = index_error(ctx, dim);
+  k.device_error = gpu::index_range_error(ctx, dim);
   return k;
 }
 
@@ -316,7 +304,7 @@ Result<NodeKernel> gather_elements_kernel(const NodeContext& ctx) {
   k.meta = pack_values(meta, wide);
   k.error_input = 1;
   k.error_elem_bytes = isz;
-  k.device_error = index_error(ctx, dim);
+  k.device_error = gpu::index_range_error(ctx, dim);
   return k;
 }
 
@@ -331,27 +319,12 @@ Result<NodeKernel> gather_nd_kernel(const NodeContext& ctx) {
   }
   const Shape& data = ctx.input_types[0].shape;
   const Shape& idx = ctx.input_types[1].shape;
-  const int64_t b = ctx.attr_or<int64_t>("batch_dims", 0);
-  if (idx.empty() || b < 0 || static_cast<size_t>(b) >= data.size()) {
-    return ctx.error("cuda: gather_nd with batch_dims {} over ranks {} and {}", b, data.size(),
-                     idx.size());
-  }
-  const int64_t k = idx.back();
-  if (k < 1 || static_cast<size_t>(b + k) > data.size()) {
-    return ctx.error("cuda: gather_nd tuples of {} over data of rank {}", k, data.size());
-  }
+  FRAME_ASSIGN_OR_RETURN(gpu::GatherNdGeometry g, gpu::gather_nd_geometry(ctx));
   FRAME_ASSIGN_OR_RETURN(ir::TensorType out, inferred_type(ctx));
-  const std::vector<int64_t> st = strides_of(data);
-  int64_t batch = 1, slice = 1;
-  for (int64_t d = 0; d < b; ++d) batch *= data[static_cast<size_t>(d)];
-  for (size_t d = static_cast<size_t>(b + k); d < data.size(); ++d) slice *= data[d];
-  const int64_t tuples = numel_of(idx) / k;
   if (numel_of(idx) >= 0x7fffffff) return unimplemented("gather_nd of {} indices", numel_of(idx));
-  const int64_t per_batch = batch == 0 ? 0 : tuples / batch;
-  const int64_t batch_stride = b == 0 ? 0 : st[static_cast<size_t>(b - 1)];
-  std::vector<int64_t> meta{slice, std::max<int64_t>(per_batch, 1), batch_stride};
-  for (int64_t j = 0; j < k; ++j) meta.push_back(data[static_cast<size_t>(b + j)]);
-  for (int64_t j = 0; j < k; ++j) meta.push_back(st[static_cast<size_t>(b + j)]);
+  std::vector<int64_t> meta{g.slice, g.per_batch, g.batch_stride};
+  meta.insert(meta.end(), g.dims.begin(), g.dims.end());
+  meta.insert(meta.end(), g.strides.begin(), g.strides.end());
   const int64_t n = numel_of(out.shape);
   const bool wide = is_wide(std::max(n, numel_of(data)));
   NodeKernel kn;
@@ -379,19 +352,11 @@ Result<NodeKernel> gather_nd_kernel(const NodeContext& ctx) {
                   "    }}\n"
                   "    out[i] = bad ? 0 : in0[off];\n"
                   "  }}\n  (void)p0; (void)p1;\n}}\n",
-                  k);
+                  g.k);
   kn.meta = pack_values(meta, wide);
   kn.error_input = 1;
   kn.error_elem_bytes = 8;
-  kn.device_error = [node = std::string(ctx.node_name), op = std::string(ctx.op), data, b, k](
-                        int64_t position, int64_t value) {
-    const auto d = static_cast<size_t>(b + position % k);
-    // The cpu kernel's message (src/backends/cpu/kernels/data_movement_index.cpp).
-    return Status(StatusCode::kInvalidArgument,
-                  fmt::format("node '{}' ({}): input 1 (indices) value {} out of range [{}, {}] "
-                              "for data dim {}",
-                              node, op, value, -data[d], data[d] - 1, d));
-  };
+  kn.device_error = gpu::gather_nd_error(ctx, g);
   return kn;
 }
 
@@ -471,18 +436,7 @@ Result<NodeKernel> resize_kernel(const NodeContext& ctx) {
   const bool fp64 = kDouble.contains(dt);
   gpu::ResizeTable table = gpu::resize_table(p, in, !nearest && fp64);
   const size_t r = in.size();
-  std::vector<int64_t> meta(p.out_shape.begin(), p.out_shape.end());
-  const std::vector<int64_t> st = strides_of(in);
-  meta.insert(meta.end(), st.begin(), st.end());
-  meta.insert(meta.end(), table.axis_base.begin(), table.axis_base.end());
-  meta.push_back(table.record);
-  uint64_t bits = 0;
-  if (nearest) {
-    FRAME_ASSIGN_OR_RETURN(Tensor v, ops::filled_tensor(dt, {}, p.extrapolation_value));
-    std::memcpy(&bits, v.raw_data(), dtype_size(dt));
-  }
-  meta.push_back(static_cast<int64_t>(bits & 0xffffffffu));
-  meta.push_back(static_cast<int64_t>(bits >> 32));
+  FRAME_ASSIGN_OR_RETURN(std::vector<int64_t> meta, gpu::resize_meta(p, in, table, dt));
   const int64_t n = numel_of(p.out_shape);
   const bool wide = is_wide(std::max(n, numel_of(in)));
   NodeKernel k;

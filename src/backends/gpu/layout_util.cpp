@@ -6,6 +6,8 @@
 
 #include <cstring>
 
+#include "ops/schemas/schema_util.h"
+
 namespace frame::backends::gpu {
 
 std::vector<int64_t> aligned_strides(const Shape& s, std::span<const int64_t> norm) {
@@ -80,6 +82,72 @@ ResizeTable resize_table(const ops::dm::ResizeParams& p, const Shape& in, bool d
     }
   }
   return t;
+}
+
+Result<std::vector<int64_t>> resize_meta(const ops::dm::ResizeParams& p, const Shape& in,
+                                         const ResizeTable& table, DTypeCode dtype) {
+  std::vector<int64_t> meta(p.out_shape.begin(), p.out_shape.end());
+  const std::vector<int64_t> st = contiguous_strides(in);
+  meta.insert(meta.end(), st.begin(), st.end());
+  meta.insert(meta.end(), table.axis_base.begin(), table.axis_base.end());
+  meta.push_back(table.record);
+  FRAME_ASSIGN_OR_RETURN(Tensor v, ops::filled_tensor(dtype, {}, p.extrapolation_value));
+  uint64_t bits = 0;
+  std::memcpy(&bits, v.raw_data(), dtype_size(dtype));
+  meta.push_back(static_cast<int32_t>(bits & 0xffffffffu));
+  meta.push_back(static_cast<int32_t>(bits >> 32));
+  return meta;
+}
+
+IndexError index_range_error(const ops::NodeContext& ctx, int64_t dim) {
+  return [node = std::string(ctx.node_name), op = std::string(ctx.op), dim](int64_t position,
+                                                                            int64_t value) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("node '{}' ({}): input 1 (indices) value {} at {} out of range "
+                              "[{}, {}]",
+                              node, op, value, position, -dim, dim - 1));
+  };
+}
+
+Result<GatherNdGeometry> gather_nd_geometry(const ops::NodeContext& ctx) {
+  const Shape& data = ctx.input_types[0].shape;
+  const Shape& idx = ctx.input_types[1].shape;
+  GatherNdGeometry g;
+  g.batch_dims = ctx.attr_or<int64_t>("batch_dims", 0);
+  const int64_t b = g.batch_dims;
+  if (idx.empty() || b < 0 || static_cast<size_t>(b) >= data.size()) {
+    return ctx.error("gather_nd with batch_dims {} over ranks {} and {}", b, data.size(),
+                     idx.size());
+  }
+  g.k = idx.back();
+  if (g.k < 1 || static_cast<size_t>(b + g.k) > data.size()) {
+    return ctx.error("gather_nd tuples of {} over data of rank {}", g.k, data.size());
+  }
+  const std::vector<int64_t> st = contiguous_strides(data);
+  int64_t batch = 1;
+  for (int64_t d = 0; d < b; ++d) batch *= data[static_cast<size_t>(d)];
+  for (size_t d = static_cast<size_t>(b + g.k); d < data.size(); ++d) g.slice *= data[d];
+  const int64_t tuples = numel_of(idx) / g.k;
+  g.per_batch = std::max<int64_t>(batch == 0 ? 0 : tuples / batch, 1);
+  g.batch_stride = b == 0 ? 0 : st[static_cast<size_t>(b - 1)];
+  for (int64_t j = 0; j < g.k; ++j) {
+    g.dims.push_back(data[static_cast<size_t>(b + j)]);
+    g.strides.push_back(st[static_cast<size_t>(b + j)]);
+  }
+  return g;
+}
+
+IndexError gather_nd_error(const ops::NodeContext& ctx, const GatherNdGeometry& g) {
+  return [node = std::string(ctx.node_name), op = std::string(ctx.op), g](int64_t position,
+                                                                          int64_t value) {
+    const auto j = static_cast<size_t>(position % g.k);
+    const int64_t dim = g.dims[j];
+    return Status(
+        StatusCode::kInvalidArgument,
+        fmt::format("node '{}' ({}): input 1 (indices) value {} out of range [{}, {}] "
+                    "for data dim {}",
+                    node, op, value, -dim, dim - 1, g.batch_dims + static_cast<int64_t>(j)));
+  };
 }
 
 }  // namespace frame::backends::gpu

@@ -3,6 +3,7 @@
 /// Index arithmetic both GPU backends' kernels share (docs/backends/gpu-codegen.md).
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -38,5 +39,34 @@ struct ResizeTable {
   int record = 0;
 };
 ResizeTable resize_table(const ops::dm::ResizeParams& p, const Shape& in, bool double_weights);
+
+/// The meta values of a resize kernel after the rank: the output dims[r], the input's
+/// contiguous strides[r], each axis's record offset in `table`[r], the record size, and the
+/// extrapolation value converted to `dtype` as the cpu kernel converts it, as its storage bits
+/// (low 32, high 32; nearest copies bits, the float modes take it as a parameter). Errors: those
+/// of the conversion.
+Result<std::vector<int64_t>> resize_meta(const ops::dm::ResizeParams& p, const Shape& in,
+                                         const ResizeTable& table, DTypeCode dtype);
+
+/// The error of an index found out of range on the device, from its flat position in the
+/// indices and its value: the cpu kernels' messages (src/backends/cpu/kernels/
+/// data_movement_index.cpp) with the node's prefix.
+using IndexError = std::function<Status(int64_t position, int64_t value)>;
+
+/// Gather / GatherElements: "input 1 (indices) value V at P out of range [-dim, dim - 1]".
+IndexError index_range_error(const ops::NodeContext& ctx, int64_t dim);
+
+/// GatherND's geometry (ONNX GatherND: index tuples of the last dim of indices, k long, after
+/// batch_dims leading batch dims): elements per tuple, tuples per batch (at least 1), the batch
+/// stride, and the k data dims and strides a tuple indexes.
+struct GatherNdGeometry {
+  int64_t batch_dims = 0, k = 0, slice = 1, per_batch = 1, batch_stride = 0;
+  std::vector<int64_t> dims, strides;
+};
+/// Errors: kInvalidArgument naming the node for a batch_dims or tuple length the ranks refuse.
+Result<GatherNdGeometry> gather_nd_geometry(const ops::NodeContext& ctx);
+
+/// GatherND: "input 1 (indices) value V out of range [-dim, dim - 1] for data dim D".
+IndexError gather_nd_error(const ops::NodeContext& ctx, const GatherNdGeometry& g);
 
 }  // namespace frame::backends::gpu

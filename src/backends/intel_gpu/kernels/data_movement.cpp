@@ -265,19 +265,7 @@ std::string gather_check_source(DTypeCode index_dtype) {
       DTypeSet{DTypeCode::kInt64}.contains(index_dtype) ? "long" : "int");
 }
 
-// The error of a bad index at flat position p with value x (the node's message).
-using IndexError = std::function<Status(int64_t position, int64_t value)>;
-
-// The cpu gather kernels' message for an index out of [-dim, dim) (data_movement_index.cpp).
-IndexError range_error(const NodeContext& ctx, int64_t dim) {
-  return [node = std::string(ctx.node_name), op = std::string(ctx.op), dim](int64_t position,
-                                                                            int64_t value) {
-    return Status(StatusCode::kInvalidArgument,
-                  fmt::format("node '{}' ({}): input 1 (indices) value {} at {} out of range "
-                              "[{}, {}]",
-                              node, op, value, position, -dim, dim - 1));
-  };
-}
+using gpu::IndexError;
 
 // The launch of `spec` (a gather-family kernel reading the n run-time indices of input 1, index
 // j in [-dims[j % k], dims[j % k]) for k = dims.size()) preceded by the index check on the same
@@ -359,7 +347,7 @@ Result<std::shared_ptr<void>> gather_runtime_prepare(const NodeContext& ctx, int
   spec.out_shape = out;
   spec.num_inputs = 2;
   spec.raw_meta = std::vector<int64_t>{n, inner, dim};
-  return index_checked_launch(ctx, spec, n, {dim}, range_error(ctx, dim));
+  return index_checked_launch(ctx, spec, n, {dim}, gpu::index_range_error(ctx, dim));
 }
 
 // meta: n (index count), inner, the n indices (checked, normalised to [0, dim)), dim.
@@ -439,7 +427,7 @@ Result<std::shared_ptr<void>> gather_elements_prepare(const NodeContext& ctx) {
   spec.out_shape = idx;
   spec.num_inputs = 2;
   spec.raw_meta = std::move(meta);
-  return index_checked_launch(ctx, spec, numel_of(idx), {dim}, range_error(ctx, dim));
+  return index_checked_launch(ctx, spec, numel_of(idx), {dim}, gpu::index_range_error(ctx, dim));
 }
 
 // ---- gather_nd ----
@@ -451,30 +439,11 @@ Result<std::shared_ptr<void>> gather_elements_prepare(const NodeContext& ctx) {
 // data dims and strides the tuple indexes.
 Result<std::shared_ptr<void>> gather_nd_prepare(const NodeContext& ctx) {
   FRAME_RETURN_IF_ERROR(device_ready(ctx).with_prefix(where(ctx)));
-  const Shape& data = ctx.input_types[0].shape;
-  const Shape& idx = ctx.input_types[1].shape;
-  const int64_t b = ctx.attr_or<int64_t>("batch_dims", 0);
-  if (idx.empty() || b < 0 || static_cast<size_t>(b) >= data.size()) {
-    return ctx.error("intel_gpu: gather_nd with batch_dims {} over ranks {} and {}", b, data.size(),
-                     idx.size());
-  }
-  const int64_t k = idx.back();
-  if (k < 1 || static_cast<size_t>(b + k) > data.size()) {
-    return ctx.error("intel_gpu: gather_nd tuples of {} over data of rank {}", k, data.size());
-  }
+  FRAME_ASSIGN_OR_RETURN(gpu::GatherNdGeometry g, gpu::gather_nd_geometry(ctx));
   FRAME_ASSIGN_OR_RETURN(Shape out, inferred_shape(ctx));
-  const std::vector<int64_t> st = contiguous_strides(data);
-  int64_t batch = 1, slice = 1;
-  for (int64_t d = 0; d < b; ++d) batch *= data[static_cast<size_t>(d)];
-  for (size_t d = static_cast<size_t>(b + k); d < data.size(); ++d) slice *= data[d];
-  const int64_t tuples = numel_of(idx) / k;
-  const int64_t per_batch = batch == 0 ? 0 : tuples / batch;
-  const int64_t batch_stride = b == 0 ? 0 : st[static_cast<size_t>(b - 1)];
-  std::vector<int64_t> meta{slice, std::max<int64_t>(per_batch, 1), batch_stride, k};
-  std::vector<int64_t> dims;
-  for (int64_t j = 0; j < k; ++j) dims.push_back(data[static_cast<size_t>(b + j)]);
-  meta.insert(meta.end(), dims.begin(), dims.end());
-  for (int64_t j = 0; j < k; ++j) meta.push_back(st[static_cast<size_t>(b + j)]);
+  std::vector<int64_t> meta{g.slice, g.per_batch, g.batch_stride, g.k};
+  meta.insert(meta.end(), g.dims.begin(), g.dims.end());
+  meta.insert(meta.end(), g.strides.begin(), g.strides.end());
   LaunchSpec spec = copy_spec(
       ctx,
       fmt::format("__kernel void frame_gather_nd(__global const {0}* in0, __global const long* "
@@ -496,16 +465,8 @@ Result<std::shared_ptr<void>> gather_nd_prepare(const NodeContext& ctx) {
   spec.out_shape = out;
   spec.num_inputs = 2;
   spec.raw_meta = std::move(meta);
-  IndexError error = [node = std::string(ctx.node_name), op = std::string(ctx.op), data, b, k](
-                         int64_t position, int64_t value) {
-    const auto d = static_cast<size_t>(b + position % k);
-    // The cpu kernel's message (src/backends/cpu/kernels/data_movement_index.cpp).
-    return Status(StatusCode::kInvalidArgument,
-                  fmt::format("node '{}' ({}): input 1 (indices) value {} out of range [{}, {}] "
-                              "for data dim {}",
-                              node, op, value, -data[d], data[d] - 1, d));
-  };
-  return index_checked_launch(ctx, spec, numel_of(idx), dims, std::move(error));
+  return index_checked_launch(ctx, spec, numel_of(ctx.input_types[1].shape), g.dims,
+                              gpu::gather_nd_error(ctx, g));
 }
 
 // ---- pad ----

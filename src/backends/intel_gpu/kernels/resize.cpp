@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,7 +16,6 @@
 #include "backends/intel_gpu/kernels/launch.h"
 #include "frame/ops/kernel_registry.h"
 #include "ops/schemas/data_movement_shapes.h"
-#include "ops/schemas/schema_util.h"
 
 namespace frame::backends::intel_gpu {
 namespace {
@@ -134,22 +132,9 @@ Result<std::shared_ptr<void>> resize_prepare(const NodeContext& ctx) {
   const bool nearest = p.mode == ResizeMode::kNearest;
   const ClType* t = cl_type(dt);
   const gpu::ResizeTable table = gpu::resize_table(p, in, !nearest && t->fp64);
-  const auto r = static_cast<int64_t>(in.size());
-  std::vector<int64_t> meta{r};
-  meta.insert(meta.end(), p.out_shape.begin(), p.out_shape.end());
-  const std::vector<int64_t> st = contiguous_strides(in);
-  meta.insert(meta.end(), st.begin(), st.end());
-  meta.insert(meta.end(), table.axis_base.begin(), table.axis_base.end());
-  meta.push_back(table.record);
-  // The extrapolation value in the element's storage (nearest copies bits).
-  uint64_t bits = 0;
-  if (nearest) {
-    // The cpu kernel's conversion (from_compute of the value), as the schemas' constants.
-    FRAME_ASSIGN_OR_RETURN(Tensor v, ops::filled_tensor(dt, {}, p.extrapolation_value));
-    std::memcpy(&bits, v.raw_data(), dtype_size(dt));
-  }
-  meta.push_back(static_cast<int32_t>(bits & 0xffffffffu));
-  meta.push_back(static_cast<int32_t>(bits >> 32));
+  std::vector<int64_t> meta{static_cast<int64_t>(in.size())};
+  FRAME_ASSIGN_OR_RETURN(std::vector<int64_t> rest, gpu::resize_meta(p, in, table, dt));
+  meta.insert(meta.end(), rest.begin(), rest.end());
   meta.insert(meta.end(), table.data.begin(), table.data.end());
   LaunchSpec spec;
   spec.source = nearest ? nearest_source(dtype_size(dt)) : interpolate_source(*t);
