@@ -58,17 +58,13 @@ struct RunSlot {
   }
 };
 
-class Group final : public ops::DeviceGroup {
+class Group final : public gpu::PlannedGroup {
  public:
   static Result<std::unique_ptr<ops::DeviceGroup>> compile(const ops::DeviceGroupSpec& spec);
 
   Status run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
              void* run_state) const override;
   std::shared_ptr<void> make_run_state() const override { return std::make_shared<RunSlot>(); }
-  size_t device_bytes() const override { return plan_.device_bytes; }
-  bool input_on_device(size_t k) const override {
-    return k < plan_.input_slot.size() && plan_.input_slot[k] != kNoSlot;
-  }
 
  private:
   Status setup(RunSlot& rs) const;
@@ -79,7 +75,6 @@ class Group final : public ops::DeviceGroup {
 
   const CudaDevice* dev_ = nullptr;
   std::vector<NodeRun> nodes_;
-  gpu::DevicePlan plan_;
   size_t workspace_bytes_ = 0;
   bool reports_errors_ = false;  // some node's kernel has a device error flag
 };

@@ -79,4 +79,17 @@ struct DevicePlan {
 Result<DevicePlan> plan_device_group(const ops::DeviceGroupSpec& spec, std::span<const NodeIO> io,
                                      size_t align, size_t max_block, std::string_view backend);
 
+/// The part of a device group both GPU backends' groups share: the plan, and the answers the
+/// runtime asks of it (device bytes, which inputs are copied to the device).
+class PlannedGroup : public ops::DeviceGroup {
+ public:
+  size_t device_bytes() const override { return plan_.device_bytes; }
+  bool input_on_device(size_t k) const override {
+    return k < plan_.input_slot.size() && plan_.input_slot[k] != kNoSlot;
+  }
+
+ protected:
+  DevicePlan plan_;
+};
+
 }  // namespace frame::backends::gpu
