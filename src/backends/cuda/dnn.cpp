@@ -237,6 +237,20 @@ bool tf32_allowed() {
   return v != nullptr && std::strcmp(v, "1") == 0;
 }
 
+// The first of cuDNN's ranked algorithms (forward or backward-data perf results) that succeeded,
+// fits in `max_workspace` and keeps to FMA math when that was asked for; nullptr if none.
+template <typename Perf, size_t N>
+const Perf* first_usable(const std::array<Perf, N>& perf, int found, size_t max_workspace,
+                         cudnnMathType_t math) {
+  for (int i = 0; i < found && static_cast<size_t>(i) < N; ++i) {
+    const Perf& r = perf[static_cast<size_t>(i)];
+    if (r.status != CUDNN_STATUS_SUCCESS || r.memory > max_workspace) continue;
+    if (math == CUDNN_FMA_MATH && r.mathType == CUDNN_TENSOR_OP_MATH) continue;
+    return &r;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 const std::string& cudnn_unavailable_reason() { return api().reason; }
@@ -356,13 +370,9 @@ Result<std::shared_ptr<DnnPlan>> DnnPlan::make(const CudaDevice& dev, const ops:
               a.handle, p.w, p.x, p.conv, p.y, static_cast<int>(perf.size()), &found, perf.data()),
           "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
     }
-    for (int i = 0; i < found; ++i) {
-      const cudnnConvolutionBwdDataAlgoPerf_t& r = perf[static_cast<size_t>(i)];
-      if (r.status != CUDNN_STATUS_SUCCESS || r.memory > max_workspace) continue;
-      if (math == CUDNN_FMA_MATH && r.mathType == CUDNN_TENSOR_OP_MATH) continue;
-      p.bwd_algo = r.algo;
-      p.workspace = r.memory;
-      plan->workspace_ = r.memory;
+    if (const auto* r = first_usable(perf, found, max_workspace, math)) {
+      p.bwd_algo = r->algo;
+      p.workspace = plan->workspace_ = r->memory;
       return plan;
     }
     return unimplemented(
@@ -379,13 +389,9 @@ Result<std::shared_ptr<DnnPlan>> DnnPlan::make(const CudaDevice& dev, const ops:
             a.handle, p.x, p.w, p.conv, p.y, static_cast<int>(perf.size()), &found, perf.data()),
         "cudnnGetConvolutionForwardAlgorithm_v7"));
   }
-  for (int i = 0; i < found; ++i) {
-    const cudnnConvolutionFwdAlgoPerf_t& r = perf[static_cast<size_t>(i)];
-    if (r.status != CUDNN_STATUS_SUCCESS || r.memory > max_workspace) continue;
-    if (math == CUDNN_FMA_MATH && r.mathType == CUDNN_TENSOR_OP_MATH) continue;
-    p.algo = r.algo;
-    p.workspace = r.memory;
-    plan->workspace_ = r.memory;
+  if (const auto* r = first_usable(perf, found, max_workspace, math)) {
+    p.algo = r->algo;
+    p.workspace = plan->workspace_ = r->memory;
     return plan;
   }
   return unimplemented("cuda: cuDNN offers no algorithm for this conv within {} bytes of workspace",
