@@ -10,6 +10,7 @@
 #include "backends/cpu/kernels/data_movement_util.h"
 #include "backends/cpu/kernels/kernel_util.h"
 #include "frame/ops/kernel_registry.h"
+#include "frame/ops/parallel.h"
 #include "ops/schemas/data_movement_shapes.h"
 
 namespace frame::backends::cpu {
@@ -144,10 +145,9 @@ Status concat_cpu(KernelContext& ctx) {
     const int64_t row = in.dim(axis) * sp.inner_bytes;
     const char* src = static_cast<const char*>(in.raw_data());
     const int nt = threads_for(sp.outer * row / 4, ctx.num_threads);
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-    for (int64_t o = 0; o < sp.outer; ++o) {
+    ops::parallel_for(sp.outer, nt, [&](int64_t o) {
       std::memcpy(dst + o * out_row + col, src + o * row, static_cast<size_t>(row));
-    }
+    });
     col += row;
   }
   return Status();
@@ -166,10 +166,9 @@ Status split_cpu(KernelContext& ctx) {
     const int64_t row = out.dim(axis) * sp.inner_bytes;
     char* dst = static_cast<char*>(out.raw_data());
     const int nt = threads_for(sp.outer * row / 4, ctx.num_threads);
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-    for (int64_t o = 0; o < sp.outer; ++o) {
+    ops::parallel_for(sp.outer, nt, [&](int64_t o) {
       std::memcpy(dst + o * row, src + o * in_row + col, static_cast<size_t>(row));
-    }
+    });
     col += row;
   }
   return Status();
@@ -197,8 +196,7 @@ Status pad_cpu(KernelContext& ctx) {
     const T* src = in.data<T>();
     T* dst = out.data<T>();
     const int nt = threads_for(out.numel(), ctx.num_threads);
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-    for (int64_t row = 0; row < rows; ++row) {
+    ops::parallel_for(rows, nt, [&](int64_t row) {
       int64_t rem = row, off = 0;
       bool filled = false;
       for (size_t a = r - 1; a-- > 0;) {
@@ -211,7 +209,7 @@ Status pad_cpu(KernelContext& ctx) {
       T* o = dst + row * inner;
       if (filled) {
         std::fill(o, o + inner, fill);
-        continue;
+        return;
       }
       // Explicit captures: clang 14 cannot reach the enclosing function's locals from a lambda
       // inside an OpenMP region of a generic lambda.
@@ -225,7 +223,7 @@ Status pad_cpu(KernelContext& ctx) {
       padded(0, lo);
       std::copy(src + off + (lo - b_last), src + off + (hi - b_last), o + lo);
       padded(hi, inner);
-    }
+    });
   });
 }
 
@@ -243,15 +241,14 @@ Status trilu_cpu(KernelContext& ctx) {
     const T* src = in.data<T>();
     T* dst = out.data<T>();
     const int nt = threads_for(in.numel(), ctx.num_threads);
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-    for (int64_t row = 0; row < rows; ++row) {
+    ops::parallel_for(rows, nt, [&](int64_t row) {
       const int64_t i = row % n;
       // Keep j - i >= k (upper) or j - i <= k (lower): one split point per row.
       const int64_t cut = std::clamp<int64_t>(upper ? i + k : i + k + 1, 0, m);
       const T* s = src + row * m;
       T* d = dst + row * m;
       for (int64_t j = 0; j < m; ++j) d[j] = (j < cut) == upper ? T{} : s[j];
-    }
+    });
   });
 }
 

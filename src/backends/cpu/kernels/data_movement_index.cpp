@@ -12,6 +12,7 @@
 #include "backends/cpu/kernels/data_movement_util.h"
 #include "backends/cpu/kernels/kernel_util.h"
 #include "frame/ops/kernel_registry.h"
+#include "frame/ops/parallel.h"
 #include "ops/schemas/data_dependent.h"
 
 namespace frame::backends::cpu {
@@ -59,12 +60,11 @@ Status gather_cpu(KernelContext& ctx) {
     const char* src = static_cast<const char*>(data.raw_data());
     char* dst = static_cast<char*>(out.raw_data());
     const int nt = threads_for(out.numel(), ctx.num_threads);
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-    for (int64_t r = 0; r < outer * n; ++r) {
+    ops::parallel_for(outer * n, nt, [&](int64_t r) {
       const int64_t o = r / n, j = r % n;
       std::memcpy(dst + static_cast<size_t>(r) * chunk,
                   src + static_cast<size_t>(o * dim + ix[static_cast<size_t>(j)]) * chunk, chunk);
-    }
+    });
     return Status();
   });
 }

@@ -11,6 +11,7 @@
 #include "backends/cpu/kernels/data_movement_util.h"
 #include "backends/cpu/kernels/kernel_util.h"
 #include "frame/ops/kernel_registry.h"
+#include "frame/ops/parallel.h"
 #include "ops/schemas/data_movement_shapes.h"
 
 namespace frame::backends::cpu {
@@ -133,11 +134,9 @@ Status resize_cpu(KernelContext& ctx) {
       const T* src = x.data<T>();
       T* dst = y.data<T>();
       const T extrapolated = from_compute<T>(static_cast<compute_t<T>>(p.extrapolation_value));
-#pragma omp parallel num_threads(nt) if (nt > 1)
-      {
+      ops::parallel_ranges(n, nt, [&](int64_t e0, int64_t e1) {
         Scratch sc(r);  // one buffer per thread, not per element
-#pragma omp for schedule(static)
-        for (int64_t e = 0; e < n; ++e) {
+        for (int64_t e = e0; e < e1; ++e) {
           if (decode(e, sc)) {
             dst[e] = extrapolated;
             continue;
@@ -146,22 +145,20 @@ Status resize_cpu(KernelContext& ctx) {
           for (size_t a = 0; a < r; ++a) off += sc.et[a].idx[0] * st[a];
           dst[e] = src[off];
         }
-      }
+      });
     });
   }
   return dispatch_dtype<kFloatDTypes>(x.dtype(), [&]<typename T>() {
     const T* src = x.data<T>();
     T* dst = y.data<T>();
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
+    ops::parallel_ranges(n, nt, [&](int64_t e0, int64_t e1) {
       Scratch sc(r);
-#pragma omp for schedule(static)
-      for (int64_t e = 0; e < n; ++e) {
+      for (int64_t e = e0; e < e1; ++e) {
         const double v =
             decode(e, sc) ? p.extrapolation_value : accumulate(src, sc.et.data(), r, st, 0, 0);
         dst[e] = from_compute<T>(static_cast<compute_t<T>>(v));
       }
-    }
+    });
   });
 }
 

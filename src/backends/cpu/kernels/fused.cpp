@@ -16,6 +16,7 @@
 #include "backends/cpu/kernels/kernel_util.h"
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/op_registry.h"
+#include "frame/ops/parallel.h"
 
 namespace frame::backends::cpu {
 namespace {
@@ -212,8 +213,7 @@ Status fused_kernel(KernelContext& ctx) {
       threads_for_cost(total, 4.0 * (maps.size() + 1), 4.0 * st->steps.size(), ctx.num_threads);
   Status first_error;
   std::mutex mu;
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-  for (int64_t blk = 0; blk < blocks; ++blk) {
+  ops::parallel_for(blocks, nt, [&](int64_t blk) {
     thread_local Scratch scratch;
     const int64_t b = blk * kBlock;
     Status s = run_block(*st, maps, out_shape, out, b, std::min(kBlock, total - b), scratch);
@@ -221,7 +221,7 @@ Status fused_kernel(KernelContext& ctx) {
       std::lock_guard lock(mu);
       if (first_error.is_ok()) first_error = s;
     }
-  }
+  });
   return first_error;
 }
 

@@ -25,6 +25,7 @@
 
 #include "backends/cpu/kernels/kernel_util.h"
 #include "frame/ops/kernel_registry.h"
+#include "frame/ops/parallel.h"
 
 namespace frame::backends::cpu {
 namespace {
@@ -64,25 +65,23 @@ inline double unit(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1
 template <typename T>
 void fill_uniform(T* out, int64_t n, uint64_t key, double low, double high, int threads) {
   const int nt = threads_for(n, threads);
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
+  ops::parallel_for(n, nt, [&](int64_t i) {
     const double u = unit(draw(key, static_cast<uint64_t>(i)));
     out[i] = from_compute<T>(static_cast<compute_t<T>>(low + (high - low) * u));
-  }
+  });
 }
 
 // Box-Muller on positions 2i and 2i+1 of the stream.
 template <typename T>
 void fill_normal(T* out, int64_t n, uint64_t key, double mean, double scale, int threads) {
   const int nt = threads_for(n, threads);
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
+  ops::parallel_for(n, nt, [&](int64_t i) {
     const uint64_t k = 2 * static_cast<uint64_t>(i);
     const double u1 = 1.0 - unit(draw(key, k));  // (0, 1]: log stays finite
     const double u2 = unit(draw(key, k + 1));
     const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
     out[i] = from_compute<T>(static_cast<compute_t<T>>(mean + scale * z));
-  }
+  });
 }
 
 Status random_uniform_cpu(KernelContext& ctx) {
@@ -116,11 +115,10 @@ Status bernoulli_cpu(KernelContext& ctx) {
       T* dst = out.data<T>();
       const T one = from_compute<T>(static_cast<compute_t<T>>(1));
       const T zero = from_compute<T>(static_cast<compute_t<T>>(0));
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-      for (int64_t i = 0; i < p.numel(); ++i) {
+      ops::parallel_for(p.numel(), nt, [&](int64_t i) {
         const double u = unit(draw(key, static_cast<uint64_t>(i)));
         dst[i] = u < static_cast<double>(to_compute(prob[i])) ? one : zero;
-      }
+      });
     });
   });
 }

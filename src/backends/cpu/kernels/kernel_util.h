@@ -14,6 +14,7 @@
 
 #include "frame/core/dtype.h"
 #include "frame/core/tensor.h"
+#include "frame/ops/parallel.h"
 
 namespace frame::backends::cpu {
 
@@ -148,15 +149,14 @@ void for_each_row(const BroadcastPlan<N>& p, int num_threads, RowFn&& row) {
   if (outer == 1) {
     const int64_t chunks = nt;
     const int64_t per = (inner + chunks - 1) / chunks;
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-    for (int64_t c = 0; c < chunks; ++c) {
+    ops::parallel_for(chunks, nt, [&](int64_t c) {
       const int64_t b = c * per;
       const int64_t e = std::min(inner, b + per);
-      if (b >= e) continue;
+      if (b >= e) return;
       std::array<int64_t, N> off;
       for (size_t k = 0; k < N; ++k) off[k] = b * step[k];
       row(b, e - b, off, step);
-    }
+    });
     return;
   }
 

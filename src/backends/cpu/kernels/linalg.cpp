@@ -6,6 +6,7 @@
 
 #include "backends/cpu/kernels/linalg_util.h"
 #include "frame/ops/kernel_registry.h"
+#include "frame/ops/parallel.h"
 #include "ops/schemas/einsum_plan.h"
 
 namespace frame::cpu {
@@ -102,8 +103,7 @@ Status einsum_kernel(KernelContext& ctx) {
     for (size_t i = 0; i < nin; ++i) in[i] = ctx.input(i).data<T>();
     T* out = ctx.output(0).data<T>();
     const size_t nout = p.out_labels.size(), nsum = p.sum_labels.size();
-#pragma omp parallel for num_threads(ctx.num_threads) if (out_numel > 64)
-    for (int64_t o = 0; o < out_numel; ++o) {
+    ops::parallel_for(out_numel, (out_numel > 64) ? ctx.num_threads : 1, [&](int64_t o) {
       // Base offset of each input from the output labels.
       std::vector<int64_t> base(nin, 0), idx(nsum, 0), off(nin);
       int64_t rem = o;
@@ -129,7 +129,7 @@ Status einsum_kernel(KernelContext& ctx) {
         }
       }
       out[o] = from_compute<T>(static_cast<compute_t<T>>(acc));
-    }
+    });
   });
 }
 

@@ -13,6 +13,7 @@
 #include "frame/core/dtype.h"
 #include "frame/core/status.h"
 #include "frame/core/tensor.h"
+#include "frame/ops/parallel.h"
 
 namespace frame::cpu {
 
@@ -117,12 +118,10 @@ inline int64_t conv_tile_positions(int64_t rows, int64_t elem, int64_t npos) {
 /// splitting rows across up to `num_threads` OpenMP threads.
 template <typename Acc, typename Fn>
 void for_rows(int64_t rows, int64_t n, int num_threads, Fn&& fn) {
-#pragma omp parallel num_threads(num_threads) if (rows > 1 && num_threads > 1)
-  {
+  ops::parallel_ranges(rows, num_threads, [&](int64_t r0, int64_t r1) {
     std::vector<Acc> row(static_cast<size_t>(n));
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) fn(r, row.data());
-  }
+    for (int64_t r = r0; r < r1; ++r) fn(r, row.data());
+  });
 }
 
 }  // namespace frame::cpu

@@ -8,6 +8,7 @@
 #include "backends/cpu/kernels/kernel_util.h"
 #include "backends/cpu/kernels/linalg_util.h"
 #include "frame/ops/kernel_registry.h"
+#include "frame/ops/parallel.h"
 #include "ops/schemas/nn_geometry.h"
 
 namespace frame::cpu {
@@ -98,8 +99,7 @@ Status conv_kernel(KernelContext& ctx) {
           // im2col: col[(c, tap)][p] = x[c][start(p0 + p) + offset(tap)] or 0 in the padding.
           const int nt =
               backends::cpu::threads_for_cost(rows, 8.0 * np, 2.0 * r * np, ctx.num_threads);
-#pragma omp parallel for num_threads(nt) if (nt > 1)
-          for (int64_t row = 0; row < rows; ++row) {
+          ops::parallel_for(rows, nt, [&](int64_t row) {
             const T* xc = xg + (row / taps) * in_plane;
             const int64_t* to = toff.data() + static_cast<size_t>(row % taps) * r;
             C* dst = col.data() + row * np;
@@ -114,7 +114,7 @@ Status conv_kernel(KernelContext& ctx) {
               }
               dst[p] = inside ? to_compute(xc[off]) : C(0);
             }
-          }
+          });
           for_rows<C>(mg, np, ctx.num_threads, [&](int64_t m, C* row) {
             const int64_t mo = gi * mg + m;
             row_times_packed(wc.data() + mo * rows, 1, col.data(), rows, np, row);
@@ -175,8 +175,7 @@ Status conv_transpose_kernel(KernelContext& ctx) {
             std::copy(tmp, tmp + np, col.data() + row * np);
           });
           // col2im: each output channel is written by one thread only.
-#pragma omp parallel for num_threads(ctx.num_threads) if (mg > 1)
-          for (int64_t m = 0; m < mg; ++m) {
+          ops::parallel_for(mg, ctx.num_threads, [&](int64_t m) {
             C* a = acc.data() + m * out_plane;
             for (int64_t t = 0; t < taps; ++t) {
               const int64_t* to = toff.data() + static_cast<size_t>(t) * r;
@@ -193,7 +192,7 @@ Status conv_transpose_kernel(KernelContext& ctx) {
                 if (inside) a[off] += src[i];
               }
             }
-          }
+          });
         }
         for (int64_t m = 0; m < mg; ++m) {
           const C* a = acc.data() + m * out_plane;

@@ -18,6 +18,7 @@
 #include "backends/cpu/kernels/activation_layout.h"
 #include "frame/ops/elementwise.h"
 #include "frame/ops/kernel_registry.h"
+#include "frame/ops/parallel.h"
 
 namespace frame::cpu {
 namespace {
@@ -54,8 +55,8 @@ Result<std::shared_ptr<void>> prepare_fused(const ops::NodeContext& ctx) {
 
 template <typename T, typename F>
 void apply_unary(T* y, int64_t n, const F& f, int threads) {
-#pragma omp parallel for num_threads(threads) if (n > (int64_t{1} << 15) && threads > 1)
-  for (int64_t i = 0; i < n; ++i) y[i] = from_compute<T>(f(to_compute(y[i])));
+  ops::parallel_for(n, n > (int64_t{1} << 15) ? threads : 1,
+                    [&](int64_t i) { y[i] = from_compute<T>(f(to_compute(y[i]))); });
 }
 
 Status fused_post_ops_kernel(KernelContext& ctx) {
@@ -95,14 +96,13 @@ Status fused_post_ops_kernel(KernelContext& ctx) {
           const ops::ew::AddOp<T> add;
           const int64_t width = std::max<int64_t>(residual->numel(), 1);
           const int64_t rows = n / width;
-#pragma omp parallel for num_threads(th) if (n > (int64_t{1} << 15) && th > 1)
-          for (int64_t row = 0; row < rows; ++row) {
+          ops::parallel_for(rows, (n > (int64_t{1} << 15)) ? th : 1, [&](int64_t row) {
             T* yr = y + row * width;
             const T* rr = residual->numel() == n ? r + row * width : r;
             for (int64_t i = 0; i < width; ++i) {
               yr[i] = from_compute<T>(add(to_compute(yr[i]), to_compute(rr[i])));
             }
-          }
+          });
           break;
         }
         case PostOpKind::kRelu:
@@ -154,11 +154,10 @@ Status fused_post_ops_kernel(KernelContext& ctx) {
           // Rounded as the unfused pair: sigmoid(x) to T first, then the product.
           const ops::ew::SigmoidOp<T> sig;
           const ops::ew::MulOp<T> mul;
-#pragma omp parallel for num_threads(th) if (n > (int64_t{1} << 15) && th > 1)
-          for (int64_t i = 0; i < n; ++i) {
+          ops::parallel_for(n, (n > (int64_t{1} << 15)) ? th : 1, [&](int64_t i) {
             const C x = to_compute(y[i]);
             y[i] = from_compute<T>(mul(x, to_compute(from_compute<T>(sig(x)))));
-          }
+          });
           break;
         }
       }

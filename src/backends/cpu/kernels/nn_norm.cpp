@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "frame/ops/kernel_registry.h"
+#include "frame/ops/parallel.h"
 #include "ops/schemas/schema_util.h"
 
 namespace frame::cpu {
@@ -83,8 +84,7 @@ Status batch_norm_kernel(KernelContext& ctx) {
       mean = std::move(bm);
       var = std::move(bv);
     }
-#pragma omp parallel for num_threads(ctx.num_threads) if (n * c > 1)
-    for (int64_t nc = 0; nc < n * c; ++nc) {
+    ops::parallel_for(n * c, ctx.num_threads, [&](int64_t nc) {
       const size_t ch = static_cast<size_t>(nc % c);
       const double a = scale[ch] / std::sqrt(var[ch] + eps);
       const double b = bias[ch] - mean[ch] * a;
@@ -94,7 +94,7 @@ Status batch_norm_kernel(KernelContext& ctx) {
         q[i] = from_compute<T>(
             static_cast<compute_t<T>>(static_cast<double>(to_compute(p[i])) * a + b));
       }
-    }
+    });
     return Status();
   });
 }
@@ -109,8 +109,7 @@ Status instance_norm_kernel(KernelContext& ctx) {
   return dispatch_dtype<kFloatDTypes>(x.dtype(), [&]<typename T>() {
     const T* xp = x.data<T>();
     T* yp = ctx.output(0).data<T>();
-#pragma omp parallel for num_threads(ctx.num_threads) if (n * c > 1)
-    for (int64_t nc = 0; nc < n * c; ++nc) {
+    ops::parallel_for(n * c, ctx.num_threads, [&](int64_t nc) {
       const size_t ch = static_cast<size_t>(nc % c);
       const T* p = xp + nc * plane;
       T* q = yp + nc * plane;
@@ -120,7 +119,7 @@ Status instance_norm_kernel(KernelContext& ctx) {
         const double v = (static_cast<double>(to_compute(p[i])) - mean) * a + bias[ch];
         q[i] = from_compute<T>(static_cast<compute_t<T>>(v));
       }
-    }
+    });
   });
 }
 
@@ -164,8 +163,7 @@ Status layer_norm_kernel(KernelContext& ctx) {
   Status st = dispatch_dtype<kFloatDTypes>(x.dtype(), [&]<typename T>() {
     const T* xp = x.data<T>();
     T* yp = ctx.output(0).data<T>();
-#pragma omp parallel for num_threads(ctx.num_threads) if (outer > 1)
-    for (int64_t o = 0; o < outer; ++o) {
+    ops::parallel_for(outer, ctx.num_threads, [&](int64_t o) {
       const T* p = xp + o * inner;
       T* q = yp + o * inner;
       const auto [mean, var] = moments(p, inner, 1);
@@ -178,7 +176,7 @@ Status layer_norm_kernel(KernelContext& ctx) {
             (static_cast<double>(to_compute(p[i])) - mean) * inv * scale[si] + bias[si];
         q[i] = from_compute<T>(static_cast<compute_t<T>>(v));
       }
-    }
+    });
   });
   FRAME_RETURN_IF_ERROR(st);
   if (ctx.outputs.size() > 1) FRAME_RETURN_IF_ERROR(store_doubles(means, ctx.output(1)));
@@ -196,8 +194,7 @@ Status softmax_kernel(KernelContext& ctx) {
   return dispatch_dtype<kFloatDTypes>(x.dtype(), [&]<typename T>() {
     const T* xp = x.data<T>();
     T* yp = ctx.output(0).data<T>();
-#pragma omp parallel for num_threads(ctx.num_threads) if (outer * inner > 1)
-    for (int64_t oi = 0; oi < outer * inner; ++oi) {
+    ops::parallel_for(outer * inner, ctx.num_threads, [&](int64_t oi) {
       const int64_t base = (oi / inner) * n * inner + oi % inner;
       double m = -std::numeric_limits<double>::infinity();
       for (int64_t j = 0; j < n; ++j) {
@@ -214,7 +211,7 @@ Status softmax_kernel(KernelContext& ctx) {
         const double v = kLog ? d - ls : std::exp(d) / s;
         yp[base + j * inner] = from_compute<T>(static_cast<compute_t<T>>(v));
       }
-    }
+    });
   });
 }
 
@@ -232,8 +229,7 @@ Status lrn_kernel(KernelContext& ctx) {
   return dispatch_dtype<kFloatDTypes>(x.dtype(), [&]<typename T>() {
     const T* xp = x.data<T>();
     T* yp = ctx.output(0).data<T>();
-#pragma omp parallel for num_threads(ctx.num_threads) if (n * c > 1)
-    for (int64_t nc = 0; nc < n * c; ++nc) {
+    ops::parallel_for(n * c, ctx.num_threads, [&](int64_t nc) {
       const int64_t b = nc / c, ch = nc % c;
       const int64_t c0 = std::max<int64_t>(0, ch - lo), c1 = std::min<int64_t>(c - 1, ch + hi);
       for (int64_t i = 0; i < plane; ++i) {
@@ -246,7 +242,7 @@ Status lrn_kernel(KernelContext& ctx) {
         const double y = v / std::pow(bias + alpha / static_cast<double>(size) * sq, beta);
         yp[nc * plane + i] = from_compute<T>(static_cast<compute_t<T>>(y));
       }
-    }
+    });
   });
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "frame/ops/kernel_registry.h"
+#include "frame/ops/parallel.h"
 #include "ops/schemas/nn_geometry.h"
 
 namespace frame::cpu {
@@ -72,13 +73,12 @@ void for_each_tap(const WindowGeometry& g, const std::vector<int64_t>& start,
 template <typename Fn>
 void for_each_plane_window(const WindowGeometry& g, int64_t planes, int num_threads, Fn&& fn) {
   const size_t r = static_cast<size_t>(g.rank);
-#pragma omp parallel for num_threads(num_threads) if (planes > 1)
-  for (int64_t pl = 0; pl < planes; ++pl) {
+  ops::parallel_for(planes, num_threads, [&](int64_t pl) {
     std::vector<int64_t> k(r), coords(r);
     for_each_window(g, [&](int64_t p, const std::vector<int64_t>& start) {
       fn(pl, p, [&](auto&& tap_fn) { for_each_tap(g, start, k, coords, tap_fn); });
     });
-  }
+  });
 }
 
 Status max_pool_kernel(KernelContext& ctx) {
@@ -179,8 +179,7 @@ Status global_pool_kernel(KernelContext& ctx) {
   return dispatch_dtype<kFloatDTypes>(x.dtype(), [&]<typename T>() {
     const T* xp = x.data<T>();
     T* yp = ctx.output(0).data<T>();
-#pragma omp parallel for num_threads(ctx.num_threads) if (planes > 1)
-    for (int64_t pl = 0; pl < planes; ++pl) {
+    ops::parallel_for(planes, ctx.num_threads, [&](int64_t pl) {
       const T* xc = xp + pl * plane;
       double acc = kMax ? -std::numeric_limits<double>::infinity() : 0.0;
       for (int64_t i = 0; i < plane; ++i) {
@@ -193,7 +192,7 @@ Status global_pool_kernel(KernelContext& ctx) {
       }
       if constexpr (!kMax) acc /= static_cast<double>(plane);
       yp[pl] = from_compute<T>(static_cast<compute_t<T>>(acc));
-    }
+    });
   });
 }
 

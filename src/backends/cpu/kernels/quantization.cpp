@@ -15,6 +15,7 @@
 
 #include "backends/cpu/kernels/linalg_util.h"
 #include "frame/ops/kernel_registry.h"
+#include "frame/ops/parallel.h"
 #include "ops/schemas/nn_geometry.h"
 
 namespace frame::cpu {
@@ -83,12 +84,11 @@ void for_channel_runs(const AxisView& v, int num_threads, Fn&& fn) {
   const int64_t chunk = rows == 1 ? int64_t{16384} : v.inner;
   const int64_t per_row = (v.inner + chunk - 1) / std::max<int64_t>(chunk, 1);
   const int64_t items = rows * per_row;
-#pragma omp parallel for num_threads(num_threads) if (items > 1 && rows * v.inner > 65536)
-  for (int64_t it = 0; it < items; ++it) {
+  ops::parallel_for(items, (rows * v.inner > 65536) ? num_threads : 1, [&](int64_t it) {
     const int64_t r = it / per_row, b = (it % per_row) * chunk;
     const int64_t e = std::min(v.inner, b + chunk);
     fn(r * v.inner + b, r * v.inner + e, r % v.channels);
-  }
+  });
 }
 
 Status quantize_kernel(KernelContext& ctx) {
@@ -167,10 +167,9 @@ Status dynamic_quantize_kernel(KernelContext& ctx) {
   const float zp_f = std::fmin(std::fmax(0.0f - lo / safe, 0.0f), 255.0f);
   const auto zp = static_cast<uint8_t>(std::nearbyint(zp_f));
   uint8_t* yp = ctx.output(0).data<uint8_t>();
-#pragma omp parallel for num_threads(ctx.num_threads) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) {
+  ops::parallel_for(n, (n > 65536) ? ctx.num_threads : 1, [&](int64_t i) {
     yp[i] = saturate_round<uint8_t>(inv_guard * (xp[i] / safe), zp);
-  }
+  });
   *ctx.output(1).data<float>() = scale;
   *ctx.output(2).data<uint8_t>() = zp;
   return Status();
@@ -374,28 +373,27 @@ Status int_conv(KernelContext& ctx, const Tensor& x, const Tensor& w, int32_t xz
         const int64_t np = std::min(tile, npos - p0);
         if (p0 > 0) fill_conv_tab(*plan, p0, np, tile_tab);
         const std::vector<int64_t>& tab = p0 == 0 ? plan->tab : tile_tab;
-#pragma omp parallel num_threads(ctx.num_threads) if (nb * m_out > 1 && np * per_m > 4096)
-        {
-          std::vector<int32_t> acc(static_cast<size_t>(np));
-#pragma omp for schedule(static)
-          for (int64_t nm = 0; nm < nb * m_out; ++nm) {
-            const int64_t bi = nm / m_out, mi = nm % m_out, gi = mi / mg;
-            std::fill(acc.begin(), acc.end(), 0);
-            for (int64_t c = 0; c < cg; ++c) {
-              const int32_t* xc = xi.data() + (bi * c_in + gi * cg + c) * plane;
-              const int32_t* wc = wi.data() + (mi * cg + c) * taps;
-              for (int64_t p = 0; p < np; ++p) {
-                const int64_t* tp = tab.data() + p * taps;
-                int32_t s = 0;
-                for (int64_t t = 0; t < taps; ++t) {
-                  if (tp[t] >= 0) s += xc[tp[t]] * wc[t];
+        ops::parallel_ranges(
+            nb * m_out, np * per_m > 4096 ? ctx.num_threads : 1, [&](int64_t nm0, int64_t nm1) {
+              std::vector<int32_t> acc(static_cast<size_t>(np));
+              for (int64_t nm = nm0; nm < nm1; ++nm) {
+                const int64_t bi = nm / m_out, mi = nm % m_out, gi = mi / mg;
+                std::fill(acc.begin(), acc.end(), 0);
+                for (int64_t c = 0; c < cg; ++c) {
+                  const int32_t* xc = xi.data() + (bi * c_in + gi * cg + c) * plane;
+                  const int32_t* wc = wi.data() + (mi * cg + c) * taps;
+                  for (int64_t p = 0; p < np; ++p) {
+                    const int64_t* tp = tab.data() + p * taps;
+                    int32_t s = 0;
+                    for (int64_t t = 0; t < taps; ++t) {
+                      if (tp[t] >= 0) s += xc[tp[t]] * wc[t];
+                    }
+                    acc[static_cast<size_t>(p)] += s;
+                  }
                 }
-                acc[static_cast<size_t>(p)] += s;
+                emit(bi, mi, p0, np, acc.data());
               }
-            }
-            emit(bi, mi, p0, np, acc.data());
-          }
-        }
+            });
       }
       return Status();
     });

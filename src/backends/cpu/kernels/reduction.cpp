@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "frame/ops/kernel_registry.h"
+#include "frame/ops/parallel.h"
 #include "ops/schemas/nn_geometry.h"
 #include "ops/schemas/schema_util.h"
 
@@ -195,14 +196,13 @@ Status reduce_kernel(KernelContext& ctx) {
     using A = acc_t<T>;
     const T* in = x.data<T>();
     T* out = y.data<T>();
-#pragma omp parallel for num_threads(ctx.num_threads) if (p.out_numel > 1)
-    for (int64_t o = 0; o < p.out_numel; ++o) {
+    ops::parallel_for(p.out_numel, ctx.num_threads, [&](int64_t o) {
       A acc = R::template init<A, T>();
       for_each_reduced(p, base_offset(p, o), [&](int64_t off) {
         R::template fold<A>(acc, static_cast<A>(to_compute(in[off])));
       });
       out[o] = from_compute<T>(static_cast<compute_t<T>>(R::template finish<A>(acc, p.red_numel)));
-    }
+    });
   });
 }
 
@@ -214,8 +214,7 @@ Status reduce_log_sum_exp_kernel(KernelContext& ctx) {
   return dispatch_dtype<kArith>(x.dtype(), [&]<typename T>() {
     const T* in = x.data<T>();
     T* out = y.data<T>();
-#pragma omp parallel for num_threads(ctx.num_threads) if (p.out_numel > 1)
-    for (int64_t o = 0; o < p.out_numel; ++o) {
+    ops::parallel_for(p.out_numel, ctx.num_threads, [&](int64_t o) {
       const int64_t base = base_offset(p, o);
       double m = -std::numeric_limits<double>::infinity();
       for_each_reduced(p, base, [&](int64_t off) {
@@ -230,7 +229,7 @@ Status reduce_log_sum_exp_kernel(KernelContext& ctx) {
         r = m + std::log(s);
       }
       out[o] = from_compute<T>(static_cast<compute_t<T>>(r));
-    }
+    });
   });
 }
 
@@ -275,8 +274,7 @@ Status arg_kernel(KernelContext& ctx) {
   int64_t* out = ctx.output(0).data<int64_t>();
   return dispatch_dtype<kNumericDTypes>(x.dtype(), [&]<typename T>() {
     const T* in = x.data<T>();
-#pragma omp parallel for num_threads(ctx.num_threads) if (v.outer * v.inner > 1)
-    for (int64_t oi = 0; oi < v.outer * v.inner; ++oi) {
+    ops::parallel_for(v.outer * v.inner, ctx.num_threads, [&](int64_t oi) {
       const int64_t o = oi / v.inner, i = oi % v.inner;
       const T* p = in + o * v.n * v.inner + i;
       auto best = to_compute(p[0]);
@@ -291,7 +289,7 @@ Status arg_kernel(KernelContext& ctx) {
         }
       }
       out[oi] = bi;
-    }
+    });
   });
 }
 
@@ -313,8 +311,7 @@ Status cumsum_kernel(KernelContext& ctx) {
   return dispatch_dtype<kArith>(x.dtype(), [&]<typename T>() {
     const T* in = x.data<T>();
     T* out = ctx.output(0).data<T>();
-#pragma omp parallel for num_threads(ctx.num_threads) if (v.outer * v.inner > 1)
-    for (int64_t oi = 0; oi < v.outer * v.inner; ++oi) {
+    ops::parallel_for(v.outer * v.inner, ctx.num_threads, [&](int64_t oi) {
       const int64_t base = (oi / v.inner) * v.n * v.inner + oi % v.inner;
       acc_t<T> acc = 0;
       for (int64_t t = 0; t < v.n; ++t) {
@@ -325,7 +322,7 @@ Status cumsum_kernel(KernelContext& ctx) {
         out[off] = from_compute<T>(static_cast<compute_t<T>>(acc));
         if (exclusive) acc += xv;
       }
-    }
+    });
   });
 }
 
@@ -354,11 +351,9 @@ Status top_k_kernel(KernelContext& ctx) {
       if (a.first != b.first) return largest ? a.first > b.first : a.first < b.first;
       return a.second < b.second;
     };
-#pragma omp parallel num_threads(ctx.num_threads) if (v.outer * v.inner > 1)
-    {
+    ops::parallel_ranges(v.outer * v.inner, ctx.num_threads, [&](int64_t oi0, int64_t oi1) {
       std::vector<std::pair<C, int64_t>> buf(static_cast<size_t>(v.n));
-#pragma omp for
-      for (int64_t oi = 0; oi < v.outer * v.inner; ++oi) {
+      for (int64_t oi = oi0; oi < oi1; ++oi) {
         const int64_t o = oi / v.inner, i = oi % v.inner;
         const T* p = in + o * v.n * v.inner + i;
         for (int64_t j = 0; j < v.n; ++j)
@@ -370,7 +365,7 @@ Status top_k_kernel(KernelContext& ctx) {
           idx_out[ob + j * v.inner] = buf[static_cast<size_t>(j)].second;
         }
       }
-    }
+    });
   });
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "frame/ops/kernel_registry.h"
+#include "frame/ops/parallel.h"
 
 namespace frame::cpu {
 namespace {
@@ -146,12 +147,11 @@ void grid_sample_all(const Tensor& x, const Tensor& g, Tensor& y, bool align, in
   const T* xp = x.data<T>();
   const T* gp = g.data<T>();
   T* yp = y.data<T>();
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-  for (int64_t plane = 0; plane < n * ch; ++plane) {
+  ops::parallel_for(n * ch, nt, [&](int64_t plane) {
     const int64_t b = plane / ch;
     grid_sample_plane<M, P>(xp + plane * h * w, h, w, gp + b * npts * 2, npts, yp + plane * npts,
                             align);
-  }
+  });
 }
 
 template <GsMode M, typename T>
@@ -259,8 +259,7 @@ Status roi_align_kernel(KernelContext& ctx) {
     const C offset = half_pixel ? C(0.5) : C(0);
     const C scale = spatial_scale;
     const int nt = ctx.num_threads;
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-    for (int64_t r = 0; r < nroi; ++r) {
+    ops::parallel_for(nroi, nt, [&](int64_t r) {
       const C x1 = to_compute(rp[r * 4]) * scale - offset;
       const C y1 = to_compute(rp[r * 4 + 1]) * scale - offset;
       C rw = to_compute(rp[r * 4 + 2]) * scale - offset - x1;
@@ -311,7 +310,7 @@ Status roi_align_kernel(KernelContext& ctx) {
           out[b] = from_compute<T>(static_cast<compute_t<T>>(max_mode ? acc : acc / count));
         }
       }
-    }
+    });
   });
 }
 

@@ -30,6 +30,7 @@
 
 #include "backends/onednn/kernels/ew_vec.h"
 #include "backends/onednn/kernels/linear_kernels.h"
+#include "frame/ops/parallel.h"
 #include "ops/schemas/nn_geometry.h"
 
 namespace frame::backends::onednn {
@@ -194,8 +195,8 @@ class AgnosticConv final : public LinearPrimitive {
   // Every output channel's plane of one image set to its bias (the products then add on).
   void fill_bias(const float* bias, float* yb, int64_t ohw, int nt) const {
     if (bias == nullptr) return;
-#pragma omp parallel for num_threads(nt) if (nt > 1 && m * ohw >= 65536) schedule(static)
-    for (int64_t j = 0; j < m; ++j) std::fill_n(yb + j * ohw, ohw, bias[j]);
+    ops::parallel_for(m, m * ohw >= 65536 ? nt : 1,
+                      [&](int64_t j) { std::fill_n(yb + j * ohw, ohw, bias[j]); });
   }
 
   // The output columns [lo, hi) whose input column ow * sw - pw + j * dw lies in [0, w).
@@ -208,8 +209,7 @@ class AgnosticConv final : public LinearPrimitive {
   void im2col(const float* xg, int64_t cg, int64_t r0, int64_t rn, float* col, int nt) const {
     const auto nt_taps = static_cast<int64_t>(taps.size());
     const int64_t k = cg * nt_taps, width = rn * ow;
-#pragma omp parallel for num_threads(nt) if (nt > 1 && k * width >= 65536) schedule(static)
-    for (int64_t q = 0; q < k; ++q) {
+    ops::parallel_for(k, (k * width >= 65536) ? nt : 1, [&](int64_t q) {
       const int64_t ci = q / nt_taps;
       const auto [i, j] = taps[static_cast<size_t>(q % nt_taps)];
       int64_t lo = 0, hi = 0;
@@ -232,7 +232,7 @@ class AgnosticConv final : public LinearPrimitive {
         }
         std::fill(d + hi, d + ow, 0.0F);
       }
-    }
+    });
   }
 
   // One input channel per group: output channel j reads input channel j / (m / c) only.
@@ -241,12 +241,11 @@ class AgnosticConv final : public LinearPrimitive {
     DwPlane g;
     g.h = h, g.w = w, g.oh = oh, g.ow = ow, g.kh = kh, g.kw = kw;
     g.sh = sh, g.sw = sw, g.dh = dh, g.dw = dw, g.ph = ph, g.pw = pw;
-#pragma omp parallel for num_threads(nt) if (nt > 1 && planes > 1) schedule(static)
-    for (int64_t p = 0; p < planes; ++p) {
+    ops::parallel_for(planes, nt, [&](int64_t p) {
       const int64_t b = p / m, j = p % m;
       vt->dw_plane(x + (b * c + j / mult) * h * w, wt + j * kh * kw,
                    bias != nullptr ? bias[j] : 0.0F, y + p * oh * ow, g);
-    }
+    });
   }
 };
 

@@ -23,6 +23,7 @@
 #include "backends/onednn/kernels/laid_out.h"
 #include "backends/onednn/kernels/nn_common.h"
 #include "frame/ops/kernel_registry.h"
+#include "frame/ops/parallel.h"
 #include "ops/schemas/schema_util.h"
 
 namespace frame::backends::onednn {
@@ -231,27 +232,24 @@ void fold_affine(const float* scale, const float* bias, const float* mean, const
 // y = x * a[c] + b[c] over an [n, c, s] tensor (x may alias y), parallel over (n, c) planes.
 void channel_affine(const float* x, float* y, const float* a, const float* b, int64_t n, int64_t c,
                     int64_t s, int threads) {
-#pragma omp parallel for collapse(2) num_threads(threads) if (n * c * s > 32768)
-  for (int64_t in = 0; in < n; ++in) {
-    for (int64_t ic = 0; ic < c; ++ic) {
-      const float av = a[ic], bv = b[ic];
-      const float* xp = x + (in * c + ic) * s;
-      float* yp = y + (in * c + ic) * s;
-      for (int64_t i = 0; i < s; ++i) yp[i] = xp[i] * av + bv;
-    }
-  }
+  ops::parallel_for(n * c, n * c * s > 32768 ? threads : 1, [&](int64_t plane) {
+    const int64_t ic = plane % c;
+    const float av = a[ic], bv = b[ic];
+    const float* xp = x + plane * s;
+    float* yp = y + plane * s;
+    for (int64_t i = 0; i < s; ++i) yp[i] = xp[i] * av + bv;
+  });
 }
 
 // y = x * a[c] + b[c] over `rows` pixels of c channels each (channels-last), parallel over
 // pixels.
 void pixel_affine(const float* x, float* y, const float* a, const float* b, int64_t rows, int64_t c,
                   int threads) {
-#pragma omp parallel for num_threads(threads) if (rows * c > 32768)
-  for (int64_t r = 0; r < rows; ++r) {
+  ops::parallel_for(rows, (rows * c > 32768) ? threads : 1, [&](int64_t r) {
     const float* xp = x + r * c;
     float* yp = y + r * c;
     for (int64_t i = 0; i < c; ++i) yp[i] = xp[i] * a[i] + b[i];
-  }
+  });
 }
 
 template <NormKind kKind>

@@ -6,11 +6,11 @@
 /// caller, never one chunk per thread regardless of size (docs/backends/onednn.md "Threads and the
 /// wait policy").
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+
+#include "frame/ops/parallel.h"
 
 namespace frame::backends::onednn {
 
@@ -23,18 +23,7 @@ inline int threads_for_bytes(int64_t bytes, int budget) {
 }
 
 /// Runs f(i0, i1) over [0, n) split into `nt` contiguous ranges (inline when nt == 1).
-template <typename F>
-void parallel_ranges(int64_t n, int nt, F&& f) {
-  if (nt <= 1 || n <= 1) {
-    f(int64_t{0}, n);
-    return;
-  }
-#pragma omp parallel num_threads(nt)
-  {
-    const int64_t id = omp_get_thread_num(), team = omp_get_num_threads();
-    f(n * id / team, n * (id + 1) / team);
-  }
-}
+using ops::parallel_ranges;
 
 /// Calls f.template operator()<E>() with E the unsigned integer of `size` bytes (1, 2, 4; any
 /// other size: 8).

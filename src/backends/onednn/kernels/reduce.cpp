@@ -246,7 +246,6 @@ ColumnFn get_column(ReduceKind kind) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include <omp.h>
 
 #include <algorithm>
 #include <memory>
@@ -256,6 +255,7 @@ HWY_AFTER_NAMESPACE();
 
 #include "backends/onednn/kernels/ew_vec.h"
 #include "frame/ops/kernel_registry.h"
+#include "frame/ops/parallel.h"
 #include "ops/schemas/nn_geometry.h"
 
 namespace frame::backends::onednn {
@@ -343,16 +343,9 @@ Status reduce_kernel(ops::KernelContext& ctx) {
     // Rows of R contiguous elements, split into one contiguous range of rows per thread.
     const int nt = static_cast<int>(
         std::clamp<int64_t>(std::min(work / kReduceGrain, p->a), 1, std::max(1, ctx.num_threads)));
-    if (nt == 1) {
-      p->contig(in, out, p->a, p->r);
-      return Status();
-    }
-#pragma omp parallel num_threads(nt)
-    {
-      const int64_t id = omp_get_thread_num(), team = omp_get_num_threads();
-      const int64_t a0 = p->a * id / team, a1 = p->a * (id + 1) / team;
+    ops::parallel_ranges(p->a, nt, [&](int64_t a0, int64_t a1) {
       p->contig(in + a0 * p->r, out + a0, a1 - a0, p->r);
-    }
+    });
     return Status();
   }
   // Column blocks of up to kReduceBlock outputs, each folding R rows of its columns.
@@ -368,15 +361,7 @@ Status reduce_kernel(ops::KernelContext& ctx) {
                 std::min(kReduceBlock, p->b - b0));
     }
   };
-  if (nt == 1) {
-    run(0, items);
-    return Status();
-  }
-#pragma omp parallel num_threads(nt)
-  {
-    const int64_t id = omp_get_thread_num(), team = omp_get_num_threads();
-    run(items * id / team, items * (id + 1) / team);
-  }
+  ops::parallel_ranges(items, nt, run);
   return Status();
 }
 

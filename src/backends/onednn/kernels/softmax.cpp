@@ -17,6 +17,7 @@
 #include "backends/onednn/kernels/ew_vec.h"
 #include "backends/onednn/kernels/nn_common.h"
 #include "frame/ops/kernel_registry.h"
+#include "frame/ops/parallel.h"
 #include "ops/schemas/schema_util.h"
 
 namespace frame::backends::onednn {
@@ -51,10 +52,8 @@ bool own_rows(const NodeContext& node, const ops::SoftmaxView& view) {
 void softmax_rows(const float* x, float* y, const ops::SoftmaxView& v,
                   void (*row)(const float*, float*, size_t), int nt) {
   const int64_t n = v.n;
-#pragma omp parallel for num_threads(nt) if (nt > 1 && v.outer * n >= 4096) schedule(static)
-  for (int64_t o = 0; o < v.outer; ++o) {
-    row(x + o * n, y + o * n, static_cast<size_t>(n));
-  }
+  ops::parallel_for(v.outer, (v.outer * n >= 4096) ? nt : 1,
+                    [&](int64_t o) { row(x + o * n, y + o * n, static_cast<size_t>(n)); });
 }
 
 // y = x - max - log(sum(exp(x - max))) over n for each of the outer * inner positions of x
@@ -68,8 +67,7 @@ void log_softmax_f32(const float* x, float* y, const ops::SoftmaxView& v, int nt
   const int64_t n = v.n, inner = v.inner;
   const int64_t blocks_per_outer = (inner + kBlock - 1) / kBlock;
   const int64_t tasks = v.outer * blocks_per_outer;
-#pragma omp parallel for num_threads(nt) if (nt > 1 && tasks > 1) schedule(static)
-  for (int64_t t = 0; t < tasks; ++t) {
+  ops::parallel_for(tasks, nt, [&](int64_t t) {
     const int64_t o = t / blocks_per_outer, i0 = (t % blocks_per_outer) * kBlock;
     const int64_t w = std::min(kBlock, inner - i0);
     const float* xp = x + o * n * inner + i0;
@@ -91,7 +89,7 @@ void log_softmax_f32(const float* x, float* y, const ops::SoftmaxView& v, int nt
     for (int64_t j = 0; j < n; ++j) {
       for (int64_t i = 0; i < w; ++i) yp[j * inner + i] = (xp[j * inner + i] - m[i]) - ls[i];
     }
-  }
+  });
 }
 
 Result<dnnl::softmax_v2_forward::primitive_desc> plan_softmax(const NodeContext& node, bool log,
