@@ -33,9 +33,11 @@ enum class InterpretFailure : uint8_t { kFallback, kKernelError, kOverLimits, kT
 /// value's last reader, or by the caller for an output), so steady streams do not map and
 /// first-touch fresh pages for every large value (which made interpreted convolution networks
 /// slower than compiled ones, whose arena is reused). Sizes are rounded up to one of four
-/// classes per power of two; at most `max_free_bytes` are kept free, the rest are released,
-/// and interpret() trims what is free to what its run allocated, so a stream whose sizes
-/// change does not keep buffers of every size it has seen.
+/// classes per power of two, and a request takes the smallest free buffer of at least its class
+/// and at most twice it (in a stream of new shapes few sizes recur exactly, and a fresh buffer
+/// faults its pages in on first write); at most `max_free_bytes` are kept free, the rest are
+/// released, and interpret() ends each run with end_run(), which releases buffers no request took
+/// for a few runs, so a stream whose sizes change does not keep buffers of every size it has seen.
 /// Thread-safe; held by shared_ptr, which every allocated Tensor keeps alive.
 class BufferPool : public std::enable_shared_from_this<BufferPool> {
  public:
@@ -50,13 +52,24 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   size_t free_bytes() const;
   /// Releases free buffers, largest first, until at most `keep` bytes are held free.
   void trim(size_t keep);
+  /// Ends a run: releases the free buffers that no request took during the last
+  /// `kIdleRuns` runs (sizes the stream has stopped bringing). Releasing by size instead (to
+  /// what the run allocated) handed back buffers the next shape needed: a small BERT-style
+  /// encoder's stream then faulted fresh pages in at ~25 per run, a fifth of its time here.
+  void end_run();
+  static constexpr uint64_t kIdleRuns = 64;
 
  private:
+  struct Free {
+    void* p;
+    uint64_t run;  // the run in which it was released
+  };
   void release(void* p, size_t bytes);
   const size_t max_free_bytes_;
   mutable std::mutex mu_;
-  std::multimap<size_t, void*> free_;  // by class size
+  std::multimap<size_t, Free> free_;  // by capacity
   size_t free_bytes_ = 0;
+  uint64_t run_ = 0;
 };
 
 /// The result of interpret(): outputs, or the failure and its message.
@@ -79,8 +92,9 @@ struct Interpreted {
 /// the first backend of `options.backends` (resolved: no "auto") that has one and supports the
 /// node (KernelDef::supports with NodeContext::prefer_shape_agnostic, so oneDNN matmuls share
 /// one primitive across sizes), else on its "cpu" kernel (ARCH-041 gives every op one). The
-/// kernel prepares for this node and runs into freshly allocated outputs; a value is released
-/// after its last reader.
+/// kernel prepares for this node and runs into freshly allocated outputs (a view op's output,
+/// unless it is a graph output, shares its input's storage and runs no kernel); a value is
+/// released after its last reader.
 ///
 /// Falls back (InterpretFailure::kFallback) for options.strict, a custom pipeline or IR
 /// printing (those are compile settings), a graph with a control-flow body or an untyped live

@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <limits>
 #include <memory>
 #include <string>
@@ -63,6 +65,44 @@ TEST(Interpreter, RunsTheGraphNodeByNode) {
   const Tensor& z = r.outputs.at("x");
   EXPECT_NE(z.raw_data(), x.raw_data());
   for (int i = 0; i < 6; ++i) EXPECT_EQ(z.data<float>()[i], x.data<float>()[i]);
+}
+
+// A view op's output shares its input's storage, except a graph output, which gets its own:
+// y = relu(reshape(x, [3, 2])), flat = reshape(x, [6]) (a graph output), a = abs(flat).
+TEST(Interpreter, ViewOpsShareStorageExceptForGraphOutputs) {
+  ir::Graph g("views");
+  const ir::ValueId x = g.add_input("x", {DTypeCode::kFloat32, {2, 3}});
+  const ir::ValueId s32 = g.add_constant("s32", Tensor::from_vector<int64_t>({2}, {3, 2}));
+  const ir::ValueId s6 = g.add_constant("s6", Tensor::from_vector<int64_t>({1}, {6}));
+  const ir::ValueId r = g.node(*g.create_node("reshape", "r", {x, s32}, 1)).outputs[0];
+  type(g, r, {3, 2});
+  const ir::ValueId y = g.node(*g.create_node("relu", "act", {r}, 1, {}, {"y"})).outputs[0];
+  type(g, y, {3, 2});
+  const ir::ValueId flat =
+      g.node(*g.create_node("reshape", "f", {x, s6}, 1, {}, {"flat"})).outputs[0];
+  type(g, flat, {6});
+  const ir::ValueId a = g.node(*g.create_node("abs", "abs", {flat}, 1, {}, {"a"})).outputs[0];
+  type(g, a, {6});
+  g.add_output(y);
+  g.add_output(flat);
+  g.add_output(a);
+  const std::vector<float> xs = {1, -2, 3, -4, 5, -6};
+  const Tensor x_in = Tensor::from_vector<float>({2, 3}, xs);
+  auto pool = std::make_shared<BufferPool>(1 << 20);
+  const Interpreted out = interpret(g, {{"x", x_in}}, host(), nullptr, pool.get());
+  ASSERT_TRUE(out.status.is_ok()) << out.status.message();
+  const Tensor& ty = out.outputs.at("y");
+  const Tensor& tf = out.outputs.at("flat");
+  const Tensor& ta = out.outputs.at("a");
+  ASSERT_EQ(ty.shape(), (Shape{3, 2}));
+  ASSERT_EQ(tf.shape(), (Shape{6}));
+  EXPECT_NE(tf.raw_data(), x_in.raw_data());  // a graph output: storage of its own
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(ty.data<float>()[i], std::max(xs[i], 0.0F)) << i;
+    EXPECT_EQ(tf.data<float>()[i], xs[i]) << i;
+    EXPECT_EQ(ta.data<float>()[i], std::abs(xs[i])) << i;
+    EXPECT_EQ(x_in.data<float>()[i], xs[i]) << i;  // the caller's input untouched
+  }
 }
 
 TEST(Interpreter, DeclinesWhatItDoesNotRun) {
@@ -125,6 +165,48 @@ TEST(BufferPool, ReusesAReleasedBufferOfTheSameClass) {
   Result<Tensor> c = pool->empty(DTypeCode::kFloat32, {2000});  // another class: fresh
   ASSERT_TRUE(c.is_ok());
   EXPECT_NE(c->raw_data(), first);
+}
+
+TEST(BufferPool, TakesTheSmallestFreeBufferUpToTwiceTheRequest) {
+  auto pool = std::make_shared<BufferPool>(1 << 20);
+  const void* big = nullptr;
+  const void* mid = nullptr;
+  {
+    Result<Tensor> a = pool->empty(DTypeCode::kFloat32, {2048});  // 8192 bytes
+    Result<Tensor> b = pool->empty(DTypeCode::kFloat32, {1280});  // 5120 bytes
+    ASSERT_TRUE(a.is_ok() && b.is_ok());
+    big = a->raw_data();
+    mid = b->raw_data();
+  }
+  EXPECT_EQ(pool->free_bytes(), 8192u + 5120u);
+  // 4000 bytes (class 4096): 5120 is the smallest within 2x.
+  Result<Tensor> c = pool->empty(DTypeCode::kFloat32, {1000});
+  ASSERT_TRUE(c.is_ok());
+  EXPECT_EQ(c->raw_data(), mid);
+  EXPECT_EQ(pool->free_bytes(), 8192u);
+  // 2000 bytes (class 2048): 8192 is over twice that, so a fresh buffer.
+  Result<Tensor> d = pool->empty(DTypeCode::kFloat32, {500});
+  ASSERT_TRUE(d.is_ok());
+  EXPECT_NE(d->raw_data(), big);
+  EXPECT_EQ(pool->free_bytes(), 8192u);
+  c = Tensor();  // back with its whole capacity
+  EXPECT_EQ(pool->free_bytes(), 8192u + 5120u);
+}
+
+TEST(BufferPool, EndRunReleasesOnlyBuffersIdleForManyRuns) {
+  auto pool = std::make_shared<BufferPool>(1 << 20);
+  { ASSERT_TRUE(pool->empty(DTypeCode::kFloat32, {1024}).is_ok()); }  // 4096 free from run 0
+  for (uint64_t r = 0; r < BufferPool::kIdleRuns; ++r) pool->end_run();
+  EXPECT_EQ(pool->free_bytes(), 4096u);  // idle for kIdleRuns runs: kept
+  { ASSERT_TRUE(pool->empty(DTypeCode::kFloat32, {256}).is_ok()); }  // 1024, released now
+  pool->end_run();
+  EXPECT_EQ(pool->free_bytes(), 1024u);  // the 4096 one went unused one run too long
+  // Taking and releasing a buffer renews it.
+  for (uint64_t r = 0; r < 3 * BufferPool::kIdleRuns; ++r) {
+    { ASSERT_TRUE(pool->empty(DTypeCode::kFloat32, {256}).is_ok()); }
+    pool->end_run();
+  }
+  EXPECT_EQ(pool->free_bytes(), 1024u);
 }
 
 TEST(BufferPool, KeepsNoMoreThanItsBound) {
