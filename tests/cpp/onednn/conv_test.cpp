@@ -408,6 +408,45 @@ TEST(OnednnPackedWeights, TheInterpretersHeldStatesKeepThemAcrossSizes) {
   }
 }
 
+TEST(OnednnPackedWeights, TheInterpretedConvsTapWeightsAreSharedAcrossSizes) {
+  // A dilated conv over a map too short for its outer rows of taps (dilation 6, pads 6, h < 6:
+  // only the middle row of taps reads the input) keeps W restricted to those taps; that
+  // arrangement is made once per constant and tap set (pack_weights_own), not per run.
+  namespace dnn = backends::onednn;
+  const Tensor wc = grid_tensor({16, 8, 3, 3}, 21);
+  const auto graph = [&](int64_t h, int64_t w) {
+    ir::Graph g("dilated");
+    const ir::ValueId x = g.add_input("x", {DTypeCode::kFloat32, {1, 8, h, w}});
+    const ir::ValueId wv = g.add_constant("w", wc);
+    ir::AttrMap a;
+    a["pads"] = std::vector<int64_t>{6, 6, 6, 6};
+    a["dilations"] = std::vector<int64_t>{6, 6};
+    const ir::ValueId y = g.node(*g.create_node("conv", "c", {x, wv}, 1, a, {"y"})).outputs[0];
+    g.value(y).type = ir::TensorType{DTypeCode::kFloat32, {1, 16, h, w}};
+    g.add_output(y);
+    return g;
+  };
+  runtime::CompileOptions o = uncached({"onednn", "cpu"});
+  o.num_threads = 1;
+  const auto run = [&](int64_t h, int64_t w, const runtime::CompileOptions& opts) {
+    return runtime::detail::interpret(graph(h, w), {{"x", grid_tensor({1, 8, h, w}, 7)}}, opts,
+                                      nullptr);
+  };
+  const uint64_t packs0 = dnn::packed_weight_stats().packs;
+  runtime::detail::Interpreted first = run(5, 20, o);
+  ASSERT_TRUE(first.status.is_ok()) << first.status.message();
+  const uint64_t packs1 = dnn::packed_weight_stats().packs;
+  EXPECT_EQ(packs1, packs0 + 1);
+  runtime::detail::Interpreted second = run(4, 23, o);  // same taps; `first` holds its state
+  ASSERT_TRUE(second.status.is_ok()) << second.status.message();
+  EXPECT_EQ(dnn::packed_weight_stats().packs, packs1);
+  runtime::detail::Interpreted ref = run(4, 23, uncached({"cpu"}));
+  ASSERT_TRUE(ref.status.is_ok());
+  const CompareResult c = compare_tensors(second.outputs.at("y"), ref.outputs.at("y"),
+                                          tolerance_for(DTypeCode::kFloat32));
+  EXPECT_TRUE(c.ok) << c.message;
+}
+
 // `exe` (compiled from `g`, whose one input is "x") against the cpu reference kernels on a grid
 // input made from `seed`.
 void expect_matches_cpu(const ir::Graph& g, const runtime::Executable& exe, uint32_t seed) {

@@ -20,16 +20,20 @@
 // ONNX Conv (opset 22) semantics: group, strides, dilations, pads, auto_pad as resolved by
 // ops::nn::resolve_window. The compiled plan of a recurring shape keeps oneDNN's primitives.
 
+#include <fmt/format.h>
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "backends/onednn/kernels/ew_vec.h"
 #include "backends/onednn/kernels/linear_kernels.h"
+#include "backends/onednn/kernels/primitive_util.h"
 #include "frame/ops/parallel.h"
 #include "ops/schemas/nn_geometry.h"
 
@@ -79,18 +83,18 @@ class AgnosticConv final : public LinearPrimitive {
   // The taps (i, j) that read the input somewhere, kh * kw of them unless some read only
   // padding; then `packed` holds constant W restricted to them, [m][c / group][taps].
   std::vector<std::pair<int64_t, int64_t>> taps;
-  std::shared_ptr<const std::vector<float>> packed;
+  std::shared_ptr<const OwnPackedWeights> packed;  // shared per constant (pack_weights_own)
   // One tap reading input pixel (r, o) for output pixel (r, o): a 1x1 conv over x as is.
   bool direct = false;
   // Set where the taps' rectangles cover well under all of the columns im2col would build
   // (dilated convs over small maps): each tap is then its own product over its rectangle,
   // with its weights `tap_w`, [taps][m][c / group].
   std::vector<TapRect> rects;
-  std::shared_ptr<const std::vector<float>> tap_w;
+  std::shared_ptr<const OwnPackedWeights> tap_w;
 
   Status run(KernelContext& ctx) const override {
     const float* x = ctx.input(0).data<float>();
-    const float* wt = packed != nullptr ? packed->data() : ctx.input(1).data<float>();
+    const float* wt = packed != nullptr ? packed->data.data() : ctx.input(1).data<float>();
     const float* bias = has_bias ? ctx.input(2).data<float>() : nullptr;
     float* y = ctx.output(0).data<float>();
     const int nt = std::max(ctx.num_threads, 1);
@@ -146,7 +150,7 @@ class AgnosticConv final : public LinearPrimitive {
         const float* xg = x + (b * c + gi * cg) * hw;
         float* yg = yb + gi * mg * ohw;
         for (const TapRect& rc : rects) {
-          const float* a = tap_w->data() + (rc.t * m + gi * mg) * cg;
+          const float* a = tap_w->data.data() + (rc.t * m + gi * mg) * cg;
           const int64_t nr = rc.r1 - rc.r0, nc = rc.c1 - rc.c0;
           if (rc.in_place) {
             FRAME_RETURN_IF_ERROR(gemm(ctx, mg, nr * ow, cg, a, xg + (rc.r0 + rc.ioff) * w, hw,
@@ -252,7 +256,15 @@ class AgnosticConv final : public LinearPrimitive {
 // Sets p.rects and p.tap_w where one product per tap over its rectangle multiplies at most
 // 60% of what im2col's columns would (taps dropped already): dilated convs over maps little
 // larger than the dilation, whose off-centre taps read the input for a few rows and columns.
-void plan_taps(AgnosticConv& p, const float* w) {
+// What a tap-major arrangement of W depends on besides W itself (pack_weights_own's key).
+std::string taps_layout(std::string_view kind, const AgnosticConv& p) {
+  std::string key =
+      fmt::format("agnostic-conv {} {}x{}x{}x{}:", kind, p.m, p.c / p.group, p.kh, p.kw);
+  for (const auto& [i, j] : p.taps) key += fmt::format(" {},{}", i, j);
+  return key;
+}
+
+void plan_taps(AgnosticConv& p, const Tensor& wt) {
   std::vector<TapRect> rects;
   int64_t area = 0;
   for (size_t t = 0; t < p.taps.size(); ++t) {
@@ -271,18 +283,19 @@ void plan_taps(AgnosticConv& p, const float* w) {
   const auto ntaps = static_cast<int64_t>(p.taps.size());
   if (area * 10 > ntaps * p.oh * p.ow * 6) return;
   const int64_t cg = p.c / p.group;
-  auto tw = std::make_shared<std::vector<float>>(static_cast<size_t>(ntaps * p.m * cg));
-  for (int64_t t = 0; t < ntaps; ++t) {
-    const auto [i, j] = p.taps[static_cast<size_t>(t)];
-    for (int64_t mo = 0; mo < p.m; ++mo) {
-      for (int64_t ci = 0; ci < cg; ++ci) {
-        (*tw)[static_cast<size_t>((t * p.m + mo) * cg + ci)] =
-            w[((mo * cg + ci) * p.kh + i) * p.kw + j];
-      }
-    }
-  }
+  const float* w = wt.data<float>();
+  p.tap_w = pack_weights_own(
+      wt, taps_layout("tap-major", p), static_cast<size_t>(ntaps * p.m * cg), [&](float* tw) {
+        for (int64_t t = 0; t < ntaps; ++t) {
+          const auto [i, j] = p.taps[static_cast<size_t>(t)];
+          for (int64_t mo = 0; mo < p.m; ++mo) {
+            for (int64_t ci = 0; ci < cg; ++ci) {
+              tw[(t * p.m + mo) * cg + ci] = w[((mo * cg + ci) * p.kh + i) * p.kw + j];
+            }
+          }
+        }
+      });
   p.rects = std::move(rects);
-  p.tap_w = std::move(tw);
 }
 
 }  // namespace
@@ -365,22 +378,23 @@ Result<std::shared_ptr<LinearPrimitive>> make_shape_agnostic_conv(const NodeCont
     const auto [i, j] = p->taps[0];
     p->direct = i * p->dh == p->ph && j * p->dw == p->pw;
   }
-  if (!p->direct && wconst != nullptr) plan_taps(*p, wconst->data<float>());
+  if (!p->direct && wconst != nullptr) plan_taps(*p, *wconst);
   if (!p->rects.empty()) return std::shared_ptr<LinearPrimitive>(std::move(p));
   if (p->taps.size() < all) {
     const int64_t cg = p->c / p->group, nt = static_cast<int64_t>(p->taps.size());
-    auto packed = std::make_shared<std::vector<float>>(static_cast<size_t>(p->m * cg * nt));
     const float* src = wconst->data<float>();
-    for (int64_t mo = 0; mo < p->m; ++mo) {
-      for (int64_t ci = 0; ci < cg; ++ci) {
-        for (int64_t t = 0; t < nt; ++t) {
-          const auto [i, j] = p->taps[static_cast<size_t>(t)];
-          (*packed)[static_cast<size_t>((mo * cg + ci) * nt + t)] =
-              src[((mo * cg + ci) * p->kh + i) * p->kw + j];
-        }
-      }
-    }
-    p->packed = std::move(packed);
+    const AgnosticConv& q = *p;
+    p->packed = pack_weights_own(
+        *wconst, taps_layout("taps", q), static_cast<size_t>(p->m * cg * nt), [&](float* packed) {
+          for (int64_t mo = 0; mo < q.m; ++mo) {
+            for (int64_t ci = 0; ci < cg; ++ci) {
+              for (int64_t t = 0; t < nt; ++t) {
+                const auto [i, j] = q.taps[static_cast<size_t>(t)];
+                packed[(mo * cg + ci) * nt + t] = src[((mo * cg + ci) * q.kh + i) * q.kw + j];
+              }
+            }
+          }
+        });
   }
   return std::shared_ptr<LinearPrimitive>(std::move(p));
 }

@@ -125,34 +125,40 @@ namespace {
 // object died are dropped on the next insert into their bucket and in a periodic sweep.
 class PackedWeightCache {
  public:
+  // A layout: oneDNN's (`user` -> `md`, `own` empty) or a kernel's own arrangement (`own`,
+  // pack_weights_own; the descs default).
+  struct Layout {
+    dnnl::memory::desc user, md;
+    std::string own;
+    bool operator==(const Layout&) const = default;
+  };
   struct Entry {  // keyed by the source's data address
     size_t nbytes;
-    dnnl::memory::desc user, md;
-    std::weak_ptr<const PackedWeights> packed;
+    Layout layout;
+    std::weak_ptr<const void> packed;  // a PackedWeights or an OwnPackedWeights, by layout
   };
 
-  std::shared_ptr<const PackedWeights> find(const Tensor& w, const dnnl::memory::desc& user,
-                                            const dnnl::memory::desc& md) {
+  template <typename T>
+  std::shared_ptr<const T> find(const Tensor& w, const Layout& layout) {
     std::lock_guard lock(mu_);
     auto [lo, hi] = map_.equal_range(w.raw_data());
     for (auto it = lo; it != hi; ++it) {
       const Entry& e = it->second;
-      if (e.nbytes != w.nbytes() || e.user != user || e.md != md) continue;
-      if (std::shared_ptr<const PackedWeights> p = e.packed.lock()) {
+      if (e.nbytes != w.nbytes() || !(e.layout == layout)) continue;
+      if (std::shared_ptr<const void> p = e.packed.lock()) {
         ++stats_.reuses;
-        return p;
+        return std::static_pointer_cast<const T>(p);
       }
     }
     return nullptr;
   }
 
-  void insert(const Tensor& w, const dnnl::memory::desc& user, const dnnl::memory::desc& md,
-              const std::shared_ptr<const PackedWeights>& p) {
+  void insert(const Tensor& w, Layout layout, const std::shared_ptr<const void>& p) {
     std::lock_guard lock(mu_);
     ++stats_.packs;
     auto [lo, hi] = map_.equal_range(w.raw_data());
     for (auto it = lo; it != hi;) it = it->second.packed.expired() ? map_.erase(it) : std::next(it);
-    map_.emplace(w.raw_data(), Entry{w.nbytes(), user, md, p});
+    map_.emplace(w.raw_data(), Entry{w.nbytes(), std::move(layout), p});
     if (++inserts_ % 256 == 0) {
       for (auto it = map_.begin(); it != map_.end();) {
         it = it->second.packed.expired() ? map_.erase(it) : std::next(it);
@@ -186,7 +192,10 @@ Result<std::shared_ptr<const PackedWeights>> pack_weights(const ops::NodeContext
                                                           const dnnl::memory::desc& user,
                                                           const dnnl::memory::desc& md,
                                                           const Tensor& w) {
-  if (std::shared_ptr<const PackedWeights> p = packed_cache().find(w, user, md)) return p;
+  if (std::shared_ptr<const PackedWeights> p =
+          packed_cache().find<PackedWeights>(w, {user, md, {}})) {
+    return p;
+  }
   auto p = std::make_shared<PackedWeights>();
   p->source = w;
   try {
@@ -206,7 +215,23 @@ Result<std::shared_ptr<const PackedWeights>> pack_weights(const ops::NodeContext
     return dnnl_failure(ctx, "weight reorder", e);
   }
   std::shared_ptr<const PackedWeights> shared = std::move(p);
-  packed_cache().insert(w, user, md, shared);
+  packed_cache().insert(w, {user, md, {}}, shared);
+  return shared;
+}
+
+std::shared_ptr<const OwnPackedWeights> pack_weights_own(const Tensor& w, const std::string& layout,
+                                                         size_t count,
+                                                         const std::function<void(float*)>& fill) {
+  PackedWeightCache::Layout key{{}, {}, layout};
+  if (std::shared_ptr<const OwnPackedWeights> p = packed_cache().find<OwnPackedWeights>(w, key)) {
+    return p;
+  }
+  auto p = std::make_shared<OwnPackedWeights>();
+  p->source = w;
+  p->data.resize(count);
+  fill(p->data.data());
+  std::shared_ptr<const OwnPackedWeights> shared = std::move(p);
+  packed_cache().insert(w, std::move(key), shared);
   return shared;
 }
 

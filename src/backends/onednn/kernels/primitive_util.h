@@ -8,10 +8,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "backends/onednn/dnnl_util.h"
 #include "frame/core/status.h"
@@ -83,6 +86,22 @@ Result<std::shared_ptr<const PackedWeights>> pack_weights(const ops::NodeContext
                                                           const dnnl::memory::desc& user,
                                                           const dnnl::memory::desc& md,
                                                           const Tensor& w);
+
+/// Constant weights rearranged by a kernel's own code (pack_weights_own).
+struct OwnPackedWeights {
+  std::vector<float> data;  ///< the arrangement; read-only
+  Tensor source;            ///< the constant: held so that its address keeps naming it
+};
+
+/// The constant f32 weights `w` in a kernel's own arrangement, named by `layout` (its kind and
+/// every parameter it depends on): `fill` writes its `count` floats the first time, after that
+/// the object made before is returned while one lives, exactly as pack_weights shares oneDNN
+/// layouts (the shape-agnostic conv's tap-major weights: a first-seen image size of a conv
+/// network rearranged every conv's weights per run before). Thread-safe; counted in
+/// packed_weight_stats.
+std::shared_ptr<const OwnPackedWeights> pack_weights_own(const Tensor& w, const std::string& layout,
+                                                         size_t count,
+                                                         const std::function<void(float*)>& fill);
 
 /// Counters of pack_weights over the process, for tests and reports.
 struct PackedWeightStats {
