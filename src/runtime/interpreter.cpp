@@ -285,6 +285,8 @@ Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const Compile
     ops::NodeContext ctx = ops::make_node_context(g, n, schema);
     ctx.prefer_shape_agnostic = true;
     ctx.run_once = true;
+    std::shared_ptr<void> state;  // what the chosen kernel's accepts built, if anything
+    ctx.accepted_state = &state;
     const ops::KernelDef* k = choose_kernel(ctx, options.backends);
     if (k == nullptr) return fallback(unimplemented("node '{}' ({}): no kernel", n.name, n.op));
     in.assign(n.inputs.size(), Tensor());
@@ -302,7 +304,6 @@ Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const Compile
       if (!t.is_ok()) return fallback(t.status());
       out[j] = std::move(t).value();
     }
-    std::shared_ptr<void> state;
     Status s = run_kernel(*k, ctx, in, out, threads, state);
     if (state != nullptr) r.states.push_back(std::move(state));
     if (!s.is_ok()) {

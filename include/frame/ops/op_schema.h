@@ -7,6 +7,7 @@
 #include <bitset>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -62,6 +63,13 @@ struct NodeContext {
   /// repeated runs earn back, such as JIT code for exactly these sizes (the onednn conv then
   /// builds no primitive). A kernel may ignore it; results must not depend on it.
   bool run_once = false;
+  /// Set where a kernel's `accepts` is followed at once by its `prepare` on this same context
+  /// (the interpreted tier, with run_once), else null. An `accepts` that has built the
+  /// prepared state anyway may leave it here, and `prepare` may take it instead of building it
+  /// again (the onednn matmul: its descriptor and primitive, ~3% of a small encoder's
+  /// interpreted run). The caller clears it before each `accepts`; only the kernel that put it
+  /// there reads it.
+  std::shared_ptr<void>* accepted_state = nullptr;
 
   size_t num_inputs() const { return input_types.size(); }
   bool has_input(size_t i) const { return i < input_present.size() && input_present[i]; }

@@ -6,9 +6,12 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 
 #include "backends/onednn/kernels/linear_kernels.h"
 #include "cpp/onednn/linear_test_util.h"
+#include "frame/ops/kernel_registry.h"
+#include "frame/ops/op_registry.h"
 
 namespace frame::test::linear {
 namespace {
@@ -208,6 +211,37 @@ TEST(OnednnMatmulShapeAgnostic, ANewRowCountReusesTheDescriptor) {
   EXPECT_LE(made, 2u);
   ASSERT_TRUE(runtime::compile(dense_block(23, w, b, false), on).is_ok());
   EXPECT_EQ(backends::onednn::matmul_cache_stats().created - full_before, made);
+}
+
+TEST(OnednnMatmulShapeAgnostic, PrepareTakesTheStateAcceptsBuilt) {
+  // NodeContext::accepted_state: where prepare follows accepts at once (the interpreted tier),
+  // the matmul's accepts leaves the primitive it built and prepare returns that same object.
+  ir::Graph g("mm");
+  const ir::ValueId x = g.add_input("x", {DTypeCode::kFloat32, {5, 8}});
+  const ir::ValueId w = g.add_constant("w", grid_tensor({8, 3}, 41));
+  const ir::NodeId id = *g.create_node("matmul", "mm", {x, w}, 1);
+  g.value(g.node(id).outputs[0]).type = ir::TensorType{DTypeCode::kFloat32, {5, 3}};
+  const ops::OpSchema* schema = ops::OpRegistry::global().find("matmul");
+  ASSERT_NE(schema, nullptr);
+  ops::NodeContext ctx = ops::make_node_context(g, g.node(id), schema);
+  ctx.prefer_shape_agnostic = ctx.run_once = true;
+  const ops::KernelDef* k = ops::KernelRegistry::global().find("matmul", "onednn");
+  ASSERT_NE(k, nullptr);
+  std::shared_ptr<void> accepted;
+  ctx.accepted_state = &accepted;
+  ASSERT_TRUE(k->supports(ctx).is_ok());
+  ASSERT_NE(accepted, nullptr);
+  const void* built = accepted.get();
+  Result<std::shared_ptr<void>> prepared = k->prepare(ctx);
+  ASSERT_TRUE(prepared.is_ok()) << prepared.status().message();
+  EXPECT_EQ(prepared->get(), built);
+  EXPECT_EQ(accepted, nullptr);
+  // Without the slot (a compile), accepts keeps nothing and prepare builds its own.
+  ctx.accepted_state = nullptr;
+  ASSERT_TRUE(k->supports(ctx).is_ok());
+  Result<std::shared_ptr<void>> own = k->prepare(ctx);
+  ASSERT_TRUE(own.is_ok());
+  EXPECT_NE(own->get(), built);
 }
 
 TEST(OnednnMatmulShapeAgnostic, FusedBlocksAndAttentionMatchTheReference) {

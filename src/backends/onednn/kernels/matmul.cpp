@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "backends/onednn/dnnl_util.h"
@@ -284,11 +285,19 @@ namespace {
 
 template <bool kGemm>
 Status accepts_matmul(const NodeContext& ctx) {
-  return make_matmul(ctx, kGemm, {}, false).status();
+  // Where prepare follows at once (NodeContext::accepted_state), the state it would build:
+  // with weights reordered, so prepare can take it as it is.
+  const bool keep = ctx.accepted_state != nullptr;
+  Result<std::shared_ptr<LinearPrimitive>> p = make_matmul(ctx, kGemm, {}, keep);
+  if (keep && p.is_ok()) *ctx.accepted_state = std::shared_ptr<void>(std::move(*p));
+  return p.status();
 }
 
 template <bool kGemm>
 Result<std::shared_ptr<void>> prepare_matmul(const NodeContext& ctx) {
+  if (ctx.accepted_state != nullptr && *ctx.accepted_state != nullptr) {
+    return std::exchange(*ctx.accepted_state, nullptr);
+  }
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<LinearPrimitive> p, make_matmul(ctx, kGemm, {}, true));
   return std::shared_ptr<void>(std::move(p));
 }
