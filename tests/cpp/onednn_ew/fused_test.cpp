@@ -132,6 +132,22 @@ TEST(FusedOnednn, EightOpChainSameShape) {
   }
 }
 
+// A float16 or bfloat16 round trip inside a body (the rounding an fp16 model's widened graph
+// keeps at its input): conversion steps, not the cpu kernel per tile; the same values as cpu.
+TEST(FusedOnednn, NarrowingRoundTripsInsideABody) {
+  for (int64_t to : {int64_t{10}, int64_t{16}}) {
+    Builder b;
+    const ir::ValueId x = b.input({3, 1001}, DTypeCode::kFloat32, -70000.0f, 70000.0f);
+    const ir::ValueId y = b.input({3, 1001});
+    ir::ValueId t = b.op("cast", {x}, {{"to", to}});
+    t = b.op("cast", {t}, {{"to", int64_t{1}}});
+    t = b.op("mul", {t, y});
+    const auto placed = expect_same_as_cpu(b, t);
+    EXPECT_TRUE(fused_on_onednn(placed))
+        << to << ": " << fmt::format("{}", fmt::join(placed, ", "));
+  }
+}
+
 TEST(FusedOnednn, ScalarInputsAreSplatted) {
   for (int64_t n : {1, 7, 1000, 100003}) {
     Builder b;

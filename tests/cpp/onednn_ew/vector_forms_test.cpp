@@ -9,12 +9,14 @@
 
 #include <array>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/op_runner.h"
@@ -424,6 +426,169 @@ TEST(VectorForms, ErfExpTanhMaxErrorAgainstDouble) {
     EXPECT_LE(tanh_rel, kTanhMaxRelError) << t << " abs " << tanh_abs;
     std::printf("%s: erf max abs %.3g, exp max rel %.3g, tanh max rel %.3g\n", t.c_str(), erf_abs,
                 exp_rel, tanh_rel);
+    hwy::SetSupportedTargetsForTest(0);
+  }
+}
+
+// ---- Cast between float32 and float16 / bfloat16 (VecTable::convert) ----
+
+// The 16-bit patterns decoded by their IEEE / bfloat16 formulas (independent of frame's Half and
+// BFloat16): sign, exponent, mantissa.
+double decode_f16(uint16_t h) {
+  const int e = (h >> 10) & 31, m = h & 1023;
+  double v = e == 0    ? std::ldexp(m, -24)
+             : e == 31 ? (m != 0 ? std::nan("") : std::numeric_limits<double>::infinity())
+                       : std::ldexp(1024 + m, e - 25);
+  return (h >> 15) != 0 ? -v : v;
+}
+double decode_bf16(uint16_t h) {
+  const int e = (h >> 7) & 255, m = h & 127;
+  double v = e == 0     ? std::ldexp(m, -133)
+             : e == 255 ? (m != 0 ? std::nan("") : std::numeric_limits<double>::infinity())
+                        : std::ldexp(128 + m, e - 134);
+  return (h >> 15) != 0 ? -v : v;
+}
+
+// The 16-bit pattern nearest to x, ties to the even pattern, by binary search over the positive
+// finite patterns [0, max_finite] (ordered by value); above the largest finite value the next
+// step up is `overflow` (the value that rounds to infinity at a tie), so larger values give
+// infinity. NaN gives a NaN (any payload).
+uint16_t round_by_search(float x, double (*decode)(uint16_t), uint16_t max_finite, double overflow,
+                         uint16_t inf_bits, uint16_t sign_bit) {
+  if (std::isnan(x)) return static_cast<uint16_t>(inf_bits | 1);
+  const uint16_t sign = std::signbit(x) ? sign_bit : 0;
+  const double a = std::fabs(static_cast<double>(x));
+  uint32_t lo = 0, hi = max_finite;  // largest pattern with decode <= a
+  if (a >= decode(max_finite)) {
+    lo = max_finite;
+  } else {
+    while (lo < hi) {
+      const uint32_t mid = (lo + hi + 1) / 2;
+      if (decode(static_cast<uint16_t>(mid)) <= a) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+  }
+  const double below = decode(static_cast<uint16_t>(lo));
+  const double above = lo == max_finite ? overflow : decode(static_cast<uint16_t>(lo + 1));
+  uint32_t r = lo;
+  if (a - below > above - a || (a - below == above - a && lo % 2 == 1)) r = lo + 1;
+  if (r > max_finite) r = inf_bits;
+  return static_cast<uint16_t>(r | sign);
+}
+
+uint16_t pattern(const Tensor& t, size_t i) {
+  uint16_t b = 0;
+  std::memcpy(&b, static_cast<const std::byte*>(t.raw_data()) + 2 * i, 2);
+  return b;
+}
+
+struct Narrow16 {
+  DTypeCode dtype;
+  int64_t onnx_to;
+  double (*decode)(uint16_t);
+  uint16_t max_finite, inf_bits;
+  double overflow;
+};
+
+// Whether the onednn kernel ran the cast; where it declines, it must say so (kUnimplemented:
+// float16 on a target without F16C), so the chain gives the node to the cpu kernel.
+bool ran_or_declined(const Result<std::vector<Tensor>>& r, const std::string& what) {
+  if (r.is_ok()) return true;
+  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented)
+      << what << ": " << r.status().to_string();
+  return false;
+}
+
+TEST(VectorForms, CastToFloat16AndBFloat16RoundsToNearestEvenOnEveryTarget) {
+  const std::vector<Narrow16> kinds = {
+      {DTypeCode::kFloat16, 10, &decode_f16, 0x7bff, 0x7c00, 65536.0},
+      {DTypeCode::kBFloat16, 16, &decode_bf16, 0x7f7f, 0x7f80, std::ldexp(1.0, 128)}};
+  // Rounding edges: ties to even (1 + 2^-11 -> 1, 1 + 3 * 2^-11 -> up), the largest float16,
+  // the overflow tie 65520, subnormals and their ties, the same for bfloat16's 2^-8 step.
+  std::vector<float> edges = {1.0f + 0x1p-11f,
+                              1.0f + 0x3p-11f,
+                              -(1.0f + 0x1p-11f),
+                              65504.0f,
+                              65519.99f,
+                              65520.0f,
+                              65536.0f,
+                              0x1p-14f,
+                              0x1p-24f,
+                              0x1p-25f,
+                              0x3p-26f,
+                              0x1.8p-24f,
+                              1.0f + 0x1p-8f,
+                              1.0f + 0x3p-8f,
+                              3.0e38f,
+                              -0.0f};
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    const std::string t = hwy::TargetName(target);
+    const bool f16c = t == "AVX2" || t.rfind("AVX3", 0) == 0;
+    for (const Narrow16& k : kinds) {
+      for (int64_t n : {0, 1, 7, 1000, 100003}) {
+        std::vector<float> xs = edges;
+        const std::vector<float> more = values(static_cast<size_t>(n), 11);
+        xs.insert(xs.end(), more.begin(), more.end());
+        xs.resize(static_cast<size_t>(n));
+        OpCall call{"cast", {Tensor::from_vector<float>({n}, xs)}, {{"to", k.onnx_to}}};
+        call.num_threads = 2;
+        const std::string what = fmt::format("{} {} n={}", t, dtype_name(k.dtype), n);
+        auto r = run_op(call, "onednn");
+        if (!ran_or_declined(r, what)) {
+          EXPECT_FALSE(f16c && k.dtype == DTypeCode::kFloat16) << what;
+          EXPECT_NE(k.dtype, DTypeCode::kBFloat16) << what << ": every target converts bfloat16";
+          continue;
+        }
+        const Tensor& y = (*r)[0];
+        ASSERT_EQ(y.dtype(), k.dtype) << what;
+        for (size_t i = 0; i < xs.size(); ++i) {
+          const uint16_t want =
+              round_by_search(xs[i], k.decode, k.max_finite, k.overflow, k.inf_bits, 0x8000);
+          const uint16_t got = pattern(y, i);
+          if (std::isnan(xs[i])) {
+            EXPECT_TRUE(std::isnan(k.decode(got))) << what << " at " << i;
+          } else {
+            ASSERT_EQ(got, want) << what << " at " << i << ": x = " << xs[i];
+          }
+        }
+      }
+    }
+    hwy::SetSupportedTargetsForTest(0);
+  }
+}
+
+TEST(VectorForms, CastFromFloat16AndBFloat16IsExactForEveryPattern) {
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    const std::string t = hwy::TargetName(target);
+    for (const auto& [dt, decode] : {std::pair{DTypeCode::kFloat16, &decode_f16},
+                                     std::pair{DTypeCode::kBFloat16, &decode_bf16}}) {
+      // Every 16-bit pattern once, plus a tail that is no multiple of the vector width.
+      const int64_t n = 65536 + 5;
+      Result<Tensor> x = Tensor::empty(dt, {n});
+      ASSERT_TRUE(x.is_ok());
+      auto* bits = static_cast<uint16_t*>(x->raw_data());
+      for (int64_t i = 0; i < n; ++i) bits[i] = static_cast<uint16_t>(i);
+      OpCall call{"cast", {*x}, {{"to", int64_t{1}}}};
+      call.num_threads = 2;
+      const std::string what = fmt::format("{} {}", t, dtype_name(dt));
+      auto r = run_op(call, "onednn");
+      if (!ran_or_declined(r, what)) continue;
+      const float* y = (*r)[0].data<float>();
+      for (int64_t i = 0; i < n; ++i) {
+        const double want = decode(static_cast<uint16_t>(i));
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(y[i])) << what << " pattern " << i;
+        } else {
+          ASSERT_EQ(static_cast<double>(y[i]), want) << what << " pattern " << i;
+          ASSERT_EQ(std::signbit(y[i]), std::signbit(want)) << what << " pattern " << i;
+        }
+      }
+    }
     hwy::SetSupportedTargetsForTest(0);
   }
 }

@@ -134,6 +134,20 @@ class Builder {
         return push(std::move(s), 1.0);
       }
     }
+    // Cast between float32 and float16 / bfloat16: a conversion loop (VecTable::convert); other
+    // pairs run the cpu kernel.
+    if (c.op == "cast" && ins.size() == 1 && ins[0] >= 0) {
+      const auto from = static_cast<size_t>(p_.dtype[static_cast<size_t>(ins[0])]);
+      const auto to = static_cast<size_t>(p_.dtype[static_cast<size_t>(out)]);
+      if (VecConvertFn f = t.convert[from][to]; f != nullptr) {
+        Step s;
+        s.kind = StepKind::kConvert;
+        s.convert = f;
+        s.in[0] = ins[0];
+        s.out = out;
+        return push(std::move(s), 1.0);
+      }
+    }
     // Comparisons: fp32 operands, bool result.
     if (int i = binary_index(c.op); i >= 0 && t.compare[static_cast<size_t>(i)] != nullptr &&
                                     ins.size() == 2 && ins[0] >= 0 && ins[1] >= 0 &&

@@ -31,8 +31,19 @@ inline constexpr double kGrainUnits = 1 << 16;
 /// saves the read-for-ownership of every output line.
 inline constexpr int64_t kStreamBytes = int64_t{16} << 20;
 
-/// What a step runs: a vector loop of one kind, a same-index copy, or the op's cpu kernel.
-enum class StepKind : uint8_t { kUnary, kBinary, kCompare, kClip, kPow, kWhere, kCopy, kGeneric };
+/// What a step runs: a vector loop of one kind, a dtype conversion (Cast), a same-index copy,
+/// or the op's cpu kernel.
+enum class StepKind : uint8_t {
+  kUnary,
+  kBinary,
+  kCompare,
+  kClip,
+  kPow,
+  kWhere,
+  kConvert,
+  kCopy,
+  kGeneric
+};
 
 /// One step of a program: reads up to three values (or `inputs` for a cpu-kernel step), writes
 /// `out`, over one tile.
@@ -41,6 +52,7 @@ struct Step {
   VecUnaryFn unary = nullptr;
   VecBinaryFn binary = nullptr;
   VecCompareFn compare = nullptr;
+  VecConvertFn convert = nullptr;
   std::shared_ptr<void> functor;  // ew::F<float> or MeanFinishArgs, read by the loop
   std::array<int32_t, 3> in{-1, -1, -1};
   int32_t out = -1;

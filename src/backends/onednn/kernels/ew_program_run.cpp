@@ -235,6 +235,9 @@ Status run_tiles(const Program& p, std::span<const std::byte* const> in_data, st
                          f32(sc.ptr[static_cast<size_t>(s.in[1])]),
                          f32(sc.ptr[static_cast<size_t>(s.in[2])]), f32(o), un);
           break;
+        case StepKind::kConvert:
+          s.convert(sc.ptr[static_cast<size_t>(s.in[0])], o, un);
+          break;
         case StepKind::kCopy: {
           const std::byte* src = sc.ptr[static_cast<size_t>(s.in[0])];
           if (src != o) std::memmove(o, src, un * dtype_size(p.dtype[static_cast<size_t>(s.out)]));

@@ -20,6 +20,7 @@
 #endif
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -28,6 +29,7 @@
 #include <type_traits>
 
 #include "backends/onednn/kernels/ew_vec.h"
+#include "frame/core/dtype.h"
 #include "frame/ops/elementwise.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
@@ -633,6 +635,77 @@ HWY_NOINLINE void dw_plane_loop(const float* x, const float* wt, float bias, flo
     }
   }
 }
+
+/// float32 -> float16 (VecTable::convert): F16C's vcvtps2ph rounds to nearest even, keeps NaN
+/// and infinities and makes subnormals as IEEE 754 does; the tail through Half.
+HWY_NOINLINE void f32_to_f16_loop(const void* x, void* y, size_t n) {
+  const hn::ScalableTag<float> d;
+  const hn::Rebind<hwy::float16_t, decltype(d)> dh;
+  const auto* in = static_cast<const float*>(x);
+  auto* out = static_cast<hwy::float16_t*>(y);
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes)
+    hn::StoreU(hn::DemoteTo(dh, hn::LoadU(d, in + i)), dh, out + i);
+  for (; i < n; ++i) static_cast<uint16_t*>(y)[i] = Half::from_float(in[i]);
+}
+
+/// float16 -> float32 (exact; VecTable::convert).
+HWY_NOINLINE void f16_to_f32_loop(const void* x, void* y, size_t n) {
+  const hn::ScalableTag<float> d;
+  const hn::Rebind<hwy::float16_t, decltype(d)> dh;
+  const auto* in = static_cast<const hwy::float16_t*>(x);
+  auto* out = static_cast<float*>(y);
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes)
+    hn::StoreU(hn::PromoteTo(d, hn::LoadU(dh, in + i)), d, out + i);
+  for (; i < n; ++i) out[i] = Half::to_float(static_cast<const uint16_t*>(x)[i]);
+}
+
+/// float32 -> bfloat16, rounding to nearest even with NaN kept quiet: BFloat16::from_float on
+/// every lane (VecTable::convert).
+HWY_NOINLINE void f32_to_bf16_loop(const void* x, void* y, size_t n) {
+  const hn::ScalableTag<uint32_t> du;
+  const hn::Rebind<int32_t, decltype(du)> di;
+  const hn::Rebind<uint16_t, decltype(du)> d16;
+  const auto* in = static_cast<const uint32_t*>(x);
+  auto* out = static_cast<uint16_t*>(y);
+  const auto abs_mask = hn::Set(du, 0x7fffffffu);
+  const auto inf_bits = hn::Set(du, 0x7f800000u);
+  const auto bias = hn::Set(du, 0x7fffu);
+  const auto one = hn::Set(du, 1u);
+  const auto quiet = hn::Set(du, 0x40u);
+  const size_t lanes = hn::Lanes(du);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto u = hn::LoadU(du, in + i);
+    const auto nan = hn::Gt(hn::And(u, abs_mask), inf_bits);
+    const auto rounded =
+        hn::ShiftRight<16>(hn::Add(u, hn::Add(bias, hn::And(hn::ShiftRight<16>(u), one))));
+    const auto r = hn::IfThenElse(nan, hn::Or(hn::ShiftRight<16>(u), quiet), rounded);
+    hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, r)), d16, out + i);
+  }
+  for (; i < n; ++i) out[i] = BFloat16::from_float(std::bit_cast<float>(in[i]));
+}
+
+/// bfloat16 -> float32 (exact: the upper 16 bits; VecTable::convert).
+HWY_NOINLINE void bf16_to_f32_loop(const void* x, void* y, size_t n) {
+  const hn::ScalableTag<uint32_t> du;
+  const hn::Rebind<uint16_t, decltype(du)> d16;
+  const auto* in = static_cast<const uint16_t*>(x);
+  auto* out = static_cast<uint32_t*>(y);
+  const size_t lanes = hn::Lanes(du);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    hn::StoreU(hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, in + i))), du, out + i);
+  }
+  for (; i < n; ++i) out[i] = static_cast<uint32_t>(in[i]) << 16;
+}
+
+/// Whether this target converts float16 in hardware (F16C: x86 AVX2 and AVX-512); elsewhere
+/// Highway emulates DemoteTo without rounding, so float16 casts keep their cpu kernel.
+inline constexpr bool kHardwareF16 = HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2;
 
 /// dst[i] = src[i] with non-temporal stores where dst is vector-aligned: a large output is not
 /// read back by this kernel, so it bypasses the caches (no read-for-ownership). Callers end a

@@ -41,6 +41,15 @@ const VecTable* get_vec_table() {
     t.where = &where_loop;
     t.softmax_row = &softmax_row_loop;
     t.dw_plane = &dw_plane_loop;
+    constexpr auto f32 = static_cast<size_t>(DTypeCode::kFloat32);
+    constexpr auto f16 = static_cast<size_t>(DTypeCode::kFloat16);
+    constexpr auto bf16 = static_cast<size_t>(DTypeCode::kBFloat16);
+    if constexpr (kHardwareF16) {
+      t.convert[f32][f16] = &f32_to_f16_loop;
+      t.convert[f16][f32] = &f16_to_f32_loop;
+    }
+    t.convert[f32][bf16] = &f32_to_bf16_loop;
+    t.convert[bf16][f32] = &bf16_to_f32_loop;
     t.stream_copy = &stream_copy_loop;
     t.stream_fence = &stream_fence_loop;
     t.target = hwy::TargetName(HWY_TARGET);

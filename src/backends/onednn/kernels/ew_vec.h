@@ -54,6 +54,10 @@ struct PowArgs {
   int64_t ie = 1;  ///< e as an integer (pow_int only)
 };
 
+/// y[i] = x[i] converted between two floating dtypes (ONNX Cast; x and y are arrays of the
+/// source and target dtypes' storage types, never aliased).
+using VecConvertFn = void (*)(const void* x, void* y, size_t n);
+
 /// out[i] = f(a[i], b[i]) as bool (one byte, 0 or 1) for the comparison ops.
 using VecCompareFn = void (*)(const float* a, const float* b, uint8_t* out, size_t n);
 
@@ -88,6 +92,12 @@ struct VecTable {
   /// DwPlane::kMaxKernelWidth.
   void (*dw_plane)(const float* x, const float* w, float bias, float* y,
                    const DwPlane& g) = nullptr;
+  /// ONNX Cast between float32 and float16 / bfloat16, indexed [from][to] by DTypeCode:
+  /// rounding to nearest even, NaN stays NaN, float16 overflow to infinity and subnormals as
+  /// IEEE 754 (the same results as Half / BFloat16 in frame/core/dtype.h, which the cpu cast
+  /// kernel uses). float16 entries only on targets with F16C (AVX2, AVX-512); nullptr
+  /// elsewhere and for every other pair (the cast then runs its cpu kernel).
+  std::array<std::array<VecConvertFn, kNumDTypes>, kNumDTypes> convert{};
   /// Mean's final step y = x / count; functor is MeanFinishArgs.
   VecUnaryFn mean_finish = nullptr;
   /// dst[i] = src[i] with non-temporal stores (outputs too large to stay in cache).

@@ -72,6 +72,20 @@ Status single_accepts(const NodeContext& ctx) {
   return fused_accepts(ctx);
 }
 
+// Cast between float32 and float16 / bfloat16 where the vector table converts the pair
+// (VecTable::convert); any other pair stays on the cpu kernel.
+Status cast_accepts(const NodeContext& ctx) {
+  if (ctx.schema == nullptr) return unimplemented("no schema");
+  FRAME_ASSIGN_OR_RETURN(std::vector<ir::TensorType> out, ctx.schema->infer(ctx));
+  const DTypeCode from = ctx.input_types[0].dtype;
+  const DTypeCode to = out.at(0).dtype;
+  if (vec_table().convert[static_cast<size_t>(from)][static_cast<size_t>(to)] == nullptr) {
+    return unimplemented("no vector conversion from {} to {} on this CPU", dtype_name(from),
+                         dtype_name(to));
+  }
+  return fused_accepts(ctx);
+}
+
 // The plain kernels are registered for exactly the list ops with a vector form (plus clip,
 // prelu, where and pow with a scalar exponent):
 // an op gains one by specializing VecOf in ew_vec-inl.h, nothing here changes.
@@ -96,6 +110,11 @@ const bool kSingleRegistered = [] {
 }();
 
 }  // namespace
+
+FRAME_REGISTER_KERNEL(cast, "onednn", program_kernel)
+    .dtypes(DTypeSet{DTypeCode::kFloat32, DTypeCode::kFloat16, DTypeCode::kBFloat16})
+    .prepare(single_prepare)
+    .accepts(cast_accepts);
 
 FRAME_REGISTER_KERNEL(fused_elementwise_internal, "onednn", program_kernel)
     .dtypes(kAllDTypes)
