@@ -298,6 +298,7 @@ TEST(ResizeOnednn, LinearMatchesCpu) {
       {{1, 3, 300, 299}, {}, {1, 3, 111, 57}},  // down, odd sizes
       {{2, 2, 7, 5}, {1, 1, 0.5f, 3.3f}, {}},   // mixed
       {{1, 1, 6, 9}, {}, {1, 1, 1, 4}},         // one output row
+      {{1, 5, 8, 8}, {}, {1, 5, 64, 64}},       // x8 up: W-interpolated rows reused, planes split
   };
   const std::vector<std::string> coords = {"half_pixel", "half_pixel_symmetric",
                                            "pytorch_half_pixel", "align_corners", "asymmetric"};
