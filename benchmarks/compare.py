@@ -400,11 +400,13 @@ def run_driver(cmd, timeout, env=None):
     return {"error": "exit %d: %s" % (r.returncode, msg[-1][:300] if msg else "")}
 
 
-def engine_cmd(engine, drivers, ort_lib, model, paths, out_shape, threads, warmup, runs,
+def engine_cmd(engine, drivers, ort_lib, model, paths, out_shape, threads, warmup, warmup_ms,
+               runs,
                save_dir):
     """One driver's command line; every graph input is an --input NAME=FILE.npy, in the
     model's argument order (the torch driver passes them positionally in that order)."""
-    common = ["--threads", str(threads), "--warmup", str(warmup), "--runs", str(runs)]
+    common = ["--threads", str(threads), "--warmup", str(warmup), "--warmup-ms", str(warmup_ms),
+              "--runs", str(runs)]
     if save_dir:
         common += ["--save-dir", save_dir]
     inputs = []
@@ -767,9 +769,10 @@ def write_report(path, args, facts, plan, summary, checks, elapsed, micro):
                  wp.get("micro", "?"),
                  "; --env %s" % " ".join(plan["env"]) if plan.get("env") else ""))
     L.append("- timing: per model and thread count, %d process(es) per engine run round-robin; "
-             "each process %d warm-up + %d timed runs; median, min and max over all timed runs; "
-             "total wall time %.0f s\n" % (plan["processes"], plan["warmup"], plan["repeat"],
-                                           elapsed))
+             "each process %d warm-up runs (and more until %.0f ms have passed) + %d timed runs; "
+             "median, min and max over all timed runs; total wall time %.0f s\n" % (
+                 plan["processes"], plan["warmup"], plan.get("warmup_ms", 0), plan["repeat"],
+                 elapsed))
 
     L.append("## Latency (median, min–max over every timed run in parentheses)\n")
     head = "| model |"
@@ -983,6 +986,10 @@ def main():
     p.add_argument("--threads", default="1,2", help="comma-separated thread counts (1,2)")
     p.add_argument("--repeat", type=int, default=20, help="timed runs per process (20)")
     p.add_argument("--warmup", type=int, default=5, help="untimed runs per process (5)")
+    p.add_argument("--warmup-ms", type=float, default=1000,
+                   help="and untimed runs until this many ms have passed (1000): runs right "
+                        "after a process starts are slower for a while on this machine, so a "
+                        "run count alone favours the engine whose set-up took longer")
     p.add_argument("--processes", type=int, default=3, help="processes per engine (3)")
     p.add_argument("--quick", action="store_true",
                    help="1 process, 2 warm-up, 5 timed runs, the curated set unless --set or "
@@ -1009,6 +1016,7 @@ def main():
     args = p.parse_args()
     if args.quick:
         args.processes, args.warmup, args.repeat = 1, 2, 5
+        args.warmup_ms = min(args.warmup_ms, 300)
         args.micro_min_time = min(args.micro_min_time, 0.1)
 
     sys.path.insert(0, BENCH)
@@ -1063,7 +1071,8 @@ def main():
             "work_dir": args.work_dir, "full": full, "env": args.env,
             "wait_policy": {"ort": ORT_WAIT_POLICY, "torch": gomp_wait_policy(env),
                             "micro": gomp_wait_policy(env)},
-            "processes": args.processes, "warmup": args.warmup, "repeat": args.repeat,
+            "processes": args.processes, "warmup": args.warmup, "warmup_ms": args.warmup_ms,
+            "repeat": args.repeat,
             "command": "/usr/bin/python3 benchmarks/compare.py " + " ".join(sys.argv[1:])}
     results, summary, checks = {}, {}, {}
     for m in names:
@@ -1085,7 +1094,7 @@ def main():
                         for old in glob.glob(os.path.join(save, "*.npy")):
                             os.remove(old)
                     cmd = engine_cmd(e, drivers, ort_lib, m, paths, expected.shape, t,
-                                     args.warmup, args.repeat, save)
+                                     args.warmup, args.warmup_ms, args.repeat, save)
                     res = run_driver(cmd, args.timeout, env)
                     results.setdefault((m, t, e), []).append(res)
                     if save:

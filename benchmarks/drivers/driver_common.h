@@ -7,6 +7,11 @@
 ///   --model PATH          the .onnx file
 ///   --threads N           intra-op threads (default 1)
 ///   --warmup W --runs R   untimed then timed runs (defaults 3 and 10)
+///   --warmup-ms T         keep warming up until T milliseconds have passed too (default 0):
+///                         runs right after a process's start are slower for a while on the
+///                         machines measured (SqueezeNet 1.1 on frame: 5-6 ms for the first
+///                         ~20 runs, then 3.6-3.8; ONNX Runtime alike), so W runs alone favour
+///                         the engine whose session creation took longer
 ///   --input NAME=FILE     a graph input from an .npy file (repeat per input)
 ///   --output NAME=D0,D1   a graph output and its shape (the ORT driver binds a buffer of
 ///                         that shape; the frame driver checks it)
@@ -58,6 +63,7 @@ struct DriverArgs {
   std::string model;
   int threads = 1;
   int warmup = 3;
+  double warmup_ms = 0;  ///< --warmup-ms: minimum warm-up time
   int runs = 10;
   std::vector<std::pair<std::string, std::string>> inputs;            ///< name, .npy path
   std::vector<std::pair<std::string, std::vector<int64_t>>> outputs;  ///< name, shape
@@ -102,6 +108,9 @@ inline DriverArgs parse_args(int argc, char** argv) {
     } else if (k == "--warmup") {
       a.warmup = std::stoi(v);
       counts_given = true;
+    } else if (k == "--warmup-ms") {
+      a.warmup_ms = std::stod(v);
+      counts_given = true;
     } else if (k == "--runs") {
       a.runs = std::stoi(v);
       counts_given = true;
@@ -143,7 +152,7 @@ inline DriverArgs parse_args(int argc, char** argv) {
   }
   const char* usage =
       "usage: --model PATH --input NAME=FILE.npy [--output NAME=D0,D1] [--threads N] "
-      "[--warmup W] [--runs R] [--save-dir DIR]\n"
+      "[--warmup W] [--warmup-ms T] [--runs R] [--save-dir DIR]\n"
       "   or: --model PATH --stream MANIFEST [--passes P] [--threads N] "
       "[--save-every K --save-dir DIR]";
   if (a.model.empty()) throw std::runtime_error(usage);
@@ -243,11 +252,12 @@ inline double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-/// Runs `run_once` args.warmup times untimed, then args.runs times; returns each timed run's
-/// milliseconds.
+/// Runs `run_once` untimed args.warmup times and until args.warmup_ms have passed, then
+/// args.runs times; returns each timed run's milliseconds.
 template <typename F>
 std::vector<double> timed_runs(const DriverArgs& args, F&& run_once) {
-  for (int i = 0; i < args.warmup; ++i) run_once();
+  const auto w0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < args.warmup || ms_since(w0) < args.warmup_ms; ++i) run_once();
   std::vector<double> run_ms;
   const double cpu0 = process_cpu_ms();
   for (int i = 0; i < args.runs; ++i) {

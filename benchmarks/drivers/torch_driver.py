@@ -3,7 +3,7 @@
 (drivers/driver_common.h), for a model of benchmarks/models.py.
 
 Usage: torch_driver.py --model NAME --input [NAME=]FILE.npy [--input ...] [--threads N]
-                       [--warmup W] [--runs R] [--save-dir DIR]
+                       [--warmup W] [--warmup-ms T] [--runs R] [--save-dir DIR]
 One --input per graph input, in the module's argument order (they are passed positionally;
 the NAME= part, as the C++ drivers take it, is accepted and ignored). load_ms is the time to
 build the module (PyTorch has no load step comparable to an ONNX session); compile_ms is 0.
@@ -39,6 +39,8 @@ def main():
     p.add_argument("--input", required=True, action="append")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--warmup-ms", type=float, default=0.0,
+                   help="keep warming up until this many ms have passed too")
     p.add_argument("--runs", type=int, default=10)
     p.add_argument("--save-dir", default="")
     a = p.parse_args()
@@ -49,8 +51,11 @@ def main():
     load_ms = (time.perf_counter() - t0) * 1e3
     x = [torch.from_numpy(np.load(i.split("=", 1)[-1])) for i in a.input]
     with torch.no_grad():
-        for _ in range(a.warmup):
+        w0 = time.perf_counter()
+        i = 0
+        while i < a.warmup or (time.perf_counter() - w0) * 1e3 < a.warmup_ms:
             y = model(*x)
+            i += 1
         run_ms = []
         for _ in range(a.runs):
             t = time.perf_counter()
