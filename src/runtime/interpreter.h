@@ -8,10 +8,13 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "frame/core/status.h"
 #include "frame/ir/graph.h"
@@ -75,12 +78,41 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
 /// The result of interpret(): outputs, or the failure and its message.
 struct Interpreted {
   TensorMap outputs;
-  /// The kernels' prepared states (KernelDef::prepare): a Session holds the last run's until
-  /// the next, so what kernels share process-wide while one holds it (oneDNN weights packed
-  /// into a blocked layout, pack_weights) is found again instead of rebuilt every run.
+  /// The kernels' prepared states (KernelDef::prepare): a Session holds those of its last few
+  /// runs (HeldStates), so what kernels share process-wide while one holds it (oneDNN weights
+  /// packed into a blocked layout, pack_weights) is found again instead of rebuilt every run.
   std::vector<std::shared_ptr<void>> states;
   Status status;  ///< OK, or why there are no outputs
   InterpretFailure failure = InterpretFailure::kFallback;
+};
+
+/// The prepared kernel states (Interpreted::states) of a Session's last few interpreted runs:
+/// what kernels share process-wide while a state holds it (oneDNN weights packed into a blocked
+/// layout, the shape-agnostic conv's weights restricted to the taps an image size keeps) is
+/// found again by a later run instead of being rebuilt. Holding only the last run's re-packed
+/// DeepLabV3's ASPP weights in most runs of a stream of image sizes, whose tap sets alternate
+/// (a sixth of its interpreted run). Not thread-safe (the Session holds its lock).
+class HeldStates {
+ public:
+  /// Holds the states of up to `runs` runs (at least 1).
+  explicit HeldStates(size_t runs) : runs_(std::max<size_t>(runs, 1)) {}
+  /// Holds one run's states and returns those of the run that no longer fits (empty while
+  /// fewer than `runs` are held): the caller releases them, outside its lock.
+  std::vector<std::shared_ptr<void>> hold(std::vector<std::shared_ptr<void>> states) {
+    held_.push_back(std::move(states));
+    std::vector<std::shared_ptr<void>> out;
+    if (held_.size() > runs_) {
+      out = std::move(held_.front());
+      held_.pop_front();
+    }
+    return out;
+  }
+  /// Runs held now.
+  size_t size() const { return held_.size(); }
+
+ private:
+  size_t runs_;
+  std::deque<std::vector<std::shared_ptr<void>>> held_;
 };
 
 /// Runs `g` (typed at every live value, as a specialization's import gives it; the ONNX

@@ -643,8 +643,9 @@ class SessionImpl {
       check_interpreter = r.failure == detail::InterpretFailure::kKernelError;
       return std::optional<TensorMap>();
     }
-    // Held until the next interpreted run (released after this unlock, as `r` goes).
-    held_states_.swap(r.states);
+    // Held for the next kHeldRuns interpreted runs (the oldest released after this unlock, as
+    // `r` goes).
+    r.states = held_states_.hold(std::move(r.states));
     if (interpreted_us_.size() >= kMaxInterpreted) interpreted_us_.clear();
     int64_t& key_us = interpreted_us_[key];
     // The session's first run also pays one-time setup (kernel libraries, first touches of
@@ -797,8 +798,9 @@ class SessionImpl {
   // (cleared at kMaxInterpreted keys); the first-seen tier's compiles, timed, for the
   // estimate of what one costs. Guarded by mu_.
   mutable bool interpret_ = false;
-  // The last interpreted run's prepared kernel states (detail::Interpreted::states).
-  mutable std::vector<std::shared_ptr<void>> held_states_;
+  // The prepared kernel states of the last kHeldRuns interpreted runs (detail::HeldStates).
+  static constexpr size_t kHeldRuns = 32;
+  mutable detail::HeldStates held_states_{kHeldRuns};
   // Graphs interpreted runs gave back, for the next re-typing to build in (Specialization::
   // reuse): one per run that may be in flight at once, up to kSpareGraphs.
   static constexpr size_t kSpareGraphs = 4;

@@ -355,8 +355,8 @@ TEST(OnednnPackedWeights, OneObjectPerConstantAndLayout) {
 }
 
 TEST(OnednnPackedWeights, TheInterpretersHeldStatesKeepThemAcrossSizes) {
-  // The interpreted tier (ADR 0007 stage C) prepares every node per run; a Session holds the
-  // last run's prepared states, so the next size finds the packed weights instead of
+  // The interpreted tier (ADR 0007 stage C) prepares every node per run; a Session holds its
+  // last runs' prepared states (HeldStates), so the next size finds the packed weights instead of
   // reordering them again. A matmul over constant weights packs them; the interpreted tier's
   // conv (conv_agnostic.cpp) reads them as they are and packs nothing.
   namespace dnn = backends::onednn;

@@ -148,6 +148,25 @@ TEST(Interpreter, RecurringKeysCompileLaterWhereEntriesGoUnused) {
   EXPECT_EQ(recurring_compile_threshold_us(1000, 16, 16), 8000);  // none did: capped at 8x
 }
 
+TEST(HeldStates, KeepsTheLastRunsStatesAndHandsBackTheOldest) {
+  HeldStates held(3);
+  std::vector<std::weak_ptr<void>> watch;
+  for (int run = 0; run < 5; ++run) {
+    auto state = std::make_shared<int>(run);
+    watch.emplace_back(state);
+    std::vector<std::shared_ptr<void>> out = held.hold({state});
+    state.reset();
+    // Runs 0-2 fit; run 3 pushes run 0 out, run 4 run 1, each handed back to the caller.
+    ASSERT_EQ(out.size(), run < 3 ? 0u : 1u) << run;
+    if (!out.empty()) {
+      EXPECT_EQ(*std::static_pointer_cast<int>(out[0]), run - 3);
+    }
+    out.clear();  // released by the caller, as the Session does after its unlock
+    EXPECT_EQ(held.size(), std::min<size_t>(static_cast<size_t>(run) + 1, 3));
+  }
+  for (int run = 0; run < 5; ++run) EXPECT_EQ(watch[static_cast<size_t>(run)].expired(), run < 2);
+}
+
 TEST(BufferPool, ReusesAReleasedBufferOfTheSameClass) {
   auto pool = std::make_shared<BufferPool>(1 << 20);
   const void* first = nullptr;
