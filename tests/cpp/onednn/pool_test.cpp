@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nn_test_util.h"
@@ -130,6 +131,37 @@ TEST(OnednnPool, GlobalPoolsMatchCpu) {
     expect_matches_cpu(pool_call(op, random_tensor({3, 5, 13, 11}, 22), {}));
     expect_matches_cpu(pool_call(op, random_tensor({2, 3, 29}, 23), {}));
     expect_matches_cpu(pool_call(op, random_tensor({1, 4, 3, 5, 6}, 24), {}));
+  }
+}
+
+TEST(OnednnPool, InterpretedGlobalPoolsAreRowReductions) {
+  // The interpreted tier (NodeContext::prefer_shape_agnostic) pools a plain f32 tensor by rows
+  // (reduce_rows) instead of creating a primitive per size. By hand first: planes {1,2,3,4}
+  // and {-5,0,7,2}: means 2.5 and 1, maxima 4 and 7.
+  const Tensor x = Tensor::from_vector<float>({1, 2, 2, 2}, {1, 2, 3, 4, -5, 0, 7, 2});
+  for (const auto& [op, want] :
+       {std::pair<std::string, std::vector<float>>{"global_average_pool", {2.5f, 1.0f}},
+        {"global_max_pool", {4.0f, 7.0f}}}) {
+    OpCall c = pool_call(op, x, {});
+    c.prefer_shape_agnostic = true;
+    auto r = run_op(c, "onednn");
+    ASSERT_TRUE(r.is_ok()) << op << ": " << r.status().to_string();
+    ASSERT_EQ((*r)[0].shape(), (Shape{1, 2, 1, 1})) << op;
+    const float* y = (*r)[0].data<float>();
+    EXPECT_EQ(std::vector<float>(y, y + 2), want) << op;
+  }
+  // Against the cpu kernel: ranks 3 to 5, rows split over threads, a tail of odd row lengths.
+  for (const std::string op : {"global_average_pool", "global_max_pool"}) {
+    for (const Shape& s :
+         {Shape{1, 960, 33, 17}, Shape{3, 5, 13, 11}, Shape{2, 3, 29}, Shape{1, 4, 3, 5, 6}}) {
+      for (int threads : {1, 2}) {
+        OpCall c = pool_call(op, random_tensor(s, 26), {});
+        c.prefer_shape_agnostic = true;
+        c.num_threads = threads;
+        SCOPED_TRACE(op + " " + shape_to_string(s) + " threads " + std::to_string(threads));
+        expect_matches_cpu(c);
+      }
+    }
   }
 }
 

@@ -9,6 +9,9 @@
 // `simple_nchw`: 22.7 ms for Inception-V3's first max pool against 0.3 ms channels-last), the
 // node runs channels-last between two reorders. laid_out_internal's pools (nhwc activations,
 // keep_nhwc_through) use the same primitives with explicit nhwc descriptors (laid_out.h).
+// In the interpreted tier (NodeContext::prefer_shape_agnostic), a plain f32 global pool is a
+// row reduction (reduce_rows) instead: a pooling primitive is JIT code for one size, and a
+// stream of image sizes created one per global pool per size (DeepLabV3-MobileNetV3: 9).
 
 #include <memory>
 #include <string>
@@ -18,6 +21,7 @@
 #include "backends/onednn/dnnl_util.h"
 #include "backends/onednn/kernels/laid_out.h"
 #include "backends/onednn/kernels/nn_common.h"
+#include "backends/onednn/kernels/reduce.h"
 #include "frame/ops/kernel_registry.h"
 #include "ops/schemas/nn_geometry.h"
 
@@ -45,7 +49,22 @@ struct PoolState {
   bool reordered = false;
   memory::desc src_user, dst_user, to_scratch, from_scratch;
   dnnl::reorder to_prim, from_prim;
+  // A shape-agnostic global pool (by_rows): the mean or max of each of `rows` rows of `row`
+  // elements (reduce_rows), no primitive.
+  bool by_rows = false;
+  ReduceKind rows_kind = ReduceKind::kMean;
+  int64_t rows = 0, row = 0;
 };
+
+// Whether `node` is a global pool run as a row reduction: the interpreted tier's plain f32
+// global pools over at least one spatial dim.
+bool pools_by_rows(const NodeContext& node, PoolKind kind, bool nhwc) {
+  constexpr DTypeSet kRowDTypes{DTypeCode::kFloat32};
+  return !nhwc && node.prefer_shape_agnostic &&
+         (kind == PoolKind::kGlobalAverage || kind == PoolKind::kGlobalMax) &&
+         node.num_outputs == 1 && node.input_types[0].rank() >= 3 &&
+         kRowDTypes.contains(node.input_types[0].dtype);
+}
 
 // Whether oneDNN implementation `impl` is one of its slow generic loops for pooling.
 bool slow_pool_impl(std::string_view impl) {
@@ -154,6 +173,7 @@ Result<dnnl::pooling_v2_forward::primitive_desc> plan_pool(const NodeContext& no
 }
 
 Status accepts_pool(const NodeContext& node, PoolKind kind, bool nhwc) {
+  if (pools_by_rows(node, kind, nhwc)) return Status();
   bool empty = false;
   return nn::decline(plan_pool(node, kind, nhwc, &empty).status());
 }
@@ -165,6 +185,15 @@ Status pool_accepts(const NodeContext& node) {
 
 Result<std::shared_ptr<void>> prepare_pool(const NodeContext& node, PoolKind kind, bool nhwc) {
   auto st = std::make_shared<PoolState>();
+  if (pools_by_rows(node, kind, nhwc)) {
+    const Shape& x = node.input_types[0].shape;
+    st->by_rows = true;
+    st->rows_kind = kind == PoolKind::kGlobalMax ? ReduceKind::kMax : ReduceKind::kMean;
+    st->rows = x[0] * x[1];
+    st->row = numel_of(Shape(x.begin() + 2, x.end()));
+    st->empty = st->rows == 0;  // empty rows: mean 0/0 = NaN, max -inf (ONNX's formulas)
+    return std::shared_ptr<void>(st);
+  }
   FRAME_ASSIGN_OR_RETURN(dnnl::pooling_v2_forward::primitive_desc pd,
                          plan_pool(node, kind, nhwc, &st->empty));
   if (st->empty) return std::shared_ptr<void>(st);
@@ -204,6 +233,15 @@ int pool_reorders(const void* state) {
 Status pool_kernel(KernelContext& ctx) {
   const auto& st = *static_cast<const PoolState*>(ctx.state);
   if (st.empty) return Status();
+  if (st.by_rows) {
+    if (ctx.input(0).numel() != st.rows * st.row || ctx.output(0).numel() != st.rows) {
+      return ctx.node->error("input has {} elements, prepared for {}", ctx.input(0).numel(),
+                             st.rows * st.row);
+    }
+    reduce_rows(st.rows_kind, ctx.input(0).data<float>(), ctx.output(0).data<float>(), st.rows,
+                st.row, ctx.num_threads);
+    return Status();
+  }
   try {
     if (st.reordered) {
       const memory src = wrap(st.src_user, ctx.input(0));

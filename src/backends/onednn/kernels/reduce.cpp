@@ -16,29 +16,9 @@
 #include <cstdint>
 #include <limits>
 
+#include "backends/onednn/kernels/reduce.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
-
-#ifndef FRAME_ONEDNN_REDUCE_KINDS_
-#define FRAME_ONEDNN_REDUCE_KINDS_
-namespace frame::backends::onednn {
-/// The reductions with a vector kernel.
-enum class ReduceKind : uint8_t {
-  kSum,
-  kMean,
-  kProd,
-  kMax,
-  kMin,
-  kL1,
-  kL2,
-  kSumSquare,
-  kLogSum,
-  kLogSumExp
-};
-/// Width of a column block in the B > 1 case (doubles of accumulators on the stack).
-inline constexpr int64_t kReduceBlock = 512;
-}  // namespace frame::backends::onednn
-#endif
 
 HWY_BEFORE_NAMESPACE();
 namespace frame::backends::onednn::HWY_NAMESPACE {
@@ -366,6 +346,16 @@ Status reduce_kernel(ops::KernelContext& ctx) {
 }
 
 }  // namespace
+
+void reduce_rows(ReduceKind kind, const float* x, float* out, int64_t rows, int64_t r,
+                 int threads) {
+  if (rows <= 0) return;
+  const ContigFn f = HWY_DYNAMIC_DISPATCH(get_contig)(kind);
+  const int nt = static_cast<int>(
+      std::clamp<int64_t>(std::min(rows * r / kReduceGrain, rows), 1, std::max(1, threads)));
+  ops::parallel_ranges(rows, nt,
+                       [&](int64_t a0, int64_t a1) { f(x + a0 * r, out + a0, a1 - a0, r); });
+}
 
 #define FRAME_ONEDNN_REDUCE(op, kind)                \
   FRAME_REGISTER_KERNEL(op, "onednn", reduce_kernel) \
