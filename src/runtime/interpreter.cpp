@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "frame/runtime/backend.h"
 #include "frame/runtime/threads.h"
 #include "runtime/kernel_call.h"
+#include "runtime/node_threads.h"
 #include "runtime/thread_count_scope.h"
 
 namespace frame::runtime::detail {
@@ -287,6 +289,11 @@ Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const Compile
     ctx.run_once = true;
     std::shared_ptr<void> state;  // what the chosen kernel's accepts built, if anything
     ctx.accepted_state = &state;
+    // Small nodes are chosen, prepared and run on the calling thread (node_threads.h), as in
+    // compiled plans (a kernel's accepts may build what its prepare takes).
+    const int node_t = node_threads(g, n, threads);
+    std::optional<ThreadCountScope> serial;
+    if (node_t != threads) serial.emplace(node_t);
     const ops::KernelDef* k = choose_kernel(ctx, options.backends);
     if (k == nullptr) return fallback(unimplemented("node '{}' ({}): no kernel", n.name, n.op));
     in.assign(n.inputs.size(), Tensor());
@@ -304,7 +311,8 @@ Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const Compile
       if (!t.is_ok()) return fallback(t.status());
       out[j] = std::move(t).value();
     }
-    Status s = run_kernel(*k, ctx, in, out, threads, state);
+    Status s = run_kernel(*k, ctx, in, out, node_t, state);
+    serial.reset();
     if (state != nullptr) r.states.push_back(std::move(state));
     if (!s.is_ok()) {
       Interpreted r = fallback(std::move(s));

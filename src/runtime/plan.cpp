@@ -7,12 +7,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <unordered_set>
 
 #include "frame/ops/op_registry.h"
 #include "ops/schemas/laid_out_internal.h"
 #include "ops/schemas/nn_fused_internal.h"
 #include "passes/operator_fusion.h"
+#include "runtime/node_threads.h"
+#include "runtime/thread_count_scope.h"
 
 namespace frame::runtime::detail {
 
@@ -324,6 +327,7 @@ Result<Plan> build_plan(std::shared_ptr<const ir::Graph> graph, const passes::Pa
                             n.name, n.op);
     }
     Step step;
+    step.threads = plan.num_threads;
     std::vector<ir::NodeId> step_nodes = {order[i]};
     if (p->path == "decomposition") {
       FRAME_ASSIGN_OR_RETURN(step.part, DecompositionPart::create(g, n, ctx, plan.num_threads));
@@ -353,7 +357,11 @@ Result<Plan> build_plan(std::shared_ptr<const ir::Graph> graph, const passes::Pa
         spec.nodes = {order[i]};
         spec.inputs = n.inputs;
         spec.outputs = n.outputs;
+        if (!be->device_memory()) step.threads = node_threads(g, n, plan.num_threads);
       }
+      // The kernel prepares with the thread count it runs with (oneDNN fixes a primitive's
+      // partition when it is created).
+      ThreadCountScope scope(step.threads);
       FRAME_ASSIGN_OR_RETURN(step.part, be->compile(spec));
       if (be->device_memory()) {
         plan.device_groups.push_back(device_group_report(g, *be, spec, *step.part));
@@ -522,7 +530,11 @@ Status run_plan(const Plan& plan, RunState& st, std::span<const Tensor> inputs,
     io.outputs = st.step_outputs[s];
     io.workspace = std::span<std::byte>(workspace, step.workspace_bytes);
     io.run_state = st.part_state[s].get();
-    io.num_threads = plan.num_threads;
+    io.num_threads = step.threads;
+    // Serial nodes (node_threads.h) run with the calling thread's OpenMP count at 1, as they
+    // were prepared; two thread-local accesses, only for them.
+    std::optional<ThreadCountScope> serial;
+    if (step.threads != plan.num_threads) serial.emplace(step.threads);
     if (!timed) {
       FRAME_RETURN_IF_ERROR(step.part->run(io));
       if (observer != nullptr) FRAME_RETURN_IF_ERROR(observe(step, io.outputs, *observer));

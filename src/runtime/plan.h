@@ -27,6 +27,9 @@ struct Step {
   std::vector<ir::ValueId> inputs;  ///< kNoValue for absent optional inputs
   std::vector<ir::ValueId> outputs;
   size_t workspace_bytes = 0;
+  /// Threads the part runs on (and prepared with): the plan's, or 1 for a per-kernel node too
+  /// small to pay for waking the others (node_threads.h).
+  int threads = 1;
   /// What a profile reports for this step (names, placement, types, fused body; no times).
   NodeProfile info;
   /// Names of `outputs` ("" for absent ones), for RunOptions::observer.

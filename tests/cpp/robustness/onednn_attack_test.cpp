@@ -283,7 +283,8 @@ TEST(OnednnAttack, PrepareRunsUnderTheCompiledThreadCount) {
   const int caller = omp_get_max_threads();
   for (int n : {1, 3, 5}) {
     ir::Graph g("probe");
-    const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {3}});
+    // 2 x 1 MiB: a node too large to run on one thread (src/runtime/node_threads.h).
+    const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {int64_t{1} << 18}});
     const ir::NodeId r = *g.create_node("relu", "r", {x}, 1);
     g.add_output(g.node(r).outputs[0]);
     CompileOptions o;

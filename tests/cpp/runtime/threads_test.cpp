@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "../../../src/backends/cpu/kernels/kernel_util.h"
 #include "frame/ops/kernel_registry.h"
@@ -36,9 +37,21 @@ Status probe_relu(ops::KernelContext& ctx) {
 }
 FRAME_REGISTER_KERNEL(relu, "rt_omp_probe", probe_relu).dtypes({DTypeCode::kFloat32});
 
+// The probes' input: large enough (2 x 1 MiB: 42 us at the node_threads.h cost model) that the
+// node runs on the compiled thread count, not on one thread as a small node would.
+constexpr int64_t kProbeNumel = int64_t{1} << 18;
+
+Tensor probe_input() {
+  std::vector<float> v(static_cast<size_t>(kProbeNumel), 1.0F);
+  v[0] = -1;
+  v[1] = 2;
+  v[2] = -3;
+  return Tensor::from_vector<float>({kProbeNumel}, v);
+}
+
 Executable probe_executable(int threads) {
   ir::Graph g("omp_probe");
-  ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {3}});
+  ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {kProbeNumel}});
   auto id = g.create_node("relu", "r", {x}, 1, {}, {"r"});
   EXPECT_TRUE(id.is_ok());
   g.add_output(g.node(*id).outputs[0]);
@@ -52,7 +65,7 @@ Executable probe_executable(int threads) {
 }
 
 void run_and_check(const Executable& exe) {
-  auto out = exe.run({{"x", Tensor::from_vector<float>({3}, {-1, 2, -3})}});
+  auto out = exe.run({{"x", probe_input()}});
   ASSERT_TRUE(out.is_ok()) << out.status().to_string();
   EXPECT_EQ(out->at("r").data<float>()[1], 2.0F);
   EXPECT_EQ(out->at("r").data<float>()[0], 0.0F);
@@ -109,7 +122,7 @@ TEST(Threads, KernelsPrepareUnderTheCompiledThreadCount) {
   for (const auto& [icv, compiled] : {std::pair{2, 1}, std::pair{1, 2}}) {
     omp_set_num_threads(icv);
     ir::Graph g("prepare_probe");
-    ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {3}});
+    ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {kProbeNumel}});
     auto id = g.create_node("relu", "r", {x}, 1, {}, {"r"});
     ASSERT_TRUE(id.is_ok());
     g.add_output(g.node(*id).outputs[0]);
