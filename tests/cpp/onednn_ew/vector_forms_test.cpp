@@ -432,22 +432,18 @@ TEST(VectorForms, ErfExpTanhMaxErrorAgainstDouble) {
 
 // ---- Cast between float32 and float16 / bfloat16 (VecTable::convert) ----
 
-// The 16-bit patterns decoded by their IEEE / bfloat16 formulas (independent of frame's Half and
-// BFloat16): sign, exponent, mantissa.
-double decode_f16(uint16_t h) {
-  const int e = (h >> 10) & 31, m = h & 1023;
-  double v = e == 0    ? std::ldexp(m, -24)
-             : e == 31 ? (m != 0 ? std::nan("") : std::numeric_limits<double>::infinity())
-                       : std::ldexp(1024 + m, e - 25);
+// A 16-bit float pattern with `mant` mantissa bits and the rest exponent, decoded by the IEEE
+// formula (independent of frame's Half and BFloat16): float16 has 10, bfloat16 7.
+double decode16(uint16_t h, int mant) {
+  const int emax = (1 << (15 - mant)) - 1, bias = emax / 2;
+  const int e = (h >> mant) & emax, m = h & ((1 << mant) - 1);
+  double v = e == 0      ? std::ldexp(m, 1 - bias - mant)
+             : e == emax ? (m != 0 ? std::nan("") : std::numeric_limits<double>::infinity())
+                         : std::ldexp((1 << mant) + m, e - bias - mant);
   return (h >> 15) != 0 ? -v : v;
 }
-double decode_bf16(uint16_t h) {
-  const int e = (h >> 7) & 255, m = h & 127;
-  double v = e == 0     ? std::ldexp(m, -133)
-             : e == 255 ? (m != 0 ? std::nan("") : std::numeric_limits<double>::infinity())
-                        : std::ldexp(128 + m, e - 134);
-  return (h >> 15) != 0 ? -v : v;
-}
+double decode_f16(uint16_t h) { return decode16(h, 10); }
+double decode_bf16(uint16_t h) { return decode16(h, 7); }
 
 // The 16-bit pattern nearest to x, ties to the even pattern, by binary search over the positive
 // finite patterns [0, max_finite] (ordered by value); above the largest finite value the next
