@@ -123,12 +123,6 @@ Interpreted fallback(Status s) {
   return r;
 }
 
-bool has_body(const ir::Node& n) {
-  return std::any_of(n.attrs.begin(), n.attrs.end(), [](const auto& a) {
-    return std::holds_alternative<std::shared_ptr<const ir::Graph>>(a.second);
-  });
-}
-
 // The kernel that runs `n`: step 1 of backend-lowering's placement (the first backend whose
 // kernel supports the node), else the cpu kernel (ARCH-041), else null.
 const ops::KernelDef* choose_kernel(const ops::NodeContext& ctx,

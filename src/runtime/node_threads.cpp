@@ -66,6 +66,12 @@ double flops_of(const ir::Graph& g, const ir::Node& n) {
 
 }  // namespace
 
+bool has_body(const ir::Node& n) {
+  return std::any_of(n.attrs.begin(), n.attrs.end(), [](const auto& a) {
+    return std::holds_alternative<std::shared_ptr<const ir::Graph>>(a.second);
+  });
+}
+
 double node_cost_ns(const ir::Graph& g, const ir::Node& n) {
   double bytes = 0;
   for (ir::ValueId v : n.inputs) bytes += bytes_of(type_of(g, v));
@@ -75,11 +81,8 @@ double node_cost_ns(const ir::Graph& g, const ir::Node& n) {
 
 int node_threads(const ir::Graph& g, const ir::Node& n, int threads) {
   if (threads <= 1) return 1;
-  // A node with a body (If, Loop, Scan) costs what its body does, which its inputs do not tell.
-  const bool has_body = std::any_of(n.attrs.begin(), n.attrs.end(), [](const auto& a) {
-    return std::holds_alternative<std::shared_ptr<const ir::Graph>>(a.second);
-  });
-  if (has_body) return threads;
+  // A node with a body costs what its body does, which its inputs do not tell.
+  if (has_body(n)) return threads;
   return node_cost_ns(g, n) < kSerialNodeNs ? 1 : threads;
 }
 

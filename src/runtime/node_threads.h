@@ -10,6 +10,9 @@
 
 namespace frame::runtime::detail {
 
+/// Whether `n` has a body (a graph attribute: If, Loop, Scan).
+bool has_body(const ir::Node& n);
+
 /// Estimated time of node `n` of `g` on one core, in nanoseconds: the bytes of its typed inputs
 /// and outputs at 50 bytes/ns (cache-resident data), or for a conv, conv_transpose, matmul or
 /// gemm (also as the base op of a fused_post_ops_internal node) its multiply-adds x 2 at 100

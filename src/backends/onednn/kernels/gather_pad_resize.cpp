@@ -459,7 +459,7 @@ void resize_linear_row_w(const ResizePlan& p, const float* s, float* h) {
 // from its four taps). A thread keeps the last two W-interpolated rows, so an upsampling resize
 // interpolates each source row along W about once instead of once per output row that reads
 // it, and the per-row blend is a contiguous loop (LR-ASPP's x8 upsampling of f32[1,21,32,32]:
-// 1.43 -> 0.3 ms at 1 thread, docs/backends/onednn.md).
+// 1.43 -> 0.44 ms at 1 thread, docs/backends/onednn.md).
 void resize_linear_rows(const ResizePlan& p, const float* src, float* dst, int64_t r0, int64_t r1) {
   thread_local std::vector<float> rows;
   if (rows.size() < static_cast<size_t>(2 * p.ow)) rows.resize(static_cast<size_t>(2 * p.ow));

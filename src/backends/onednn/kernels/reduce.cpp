@@ -306,6 +306,16 @@ Result<std::shared_ptr<void>> reduce_prepare(const ops::NodeContext& ctx) {
   return std::shared_ptr<void>(std::make_shared<ReducePlan>(*p));
 }
 
+// Rows of r contiguous elements reduced by `f`, split into one contiguous range of rows per
+// thread, one thread per kReduceGrain elements (the B == 1 case, and reduce_rows).
+void contig_split(ContigFn f, const float* x, float* out, int64_t rows, int64_t r, int threads) {
+  const int64_t work = std::max(rows * r, rows);
+  const int nt = static_cast<int>(
+      std::clamp<int64_t>(std::min(work / kReduceGrain, rows), 1, std::max(1, threads)));
+  ops::parallel_ranges(rows, nt,
+                       [&](int64_t a0, int64_t a1) { f(x + a0 * r, out + a0, a1 - a0, r); });
+}
+
 Status reduce_kernel(ops::KernelContext& ctx) {
   const auto* p = static_cast<const ReducePlan*>(ctx.state);
   if (p == nullptr) return ctx.node->error("kernel state missing (prepare was not run)");
@@ -318,16 +328,11 @@ Status reduce_kernel(ops::KernelContext& ctx) {
   if (y.numel() == 0) return Status();
   const float* in = x.data<float>();
   float* out = y.data<float>();
-  const int64_t work = std::max<int64_t>(p->in_numel, y.numel());
   if (p->b == 1) {
-    // Rows of R contiguous elements, split into one contiguous range of rows per thread.
-    const int nt = static_cast<int>(
-        std::clamp<int64_t>(std::min(work / kReduceGrain, p->a), 1, std::max(1, ctx.num_threads)));
-    ops::parallel_ranges(p->a, nt, [&](int64_t a0, int64_t a1) {
-      p->contig(in + a0 * p->r, out + a0, a1 - a0, p->r);
-    });
+    contig_split(p->contig, in, out, p->a, p->r, ctx.num_threads);
     return Status();
   }
+  const int64_t work = std::max<int64_t>(p->in_numel, y.numel());
   // Column blocks of up to kReduceBlock outputs, each folding R rows of its columns.
   const int64_t blocks_per_a = (p->b + kReduceBlock - 1) / kReduceBlock;
   const int64_t items = p->a * blocks_per_a;
@@ -350,11 +355,7 @@ Status reduce_kernel(ops::KernelContext& ctx) {
 void reduce_rows(ReduceKind kind, const float* x, float* out, int64_t rows, int64_t r,
                  int threads) {
   if (rows <= 0) return;
-  const ContigFn f = HWY_DYNAMIC_DISPATCH(get_contig)(kind);
-  const int nt = static_cast<int>(
-      std::clamp<int64_t>(std::min(rows * r / kReduceGrain, rows), 1, std::max(1, threads)));
-  ops::parallel_ranges(rows, nt,
-                       [&](int64_t a0, int64_t a1) { f(x + a0 * r, out + a0, a1 - a0, r); });
+  contig_split(HWY_DYNAMIC_DISPATCH(get_contig)(kind), x, out, rows, r, threads);
 }
 
 #define FRAME_ONEDNN_REDUCE(op, kind)                \
