@@ -155,4 +155,24 @@ inline int64_t recurring_compile_threshold_us(int64_t compile_us, int64_t evicte
   return compile_us * 8 * evicted / std::max(8 * used, evicted);
 }
 
+/// How many first-seen keys a Session sends the cheaper way between two probes of the other way
+/// (ADR 0007 stage C: a key it has not seen is interpreted or compiled, whichever has cost less
+/// per first-seen key, `winner_us` against `loser_us`, both in microseconds). A probe costs
+/// loser - winner more than a key sent the winner's way, so probes come every
+/// ceil(32 * (loser - winner) / winner) keys, keeping them within about 1/32 of the stream's
+/// time, and never more often than every 64th key nor less often than every 4096th (the costs
+/// drift with the stream's sizes and oneDNN's caches). DeepLabV3-MobileNetV3's image sizes, 12
+/// ms interpreted against 200 ms for the first-seen tier's compile and run: every 502nd key,
+/// where a fixed 64 spent a sixth of the interpreted time on probes. `winner_us` <= 0 (no
+/// measurable time) probes every 64th key.
+inline int64_t reprobe_interval(int64_t winner_us, int64_t loser_us) {
+  constexpr int64_t kMin = 64, kMax = 4096, kShare = 32;
+  if (winner_us <= 0) return kMin;
+  const int64_t extra = std::max<int64_t>(loser_us - winner_us, 0);
+  // Capped before multiplying (a compile may cost 1000x a run): the result is capped anyway.
+  const int64_t capped = std::min<int64_t>(extra, kMax * winner_us);
+  const int64_t keys = (capped * kShare + winner_us - 1) / winner_us;
+  return std::clamp<int64_t>(keys, kMin, kMax);
+}
+
 }  // namespace frame::runtime::detail

@@ -570,7 +570,8 @@ class SessionImpl {
   // interpreted, or the first-seen tier's compile plus its first run (convolution networks,
   // whose compile is mostly JIT the interpreter pays too, run faster compiled); the first
   // three are interpreted, the fourth probes the compile (the first run is not a sample), and
-  // every kReprobe-th first-seen key goes the other way, so both costs stay measured. For
+  // now and then a first-seen key goes the other way, so both costs stay measured: the more
+  // the other way costs, the rarer (detail::reprobe_interval). For
   // those compiles `time_compile` is set: the caller times lookup + run and reports it
   // (first_seen_compiled). Also nullopt where the key is held or being compiled, or the
   // interpreter falls back (the compile then reports the model's own errors): after a graph
@@ -659,11 +660,15 @@ class SessionImpl {
   // Whether a key seen for the first time compiles rather than runs interpreted (interpret()).
   // Caller holds mu_.
   bool compile_first_seen() const {
-    ++first_seen_keys_;
     if (first_seen_interpreted_.n < 2) return false;
     if (first_seen_compiled_.n == 0) return true;
-    const bool interpreter_wins = first_seen_interpreted_.mean() <= first_seen_compiled_.mean();
-    const bool reprobe = first_seen_keys_ % kReprobe == 0;
+    const int64_t interpreted = first_seen_interpreted_.mean();
+    const int64_t compiled = first_seen_compiled_.mean();
+    const bool interpreter_wins = interpreted <= compiled;
+    const bool reprobe =
+        ++keys_since_probe_ >=
+        detail::reprobe_interval(std::min(interpreted, compiled), std::max(interpreted, compiled));
+    if (reprobe) keys_since_probe_ = 0;
     return interpreter_wins == reprobe;
   }
 
@@ -823,10 +828,10 @@ class SessionImpl {
     }
     int64_t mean() const { return avg; }
   };
-  static constexpr int64_t kReprobe = 64;
   mutable Mean first_seen_interpreted_;
   mutable Mean first_seen_compiled_;
-  mutable int64_t first_seen_keys_ = 0;
+  // First-seen keys since the last one sent the other way (detail::reprobe_interval).
+  mutable int64_t keys_since_probe_ = 0;
   mutable int64_t interpreted_keys_ = 0;
   // Evicted entries, and how many of them served no run (interpret()): halved past 256, so
   // the share follows the stream.

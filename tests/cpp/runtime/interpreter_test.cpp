@@ -255,5 +255,17 @@ TEST(BufferPool, ATensorOutlivesItsPool) {
   EXPECT_EQ(t->data<float>()[15], 1.0f);
 }
 
+// reprobe_interval by hand: ceil(32 * (loser - winner) / winner) first-seen keys, within [64,
+// 4096].
+TEST(Interpreter, ProbesOfTheCostlierWayAreRarerTheMoreItCosts) {
+  EXPECT_EQ(reprobe_interval(1000, 1000), 64);       // a tie: the floor
+  EXPECT_EQ(reprobe_interval(1000, 2000), 64);       // 32 keys: the floor
+  EXPECT_EQ(reprobe_interval(1000, 4000), 96);       // 32 * 3
+  EXPECT_EQ(reprobe_interval(12000, 200000), 502);   // ceil(32 * 188000 / 12000) = ceil(501.3)
+  EXPECT_EQ(reprobe_interval(1000, 1000000), 4096);  // 31968 keys: the cap
+  EXPECT_EQ(reprobe_interval(1, int64_t{1} << 60), 4096);  // no overflow
+  EXPECT_EQ(reprobe_interval(0, 5000), 64);                // nothing measured
+}
+
 }  // namespace
 }  // namespace frame::runtime::detail
