@@ -61,11 +61,22 @@ std::vector<const LoweringPattern*> LoweringPatternRegistry::list() const {
   return out;
 }
 
+namespace {
+thread_local bool t_one_run_lowering = false;
+}  // namespace
+
+OneRunLoweringScope::OneRunLoweringScope() : outer_(t_one_run_lowering) {
+  t_one_run_lowering = true;
+}
+OneRunLoweringScope::~OneRunLoweringScope() { t_one_run_lowering = outer_; }
+bool OneRunLoweringScope::active() { return t_one_run_lowering; }
+
 LoweringPatternRegistration::LoweringPatternRegistration(std::string backend, std::string name,
                                                          std::string anchor_op,
                                                          LoweringPatternFn fn, const char* file,
-                                                         int line) {
-  LoweringPattern p{std::move(backend), std::move(name), std::move(anchor_op), fn, file, line};
+                                                         int line, bool interpreted) {
+  LoweringPattern p{std::move(backend), std::move(name), std::move(anchor_op), fn, file, line,
+                    interpreted};
   if (RegistrationBatch* batch = collecting_batch()) {
     batch->patterns.push_back(std::move(p));
   } else {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "frame/ops/kernel_registry.h"
+#include "frame/ops/lowering_pattern.h"
 #include "frame/ops/op_registry.h"
 #include "frame/runtime/backend.h"
 #include "frame/runtime/threads.h"
@@ -187,6 +188,248 @@ bool run_as_view(const ir::Graph& g, const ir::Node& n, const ops::OpSchema& sch
 }
 
 }  // namespace
+
+Result<std::vector<ir::NodeId>> apply_interpreted_patterns(ir::Graph& g,
+                                                           const std::vector<std::string>& backends,
+                                                           const std::vector<ir::NodeId>* sites) {
+  // The interpreted patterns, read once (plugins that add patterns later are not seen here;
+  // their graphs still compile with them).
+  static const std::vector<const ops::LoweringPattern*> patterns = [] {
+    std::vector<const ops::LoweringPattern*> out;
+    for (const ops::LoweringPattern* p : ops::LoweringPatternRegistry::global().list()) {
+      if (p->interpreted) out.push_back(p);
+    }
+    return out;
+  }();
+  std::vector<ir::NodeId> fired;
+  if (patterns.empty() || (sites != nullptr && sites->empty())) return fired;
+  const ops::OneRunLoweringScope one_run;  // the patterns' kernel checks ask as run_once does
+  const ops::OpRegistry& schemas = ops::OpRegistry::global();
+  // Tries the patterns at `id`; true where one fired.
+  const auto try_at = [&](ir::NodeId id) -> Result<bool> {
+    if (id < 0 || static_cast<size_t>(id) >= g.num_node_slots() || g.node(id).dead) return false;
+    const ir::Node& n = g.node(id);
+    const bool anchored =
+        std::any_of(patterns.begin(), patterns.end(),
+                    [&](const ops::LoweringPattern* p) { return p->anchor_op == n.op; });
+    if (!anchored) return false;
+    const ops::OpSchema* schema = schemas.find(n.op);
+    if (schema == nullptr) return false;
+    ops::NodeContext ctx = ops::make_node_context(g, n, schema);
+    ctx.prefer_shape_agnostic = true;
+    ctx.run_once = true;
+    const ops::KernelDef* k = ops::KernelRegistry::global().first_supporting(ctx, backends);
+    if (k == nullptr) return false;
+    for (const ops::LoweringPattern* p : patterns) {
+      if (p->anchor_op != n.op || p->backend != k->backend) continue;
+      Result<bool> r = p->fn(g, id);
+      if (!r.is_ok()) {
+        return r.status().with_prefix(fmt::format("lowering pattern {}/{}: ", p->backend, p->name));
+      }
+      if (*r) {
+        fired.push_back(id);
+        return true;  // the node may be gone
+      }
+    }
+    return false;
+  };
+  if (sites != nullptr) {
+    for (ir::NodeId id : *sites) FRAME_RETURN_IF_ERROR(try_at(id).status());
+    return fired;
+  }
+  // As backend-lowering: sweeps in topological order until nothing fires (each rewrite removes
+  // nodes, so this ends; the bound guards against a faulty pattern).
+  for (int sweep = 0; sweep < 16; ++sweep) {
+    FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, g.topological_order());
+    bool changed = false;
+    for (ir::NodeId id : order) {
+      FRAME_ASSIGN_OR_RETURN(bool f, try_at(id));
+      changed = changed || f;
+    }
+    if (!changed) break;
+  }
+  return fired;
+}
+
+namespace {
+
+// Constants of at most this many bytes are compared by value when a rewrite is replayed
+// (shape-derived ones are rewritten per key); larger ones by storage (weights are shared).
+constexpr size_t kCheckedBytes = 256;
+
+// The graph before the patterns ran, as record_rewrite needs it.
+struct Before {
+  size_t node_slots = 0, value_slots = 0;
+  std::vector<char> live;
+  std::vector<std::vector<ir::ValueId>> inputs;
+  std::vector<ir::ValueId> outputs;
+};
+
+Before snapshot(const ir::Graph& g) {
+  Before b;
+  b.node_slots = g.num_node_slots();
+  b.value_slots = g.num_values();
+  b.live.resize(b.node_slots);
+  b.inputs.resize(b.node_slots);
+  for (size_t i = 0; i < b.node_slots; ++i) {
+    const ir::Node& n = g.node(static_cast<ir::NodeId>(i));
+    b.live[i] = n.dead ? 0 : 1;
+    if (!n.dead) b.inputs[i] = n.inputs;
+  }
+  b.outputs = g.outputs();
+  return b;
+}
+
+// The net change from `b` to `g`, or nullopt where the patterns added a constant.
+std::optional<PatternRewrite> record_rewrite(const Before& b, const ir::Graph& g) {
+  PatternRewrite r;
+  r.node_slots = b.node_slots;
+  r.value_slots = b.value_slots;
+  for (size_t v = b.value_slots; v < g.num_values(); ++v) {
+    if (g.value(static_cast<ir::ValueId>(v)).is_constant()) return std::nullopt;
+  }
+  for (size_t i = 0; i < b.node_slots; ++i) {
+    const ir::Node& n = g.node(static_cast<ir::NodeId>(i));
+    if (b.live[i] == 0) continue;
+    if (n.dead) {
+      r.removed.push_back({n.id, n.op, b.inputs[i], n.outputs});
+      for (ir::ValueId v : b.inputs[i]) {
+        if (v == ir::kNoValue || !g.value(v).is_constant()) continue;
+        const Tensor& t = *g.value(v).constant;
+        PatternRewrite::Checked c{v, t.raw_data(), {}};
+        if (t.nbytes() <= kCheckedBytes) {
+          const auto* p = static_cast<const std::byte*>(t.raw_data());
+          c.bytes.assign(p, p + t.nbytes());
+        }
+        r.constants.push_back(std::move(c));
+      }
+      continue;
+    }
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      if (n.inputs[k] != b.inputs[i][k]) {
+        r.uses.push_back({n.id, k, b.inputs[i][k], n.inputs[k]});
+      }
+    }
+  }
+  for (size_t k = 0; k < g.outputs().size(); ++k) {
+    if (g.outputs()[k] != b.outputs[k]) r.uses.push_back({-1, k, b.outputs[k], g.outputs()[k]});
+  }
+  for (size_t i = b.node_slots; i < g.num_node_slots(); ++i) {
+    const ir::Node& n = g.node(static_cast<ir::NodeId>(i));
+    if (n.dead) continue;  // made and removed again by a later rewrite
+    PatternRewrite::Added a{n.op, n.name, n.attrs, n.inputs, n.outputs, {}};
+    for (ir::ValueId v : n.outputs) a.output_names.push_back(g.value(v).name);
+    r.added.push_back(std::move(a));
+  }
+  return r;
+}
+
+// Whether `g` has the structure `r` was recorded on.
+bool rewrite_fits(const ir::Graph& g, const PatternRewrite& r) {
+  const auto slots = g.num_node_slots();
+  for (const PatternRewrite::Removed& m : r.removed) {
+    if (static_cast<size_t>(m.id) >= slots) return false;
+    const ir::Node& n = g.node(m.id);
+    if (n.dead || n.op != m.op || n.inputs != m.inputs || n.outputs != m.outputs) return false;
+  }
+  for (const PatternRewrite::Use& u : r.uses) {
+    if (u.node < 0) {
+      if (u.k >= g.outputs().size() || g.outputs()[u.k] != u.from) return false;
+      continue;
+    }
+    if (static_cast<size_t>(u.node) >= slots) return false;
+    const ir::Node& n = g.node(u.node);
+    if (n.dead || u.k >= n.inputs.size() || n.inputs[u.k] != u.from) return false;
+  }
+  for (const PatternRewrite::Checked& c : r.constants) {
+    if (static_cast<size_t>(c.v) >= g.num_values() || !g.value(c.v).is_constant()) return false;
+    const Tensor& t = *g.value(c.v).constant;
+    if (t.raw_data() == c.data) continue;
+    if (c.bytes.empty() || t.nbytes() != c.bytes.size() ||
+        std::memcmp(t.raw_data(), c.bytes.data(), c.bytes.size()) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Applies `r` to `g` (rewrite_fits said yes): removes, adds with types inferred at this key's
+// shapes, rewires.
+Status replay_rewrite(ir::Graph& g, const PatternRewrite& r) {
+  for (const PatternRewrite::Removed& m : r.removed) g.remove_node(m.id);
+  // The rewrite's own values (recorded ids at or past value_slots) -> this graph's.
+  std::vector<ir::ValueId> own;
+  const auto map = [&](ir::ValueId v) {
+    if (v == ir::kNoValue || static_cast<size_t>(v) < r.value_slots) return v;
+    const size_t i = static_cast<size_t>(v) - r.value_slots;
+    return i < own.size() ? own[i] : ir::kNoValue;
+  };
+  const ops::OpRegistry& schemas = ops::OpRegistry::global();
+  for (const PatternRewrite::Added& a : r.added) {
+    std::vector<ir::ValueId> inputs;
+    inputs.reserve(a.inputs.size());
+    for (ir::ValueId v : a.inputs) {
+      const ir::ValueId m = map(v);
+      if (v != ir::kNoValue && m == ir::kNoValue) {
+        return internal_error("replayed node '{}' ({}) reads a value made after it", a.name, a.op);
+      }
+      inputs.push_back(m);
+    }
+    FRAME_ASSIGN_OR_RETURN(
+        ir::NodeId id, g.create_node(a.op, a.name, std::move(inputs),
+                                     static_cast<int>(a.outputs.size()), a.attrs, a.output_names));
+    const ir::Node& n = g.node(id);
+    const ops::OpSchema* schema = schemas.find(n.op);
+    if (schema == nullptr) return not_found("replayed node '{}': op '{}'", n.name, n.op);
+    FRAME_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types,
+                           schema->infer(ops::make_node_context(g, n, schema)));
+    for (size_t j = 0; j < a.outputs.size(); ++j) {
+      const ir::ValueId v = g.node(id).outputs[j];
+      if (j < types.size()) g.value(v).type = types[j];
+      const size_t i = static_cast<size_t>(a.outputs[j]) - r.value_slots;
+      if (a.outputs[j] != ir::kNoValue && static_cast<size_t>(a.outputs[j]) >= r.value_slots) {
+        if (own.size() <= i) own.resize(i + 1, ir::kNoValue);
+        own[i] = v;
+      }
+    }
+  }
+  std::vector<ir::ValueId> outputs = g.outputs();
+  for (const PatternRewrite::Use& u : r.uses) {
+    const ir::ValueId to = map(u.to);
+    if (u.to != ir::kNoValue && to == ir::kNoValue) {
+      return internal_error("replayed rewrite: value #{} was not made", u.to);
+    }
+    if (u.node < 0) {
+      outputs[u.k] = to;
+    } else {
+      g.node(u.node).inputs[u.k] = to;
+    }
+  }
+  g.set_outputs(std::move(outputs));
+  return Status();
+}
+
+}  // namespace
+
+Result<std::optional<InterpretedFusions>> fuse_interpreted(ir::Graph& g,
+                                                           const std::vector<std::string>& backends,
+                                                           const InterpretedFusions* known) {
+  if (known == nullptr) {
+    const Before before = snapshot(g);
+    FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> sites,
+                           apply_interpreted_patterns(g, backends, nullptr));
+    InterpretedFusions learned;
+    learned.rewrite = record_rewrite(before, g);
+    learned.sites = std::move(sites);
+    return std::optional<InterpretedFusions>(std::move(learned));
+  }
+  if (known->rewrite && rewrite_fits(g, *known->rewrite)) {
+    FRAME_RETURN_IF_ERROR(replay_rewrite(g, *known->rewrite));
+  } else {
+    FRAME_RETURN_IF_ERROR(apply_interpreted_patterns(g, backends, &known->sites).status());
+  }
+  return std::optional<InterpretedFusions>();
+}
 
 Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const CompileOptions& options,
                       const std::atomic<bool>* terminate, BufferPool* pool) {

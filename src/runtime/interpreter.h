@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -114,6 +115,80 @@ class HeldStates {
   size_t runs_;
   std::deque<std::vector<std::shared_ptr<void>>> held_;
 };
+
+/// Applies the lowering patterns the interpreted tier takes (LoweringPattern::interpreted: the
+/// onednn backend's fuse_layer_norm, fuse_attention and fuse_post_ops at matmul and gemm) to
+/// `g`, a key's re-typed graph about to be interpreted, as backend-lowering applies every
+/// pattern to a compiled graph: each is tried at a live node of its anchor op that its backend
+/// would run (the first of `backends` whose kernel supports the node, asked as the interpreter
+/// asks: NodeContext::prefer_shape_agnostic and run_once), and fires only where its own
+/// conditions hold on this graph. With `sites` null every live node is tried, in topological
+/// order, to a fixed point; with `sites`, only those nodes, once, in that order (the anchors
+/// where patterns fired for an earlier key of the same template: node ids of a re-typed graph
+/// are the template's). Returns the ids of the nodes where a pattern fired, in order. Results
+/// never depend on `sites` (a rewrite the earlier key did not make is only a fusion missed).
+/// Errors: a pattern's, prefixed with its name (the graph stays valid; the caller compiles
+/// the key, which reports the same error).
+Result<std::vector<ir::NodeId>> apply_interpreted_patterns(ir::Graph& g,
+                                                           const std::vector<std::string>& backends,
+                                                           const std::vector<ir::NodeId>* sites);
+
+/// The net change the interpreted patterns (apply_interpreted_patterns) made to one key's
+/// re-typed graph, so later keys of the same template replay it instead of matching again
+/// (matching cost about an eighth of a BERT-style encoder's interpreted run): the nodes
+/// removed, as they were; the constants they read (a decision a pattern read from one, such as
+/// an epsilon or a scale, holds only while it is unchanged: weights by their storage,
+/// constants of up to 256 bytes by value); the nodes added (their values' ids at or past
+/// `value_slots` are the rewrite's own; their types are inferred again per key); and every
+/// input of a kept node and graph output that now reads another value.
+struct PatternRewrite {
+  size_t node_slots = 0;   ///< the graph's node slots before the patterns ran
+  size_t value_slots = 0;  ///< and its value slots
+  struct Removed {
+    ir::NodeId id = -1;
+    std::string op;
+    std::vector<ir::ValueId> inputs, outputs;
+  };
+  std::vector<Removed> removed;
+  struct Checked {
+    ir::ValueId v = ir::kNoValue;
+    const void* data = nullptr;
+    std::vector<std::byte> bytes;  ///< empty where compared by storage
+  };
+  std::vector<Checked> constants;
+  struct Added {
+    std::string op, name;
+    ir::AttrMap attrs;
+    std::vector<ir::ValueId> inputs, outputs;
+    std::vector<std::string> output_names;
+  };
+  std::vector<Added> added;
+  struct Use {
+    ir::NodeId node = -1;  ///< a kept node, or -1 for the graph outputs
+    size_t k = 0;
+    ir::ValueId from = ir::kNoValue, to = ir::kNoValue;
+  };
+  std::vector<Use> uses;
+};
+
+/// What the interpreted tier keeps from its first key's fusions: the rewrite to replay (absent
+/// where the patterns added a constant, which may depend on the key) and where patterns fired,
+/// for keys whose graph the rewrite does not fit.
+struct InterpretedFusions {
+  std::optional<PatternRewrite> rewrite;
+  std::vector<ir::NodeId> sites;
+};
+
+/// The interpreted tier's fusions for `g` (a key's re-typed graph): with `known` null, matches
+/// everywhere (apply_interpreted_patterns) and returns what the next keys use; with `known`,
+/// replays its rewrite where `g` has the recorded structure (the removed nodes live with the same
+/// ops, inputs and outputs, the rewired uses still reading the recorded values, the checked
+/// constants unchanged), else matches at its sites, and returns nullopt. Errors: a pattern's, or
+/// a replayed node the graph refuses (`g` may then be half rewritten: the caller compiles the key
+/// instead of interpreting it).
+Result<std::optional<InterpretedFusions>> fuse_interpreted(ir::Graph& g,
+                                                           const std::vector<std::string>& backends,
+                                                           const InterpretedFusions* known);
 
 /// Runs `g` (typed at every live value, as a specialization's import gives it; the ONNX
 /// importer's re-typing or a full import) on `inputs` (by graph input name; dtypes and shapes

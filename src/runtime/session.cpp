@@ -629,6 +629,22 @@ class SessionImpl {
     spec.reuse = &spare;
     Result<ir::Graph> g = source_.specialize(spec);
     if (!g.is_ok()) return std::optional<TensorMap>();  // the compile reports it
+    // The shape-independent fusions (layer norm, attention, matmul epilogues): matched on the
+    // first interpreted key, replayed on the next ones (detail::fuse_interpreted).
+    std::shared_ptr<const detail::InterpretedFusions> fusions;
+    {
+      std::lock_guard lock(mu_);
+      fusions = fusions_;
+    }
+    Result<std::optional<detail::InterpretedFusions>> learned =
+        detail::fuse_interpreted(*g, resolved_.backends, fusions.get());
+    if (!learned.is_ok()) return std::optional<TensorMap>();  // the compile reports it
+    if (learned->has_value()) {
+      std::lock_guard lock(mu_);
+      if (fusions_ == nullptr) {
+        fusions_ = std::make_shared<const detail::InterpretedFusions>(std::move(**learned));
+      }
+    }
     detail::Interpreted r =
         detail::interpret(*g, inputs, resolved_, options.terminate, pool_.get());
     const int64_t us =
@@ -809,6 +825,9 @@ class SessionImpl {
   // Graphs interpreted runs gave back, for the next re-typing to build in (Specialization::
   // reuse): one per run that may be in flight at once, up to kSpareGraphs.
   static constexpr size_t kSpareGraphs = 4;
+  // What the interpreted tier's lowering patterns did to the session's first interpreted key,
+  // replayed on the next ones (detail::fuse_interpreted); null before it.
+  mutable std::shared_ptr<const detail::InterpretedFusions> fusions_;
   mutable std::vector<ir::Graph> spare_graphs_;
   // The interpreter's values: recycled, at most min(max_cache_bytes, 256 MiB) held free.
   std::shared_ptr<detail::BufferPool> pool_ =

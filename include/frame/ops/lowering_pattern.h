@@ -39,6 +39,13 @@ struct LoweringPattern {
   LoweringPatternFn fn = nullptr;
   std::string file;
   int line = 0;
+  /// Also applied by the interpreted tier (ADR 0007, docs/architecture/execution-model.md,
+  /// "Interpreted tier"), to each first-seen key's graph before it runs node by node: the
+  /// kernels of the nodes the rewrite creates prepare for one run (NodeContext::run_once)
+  /// without per-size JIT code, so fusing pays off on a graph that runs once. The rewrite
+  /// checks its conditions on each key's graph as in a compile; only where it is tried is
+  /// remembered across keys. Registered with FRAME_REGISTER_INTERPRETED_LOWERING_PATTERN.
+  bool interpreted = false;
 };
 
 /// Global pattern table. Thread-safe like KernelRegistry.
@@ -63,11 +70,29 @@ class LoweringPatternRegistry {
   std::vector<std::unique_ptr<LoweringPattern>> patterns_;
 };
 
+/// While one exists on a thread, lowering patterns applied on that thread rewrite a graph that
+/// runs once (the interpreted tier's first-seen key, LoweringPattern::interpreted): a pattern's
+/// kernel check then asks as the interpreter will prepare (NodeContext::run_once), so it takes
+/// the kernels' one-run forms and builds no primitive descriptor the run will not use.
+class OneRunLoweringScope {
+ public:
+  OneRunLoweringScope();
+  ~OneRunLoweringScope();
+  OneRunLoweringScope(const OneRunLoweringScope&) = delete;
+  OneRunLoweringScope& operator=(const OneRunLoweringScope&) = delete;
+  /// Whether the calling thread is inside such a scope.
+  static bool active();
+
+ private:
+  bool outer_;
+};
+
 /// Registers on construction (static-init time).
 class LoweringPatternRegistration {
  public:
   LoweringPatternRegistration(std::string backend, std::string name, std::string anchor_op,
-                              LoweringPatternFn fn, const char* file, int line);
+                              LoweringPatternFn fn, const char* file, int line,
+                              bool interpreted = false);
 };
 
 }  // namespace frame::ops
@@ -78,3 +103,10 @@ class LoweringPatternRegistration {
 #define FRAME_REGISTER_LOWERING_PATTERN(backend, name, anchor_op, fn)             \
   [[maybe_unused]] static ::frame::ops::LoweringPatternRegistration FRAME_CONCAT( \
       frame_lowering_pattern_, __COUNTER__)(backend, #name, #anchor_op, fn, __FILE__, __LINE__)
+
+/// As FRAME_REGISTER_LOWERING_PATTERN, for a pattern the interpreted tier applies too
+/// (LoweringPattern::interpreted: its new nodes' kernels need no per-size JIT code).
+#define FRAME_REGISTER_INTERPRETED_LOWERING_PATTERN(backend, name, anchor_op, fn)               \
+  [[maybe_unused]] static ::frame::ops::LoweringPatternRegistration FRAME_CONCAT(               \
+      frame_lowering_pattern_, __COUNTER__)(backend, #name, #anchor_op, fn, __FILE__, __LINE__, \
+                                            true)

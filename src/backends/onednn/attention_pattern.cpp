@@ -213,6 +213,6 @@ Result<bool> fuse_attention(Graph& g, NodeId id) {
 
 }  // namespace
 
-FRAME_REGISTER_LOWERING_PATTERN("onednn", fuse_attention, softmax, fuse_attention);
+FRAME_REGISTER_INTERPRETED_LOWERING_PATTERN("onednn", fuse_attention, softmax, fuse_attention);
 
 }  // namespace frame::backends::onednn

@@ -211,6 +211,7 @@ Result<bool> fuse_layer_norm(Graph& g, NodeId id) {
 
 }  // namespace
 
-FRAME_REGISTER_LOWERING_PATTERN("onednn", fuse_layer_norm, reduce_mean, fuse_layer_norm);
+FRAME_REGISTER_INTERPRETED_LOWERING_PATTERN("onednn", fuse_layer_norm, reduce_mean,
+                                            fuse_layer_norm);
 
 }  // namespace frame::backends::onednn

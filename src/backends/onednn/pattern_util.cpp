@@ -10,6 +10,7 @@
 #include <set>
 
 #include "frame/ops/kernel_registry.h"
+#include "frame/ops/lowering_pattern.h"
 #include "frame/ops/op_registry.h"
 
 namespace frame::backends::onednn {
@@ -106,12 +107,6 @@ double gelu_of(double x, bool tanh) {
 std::optional<GeluMatch> match_gelu(const ir::Graph& g, ir::ValueId x, const ScalarOf& scalar) {
   constexpr size_t kMaxNodes = 16;
   if (x == ir::kNoValue || g.is_output(x)) return std::nullopt;
-  std::map<ir::ValueId, std::vector<ir::NodeId>> readers;
-  for (ir::NodeId id : g.node_ids()) {
-    for (ir::ValueId in : g.node(id).inputs) {
-      if (in != ir::kNoValue) readers[in].push_back(id);
-    }
-  }
   std::vector<ir::NodeId> nodes;  // in an order where producers come first
   std::set<ir::NodeId> taken;
   std::set<ir::ValueId> inner{x};
@@ -123,6 +118,22 @@ std::optional<GeluMatch> match_gelu(const ir::Graph& g, ir::ValueId x, const Sca
     }
     return eval_gelu_op(n.op, std::vector<double>(n.inputs.size(), 1.0)).has_value();
   };
+  // Nothing grows from x unless a reader of x is such a step already: checked before the
+  // readers of the whole graph are gathered (most values a pattern asks about are no GELU's
+  // input, and the interpreted tier asks for every first-seen key).
+  const std::vector<ir::NodeId> live = g.node_ids();
+  if (std::none_of(live.begin(), live.end(), [&](ir::NodeId id) {
+        const ir::Node& n = g.node(id);
+        return std::find(n.inputs.begin(), n.inputs.end(), x) != n.inputs.end() && closed(n);
+      })) {
+    return std::nullopt;
+  }
+  std::map<ir::ValueId, std::vector<ir::NodeId>> readers;
+  for (ir::NodeId id : live) {
+    for (ir::ValueId in : g.node(id).inputs) {
+      if (in != ir::kNoValue) readers[in].push_back(id);
+    }
+  }
   const auto evaluate = [&](double xv) -> std::optional<double> {
     std::map<ir::ValueId, double> val{{x, xv}};
     for (ir::NodeId id : nodes) {
@@ -247,6 +258,7 @@ bool onednn_runs(const ir::Graph& g, std::string_view op, std::string_view name,
   // every later shape, instead of one JIT per new sequence length in the first-seen tier; the
   // static form is asked when that one is declined.
   ctx.prefer_shape_agnostic = true;
+  ctx.run_once = ops::OneRunLoweringScope::active();  // the interpreted tier's rewrites
   for (ir::ValueId v : inputs) {
     const bool present = v != ir::kNoValue && g.value(v).type.has_value();
     ctx.input_types.push_back(present ? *g.value(v).type : ir::TensorType{});

@@ -546,6 +546,50 @@ HWY_NOINLINE void softmax_row_loop(const float* x, float* y, size_t n) {
   if (has_tail) store_n(d, hn::Mul(et, vinv), y + body, n - body);
 }
 
+/// ONNX LayerNormalization of one row of n floats (VecTable::layer_norm_row; y may be x):
+/// mean = sum(x) / n, d = x - mean, var = sum(d^2) / n, y = d * (1 / sqrt(var + eps)) * gamma
+/// (+ beta where beta is not null), float32 throughout as stash_type 1 says. The sums are kept
+/// per lane and reduced once; the tail goes through masked loads and stores.
+HWY_NOINLINE void layer_norm_row_loop(const float* x, float* y, size_t n, float eps,
+                                      const float* gamma, const float* beta) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  const size_t body = n - n % lanes, rest = n - body;
+  auto vsum = hn::Zero(d);
+  for (size_t i = 0; i < body; i += lanes) vsum = hn::Add(vsum, hn::LoadU(d, x + i));
+  if (rest > 0) vsum = hn::Add(vsum, load_n(d, x + body, rest));
+  const float mean = hn::GetLane(hn::SumOfLanes(d, vsum)) / static_cast<float>(n);
+  const auto vmean = hn::Set(d, mean);
+  auto vsq = hn::Zero(d);
+  for (size_t i = 0; i < body; i += lanes) {
+    const auto dv = hn::Sub(hn::LoadU(d, x + i), vmean);
+    vsq = hn::MulAdd(dv, dv, vsq);
+  }
+  if (rest > 0) {
+    // Lanes past n load 0: mask their deviation off.
+    const auto dv =
+        hn::IfThenElseZero(hn::FirstN(d, rest), hn::Sub(load_n(d, x + body, rest), vmean));
+    vsq = hn::MulAdd(dv, dv, vsq);
+  }
+  const float var = hn::GetLane(hn::SumOfLanes(d, vsq)) / static_cast<float>(n);
+  const auto vinv = hn::Set(d, 1.0f / std::sqrt(var + eps));
+  const auto row = [&](auto xv, auto gv, auto bv) {
+    auto v = hn::Mul(hn::Mul(hn::Sub(xv, vmean), vinv), gv);
+    return beta != nullptr ? hn::Add(v, bv) : v;
+  };
+  const auto zero = hn::Zero(d);
+  for (size_t i = 0; i < body; i += lanes) {
+    const auto v = row(hn::LoadU(d, x + i), hn::LoadU(d, gamma + i),
+                       beta != nullptr ? hn::LoadU(d, beta + i) : zero);
+    hn::StoreU(v, d, y + i);
+  }
+  if (rest > 0) {
+    const auto v = row(load_n(d, x + body, rest), load_n(d, gamma + body, rest),
+                       beta != nullptr ? load_n(d, beta + body, rest) : zero);
+    store_n(d, v, y + body, rest);
+  }
+}
+
 /// One depthwise conv plane (VecTable::dw_plane). Each vector of an output row is summed over
 /// every tap in a register and stored once. A tap reads only the output columns whose input
 /// column lies inside x (zero padding is skipped, not multiplied), under a mask where the

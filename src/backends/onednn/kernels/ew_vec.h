@@ -86,6 +86,12 @@ struct VecTable {
   /// the attention kernel and of a first-seen shape's Softmax (a row whose max is -inf or NaN
   /// gives NaN, as ONNX Softmax's formula does).
   void (*softmax_row)(const float* x, float* y, size_t n) = nullptr;
+  /// ONNX LayerNormalization (stash_type 1) of one row of n floats (y may be x): y = (x - mean)
+  /// / sqrt(var + eps) * gamma + beta (beta may be null), gamma and beta dense rows of n; the
+  /// row loop of a first-seen shape's layer_normalization (norm.cpp), where a oneDNN primitive
+  /// would be JIT code for one size.
+  void (*layer_norm_row)(const float* x, float* y, size_t n, float eps, const float* gamma,
+                         const float* beta) = nullptr;
   /// One plane of a depthwise conv (conv_agnostic.cpp): y[r][o] = bias + sum over taps (i, j)
   /// of w[i * kw + j] * x[r * sh - ph + i * dh][o * sw - pw + j * dw], taps outside x
   /// skipped (zero padding). Strides 1 and 2 run as vectors. kw at most

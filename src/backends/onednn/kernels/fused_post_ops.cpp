@@ -2,6 +2,8 @@
 // conv / matmul / gemm primitive with the post-ops attached as oneDNN post-ops (eltwise for the
 // activations, binary add for the residual), so the result is written once.
 
+#include <utility>
+
 #include "backends/onednn/kernels/linear_kernels.h"
 #include "frame/ops/kernel_registry.h"
 
@@ -17,9 +19,20 @@ Result<std::shared_ptr<LinearPrimitive>> make_fused(const ops::NodeContext& ctx,
   return make_matmul(ctx, spec.base_op == "gemm", spec.post_ops, reorder);
 }
 
-Status accepts_fused(const ops::NodeContext& ctx) { return make_fused(ctx, false).status(); }
+// As the plain matmul's (matmul.cpp): where prepare follows at once (NodeContext::
+// accepted_state, set by the interpreted tier), accepts keeps the state it built, with weights
+// reordered, and prepare takes it instead of building it again.
+Status accepts_fused(const ops::NodeContext& ctx) {
+  const bool keep = ctx.accepted_state != nullptr;
+  Result<std::shared_ptr<LinearPrimitive>> p = make_fused(ctx, keep);
+  if (keep && p.is_ok()) *ctx.accepted_state = std::shared_ptr<void>(std::move(*p));
+  return p.status();
+}
 
 Result<std::shared_ptr<void>> prepare_fused(const ops::NodeContext& ctx) {
+  if (ctx.accepted_state != nullptr && *ctx.accepted_state != nullptr) {
+    return std::exchange(*ctx.accepted_state, nullptr);
+  }
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<LinearPrimitive> p, make_fused(ctx, true));
   return std::shared_ptr<void>(std::move(p));
 }

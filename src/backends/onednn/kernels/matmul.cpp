@@ -183,6 +183,12 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
                              const memory::dims ad = a_md.dims(), bd = b_user.dims();
                              return std::equal(ad.begin(), ad.end() - 2, bd.begin());
                            }();
+  // Fused for one run (the interpreted tier's fuse_post_ops) only where the primitive has
+  // runtime dims: otherwise it is JIT code for this size, where the plain matmul and its post-op
+  // nodes would have shared one primitive across sizes (a residual add of M rows declines it).
+  if (ctx.run_once && !post.empty() && !runtime_m && !runtime_all) {
+    return unimplemented("a fused matmul prepared for one run without runtime dims");
+  }
   // One row of A over a constant B (a classifier's batch-1 Gemm, + bias, + relu): a
   // matrix-vector product bound by reading B once. dnnl_sgemm streams B as stored (6.95 ms for
   // AlexNet's [1, 9216] x [9216, 4096] on one thread here) where the matmul primitive over

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backends/onednn/dnnl_util.h"
+#include "backends/onednn/kernels/ew_vec.h"
 #include "backends/onednn/kernels/laid_out.h"
 #include "backends/onednn/kernels/nn_common.h"
 #include "frame/ops/kernel_registry.h"
@@ -377,6 +378,11 @@ FRAME_REGISTER_KERNEL(lrn, "onednn", norm_kernel)
 
 struct LayerNormState {
   bool empty = false;
+  // A first-seen shape's f32 node (NodeContext::run_once) without statistics outputs: the row
+  // loop, no primitive (a oneDNN layer_normalization primitive is JIT code for one size, about
+  // 20 us to create per node and size against ~2 us to run a BERT-style row block).
+  const VecTable* rows = nullptr;
+  int64_t inner = 0;
   memory::desc data, stat, scratch;
   dnnl::primitive prim;
   nn::ParamPlan scale, shift;
@@ -435,6 +441,12 @@ plan_layer_norm(const NodeContext& node) {
   }
   st->empty = numel_of(x.shape) == 0;
   if (st->empty) return std::pair{st, dnnl::layer_normalization_forward::primitive_desc()};
+  st->inner = inner;
+  if (node.run_once && !stats && DTypeSet{DTypeCode::kFloat32}.contains(x.dtype) &&
+      vec_table().layer_norm_row != nullptr) {
+    st->rows = &vec_table();
+    return std::pair{st, dnnl::layer_normalization_forward::primitive_desc()};
+  }
   normalization_flags flags = normalization_flags::use_scale;
   if (st->has_shift) flags = flags | normalization_flags::use_shift;
   const int64_t dims[2] = {st->outer, inner};
@@ -459,7 +471,7 @@ Status layer_norm_accepts(const NodeContext& node) {
 Result<std::shared_ptr<void>> layer_norm_prepare(const NodeContext& node) {
   FRAME_ASSIGN_OR_RETURN(auto planned, plan_layer_norm(node));
   auto& [st, pd] = planned;
-  if (st->empty) return std::shared_ptr<void>(st);
+  if (st->empty || st->rows != nullptr) return std::shared_ptr<void>(st);
   try {
     st->data = pd.src_desc();
     st->stat = plain_desc(std::span<const int64_t>(&st->outer, 1), memory::data_type::f32);
@@ -474,6 +486,21 @@ Result<std::shared_ptr<void>> layer_norm_prepare(const NodeContext& node) {
 Status layer_norm_kernel(KernelContext& ctx) {
   const auto& st = *static_cast<const LayerNormState*>(ctx.state);
   if (st.empty) return Status();
+  if (st.rows != nullptr) {
+    float* stage = nn::staging_floats(
+        static_cast<size_t>(st.scale.staged() + (st.has_shift ? st.shift.staged() : 0)));
+    const float* gamma = st.scale.data(ctx, stage);
+    const float* beta = st.has_shift ? st.shift.data(ctx, stage + st.scale.staged()) : nullptr;
+    const float* x = ctx.input(0).data<float>();
+    float* y = ctx.output(0).data<float>();
+    const auto n = static_cast<size_t>(st.inner);
+    ops::parallel_ranges(st.outer, ctx.num_threads, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        st.rows->layer_norm_row(x + r * st.inner, y + r * st.inner, n, st.eps, gamma, beta);
+      }
+    });
+    return Status();
+  }
   const size_t outs = ctx.outputs.size();
   // The variance goes to InvStdDev's buffer (then inverted in place) or to staging.
   const int64_t staged =

@@ -1,0 +1,121 @@
+// The interpreted tier's fusions (src/runtime/interpreter.h, fuse_interpreted; ADR 0007): the
+// lowering patterns marked `interpreted` rewrite a first-seen key's graph before it runs node by
+// node, matched on the first key and replayed on the next ones. Each interpreted result is
+// checked against the same graph compiled for cpu alone (the unfused reduce_mean, sub, pow,
+// add, sqrt, div, mul, matmul and relu cpu kernels: an independent reference).
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cpp/onednn/linear_test_util.h"
+#include "frame/passes/pass.h"
+#include "runtime/interpreter.h"
+
+namespace frame::test::linear {
+namespace {
+
+using ints = std::vector<int64_t>;
+using ir::ValueId;
+
+constexpr int64_t kWidth = 20;  // not a multiple of any vector width: the row loop's tail runs
+
+// x [b, s, 20] -> torch's decomposed LayerNormalization (epsilon `eps`) -> x @ w [20, 8] + bias
+// -> relu: what a re-typed encoder graph holds at key (b, s). Built the same way at every key,
+// so node and value ids agree as a template's re-typed graphs do.
+ir::Graph encoder(int64_t b, int64_t s, float eps) {
+  ir::Graph g("encoder");
+  const ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {b, s, kWidth}});
+  const ir::AttrMap mean{{"axes", ints{-1}}, {"keepdims", int64_t{1}}};
+  const ValueId m = add_op(g, "reduce_mean", "mean", {x}, mean);
+  const ValueId d = add_op(g, "sub", "sub", {x, m});
+  const ValueId sq = add_op(g, "pow", "square", {d, g.add_constant("two", Tensor::scalar(2.0F))});
+  const ValueId var = add_op(g, "reduce_mean", "var", {sq}, mean);
+  const ValueId e = add_op(g, "add", "add_eps", {var, g.add_constant("eps", Tensor::scalar(eps))});
+  ValueId y = add_op(g, "div", "div", {d, add_op(g, "sqrt", "sqrt", {e})});
+  y = add_op(g, "mul", "scale", {y, g.add_constant("gamma", grid_tensor({kWidth}, 2))});
+  y = add_op(g, "add", "shift", {y, g.add_constant("beta", grid_tensor({kWidth}, 3))});
+  y = add_op(g, "matmul", "proj", {y, g.add_constant("w", grid_tensor({kWidth, 8}, 4))});
+  y = add_op(g, "add", "bias", {y, g.add_constant("b", grid_tensor({8}, 5))});
+  g.add_output(add_op(g, "relu", "act", {y}));
+  // Typed at every value, as a specialization's import leaves it.
+  passes::PassContext ctx;
+  const Status st = passes::run_pipeline(g, "shape-inference", ctx);
+  EXPECT_TRUE(st.is_ok()) << st.message();
+  return g;
+}
+
+// Runs `g` (rewritten or not) through the interpreter and expects the cpu-only compile of
+// `reference` (the unfused graph at the same key) within the cross-backend tolerance.
+void expect_interpreted_matches_cpu(const ir::Graph& g, const ir::Graph& reference,
+                                    const Tensor& x) {
+  runtime::CompileOptions o;
+  o.backends = {"onednn", "cpu"};
+  o.num_threads = 1;
+  const runtime::detail::Interpreted got = runtime::detail::interpret(g, {{"x", x}}, o, nullptr);
+  ASSERT_TRUE(got.status.is_ok()) << got.status.message();
+  Result<runtime::Executable> ref = runtime::compile(reference, uncached({"cpu"}));
+  ASSERT_TRUE(ref.is_ok()) << ref.status().message();
+  Result<runtime::TensorMap> want = ref->run({{"x", x}});
+  ASSERT_TRUE(want.is_ok()) << want.status().message();
+  for (const auto& [name, t] : *want) {
+    const CompareResult c = compare_tensors(
+        got.outputs.at(name), t, tolerance_for(DTypeCode::kFloat32, ToleranceClass::kCrossBackend));
+    EXPECT_TRUE(c.ok) << name << ": " << c.message;
+  }
+}
+
+// The fused graph: one layer_normalization and one matmul with its bias and relu as post-ops.
+void expect_fused(const ir::Graph& g) {
+  EXPECT_EQ(count_op(g, "layer_normalization"), 1);
+  EXPECT_EQ(count_op(g, "reduce_mean"), 0);
+  EXPECT_EQ(count_op(g, "fused_post_ops_internal"), 1);
+  EXPECT_EQ(count_op(g, "matmul"), 0);
+  EXPECT_EQ(count_op(g, "relu"), 0);
+}
+
+TEST(InterpretedFusions, MatchedOnTheFirstKeyAndReplayedOnTheNext) {
+  const std::vector<std::string> backends{"onednn", "cpu"};
+  ir::Graph first = encoder(2, 5, 1e-5F);
+  Result<std::optional<runtime::detail::InterpretedFusions>> learned =
+      runtime::detail::fuse_interpreted(first, backends, nullptr);
+  ASSERT_TRUE(learned.is_ok()) << learned.status().message();
+  ASSERT_TRUE(learned->has_value());
+  const runtime::detail::InterpretedFusions known = **learned;
+  ASSERT_TRUE(known.rewrite.has_value());  // no constant was added: replayable
+  EXPECT_EQ(known.sites.size(), 2u);       // the first reduce_mean and the matmul
+  expect_fused(first);
+  expect_interpreted_matches_cpu(first, encoder(2, 5, 1e-5F), grid_tensor({2, 5, kWidth}, 1));
+
+  // Another key: replayed (its output types inferred at [3, 7, ...]), nothing learned.
+  ir::Graph next = encoder(3, 7, 1e-5F);
+  Result<std::optional<runtime::detail::InterpretedFusions>> again =
+      runtime::detail::fuse_interpreted(next, backends, &known);
+  ASSERT_TRUE(again.is_ok()) << again.status().message();
+  EXPECT_FALSE(again->has_value());
+  expect_fused(next);
+  EXPECT_EQ(next.value(next.outputs()[0]).type->shape, (Shape{3, 7, 8}));
+  expect_interpreted_matches_cpu(next, encoder(3, 7, 1e-5F), grid_tensor({3, 7, kWidth}, 6));
+}
+
+// An epsilon that differs from the first key's (a small constant a removed node read, as a
+// shape-derived constant can): the recorded layer_normalization holds the old one, so the rewrite
+// does not fit and the patterns are matched again, taking the new epsilon. Replaying regardless
+// would normalise with 1e-5 instead of 0.25.
+TEST(InterpretedFusions, AChangedConstantIsMatchedAgainNotReplayed) {
+  const std::vector<std::string> backends{"onednn", "cpu"};
+  ir::Graph first = encoder(2, 5, 1e-5F);
+  Result<std::optional<runtime::detail::InterpretedFusions>> learned =
+      runtime::detail::fuse_interpreted(first, backends, nullptr);
+  ASSERT_TRUE(learned.is_ok() && learned->has_value());
+  ir::Graph other = encoder(2, 5, 0.25F);
+  Result<std::optional<runtime::detail::InterpretedFusions>> again =
+      runtime::detail::fuse_interpreted(other, backends, &**learned);
+  ASSERT_TRUE(again.is_ok()) << again.status().message();
+  expect_fused(other);
+  expect_interpreted_matches_cpu(other, encoder(2, 5, 0.25F), grid_tensor({2, 5, kWidth}, 7));
+}
+
+}  // namespace
+}  // namespace frame::test::linear
