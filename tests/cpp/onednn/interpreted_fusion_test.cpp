@@ -117,5 +117,26 @@ TEST(InterpretedFusions, AChangedConstantIsMatchedAgainNotReplayed) {
   expect_interpreted_matches_cpu(other, encoder(2, 5, 0.25F), grid_tensor({2, 5, kWidth}, 7));
 }
 
+// A matmul whose add reads a tensor of its own rows (a residual, not a bias row): fused, the
+// primitive could not take runtime dims and would be JIT code for each key's size, so the
+// interpreted tier leaves matmul and add apart (a compile fuses them).
+TEST(InterpretedFusions, NoFusedMatmulThatWouldNeedAPrimitivePerSize) {
+  ir::Graph g("residual");
+  const ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {6, kWidth}});
+  const ValueId r = g.add_input("r", ir::TensorType{DTypeCode::kFloat32, {6, 8}});
+  const ValueId y =
+      add_op(g, "matmul", "proj", {x, g.add_constant("w", grid_tensor({kWidth, 8}, 4))});
+  g.add_output(add_op(g, "add", "residual", {y, r}));
+  passes::PassContext ctx;
+  ASSERT_TRUE(passes::run_pipeline(g, "shape-inference", ctx).is_ok());
+  const ir::Graph compiled = lowered(g, {"onednn", "cpu"});
+  EXPECT_EQ(count_op(compiled, "fused_post_ops_internal"), 1);  // a compile fuses them
+  Result<std::optional<runtime::detail::InterpretedFusions>> learned =
+      runtime::detail::fuse_interpreted(g, {"onednn", "cpu"}, nullptr);
+  ASSERT_TRUE(learned.is_ok()) << learned.status().message();
+  EXPECT_EQ(count_op(g, "fused_post_ops_internal"), 0);
+  EXPECT_EQ(count_op(g, "matmul"), 1);
+}
+
 }  // namespace
 }  // namespace frame::test::linear

@@ -24,6 +24,7 @@
 #include "backends/onednn/kernels/linear_kernels.h"
 #include "backends/onednn/kernels/pd_cache.h"
 #include "backends/onednn/kernels/primitive_util.h"
+#include "frame/ops/lowering_pattern.h"
 
 namespace frame::backends::onednn {
 namespace {
@@ -183,12 +184,6 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
                              const memory::dims ad = a_md.dims(), bd = b_user.dims();
                              return std::equal(ad.begin(), ad.end() - 2, bd.begin());
                            }();
-  // Fused for one run (the interpreted tier's fuse_post_ops) only where the primitive has
-  // runtime dims: otherwise it is JIT code for this size, where the plain matmul and its post-op
-  // nodes would have shared one primitive across sizes (a residual add of M rows declines it).
-  if (ctx.run_once && !post.empty() && !runtime_m && !runtime_all) {
-    return unimplemented("a fused matmul prepared for one run without runtime dims");
-  }
   // One row of A over a constant B (a classifier's batch-1 Gemm, + bias, + relu): a
   // matrix-vector product bound by reading B once. dnnl_sgemm streams B as stored (6.95 ms for
   // AlexNet's [1, 9216] x [9216, 4096] on one thread here) where the matmul primitive over
@@ -209,6 +204,14 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
     p->c_numel = c_numel;
     p->relu = !post.empty();
     return std::shared_ptr<LinearPrimitive>(p);
+  }
+  // Asked by the interpreted tier's fuse_post_ops (ops::OneRunLoweringScope): fused only where
+  // the primitive has runtime dims. Otherwise it would be JIT code for this size, where the plain
+  // matmul and its post-op nodes share one primitive across sizes (a residual add of M rows
+  // rules runtime M out). A node fused already (a compile's) is still prepared.
+  if (ops::OneRunLoweringScope::active() && ctx.run_once && !post.empty() && !runtime_m &&
+      !runtime_all) {
+    return unimplemented("a fused matmul prepared for one run without runtime dims");
   }
   memory::desc a_pd = a_md, b_rt = b_user, y_pd = y_md;
   if (runtime_m) {
