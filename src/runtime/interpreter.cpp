@@ -280,13 +280,36 @@ Before snapshot(const ir::Graph& g) {
   return b;
 }
 
-// The net change from `b` to `g`, or nullopt where the patterns added a constant.
+// The net change from `b` to `g`, or nullopt where it could not be replayed safely: the
+// patterns added a constant, changed a kept node's arity or the graph's outputs' count, or made
+// a node read (or a use read) an earlier value no removed node read (replay checks only the
+// removed nodes' values, so another value's id could name something else at another key).
 std::optional<PatternRewrite> record_rewrite(const Before& b, const ir::Graph& g) {
   PatternRewrite r;
   r.node_slots = b.node_slots;
   r.value_slots = b.value_slots;
   for (size_t v = b.value_slots; v < g.num_values(); ++v) {
     if (g.value(static_cast<ir::ValueId>(v)).is_constant()) return std::nullopt;
+  }
+  if (g.outputs().size() != b.outputs.size()) return std::nullopt;
+  std::vector<char> checked(b.value_slots, 0);  // values the removed nodes read or wrote
+  for (size_t i = 0; i < b.node_slots; ++i) {
+    const ir::Node& n = g.node(static_cast<ir::NodeId>(i));
+    if (b.live[i] == 0) continue;
+    if (!n.dead && n.inputs.size() != b.inputs[i].size()) return std::nullopt;
+    if (!n.dead) continue;
+    for (const auto* list : {&b.inputs[i], &n.outputs}) {
+      for (ir::ValueId v : *list) {
+        if (v != ir::kNoValue && static_cast<size_t>(v) < checked.size()) checked[v] = 1;
+      }
+    }
+  }
+  const auto known = [&](ir::ValueId v) {
+    return v == ir::kNoValue || static_cast<size_t>(v) >= b.value_slots || checked[v] != 0;
+  };
+  for (size_t i = b.node_slots; i < g.num_node_slots(); ++i) {
+    const ir::Node& n = g.node(static_cast<ir::NodeId>(i));
+    if (!n.dead && !std::all_of(n.inputs.begin(), n.inputs.end(), known)) return std::nullopt;
   }
   for (size_t i = 0; i < b.node_slots; ++i) {
     const ir::Node& n = g.node(static_cast<ir::NodeId>(i));
@@ -313,6 +336,9 @@ std::optional<PatternRewrite> record_rewrite(const Before& b, const ir::Graph& g
   }
   for (size_t k = 0; k < g.outputs().size(); ++k) {
     if (g.outputs()[k] != b.outputs[k]) r.uses.push_back({-1, k, b.outputs[k], g.outputs()[k]});
+  }
+  for (const PatternRewrite::Use& u : r.uses) {
+    if (!known(u.to)) return std::nullopt;
   }
   for (size_t i = b.node_slots; i < g.num_node_slots(); ++i) {
     const ir::Node& n = g.node(static_cast<ir::NodeId>(i));
