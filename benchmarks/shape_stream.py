@@ -275,7 +275,8 @@ def summarize(res, keys, passes):
          "repeated": mean(repeated), "n_repeated": len(repeated),
          "setup_ms": res["load_ms"] + res["compile_ms"], "rss_mib": res["max_rss_kib"] / 1024.0,
          "total_s": sum(runs) / 1000.0}
-    for key in ("compiles", "cache_hits", "evictions", "pass_compiles", "compile_ms_total",
+    for key in ("compiles", "background_compiles", "cache_hits", "evictions", "pass_compiles",
+                "compile_ms_total",
                 "max_specializations", "placements", "backends", "wait_policy", "version"):
         if key in res:
             s[key] = res[key]
@@ -332,7 +333,9 @@ def write_report(path, plan, summary, checks, facts, monitor, elapsed):
             cells = [m, str(t), str(plan["runs"].get(m, "–")),
                      fmt(fp[0]), fmt(op[0]),
                      mark(compare.ratio(fp[0], op[0]), (m, t)),
-                     ("%s (%s)" % (f["compiles"], ", ".join(str(c) for c in f["pass_compiles"]))
+                     ("%s (%s)%s" % (f["compiles"], ", ".join(str(c) for c in f["pass_compiles"]),
+                                     " + %d in the background" % f["background_compiles"]
+                                     if f.get("background_compiles") else "")
                       if "compiles" in f else "–"),
                      fmt(f.get("compile_ms_total"), "%.0f"),
                      fmt(f2), fmt(o2), mark(compare.ratio(f2, o2), (m, t)),

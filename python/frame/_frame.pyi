@@ -50,6 +50,7 @@ class SessionOptions:
     max_cache_dir_bytes: int
     tiered_compile: bool
     interpret_first_seen: bool
+    background_compile: bool
     max_memory_bytes: int
     max_tensor_bytes: int
     load_limits: LoadLimits

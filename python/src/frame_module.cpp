@@ -785,6 +785,7 @@ class InferenceSession {
     d["disk_rejected"] = s.disk_rejected;
     d["tier_ups"] = s.tier_ups;
     d["interpreted"] = s.interpreted;
+    d["background_compiles"] = s.background_compiles;
     return d;
   }
   const PySessionOptions& get_session_options() const { return options_; }
@@ -1511,6 +1512,15 @@ PYBIND11_MODULE(_frame, m) {
           "node instead of compiling it, until that shape's runs have cost one compile "
           "(cache_stats()['interpreted'] counts them; docs/adr/0007-first-seen-shapes.md). "
           "Default True.")
+      .def_property(
+          "background_compile",
+          [](const PySessionOptions& o) { return o.session.background_compile; },
+          [](PySessionOptions& o, bool v) { o.session.background_compile = v; },
+          "With tiered_compile, and where the session's threads leave a core spare: "
+          "compile a recurring shape, and a first-tier shape's full compile, on a background "
+          "thread while runs go on interpreted or with the held entry "
+          "(cache_stats()['background_compiles']; docs/adr/0007-first-seen-shapes.md). Default "
+          "True; off, the run that needs a compile waits for it.")
       .def_property(
           "max_cache_dir_bytes",
           [](const PySessionOptions& o) { return o.session.max_cache_dir_bytes; },

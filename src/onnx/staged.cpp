@@ -1015,6 +1015,8 @@ void add_stats(const Graph& g, runtime::CacheStats& total) {
       total.disk_writes += c.disk_writes;
       total.disk_rejected += c.disk_rejected;
       total.tier_ups += c.tier_ups;
+      total.interpreted += c.interpreted;
+      total.background_compiles += c.background_compiles;
     }
   }
 }

@@ -18,6 +18,8 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <system_error>
+#include <thread>
 #include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
@@ -169,7 +171,23 @@ class SessionImpl {
     }
     tiered_ = options_.tiered_compile && varies && !disk_;
     interpret_ = tiered_ && options_.interpret_first_seen;
+    background_ = tiered_ && options_.background_compile && background_generation_ == 0 &&
+                  usable_threads(options_.compile.num_threads) < available_cores();
   }
+
+  // Waits for a background compile in progress (it uses this object), unless this is a fork()ed
+  // child, where the thread does not exist: the handle is then left unjoined on purpose.
+  ~SessionImpl() {
+    if (!background_thread_ || !background_thread_->joinable()) return;
+    if (fork_generation() == background_generation_) {
+      background_thread_->join();
+    } else {
+      (void)background_thread_.release();  // destroying a joinable std::thread terminates
+    }
+  }
+
+  SessionImpl(const SessionImpl&) = delete;
+  SessionImpl& operator=(const SessionImpl&) = delete;
 
   // The compile cache on disk's key of one specialization: the model's fingerprint, every
   // input's dtype and shape, a digest of every bound (shape-determining) value, and every
@@ -416,11 +434,21 @@ class SessionImpl {
 
   Result<std::shared_ptr<const Compiled>> compile_for(const std::vector<const Tensor*>& by_index,
                                                       bool shape_agnostic) const {
-    const Specialization spec = make_spec(by_index);
+    return compile_spec(
+        make_spec(by_index), [&] { return describe(by_index); },
+        disk_ ? disk_key(by_index) : std::string(), shape_agnostic);
+  }
+
+  // compile_for() of the specialization `spec`: `what` describes its inputs for errors
+  // (describe()), `disk_key` is its key in the compile cache on disk (empty without one). Reads
+  // no caller tensor, so a background compile (compile_in_background) runs it after the run
+  // that asked has returned.
+  template <typename Describe>
+  Result<std::shared_ptr<const Compiled>> compile_spec(const Specialization& spec, Describe&& what,
+                                                       const std::string& disk_key,
+                                                       bool shape_agnostic) const {
     auto c = std::make_shared<Compiled>();
-    std::string disk_key;
     if (disk_) {
-      disk_key = this->disk_key(by_index);
       if (std::optional<Executable> hit = disk_->load(disk_key, resolved_)) {
         c->exe = std::move(*hit);
         c->from_disk = true;
@@ -430,7 +458,7 @@ class SessionImpl {
     const auto t0 = std::chrono::steady_clock::now();
     Result<ir::Graph> g = source_.specialize(spec);
     if (!g.is_ok()) {
-      return g.status().with_prefix(fmt::format("specializing for ({}): ", describe(by_index)));
+      return g.status().with_prefix(fmt::format("specializing for ({}): ", what()));
     }
     const std::chrono::duration<double, std::milli> specialize =
         std::chrono::steady_clock::now() - t0;
@@ -457,7 +485,7 @@ class SessionImpl {
     }
     Result<Executable> exe = compile(*g, copts);
     if (!exe.is_ok()) {
-      return exe.status().with_prefix(fmt::format("compiling for ({}): ", describe(by_index)));
+      return exe.status().with_prefix(fmt::format("compiling for ({}): ", what()));
     }
     c->exe = std::move(*exe);
     c->specialize_ms = specialize.count();
@@ -514,6 +542,14 @@ class SessionImpl {
         const bool hot = full || held->run_us.load(std::memory_order_relaxed) >= held->compile_us;
         if (!held->shape_agnostic || !hot || !tiering_.insert(scratch).second) return held;
         lock.unlock();
+        if (!full && background_usable()) {
+          // Off the run's path: this run and the next ones use the held entry meanwhile.
+          if (!compile_in_background(scratch, inputs, true)) {
+            std::lock_guard relock(mu_);
+            tiering_.erase(scratch);  // a later run tries again
+          }
+          return held;
+        }
         return tier_up(scratch, inputs, held);
       }
       if (auto it = inflight_.find(scratch); it != inflight_.end()) {
@@ -593,6 +629,7 @@ class SessionImpl {
     validated = &scratch_inputs;
     thread_local Key scratch;
     make_key(scratch_inputs, scratch);
+    bool earned = false;  // the key's interpreted runs have cost one compile
     {
       std::lock_guard lock(mu_);
       if (!interpret_ || fork_generation() != fork_generation_ || index_.count(scratch) > 0 ||
@@ -603,7 +640,11 @@ class SessionImpl {
           compiles_timed_ == 0 ? 0 : compile_us_sum_ / compiles_timed_, evicted_.n,
           evicted_.unused);
       if (auto it = interpreted_us_.find(scratch); it != interpreted_us_.end()) {
-        if (it->second >= compile_us) return std::optional<TensorMap>();
+        earned = it->second >= compile_us;
+        // Without the background thread, or where it failed for this key, this run compiles.
+        if (earned && (!background_usable() || background_failed_.count(scratch) > 0)) {
+          return std::optional<TensorMap>();
+        }
       } else if (compile_first_seen()) {
         time_compile = true;
         return std::optional<TensorMap>();
@@ -614,6 +655,9 @@ class SessionImpl {
     const Key key = scratch;
     const std::vector<const Tensor*> by_index = scratch_inputs;
     validated = nullptr;  // the buffer may be reused from here on: the caller validates again
+    // The key is compiled beside this run (and the next ones, until it is held); when the
+    // thread is busy with another key, a later run of this one asks again.
+    if (earned) (void)compile_in_background(key, by_index, false);
     const auto t0 = std::chrono::steady_clock::now();
     Specialization spec = make_spec(by_index);
     spec.compact = false;  // walked in topological order: dead nodes are skipped anyway
@@ -714,6 +758,69 @@ class SessionImpl {
     ++stats_.tier_ups;
     insert(key, *full, retired);
     return *full;
+  }
+
+  // Starts the full compile of `key` (copied, with its validated inputs `by_index`, read
+  // before this returns) on the session's background thread (SessionOptions::
+  // background_compile): a recurring interpreted key, or the tier-up of a held first-seen-tier
+  // entry (`tier_up`: the caller put the key in tiering_). The thread inserts the result,
+  // replacing whatever entry the key has by then; a failed compile, or a result too large to
+  // keep, puts the key in background_failed_ (and a tier-up stays in tiering_: never retried),
+  // so its next run compiles on its own path and reports the error. False where a background
+  // compile is running (at most one per session), the key failed before, or no thread starts.
+  // Caller does not hold mu_.
+  bool compile_in_background(const Key& key, const std::vector<const Tensor*>& by_index,
+                             bool tier_up) const {
+    {
+      std::lock_guard lock(mu_);
+      if (!background_usable() || background_key_ || background_failed_.count(key) > 0) {
+        return false;
+      }
+      background_key_ = key;
+    }
+    // Only the run that set background_key_ touches background_thread_ (the destructor aside):
+    // the previous thread cleared it as its last step, so the join below is immediate.
+    if (background_thread_ && background_thread_->joinable()) background_thread_->join();
+    try {
+      background_thread_ = std::make_unique<std::thread>(
+          [this, key, tier_up, spec = make_spec(by_index), what = describe(by_index)] {
+            Result<std::shared_ptr<const Compiled>> c =
+                make_error(StatusCode::kInternal, "background compile threw");
+            try {
+              c = compile_spec(
+                  spec, [&] { return what; }, std::string(), false);
+            } catch (...) {  // std::bad_alloc and the like: the key's next run compiles it
+            }
+            {
+              Retired retired;  // declared before the lock: released after the unlock
+              std::lock_guard lock(mu_);
+              if (c.is_ok()) insert(key, *c, retired);
+              if (!c.is_ok() || index_.count(key) == 0) {
+                if (background_failed_.size() >= kMaxUntiered) background_failed_.clear();
+                background_failed_.insert(key);
+              } else if (tier_up) {
+                tiering_.erase(key);
+                ++stats_.tier_ups;
+              } else {
+                ++stats_.background_compiles;
+              }
+            }
+            // Last, after the evicted entries are freed: the next start joins this thread.
+            std::lock_guard lock(mu_);
+            background_key_.reset();
+          });
+    } catch (const std::system_error&) {  // no thread: the caller compiles as without one
+      std::lock_guard lock(mu_);
+      background_key_.reset();
+      return false;
+    }
+    return true;
+  }
+
+  // Whether compiles go to the background thread (background_): not in a fork()ed child of
+  // the process that created the session (a thread started there is not in the child).
+  bool background_usable() const {
+    return background_ && fork_generation() == background_generation_;
   }
 
   // What an entry keeps alive, in bytes: its arena, the constants it owns (folded values,
@@ -867,6 +974,16 @@ class SessionImpl {
     }
   };
   mutable Evicted evicted_;
+  // The background compile (compile_in_background): on where SessionOptions::background_compile
+  // and tiered compiles are, and the session's threads leave a core spare. The key being
+  // compiled, if any, and keys whose background compile failed or was not kept (cleared at
+  // kMaxUntiered keys): guarded by mu_. The thread, and the fork generation it was started in
+  // (a fork()ed child has no such thread: its destructor does not join it).
+  bool background_ = false;
+  mutable std::optional<Key> background_key_;
+  mutable std::unordered_set<Key, KeyHash> background_failed_;
+  mutable std::unique_ptr<std::thread> background_thread_;
+  int background_generation_ = fork_generation();
 };
 
 Result<Session> Session::create(ModelSource source, SessionOptions options) {

@@ -5,8 +5,10 @@
 
 #include <omp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <string>
@@ -46,6 +48,13 @@ int fork_generation() {
 int usable_threads(int requested) {
   if (fork_generation() > 0) return 1;
   return requested > 0 ? requested : omp_get_max_threads();
+}
+
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  return std::max(CPU_COUNT(&set), 1);
 }
 
 void use_recommended_wait_policy(char** argv) {

@@ -57,7 +57,7 @@ struct Metrics::Families {
                          .Register(r)),
         compilations(prometheus::BuildCounter()
                          .Name("frame_serve_compilations_total")
-                         .Help("Specializations compiled, tier-ups included")
+                         .Help("Specializations compiled: misses, tier-ups and background compiles")
                          .Register(r)),
         interpreted(prometheus::BuildCounter()
                         .Name("frame_serve_interpreted_runs_total")
@@ -119,7 +119,8 @@ std::string Metrics::text(const std::vector<std::shared_ptr<Model>>& models) {
       };
       grow(f_->cache_hits, last.hits, now.hits);
       grow(f_->cache_misses, last.misses, now.misses);
-      grow(f_->compilations, last.misses + last.tier_ups, now.misses + now.tier_ups);
+      grow(f_->compilations, last.misses + last.tier_ups + last.background_compiles,
+           now.misses + now.tier_ups + now.background_compiles);
       grow(f_->interpreted, last.interpreted, now.interpreted);
       last = now;
     }

@@ -76,8 +76,11 @@ def test_dim_param_two_sizes_compiles_two_specializations():
 def test_dim_param_sizes_are_interpreted_then_compiled():
     # ADR 0007 stage C: a size the session holds no specialization for runs interpreted until
     # its runs have cost one compile (none timed yet: the estimate is 0, so the second run of
-    # 2 compiles and the third hits); a size never seen runs interpreted.
-    sess = frame.InferenceSession(add_relu_model())
+    # 2 compiles and the third hits); a size never seen runs interpreted. Compiles on the runs'
+    # path (no background compile), so the counts do not depend on timing.
+    opts = frame.SessionOptions()
+    opts.background_compile = False
+    sess = frame.InferenceSession(add_relu_model(), sess_options=opts)
     for n in (2, 2, 2, 7):
         x = np.arange(4 * n, dtype=np.float32).reshape(n, 4) - 5
         (r,) = sess.run(None, {"x": x, "y": x})

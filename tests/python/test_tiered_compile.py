@@ -146,7 +146,7 @@ def test_a_compile_that_runs_another_session_keeps_its_own_key(interpret):
     outer = frame.InferenceSession(
         doubled_constant_plus_x(f"test_tier_reenter_{int(interpret)}",
                                 f"test.reenter{int(interpret)}", kernel),
-        sess_options=options(interpret_first_seen=interpret))
+        sess_options=options(interpret_first_seen=interpret, background_compile=False))
     # Interpreted: the first run of 3; its second compiles (no compile timed yet, so the
     # estimate of one is 0) and its third hits; 7, never seen, is interpreted.
     for n in (3, 3, 3, 7) if interpret else (3, 7, 3, 7, 3, 7):

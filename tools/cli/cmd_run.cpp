@@ -311,10 +311,14 @@ int run_run() {
     j["random_inputs"] = *random_inputs;
     j["shape_determining_inputs"] = session->shape_determining_inputs();
     const runtime::CacheStats cs = session->cache_stats();
-    j["specializations"] = {
-        {"entries", cs.entries},        {"bytes", cs.bytes},         {"hits", cs.hits},
-        {"misses", cs.misses},          {"evictions", cs.evictions}, {"tier_ups", cs.tier_ups},
-        {"interpreted", cs.interpreted}};
+    j["specializations"] = {{"entries", cs.entries},
+                            {"bytes", cs.bytes},
+                            {"hits", cs.hits},
+                            {"misses", cs.misses},
+                            {"evictions", cs.evictions},
+                            {"tier_ups", cs.tier_ups},
+                            {"interpreted", cs.interpreted},
+                            {"background_compiles", cs.background_compiles}};
     if (!o.cache_dir.empty()) {
       j["cache_dir"] = {{"path", o.cache_dir},
                         {"hits", cs.disk_hits},

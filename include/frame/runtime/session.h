@@ -228,6 +228,20 @@ struct SessionOptions {
   /// interpreting. Outputs agree with the compiled tiers within rounding (no fusions), not bit for
   /// bit.
   bool interpret_first_seen = true;
+  /// Compiles off the runs' path (docs/adr/0007-first-seen-shapes.md, "Compiles in the
+  /// background"), with tiered_compile, where the session leaves a core spare: its compute
+  /// threads (CompileOptions::num_threads, 0 = all) fewer than available_cores(), in the
+  /// process that created it (not a fork()ed child). Then a recurring key whose interpreted runs
+  /// have earned its compile (interpret_first_seen) is compiled in full on a thread of the
+  /// session's own while its runs go on interpreted, and a first-seen-tier entry's full compile
+  /// runs there while its runs go on with the held entry; the finished specialization replaces them
+  /// for the runs after it. At most one such compile per session at a time; a key whose background
+  /// compile fails, or is too large to keep, is compiled by its next run (which reports the
+  /// error). Destroying the session waits for a compile in progress. Off, or without a spare
+  /// core, the run that needs a compile does it before it runs, as before. Which run is the
+  /// first compiled one depends on timing, so a key's outputs may change within rounding at a
+  /// run that differs from process to process (as with tiered_compile).
+  bool background_compile = true;
 };
 
 /// Counters of a Session's specialization cache.
@@ -253,6 +267,10 @@ struct CacheStats {
   /// Runs served by the interpreted tier (SessionOptions::interpret_first_seen): no compile,
   /// not counted in hits or misses.
   uint64_t interpreted = 0;
+  /// Keys the interpreted tier served that the session's background thread compiled and
+  /// inserted (SessionOptions::background_compile); not counted in misses. A tier-up done there
+  /// counts in tier_ups only, so misses + tier_ups + background_compiles counts every compile.
+  uint64_t background_compiles = 0;
 };
 
 /// A model whose shapes depend on computed data (docs/adr/0008-data-dependent-shapes.md): the

@@ -51,4 +51,9 @@ int fork_generation();
 /// thread, compiles and runs there work (docs/python.md, "Threads and the GIL").
 int usable_threads(int requested);
 
+/// The cores this process may run on (its CPU affinity mask, sched_getaffinity), at least 1.
+/// A Session compiles in the background only where its compute threads leave one of these
+/// spare (SessionOptions::background_compile).
+int available_cores();
+
 }  // namespace frame::runtime

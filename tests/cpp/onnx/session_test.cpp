@@ -10,8 +10,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,6 +21,7 @@
 #include "common/tolerance.h"
 #include "frame/core/npy.h"
 #include "frame/onnx/onnx.h"
+#include "frame/runtime/threads.h"
 #include "model_builder.h"
 
 namespace frame::onnx {
@@ -65,6 +68,7 @@ runtime::SessionOptions cpu_options() {
   o.compile.backends = {"cpu"};
   o.compile.num_threads = 1;
   o.interpret_first_seen = false;
+  o.background_compile = false;  // compiles on the runs' path: counts do not depend on timing
   return o;
 }
 
@@ -212,7 +216,8 @@ class OnnxSessionConcurrent : public ::testing::TestWithParam<bool> {};
 
 TEST_P(OnnxSessionConcurrent, RunsWithDifferentShapes) {
   runtime::SessionOptions o = GetParam() ? interpreter_options() : cpu_options();
-  o.max_specializations = 6;  // fewer than the distinct keys: eviction under contention too
+  o.background_compile = GetParam();  // and compiles beside the runs, where a core is spare
+  o.max_specializations = 6;          // fewer than the distinct keys: eviction under contention too
   Result<runtime::Session> s = open_session_from_bytes(reshape_model(), o);
   ASSERT_TRUE(s.is_ok());
   constexpr int kThreads = 4;
@@ -263,6 +268,102 @@ TEST(OnnxSession, AFirstSeenKeyRunsInterpretedThenCompiles) {
   EXPECT_EQ(st.misses, 1u);
   EXPECT_EQ(st.hits, 1u);
   EXPECT_EQ(st.entries, 1u);
+}
+
+// Polls the session's counters until `done` holds (a background compile finished), at most 20 s.
+bool wait_until(const runtime::Session& s,
+                const std::function<bool(const runtime::CacheStats&)>& done) {
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!done(s.cache_stats())) {
+    if (std::chrono::steady_clock::now() > limit) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// Background compiles (ADR 0007, "Compiles in the background"; the session's one thread leaves a
+// core spare): the compile a recurring interpreted key earned at its second run (none timed yet:
+// the estimate is 0) runs beside that run, which is interpreted; once it is held, runs hit it.
+// No run counts a miss, and the entry is the full compile. Every output is the reshape's
+// definition. A second session is destroyed while its background compile runs (it waits for
+// it; ASan checks the thread touches nothing freed). About 0.05 s.
+TEST(OnnxSession, ARecurringInterpretedKeyCompilesInTheBackground) {
+  if (runtime::available_cores() < 2) GTEST_SKIP() << "one core: no core to compile beside a run";
+  runtime::SessionOptions o = interpreter_options();
+  o.background_compile = true;
+  Result<runtime::Session> s = open_session_from_bytes(reshape_model(), o);
+  ASSERT_TRUE(s.is_ok());
+  const Tensor x = iota(6);
+  expect_reshaped(s->run(feeds(x, {2, 3})), x, {2, 3});
+  expect_reshaped(s->run(feeds(x, {2, 3})), x, {2, 3});  // starts the compile, interpreted
+  runtime::CacheStats st = s->cache_stats();
+  EXPECT_EQ(st.interpreted, 2u);
+  EXPECT_EQ(st.misses, 0u);
+  ASSERT_TRUE(
+      wait_until(*s, [](const runtime::CacheStats& c) { return c.background_compiles > 0; }));
+  expect_reshaped(s->run(feeds(x, {2, 3})), x, {2, 3});  // held
+  st = s->cache_stats();
+  EXPECT_EQ(st.interpreted, 2u);
+  EXPECT_EQ(st.misses, 0u);
+  EXPECT_EQ(st.hits, 1u);
+  EXPECT_EQ(st.background_compiles, 1u);
+  EXPECT_EQ(st.entries, 1u);
+  Result<std::optional<runtime::CompileReport>> r = s->report_for(feeds(x, {2, 3}));
+  ASSERT_TRUE(r.is_ok() && r->has_value());
+  EXPECT_FALSE((*r)->shape_agnostic_kernels);
+
+  {
+    Result<runtime::Session> dropped = open_session_from_bytes(reshape_model(), o);
+    ASSERT_TRUE(dropped.is_ok());
+    expect_reshaped(dropped->run(feeds(x, {3, 2})), x, {3, 2});
+    expect_reshaped(dropped->run(feeds(x, {3, 2})), x, {3, 2});
+  }
+}
+
+// Without the interpreted tier: a first-seen-tier entry's full compile, once its runs have taken
+// as long as its first compile, runs in the background while runs go on with the held entry,
+// then replaces it: one miss, one tier-up (counted there, not in background_compiles).
+TEST(OnnxSession, ATierUpCompilesInTheBackground) {
+  if (runtime::available_cores() < 2) GTEST_SKIP() << "one core: no core to compile beside a run";
+  runtime::SessionOptions o = cpu_options();
+  o.background_compile = true;
+  Result<runtime::Session> s = open_session_from_bytes(reshape_model(), o);
+  ASSERT_TRUE(s.is_ok());
+  const Tensor x = iota(6);
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (s->cache_stats().tier_ups == 0 && std::chrono::steady_clock::now() < limit) {
+    expect_reshaped(s->run(feeds(x, {2, 3})), x, {2, 3});
+  }
+  const runtime::CacheStats st = s->cache_stats();
+  EXPECT_EQ(st.misses, 1u);
+  EXPECT_EQ(st.tier_ups, 1u);
+  EXPECT_EQ(st.background_compiles, 0u);
+  EXPECT_EQ(st.entries, 1u);
+  Result<std::optional<runtime::CompileReport>> r = s->report_for(feeds(x, {2, 3}));
+  ASSERT_TRUE(r.is_ok() && r->has_value());
+  EXPECT_FALSE((*r)->shape_agnostic_kernels);
+}
+
+// A background compile whose result is too large to keep (max_cache_bytes 1: nothing is kept)
+// is not retried there: the key's next run compiles on its own path (a miss) and runs.
+TEST(OnnxSession, AKeyWhoseBackgroundCompileWasNotKeptCompilesOnItsRun) {
+  if (runtime::available_cores() < 2) GTEST_SKIP() << "one core: no core to compile beside a run";
+  runtime::SessionOptions o = interpreter_options();
+  o.background_compile = true;
+  o.max_cache_bytes = 1;
+  Result<runtime::Session> s = open_session_from_bytes(reshape_model(), o);
+  ASSERT_TRUE(s.is_ok());
+  const Tensor x = iota(6);
+  expect_reshaped(s->run(feeds(x, {2, 3})), x, {2, 3});
+  expect_reshaped(s->run(feeds(x, {2, 3})), x, {2, 3});
+  ASSERT_TRUE(wait_until(*s, [](const runtime::CacheStats& c) { return c.evictions > 0; }));
+  EXPECT_EQ(s->cache_stats().misses, 0u);
+  expect_reshaped(s->run(feeds(x, {2, 3})), x, {2, 3});
+  const runtime::CacheStats st = s->cache_stats();
+  EXPECT_EQ(st.misses, 1u);
+  EXPECT_EQ(st.background_compiles, 0u);
+  EXPECT_EQ(st.interpreted, 2u);
+  EXPECT_EQ(st.entries, 0u);
 }
 
 TEST(OnnxSession, AnInterpretedRunStopsWhenTerminated) {
