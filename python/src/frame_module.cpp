@@ -45,6 +45,7 @@
 #include "frame/runtime/compile.h"
 #include "frame/runtime/plugin.h"
 #include "frame/runtime/session.h"
+#include "frame/runtime/threads.h"
 
 namespace py = pybind11;
 
@@ -786,6 +787,7 @@ class InferenceSession {
     d["tier_ups"] = s.tier_ups;
     d["interpreted"] = s.interpreted;
     d["background_compiles"] = s.background_compiles;
+    d["background_tier_ups"] = s.background_tier_ups;
     return d;
   }
   const PySessionOptions& get_session_options() const { return options_; }
@@ -1171,6 +1173,9 @@ std::string python_error_text(py::error_already_set& e) {
 Result<std::vector<ir::TensorType>> py_shape_trampoline(const ops::NodeContext& ctx) {
   std::shared_ptr<PyOp> op = find_py_op(ctx.op);
   if (!op) return ctx.error("no Python op registered");
+  if (runtime::in_background_compile()) {
+    return ctx.error("a Python op is not run on a background compile thread");
+  }
   py::gil_scoped_acquire gil;
   PythonCallbackScope in_python;
   if (op->shape_fn.is_none()) {
@@ -1217,6 +1222,9 @@ Status py_kernel_trampoline(ops::KernelContext& ctx) {
     found = find_py_op(node.op);
     if (!found) return node.error("no Python op registered");
     op = found.get();
+  }
+  if (runtime::in_background_compile()) {
+    return node.error("a Python op is not run on a background compile thread");
   }
   py::gil_scoped_acquire gil;
   PythonCallbackScope in_python;

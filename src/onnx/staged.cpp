@@ -1017,6 +1017,7 @@ void add_stats(const Graph& g, runtime::CacheStats& total) {
       total.tier_ups += c.tier_ups;
       total.interpreted += c.interpreted;
       total.background_compiles += c.background_compiles;
+      total.background_tier_ups += c.background_tier_ups;
     }
   }
 }

@@ -16,7 +16,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -24,6 +26,7 @@
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/lowering_pattern.h"
 #include "frame/ops/op_registry.h"
+#include "frame/passes/lowering_patterns.h"
 #include "passes/pass_factories.h"
 
 namespace frame::passes {
@@ -117,45 +120,73 @@ Result<NodePlacement> place(const ir::Graph& g, const ir::Node& n,
 // Rewrites are finite (each removes nodes); the bound only guards against a faulty pattern.
 constexpr int kMaxPatternSweeps = 16;
 
-// The backend of ctx.backends whose kernel would run `n` (step 1 of place()), or "".
+// The backend of `backends` whose kernel would run `n` (step 1 of place()), or "".
 std::string kernel_backend(const ir::Graph& g, const ir::Node& n,
-                           const std::vector<std::string>& backends, bool shape_agnostic) {
+                           const std::vector<std::string>& backends, bool shape_agnostic,
+                           bool run_once) {
   const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
   if (schema == nullptr) return "";
   ops::NodeContext nctx = ops::make_node_context(g, n, schema);
   nctx.prefer_shape_agnostic = shape_agnostic;
+  nctx.run_once = run_once;
   const ops::KernelDef* k = ops::KernelRegistry::global().first_supporting(nctx, backends);
   return k == nullptr ? "" : k->backend;
 }
 
-Status apply_lowering_patterns(ir::Graph& g, PassContext& ctx) {
+}  // namespace
+
+Result<std::vector<LoweringRewrite>> apply_lowering_patterns(ir::Graph& g,
+                                                             const LoweringPatternSweep& sweep) {
   const ops::LoweringPatternRegistry& reg = ops::LoweringPatternRegistry::global();
-  for (int sweep = 0; sweep < kMaxPatternSweeps; ++sweep) {
-    bool changed = false;
-    FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, g.topological_order());
-    for (ir::NodeId id : order) {
-      if (g.node(id).dead || !reg.has_anchor(g.node(id).op)) continue;
-      const std::string backend =
-          kernel_backend(g, g.node(id), ctx.backends, ctx.shape_agnostic_kernels);
-      if (backend.empty()) continue;
-      for (const ops::LoweringPattern* p : reg.find(backend, g.node(id).op)) {
-        const std::string label = fmt::format("node '{}' ({})", g.node(id).name, g.node(id).op);
-        Result<bool> fired = p->fn(g, id);
-        if (!fired.is_ok()) {
-          return fired.status().with_prefix(
-              fmt::format("lowering pattern {}/{}: ", p->backend, p->name));
-        }
-        if (*fired) {
-          ctx.lowering_rewrites.push_back(fmt::format("{}/{} at {}", p->backend, p->name, label));
-          changed = true;
-          break;  // the node may be gone; the next sweep looks again
-        }
+  std::vector<LoweringRewrite> done;
+  // The anchors the selected patterns have (read per call: a plugin may add patterns).
+  std::set<std::string, std::less<>> anchors;
+  for (const ops::LoweringPattern* p : reg.list()) {
+    if (!sweep.interpreted_only || p->interpreted) anchors.insert(p->anchor_op);
+  }
+  if (anchors.empty() || (sweep.sites != nullptr && sweep.sites->empty())) return done;
+  std::optional<ops::OneRunLoweringScope> one_run;
+  if (sweep.interpreted_only) one_run.emplace();
+  // Tries the patterns at `id`; true where one fired.
+  const auto try_at = [&](ir::NodeId id) -> Result<bool> {
+    if (id < 0 || static_cast<size_t>(id) >= g.num_node_slots() || g.node(id).dead) return false;
+    if (anchors.count(g.node(id).op) == 0) return false;
+    const std::string backend =
+        kernel_backend(g, g.node(id), sweep.backends, sweep.shape_agnostic, sweep.interpreted_only);
+    if (backend.empty()) return false;
+    for (const ops::LoweringPattern* p : reg.find(backend, g.node(id).op)) {
+      if (sweep.interpreted_only && !p->interpreted) continue;
+      std::string label = fmt::format("{}/{} at node '{}' ({})", p->backend, p->name,
+                                      g.node(id).name, g.node(id).op);
+      Result<bool> fired = p->fn(g, id);
+      if (!fired.is_ok()) {
+        return fired.status().with_prefix(
+            fmt::format("lowering pattern {}/{}: ", p->backend, p->name));
+      }
+      if (*fired) {
+        done.push_back({id, std::move(label)});
+        return true;  // the node may be gone; a later sweep looks again
       }
     }
-    if (!changed) return Status();
+    return false;
+  };
+  if (sweep.sites != nullptr) {
+    for (ir::NodeId id : *sweep.sites) FRAME_RETURN_IF_ERROR(try_at(id).status());
+    return done;
   }
-  return Status();
+  for (int n = 0; n < kMaxPatternSweeps; ++n) {
+    FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, g.topological_order());
+    bool changed = false;
+    for (ir::NodeId id : order) {
+      FRAME_ASSIGN_OR_RETURN(bool fired, try_at(id));
+      changed = changed || fired;
+    }
+    if (!changed) break;
+  }
+  return done;
 }
+
+namespace {
 
 class BackendLoweringPass final : public Pass {
  public:
@@ -163,7 +194,12 @@ class BackendLoweringPass final : public Pass {
   Status run(ir::Graph& g, PassContext& ctx) override {
     ctx.placements.clear();
     ctx.lowering_rewrites.clear();
-    FRAME_RETURN_IF_ERROR(apply_lowering_patterns(g, ctx));
+    LoweringPatternSweep sweep;
+    sweep.backends = ctx.backends;
+    sweep.shape_agnostic = ctx.shape_agnostic_kernels;
+    FRAME_ASSIGN_OR_RETURN(std::vector<LoweringRewrite> rewrites,
+                           apply_lowering_patterns(g, sweep));
+    for (LoweringRewrite& r : rewrites) ctx.lowering_rewrites.push_back(std::move(r.label));
     FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, g.topological_order());
     for (ir::NodeId id : order) {
       const ir::Node& n = g.node(id);

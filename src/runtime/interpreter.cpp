@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "frame/ops/kernel_registry.h"
-#include "frame/ops/lowering_pattern.h"
 #include "frame/ops/op_registry.h"
+#include "frame/passes/lowering_patterns.h"
 #include "frame/runtime/backend.h"
 #include "frame/runtime/threads.h"
 #include "runtime/kernel_call.h"
@@ -187,71 +187,22 @@ bool run_as_view(const ir::Graph& g, const ir::Node& n, const ops::OpSchema& sch
   return true;
 }
 
-}  // namespace
-
-Result<std::vector<ir::NodeId>> apply_interpreted_patterns(ir::Graph& g,
-                                                           const std::vector<std::string>& backends,
-                                                           const std::vector<ir::NodeId>* sites) {
-  // The interpreted patterns, read once (plugins that add patterns later are not seen here;
-  // their graphs still compile with them).
-  static const std::vector<const ops::LoweringPattern*> patterns = [] {
-    std::vector<const ops::LoweringPattern*> out;
-    for (const ops::LoweringPattern* p : ops::LoweringPatternRegistry::global().list()) {
-      if (p->interpreted) out.push_back(p);
-    }
-    return out;
-  }();
+// The interpreted tier's fusions: the patterns marked interpreted, kernels asked as for one run
+// (passes::apply_lowering_patterns); with `sites`, only there. The anchors where one fired.
+Result<std::vector<ir::NodeId>> fuse_at(ir::Graph& g, const std::vector<std::string>& backends,
+                                        const std::vector<ir::NodeId>* sites) {
+  passes::LoweringPatternSweep sweep;
+  sweep.backends = backends;
+  sweep.shape_agnostic = true;
+  sweep.interpreted_only = true;
+  sweep.sites = sites;
+  FRAME_ASSIGN_OR_RETURN(std::vector<passes::LoweringRewrite> done,
+                         passes::apply_lowering_patterns(g, sweep));
   std::vector<ir::NodeId> fired;
-  if (patterns.empty() || (sites != nullptr && sites->empty())) return fired;
-  const ops::OneRunLoweringScope one_run;  // the patterns' kernel checks ask as run_once does
-  const ops::OpRegistry& schemas = ops::OpRegistry::global();
-  // Tries the patterns at `id`; true where one fired.
-  const auto try_at = [&](ir::NodeId id) -> Result<bool> {
-    if (id < 0 || static_cast<size_t>(id) >= g.num_node_slots() || g.node(id).dead) return false;
-    const ir::Node& n = g.node(id);
-    const bool anchored =
-        std::any_of(patterns.begin(), patterns.end(),
-                    [&](const ops::LoweringPattern* p) { return p->anchor_op == n.op; });
-    if (!anchored) return false;
-    const ops::OpSchema* schema = schemas.find(n.op);
-    if (schema == nullptr) return false;
-    ops::NodeContext ctx = ops::make_node_context(g, n, schema);
-    ctx.prefer_shape_agnostic = true;
-    ctx.run_once = true;
-    const ops::KernelDef* k = ops::KernelRegistry::global().first_supporting(ctx, backends);
-    if (k == nullptr) return false;
-    for (const ops::LoweringPattern* p : patterns) {
-      if (p->anchor_op != n.op || p->backend != k->backend) continue;
-      Result<bool> r = p->fn(g, id);
-      if (!r.is_ok()) {
-        return r.status().with_prefix(fmt::format("lowering pattern {}/{}: ", p->backend, p->name));
-      }
-      if (*r) {
-        fired.push_back(id);
-        return true;  // the node may be gone
-      }
-    }
-    return false;
-  };
-  if (sites != nullptr) {
-    for (ir::NodeId id : *sites) FRAME_RETURN_IF_ERROR(try_at(id).status());
-    return fired;
-  }
-  // As backend-lowering: sweeps in topological order until nothing fires (each rewrite removes
-  // nodes, so this ends; the bound guards against a faulty pattern).
-  for (int sweep = 0; sweep < 16; ++sweep) {
-    FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, g.topological_order());
-    bool changed = false;
-    for (ir::NodeId id : order) {
-      FRAME_ASSIGN_OR_RETURN(bool f, try_at(id));
-      changed = changed || f;
-    }
-    if (!changed) break;
-  }
+  fired.reserve(done.size());
+  for (const passes::LoweringRewrite& r : done) fired.push_back(r.node);
   return fired;
 }
-
-namespace {
 
 // Constants of at most this many bytes are compared by value when a rewrite is replayed
 // (shape-derived ones are rewritten per key); larger ones by storage (weights are shared).
@@ -286,7 +237,6 @@ Before snapshot(const ir::Graph& g) {
 // removed nodes' values, so another value's id could name something else at another key).
 std::optional<PatternRewrite> record_rewrite(const Before& b, const ir::Graph& g) {
   PatternRewrite r;
-  r.node_slots = b.node_slots;
   r.value_slots = b.value_slots;
   for (size_t v = b.value_slots; v < g.num_values(); ++v) {
     if (g.value(static_cast<ir::ValueId>(v)).is_constant()) return std::nullopt;
@@ -442,8 +392,7 @@ Result<std::optional<InterpretedFusions>> fuse_interpreted(ir::Graph& g,
                                                            const InterpretedFusions* known) {
   if (known == nullptr) {
     const Before before = snapshot(g);
-    FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> sites,
-                           apply_interpreted_patterns(g, backends, nullptr));
+    FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> sites, fuse_at(g, backends, nullptr));
     InterpretedFusions learned;
     learned.rewrite = record_rewrite(before, g);
     learned.sites = std::move(sites);
@@ -452,7 +401,7 @@ Result<std::optional<InterpretedFusions>> fuse_interpreted(ir::Graph& g,
   if (known->rewrite && rewrite_fits(g, *known->rewrite)) {
     FRAME_RETURN_IF_ERROR(replay_rewrite(g, *known->rewrite));
   } else {
-    FRAME_RETURN_IF_ERROR(apply_interpreted_patterns(g, backends, &known->sites).status());
+    FRAME_RETURN_IF_ERROR(fuse_at(g, backends, &known->sites).status());
   }
   return std::optional<InterpretedFusions>();
 }
@@ -554,7 +503,9 @@ Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const Compile
     ctx.accepted_state = &state;
     // Small nodes are chosen, prepared and run on the calling thread (node_threads.h), as in
     // compiled plans (a kernel's accepts may build what its prepare takes).
-    const int node_t = node_threads(g, n, threads);
+    const double cost_ns = node_cost_ns(g, n);  // no body here: the graph has none
+    r.estimated_ns += cost_ns;
+    const int node_t = threads_for_cost(cost_ns, threads);
     std::optional<ThreadCountScope> serial;
     if (node_t != threads) serial.emplace(node_t);
     const ops::KernelDef* k = choose_kernel(ctx, options.backends);

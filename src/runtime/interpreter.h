@@ -85,6 +85,8 @@ struct Interpreted {
   std::vector<std::shared_ptr<void>> states;
   Status status;  ///< OK, or why there are no outputs
   InterpretFailure failure = InterpretFailure::kFallback;
+  /// The run's estimated one-core time: node_cost_ns summed over the nodes that ran a kernel.
+  double estimated_ns = 0;
 };
 
 /// The prepared kernel states (Interpreted::states) of a Session's last few interpreted runs:
@@ -116,24 +118,8 @@ class HeldStates {
   std::deque<std::vector<std::shared_ptr<void>>> held_;
 };
 
-/// Applies the lowering patterns the interpreted tier takes (LoweringPattern::interpreted: the
-/// onednn backend's fuse_layer_norm, fuse_attention and fuse_post_ops at matmul and gemm) to
-/// `g`, a key's re-typed graph about to be interpreted, as backend-lowering applies every
-/// pattern to a compiled graph: each is tried at a live node of its anchor op that its backend
-/// would run (the first of `backends` whose kernel supports the node, asked as the interpreter
-/// asks: NodeContext::prefer_shape_agnostic and run_once), and fires only where its own
-/// conditions hold on this graph. With `sites` null every live node is tried, in topological
-/// order, to a fixed point; with `sites`, only those nodes, once, in that order (the anchors
-/// where patterns fired for an earlier key of the same template: node ids of a re-typed graph
-/// are the template's). Returns the ids of the nodes where a pattern fired, in order. Results
-/// never depend on `sites` (a rewrite the earlier key did not make is only a fusion missed).
-/// Errors: a pattern's, prefixed with its name (the graph stays valid; the caller compiles
-/// the key, which reports the same error).
-Result<std::vector<ir::NodeId>> apply_interpreted_patterns(ir::Graph& g,
-                                                           const std::vector<std::string>& backends,
-                                                           const std::vector<ir::NodeId>* sites);
-
-/// The net change the interpreted patterns (apply_interpreted_patterns) made to one key's
+/// The net change the interpreted patterns (LoweringPattern::interpreted, applied by
+/// passes::apply_lowering_patterns as for one run) made to one key's
 /// re-typed graph, so later keys of the same template replay it instead of matching again
 /// (matching cost about an eighth of a BERT-style encoder's interpreted run): the nodes
 /// removed, as they were; the constants they read (a decision a pattern read from one, such as
@@ -142,8 +128,7 @@ Result<std::vector<ir::NodeId>> apply_interpreted_patterns(ir::Graph& g,
 /// `value_slots` are the rewrite's own; their types are inferred again per key); and every
 /// input of a kept node and graph output that now reads another value.
 struct PatternRewrite {
-  size_t node_slots = 0;   ///< the graph's node slots before the patterns ran
-  size_t value_slots = 0;  ///< and its value slots
+  size_t value_slots = 0;  ///< the graph's value slots before the patterns ran
   struct Removed {
     ir::NodeId id = -1;
     std::string op;
@@ -179,11 +164,17 @@ struct InterpretedFusions {
   std::vector<ir::NodeId> sites;
 };
 
-/// The interpreted tier's fusions for `g` (a key's re-typed graph): with `known` null, matches
-/// everywhere (apply_interpreted_patterns) and returns what the next keys use; with `known`,
+/// The interpreted tier's fusions for `g` (a key's re-typed graph): the lowering patterns marked
+/// LoweringPattern::interpreted (the onednn backend's fuse_layer_norm, fuse_attention and
+/// fuse_post_ops at matmul and gemm), each tried where its backend's kernel would run the
+/// anchor, asked as the interpreter asks (prefer_shape_agnostic, run_once;
+/// passes::apply_lowering_patterns). With `known` null, matches everywhere, to a fixed point,
+/// and returns what the next keys use; with `known`,
 /// replays its rewrite where `g` has the recorded structure (the removed nodes live with the same
 /// ops, inputs and outputs, the rewired uses still reading the recorded values, the checked
-/// constants unchanged), else matches at its sites, and returns nullopt. Errors: a pattern's, or
+/// constants unchanged), else matches at its sites (node ids of a re-typed graph are the
+/// template's; results never depend on the sites: a rewrite missed is only a fusion missed),
+/// and returns nullopt. Errors: a pattern's, prefixed with its name, or
 /// a replayed node the graph refuses (`g` may then be half rewritten: the caller compiles the key
 /// instead of interpreting it).
 Result<std::optional<InterpretedFusions>> fuse_interpreted(ir::Graph& g,
@@ -249,5 +240,64 @@ inline int64_t reprobe_interval(int64_t winner_us, int64_t loser_us) {
   const int64_t keys = (capped * kShare + winner_us - 1) / winner_us;
   return std::clamp<int64_t>(keys, kMin, kMax);
 }
+
+/// Whether the next interpreted run of a session with more than one thread runs every node on
+/// one thread (serial) or each on the threads its estimated cost earns (node_threads), chosen
+/// by what each way has cost this session: microseconds per estimated microsecond of work
+/// (Interpreted::estimated_ns), so keys of different sizes compare; per way the median of its
+/// last kWindow runs, since a session's first runs cost several times a later one (kernels
+/// prepared, buffers grown: 2-9 ms against 0.8 on the BERT-style stream) and a mean kept them for
+/// hundreds of runs. Each way's first run is not a sample (it prepares kernels for its thread
+/// count). Runs alternate until each way has kMinSamples samples; then the cheaper way runs,
+/// and the other every kProbeEvery-th run, so both stay measured (a probe costs the difference,
+/// ~10-25% of a run, every 16th run). Why measured: the bound that sends small nodes to one
+/// thread is one for all models, while what waking the other threads costs depends on how many
+/// small nodes a run has in a row: the BERT-style encoder's interpreted runs at 2 threads took
+/// 0.89-0.97 ms against 0.77-0.81 with every node on one thread, where DeepLabV3's took 12%
+/// longer on one thread. Not thread-safe (the Session holds its lock).
+class ThreadModeChoice {
+ public:
+  static constexpr size_t kWindow = 8;
+  static constexpr size_t kMinSamples = 3;
+  static constexpr int64_t kProbeEvery = 16;
+
+  /// The way of the next run: true for serial.
+  bool next_serial() {
+    if (serial_.n < kMinSamples || parallel_.n < kMinSamples) return serial_.n < parallel_.n;
+    const bool serial_wins = serial_.median() <= parallel_.median();
+    const bool probe = ++runs_since_probe_ >= kProbeEvery;
+    if (probe) runs_since_probe_ = 0;
+    return serial_wins != probe;
+  }
+  /// What a run of that way took: `us` wall microseconds for `estimated_ns` of estimated work
+  /// (ignored where that is not positive).
+  void add(bool serial, int64_t us, double estimated_ns) {
+    if (estimated_ns <= 0) return;
+    (serial ? serial_ : parallel_).add(static_cast<double>(us) * 1000.0 / estimated_ns);
+  }
+
+ private:
+  struct Window {
+    double last[kWindow] = {};
+    size_t n = 0;       // samples so far (the window holds the last min(n, kWindow))
+    bool warm = false;  // the first run came: the ones after it are samples
+    void add(double x) {
+      if (!warm) {
+        warm = true;
+        return;
+      }
+      last[n++ % kWindow] = x;
+    }
+    double median() const {
+      double v[kWindow];
+      const size_t k = std::min(n, kWindow);
+      std::copy(last, last + k, v);
+      std::nth_element(v, v + k / 2, v + k);
+      return v[k / 2];
+    }
+  };
+  Window serial_, parallel_;
+  int64_t runs_since_probe_ = 0;
+};
 
 }  // namespace frame::runtime::detail

@@ -83,7 +83,7 @@ int node_threads(const ir::Graph& g, const ir::Node& n, int threads) {
   if (threads <= 1) return 1;
   // A node with a body costs what its body does, which its inputs do not tell.
   if (has_body(n)) return threads;
-  return node_cost_ns(g, n) < kSerialNodeNs ? 1 : threads;
+  return threads_for_cost(node_cost_ns(g, n), threads);
 }
 
 }  // namespace frame::runtime::detail

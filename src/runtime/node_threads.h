@@ -36,4 +36,9 @@ inline constexpr double kSerialNodeNs = 5000;
 /// interpreted tier both set it.
 int node_threads(const ir::Graph& g, const ir::Node& n, int threads);
 
+/// node_threads() of a node without a body whose node_cost_ns is `cost_ns`.
+inline int threads_for_cost(double cost_ns, int threads) {
+  return threads <= 1 || cost_ns < kSerialNodeNs ? 1 : threads;
+}
+
 }  // namespace frame::runtime::detail

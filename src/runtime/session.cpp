@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <pthread.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <future>
 #include <list>
@@ -144,6 +146,58 @@ struct Entry {
 
 }  // namespace
 
+namespace detail {
+
+extern thread_local bool t_background_compile;  // threads.cpp: in_background_compile()
+
+namespace {
+
+// The background compiles running in this process (SessionImpl::compile_in_background), and
+// the fork() guard: the pthread_atfork prepare handler waits until none runs and keeps new
+// ones from starting until fork() returns, so a child never inherits a lock a background
+// compile held (the session's, a registry's, oneDNN's caches). A fork() waits at most for
+// the compiles in progress (one per session).
+struct BackgroundCompiles {
+  std::mutex mu;
+  std::condition_variable cv;
+  int running = 0;
+};
+
+// Never destroyed: a thread may end after static destructors have run.
+BackgroundCompiles& background_compiles() {
+  static auto* b = new BackgroundCompiles;
+  return *b;
+}
+
+void fork_prepare() {
+  BackgroundCompiles& b = background_compiles();
+  std::unique_lock lock(b.mu);
+  b.cv.wait(lock, [&] { return b.running == 0; });
+  (void)lock.release();  // held across fork(): unlocked by fork_parent / fork_child
+}
+
+void fork_release() { background_compiles().mu.unlock(); }
+
+const int g_fork_guard = pthread_atfork(&fork_prepare, &fork_release, &fork_release);
+
+}  // namespace
+
+void background_compile_starts() {
+  (void)g_fork_guard;
+  BackgroundCompiles& b = background_compiles();
+  std::lock_guard lock(b.mu);
+  ++b.running;
+}
+
+void background_compile_done() {
+  BackgroundCompiles& b = background_compiles();
+  std::lock_guard lock(b.mu);
+  --b.running;
+  b.cv.notify_all();
+}
+
+}  // namespace detail
+
 class SessionImpl {
  public:
   SessionImpl(ModelSource s, SessionOptions o) : source_(std::move(s)), options_(std::move(o)) {
@@ -178,12 +232,14 @@ class SessionImpl {
   // Waits for a background compile in progress (it uses this object), unless this is a fork()ed
   // child, where the thread does not exist: the handle is then left unjoined on purpose.
   ~SessionImpl() {
-    if (!background_thread_ || !background_thread_->joinable()) return;
-    if (fork_generation() == background_generation_) {
-      background_thread_->join();
-    } else {
-      (void)background_thread_.release();  // destroying a joinable std::thread terminates
+    if (fork_generation() != background_generation_) {
+      // A fork()ed child: no thread of the parent's is here, and thread_mu_ may have been
+      // copied locked by one. Destroying a joinable std::thread would terminate.
+      (void)background_thread_.release();
+      return;
     }
+    std::lock_guard thread_lock(thread_mu_);
+    if (background_thread_ && background_thread_->joinable()) background_thread_->join();
   }
 
   SessionImpl(const SessionImpl&) = delete;
@@ -540,15 +596,24 @@ class SessionImpl {
         // not pay a second compile it would not earn back. Concurrent runs meanwhile use the
         // held entry; a failed full compile is not retried.
         const bool hot = full || held->run_us.load(std::memory_order_relaxed) >= held->compile_us;
-        if (!held->shape_agnostic || !hot || !tiering_.insert(scratch).second) return held;
+        if (!held->shape_agnostic || !hot) return held;
+        // prepare() wants the full compile now, even while the background thread makes one.
+        if (!tiering_.insert(scratch).second && !full) return held;
         lock.unlock();
-        if (!full && background_usable()) {
-          // Off the run's path: this run and the next ones use the held entry meanwhile.
-          if (!compile_in_background(scratch, inputs, true)) {
-            std::lock_guard relock(mu_);
-            tiering_.erase(scratch);  // a later run tries again
+        if (!full) {
+          // Off the run's path where a core is spare: this run and the next ones use the held
+          // entry meanwhile.
+          switch (compile_in_background(scratch, inputs, true)) {
+            case Background::kStarted:
+              return held;
+            case Background::kBusy: {
+              std::lock_guard relock(mu_);
+              tiering_.erase(scratch);  // a later run tries again
+              return held;
+            }
+            case Background::kRefused:
+              break;
           }
-          return held;
         }
         return tier_up(scratch, inputs, held);
       }
@@ -657,7 +722,9 @@ class SessionImpl {
     validated = nullptr;  // the buffer may be reused from here on: the caller validates again
     // The key is compiled beside this run (and the next ones, until it is held); when the
     // thread is busy with another key, a later run of this one asks again.
-    if (earned) (void)compile_in_background(key, by_index, false);
+    if (earned && compile_in_background(key, by_index, false) == Background::kRefused) {
+      return std::optional<TensorMap>();  // held or being compiled meanwhile, or no thread
+    }
     const auto t0 = std::chrono::steady_clock::now();
     Specialization spec = make_spec(by_index);
     spec.compact = false;  // walked in topological order: dead nodes are skipped anyway
@@ -676,9 +743,13 @@ class SessionImpl {
     // The shape-independent fusions (layer norm, attention, matmul epilogues): matched on the
     // first interpreted key, replayed on the next ones (detail::fuse_interpreted).
     std::shared_ptr<const detail::InterpretedFusions> fusions;
+    // With more than one thread: this run's nodes all on one thread, or each on what it earns.
+    const bool choose_threads = resolved_.num_threads > 1;
+    bool serial = false;
     {
       std::lock_guard lock(mu_);
       fusions = fusions_;
+      if (choose_threads) serial = thread_modes_.next_serial();
     }
     Result<std::optional<detail::InterpretedFusions>> learned =
         detail::fuse_interpreted(*g, resolved_.backends, fusions.get());
@@ -689,11 +760,11 @@ class SessionImpl {
         fusions_ = std::make_shared<const detail::InterpretedFusions>(std::move(**learned));
       }
     }
-    detail::Interpreted r =
-        detail::interpret(*g, inputs, resolved_, options.terminate, pool_.get());
-    const int64_t us =
-        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
-            .count();
+    const auto t1 = std::chrono::steady_clock::now();
+    detail::Interpreted r = detail::interpret(*g, inputs, serial ? serial_options_ : resolved_,
+                                              options.terminate, pool_.get());
+    const auto t2 = std::chrono::steady_clock::now();
+    const int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(t2 - t0).count();
     std::lock_guard lock(mu_);
     if (spare_graphs_.size() < kSpareGraphs) spare_graphs_.push_back(std::move(*g));
     if (!r.status.is_ok()) {
@@ -712,6 +783,11 @@ class SessionImpl {
     // The session's first run also pays one-time setup (kernel libraries, first touches of
     // the weights): not a sample of what the next key costs.
     if (key_us == 0 && ++interpreted_keys_ > 1) first_seen_interpreted_.add(us);
+    if (choose_threads && interpreted_keys_ > 1) {
+      thread_modes_.add(serial,
+                        std::chrono::duration_cast<std::chrono::microseconds>(t2 - t1).count(),
+                        r.estimated_ns);
+    }
     key_us += us;
     ++stats_.interpreted;
     return std::optional<TensorMap>(std::move(r.outputs));
@@ -760,61 +836,97 @@ class SessionImpl {
     return *full;
   }
 
+  // What compile_in_background() did.
+  enum class Background {
+    kStarted,  // the thread compiles the key
+    kBusy,     // the thread is compiling another key (or this one): a later run asks again
+    kRefused,  // not here (no spare core, a fork()ed child), the key is held or being
+               // compiled on a run's path, or its background compile failed before, or no
+               // thread could start: the caller compiles on the run's path
+  };
+
   // Starts the full compile of `key` (copied, with its validated inputs `by_index`, read
   // before this returns) on the session's background thread (SessionOptions::
   // background_compile): a recurring interpreted key, or the tier-up of a held first-seen-tier
-  // entry (`tier_up`: the caller put the key in tiering_). The thread inserts the result,
-  // replacing whatever entry the key has by then; a failed compile, or a result too large to
-  // keep, puts the key in background_failed_ (and a tier-up stays in tiering_: never retried),
-  // so its next run compiles on its own path and reports the error. False where a background
-  // compile is running (at most one per session), the key failed before, or no thread starts.
-  // Caller does not hold mu_.
-  bool compile_in_background(const Key& key, const std::vector<const Tensor*>& by_index,
-                             bool tier_up) const {
+  // entry (`tier_up`: the caller put the key in tiering_; a held key is then not a refusal).
+  // The thread inserts the result, replacing whatever entry the key has by then; a failed
+  // compile, or a result too large to keep, puts the key in background_failed_ (and a tier-up
+  // leaves tiering_), so its next run compiles on its own path and reports the error. Caller
+  // does not hold mu_.
+  Background compile_in_background(const Key& key, const std::vector<const Tensor*>& by_index,
+                                   bool tier_up) const {
+    Specialization spec;
+    std::string what;
+    try {  // read before the key is taken: a throw here leaves nothing to undo
+      spec = make_spec(by_index);
+      what = describe(by_index);
+    } catch (const std::exception&) {
+      return Background::kRefused;
+    }
+    // Counted before any lock is taken: a fork() waits for counted compiles, and one waiting
+    // here holds nothing a child could inherit locked.
+    detail::background_compile_starts();
     {
       std::lock_guard lock(mu_);
-      if (!background_usable() || background_key_ || background_failed_.count(key) > 0) {
-        return false;
+      Background refusal = Background::kStarted;
+      if (!background_usable() || background_failed_.count(key) > 0 ||
+          (!tier_up && index_.count(key) > 0) || inflight_.count(key) > 0) {
+        refusal = Background::kRefused;
+      } else if (background_key_) {
+        refusal = Background::kBusy;
+      }
+      if (refusal != Background::kStarted) {
+        detail::background_compile_done();
+        return refusal;
       }
       background_key_ = key;
     }
-    // Only the run that set background_key_ touches background_thread_ (the destructor aside):
-    // the previous thread cleared it as its last step, so the join below is immediate.
+    // The handle is joined and replaced under thread_mu_: a run that takes the key next (once
+    // this thread has cleared it) may get here before this run has stored the handle.
+    std::lock_guard thread_lock(thread_mu_);
     if (background_thread_ && background_thread_->joinable()) background_thread_->join();
     try {
-      background_thread_ = std::make_unique<std::thread>(
-          [this, key, tier_up, spec = make_spec(by_index), what = describe(by_index)] {
-            Result<std::shared_ptr<const Compiled>> c =
-                make_error(StatusCode::kInternal, "background compile threw");
-            try {
-              c = compile_spec(
-                  spec, [&] { return what; }, std::string(), false);
-            } catch (...) {  // std::bad_alloc and the like: the key's next run compiles it
-            }
-            {
-              Retired retired;  // declared before the lock: released after the unlock
-              std::lock_guard lock(mu_);
-              if (c.is_ok()) insert(key, *c, retired);
-              if (!c.is_ok() || index_.count(key) == 0) {
-                if (background_failed_.size() >= kMaxUntiered) background_failed_.clear();
-                background_failed_.insert(key);
-              } else if (tier_up) {
-                tiering_.erase(key);
-                ++stats_.tier_ups;
-              } else {
-                ++stats_.background_compiles;
-              }
-            }
-            // Last, after the evicted entries are freed: the next start joins this thread.
-            std::lock_guard lock(mu_);
-            background_key_.reset();
-          });
-    } catch (const std::system_error&) {  // no thread: the caller compiles as without one
-      std::lock_guard lock(mu_);
-      background_key_.reset();
-      return false;
+      auto run = [this, key, tier_up, spec = std::move(spec), what = std::move(what)] {
+        detail::t_background_compile = true;
+        try {
+          Result<std::shared_ptr<const Compiled>> c = compile_spec(
+              spec, [&] { return what; }, std::string(), false);
+          Retired retired;  // declared before the lock: released after the unlock
+          std::lock_guard lock(mu_);
+          if (c.is_ok()) insert(key, *c, retired);
+          if (!c.is_ok() || index_.count(key) == 0) {
+            if (background_failed_.size() >= kMaxUntiered) background_failed_.clear();
+            background_failed_.insert(key);
+            if (tier_up) tiering_.erase(key);  // its next hot run tiers up on its own path
+          } else if (tier_up) {
+            tiering_.erase(key);
+            ++stats_.tier_ups;
+            ++stats_.background_tier_ups;
+          } else {
+            ++stats_.background_compiles;
+          }
+        } catch (...) {  // std::bad_alloc and the like: the key's next run compiles it
+          std::lock_guard lock(mu_);
+          background_failed_.insert(key);
+          if (tier_up) tiering_.erase(key);
+        }
+        // Last, after the evicted entries are freed: the next start joins this thread.
+        {
+          std::lock_guard lock(mu_);
+          background_key_.reset();
+        }
+        detail::background_compile_done();
+      };
+      background_thread_ = std::make_unique<std::thread>(std::move(run));
+    } catch (...) {  // no thread: the caller compiles as without one
+      {
+        std::lock_guard lock(mu_);
+        background_key_.reset();
+      }
+      detail::background_compile_done();
+      return Background::kRefused;
     }
-    return true;
+    return Background::kStarted;
   }
 
   // Whether compiles go to the background thread (background_): not in a fork()ed child of
@@ -932,10 +1044,15 @@ class SessionImpl {
   // Graphs interpreted runs gave back, for the next re-typing to build in (Specialization::
   // reuse): one per run that may be in flight at once, up to kSpareGraphs.
   static constexpr size_t kSpareGraphs = 4;
+  mutable std::vector<ir::Graph> spare_graphs_;
   // What the interpreted tier's lowering patterns did to the session's first interpreted key,
   // replayed on the next ones (detail::fuse_interpreted); null before it.
   mutable std::shared_ptr<const detail::InterpretedFusions> fusions_;
-  mutable std::vector<ir::Graph> spare_graphs_;
+  // With more than one thread, whether an interpreted run puts every node on one thread
+  // (detail::ThreadModeChoice; guarded by mu_), and the options such a run uses (resolved_ with
+  // one thread; set with resolved_).
+  mutable detail::ThreadModeChoice thread_modes_;
+  CompileOptions serial_options_;
   // The interpreter's values: recycled, at most min(max_cache_bytes, 256 MiB) held free.
   std::shared_ptr<detail::BufferPool> pool_ =
       std::make_shared<detail::BufferPool>(std::min(options_.max_cache_bytes, size_t{256} << 20));
@@ -982,7 +1099,8 @@ class SessionImpl {
   bool background_ = false;
   mutable std::optional<Key> background_key_;
   mutable std::unordered_set<Key, KeyHash> background_failed_;
-  mutable std::unique_ptr<std::thread> background_thread_;
+  mutable std::unique_ptr<std::thread> background_thread_;  // guarded by thread_mu_
+  mutable std::mutex thread_mu_;
   int background_generation_ = fork_generation();
 };
 
@@ -1041,6 +1159,8 @@ Result<Session> Session::create(ModelSource source, SessionOptions options) {
   source.shape_determining = std::move(in_model_order);
   auto impl = std::make_shared<SessionImpl>(std::move(source), std::move(options));
   FRAME_ASSIGN_OR_RETURN(impl->resolved_, detail::resolve_options(impl->options_.compile));
+  impl->serial_options_ = impl->resolved_;
+  impl->serial_options_.num_threads = 1;
   return Session(std::move(impl));
 }
 

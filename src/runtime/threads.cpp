@@ -50,6 +50,12 @@ int usable_threads(int requested) {
   return requested > 0 ? requested : omp_get_max_threads();
 }
 
+namespace detail {
+thread_local bool t_background_compile = false;
+}  // namespace detail
+
+bool in_background_compile() { return detail::t_background_compile; }
+
 int available_cores() {
   cpu_set_t set;
   CPU_ZERO(&set);

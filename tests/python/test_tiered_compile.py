@@ -4,6 +4,7 @@ node a kernel, an entry too large to keep), the key is compiled in full instead;
 races an eviction, and a compile that runs another session on the same thread, leave the cache
 consistent. Expected values are numpy's. About 2 s in all."""
 
+import os
 import threading
 import time
 
@@ -155,3 +156,26 @@ def test_a_compile_that_runs_another_session_keeps_its_own_key(interpret):
     st = outer.cache_stats()
     expect = (1, 1, 1, 2) if interpret else (2, 4, 2, 0)
     assert (st["misses"], st["hits"], st["entries"], st["interpreted"]) == expect, st
+
+
+def test_a_python_op_compiles_on_the_runs_path_not_in_the_background():
+    # With one thread and a spare core the session compiles a recurring key on a background
+    # thread (docs/adr/0007-first-seen-shapes.md), but a Python op's kernel refuses to run
+    # there (it would take the GIL from a thread Python does not know): the background compile
+    # fails and the key's next run compiles it on its own path, folding the op with the GIL.
+    # Every output is x + 2 (the kernel doubles c = [1]). About 0.1 s.
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one core: no background compile")
+    def kernel(inputs, attrs):
+        return (inputs[0] * 2).astype(np.float32)
+
+    sess = frame.InferenceSession(
+        doubled_constant_plus_x("test_bg_python_op", "test.bgpy", kernel),
+        sess_options=options(threads=1, background_compile=True))
+    x = np.arange(5, dtype=np.float32)
+    deadline = time.monotonic() + 20
+    while sess.cache_stats()["misses"] == 0 and time.monotonic() < deadline:
+        np.testing.assert_array_equal(sess.run(None, {"x": x})[0], x + 2)
+    st = sess.cache_stats()
+    assert st["misses"] == 1 and st["background_compiles"] == 0, st
+    np.testing.assert_array_equal(sess.run(None, {"x": x})[0], x + 2)

@@ -318,7 +318,8 @@ int run_run() {
                             {"evictions", cs.evictions},
                             {"tier_ups", cs.tier_ups},
                             {"interpreted", cs.interpreted},
-                            {"background_compiles", cs.background_compiles}};
+                            {"background_compiles", cs.background_compiles},
+                            {"background_tier_ups", cs.background_tier_ups}};
     if (!o.cache_dir.empty()) {
       j["cache_dir"] = {{"path", o.cache_dir},
                         {"hits", cs.disk_hits},

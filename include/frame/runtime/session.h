@@ -237,7 +237,9 @@ struct SessionOptions {
   /// runs there while its runs go on with the held entry; the finished specialization replaces them
   /// for the runs after it. At most one such compile per session at a time; a key whose background
   /// compile fails, or is too large to keep, is compiled by its next run (which reports the
-  /// error). Destroying the session waits for a compile in progress. Off, or without a spare
+  /// error); so is a model with an op that refuses that thread (a Python op: in_background_
+  /// compile()). Destroying the session waits for a compile in progress, and so does fork().
+  /// Off, or without a spare
   /// core, the run that needs a compile does it before it runs, as before. Which run is the
   /// first compiled one depends on timing, so a key's outputs may change within rounding at a
   /// run that differs from process to process (as with tiered_compile).
@@ -271,6 +273,8 @@ struct CacheStats {
   /// inserted (SessionOptions::background_compile); not counted in misses. A tier-up done there
   /// counts in tier_ups only, so misses + tier_ups + background_compiles counts every compile.
   uint64_t background_compiles = 0;
+  /// Of tier_ups, those the background thread did while runs went on with the held entry.
+  uint64_t background_tier_ups = 0;
 };
 
 /// A model whose shapes depend on computed data (docs/adr/0008-data-dependent-shapes.md): the

@@ -56,4 +56,11 @@ int usable_threads(int requested);
 /// spare (SessionOptions::background_compile).
 int available_cores();
 
+/// Whether the calling thread is a Session's background compile thread
+/// (SessionOptions::background_compile). Code that must not run there returns an error instead,
+/// and the compile then runs on the path of the key's next run: the Python binding's
+/// trampolines (a Python op's shape function or kernel), which would take the GIL from a thread
+/// Python does not know, where destroying a session or exiting the interpreter waits for it.
+bool in_background_compile();
+
 }  // namespace frame::runtime

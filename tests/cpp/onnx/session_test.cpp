@@ -7,6 +7,9 @@
 #include "frame/onnx/session.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -14,6 +17,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -285,8 +289,9 @@ bool wait_until(const runtime::Session& s,
 // core spare): the compile a recurring interpreted key earned at its second run (none timed yet:
 // the estimate is 0) runs beside that run, which is interpreted; once it is held, runs hit it.
 // No run counts a miss, and the entry is the full compile. Every output is the reshape's
-// definition. A second session is destroyed while its background compile runs (it waits for
-// it; ASan checks the thread touches nothing freed). About 0.05 s.
+// definition. A second session is destroyed right after its second run started a background
+// compile, usually before that compile ends (it waits for it; ASan checks the thread touches
+// nothing freed). About 0.05 s.
 TEST(OnnxSession, ARecurringInterpretedKeyCompilesInTheBackground) {
   if (runtime::available_cores() < 2) GTEST_SKIP() << "one core: no core to compile beside a run";
   runtime::SessionOptions o = interpreter_options();
@@ -320,9 +325,57 @@ TEST(OnnxSession, ARecurringInterpretedKeyCompilesInTheBackground) {
   }
 }
 
+// fork() while a background compile runs: the fork waits for it (the child inherits no lock it
+// held); in the child the session compiles on the run's path (no background thread there),
+// runs right, and is destroyed without joining the parent's thread. Exit codes name the first
+// failed check; a child that hangs is killed after 20 s and fails the test. About 0.1 s.
+TEST(OnnxSession, AForkDuringABackgroundCompileLeavesAWorkingChild) {
+  if (runtime::available_cores() < 2) GTEST_SKIP() << "one core: no core to compile beside a run";
+  runtime::SessionOptions o = interpreter_options();
+  o.background_compile = true;
+  auto s = std::make_unique<runtime::Session>(open_session_from_bytes(reshape_model(), o).value());
+  const Tensor x = iota(6);
+  expect_reshaped(s->run(feeds(x, {2, 3})), x, {2, 3});
+  expect_reshaped(s->run(feeds(x, {2, 3})), x, {2, 3});  // starts the compile
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    for (const Shape& shape : {Shape{3, 2}, Shape{3, 2}, Shape{3, 2}, Shape{6, 1}}) {
+      Result<TensorMap> out = s->run(feeds(x, {shape[0], shape[1]}));
+      if (!out.is_ok()) _exit(2);
+      const Tensor& y = out->at("y");
+      if (y.shape() != shape) _exit(3);
+      for (int64_t i = 0; i < 6; ++i) {
+        if (y.data<float>()[i] != static_cast<float>(i) + 0.5f) _exit(4);
+      }
+    }
+    if (s->cache_stats().background_compiles > 1) _exit(5);  // none started in the child
+    s.reset();
+    _exit(0);
+  }
+  int status = 0;
+  pid_t done = 0;
+  for (int ms = 0; ms < 20000 && done == 0; ++ms) {
+    done = waitpid(pid, &status, WNOHANG);
+    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (done == 0) {
+    kill(pid, SIGKILL);
+    (void)waitpid(pid, &status, 0);
+    FAIL() << "the forked child hung";
+  }
+  ASSERT_EQ(done, pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  ASSERT_TRUE(
+      wait_until(*s, [](const runtime::CacheStats& c) { return c.background_compiles > 0; }));
+  expect_reshaped(s->run(feeds(x, {2, 3})), x, {2, 3});
+}
+
 // Without the interpreted tier: a first-seen-tier entry's full compile, once its runs have taken
 // as long as its first compile, runs in the background while runs go on with the held entry,
-// then replaces it: one miss, one tier-up (counted there, not in background_compiles).
+// then replaces it: one miss, one tier-up, done in the background (background_tier_ups; not in
+// background_compiles).
 TEST(OnnxSession, ATierUpCompilesInTheBackground) {
   if (runtime::available_cores() < 2) GTEST_SKIP() << "one core: no core to compile beside a run";
   runtime::SessionOptions o = cpu_options();
@@ -337,6 +390,7 @@ TEST(OnnxSession, ATierUpCompilesInTheBackground) {
   const runtime::CacheStats st = s->cache_stats();
   EXPECT_EQ(st.misses, 1u);
   EXPECT_EQ(st.tier_ups, 1u);
+  EXPECT_EQ(st.background_tier_ups, 1u);
   EXPECT_EQ(st.background_compiles, 0u);
   EXPECT_EQ(st.entries, 1u);
   Result<std::optional<runtime::CompileReport>> r = s->report_for(feeds(x, {2, 3}));

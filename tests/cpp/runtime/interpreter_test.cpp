@@ -267,5 +267,50 @@ TEST(Interpreter, ProbesOfTheCostlierWayAreRarerTheMoreItCosts) {
   EXPECT_EQ(reprobe_interval(0, 5000), 64);                // nothing measured
 }
 
+// ThreadModeChoice, fed by hand: serial runs cost 1.0 us per estimated us of work, parallel
+// ones 1.5 (then the reverse), on keys whose work grows run by run (the normalization keeps
+// the ways comparable). Each way's first run pays 100x (its setup) and is not a sample. After
+// the alternating start (each way: one setup run, three samples) the cheaper way runs, and the
+// other every 16th run.
+TEST(Interpreter, ThreadModeChoiceRunsTheCheaperWayAndProbesTheOther) {
+  for (const bool serial_cheaper : {true, false}) {
+    ThreadModeChoice c;
+    bool setup_serial = true, setup_parallel = true;
+    int64_t costlier = 0;
+    for (int run = 0; run < 1000; ++run) {
+      const bool serial = c.next_serial();
+      const double work_ns = 1e6 * (1 + run % 7);
+      const double per_ns = serial == serial_cheaper ? 1.0 : 1.5;
+      bool& setup = serial ? setup_serial : setup_parallel;
+      c.add(serial, static_cast<int64_t>(work_ns / 1000.0 * per_ns * (setup ? 100.0 : 1.0)),
+            work_ns);
+      setup = false;
+      if (run < 8) {
+        EXPECT_EQ(serial, run == 2 || run == 3 || run == 5 || run == 7) << "run " << run;
+      } else if (serial != serial_cheaper) {
+        ++costlier;
+      }
+    }
+    EXPECT_EQ(costlier, (1000 - 8) / 16) << "serial cheaper: " << serial_cheaper;
+  }
+}
+
+// The cheaper way's first three samples cost 10x (a session's first runs pay its setup), so it
+// loses the start; its probes every 16th run fill its window of 8 with its real cost, and once
+// four of them are in the median is that: from then on it runs, and the other is the probe.
+TEST(Interpreter, ThreadModeChoiceRecoversFromACostlyStart) {
+  ThreadModeChoice c;
+  int serial_samples = 0;
+  int64_t parallel_late = 0;
+  for (int run = 0; run < 1000; ++run) {
+    const bool serial = c.next_serial();
+    const double per_ns = serial ? (serial_samples++ <= 3 ? 10.0 : 1.0) : 1.5;
+    c.add(serial, static_cast<int64_t>(1000 * per_ns), 1e6);
+    if (run >= 300 && !serial) ++parallel_late;
+  }
+  EXPECT_GE(parallel_late, 700 / 16 - 1);
+  EXPECT_LE(parallel_late, 700 / 16 + 1);
+}
+
 }  // namespace
 }  // namespace frame::runtime::detail
