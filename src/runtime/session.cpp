@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <omp.h>
 #include <pthread.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -153,14 +154,19 @@ extern thread_local bool t_background_compile;  // threads.cpp: in_background_co
 namespace {
 
 // The background compiles running in this process (SessionImpl::compile_in_background), and
-// the fork() guard: the pthread_atfork prepare handler waits until none runs and keeps new
-// ones from starting until fork() returns, so a child never inherits a lock a background
-// compile held (the session's, a registry's, oneDNN's caches). A fork() waits at most for
-// the compiles in progress (one per session).
+// the fork() guard: a pthread_atfork prepare handler stops new ones from starting, waits until
+// none runs and keeps the count locked until fork() returns, so a child never inherits a lock
+// a background compile held (the session's, a registry's, oneDNN's caches). A fork() waits at
+// most for the compiles in progress (one per session). The handler is registered at the first
+// background compile, after an OpenMP call: handlers registered later run their prepare step
+// first, and LLVM's libomp (the sanitizer builds') registers one at its initialization that
+// holds the locks a new thread's first OpenMP call needs, which a background compile waited
+// for would then never get.
 struct BackgroundCompiles {
   std::mutex mu;
   std::condition_variable cv;
   int running = 0;
+  bool forking = false;  // a fork() waits for the running ones: no new one starts
 };
 
 // Never destroyed: a thread may end after static destructors have run.
@@ -172,21 +178,30 @@ BackgroundCompiles& background_compiles() {
 void fork_prepare() {
   BackgroundCompiles& b = background_compiles();
   std::unique_lock lock(b.mu);
+  b.forking = true;
   b.cv.wait(lock, [&] { return b.running == 0; });
-  (void)lock.release();  // held across fork(): unlocked by fork_parent / fork_child
+  (void)lock.release();  // held across fork(): unlocked by fork_release
 }
 
-void fork_release() { background_compiles().mu.unlock(); }
-
-const int g_fork_guard = pthread_atfork(&fork_prepare, &fork_release, &fork_release);
+void fork_release() {
+  BackgroundCompiles& b = background_compiles();
+  b.forking = false;
+  b.mu.unlock();
+}
 
 }  // namespace
 
-void background_compile_starts() {
-  (void)g_fork_guard;
+bool background_compile_starts() {
+  static const int registered = [] {
+    (void)omp_get_max_threads();  // the OpenMP runtime's own handlers first (see above)
+    return pthread_atfork(&fork_prepare, &fork_release, &fork_release);
+  }();
+  (void)registered;
   BackgroundCompiles& b = background_compiles();
   std::lock_guard lock(b.mu);
+  if (b.forking) return false;
   ++b.running;
+  return true;
 }
 
 void background_compile_done() {
@@ -195,6 +210,23 @@ void background_compile_done() {
   --b.running;
   b.cv.notify_all();
 }
+
+// Counts one background compile (background_compile_starts) until it is handed to its thread
+// (release()) or this goes out of scope.
+class BackgroundCount {
+ public:
+  BackgroundCount() : counted_(background_compile_starts()) {}
+  ~BackgroundCount() {
+    if (counted_) background_compile_done();
+  }
+  BackgroundCount(const BackgroundCount&) = delete;
+  BackgroundCount& operator=(const BackgroundCount&) = delete;
+  bool counted() const { return counted_; }
+  void release() { counted_ = false; }  // the thread calls background_compile_done()
+
+ private:
+  bool counted_;
+};
 
 }  // namespace detail
 
@@ -855,38 +887,38 @@ class SessionImpl {
   // does not hold mu_.
   Background compile_in_background(const Key& key, const std::vector<const Tensor*>& by_index,
                                    bool tier_up) const {
+    if (!background_usable()) return Background::kRefused;
     Specialization spec;
     std::string what;
-    try {  // read before the key is taken: a throw here leaves nothing to undo
+    Key for_thread, for_slot;
+    try {  // copied before the key is taken: a throw here leaves nothing to undo
       spec = make_spec(by_index);
       what = describe(by_index);
+      for_thread = key;
+      for_slot = key;
     } catch (const std::exception&) {
       return Background::kRefused;
     }
     // Counted before any lock is taken: a fork() waits for counted compiles, and one waiting
-    // here holds nothing a child could inherit locked.
-    detail::background_compile_starts();
+    // here holds nothing a child could inherit locked. Not counted while a fork() waits.
+    detail::BackgroundCount count;
+    if (!count.counted()) return Background::kRefused;
     {
       std::lock_guard lock(mu_);
-      Background refusal = Background::kStarted;
-      if (!background_usable() || background_failed_.count(key) > 0 ||
-          (!tier_up && index_.count(key) > 0) || inflight_.count(key) > 0) {
-        refusal = Background::kRefused;
-      } else if (background_key_) {
-        refusal = Background::kBusy;
+      if (background_failed_.count(key) > 0 || (!tier_up && index_.count(key) > 0) ||
+          inflight_.count(key) > 0) {
+        return Background::kRefused;
       }
-      if (refusal != Background::kStarted) {
-        detail::background_compile_done();
-        return refusal;
-      }
-      background_key_ = key;
+      if (background_key_) return Background::kBusy;
+      background_key_ = std::move(for_slot);  // no allocation: cannot throw
     }
-    // The handle is joined and replaced under thread_mu_: a run that takes the key next (once
-    // this thread has cleared it) may get here before this run has stored the handle.
-    std::lock_guard thread_lock(thread_mu_);
-    if (background_thread_ && background_thread_->joinable()) background_thread_->join();
     try {
-      auto run = [this, key, tier_up, spec = std::move(spec), what = std::move(what)] {
+      // The handle is joined and replaced under thread_mu_: a run that takes the key next (once
+      // this thread has cleared it) may get here before this run has stored the handle.
+      std::lock_guard thread_lock(thread_mu_);
+      if (background_thread_ && background_thread_->joinable()) background_thread_->join();
+      auto run = [this, key = std::move(for_thread), tier_up, spec = std::move(spec),
+                  what = std::move(what)] {
         detail::t_background_compile = true;
         try {
           Result<std::shared_ptr<const Compiled>> c = compile_spec(
@@ -907,7 +939,10 @@ class SessionImpl {
           }
         } catch (...) {  // std::bad_alloc and the like: the key's next run compiles it
           std::lock_guard lock(mu_);
-          background_failed_.insert(key);
+          try {
+            background_failed_.insert(key);
+          } catch (...) {  // then it may be compiled here again: only time lost
+          }
           if (tier_up) tiering_.erase(key);
         }
         // Last, after the evicted entries are freed: the next start joins this thread.
@@ -918,12 +953,10 @@ class SessionImpl {
         detail::background_compile_done();
       };
       background_thread_ = std::make_unique<std::thread>(std::move(run));
-    } catch (...) {  // no thread: the caller compiles as without one
-      {
-        std::lock_guard lock(mu_);
-        background_key_.reset();
-      }
-      detail::background_compile_done();
+      count.release();  // the thread calls background_compile_done()
+    } catch (...) {     // no thread: the caller compiles as without one
+      std::lock_guard lock(mu_);
+      background_key_.reset();
       return Background::kRefused;
     }
     return Background::kStarted;
