@@ -888,17 +888,6 @@ class SessionImpl {
   Background compile_in_background(const Key& key, const std::vector<const Tensor*>& by_index,
                                    bool tier_up) const {
     if (!background_usable()) return Background::kRefused;
-    Specialization spec;
-    std::string what;
-    Key for_thread, for_slot;
-    try {  // copied before the key is taken: a throw here leaves nothing to undo
-      spec = make_spec(by_index);
-      what = describe(by_index);
-      for_thread = key;
-      for_slot = key;
-    } catch (const std::exception&) {
-      return Background::kRefused;
-    }
     // Counted before any lock is taken: a fork() waits for counted compiles, and one waiting
     // here holds nothing a child could inherit locked. Not counted while a fork() waits.
     detail::BackgroundCount count;
@@ -910,15 +899,20 @@ class SessionImpl {
         return Background::kRefused;
       }
       if (background_key_) return Background::kBusy;
-      background_key_ = std::move(for_slot);  // no allocation: cannot throw
+      try {
+        background_key_ = key;
+      } catch (const std::exception&) {
+        return Background::kRefused;
+      }
     }
+    // The slot is taken: what the thread reads is built only now (a busy thread costs a run
+    // nothing), and any throw from here on gives the slot back.
     try {
       // The handle is joined and replaced under thread_mu_: a run that takes the key next (once
       // this thread has cleared it) may get here before this run has stored the handle.
       std::lock_guard thread_lock(thread_mu_);
       if (background_thread_ && background_thread_->joinable()) background_thread_->join();
-      auto run = [this, key = std::move(for_thread), tier_up, spec = std::move(spec),
-                  what = std::move(what)] {
+      auto run = [this, key, tier_up, spec = make_spec(by_index), what = describe(by_index)] {
         detail::t_background_compile = true;
         try {
           Result<std::shared_ptr<const Compiled>> c = compile_spec(
