@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include "common/graph_builder.h"
+
 namespace frame::ir {
 namespace {
 
-TensorType f32(Shape s) { return TensorType{DTypeCode::kFloat32, std::move(s)}; }
+using test::f32;
 
 NodeId must(Result<NodeId> r) {
   EXPECT_TRUE(r.is_ok()) << r.status().to_string();

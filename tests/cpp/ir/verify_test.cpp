@@ -5,12 +5,13 @@
 
 #include <set>
 
+#include "common/graph_builder.h"
 #include "frame/ir/graph.h"
 
 namespace frame::ir {
 namespace {
 
-TensorType f32(Shape s) { return TensorType{DTypeCode::kFloat32, std::move(s)}; }
+using test::f32;
 
 // x -> relu "r" -> add "s"(r, w) -> output; every value typed. Valid under V1/V2.
 struct Fixture {

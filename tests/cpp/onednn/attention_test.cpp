@@ -21,29 +21,6 @@ namespace {
 using ints = std::vector<int64_t>;
 using ir::ValueId;
 
-// Compiles `g` for onednn,cpu and for cpu alone and compares every output at 1 and 2 threads.
-void expect_same_as_unfused(const ir::Graph& g, const runtime::TensorMap& inputs) {
-  runtime::CompileOptions ref_opts = uncached({"cpu"});
-  Result<runtime::Executable> ref = runtime::compile(g, ref_opts);
-  ASSERT_TRUE(ref.is_ok()) << ref.status().message();
-  Result<runtime::TensorMap> want = ref->run(inputs);
-  ASSERT_TRUE(want.is_ok()) << want.status().message();
-  for (int threads : {1, 2}) {
-    runtime::CompileOptions o = uncached({"onednn", "cpu"});
-    o.num_threads = threads;
-    Result<runtime::Executable> fast = runtime::compile(g, o);
-    ASSERT_TRUE(fast.is_ok()) << fast.status().message();
-    Result<runtime::TensorMap> got = fast->run(inputs);
-    ASSERT_TRUE(got.is_ok()) << got.status().message();
-    for (const auto& [name, t] : *want) {
-      // Scores are exact (grid inputs); the exp and the reassociated sums of P x V are not.
-      const CompareResult c = compare_tensors(
-          got->at(name), t, tolerance_for(DTypeCode::kFloat32, ToleranceClass::kCrossBackend));
-      EXPECT_TRUE(c.ok) << name << " at " << threads << " thread(s): " << c.message;
-    }
-  }
-}
-
 struct Dims {
   ints batch;  // leading dims of Q, KT and V
   int64_t sq, sk, d, dv;

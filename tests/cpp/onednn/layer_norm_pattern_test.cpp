@@ -15,21 +15,6 @@ namespace {
 using ints = std::vector<int64_t>;
 using ir::ValueId;
 
-void expect_same_as_unfused(const ir::Graph& g, const runtime::TensorMap& inputs) {
-  Result<runtime::Executable> ref = runtime::compile(g, uncached({"cpu"}));
-  Result<runtime::Executable> fast = runtime::compile(g, uncached({"onednn", "cpu"}));
-  ASSERT_TRUE(ref.is_ok()) << ref.status().message();
-  ASSERT_TRUE(fast.is_ok()) << fast.status().message();
-  Result<runtime::TensorMap> want = ref->run(inputs), got = fast->run(inputs);
-  ASSERT_TRUE(want.is_ok()) << want.status().message();
-  ASSERT_TRUE(got.is_ok()) << got.status().message();
-  for (const auto& [name, t] : *want) {
-    const CompareResult c = compare_tensors(
-        got->at(name), t, tolerance_for(DTypeCode::kFloat32, ToleranceClass::kCrossBackend));
-    EXPECT_TRUE(c.ok) << name << ": " << c.message;
-  }
-}
-
 struct Variant {
   bool scale = true, shift = true;
   bool mul_square = false;      // d * d instead of pow(d, 2)

@@ -28,15 +28,6 @@ constexpr int64_t kNhwc = 1;
 constexpr int64_t kBlocked = 16;  // nChw16c
 constexpr std::string_view kSrc = "src_layout", kDst = "dst_layout", kRes = "residual_layout";
 
-// Runs the standard pipeline on `g` (verifying after every pass).
-void lower(ir::Graph& g, std::vector<std::string> backends) {
-  passes::PassContext ctx;
-  ctx.backends = std::move(backends);
-  ctx.verify_after_each = true;
-  Status s = passes::run_pipeline(g, passes::kStandardPipeline, ctx);
-  ASSERT_TRUE(s.is_ok()) << s.message();
-}
-
 // Int attribute `name` of the live node named `node` (0 when absent, -1 when no such node).
 int64_t layout_attr(const ir::Graph& g, const std::string& node, std::string_view name) {
   for (ir::NodeId id : g.node_ids()) {
@@ -351,8 +342,8 @@ ir::ValueId node1(ir::Graph& g, const std::string& op, const std::string& name,
 
 // Compiles `g` for {onednn, cpu} at 1 and 2 threads, checks that `onednn_nodes` run on onednn,
 // and compares every output with the cpu-only compile (deep-network class, BUILD-011).
-void expect_onednn_matches_cpu(const ir::Graph& g, const runtime::TensorMap& inputs,
-                               const std::vector<std::string>& onednn_nodes) {
+void expect_placed_and_matches_cpu(const ir::Graph& g, const runtime::TensorMap& inputs,
+                                   const std::vector<std::string>& onednn_nodes) {
   Result<runtime::Executable> slow = runtime::compile(g, uncached({"cpu"}));
   ASSERT_TRUE(slow.is_ok()) << slow.status().message();
   Result<runtime::TensorMap> e = slow->run(inputs);
@@ -451,12 +442,12 @@ TEST(OnednnLayout, PadNotFoldedIntoACeilModePool) {
   ir::Graph lowered = g;
   lower(lowered, {"onednn", "cpu"});
   EXPECT_EQ(op_of(lowered, "pad"), "pad");
-  expect_onednn_matches_cpu(g, {{"x", grid_tensor({1, 2, 6, 6}, 81)}}, {"ap"});
+  expect_placed_and_matches_cpu(g, {{"x", grid_tensor({1, 2, 6, 6}, 81)}}, {"ap"});
 }
 
 TEST(OnednnLayout, NhwcThroughPoolsAndConcatMatchesCpu) {
-  expect_onednn_matches_cpu(pool_concat_net(), {{"x", grid_tensor({1, 16, 12, 12}, 41)}},
-                            {"mp", "cat", "ap", "gap"});
+  expect_placed_and_matches_cpu(pool_concat_net(), {{"x", grid_tensor({1, 16, 12, 12}, 41)}},
+                                {"mp", "cat", "ap", "gap"});
 }
 
 // x[1,16,10,10] -> c1 (3x3, 32) = a; squeeze-excitation: a -> global average pool -> f1 (1x1,
@@ -496,8 +487,8 @@ TEST(OnednnLayout, NhwcFlowsThroughSqueezeExcitationAndBatchNorm) {
   EXPECT_EQ(layout_attr(lowered, "c2", kDst), 0);  // graph output
   EXPECT_EQ(layout_attr(lowered, "f1", kSrc), 0);  // [1,32,1,1]: the same bytes either way
 
-  expect_onednn_matches_cpu(squeeze_excitation_net(), {{"x", grid_tensor({1, 16, 10, 10}, 79)}},
-                            {"gap", "se", "bn", "br"});
+  expect_placed_and_matches_cpu(squeeze_excitation_net(), {{"x", grid_tensor({1, 16, 10, 10}, 79)}},
+                                {"gap", "se", "bn", "br"});
 }
 
 // A U-Net level: x[1,8,12,12] -> c1 (3x3, 16) -> relu = skip; skip -> max_pool 2x2/2 -> c2
@@ -542,8 +533,8 @@ TEST(OnednnLayout, NhwcFlowsThroughConvTranspose) {
   EXPECT_EQ(reorders, 2);
   EXPECT_EQ(placement_of(*exe, "up").reorders_per_run, 0);
 
-  expect_onednn_matches_cpu(unet_level(), {{"x", grid_tensor({1, 8, 12, 12}, 96)}},
-                            {"mp", "up", "cat"});
+  expect_placed_and_matches_cpu(unet_level(), {{"x", grid_tensor({1, 8, 12, 12}, 96)}},
+                                {"mp", "up", "cat"});
 }
 
 // One laid_out_internal node (base op `base`, attributes `attrs`) on nhwc inputs, compiled for

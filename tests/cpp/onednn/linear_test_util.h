@@ -14,6 +14,7 @@
 #include "common/op_runner.h"
 #include "common/tolerance.h"
 #include "frame/ir/graph.h"
+#include "frame/ops/op_registry.h"
 #include "frame/passes/pass.h"
 #include "frame/runtime/compile.h"
 
@@ -87,16 +88,49 @@ inline int count_op(const ir::Graph& g, std::string_view op) {
   return n;
 }
 
+/// Runs the standard pipeline on `g` in place with `backends`, skipping the passes named in
+/// `skip`, verified after every pass; returns the lowering rewrites it applied (their labels).
+/// A failing pipeline or an unverifiable result is a test failure.
+inline std::vector<std::string> lower(ir::Graph& g, std::vector<std::string> backends,
+                                      const std::vector<std::string>& skip = {}) {
+  passes::PassContext ctx;
+  ctx.backends = std::move(backends);
+  ctx.verify_after_each = true;
+  Status s = passes::run_pipeline(g, passes::kStandardPipeline, ctx, skip);
+  EXPECT_TRUE(s.is_ok()) << s.message();
+  EXPECT_TRUE(g.verify(ops::make_op_query()).is_ok());
+  return ctx.lowering_rewrites;
+}
+
 /// `g` after the standard pipeline with `backends`, verified after every pass (a failing
 /// pipeline is a test failure).
 inline ir::Graph lowered(const ir::Graph& g, std::vector<std::string> backends) {
   ir::Graph out = g;
-  passes::PassContext ctx;
-  ctx.backends = std::move(backends);
-  ctx.verify_after_each = true;
-  Status s = passes::run_pipeline(out, passes::kStandardPipeline, ctx);
-  EXPECT_TRUE(s.is_ok()) << s.message();
+  lower(out, std::move(backends));
   return out;
+}
+
+/// Compiles `g` for onednn,cpu and for cpu alone, runs both on `inputs` at 1 and 2 threads and
+/// compares every output within the BUILD-011 cross-backend class (a fused kernel reassociates
+/// sums). The cpu-only compile runs each op's own reference kernel: an independent reference.
+inline void expect_same_as_unfused(const ir::Graph& g, const runtime::TensorMap& inputs) {
+  Result<runtime::Executable> ref = runtime::compile(g, uncached({"cpu"}));
+  ASSERT_TRUE(ref.is_ok()) << ref.status().message();
+  Result<runtime::TensorMap> want = ref->run(inputs);
+  ASSERT_TRUE(want.is_ok()) << want.status().message();
+  for (int threads : {1, 2}) {
+    runtime::CompileOptions o = uncached({"onednn", "cpu"});
+    o.num_threads = threads;
+    Result<runtime::Executable> fast = runtime::compile(g, o);
+    ASSERT_TRUE(fast.is_ok()) << fast.status().message();
+    Result<runtime::TensorMap> got = fast->run(inputs);
+    ASSERT_TRUE(got.is_ok()) << got.status().message();
+    for (const auto& [name, t] : *want) {
+      const CompareResult c = compare_tensors(
+          got->at(name), t, tolerance_for(DTypeCode::kFloat32, ToleranceClass::kCrossBackend));
+      EXPECT_TRUE(c.ok) << name << " at " << threads << " thread(s): " << c.message;
+    }
+  }
 }
 
 /// The placement of node `name` in a compiled executable's report.

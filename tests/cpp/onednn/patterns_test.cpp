@@ -16,18 +16,6 @@ namespace {
 
 using ints = std::vector<int64_t>;
 
-// Runs the standard pipeline (verifying after every pass) and returns the rewrites.
-std::vector<std::string> lower(ir::Graph& g, std::vector<std::string> backends,
-                               const std::vector<std::string>& skip = {}) {
-  passes::PassContext ctx;
-  ctx.backends = std::move(backends);
-  ctx.verify_after_each = true;
-  Status s = passes::run_pipeline(g, passes::kStandardPipeline, ctx, skip);
-  EXPECT_TRUE(s.is_ok()) << s.message();
-  EXPECT_TRUE(g.verify(ops::make_op_query()).is_ok());
-  return ctx.lowering_rewrites;
-}
-
 // Compiles `g` with onednn first and with cpu only, runs both on `inputs` and compares.
 // `tol` is the BUILD-011 class: rewrites that reassociate (folded weights) use kDeepNetwork.
 void expect_same_as_cpu(const ir::Graph& g, const runtime::TensorMap& inputs,

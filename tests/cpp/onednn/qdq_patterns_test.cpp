@@ -21,16 +21,6 @@ namespace {
 
 using ints = std::vector<int64_t>;
 
-std::vector<std::string> lower(ir::Graph& g, std::vector<std::string> backends) {
-  passes::PassContext ctx;
-  ctx.backends = std::move(backends);
-  ctx.verify_after_each = true;
-  Status s = passes::run_pipeline(g, passes::kStandardPipeline, ctx);
-  EXPECT_TRUE(s.is_ok()) << s.message();
-  EXPECT_TRUE(g.verify(ops::make_op_query()).is_ok());
-  return ctx.lowering_rewrites;
-}
-
 Tensor u8_tensor(Shape s, uint32_t seed) {
   Tensor t = Tensor::empty(DTypeCode::kUInt8, std::move(s)).value();
   std::mt19937 rng(seed);

@@ -24,14 +24,6 @@ constexpr int32_t kF32 = ::onnx::TensorProto::FLOAT;
 constexpr int32_t kI64 = ::onnx::TensorProto::INT64;
 constexpr int32_t kBool = ::onnx::TensorProto::BOOL;
 
-::onnx::AttributeProto attr_g(const std::string& n, const ::onnx::GraphProto& g) {
-  ::onnx::AttributeProto a;
-  a.set_name(n);
-  a.set_type(::onnx::AttributeProto::GRAPH);
-  *a.mutable_g() = g;
-  return a;
-}
-
 // A value info with an element type and no shape (body values typed by the importer).
 ::onnx::ValueInfoProto untyped(const std::string& name, int32_t elem) {
   ::onnx::ValueInfoProto v;
@@ -68,14 +60,6 @@ void expect_values(const Result<TensorMap>& out, const std::string& name, const 
   ASSERT_EQ(t.shape(), shape) << name;
   ASSERT_EQ(t.numel(), static_cast<int64_t>(want.size())) << name;
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(t.data<float>()[i], want[i]) << name << i;
-}
-
-void expect_error(const Status& s, const std::vector<std::string>& parts) {
-  ASSERT_FALSE(s.is_ok());
-  for (const std::string& p : parts) {
-    EXPECT_NE(s.message().find(p), std::string::npos) << "missing '" << p << "' in\n"
-                                                      << s.message();
-  }
 }
 
 // ---- F4: nested bodies -------------------------------------------------------------------

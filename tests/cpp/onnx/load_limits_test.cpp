@@ -22,23 +22,6 @@ namespace fs = std::filesystem;
 using namespace frame::onnx::testing;  // NOLINT(build/namespaces)
 using ::onnx::TensorProto;
 
-// Expects `s` to fail with a message containing every one of `parts`.
-void expect_error(const Status& s, const std::vector<std::string>& parts) {
-  ASSERT_FALSE(s.is_ok());
-  for (const std::string& p : parts) {
-    EXPECT_NE(s.message().find(p), std::string::npos)
-        << "missing '" << p << "' in: " << s.message();
-  }
-}
-
-::onnx::AttributeProto attr_g(const std::string& n, const ::onnx::GraphProto& g) {
-  ::onnx::AttributeProto a;
-  a.set_name(n);
-  a.set_type(::onnx::AttributeProto::GRAPH);
-  *a.mutable_g() = g;
-  return a;
-}
-
 ::onnx::ValueInfoProto untyped(const std::string& name) {
   ::onnx::ValueInfoProto v;
   v.set_name(name);
@@ -47,7 +30,7 @@ void expect_error(const Status& s, const std::vector<std::string>& parts) {
 }
 
 // `depth` Ifs nested in each other's then-branches; the innermost returns x.
-std::string nested_ifs(int depth) {
+std::string nested_if_model(int depth) {
   ::onnx::GraphProto inner;
   inner.set_name("l0");
   *inner.add_node() = node("Identity", {"x"}, {"o0"});
@@ -100,17 +83,17 @@ TEST(LoadLimits, ModelOverTwoGigabytesAsksForExternalData) {
 }
 
 TEST(LoadLimits, NestingDepth) {
-  ASSERT_TRUE(load_from_bytes(nested_ifs(4)).is_ok());
+  ASSERT_TRUE(load_from_bytes(nested_if_model(4)).is_ok());
   LoadOptions o;
   o.max_nesting_depth = 3;
-  expect_error(load_from_bytes(nested_ifs(4), o).status(),
+  expect_error(load_from_bytes(nested_if_model(4), o).status(),
                {"node 'if1' (If)", "nested deeper than 3 levels (max_nesting_depth)"});
   o.max_nesting_depth = 4;
-  EXPECT_TRUE(load_from_bytes(nested_ifs(4), o).is_ok());
+  EXPECT_TRUE(load_from_bytes(nested_if_model(4), o).is_ok());
   // Much deeper: the message names the outermost and the innermost body, not every level
   // (8 nested Ifs, limit 3: 2 of the 8 "(If)" prefixes).
   o.max_nesting_depth = 3;
-  const std::string m = load_from_bytes(nested_ifs(8), o).status().message();
+  const std::string m = load_from_bytes(nested_if_model(8), o).status().message();
   size_t prefixes = 0;
   for (size_t at = m.find("(If): "); at != std::string::npos; at = m.find("(If): ", at + 1)) {
     ++prefixes;
@@ -121,10 +104,10 @@ TEST(LoadLimits, NestingDepth) {
 
 TEST(LoadLimits, NodeCountCountsBodies) {
   LoadOptions o;
-  o.max_nodes = 6;  // nested_ifs(3): 3 Ifs, 3 Negs, 1 Identity
-  expect_error(load_from_bytes(nested_ifs(3), o).status(), {"more than 6 nodes (max_nodes)"});
+  o.max_nodes = 6;  // nested_if_model(3): 3 Ifs, 3 Negs, 1 Identity
+  expect_error(load_from_bytes(nested_if_model(3), o).status(), {"more than 6 nodes (max_nodes)"});
   o.max_nodes = 7;
-  EXPECT_TRUE(load_from_bytes(nested_ifs(3), o).is_ok());
+  EXPECT_TRUE(load_from_bytes(nested_if_model(3), o).is_ok());
 }
 
 TEST(LoadLimits, AttributeSizes) {

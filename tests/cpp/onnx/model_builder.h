@@ -1,6 +1,7 @@
 #pragma once
 // Small helpers that build ONNX ModelProtos in tests (no Python needed).
 
+#include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
@@ -8,6 +9,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "frame/core/status.h"
 
 namespace frame::onnx::testing {
 
@@ -73,6 +76,24 @@ inline ::onnx::TensorProto int64_tensor(const std::string& name, const std::vect
   for (int64_t d : dims) t.add_dims(d);
   for (int64_t v : values) t.add_int64_data(v);
   return t;
+}
+
+/// A GRAPH attribute `n` holding `g` (an If's branch, a Loop's or Scan's body).
+inline ::onnx::AttributeProto attr_g(const std::string& n, const ::onnx::GraphProto& g) {
+  ::onnx::AttributeProto a;
+  a.set_name(n);
+  a.set_type(::onnx::AttributeProto::GRAPH);
+  *a.mutable_g() = g;
+  return a;
+}
+
+/// Expects `s` to be an error whose message contains every one of `parts`.
+inline void expect_error(const Status& s, const std::vector<std::string>& parts) {
+  ASSERT_FALSE(s.is_ok());
+  for (const std::string& p : parts) {
+    EXPECT_NE(s.message().find(p), std::string::npos) << "missing '" << p << "' in\n"
+                                                      << s.message();
+  }
 }
 
 /// Attribute builders.

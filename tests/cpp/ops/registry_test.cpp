@@ -8,12 +8,15 @@
 #include <string>
 #include <utility>
 
+#include "common/graph_builder.h"
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/op_registry.h"
 #include "frame/ops/op_schema.h"
 
 namespace frame::ops {
 namespace {
+
+using test::copy_kernel;
 
 using ir::AttrType;
 
@@ -29,11 +32,6 @@ Result<std::vector<ir::TensorType>> value_dependent(const NodeContext& ctx) {
     return ctx.error("input 1 (n) must be a constant (ARCH-044: output shape must be static)");
   }
   return std::vector<ir::TensorType>{{ctx.input_types[0].dtype, {n->element_as_int64(0)}}};
-}
-
-Status copy_kernel(KernelContext& ctx) {
-  std::memcpy(ctx.output(0).raw_data(), ctx.input(0).raw_data(), ctx.input(0).nbytes());
-  return Status();
 }
 
 // Registered once for this binary; has a cpu kernel so the self-check stays clean.

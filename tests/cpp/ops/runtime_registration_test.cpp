@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "common/graph_builder.h"
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/op_registry.h"
 #include "frame/ops/op_schema.h"
@@ -11,13 +12,10 @@
 namespace frame::ops {
 namespace {
 
+using test::copy_kernel;
+
 Result<std::vector<ir::TensorType>> same_type(const NodeContext& ctx) {
   return std::vector<ir::TensorType>{ctx.input_types.at(0)};
-}
-
-Status copy_kernel(KernelContext& ctx) {
-  std::memcpy(ctx.output(0).raw_data(), ctx.input(0).raw_data(), ctx.input(0).nbytes());
-  return Status();
 }
 
 OpSchema schema(const std::string& name, bool with_shape_fn = true) {

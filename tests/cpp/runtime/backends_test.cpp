@@ -7,6 +7,7 @@
 #include <atomic>
 #include <string>
 
+#include "common/graph_builder.h"
 #include "frame/ops/kernel_registry.h"
 #include "frame/runtime/backend.h"
 #include "frame/runtime/compile.h"
@@ -14,7 +15,8 @@
 namespace frame::runtime {
 namespace {
 
-constexpr DTypeCode kF32 = DTypeCode::kFloat32;
+using test::kF32;
+using test::node;
 
 std::atomic<int> g_rt_add_calls{0};
 
@@ -28,13 +30,6 @@ Status rt_add(ops::KernelContext& ctx) {
   return Status();
 }
 FRAME_REGISTER_KERNEL(add, "rt_chain_backend", rt_add).dtypes({kF32});
-
-ir::ValueId node(ir::Graph& g, std::string_view op, std::string name,
-                 std::vector<ir::ValueId> ins) {
-  auto id = g.create_node(op, name, std::move(ins), 1, {}, {name});
-  EXPECT_TRUE(id.is_ok()) << id.status().to_string();
-  return g.node(*id).outputs[0];
-}
 
 // y = sigmoid(x + x'); add has a kernel on rt_chain_backend, sigmoid does not.
 ir::Graph add_sigmoid(std::string name) {

@@ -14,6 +14,7 @@
 #include <new>
 #include <vector>
 
+#include "common/graph_builder.h"
 #include "frame/ops/kernel_registry.h"
 #include "frame/runtime/compile.h"
 
@@ -52,7 +53,8 @@ void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 namespace frame::runtime {
 namespace {
 
-constexpr DTypeCode kF32 = DTypeCode::kFloat32;
+using test::kF32;
+using test::node;
 
 // Allocation-free kernels of a test backend, so the count measures the runtime alone.
 Status nb_add(ops::KernelContext& ctx) {
@@ -71,13 +73,6 @@ Status nb_mul(ops::KernelContext& ctx) {
 }
 FRAME_REGISTER_KERNEL(add, "rt_noalloc", nb_add).dtypes({kF32});
 FRAME_REGISTER_KERNEL(mul, "rt_noalloc", nb_mul).dtypes({kF32});
-
-ir::ValueId node(ir::Graph& g, std::string_view op, std::string name,
-                 std::vector<ir::ValueId> ins) {
-  auto id = g.create_node(op, name, std::move(ins), 1, {}, {name});
-  EXPECT_TRUE(id.is_ok()) << id.status().to_string();
-  return g.node(*id).outputs[0];
-}
 
 // s = x + y, p = s * y (an intermediate in the arena), outputs p, s, and x itself.
 ir::Graph graph(std::string name) {

@@ -11,19 +11,15 @@
 #include <thread>
 
 #include "../../../src/runtime/plan.h"
+#include "common/graph_builder.h"
 #include "frame/runtime/compile.h"
 
 namespace frame::runtime {
 namespace {
 
-constexpr int64_t kN = 4096;
+using test::node;
 
-ir::ValueId node(ir::Graph& g, std::string_view op, std::string name,
-                 std::vector<ir::ValueId> ins) {
-  auto id = g.create_node(op, name, std::move(ins), 1, {}, {name});
-  EXPECT_TRUE(id.is_ok()) << id.status().to_string();
-  return g.node(*id).outputs[0];
-}
+constexpr int64_t kN = 4096;
 
 // y = neg(relu(x)), z = exp(y) over f32[4096].
 ir::Graph chain(std::string name) {

@@ -10,21 +10,16 @@
 #include <string>
 #include <vector>
 
+#include "common/graph_builder.h"
 #include "frame/runtime/compile.h"
 
 namespace frame::runtime {
 namespace {
 
+using test::kF32;
+using test::node;
+
 using ir::TensorType;
-constexpr DTypeCode kF32 = DTypeCode::kFloat32;
-
-ir::ValueId node(ir::Graph& g, std::string_view op, std::string name, std::vector<ir::ValueId> ins,
-                 ir::AttrMap attrs = {}) {
-  auto id = g.create_node(op, name, std::move(ins), 1, std::move(attrs), {name});
-  EXPECT_TRUE(id.is_ok()) << id.status().to_string();
-  return g.node(*id).outputs[0];
-}
-
 ir::Graph relu_graph(std::string name) {
   ir::Graph g(std::move(name));
   ir::ValueId x = g.add_input("x", TensorType{kF32, {1, 3, 32, 32}});
