@@ -37,9 +37,15 @@ void LoweringPatternRegistry::register_pattern(LoweringPattern p) {
 std::vector<const LoweringPattern*> LoweringPatternRegistry::find(
     std::string_view backend, std::string_view anchor_op) const {
   std::vector<const LoweringPattern*> out;
-  for (const LoweringPattern* p : list()) {
-    if (p->backend == backend && p->anchor_op == anchor_op) out.push_back(p);
+  {
+    std::shared_lock lock(mu_);
+    for (const auto& p : patterns_) {
+      if (p->backend == backend && p->anchor_op == anchor_op) out.push_back(p.get());
+    }
   }
+  // Asked per anchor node of every compile: sort the few matches, not the whole table.
+  std::sort(out.begin(), out.end(),
+            [](const LoweringPattern* a, const LoweringPattern* b) { return a->name < b->name; });
   return out;
 }
 

@@ -156,8 +156,10 @@ Result<std::vector<LoweringRewrite>> apply_lowering_patterns(ir::Graph& g,
     if (backend.empty()) return false;
     for (const ops::LoweringPattern* p : reg.find(backend, g.node(id).op)) {
       if (sweep.interpreted_only && !p->interpreted) continue;
-      std::string label = fmt::format("{}/{} at node '{}' ({})", p->backend, p->name,
-                                      g.node(id).name, g.node(id).op);
+      // Formatted before the pattern runs: a rewrite may remove the node it names.
+      std::string label = sweep.labels ? fmt::format("{}/{} at node '{}' ({})", p->backend, p->name,
+                                                     g.node(id).name, g.node(id).op)
+                                       : std::string();
       Result<bool> fired = p->fn(g, id);
       if (!fired.is_ok()) {
         return fired.status().with_prefix(

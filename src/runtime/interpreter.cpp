@@ -196,6 +196,7 @@ Result<std::vector<ir::NodeId>> fuse_at(ir::Graph& g, const std::vector<std::str
   sweep.shape_agnostic = true;
   sweep.interpreted_only = true;
   sweep.sites = sites;
+  sweep.labels = false;
   FRAME_ASSIGN_OR_RETURN(std::vector<passes::LoweringRewrite> done,
                          passes::apply_lowering_patterns(g, sweep));
   std::vector<ir::NodeId> fired;

@@ -28,10 +28,14 @@ struct LoweringPatternSweep {
   /// pattern). Else only these nodes, once each, in this order (ids that are out of range or
   /// dead are skipped).
   const std::vector<ir::NodeId>* sites = nullptr;
+  /// Whether LoweringRewrite::label is written (backend-lowering reports the labels; the
+  /// interpreted tier reads only the anchors, and formats nothing per pattern it tries).
+  bool labels = true;
 };
 
 /// One rewrite apply_lowering_patterns() made: the anchor node's id (it may be gone since) and
-/// "<backend>/<pattern> at node '<name>' (<op>)".
+/// "<backend>/<pattern> at node '<name>' (<op>)" (empty where LoweringPatternSweep::labels is
+/// false).
 struct LoweringRewrite {
   ir::NodeId node = -1;
   std::string label;

@@ -285,6 +285,13 @@ bool wait_until(const runtime::Session& s,
   return true;
 }
 
+// The entry held for `in` is a full compile, not the first-seen tier's shape-agnostic one.
+void expect_full_compile(const runtime::Session& s, const TensorMap& in) {
+  Result<std::optional<runtime::CompileReport>> r = s.report_for(in);
+  ASSERT_TRUE(r.is_ok() && r->has_value());
+  EXPECT_FALSE((*r)->shape_agnostic_kernels);
+}
+
 // Background compiles (ADR 0007, "Compiles in the background"; the session's one thread leaves a
 // core spare): the compile a recurring interpreted key earned at its second run (none timed yet:
 // the estimate is 0) runs beside that run, which is interpreted; once it is held, runs hit it.
@@ -313,9 +320,7 @@ TEST(OnnxSession, ARecurringInterpretedKeyCompilesInTheBackground) {
   EXPECT_EQ(st.hits, 1u);
   EXPECT_EQ(st.background_compiles, 1u);
   EXPECT_EQ(st.entries, 1u);
-  Result<std::optional<runtime::CompileReport>> r = s->report_for(feeds(x, {2, 3}));
-  ASSERT_TRUE(r.is_ok() && r->has_value());
-  EXPECT_FALSE((*r)->shape_agnostic_kernels);
+  expect_full_compile(*s, feeds(x, {2, 3}));
 
   {
     Result<runtime::Session> dropped = open_session_from_bytes(reshape_model(), o);
@@ -393,9 +398,7 @@ TEST(OnnxSession, ATierUpCompilesInTheBackground) {
   EXPECT_EQ(st.background_tier_ups, 1u);
   EXPECT_EQ(st.background_compiles, 0u);
   EXPECT_EQ(st.entries, 1u);
-  Result<std::optional<runtime::CompileReport>> r = s->report_for(feeds(x, {2, 3}));
-  ASSERT_TRUE(r.is_ok() && r->has_value());
-  EXPECT_FALSE((*r)->shape_agnostic_kernels);
+  expect_full_compile(*s, feeds(x, {2, 3}));
 }
 
 // A background compile whose result is too large to keep (max_cache_bytes 1: nothing is kept)
