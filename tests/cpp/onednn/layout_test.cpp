@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <initializer_list>
 #include <string>
 #include <utility>
@@ -217,10 +218,11 @@ Tensor to_layout(const Tensor& t, int64_t layout) {
 
 // One fused conv node (3x3, pads 1, + R, then `act`: relu or swish) with the layout attributes
 // `layouts` (src, dst, residual), compiled for `backend` and run on (x, r) given in those
-// layouts. `reorders`, when given, receives the node's layout reorders per run.
+// layouts. `reorders`, when given, receives the node's layout reorders per run. `threads`: the
+// compile's num_threads (0: every core).
 Result<Tensor> run_fused(const std::string& backend, const ints& layouts, const Tensor& x,
                          const Tensor& r, int64_t group, int* reorders = nullptr,
-                         const std::string& act = "relu") {
+                         const std::string& act = "relu", int threads = 0) {
   ir::Graph g("fused_layout");
   const int64_t c = x.dim(1), m = r.dim(1);
   const ir::ValueId xv = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, x.shape()});
@@ -239,12 +241,18 @@ Result<Tensor> run_fused(const std::string& backend, const ints& layouts, const 
       ir::NodeId n, g.create_node("fused_post_ops_internal", "f", {xv, w, b, rv}, 1, attrs, {"y"}));
   g.add_output(g.node(n).outputs[0]);
   runtime::CompileOptions o = uncached({backend});
+  o.num_threads = threads;
   FRAME_ASSIGN_OR_RETURN(runtime::Executable exe, runtime::compile(g, o));
   if (const runtime::Placement p = placement_of(exe, "f"); p.backend != backend) {
     return unimplemented("node f not on {}: {}", backend, fmt::join(p.rejected, "; "));
   }
   if (reorders != nullptr) *reorders = placement_of(exe, "f").reorders_per_run;
-  FRAME_ASSIGN_OR_RETURN(runtime::TensorMap out, exe.run({{"x", x}, {"r", r}}));
+  // Into an output filled with NaN: an element the kernel leaves unwritten fails the compare.
+  const Tensor& like = r;  // y has r's shape (3x3, pads 1, stride 1)
+  runtime::TensorMap out{
+      {"y", Tensor::from_vector(like.shape(), std::vector<float>(static_cast<size_t>(like.numel()),
+                                                                 std::nanf("")))}};
+  FRAME_RETURN_IF_ERROR(exe.run({{"x", x}, {"r", r}}, out));
   return out.at("y");
 }
 
@@ -283,6 +291,28 @@ TEST(OnednnLayout, LayoutAttributesMatchThePlainComputation) {
         }
       }
     }
+  }
+}
+
+// With src, dst and residual all nhwc the residual is copied into the output before the conv
+// (the sum post-op adds onto dst), on several threads when it is large: 47 x 55 x 57 floats,
+// 589,380 bytes, not a multiple of the 64-byte pieces (the last thread copies the tail). 1 and 2
+// threads against the plain node on cpu, laid out by hand.
+TEST(OnednnLayout, ALargeNhwcResidualIsCopiedWholeAtEveryThreadCount) {
+  const Tensor x = grid_tensor({1, 47, 55, 57}, 15);
+  const Tensor r = grid_tensor({1, 47, 55, 57}, 16);
+  // swish, not relu: relu would turn an unwritten (NaN) residual element into 0.
+  Result<Tensor> plain = run_fused("cpu", {0, 0, 0}, x, r, 1, nullptr, "swish");
+  ASSERT_TRUE(plain.is_ok()) << plain.status().message();
+  const Tensor want = to_layout(*plain, kNhwc);
+  for (int threads : {1, 2}) {
+    int reorders = -1;
+    Result<Tensor> got = run_fused("onednn", {kNhwc, kNhwc, kNhwc}, to_layout(x, kNhwc),
+                                   to_layout(r, kNhwc), 1, &reorders, "swish", threads);
+    ASSERT_TRUE(got.is_ok()) << got.status().message();
+    EXPECT_EQ(reorders, 0) << "the copy path needs dst and residual in one layout";
+    const CompareResult c = compare_tensors(*got, want, tolerance_for(DTypeCode::kFloat32));
+    EXPECT_TRUE(c.ok) << threads << " thread(s): " << c.message;
   }
 }
 
