@@ -370,32 +370,6 @@ ir::ValueId node1(ir::Graph& g, const std::string& op, const std::string& name,
   return g.node(*g.create_node(op, name, std::move(inputs), 1, std::move(attrs))).outputs[0];
 }
 
-// Compiles `g` for {onednn, cpu} at 1 and 2 threads, checks that `onednn_nodes` run on onednn,
-// and compares every output with the cpu-only compile (deep-network class, BUILD-011).
-void expect_placed_and_matches_cpu(const ir::Graph& g, const runtime::TensorMap& inputs,
-                                   const std::vector<std::string>& onednn_nodes) {
-  Result<runtime::Executable> slow = runtime::compile(g, uncached({"cpu"}));
-  ASSERT_TRUE(slow.is_ok()) << slow.status().message();
-  Result<runtime::TensorMap> e = slow->run(inputs);
-  ASSERT_TRUE(e.is_ok()) << e.status().message();
-  for (int threads : {1, 2}) {
-    runtime::CompileOptions on = uncached({"onednn", "cpu"});
-    on.num_threads = threads;
-    Result<runtime::Executable> fast = runtime::compile(g, on);
-    ASSERT_TRUE(fast.is_ok()) << fast.status().message();
-    for (const std::string& n : onednn_nodes) {
-      EXPECT_EQ(placement_of(*fast, n).backend, "onednn") << n;
-    }
-    Result<runtime::TensorMap> a = fast->run(inputs);
-    ASSERT_TRUE(a.is_ok()) << a.status().message();
-    for (const auto& [name, t] : *e) {
-      const CompareResult c = compare_tensors(
-          a->at(name), t, tolerance_for(DTypeCode::kFloat32, ToleranceClass::kDeepNetwork));
-      EXPECT_TRUE(c.ok) << name << " (threads " << threads << "): " << c.message;
-    }
-  }
-}
-
 // Each node of `names` in lowered graph `g` is a laid_out_internal node stored nhwc.
 void expect_laid_out_nhwc(const ir::Graph& g, std::initializer_list<const char*> names) {
   for (const char* n : names) {
@@ -472,12 +446,13 @@ TEST(OnednnLayout, PadNotFoldedIntoACeilModePool) {
   ir::Graph lowered = g;
   lower(lowered, {"onednn", "cpu"});
   EXPECT_EQ(op_of(lowered, "pad"), "pad");
-  expect_placed_and_matches_cpu(g, {{"x", grid_tensor({1, 2, 6, 6}, 81)}}, {"ap"});
+  expect_same_as_unfused(g, {{"x", grid_tensor({1, 2, 6, 6}, 81)}}, ToleranceClass::kDeepNetwork,
+                         {"ap"});
 }
 
 TEST(OnednnLayout, NhwcThroughPoolsAndConcatMatchesCpu) {
-  expect_placed_and_matches_cpu(pool_concat_net(), {{"x", grid_tensor({1, 16, 12, 12}, 41)}},
-                                {"mp", "cat", "ap", "gap"});
+  expect_same_as_unfused(pool_concat_net(), {{"x", grid_tensor({1, 16, 12, 12}, 41)}},
+                         ToleranceClass::kDeepNetwork, {"mp", "cat", "ap", "gap"});
 }
 
 // x[1,16,10,10] -> c1 (3x3, 32) = a; squeeze-excitation: a -> global average pool -> f1 (1x1,
@@ -517,8 +492,8 @@ TEST(OnednnLayout, NhwcFlowsThroughSqueezeExcitationAndBatchNorm) {
   EXPECT_EQ(layout_attr(lowered, "c2", kDst), 0);  // graph output
   EXPECT_EQ(layout_attr(lowered, "f1", kSrc), 0);  // [1,32,1,1]: the same bytes either way
 
-  expect_placed_and_matches_cpu(squeeze_excitation_net(), {{"x", grid_tensor({1, 16, 10, 10}, 79)}},
-                                {"gap", "se", "bn", "br"});
+  expect_same_as_unfused(squeeze_excitation_net(), {{"x", grid_tensor({1, 16, 10, 10}, 79)}},
+                         ToleranceClass::kDeepNetwork, {"gap", "se", "bn", "br"});
 }
 
 // A U-Net level: x[1,8,12,12] -> c1 (3x3, 16) -> relu = skip; skip -> max_pool 2x2/2 -> c2
@@ -563,8 +538,8 @@ TEST(OnednnLayout, NhwcFlowsThroughConvTranspose) {
   EXPECT_EQ(reorders, 2);
   EXPECT_EQ(placement_of(*exe, "up").reorders_per_run, 0);
 
-  expect_placed_and_matches_cpu(unet_level(), {{"x", grid_tensor({1, 8, 12, 12}, 96)}},
-                                {"mp", "up", "cat"});
+  expect_same_as_unfused(unet_level(), {{"x", grid_tensor({1, 8, 12, 12}, 96)}},
+                         ToleranceClass::kDeepNetwork, {"mp", "up", "cat"});
 }
 
 // One laid_out_internal node (base op `base`, attributes `attrs`) on nhwc inputs, compiled for

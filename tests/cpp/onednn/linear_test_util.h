@@ -110,10 +110,21 @@ inline ir::Graph lowered(const ir::Graph& g, std::vector<std::string> backends) 
   return out;
 }
 
+/// The placement of node `name` in a compiled executable's report.
+inline runtime::Placement placement_of(const runtime::Executable& exe, const std::string& name) {
+  for (const runtime::Placement& p : exe.report().placements) {
+    if (p.node == name) return p;
+  }
+  return runtime::Placement{};
+}
+
 /// Compiles `g` for onednn,cpu and for cpu alone, runs both on `inputs` at 1 and 2 threads and
-/// compares every output within the BUILD-011 cross-backend class (a fused kernel reassociates
-/// sums). The cpu-only compile runs each op's own reference kernel: an independent reference.
-inline void expect_same_as_unfused(const ir::Graph& g, const runtime::TensorMap& inputs) {
+/// compares every output within BUILD-011 class `tol` (by default cross-backend: a fused kernel
+/// reassociates sums); each node named in `onednn_nodes` must run on onednn. The cpu-only
+/// compile runs each op's own reference kernel: an independent reference.
+inline void expect_same_as_unfused(const ir::Graph& g, const runtime::TensorMap& inputs,
+                                   ToleranceClass tol = ToleranceClass::kCrossBackend,
+                                   const std::vector<std::string>& onednn_nodes = {}) {
   Result<runtime::Executable> ref = runtime::compile(g, uncached({"cpu"}));
   ASSERT_TRUE(ref.is_ok()) << ref.status().message();
   Result<runtime::TensorMap> want = ref->run(inputs);
@@ -123,22 +134,17 @@ inline void expect_same_as_unfused(const ir::Graph& g, const runtime::TensorMap&
     o.num_threads = threads;
     Result<runtime::Executable> fast = runtime::compile(g, o);
     ASSERT_TRUE(fast.is_ok()) << fast.status().message();
+    for (const std::string& n : onednn_nodes) {
+      EXPECT_EQ(placement_of(*fast, n).backend, "onednn") << n;
+    }
     Result<runtime::TensorMap> got = fast->run(inputs);
     ASSERT_TRUE(got.is_ok()) << got.status().message();
     for (const auto& [name, t] : *want) {
-      const CompareResult c = compare_tensors(
-          got->at(name), t, tolerance_for(DTypeCode::kFloat32, ToleranceClass::kCrossBackend));
+      const CompareResult c =
+          compare_tensors(got->at(name), t, tolerance_for(DTypeCode::kFloat32, tol));
       EXPECT_TRUE(c.ok) << name << " at " << threads << " thread(s): " << c.message;
     }
   }
-}
-
-/// The placement of node `name` in a compiled executable's report.
-inline runtime::Placement placement_of(const runtime::Executable& exe, const std::string& name) {
-  for (const runtime::Placement& p : exe.report().placements) {
-    if (p.node == name) return p;
-  }
-  return runtime::Placement{};
 }
 
 }  // namespace frame::test::linear
