@@ -170,33 +170,9 @@ TEST(OnednnLayout, NothingMarkedWithCpuOnly) {
 }
 
 TEST(OnednnLayout, BlockedChainMatchesCpu) {
-  const ir::Graph g = chain();
-  runtime::CompileOptions ref = uncached({"cpu"});
-  Result<runtime::Executable> slow = runtime::compile(g, ref);
-  ASSERT_TRUE(slow.is_ok()) << slow.status().message();
+  // Five convs in a chain: the deep-network class (BUILD-011).
   const runtime::TensorMap inputs{{"x", grid_tensor({1, 16, 10, 10}, 9)}};
-  Result<runtime::TensorMap> e = slow->run(inputs);
-  ASSERT_TRUE(e.is_ok()) << e.status().message();
-  for (int threads : {1, 2}) {
-    runtime::CompileOptions on = uncached({"onednn", "cpu"});
-    on.num_threads = threads;
-    Result<runtime::Executable> fast = runtime::compile(g, on);
-    ASSERT_TRUE(fast.is_ok()) << fast.status().message();
-    for (const char* n : {"c1", "dw", "c3"}) {
-      const runtime::Placement p = placement_of(*fast, n);
-      EXPECT_EQ(p.backend, "onednn") << n;
-      EXPECT_EQ(p.path, "kernel") << n;
-    }
-    Result<runtime::TensorMap> a = fast->run(inputs);
-    ASSERT_TRUE(a.is_ok()) << a.status().message();
-    ASSERT_EQ(a->size(), 3u);
-    for (const auto& [name, t] : *e) {
-      // Five convs in a chain: the deep-network class (BUILD-011).
-      const CompareResult c = compare_tensors(
-          a->at(name), t, tolerance_for(DTypeCode::kFloat32, ToleranceClass::kDeepNetwork));
-      EXPECT_TRUE(c.ok) << name << " (threads " << threads << "): " << c.message;
-    }
-  }
+  expect_same_as_unfused(chain(), inputs, ToleranceClass::kDeepNetwork, {"c1", "dw", "c3"});
 }
 
 // Plain [N, C, H, W] -> nhwc (`layout` 1) or nChw16c (16), by index arithmetic independent of

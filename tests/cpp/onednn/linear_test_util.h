@@ -120,7 +120,7 @@ inline runtime::Placement placement_of(const runtime::Executable& exe, const std
 
 /// Compiles `g` for onednn,cpu and for cpu alone, runs both on `inputs` at 1 and 2 threads and
 /// compares every output within BUILD-011 class `tol` (by default cross-backend: a fused kernel
-/// reassociates sums); each node named in `onednn_nodes` must run on onednn. The cpu-only
+/// reassociates sums); each node named in `onednn_nodes` must run on an onednn kernel. The cpu-only
 /// compile runs each op's own reference kernel: an independent reference.
 inline void expect_same_as_unfused(const ir::Graph& g, const runtime::TensorMap& inputs,
                                    ToleranceClass tol = ToleranceClass::kCrossBackend,
@@ -135,10 +135,13 @@ inline void expect_same_as_unfused(const ir::Graph& g, const runtime::TensorMap&
     Result<runtime::Executable> fast = runtime::compile(g, o);
     ASSERT_TRUE(fast.is_ok()) << fast.status().message();
     for (const std::string& n : onednn_nodes) {
-      EXPECT_EQ(placement_of(*fast, n).backend, "onednn") << n;
+      const runtime::Placement p = placement_of(*fast, n);
+      EXPECT_EQ(p.backend, "onednn") << n;
+      EXPECT_EQ(p.path, "kernel") << n;
     }
     Result<runtime::TensorMap> got = fast->run(inputs);
     ASSERT_TRUE(got.is_ok()) << got.status().message();
+    ASSERT_EQ(got->size(), want->size());
     for (const auto& [name, t] : *want) {
       const CompareResult c =
           compare_tensors(got->at(name), t, tolerance_for(DTypeCode::kFloat32, tol));
