@@ -361,6 +361,11 @@ KernelBuilder& KernelBuilder::reorders(ReordersFn fn) {
   return *this;
 }
 
+KernelBuilder& KernelBuilder::in_place_input(InPlaceFn fn) {
+  def.in_place_input = fn;
+  return *this;
+}
+
 KernelBuilder& KernelBuilder::type_only_inputs(std::vector<int> inputs) {
   def.type_only_inputs = std::move(inputs);
   return *this;

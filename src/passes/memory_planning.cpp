@@ -8,7 +8,10 @@
 // In place: a node's output takes an input's slot when the op is kElementwise (its kernels read
 // position i before writing position i), the input's last use is this node, dtype and byte size
 // match (so both index identically) and the input is planned. Variadic ops fold into the
-// output, so only their input 0 may be overwritten.
+// output, so only their input 0 may be overwritten. A kernel may also declare, per node, one
+// input its output 0 may be written over (KernelDef::in_place_input: the onednn conv whose
+// residual a sum post-op adds onto its output); that input must then be read at no other
+// position of the node, since the kernel reads the others while it writes.
 // An output nobody reads still gets its own slot, released after its step, so a kernel's
 // write never lands in a live buffer.
 
@@ -17,6 +20,7 @@
 #include <memory>
 #include <vector>
 
+#include "frame/ops/kernel_registry.h"
 #include "frame/ops/op_registry.h"
 #include "passes/pass_factories.h"
 
@@ -115,6 +119,26 @@ Status MemoryPlanningPass::run(ir::Graph& g, PassContext& ctx) {
     // A view op (reshape, flatten, ...) may take its input's buffer as elementwise ops do, but
     // only from that input (OpSchema::view_of_input): the kernel then copies nothing.
     const int view = schema != nullptr ? schema->view_of_input() : -1;
+    // The placed kernel's own in-place input (KernelDef::in_place_input), for output 0.
+    int kernel_in_place = -1;
+    if (ctx.allow_inplace && ctx.reuse_buffers && schema != nullptr && !elementwise && view < 0 &&
+        !n.outputs.empty() && planned(n.outputs[0])) {
+      const auto pl = ctx.placements.find(order[i]);
+      const ops::KernelDef* k = pl == ctx.placements.end()
+                                    ? nullptr
+                                    : ops::KernelRegistry::global().find(n.op, pl->second.backend);
+      if (k != nullptr && k->in_place_input != nullptr) {
+        kernel_in_place = k->in_place_input(ops::make_node_context(g, n, schema));
+        const auto k_in = static_cast<size_t>(kernel_in_place);
+        if (kernel_in_place >= 0 && k_in < n.inputs.size()) {
+          for (size_t j = 0; j < n.inputs.size(); ++j) {
+            if (j != k_in && n.inputs[j] == n.inputs[k_in]) kernel_in_place = -1;
+          }
+        } else {
+          kernel_in_place = -1;
+        }
+      }
+    }
     std::vector<bool> donated(n.inputs.size(), false);
     for (ir::ValueId out : n.outputs) {
       if (!planned(out)) continue;
@@ -127,10 +151,11 @@ Status MemoryPlanningPass::run(ir::Graph& g, PassContext& ctx) {
       BufferSlot slot;
       slot.bytes = bytes;
       bool placed = false;
-      if (ctx.allow_inplace && ctx.reuse_buffers && (elementwise || view >= 0)) {
+      const int only_input = out == n.outputs[0] && kernel_in_place >= 0 ? kernel_in_place : view;
+      if (ctx.allow_inplace && ctx.reuse_buffers && (elementwise || only_input >= 0)) {
         const size_t candidates = schema->has_variadic_inputs() ? 1 : n.inputs.size();
         for (size_t k = 0; k < candidates && k < n.inputs.size() && !placed; ++k) {
-          if (!elementwise && static_cast<int>(k) != view) continue;
+          if (!elementwise && static_cast<int>(k) != only_input) continue;
           const ir::ValueId in = n.inputs[k];
           if (in == ir::kNoValue || donated[k] || !planned(in)) continue;
           const ir::Value& iv = g.value(in);

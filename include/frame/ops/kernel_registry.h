@@ -59,6 +59,18 @@ using AcceptsFn = Status (*)(const NodeContext&);
 /// `frame inspect`; weights reordered once at prepare are not counted.
 using ReordersFn = int (*)(const void* state);
 
+/// Input position whose buffer output 0 of node `ctx` may take (the kernel then writes its
+/// result over that input), or -1. memory-planning gives output 0 that input's arena slot only
+/// when this node is the input's last reader, dtype and byte size match, and the value is read
+/// at no other input position of the node; the kernel must then be correct with
+/// `output(0).raw_data() == input(k).raw_data()` (it may also be called with distinct
+/// buffers). A kernel's counterpart of OpSchema::view_of_input and of the kElementwise
+/// in-place rule, for kernels that read an input whole before writing (ONNX Runtime's
+/// `MayInplace` kernel hint). Example: the onednn conv with a residual sum post-op, whose
+/// residual must sit in the output before the primitive runs
+/// (docs/architecture/compiler-passes.md#memory-planning).
+using InPlaceFn = int (*)(const NodeContext& ctx);
+
 /// A registered kernel.
 struct KernelDef {
   std::string op;
@@ -69,6 +81,8 @@ struct KernelDef {
   AcceptsFn accepts = nullptr;
   /// Layout reorders per run of a prepared node (nullptr = none).
   ReordersFn reorders = nullptr;
+  /// Input output 0 may be written over, per node (nullptr = none; InPlaceFn).
+  InPlaceFn in_place_input = nullptr;
   /// dtypes the kernel supports, checked on input `dtype_input` (or output 0 when the op has
   /// no inputs) before it is chosen.
   DTypeSet dtypes = kAllDTypes;
@@ -152,6 +166,8 @@ class KernelBuilder {
   KernelBuilder& accepts(AcceptsFn fn);
   /// Declares how the kernel counts its layout reorders per run (KernelDef::reorders).
   KernelBuilder& reorders(ReordersFn fn);
+  /// Declares which input output 0 may be written over (KernelDef::in_place_input).
+  KernelBuilder& in_place_input(InPlaceFn fn);
   /// Declares inputs the kernel reads only for their type (KernelDef::type_only_inputs).
   KernelBuilder& type_only_inputs(std::vector<int> inputs);
   /// Declares the graph attributes the kernel runs as bodies (KernelDef::subgraph_attrs).

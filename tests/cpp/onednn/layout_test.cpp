@@ -18,6 +18,7 @@
 #include "frame/ops/op_registry.h"
 #include "frame/passes/pass.h"
 #include "ops/schemas/laid_out_internal.h"
+#include "ops/schemas/nn_fused_internal.h"
 
 namespace frame::test::linear {
 namespace {
@@ -173,6 +174,55 @@ TEST(OnednnLayout, BlockedChainMatchesCpu) {
   // Five convs in a chain: the deep-network class (BUILD-011).
   const runtime::TensorMap inputs{{"x", grid_tensor({1, 16, 10, 10}, 9)}};
   expect_same_as_unfused(chain(), inputs, ToleranceClass::kDeepNetwork, {"c1", "dw", "c3"});
+}
+
+// x[1,32,12,12] -> c1 (1x1) -> relu = a; a -> dw (3x3 depthwise) -> relu -> c3 (1x1) -> + a ->
+// relu = c -> c4 (3x3) = out. With `shared_src` c3 (then 3x3) reads a as its input X too
+// (c3 = conv(a) + a), skipping dw. c3 is a's last reader and c is read by c4 only, so c3's dst and
+// residual get one layout.
+ir::Graph residual_block(bool shared_src) {
+  ir::Graph g(shared_src ? "residual_shared_src" : "residual_block");
+  const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {1, 32, 12, 12}});
+  const ir::ValueId a = unary(g, "relu", "r1", conv(g, "c1", x, 32, 32, 1, 1, 21));
+  const ir::ValueId d =
+      shared_src ? a : unary(g, "relu", "r2", conv(g, "dw", a, 32, 32, 3, 32, 22));
+  // 3x3 where c3 reads a twice: a 1x1 conv that wrote over its own input pixel by pixel could
+  // still come out right.
+  const ir::ValueId c3 = conv(g, "c3", d, 32, 32, shared_src ? 3 : 1, 1, 23);
+  const ir::ValueId sum = g.node(*g.create_node("add", "add3", {c3, a}, 1)).outputs[0];
+  g.add_output(conv(g, "c4", unary(g, "relu", "r3", sum), 32, 32, 3, 1, 24));
+  return g;
+}
+
+// The conv with a residual sum post-op writes its output over the residual's buffer
+// (KernelDef::in_place_input, memory-planning), so no copy puts the residual there: c3's output
+// takes a's arena slot when the layouts agree and c3 is a's last reader, never when c3 also
+// reads a as its input X (the conv would overwrite what it still reads). Both graphs compute
+// what the cpu-only compile does at 1 and 2 threads.
+TEST(OnednnLayout, AConvWritesOverTheResidualItAddsWhenItIsItsLastReader) {
+  for (bool shared_src : {false, true}) {
+    SCOPED_TRACE(shared_src ? "c3 = conv(a) + a" : "c3 = conv(dw(a)) + a");
+    ir::Graph g = residual_block(shared_src);
+    passes::PassContext ctx;
+    ctx.backends = {"onednn", "cpu"};
+    ASSERT_TRUE(passes::run_pipeline(g, passes::kStandardPipeline, ctx).is_ok());
+    ir::NodeId c3 = -1;
+    for (ir::NodeId id : g.node_ids()) c3 = g.node(id).name == "c3" ? id : c3;
+    ASSERT_GE(c3, 0);
+    const ir::Node& n = g.node(c3);
+    ASSERT_EQ(n.op, "fused_post_ops_internal");
+    ASSERT_GT(n.inputs.size(), ops::fused::kResidualInput);
+    const ir::ValueId r = n.inputs[ops::fused::kResidualInput];
+    if (layout_attr(g, "c3", kDst) != layout_attr(g, "c3", kRes)) {
+      GTEST_SKIP() << "oneDNN's convs give c3 two layouts on this CPU";
+    }
+    const passes::BufferSlot& out = ctx.buffers.at(n.outputs[0]);
+    EXPECT_EQ(out.in_place, !shared_src);
+    EXPECT_EQ(out.offset == ctx.buffers.at(r).offset, !shared_src);
+    const runtime::TensorMap inputs{{"x", grid_tensor({1, 32, 12, 12}, 25)}};
+    expect_same_as_unfused(residual_block(shared_src), inputs, ToleranceClass::kDeepNetwork,
+                           {"c1", "c3", "c4"});
+  }
 }
 
 // Plain [N, C, H, W] -> nhwc (`layout` 1) or nChw16c (16), by index arithmetic independent of

@@ -99,6 +99,14 @@ class ConvPrimitive final : public LinearPrimitive {
         // The sum post-op adds onto what dst holds: put the residual there first.
         const Tensor& r = ctx.input(ops::fused::kResidualInput);
         if (res_reorder.active) {
+          if (r.raw_data() == dst.get_data_handle()) {
+            // A reorder cannot run in place; conv_residual_in_place shares R's buffer only
+            // where R and Y have one layout (no reorder) or Y is reordered from scratch.
+            return internal_error(
+                "node '{}' ({}): residual shares the output's buffer but needs "
+                "a layout reorder into it",
+                node.node_name, node.op);
+          }
           FRAME_RETURN_IF_ERROR(run_reorder(node, res_reorder, wrap(res_md, r), dst));
         } else if (r.raw_data() != dst.get_data_handle()) {
           copy_on_threads(dst.get_data_handle(), r.raw_data(), r.nbytes(), ctx.num_threads);

@@ -37,9 +37,25 @@ Result<std::shared_ptr<void>> prepare_fused(const ops::NodeContext& ctx) {
   return std::shared_ptr<void>(std::move(p));
 }
 
+// A conv's residual (input R) may be overwritten by Y where both share one memory order: the
+// sum post-op needs R in Y's buffer before the primitive runs, so sharing that buffer saves the
+// copy (ResNet-50's 16 residual blocks copy 22 MB per run otherwise). With equal layouts the
+// residual then needs no reorder into Y, which could not run in place; where Y goes through a
+// reorder, the primitive writes a scratch buffer and Y is written after R was read
+// (KernelDef::in_place_input).
+int conv_residual_in_place(const ops::NodeContext& ctx) {
+  Result<ops::fused::FusedSpec> spec = ops::fused::decode_fused(ctx);
+  if (!spec.is_ok() || spec->base_op != "conv" || !spec->has_residual ||
+      spec->residual_layout != spec->dst_layout) {
+    return -1;
+  }
+  return static_cast<int>(ops::fused::kResidualInput);
+}
+
 FRAME_REGISTER_KERNEL(fused_post_ops_internal, "onednn", run_linear)
     .dtypes(DTypeSet{DTypeCode::kFloat32})
     .reorders(linear_reorders)
+    .in_place_input(conv_residual_in_place)
     .accepts(accepts_fused)
     .prepare(prepare_fused);
 
