@@ -590,6 +590,50 @@ HWY_NOINLINE void layer_norm_row_loop(const float* x, float* y, size_t n, float 
   }
 }
 
+/// VecTable::panel_gemv. Four panels at a time (four independent sums per vector column), each
+/// column of kPanelWidth rows in vectors of up to kPanelWidth lanes (SSE4 and AVX2 take two or
+/// four passes over x).
+HWY_NOINLINE void panel_gemv_loop(const float* panels, size_t npanels, size_t k, const float* x,
+                                  float* y) {
+  const hn::CappedTag<float, kPanelWidth> d;
+  const size_t lanes = hn::Lanes(d);
+  const size_t stride = k * kPanelWidth;  // floats per panel
+  size_t p = 0;
+  for (; p + 4 <= npanels; p += 4) {
+    const float* a = panels + p * stride;
+    float* yp = y + p * kPanelWidth;
+    for (size_t c = 0; c < kPanelWidth; c += lanes) {
+      auto s0 = hn::LoadU(d, yp + c);
+      auto s1 = hn::LoadU(d, yp + kPanelWidth + c);
+      auto s2 = hn::LoadU(d, yp + 2 * kPanelWidth + c);
+      auto s3 = hn::LoadU(d, yp + 3 * kPanelWidth + c);
+      for (size_t i = 0; i < k; ++i) {
+        const auto xv = hn::Set(d, x[i]);
+        const float* row = a + i * kPanelWidth + c;
+        s0 = hn::MulAdd(hn::LoadU(d, row), xv, s0);
+        s1 = hn::MulAdd(hn::LoadU(d, row + stride), xv, s1);
+        s2 = hn::MulAdd(hn::LoadU(d, row + 2 * stride), xv, s2);
+        s3 = hn::MulAdd(hn::LoadU(d, row + 3 * stride), xv, s3);
+      }
+      hn::StoreU(s0, d, yp + c);
+      hn::StoreU(s1, d, yp + kPanelWidth + c);
+      hn::StoreU(s2, d, yp + 2 * kPanelWidth + c);
+      hn::StoreU(s3, d, yp + 3 * kPanelWidth + c);
+    }
+  }
+  for (; p < npanels; ++p) {
+    const float* a = panels + p * stride;
+    float* yp = y + p * kPanelWidth;
+    for (size_t c = 0; c < kPanelWidth; c += lanes) {
+      auto s = hn::LoadU(d, yp + c);
+      for (size_t i = 0; i < k; ++i) {
+        s = hn::MulAdd(hn::LoadU(d, a + i * kPanelWidth + c), hn::Set(d, x[i]), s);
+      }
+      hn::StoreU(s, d, yp + c);
+    }
+  }
+}
+
 /// One depthwise conv plane (VecTable::dw_plane). Each vector of an output row is summed over
 /// every tap in a register and stored once. A tap reads only the output columns whose input
 /// column lies inside x (zero padding is skipped, not multiplied), under a mask where the

@@ -61,6 +61,9 @@ using VecConvertFn = void (*)(const void* x, void* y, size_t n);
 /// out[i] = f(a[i], b[i]) as bool (one byte, 0 or 1) for the comparison ops.
 using VecCompareFn = void (*)(const float* a, const float* b, uint8_t* out, size_t n);
 
+/// Rows per panel of VecTable::panel_gemv (one AVX-512 vector of fp32).
+inline constexpr size_t kPanelWidth = 16;
+
 /// The vector loops of one Highway target, indexed like the X-macro lists; nullptr where an
 /// op has no vector form (it then runs through its cpu kernel, see fused.cpp).
 struct VecTable {
@@ -98,6 +101,12 @@ struct VecTable {
   /// DwPlane::kMaxKernelWidth.
   void (*dw_plane)(const float* x, const float* w, float bias, float* y,
                    const DwPlane& g) = nullptr;
+  /// Matrix-vector product over panels (the recurrence of recurrent.cpp's LSTM): for
+  /// p < npanels and r < kPanelWidth, y[p * kPanelWidth + r] += sum over i < k of
+  /// panels[(p * k + i) * kPanelWidth + r] * x[i]. A panel holds kPanelWidth rows of a matrix
+  /// transposed, so a step reads each weight once, in order, as whole vectors.
+  void (*panel_gemv)(const float* panels, size_t npanels, size_t k, const float* x,
+                     float* y) = nullptr;
   /// ONNX Cast between float32 and float16 / bfloat16, indexed [from][to] by DTypeCode:
   /// rounding to nearest even, NaN stays NaN, float16 overflow to infinity and subnormals as
   /// IEEE 754 (the same results as Half / BFloat16 in frame/core/dtype.h, which the cpu cast

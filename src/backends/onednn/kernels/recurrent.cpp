@@ -2,7 +2,8 @@
 // and vanilla_rnn_forward primitives (forward inference), one unidirectional primitive per
 // direction (left2right, and right2left for reverse or the second half of bidirectional). An
 // LSTM without peepholes runs on lstm_own instead (dnnl_sgemm + Highway gate loops; faster
-// than oneDNN 2.6's lstm_forward for the small batches of language models).
+// than oneDNN 2.6's lstm_forward for the small batches of language models), and with a batch
+// of at most kPanelMaxBatch on lstm_panels (its recurrence split over the node's threads).
 // Taken: f32, layout 0, no sequence_lens, no clip, no input_forget, the default activations
 // (rnn: one of Tanh, Relu, Sigmoid), and constant W, R, B, P (initializers), which are
 // converted once at prepare time into oneDNN's gate order (lstm i f c o, gru u r o) and
@@ -12,6 +13,8 @@
 // through per-thread staging [T, N, H] for bidirectional (Y interleaves the directions).
 
 #include "ops/schemas/recurrent.h"
+
+#include <omp.h>
 
 #include <algorithm>
 #include <array>
@@ -44,18 +47,28 @@ struct DirPrim {
 };
 
 // One direction of an LSTM run by lstm_own: W [4H, I] and R [4H, H] in ONNX's gate order
-// (i o f c), and the bias Wb + Rb [4H].
+// (i o f c), and the bias Wb + Rb [4H]. For small batches (lstm_panels) the same in blocks of
+// kPanelWidth hidden units instead: W and the bias rows in the order [block][gate][unit], 4Hp
+// rows (Hp = H rounded up to kPanelWidth; the padding rows are zero), and R as panels
+// [block][gate][k < H][unit] (VecTable::panel_gemv).
 struct OwnLstmDir {
   std::vector<float> w, r, bias;
 };
+
+// Largest batch the panel form takes: it reads R once per batch row and step, where the
+// per-step sgemm reads it once per step.
+constexpr int64_t kPanelMaxBatch = 4;
 
 struct RnnState {
   RnnSpec spec;
   std::array<DirPrim, 2> dirs;
   memory::desc x, state, y;  // [T, N, I] tnc; [1, 1, N, H] ldnc; [T, N, H] tnc
   bool has_h0 = false, has_c0 = false;
-  // An LSTM without peepholes runs on lstm_own instead of oneDNN's primitive.
+  // An LSTM without peepholes runs on lstm_own instead of oneDNN's primitive; with a batch of
+  // at most kPanelMaxBatch on lstm_panels (own_dirs then hold the panel forms).
   bool own = false;
+  bool panels = false;
+  int64_t blocks = 0;  // hidden units in blocks of kPanelWidth (panels only)
   std::array<OwnLstmDir, 2> own_dirs;
   const VecTable* vt = nullptr;
   VecUnaryFn sigmoid = nullptr, tanh = nullptr;
@@ -200,7 +213,36 @@ Status prepare_own_lstm(const NodeContext& node, RnnState& st) {
   const float* W = node.constant_input(1)->data<float>();
   const float* R = node.constant_input(2)->data<float>();
   const float* B = node.has_input(3) ? node.constant_input(3)->data<float>() : nullptr;
-  for (int64_t d = 0; d < s.num_dirs; ++d) {
+  st.panels = s.batch <= kPanelMaxBatch;
+  st.blocks =
+      (s.hidden + static_cast<int64_t>(kPanelWidth) - 1) / static_cast<int64_t>(kPanelWidth);
+  for (int64_t d = 0; d < s.num_dirs && st.panels; ++d) {
+    OwnLstmDir& o = st.own_dirs[static_cast<size_t>(d)];
+    const int64_t H = s.hidden, I = s.input, P = static_cast<int64_t>(kPanelWidth);
+    const int64_t rows = 4 * st.blocks * P;
+    o.w.assign(static_cast<size_t>(rows * I), 0.0F);
+    o.bias.assign(static_cast<size_t>(rows), 0.0F);
+    o.r.assign(static_cast<size_t>(rows * H), 0.0F);
+    const float* Wd = W + d * GH * I;
+    const float* Rd = R + d * GH * H;
+    const float* Bd = B != nullptr ? B + d * 2 * GH : nullptr;
+    for (int64_t b = 0; b < st.blocks; ++b) {
+      for (int64_t g = 0; g < 4; ++g) {
+        for (int64_t u = 0; u < P && b * P + u < H; ++u) {
+          const int64_t src = g * H + b * P + u;  // ONNX row (gate g, unit b*P+u)
+          const int64_t dst = (b * 4 + g) * P + u;
+          // c~ (gate 3) as 2 sigmoid(2z) - 1: its rows doubled (exact in binary floating point).
+          const float scale = g == 3 ? 2.0F : 1.0F;
+          for (int64_t i = 0; i < I; ++i)
+            o.w[static_cast<size_t>(dst * I + i)] = scale * Wd[src * I + i];
+          if (Bd != nullptr) o.bias[static_cast<size_t>(dst)] = scale * (Bd[src] + Bd[GH + src]);
+          float* panel = o.r.data() + (b * 4 + g) * H * P;
+          for (int64_t k = 0; k < H; ++k) panel[k * P + u] = scale * Rd[src * H + k];
+        }
+      }
+    }
+  }
+  for (int64_t d = 0; d < s.num_dirs && !st.panels; ++d) {
     OwnLstmDir& o = st.own_dirs[static_cast<size_t>(d)];
     o.w.assign(W + d * GH * s.input, W + (d + 1) * GH * s.input);
     o.r.assign(R + d * GH * s.hidden, R + (d + 1) * GH * s.hidden);
@@ -213,7 +255,7 @@ Status prepare_own_lstm(const NodeContext& node, RnnState& st) {
   const int si = unary_index("sigmoid"), ti = unary_index("tanh");
   st.sigmoid = si < 0 ? nullptr : st.vt->unary[static_cast<size_t>(si)];
   st.tanh = ti < 0 ? nullptr : st.vt->unary[static_cast<size_t>(ti)];
-  if (st.sigmoid == nullptr || st.tanh == nullptr) {
+  if (st.sigmoid == nullptr || st.tanh == nullptr || st.vt->panel_gemv == nullptr) {
     return node.error("no vector sigmoid / tanh loops on this target ({})", st.vt->target);
   }
   st.own = true;
@@ -366,8 +408,115 @@ Status lstm_own(const RnnState& st, const KernelContext& ctx, int64_t d, float* 
   return Status();
 }
 
+// An LSTM direction `d` of a batch of at most kPanelMaxBatch: the input projection of every
+// step at once (one sgemm over W in panel row order), then the recurrence with the hidden units
+// split over the node's threads in blocks of kPanelWidth, inside one parallel region for the
+// whole sequence. Each thread computes the four gates of its units from the previous hidden
+// state (panel_gemv over its slice of R, which stays in that core's cache from step to step),
+// their cell and hidden states, and writes them into the next of two hidden-state buffers; one
+// barrier per step. The per-step sgemm of lstm_own runs the N x 4H x H product on one thread
+// (oneDNN does not split a 1-row product), so a second core idled, and it read all of R (1 MiB
+// at H = 256) from a cache that could not hold it. `work` holds T*N*4Hp + 3*N*Hp floats.
+Status lstm_panels(const RnnState& st, const KernelContext& ctx, int64_t d, float* work) {
+  const RnnSpec& s = st.spec;
+  const int64_t N = s.batch, H = s.hidden, T = s.seq, I = s.input, D = s.num_dirs;
+  const auto P = static_cast<int64_t>(kPanelWidth);
+  const int64_t Hp = st.blocks * P, GHp = 4 * Hp;
+  const OwnLstmDir& o = st.own_dirs[static_cast<size_t>(d)];
+  float* G = work;
+  float* hbuf = G + T * N * GHp;  // two [N, Hp] hidden states, read and written alternately
+  float* c = hbuf + 2 * N * Hp;
+  for (int64_t r = 0; r < T * N; ++r) std::copy(o.bias.begin(), o.bias.end(), G + r * GHp);
+  if (dnnl_status_t e = dnnl_sgemm('N', 'T', T * N, GHp, I, 1.0F, ctx.input(0).data<float>(), I,
+                                   o.w.data(), I, 1.0F, G, GHp);
+      e != dnnl_success) {
+    return ctx.node->error("dnnl_sgemm of the input projection returned status {}",
+                           static_cast<int>(e));
+  }
+  std::fill_n(hbuf, 3 * N * Hp, 0.0F);
+  for (int64_t n = 0; n < N; ++n) {
+    if (st.has_h0) {
+      const float* h0 = ctx.input(5).data<float>() + (d * N + n) * H;
+      std::copy(h0, h0 + H, hbuf + n * Hp);
+    }
+    if (st.has_c0) {
+      const float* c0 = ctx.input(6).data<float>() + (d * N + n) * H;
+      std::copy(c0, c0 + H, c + n * Hp);
+    }
+  }
+  float* Y = ctx.outputs.size() > 0 ? ctx.outputs[0].data<float>() : nullptr;
+  const bool backward = d == 1 || s.reverse;
+  // The steps of blocks [b0, b1); `barrier` runs after each step.
+  const auto steps = [&](int64_t b0, int64_t b1, auto&& barrier) {
+    const float* panels = o.r.data() + b0 * 4 * H * P;
+    for (int64_t k = 0; k < T; ++k) {
+      const int64_t t = backward ? T - 1 - k : k;
+      const float* hprev = hbuf + (k % 2) * N * Hp;
+      float* hnext = hbuf + ((k + 1) % 2) * N * Hp;
+      for (int64_t n = 0; n < N; ++n) {
+        float* g0 = G + (t * N + n) * GHp;
+        st.vt->panel_gemv(panels, static_cast<size_t>((b1 - b0) * 4), static_cast<size_t>(H),
+                          hprev + n * Hp, g0 + b0 * 4 * P);
+        // One sigmoid over the slice's four gates: c~ = tanh(z) = 2 sigmoid(2z) - 1, its rows
+        // of W, R and the bias doubled at prepare.
+        st.sigmoid(g0 + b0 * 4 * P, g0 + b0 * 4 * P, static_cast<size_t>((b1 - b0) * 4 * P),
+                   &st.sigmoid_functor);
+        for (int64_t b = b0; b < b1; ++b) {
+          const float* g = g0 + b * 4 * P;  // i o f c~ of kPanelWidth units
+          float* cb = c + n * Hp + b * P;
+          for (int64_t j = 0; j < P; ++j) {
+            cb[j] = g[2 * P + j] * cb[j] + g[j] * (2.0F * g[3 * P + j] - 1.0F);
+          }
+        }
+        float* hn = hnext + n * Hp + b0 * P;
+        st.tanh(c + n * Hp + b0 * P, hn, static_cast<size_t>((b1 - b0) * P), &st.tanh_functor);
+        for (int64_t b = b0; b < b1; ++b) {
+          const float* o_gate = g0 + b * 4 * P + P;
+          for (int64_t j = 0; j < P; ++j) hn[(b - b0) * P + j] *= o_gate[j];
+        }
+        if (Y != nullptr) {
+          const int64_t j0 = b0 * P, j1 = std::min(b1 * P, H);
+          std::copy(hnext + n * Hp + j0, hnext + n * Hp + j1, Y + ((t * D + d) * N + n) * H + j0);
+        }
+      }
+      barrier();
+    }
+  };
+  const auto nt = static_cast<int>(std::min<int64_t>(std::max(1, ctx.num_threads), st.blocks));
+  if (nt == 1) {
+    steps(0, st.blocks, [] {});
+  } else {
+#pragma omp parallel num_threads(nt)
+    {
+      const auto id = static_cast<int64_t>(omp_get_thread_num());
+      const auto team = static_cast<int64_t>(omp_get_num_threads());
+      steps(st.blocks * id / team, st.blocks * (id + 1) / team, [] {
+#pragma omp barrier
+      });
+    }
+  }
+  const float* hT = hbuf + (T % 2) * N * Hp;
+  for (int64_t n = 0; n < N; ++n) {
+    if (ctx.outputs.size() > 1 && ctx.outputs[1].data<float>() != nullptr) {
+      std::copy(hT + n * Hp, hT + n * Hp + H, ctx.outputs[1].data<float>() + (d * N + n) * H);
+    }
+    if (ctx.outputs.size() > 2 && ctx.outputs[2].data<float>() != nullptr) {
+      std::copy(c + n * Hp, c + n * Hp + H, ctx.outputs[2].data<float>() + (d * N + n) * H);
+    }
+  }
+  return Status();
+}
+
 Status run(KernelContext& ctx) {
   const auto& st = *static_cast<const RnnState*>(ctx.state);
+  if (st.own && st.panels) {
+    const RnnSpec& s = st.spec;
+    const int64_t Hp = st.blocks * static_cast<int64_t>(kPanelWidth);
+    float* work =
+        nn::staging_floats(static_cast<size_t>(s.seq * s.batch * 4 * Hp + 3 * s.batch * Hp));
+    for (int64_t d = 0; d < s.num_dirs; ++d) FRAME_RETURN_IF_ERROR(lstm_panels(st, ctx, d, work));
+    return Status();
+  }
   if (st.own) {
     const RnnSpec& s = st.spec;
     const size_t n = static_cast<size_t>(s.seq * s.batch * 4 * s.hidden + 2 * s.batch * s.hidden);

@@ -1,0 +1,74 @@
+// The onednn LSTM of small batches (src/backends/onednn/kernels/recurrent.cpp, lstm_panels):
+// hidden units in blocks of 16 split over the node's threads, one barrier per step. Compared
+// with the cpu kernel (an independent transcription of the ONNX equations) at 1 and 2 threads,
+// with hidden sizes that leave a partial last block and that give each thread several blocks,
+// both directions, initial states, and every output.
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cpp/onednn/linear_test_util.h"
+
+namespace frame::test::linear {
+namespace {
+
+struct LstmShape {
+  int64_t seq, batch, input, hidden;
+  std::string direction;
+};
+
+// Values in [-1, 1] / `scale` (multiples of 1/8 before scaling).
+Tensor scaled(Shape shape, uint32_t seed, float scale) {
+  Tensor t = grid_tensor(std::move(shape), seed);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] *= 0.5F / scale;
+  return t;
+}
+
+TEST(OnednnLstm, SmallBatchesMatchCpuAtEveryThreadCount) {
+  const std::vector<LstmShape> shapes = {
+      {7, 1, 5, 37, "forward"},          // three blocks, the last of 5 units
+      {6, 3, 9, 64, "bidirectional"},    // four full blocks per direction
+      {5, 4, 3, 16, "reverse"},          // one block: one thread whatever the count
+      {9, 2, 11, 100, "bidirectional"},  // seven blocks, split 3 + 4
+  };
+  uint32_t seed = 1;
+  for (const LstmShape& s : shapes) {
+    SCOPED_TRACE(::testing::Message() << "T " << s.seq << " N " << s.batch << " I " << s.input
+                                      << " H " << s.hidden << " " << s.direction);
+    const int64_t D = s.direction == "bidirectional" ? 2 : 1;
+    // Weights scaled down with the fan-in so the gates stay away from saturation.
+    const float fan = static_cast<float>(s.input + s.hidden) / 8.0F;
+    OpCall call;
+    call.op = "lstm";
+    call.inputs = {scaled({s.seq, s.batch, s.input}, seed++, 1.0F),
+                   scaled({D, 4 * s.hidden, s.input}, seed++, fan),
+                   scaled({D, 4 * s.hidden, s.hidden}, seed++, fan),
+                   scaled({D, 8 * s.hidden}, seed++, 1.0F),
+                   Tensor(),
+                   scaled({D, s.batch, s.hidden}, seed++, 1.0F),
+                   scaled({D, s.batch, s.hidden}, seed++, 1.0F)};
+    call.attrs = {{"hidden_size", s.hidden}, {"direction", s.direction}};
+    call.num_outputs = 3;
+    call.constant_inputs = {1, 2, 3};
+    Result<std::vector<Tensor>> want = run_op(call, "cpu");
+    ASSERT_TRUE(want.is_ok()) << want.status().message();
+    for (int threads : {1, 2}) {
+      call.num_threads = threads;
+      Result<std::vector<Tensor>> got = run_op(call, "onednn");
+      ASSERT_TRUE(got.is_ok()) << got.status().message();
+      ASSERT_EQ(got->size(), 3U);
+      for (size_t o = 0; o < 3; ++o) {
+        const CompareResult c =
+            compare_tensors((*got)[o], (*want)[o],
+                            tolerance_for(DTypeCode::kFloat32, ToleranceClass::kCrossBackend));
+        EXPECT_TRUE(c.ok) << "output " << o << " at " << threads << " thread(s): " << c.message;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace frame::test::linear
