@@ -366,6 +366,11 @@ KernelBuilder& KernelBuilder::in_place_input(InPlaceFn fn) {
   return *this;
 }
 
+KernelBuilder& KernelBuilder::max_threads(MaxThreadsFn fn) {
+  def.max_threads = fn;
+  return *this;
+}
+
 KernelBuilder& KernelBuilder::type_only_inputs(std::vector<int> inputs) {
   def.type_only_inputs = std::move(inputs);
   return *this;

@@ -506,11 +506,18 @@ Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const Compile
     // compiled plans (a kernel's accepts may build what its prepare takes).
     const double cost_ns = node_cost_ns(g, n);  // no body here: the graph has none
     r.estimated_ns += cost_ns;
-    const int node_t = threads_for_cost(cost_ns, threads);
+    int node_t = threads_for_cost(cost_ns, threads);
     std::optional<ThreadCountScope> serial;
     if (node_t != threads) serial.emplace(node_t);
     const ops::KernelDef* k = choose_kernel(ctx, options.backends);
     if (k == nullptr) return fallback(unimplemented("node '{}' ({}): no kernel", n.name, n.op));
+    // The kernel's own limit (KernelDef::max_threads), applied before it prepares.
+    if (k->max_threads != nullptr && node_t > 1) {
+      if (const int cap = k->max_threads(ctx); cap > 0 && cap < node_t) {
+        node_t = cap;
+        serial.emplace(node_t);
+      }
+    }
     in.assign(n.inputs.size(), Tensor());
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       if (n.inputs[i] != ir::kNoValue) in[i] = values[static_cast<size_t>(n.inputs[i])];

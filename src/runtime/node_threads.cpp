@@ -10,6 +10,8 @@
 #include <variant>
 
 #include "frame/core/dtype.h"
+#include "frame/ops/kernel_registry.h"
+#include "frame/ops/op_registry.h"
 #include "ops/schemas/nn_fused_internal.h"
 
 namespace frame::runtime::detail {
@@ -84,6 +86,16 @@ int node_threads(const ir::Graph& g, const ir::Node& n, int threads) {
   // A node with a body costs what its body does, which its inputs do not tell.
   if (has_body(n)) return threads;
   return threads_for_cost(node_cost_ns(g, n), threads);
+}
+
+int kernel_thread_cap(const ir::Graph& g, const ir::Node& n, std::string_view backend,
+                      int threads) {
+  if (threads <= 1) return threads;
+  const ops::KernelDef* k = ops::KernelRegistry::global().find(n.op, backend);
+  if (k == nullptr || k->max_threads == nullptr) return threads;
+  const int cap =
+      k->max_threads(ops::make_node_context(g, n, ops::OpRegistry::global().find(n.op)));
+  return cap > 0 ? std::min(cap, threads) : threads;
 }
 
 }  // namespace frame::runtime::detail

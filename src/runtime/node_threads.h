@@ -5,6 +5,7 @@
 /// small to pay for waking the other threads, which prepare and run on the calling thread.
 
 #include <cstdint>
+#include <string_view>
 
 #include "frame/ir/graph.h"
 
@@ -35,6 +36,10 @@ inline constexpr double kSerialNodeNs = 5000;
 /// thread partition when it is created) and when it runs; compiled plans (Step::threads) and the
 /// interpreted tier both set it.
 int node_threads(const ir::Graph& g, const ir::Node& n, int threads);
+
+/// `threads` limited by the most threads the kernel of (n's op, `backend`) declares for `n`
+/// (ops::KernelDef::max_threads; unchanged where it declares none or 0).
+int kernel_thread_cap(const ir::Graph& g, const ir::Node& n, std::string_view backend, int threads);
 
 /// node_threads() of a node without a body whose node_cost_ns is `cost_ns`.
 inline int threads_for_cost(double cost_ns, int threads) {

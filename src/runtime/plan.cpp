@@ -357,7 +357,9 @@ Result<Plan> build_plan(std::shared_ptr<const ir::Graph> graph, const passes::Pa
         spec.nodes = {order[i]};
         spec.inputs = n.inputs;
         spec.outputs = n.outputs;
-        if (!be->device_memory()) step.threads = node_threads(g, n, plan.num_threads);
+        if (!be->device_memory()) {
+          step.threads = kernel_thread_cap(g, n, p->backend, node_threads(g, n, plan.num_threads));
+        }
       }
       // The kernel prepares with the thread count it runs with (oneDNN fixes a primitive's
       // partition when it is created).

@@ -59,6 +59,14 @@ using AcceptsFn = Status (*)(const NodeContext&);
 /// `frame inspect`; weights reordered once at prepare are not counted.
 using ReordersFn = int (*)(const void* state);
 
+/// Most threads worth giving node `ctx` (>= 1), or 0 for no limit beyond the runtime's own
+/// choice (docs/architecture/execution-model.md, "Threading"): a kernel whose work cannot be
+/// split well at these sizes (oneDNN 2.6's GRU and RNN primitives over a batch of a few rows
+/// open parallel regions per step and ran slower at 2 threads than at 1) declares it, and the
+/// node then prepares and runs with min(this, the runtime's count) threads, in compiled plans
+/// and in the interpreted tier alike.
+using MaxThreadsFn = int (*)(const NodeContext& ctx);
+
 /// Input position whose buffer output 0 of node `ctx` may take (the kernel then writes its
 /// result over that input), or -1. memory-planning gives output 0 that input's arena slot only
 /// when this node is the input's last reader, dtype and byte size match, and the value is read
@@ -83,6 +91,8 @@ struct KernelDef {
   ReordersFn reorders = nullptr;
   /// Input output 0 may be written over, per node (nullptr = none; InPlaceFn).
   InPlaceFn in_place_input = nullptr;
+  /// Most threads worth giving a node (nullptr = no limit; MaxThreadsFn).
+  MaxThreadsFn max_threads = nullptr;
   /// dtypes the kernel supports, checked on input `dtype_input` (or output 0 when the op has
   /// no inputs) before it is chosen.
   DTypeSet dtypes = kAllDTypes;
@@ -168,6 +178,8 @@ class KernelBuilder {
   KernelBuilder& reorders(ReordersFn fn);
   /// Declares which input output 0 may be written over (KernelDef::in_place_input).
   KernelBuilder& in_place_input(InPlaceFn fn);
+  /// Declares the most threads worth giving a node (KernelDef::max_threads).
+  KernelBuilder& max_threads(MaxThreadsFn fn);
   /// Declares inputs the kernel reads only for their type (KernelDef::type_only_inputs).
   KernelBuilder& type_only_inputs(std::vector<int> inputs);
   /// Declares the graph attributes the kernel runs as bodies (KernelDef::subgraph_attrs).

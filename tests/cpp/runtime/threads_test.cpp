@@ -116,6 +116,36 @@ FRAME_REGISTER_KERNEL(relu, "rt_prepare_probe", probe_relu)
     .dtypes({DTypeCode::kFloat32})
     .prepare(probe_prepare);
 
+// A kernel that declares at most 2 threads for every node (KernelDef::max_threads).
+int at_most_two(const ops::NodeContext&) { return 2; }
+FRAME_REGISTER_KERNEL(relu, "rt_cap_probe", probe_relu)
+    .dtypes({DTypeCode::kFloat32})
+    .prepare(probe_prepare)
+    .max_threads(at_most_two);
+
+// The node prepares and runs with min(declared, compiled) threads: its budget and the OpenMP
+// ICV of both steps; a compile for fewer threads than declared keeps its own count.
+TEST(Threads, AKernelsDeclaredMostThreadsLimitsItsNode) {
+  for (const auto& [compiled, want] : {std::pair{3, 2}, std::pair{2, 2}, std::pair{1, 1}}) {
+    ir::Graph g("cap_probe");
+    ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {kProbeNumel}});
+    auto id = g.create_node("relu", "r", {x}, 1, {}, {"r"});
+    ASSERT_TRUE(id.is_ok());
+    g.add_output(g.node(*id).outputs[0]);
+    CompileOptions o;
+    o.backends = {"rt_cap_probe"};
+    o.num_threads = compiled;
+    o.use_cache = false;
+    g_prepare_icv = g_seen_icv = g_seen_budget = -1;
+    auto exe = compile(g, o);
+    ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+    EXPECT_EQ(g_prepare_icv.load(), want) << "compiled for " << compiled;
+    run_and_check(*exe);
+    EXPECT_EQ(g_seen_budget.load(), want) << "compiled for " << compiled;
+    EXPECT_EQ(g_seen_icv.load(), want) << "compiled for " << compiled;
+  }
+}
+
 TEST(Threads, KernelsPrepareUnderTheCompiledThreadCount) {
   const int caller = omp_get_max_threads();
   // Compiled count 1 while the process ICV is 2, and 2 while it is 1.
