@@ -5,7 +5,8 @@ ONNX Runtime loading the optimized model file it saved before.
 Usage (run with /usr/bin/python3, which has torch, torchvision, onnx, numpy):
   benchmarks/warm_start.py [--models resnet50,bert] [--threads 1] [--rounds 5]
 
-Each measurement is one driver process (benchmarks/drivers/, `--warmup 0 --runs 1`): it
+Each measurement is one driver process (benchmarks/drivers/, `--warmup 0 --runs 1 --idle-ms 0`,
+the last so that no idle window for measuring CPU use follows the result): it
 loads the model, prepares it and runs it once; the time is the process's wall time as the
 parent sees it (exec, dynamic loading, load, compile or cache read, one run, exit), the median
 over --rounds rounds, with the cells of one round interleaved. Per model and thread count:
@@ -76,8 +77,10 @@ def prepare_model(name, work):
 
 
 def cell_cmd(cell, drivers, ort_lib, model, in_name, npy, threads, work, save_dir):
+    # --idle-ms 0: no idle window after the run (the drivers' CPU-use measurement would add
+    # 200 ms of sleep between the first result and the exit to every cell).
     common = ["--input", "%s=%s" % (in_name, npy), "--threads", str(threads), "--warmup", "0",
-              "--runs", "1", "--save-dir", save_dir]
+              "--runs", "1", "--idle-ms", "0", "--save-dir", save_dir]
     frame = [os.path.join(drivers, "frame_bench_driver"), "--model", model] + common
     ort = [os.path.join(drivers, "ort_bench_driver"), "--lib", ort_lib] + common
     cache = os.path.join(work, "frame_cache")

@@ -12,6 +12,10 @@
 ///                         machines measured (SqueezeNet 1.1 on frame: 5-6 ms for the first
 ///                         ~20 runs, then 3.6-3.8; ONNX Runtime alike), so W runs alone favour
 ///                         the engine whose session creation took longer
+///   --idle-ms T           length of the idle window after the timed runs in which CPU use
+///                         between runs is measured (default 200; 0 skips it and reports no
+///                         idle_cpu_pct: warm_start.py times a process from start to exit, and
+///                         the window, which comes after the first result, is not part of that)
 ///   --input NAME=FILE     a graph input from an .npy file (repeat per input)
 ///   --output NAME=D0,D1   a graph output and its shape (the ORT driver binds a buffer of
 ///                         that shape; the frame driver checks it)
@@ -64,6 +68,7 @@ struct DriverArgs {
   int threads = 1;
   int warmup = 3;
   double warmup_ms = 0;  ///< --warmup-ms: minimum warm-up time
+  double idle_ms = 200;  ///< --idle-ms: idle window after the timed runs (0: none)
   int runs = 10;
   std::vector<std::pair<std::string, std::string>> inputs;            ///< name, .npy path
   std::vector<std::pair<std::string, std::vector<int64_t>>> outputs;  ///< name, shape
@@ -111,6 +116,9 @@ inline DriverArgs parse_args(int argc, char** argv) {
     } else if (k == "--warmup-ms") {
       a.warmup_ms = std::stod(v);
       counts_given = true;
+    } else if (k == "--idle-ms") {
+      a.idle_ms = std::stod(v);
+      if (!(a.idle_ms >= 0)) throw std::runtime_error("--idle-ms must be at least 0");
     } else if (k == "--runs") {
       a.runs = std::stoi(v);
       counts_given = true;
@@ -152,7 +160,7 @@ inline DriverArgs parse_args(int argc, char** argv) {
   }
   const char* usage =
       "usage: --model PATH --input NAME=FILE.npy [--output NAME=D0,D1] [--threads N] "
-      "[--warmup W] [--warmup-ms T] [--runs R] [--save-dir DIR]\n"
+      "[--warmup W] [--warmup-ms T] [--runs R] [--idle-ms T] [--save-dir DIR]\n"
       "   or: --model PATH --stream MANIFEST [--passes P] [--threads N] "
       "[--save-every K --save-dir DIR]";
   if (a.model.empty()) throw std::runtime_error(usage);
@@ -232,9 +240,6 @@ inline double process_cpu_ms() {
   return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
 }
 
-/// Length of the idle window after the timed runs, in ms.
-inline constexpr double kIdleWindowMs = 200.0;
-
 /// CPU use measured by timed_runs: CPU ms per timed run (all threads; wall time x busy
 /// threads) and CPU use in the idle window after them, in percent of one core.
 struct CpuUse {
@@ -266,14 +271,19 @@ std::vector<double> timed_runs(const DriverArgs& args, F&& run_once) {
     run_ms.push_back(ms_since(t));
   }
   cpu_use().per_run_ms = (process_cpu_ms() - cpu0) / std::max(1, args.runs);
-  // Between runs: a caller idle for kIdleWindowMs right after a run (a server between
+  // Between runs: a caller idle for args.idle_ms right after a run (a server between
   // requests). Threads an engine keeps spinning burn CPU here (ORT's pool spins by default,
   // libgomp spins GOMP_SPINCOUNT iterations before it sleeps).
-  const double idle0 = process_cpu_ms();
-  const timespec pause{0, static_cast<long>(kIdleWindowMs * 1e6)};
-  nanosleep(&pause, nullptr);
-  cpu_use().idle_pct = 100.0 * (process_cpu_ms() - idle0) / kIdleWindowMs;
   cpu_use().measured = true;
+  if (args.idle_ms > 0) {
+    const double idle0 = process_cpu_ms();
+    const auto ns = static_cast<long long>(args.idle_ms * 1e6);
+    const timespec pause{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+    nanosleep(&pause, nullptr);
+    cpu_use().idle_pct = 100.0 * (process_cpu_ms() - idle0) / args.idle_ms;
+  } else {
+    cpu_use().idle_pct = -1;  // not measured
+  }
   return run_ms;
 }
 
