@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -49,14 +50,15 @@ Tensor probe_input() {
   return Tensor::from_vector<float>({kProbeNumel}, v);
 }
 
-Executable probe_executable(int threads) {
+// One relu node compiled for `backend` (one of the probe backends here) and `threads`.
+Executable probe_executable(int threads, const std::string& backend = "rt_omp_probe") {
   ir::Graph g("omp_probe");
   ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {kProbeNumel}});
   auto id = g.create_node("relu", "r", {x}, 1, {}, {"r"});
   EXPECT_TRUE(id.is_ok());
   g.add_output(g.node(*id).outputs[0]);
   CompileOptions o;
-  o.backends = {"rt_omp_probe"};
+  o.backends = {backend};
   o.num_threads = threads;
   o.use_cache = false;
   auto exe = compile(g, o);
@@ -127,20 +129,10 @@ FRAME_REGISTER_KERNEL(relu, "rt_cap_probe", probe_relu)
 // ICV of both steps; a compile for fewer threads than declared keeps its own count.
 TEST(Threads, AKernelsDeclaredMostThreadsLimitsItsNode) {
   for (const auto& [compiled, want] : {std::pair{3, 2}, std::pair{2, 2}, std::pair{1, 1}}) {
-    ir::Graph g("cap_probe");
-    ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {kProbeNumel}});
-    auto id = g.create_node("relu", "r", {x}, 1, {}, {"r"});
-    ASSERT_TRUE(id.is_ok());
-    g.add_output(g.node(*id).outputs[0]);
-    CompileOptions o;
-    o.backends = {"rt_cap_probe"};
-    o.num_threads = compiled;
-    o.use_cache = false;
     g_prepare_icv = g_seen_icv = g_seen_budget = -1;
-    auto exe = compile(g, o);
-    ASSERT_TRUE(exe.is_ok()) << exe.status().to_string();
+    const Executable exe = probe_executable(compiled, "rt_cap_probe");
     EXPECT_EQ(g_prepare_icv.load(), want) << "compiled for " << compiled;
-    run_and_check(*exe);
+    run_and_check(exe);
     EXPECT_EQ(g_seen_budget.load(), want) << "compiled for " << compiled;
     EXPECT_EQ(g_seen_icv.load(), want) << "compiled for " << compiled;
   }
