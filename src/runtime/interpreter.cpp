@@ -512,11 +512,9 @@ Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const Compile
     const ops::KernelDef* k = choose_kernel(ctx, options.backends);
     if (k == nullptr) return fallback(unimplemented("node '{}' ({}): no kernel", n.name, n.op));
     // The kernel's own limit (KernelDef::max_threads), applied before it prepares.
-    if (k->max_threads != nullptr && node_t > 1) {
-      if (const int cap = k->max_threads(ctx); cap > 0 && cap < node_t) {
-        node_t = cap;
-        serial.emplace(node_t);
-      }
+    if (const int cap = kernel_thread_cap(*k, ctx, node_t); cap != node_t) {
+      node_t = cap;
+      serial.emplace(node_t);
     }
     in.assign(n.inputs.size(), Tensor());
     for (size_t i = 0; i < n.inputs.size(); ++i) {

@@ -93,8 +93,13 @@ int kernel_thread_cap(const ir::Graph& g, const ir::Node& n, std::string_view ba
   if (threads <= 1) return threads;
   const ops::KernelDef* k = ops::KernelRegistry::global().find(n.op, backend);
   if (k == nullptr || k->max_threads == nullptr) return threads;
-  const int cap =
-      k->max_threads(ops::make_node_context(g, n, ops::OpRegistry::global().find(n.op)));
+  return kernel_thread_cap(*k, ops::make_node_context(g, n, ops::OpRegistry::global().find(n.op)),
+                           threads);
+}
+
+int kernel_thread_cap(const ops::KernelDef& k, const ops::NodeContext& ctx, int threads) {
+  if (threads <= 1 || k.max_threads == nullptr) return threads;
+  const int cap = k.max_threads(ctx);
   return cap > 0 ? std::min(cap, threads) : threads;
 }
 

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "frame/ir/graph.h"
+#include "frame/ops/kernel_registry.h"
 
 namespace frame::runtime::detail {
 
@@ -40,6 +41,10 @@ int node_threads(const ir::Graph& g, const ir::Node& n, int threads);
 /// `threads` limited by the most threads the kernel of (n's op, `backend`) declares for `n`
 /// (ops::KernelDef::max_threads; unchanged where it declares none or 0).
 int kernel_thread_cap(const ir::Graph& g, const ir::Node& n, std::string_view backend, int threads);
+
+/// The same limit for a kernel already chosen, `ctx` describing its node: the one rule both
+/// compiled plans and the interpreted tier apply.
+int kernel_thread_cap(const ops::KernelDef& k, const ops::NodeContext& ctx, int threads);
 
 /// node_threads() of a node without a body whose node_cost_ns is `cost_ns`.
 inline int threads_for_cost(double cost_ns, int threads) {

@@ -255,8 +255,11 @@ Status prepare_own_lstm(const NodeContext& node, RnnState& st) {
   const int si = unary_index("sigmoid"), ti = unary_index("tanh");
   st.sigmoid = si < 0 ? nullptr : st.vt->unary[static_cast<size_t>(si)];
   st.tanh = ti < 0 ? nullptr : st.vt->unary[static_cast<size_t>(ti)];
-  if (st.sigmoid == nullptr || st.tanh == nullptr || st.vt->panel_gemv == nullptr) {
+  if (st.sigmoid == nullptr || st.tanh == nullptr) {
     return node.error("no vector sigmoid / tanh loops on this target ({})", st.vt->target);
+  }
+  if (st.panels && st.vt->panel_gemv == nullptr) {
+    return node.error("no vector panel_gemv loop on this target ({})", st.vt->target);
   }
   st.own = true;
   return Status();
@@ -340,6 +343,37 @@ Result<std::shared_ptr<void>> prepare_kind(const NodeContext& node) {
   return prepare(node, K);
 }
 
+// The start of an LSTM direction `d`, shared by lstm_own and lstm_panels: G [T*N, ldg] = the
+// summed bias + X W^T for every step at once (one sgemm over W in the direction's row order),
+// and the initial hidden and cell states h, c [N, ldh] (H units per row, the rest of a row 0)
+// from inputs 5 and 6, or 0.
+Status start_lstm_direction(const RnnState& st, const KernelContext& ctx, int64_t d, float* G,
+                            int64_t ldg, float* h, float* c, int64_t ldh) {
+  const RnnSpec& s = st.spec;
+  const int64_t N = s.batch, H = s.hidden, T = s.seq, I = s.input;
+  const OwnLstmDir& o = st.own_dirs[static_cast<size_t>(d)];
+  for (int64_t r = 0; r < T * N; ++r) std::copy(o.bias.begin(), o.bias.end(), G + r * ldg);
+  if (dnnl_status_t e = dnnl_sgemm('N', 'T', T * N, ldg, I, 1.0F, ctx.input(0).data<float>(), I,
+                                   o.w.data(), I, 1.0F, G, ldg);
+      e != dnnl_success) {
+    return ctx.node->error("dnnl_sgemm of the input projection returned status {}",
+                           static_cast<int>(e));
+  }
+  std::fill_n(h, N * ldh, 0.0F);
+  std::fill_n(c, N * ldh, 0.0F);
+  for (int64_t n = 0; n < N; ++n) {
+    if (st.has_h0) {
+      const float* h0 = ctx.input(5).data<float>() + (d * N + n) * H;
+      std::copy(h0, h0 + H, h + n * ldh);
+    }
+    if (st.has_c0) {
+      const float* c0 = ctx.input(6).data<float>() + (d * N + n) * H;
+      std::copy(c0, c0 + H, c + n * ldh);
+    }
+  }
+  return Status();
+}
+
 // An LSTM direction `d` (ONNX LSTM, default activations f = sigmoid, g = h = tanh, no
 // peepholes): the input projection of every step at once, X [T*N, I] x W^T + Wb + Rb (one
 // sgemm), then per step G = P_t + H_{t-1} R^T (an N x 4H x H sgemm), i, o, f = sigmoid,
@@ -348,31 +382,12 @@ Result<std::shared_ptr<void>> prepare_kind(const NodeContext& node) {
 // Runtime 1.08). `work` holds T*N*4H + 2*N*H floats.
 Status lstm_own(const RnnState& st, const KernelContext& ctx, int64_t d, float* work) {
   const RnnSpec& s = st.spec;
-  const int64_t N = s.batch, H = s.hidden, T = s.seq, I = s.input, D = s.num_dirs, GH = 4 * H;
+  const int64_t N = s.batch, H = s.hidden, T = s.seq, D = s.num_dirs, GH = 4 * H;
   const OwnLstmDir& o = st.own_dirs[static_cast<size_t>(d)];
   float* P = work;
   float* h = P + T * N * GH;
   float* c = h + N * H;
-  for (int64_t r = 0; r < T * N; ++r) std::copy(o.bias.begin(), o.bias.end(), P + r * GH);
-  auto sgemm_failed = [&](dnnl_status_t status, const char* what) {
-    return ctx.node->error("dnnl_sgemm of the {} returned status {}", what,
-                           static_cast<int>(status));
-  };
-  if (dnnl_status_t e = dnnl_sgemm('N', 'T', T * N, GH, I, 1.0F, ctx.input(0).data<float>(), I,
-                                   o.w.data(), I, 1.0F, P, GH);
-      e != dnnl_success) {
-    return sgemm_failed(e, "input projection");
-  }
-  const float* h0 = st.has_h0 ? ctx.input(5).data<float>() + d * N * H : nullptr;
-  const float* c0 = st.has_c0 ? ctx.input(6).data<float>() + d * N * H : nullptr;
-  if (h0 != nullptr)
-    std::copy(h0, h0 + N * H, h);
-  else
-    std::fill_n(h, N * H, 0.0F);
-  if (c0 != nullptr)
-    std::copy(c0, c0 + N * H, c);
-  else
-    std::fill_n(c, N * H, 0.0F);
+  FRAME_RETURN_IF_ERROR(start_lstm_direction(st, ctx, d, P, GH, h, c, H));
   float* Y = ctx.outputs.size() > 0 ? ctx.outputs[0].data<float>() : nullptr;
   const bool backward = d == 1 || s.reverse;
   const size_t h_n = static_cast<size_t>(H);
@@ -381,7 +396,8 @@ Status lstm_own(const RnnState& st, const KernelContext& ctx, int64_t d, float* 
     float* G = P + t * N * GH;
     if (dnnl_status_t e = dnnl_sgemm('N', 'T', N, GH, H, 1.0F, h, H, o.r.data(), H, 1.0F, G, GH);
         e != dnnl_success) {
-      return sgemm_failed(e, "recurrence");
+      return ctx.node->error("dnnl_sgemm of the recurrence returned status {}",
+                             static_cast<int>(e));
     }
     for (int64_t n = 0; n < N; ++n) {
       float* g = G + n * GH;  // i o f c~
@@ -419,31 +435,15 @@ Status lstm_own(const RnnState& st, const KernelContext& ctx, int64_t d, float* 
 // at H = 256) from a cache that could not hold it. `work` holds T*N*4Hp + 3*N*Hp floats.
 Status lstm_panels(const RnnState& st, const KernelContext& ctx, int64_t d, float* work) {
   const RnnSpec& s = st.spec;
-  const int64_t N = s.batch, H = s.hidden, T = s.seq, I = s.input, D = s.num_dirs;
+  const int64_t N = s.batch, H = s.hidden, T = s.seq, D = s.num_dirs;
   const auto P = static_cast<int64_t>(kPanelWidth);
   const int64_t Hp = st.blocks * P, GHp = 4 * Hp;
   const OwnLstmDir& o = st.own_dirs[static_cast<size_t>(d)];
   float* G = work;
   float* hbuf = G + T * N * GHp;  // two [N, Hp] hidden states, read and written alternately
   float* c = hbuf + 2 * N * Hp;
-  for (int64_t r = 0; r < T * N; ++r) std::copy(o.bias.begin(), o.bias.end(), G + r * GHp);
-  if (dnnl_status_t e = dnnl_sgemm('N', 'T', T * N, GHp, I, 1.0F, ctx.input(0).data<float>(), I,
-                                   o.w.data(), I, 1.0F, G, GHp);
-      e != dnnl_success) {
-    return ctx.node->error("dnnl_sgemm of the input projection returned status {}",
-                           static_cast<int>(e));
-  }
-  std::fill_n(hbuf, 3 * N * Hp, 0.0F);
-  for (int64_t n = 0; n < N; ++n) {
-    if (st.has_h0) {
-      const float* h0 = ctx.input(5).data<float>() + (d * N + n) * H;
-      std::copy(h0, h0 + H, hbuf + n * Hp);
-    }
-    if (st.has_c0) {
-      const float* c0 = ctx.input(6).data<float>() + (d * N + n) * H;
-      std::copy(c0, c0 + H, c + n * Hp);
-    }
-  }
+  std::fill_n(hbuf + N * Hp, N * Hp, 0.0F);  // the second buffer's padding units stay 0
+  FRAME_RETURN_IF_ERROR(start_lstm_direction(st, ctx, d, G, GHp, hbuf, c, Hp));
   float* Y = ctx.outputs.size() > 0 ? ctx.outputs[0].data<float>() : nullptr;
   const bool backward = d == 1 || s.reverse;
   // The steps of blocks [b0, b1); `barrier` runs after each step.
@@ -576,8 +576,9 @@ Status run(KernelContext& ctx) {
 // primitives open parallel regions per step, which cost more than a second core gives at these
 // sizes (the benchmark's GRU layer, T = 64, N = 1, H = 256: 0.48 ms on 1 thread, 0.79 on 2).
 // An LSTM without peepholes splits its recurrence itself (lstm_panels).
+template <RnnKind kKind>
 int recurrent_max_threads(const NodeContext& node) {
-  if (runs_own_lstm(node, node.op == "lstm" ? RnnKind::kLstm : RnnKind::kGru)) return 0;
+  if (runs_own_lstm(node, kKind)) return 0;
   const ir::TensorType& x = node.input_types[0];
   return x.shape.size() == 3 && x.shape[1] <= kPanelMaxBatch ? 1 : 0;
 }
@@ -586,16 +587,16 @@ FRAME_REGISTER_KERNEL(lstm, "onednn", run)
     .dtypes(kF32)
     .accepts(accepts<RnnKind::kLstm>)
     .prepare(prepare_kind<RnnKind::kLstm>)
-    .max_threads(recurrent_max_threads);
+    .max_threads(recurrent_max_threads<RnnKind::kLstm>);
 FRAME_REGISTER_KERNEL(gru, "onednn", run)
     .dtypes(kF32)
     .accepts(accepts<RnnKind::kGru>)
     .prepare(prepare_kind<RnnKind::kGru>)
-    .max_threads(recurrent_max_threads);
+    .max_threads(recurrent_max_threads<RnnKind::kGru>);
 FRAME_REGISTER_KERNEL(rnn, "onednn", run)
     .dtypes(kF32)
     .accepts(accepts<RnnKind::kRnn>)
     .prepare(prepare_kind<RnnKind::kRnn>)
-    .max_threads(recurrent_max_threads);
+    .max_threads(recurrent_max_threads<RnnKind::kRnn>);
 
 }  // namespace frame::backends::onednn
