@@ -74,6 +74,9 @@ class ConvPrimitive final : public LinearPrimitive {
   std::shared_ptr<const PackedWeights> w_packed;  // constant weights in w_md's layout, or null
   bool has_bias = false;
   bool residual_sum = false;  // the residual is added by a sum post-op onto dst
+  std::string impl;           // oneDNN's implementation name
+
+  std::string_view implementation() const override { return impl; }
 
   int reorders_per_run() const override {
     return int{src_reorder.active} + int{dst_reorder.active} +
@@ -165,6 +168,26 @@ bool winograd_enabled() {
     return e != nullptr && std::string_view(e) == "1";
   }();
   return on;
+}
+
+// A conv with one spatial dim and at least kBrgconv1dMinChannels input channels per group skips
+// oneDNN 2.6's brgconv for the next direct implementation (jit:avx512_core): brgconv's JIT
+// creation grows with the output width, while their run times were within about 10% (2-core
+// AMD EPYC, AVX-512; create / run ms at 2 threads, brgconv against jit:avx512_core):
+//   64 -> 64 channels, k3 s2, width 3199:   14.9 / 0.100  against 0.53 / 0.107
+//   64 -> 64, k3 s2, width 1599:             8.6 / 0.085  against 0.48 / 0.049
+//   512 -> 512, k3 s2, width 3199:          72.8 / 6.68   against 0.54 / 6.58
+//   512 -> 512, k3 s2, width 799:           19.0 / 1.54   against 0.39 / 1.64
+//   256 -> 256, k5 s1, width 1000:          16.1 / 1.56   against 0.68 / 1.88
+// A wav2vec-style feature extractor's compile took 110 ms, 104 of them in three brgconv
+// creations. Fewer input channels (a waveform's first layer: 1 -> 512, k10 s5) keep brgconv:
+// there jit:avx512_core ran 3.4x slower. Convs with two or three spatial dims keep oneDNN's
+// choice (brgconv created in 2-4 ms there).
+constexpr int64_t kBrgconv1dMinChannels = 16;
+
+bool skips_brgconv(size_t spatial_rank, int64_t channels_per_group, std::string_view impl) {
+  return spatial_rank == 1 && channels_per_group >= kBrgconv1dMinChannels &&
+         impl.substr(0, 7) == "brgconv";
 }
 
 bool fast_blocked_impl(std::string_view impl) {
@@ -399,6 +422,16 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
                                                   w_any, p->bias_md, dst_any, strides, dilates,
                                                   pad_l, pad_r);
                 pd.emplace(d, attr, engine());
+                if (skips_brgconv(sr, cg, pd->impl_info_str())) {
+                  dnnl::convolution_forward::primitive_desc next(d, attr, engine());
+                  while (next.next_impl()) {
+                    if (!skips_brgconv(sr, cg, next.impl_info_str()) &&
+                        fast_blocked_impl(next.impl_info_str())) {
+                      pd = std::move(next);
+                      break;
+                    }
+                  }
+                }
               }
               made.pd = *std::move(pd);
               made.impl = made.pd.impl_info_str();
@@ -420,6 +453,7 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
     break;
   }
   p->dst_md = dst_pd;
+  p->impl = impl;
   if (!reorder_weights) return std::shared_ptr<LinearPrimitive>(p);
   try {
     p->src_md = src_pd;

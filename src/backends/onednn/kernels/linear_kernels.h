@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <span>
+#include <string_view>
 
 #include "frame/core/status.h"
 #include "frame/ops/kernel_registry.h"
@@ -23,6 +24,9 @@ class LinearPrimitive {
   /// Layout reorders one run performs (ops::ReordersFn): activations to and from the
   /// primitive's layout, and weights given at run time. 0 unless a subclass reorders.
   virtual int reorders_per_run() const { return 0; }
+  /// oneDNN's name of the implementation the primitive runs (primitive_desc::impl_info_str(),
+  /// e.g. "brgconv:avx512_core"), for tests and reports; empty where no oneDNN primitive runs.
+  virtual std::string_view implementation() const { return {}; }
 };
 
 /// Memory order of the activations of a conv (fused_post_ops_internal's src_layout,
