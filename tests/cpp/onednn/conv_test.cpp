@@ -174,6 +174,26 @@ TEST(OnednnConv, ShapeAgnosticGeometries) {
                             {1});
 }
 
+// The interpreted tier's depthwise conv of small planes (output rows under 24 wide) runs
+// channels-last (conv_agnostic.cpp depthwise_channels_last, VecTable::dw_nhwc): channel counts
+// off the vector width (a tail of 5 and of 1 lanes), two images, blocks of four interior rows and
+// the edge rows between them, stride 2 with asymmetric pads, dilation, a kernel wider than its
+// input, no bias, 1-d; each against the cpu kernel at 1 and 2 threads.
+TEST(OnednnConv, ShapeAgnosticDepthwiseChannelsLast) {
+  const auto dw = [](Shape x, int64_t k0, int64_t k1, bool bias, ir::AttrMap attrs) {
+    const int64_t c = x[1];
+    attrs["group"] = c;
+    Shape w = {c, 1, k0};
+    if (x.size() == 4) w.push_back(k1);
+    expect_onednn_matches_cpu(conv_call("conv", x, w, bias, std::move(attrs)), {1});
+  };
+  dw({2, 37, 16, 8}, 5, 5, true, {{"pads", ints{2, 2, 2, 2}}});
+  dw({1, 20, 7, 7}, 3, 3, false, {{"strides", ints{2, 2}}, {"pads", ints{1, 0, 2, 1}}});
+  dw({1, 33, 12, 10}, 3, 3, true, {{"dilations", ints{2, 3}}, {"pads", ints{2, 3, 2, 3}}});
+  dw({1, 17, 3, 3}, 5, 5, true, {{"pads", ints{2, 2, 2, 2}}});
+  dw({1, 40, 15}, 3, 0, true, {{"pads", ints{1, 1}}});
+}
+
 TEST(OnednnConvTranspose, Plain2d) {
   expect_onednn_matches_cpu(conv_call("conv_transpose", {1, 4, 5, 6}, {4, 3, 3, 3}, true, {}), {1});
 }

@@ -8,7 +8,9 @@
 //   Y[m, hw] = W[m, c] X[c, hw], straight over the NCHW tensors (dnnl_sgemm, whose kernels are
 //   generated once per process, not per shape);
 // - a depthwise conv (one input channel per group) is a direct vector loop over each channel's
-//   plane (VecTable::dw_plane);
+//   plane (VecTable::dw_plane), or where the output rows are narrow (a 16-float vector would be
+//   mostly masked), over vectors of channels of the image transposed to channels-last
+//   (VecTable::dw_nhwc);
 // - any other 1-d or 2-d conv copies input patches into columns (im2col), a block of output
 //   rows at a time, and multiplies them by W the same way. Taps that read only padding at
 //   these sizes are dropped from the columns and from a copy of constant weights made at
@@ -43,6 +45,10 @@ namespace {
 using ops::KernelContext;
 using ops::NodeContext;
 
+// Depthwise convs whose output rows are narrower than this run channels-last
+// (depthwise_channels_last).
+constexpr int64_t kChannelsLastMaxWidth = 24;
+
 // Columns a block of im2col holds at most (floats, 4 MiB): a large layer's columns are built and
 // multiplied a block of output rows at a time instead of all at once.
 constexpr int64_t kColumnBlockFloats = int64_t{1} << 20;
@@ -55,10 +61,11 @@ void tap_range(int64_t off, int64_t stride, int64_t in, int64_t out, int64_t& lo
   lo = std::min(lo, hi);
 }
 
-// A thread's scratch buffer `slot` (0: columns, 1: a tap's products), grown to the largest
+// A thread's scratch buffer `slot` (0: columns, 1: a tap's products; a channels-last
+// depthwise conv: 0 its input, 1 its output, 2 its weights), grown to the largest
 // size it has held: no allocation (and no first touch of new pages) per run once warm.
 float* scratch(int slot, size_t floats) {
-  thread_local std::vector<float> bufs[2];
+  thread_local std::vector<float> bufs[3];
   std::vector<float>& buf = bufs[slot];
   if (buf.size() < floats) buf.resize(floats);
   return buf.data();
@@ -245,10 +252,54 @@ class AgnosticConv final : public LinearPrimitive {
     DwPlane g;
     g.h = h, g.w = w, g.oh = oh, g.ow = ow, g.kh = kh, g.kw = kw;
     g.sh = sh, g.sw = sw, g.dh = dh, g.dw = dw, g.ph = ph, g.pw = pw;
+    if (mult == 1 && ow < kChannelsLastMaxWidth && vt->dw_nhwc != nullptr) {
+      depthwise_channels_last(x, wt, bias, y, g, nt);
+      return;
+    }
     ops::parallel_for(planes, nt, [&](int64_t p) {
       const int64_t b = p / m, j = p % m;
       vt->dw_plane(x + (b * c + j / mult) * h * w, wt + j * kh * kw,
                    bias != nullptr ? bias[j] : 0.0F, y + p * oh * ow, g);
+    });
+  }
+
+  // The depthwise conv of small planes (one channel per group): each image transposed to
+  // channels-last, the taps applied to whole vectors of channels (VecTable::dw_nhwc), and the
+  // result transposed back. dw_plane's vectors run along a row, and a row of 7 to 16 outputs
+  // fills a 16-float vector half or less, under masks.
+  void depthwise_channels_last(const float* x, const float* wt, const float* bias, float* y,
+                               const DwPlane& g, int nt) const {
+    const int64_t hw = h * w, ohw = oh * ow, taps = kh * kw;
+    float* xt = scratch(0, static_cast<size_t>(c * hw));
+    float* yt = scratch(1, static_cast<size_t>(c * ohw));
+    float* wtt = scratch(2, static_cast<size_t>(c * taps));
+    transpose(wt, wtt, c, taps, 1);
+    for (int64_t b = 0; b < n; ++b) {
+      transpose(x + b * c * hw, xt, c, hw, nt);
+      // Whole vectors of kPanelWidth channels per thread (the last range takes the tail).
+      const auto vw = static_cast<int64_t>(kPanelWidth);
+      const int64_t vecs = (c + vw - 1) / vw;
+      ops::parallel_ranges(vecs, c * ohw * taps >= 65536 ? nt : 1, [&](int64_t v0, int64_t v1) {
+        vt->dw_nhwc(xt, wtt, bias, yt, g, static_cast<size_t>(c), static_cast<size_t>(v0 * vw),
+                    static_cast<size_t>(std::min(c, v1 * vw)));
+      });
+      transpose(yt, y + b * c * ohw, ohw, c, nt);
+    }
+  }
+
+  // dst[j][i] = src[i][j] for a rows x cols matrix src, in tiles that both sides read and
+  // write a few cache lines of at a time.
+  static void transpose(const float* src, float* dst, int64_t rows, int64_t cols, int nt) {
+    constexpr int64_t kTile = 16;
+    const int64_t row_tiles = (rows + kTile - 1) / kTile;
+    ops::parallel_for(row_tiles, rows * cols >= 65536 ? nt : 1, [&](int64_t ti) {
+      const int64_t i0 = ti * kTile, i1 = std::min(rows, i0 + kTile);
+      for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
+        const int64_t j1 = std::min(cols, j0 + kTile);
+        for (int64_t i = i0; i < i1; ++i) {
+          for (int64_t j = j0; j < j1; ++j) dst[j * rows + i] = src[i * cols + j];
+        }
+      }
     });
   }
 };

@@ -724,6 +724,106 @@ HWY_NOINLINE void dw_plane_loop(const float* x, const float* wt, float bias, flo
   }
 }
 
+/// Channels [c0, c1) of a depthwise conv over channels-last data (VecTable::dw_nhwc):
+/// y[r][o][ch] = bias[ch] + sum over taps (i, j) of w[i * kw + j][ch] * x[ih][iw][ch] with
+/// ih = r * sh - ph + i * dh, iw = o * sw - pw + j * dw, taps outside x skipped, in the tap order
+/// of dw_plane_loop (so both give the same sums). `channels` floats per pixel; bias may be null.
+/// One vector of channels at a time over every output pixel: what it reads of x and w (a
+/// vector per pixel, one per tap) stays in L1 across the plane. The taps that read x form a
+/// range of i and of j (ih and iw grow with them), found once per output row and column.
+HWY_NOINLINE void dw_nhwc_loop(const float* x, const float* wt, const float* bias, float* y,
+                               const DwPlane& g, size_t channels, size_t c0, size_t c1) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  const auto C = static_cast<int64_t>(channels);
+  // [lo, hi) of the taps along one axis that read x for output index q.
+  const auto range = [](int64_t q, int64_t stride, int64_t pad, int64_t dil, int64_t k, int64_t in,
+                        int64_t& lo, int64_t& hi) {
+    const int64_t base = q * stride - pad;
+    lo = base >= 0 ? 0 : (-base + dil - 1) / dil;
+    hi = in - 1 - base < 0 ? 0 : std::min(k, (in - 1 - base) / dil + 1);
+    lo = std::min(lo, hi);
+  };
+  // The column ranges of the first kCols output columns, computed once (the divisions cost
+  // more than a pixel's multiply-adds); columns past them compute theirs.
+  constexpr int64_t kCols = 64;
+  int64_t jlo[kCols], jhi[kCols];
+  for (int64_t o = 0; o < std::min(g.ow, kCols); ++o) {
+    range(o, g.sw, g.pw, g.dw, g.kw, g.w, jlo[o], jhi[o]);
+  }
+  for (size_t cb = c0; cb < c1; cb += lanes) {
+    const size_t n = std::min(lanes, c1 - cb);
+    const bool full = n == lanes;
+    const auto load = [&](const float* p) { return full ? hn::LoadU(d, p) : load_n(d, p, n); };
+    const auto vbias = bias != nullptr ? load(bias + cb) : hn::Zero(d);
+    const auto cols = [&](int64_t o, int64_t& j0, int64_t& j1) {
+      if (o < kCols) {
+        j0 = jlo[o], j1 = jhi[o];
+      } else {
+        range(o, g.sw, g.pw, g.dw, g.kw, g.w, j0, j1);
+      }
+    };
+    for (int64_t r = 0; r < g.oh;) {
+      int64_t i0 = 0, i1 = 0;
+      range(r, g.sh, g.ph, g.dh, g.kh, g.h, i0, i1);
+      // Four rows whose every tap row reads x: four independent sums per column (one sum's
+      // multiply-adds wait on each other; four keep the FMA units busy), each in tap order.
+      int64_t last0 = 0, last1 = 0;
+      if (r + 3 < g.oh) range(r + 3, g.sh, g.ph, g.dh, g.kh, g.h, last0, last1);
+      if (r + 3 < g.oh && i0 == 0 && i1 == g.kh && last0 == 0 && last1 == g.kh) {
+        const int64_t rs = g.sh * g.w * C;  // x's step from one output row to the next
+        for (int64_t o = 0; o < g.ow; ++o) {
+          int64_t j0 = 0, j1 = 0;
+          cols(o, j0, j1);
+          auto a0 = vbias, a1 = vbias, a2 = vbias, a3 = vbias;
+          for (int64_t i = 0; i < g.kh; ++i) {
+            const float* xr = x + (r * g.sh - g.ph + i * g.dh) * g.w * C + cb;
+            const float* wr = wt + i * g.kw * C + cb;
+            for (int64_t j = j0; j < j1; ++j) {
+              const auto wv = load(wr + j * C);
+              const float* xp = xr + (o * g.sw - g.pw + j * g.dw) * C;
+              a0 = hn::MulAdd(wv, load(xp), a0);
+              a1 = hn::MulAdd(wv, load(xp + rs), a1);
+              a2 = hn::MulAdd(wv, load(xp + 2 * rs), a2);
+              a3 = hn::MulAdd(wv, load(xp + 3 * rs), a3);
+            }
+          }
+          const hn::Vec<decltype(d)> sums[4] = {a0, a1, a2, a3};
+          for (int64_t k = 0; k < 4; ++k) {
+            float* yp = y + ((r + k) * g.ow + o) * C + cb;
+            if (full) {
+              hn::StoreU(sums[k], d, yp);
+            } else {
+              store_n(d, sums[k], yp, n);
+            }
+          }
+        }
+        r += 4;
+        continue;
+      }
+      for (int64_t o = 0; o < g.ow; ++o) {
+        int64_t j0 = 0, j1 = 0;
+        cols(o, j0, j1);
+        auto acc = vbias;
+        for (int64_t i = i0; i < i1; ++i) {
+          const float* xr = x + (r * g.sh - g.ph + i * g.dh) * g.w * C + cb;
+          const float* wr = wt + i * g.kw * C + cb;
+          for (int64_t j = j0; j < j1; ++j) {
+            acc = hn::MulAdd(load(wr + j * C), load(xr + (o * g.sw - g.pw + j * g.dw) * C), acc);
+          }
+        }
+        float* yp = y + (r * g.ow + o) * C + cb;
+        if (full) {
+          hn::StoreU(acc, d, yp);
+        } else {
+          store_n(d, acc, yp, n);
+        }
+      }
+      ++r;
+    }
+  }
+}
+
 /// float32 -> float16 (VecTable::convert): F16C's vcvtps2ph rounds to nearest even, keeps NaN
 /// and infinities and makes subnormals as IEEE 754 does; the tail through Half.
 HWY_NOINLINE void f32_to_f16_loop(const void* x, void* y, size_t n) {

@@ -42,6 +42,7 @@ const VecTable* get_vec_table() {
     t.softmax_row = &softmax_row_loop;
     t.layer_norm_row = &layer_norm_row_loop;
     t.dw_plane = &dw_plane_loop;
+    t.dw_nhwc = &dw_nhwc_loop;
     t.panel_gemv = &panel_gemv_loop;
     constexpr auto f32 = static_cast<size_t>(DTypeCode::kFloat32);
     constexpr auto f16 = static_cast<size_t>(DTypeCode::kFloat16);

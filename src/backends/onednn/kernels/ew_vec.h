@@ -101,6 +101,13 @@ struct VecTable {
   /// DwPlane::kMaxKernelWidth.
   void (*dw_plane)(const float* x, const float* w, float bias, float* y,
                    const DwPlane& g) = nullptr;
+  /// Channels [c0, c1) of a depthwise conv over channels-last data (conv_agnostic.cpp, for
+  /// small planes): y[r][o][ch] = bias[ch] (bias may be null) + sum over taps (i, j) of
+  /// w[i * kw + j][ch] * x[r * sh - ph + i * dh][o * sw - pw + j * dw][ch], taps outside x
+  /// skipped, summed in dw_plane's order; x [h][w][channels], w [kh * kw][channels], y
+  /// [oh][ow][channels].
+  void (*dw_nhwc)(const float* x, const float* w, const float* bias, float* y, const DwPlane& g,
+                  size_t channels, size_t c0, size_t c1) = nullptr;
   /// Matrix-vector product over panels (the recurrence of recurrent.cpp's LSTM): for
   /// p < npanels and r < kPanelWidth, y[p * kPanelWidth + r] += sum over i < k of
   /// panels[(p * k + i) * kPanelWidth + r] * x[i]. A panel holds kPanelWidth rows of a matrix
