@@ -266,41 +266,63 @@ class AgnosticConv final : public LinearPrimitive {
   // The depthwise conv of small planes (one channel per group): each image transposed to
   // channels-last, the taps applied to whole vectors of channels (VecTable::dw_nhwc), and the
   // result transposed back. dw_plane's vectors run along a row, and a row of 7 to 16 outputs
-  // fills a 16-float vector half or less, under masks.
+  // fills a 16-float vector half or less, under masks. Each thread takes a range of channels
+  // through all three steps, so what it transposes in it reads and what it writes it
+  // transposes back, in its own core's cache.
   void depthwise_channels_last(const float* x, const float* wt, const float* bias, float* y,
                                const DwPlane& g, int nt) const {
     const int64_t hw = h * w, ohw = oh * ow, taps = kh * kw;
     float* xt = scratch(0, static_cast<size_t>(c * hw));
     float* yt = scratch(1, static_cast<size_t>(c * ohw));
     float* wtt = scratch(2, static_cast<size_t>(c * taps));
-    transpose(wt, wtt, c, taps, 1);
+    transpose_columns(wt, wtt, c, taps, 0, c);  // [c][taps] -> [taps][c]
+    // Whole vectors of kPanelWidth channels per thread (the last range takes the tail).
+    const auto vw = static_cast<int64_t>(kPanelWidth);
+    const int64_t vecs = (c + vw - 1) / vw;
     for (int64_t b = 0; b < n; ++b) {
-      transpose(x + b * c * hw, xt, c, hw, nt);
-      // Whole vectors of kPanelWidth channels per thread (the last range takes the tail).
-      const auto vw = static_cast<int64_t>(kPanelWidth);
-      const int64_t vecs = (c + vw - 1) / vw;
+      const float* xb = x + b * c * hw;
+      float* yb = y + b * c * ohw;
       ops::parallel_ranges(vecs, c * ohw * taps >= 65536 ? nt : 1, [&](int64_t v0, int64_t v1) {
-        vt->dw_nhwc(xt, wtt, bias, yt, g, static_cast<size_t>(c), static_cast<size_t>(v0 * vw),
-                    static_cast<size_t>(std::min(c, v1 * vw)));
+        const int64_t c0 = v0 * vw, c1 = std::min(c, v1 * vw);
+        transpose_columns(xb, xt, c, hw, c0, c1);
+        vt->dw_nhwc(xt, wtt, bias, yt, g, static_cast<size_t>(c), static_cast<size_t>(c0),
+                    static_cast<size_t>(c1));
+        transpose_rows(yt, yb, ohw, c, c0, c1);
       });
-      transpose(yt, y + b * c * ohw, ohw, c, nt);
     }
   }
 
-  // dst[j][i] = src[i][j] for a rows x cols matrix src, in tiles that both sides read and
-  // write a few cache lines of at a time.
-  static void transpose(const float* src, float* dst, int64_t rows, int64_t cols, int nt) {
+  // dst[j][i] = src[i][j] (src rows x cols, dst cols x rows) for the rows i in [i0, i1): src's
+  // rows [i0, i1) become dst's columns [i0, i1). In 16 x 16 tiles, so both sides touch a few
+  // cache lines at a time.
+  static void transpose_columns(const float* src, float* dst, int64_t rows, int64_t cols,
+                                int64_t i0, int64_t i1) {
     constexpr int64_t kTile = 16;
-    const int64_t row_tiles = (rows + kTile - 1) / kTile;
-    ops::parallel_for(row_tiles, rows * cols >= 65536 ? nt : 1, [&](int64_t ti) {
-      const int64_t i0 = ti * kTile, i1 = std::min(rows, i0 + kTile);
-      for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
-        const int64_t j1 = std::min(cols, j0 + kTile);
-        for (int64_t i = i0; i < i1; ++i) {
-          for (int64_t j = j0; j < j1; ++j) dst[j * rows + i] = src[i * cols + j];
+    for (int64_t ia = i0; ia < i1; ia += kTile) {
+      const int64_t ib = std::min(i1, ia + kTile);
+      for (int64_t ja = 0; ja < cols; ja += kTile) {
+        const int64_t jb = std::min(cols, ja + kTile);
+        for (int64_t i = ia; i < ib; ++i) {
+          for (int64_t j = ja; j < jb; ++j) dst[j * rows + i] = src[i * cols + j];
         }
       }
-    });
+    }
+  }
+
+  // dst[j][i] = src[i][j] (src rows x cols, dst cols x rows) for the columns j in [j0, j1) of
+  // src: they become dst's rows [j0, j1). In tiles as transpose_columns.
+  static void transpose_rows(const float* src, float* dst, int64_t rows, int64_t cols, int64_t j0,
+                             int64_t j1) {
+    constexpr int64_t kTile = 16;
+    for (int64_t ja = j0; ja < j1; ja += kTile) {
+      const int64_t jb = std::min(j1, ja + kTile);
+      for (int64_t ia = 0; ia < rows; ia += kTile) {
+        const int64_t ib = std::min(rows, ia + kTile);
+        for (int64_t j = ja; j < jb; ++j) {
+          for (int64_t i = ia; i < ib; ++i) dst[j * rows + i] = src[i * cols + j];
+        }
+      }
+    }
   }
 };
 
