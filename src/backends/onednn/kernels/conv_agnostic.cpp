@@ -275,7 +275,7 @@ class AgnosticConv final : public LinearPrimitive {
     float* xt = scratch(0, static_cast<size_t>(c * hw));
     float* yt = scratch(1, static_cast<size_t>(c * ohw));
     float* wtt = scratch(2, static_cast<size_t>(c * taps));
-    transpose_columns(wt, wtt, c, taps, 0, c);  // [c][taps] -> [taps][c]
+    transpose(wt, wtt, c, taps, 0, c, 0, taps);  // [c][taps] -> [taps][c]
     // Whole vectors of kPanelWidth channels per thread (the last range takes the tail).
     const auto vw = static_cast<int64_t>(kPanelWidth);
     const int64_t vecs = (c + vw - 1) / vw;
@@ -284,42 +284,25 @@ class AgnosticConv final : public LinearPrimitive {
       float* yb = y + b * c * ohw;
       ops::parallel_ranges(vecs, c * ohw * taps >= 65536 ? nt : 1, [&](int64_t v0, int64_t v1) {
         const int64_t c0 = v0 * vw, c1 = std::min(c, v1 * vw);
-        transpose_columns(xb, xt, c, hw, c0, c1);
+        transpose(xb, xt, c, hw, c0, c1, 0, hw);
         vt->dw_nhwc(xt, wtt, bias, yt, g, static_cast<size_t>(c), static_cast<size_t>(c0),
                     static_cast<size_t>(c1));
-        transpose_rows(yt, yb, ohw, c, c0, c1);
+        transpose(yt, yb, ohw, c, 0, ohw, c0, c1);
       });
     }
   }
 
-  // dst[j][i] = src[i][j] (src rows x cols, dst cols x rows) for the rows i in [i0, i1): src's
-  // rows [i0, i1) become dst's columns [i0, i1). In 16 x 16 tiles, so both sides touch a few
-  // cache lines at a time.
-  static void transpose_columns(const float* src, float* dst, int64_t rows, int64_t cols,
-                                int64_t i0, int64_t i1) {
+  // dst[j][i] = src[i][j] (src rows x cols, dst cols x rows) for i in [i0, i1) and j in
+  // [j0, j1), in 16 x 16 tiles so both sides touch a few cache lines at a time.
+  static void transpose(const float* src, float* dst, int64_t rows, int64_t cols, int64_t i0,
+                        int64_t i1, int64_t j0, int64_t j1) {
     constexpr int64_t kTile = 16;
     for (int64_t ia = i0; ia < i1; ia += kTile) {
       const int64_t ib = std::min(i1, ia + kTile);
-      for (int64_t ja = 0; ja < cols; ja += kTile) {
-        const int64_t jb = std::min(cols, ja + kTile);
+      for (int64_t ja = j0; ja < j1; ja += kTile) {
+        const int64_t jb = std::min(j1, ja + kTile);
         for (int64_t i = ia; i < ib; ++i) {
           for (int64_t j = ja; j < jb; ++j) dst[j * rows + i] = src[i * cols + j];
-        }
-      }
-    }
-  }
-
-  // dst[j][i] = src[i][j] (src rows x cols, dst cols x rows) for the columns j in [j0, j1) of
-  // src: they become dst's rows [j0, j1). In tiles as transpose_columns.
-  static void transpose_rows(const float* src, float* dst, int64_t rows, int64_t cols, int64_t j0,
-                             int64_t j1) {
-    constexpr int64_t kTile = 16;
-    for (int64_t ja = j0; ja < j1; ja += kTile) {
-      const int64_t jb = std::min(j1, ja + kTile);
-      for (int64_t ia = 0; ia < rows; ia += kTile) {
-        const int64_t ib = std::min(rows, ia + kTile);
-        for (int64_t j = ja; j < jb; ++j) {
-          for (int64_t i = ia; i < ib; ++i) dst[j * rows + i] = src[i * cols + j];
         }
       }
     }
