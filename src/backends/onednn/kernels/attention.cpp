@@ -1,10 +1,10 @@
 // onednn kernel of attention_internal (src/ops/schemas/attention_internal.h): scaled dot-product
 // attention that keeps the scores in tiles. Work items are (batch index, block of query rows);
 // each computes its block's scores S = scale * Q_rows x KT (dnnl_sgemm), adds the bias, applies
-// the mask and the softmax row by row (Highway, VecTable::softmax_row) and multiplies by V
-// straight into the output (dnnl_sgemm). The scores never leave a per-thread buffer of
-// rows x Sk floats, so the node's arena holds its output only, where the unfused chain held
-// two [..., Sq, Sk] tensors (docs/backends/onednn.md#attention).
+// the mask row by row, the softmax over the block's rows (Highway, VecTable::softmax_rows) and
+// multiplies by V straight into the output (dnnl_sgemm). The scores never leave a per-thread buffer
+// of rows x Sk floats, so the node's arena holds its output only, where the unfused chain held two
+// [..., Sq, Sk] tensors (docs/backends/onednn.md#attention).
 
 #include <omp.h>
 
@@ -50,7 +50,7 @@ Result<std::shared_ptr<void>> attention_prepare(const NodeContext& node) {
   st->blocks = (s.sq + st->rows - 1) / st->rows;
   st->vt = &vec_table();
   st->add = st->vt->binary[static_cast<size_t>(binary_index("add"))];
-  if (st->vt->softmax_row == nullptr || st->add == nullptr) {
+  if (st->vt->softmax_rows == nullptr || st->add == nullptr) {
     return node.error("no vector softmax row loop on this target ({})", st->vt->target);
   }
   return std::shared_ptr<void>(std::move(st));
@@ -102,8 +102,8 @@ Status run_item(const AttentionState& st, const KernelContext& ctx, int64_t t) {
         if ((mr[static_cast<int64_t>(j) * cs] != 0) == s.fill_when) row[j] = s.mask_fill;
       }
     }
-    st.vt->softmax_row(row, row, n);
   }
+  st.vt->softmax_rows(sc, sc, n, static_cast<size_t>(rows));
   if (dnnl_sgemm('N', 'N', rows, s.dv, s.sk, 1.0F, sc, s.sk, v, s.dv, 0.0F, o, s.dv) !=
       dnnl_success) {
     return ctx.node->error("dnnl_sgemm failed for the output ({} x {} x {})", rows, s.dv, s.sk);

@@ -39,7 +39,7 @@ const VecTable* get_vec_table() {
     t.pow_half = &pow_half_loop;
     t.pow_any = &pow_any_loop;
     t.where = &where_loop;
-    t.softmax_row = &softmax_row_loop;
+    t.softmax_rows = &softmax_rows_loop;
     t.layer_norm_row = &layer_norm_row_loop;
     t.dw_plane = &dw_plane_loop;
     t.dw_nhwc = &dw_nhwc_loop;

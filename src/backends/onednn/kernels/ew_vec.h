@@ -85,10 +85,12 @@ struct VecTable {
   /// ONNX Where on a bool condition and fp32 values: out[i] = cond[i] ? x[i] : y[i].
   void (*where)(const uint8_t* cond, const float* x, const float* y, float* out,
                 size_t n) = nullptr;
-  /// y = softmax(x) over n elements (y may be x: in place): e^(x - max) / sum, the row step of
-  /// the attention kernel and of a first-seen shape's Softmax (a row whose max is -inf or NaN
-  /// gives NaN, as ONNX Softmax's formula does).
-  void (*softmax_row)(const float* x, float* y, size_t n) = nullptr;
+  /// y = softmax(x) over each of `rows` contiguous rows of n elements (y may be x: in place):
+  /// e^(x - max) / sum, the row step of the attention kernel and of a first-seen shape's
+  /// Softmax (a row whose max is -inf or NaN gives NaN, as ONNX Softmax's formula does). Rows
+  /// are interleaved a few at a time (short rows are latency-bound); each row's result is the
+  /// same as if it ran alone.
+  void (*softmax_rows)(const float* x, float* y, size_t n, size_t rows) = nullptr;
   /// ONNX LayerNormalization (stash_type 1) of one row of n floats (y may be x): y = (x - mean)
   /// / sqrt(var + eps) * gamma + beta (beta may be null), gamma and beta dense rows of n; the
   /// row loop of a first-seen shape's layer_normalization (norm.cpp), where a oneDNN primitive

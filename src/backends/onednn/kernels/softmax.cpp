@@ -4,7 +4,7 @@
 // oneDNN's vectorized implementation takes), normalising over n. f32 LogSoftmax is computed
 // here instead (log_softmax_f32): oneDNN 2.6's softmax_log is up to ~15 ulp off. So is an f32
 // Softmax over the last axis prepared for a first-seen shape (NodeContext::
-// prefer_shape_agnostic): the attention kernel's vector row loop (VecTable::softmax_row) needs
+// prefer_shape_agnostic): the attention kernel's vector row loop (VecTable::softmax_rows) needs
 // no primitive, whose creation (JIT code for these sizes) would cost more than the run
 // (ADR 0007).
 
@@ -34,8 +34,8 @@ struct SoftmaxState {
   memory::desc data, scratch;
   dnnl::softmax_v2_forward prim;
   bool own_log = false;  // f32 LogSoftmax computed by log_softmax_f32, not by `prim`
-  // f32 Softmax over the last axis computed by `row` (own_rows), not by `prim`.
-  void (*row)(const float* x, float* y, size_t n) = nullptr;
+  // f32 Softmax over the last axis computed by `rows` (own_rows), not by `prim`.
+  void (*rows)(const float* x, float* y, size_t n, size_t rows) = nullptr;
   ops::SoftmaxView view;
 };
 
@@ -44,16 +44,20 @@ struct SoftmaxState {
 bool own_rows(const NodeContext& node, const ops::SoftmaxView& view) {
   return node.prefer_shape_agnostic &&
          DTypeSet{DTypeCode::kFloat32}.contains(node.input_types[0].dtype) && view.inner == 1 &&
-         vec_table().softmax_row != nullptr;
+         vec_table().softmax_rows != nullptr;
 }
 
-// y = softmax(x) over each of the `outer` rows of n contiguous elements (rows split across
-// threads), each by `row`.
+// y = softmax(x) over each of the `outer` rows of n contiguous elements, by `rows`: blocks of
+// kRowBlock rows split across threads.
 void softmax_rows(const float* x, float* y, const ops::SoftmaxView& v,
-                  void (*row)(const float*, float*, size_t), int nt) {
+                  void (*rows)(const float*, float*, size_t, size_t), int nt) {
+  constexpr int64_t kRowBlock = 16;
   const int64_t n = v.n;
-  ops::parallel_for(v.outer, (v.outer * n >= 4096) ? nt : 1,
-                    [&](int64_t o) { row(x + o * n, y + o * n, static_cast<size_t>(n)); });
+  const int64_t blocks = (v.outer + kRowBlock - 1) / kRowBlock;
+  ops::parallel_for(blocks, (v.outer * n >= 4096) ? nt : 1, [&](int64_t b) {
+    const int64_t r0 = b * kRowBlock, count = std::min(kRowBlock, v.outer - r0);
+    rows(x + r0 * n, y + r0 * n, static_cast<size_t>(n), static_cast<size_t>(count));
+  });
 }
 
 // y = x - max - log(sum(exp(x - max))) over n for each of the outer * inner positions of x
@@ -135,7 +139,7 @@ Result<std::shared_ptr<void>> softmax_prepare(const NodeContext& node) {
   if (!kLog && node.prefer_shape_agnostic) {
     FRAME_ASSIGN_OR_RETURN(st->view, ops::softmax_view(node, node.input_types[0].shape));
     if (own_rows(node, st->view)) {
-      st->row = vec_table().softmax_row;
+      st->rows = vec_table().softmax_rows;
       return std::shared_ptr<void>(st);
     }
   }
@@ -159,8 +163,8 @@ Status softmax_kernel(KernelContext& ctx) {
                     ctx.num_threads);
     return Status();
   }
-  if (st.row != nullptr) {
-    softmax_rows(ctx.input(0).data<float>(), ctx.output(0).data<float>(), st.view, st.row,
+  if (st.rows != nullptr) {
+    softmax_rows(ctx.input(0).data<float>(), ctx.output(0).data<float>(), st.view, st.rows,
                  ctx.num_threads);
     return Status();
   }
