@@ -410,16 +410,19 @@ TEST(OnednnPackedWeights, OneObjectPerConstantAndLayout) {
 TEST(OnednnPackedWeights, TheInterpretersHeldStatesKeepThemAcrossSizes) {
   // The interpreted tier (ADR 0007 stage C) prepares every node per run; a Session holds its
   // last runs' prepared states (HeldStates), so the next size finds the packed weights instead of
-  // reordering them again. A matmul over constant weights packs them; the interpreted tier's
-  // conv (conv_agnostic.cpp) reads them as they are and packs nothing.
+  // rearranging them again. A transB gemm over constant weights transposes them once (the own
+  // matmul loops read B as [K, N]); the interpreted tier's conv (conv_agnostic.cpp) reads its
+  // weights as they are and packs nothing.
   namespace dnn = backends::onednn;
-  const Tensor w = grid_tensor({8, 16}, 13);
+  const Tensor w = grid_tensor({16, 8}, 13);  // a transB gemm's: the own loops transpose it
   const Tensor wc = grid_tensor({16, 8, 3, 3}, 14);
   const auto graph = [&](int64_t h) {
     ir::Graph g("matmul_conv");
     const ir::ValueId x = g.add_input("x", {DTypeCode::kFloat32, {h, 8}});
     const ir::ValueId wv = g.add_constant("w", w);
-    const ir::ValueId y = g.node(*g.create_node("matmul", "mm", {x, wv}, 1, {}, {"y"})).outputs[0];
+    const ir::ValueId y =
+        g.node(*g.create_node("gemm", "mm", {x, wv}, 1, {{"transB", int64_t{1}}}, {"y"}))
+            .outputs[0];
     g.value(y).type = ir::TensorType{DTypeCode::kFloat32, {h, 16}};
     g.add_output(y);
     const ir::ValueId xc = g.add_input("xc", {DTypeCode::kFloat32, {1, 8, h, h}});
@@ -442,7 +445,7 @@ TEST(OnednnPackedWeights, TheInterpretersHeldStatesKeepThemAcrossSizes) {
   runtime::detail::Interpreted first = run(12, o);
   ASSERT_TRUE(first.status.is_ok()) << first.status.message();
   const uint64_t packs1 = dnn::packed_weight_stats().packs;
-  EXPECT_EQ(packs1, packs0 + 1);  // the matmul's weights; the conv's are read as they are
+  EXPECT_EQ(packs1, packs0 + 1);  // the gemm's weights; the conv's are read as they are
   runtime::detail::Interpreted second = run(20, o);  // `first` still holds its states
   ASSERT_TRUE(second.status.is_ok()) << second.status.message();
   EXPECT_EQ(dnn::packed_weight_stats().packs, packs1);

@@ -117,10 +117,11 @@ TEST(InterpretedFusions, AChangedConstantIsMatchedAgainNotReplayed) {
   expect_interpreted_matches_cpu(other, encoder(2, 5, 0.25F), grid_tensor({2, 5, kWidth}, 7));
 }
 
-// A matmul whose add reads a tensor of its own rows (a residual, not a bias row): fused, the
-// primitive could not take runtime dims and would be JIT code for each key's size, so the
-// interpreted tier leaves matmul and add apart (a compile fuses them).
-TEST(InterpretedFusions, NoFusedMatmulThatWouldNeedAPrimitivePerSize) {
+// A matmul whose add reads a tensor of its own rows (a residual, not a bias row): the
+// interpreted tier fuses them too, since its matmul over constant weights runs the own loops
+// (no primitive, so no runtime dims needed), and the fused node matches the cpu kernels'
+// unfused result.
+TEST(InterpretedFusions, AResidualMatmulFusesIntoTheOwnLoops) {
   ir::Graph g("residual");
   const ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {6, kWidth}});
   const ValueId r = g.add_input("r", ir::TensorType{DTypeCode::kFloat32, {6, 8}});
@@ -129,13 +130,110 @@ TEST(InterpretedFusions, NoFusedMatmulThatWouldNeedAPrimitivePerSize) {
   g.add_output(add_op(g, "add", "residual", {y, r}));
   passes::PassContext ctx;
   ASSERT_TRUE(passes::run_pipeline(g, "shape-inference", ctx).is_ok());
-  const ir::Graph compiled = lowered(g, {"onednn", "cpu"});
-  EXPECT_EQ(count_op(compiled, "fused_post_ops_internal"), 1);  // a compile fuses them
+  const ir::Graph unfused = g;
   Result<std::optional<runtime::detail::InterpretedFusions>> learned =
       runtime::detail::fuse_interpreted(g, {"onednn", "cpu"}, nullptr);
   ASSERT_TRUE(learned.is_ok()) << learned.status().message();
-  EXPECT_EQ(count_op(g, "fused_post_ops_internal"), 0);
-  EXPECT_EQ(count_op(g, "matmul"), 1);
+  EXPECT_EQ(count_op(g, "fused_post_ops_internal"), 1);
+  EXPECT_EQ(count_op(g, "matmul"), 0);
+  const runtime::TensorMap in{{"x", grid_tensor({6, kWidth}, 8)}, {"r", grid_tensor({6, 8}, 9)}};
+  runtime::CompileOptions o;
+  o.backends = {"onednn", "cpu"};
+  o.num_threads = 1;
+  const runtime::detail::Interpreted got = runtime::detail::interpret(g, in, o, nullptr);
+  ASSERT_TRUE(got.status.is_ok()) << got.status.message();
+  Result<runtime::Executable> ref = runtime::compile(unfused, uncached({"cpu"}));
+  ASSERT_TRUE(ref.is_ok()) << ref.status().message();
+  Result<runtime::TensorMap> want = ref->run(in);
+  ASSERT_TRUE(want.is_ok()) << want.status().message();
+  const std::string name = g.value(g.outputs()[0]).name;
+  const CompareResult c =
+      compare_tensors(got.outputs.at(name), want->at(name), tolerance_for(DTypeCode::kFloat32));
+  EXPECT_TRUE(c.ok) << c.message;
+}
+
+// The interpreted tier's matmul and gemm over constant weights run the own loops
+// (VecTable::gemm, no oneDNN primitive), fused post-op chains included: row counts around the
+// 6-row tile and the 24-row thread block, column counts around one and two vectors, K from 1
+// to 70, gemm's alpha, transB and C (a row, one value), each chain on 1 and 2 threads,
+// against the cpu kernels' unfused result. A gemm with beta 0.5 has no own form: oneDNN runs it.
+TEST(InterpretedFusions, OwnMatmulLoopsMatchTheReference) {
+  struct Case {
+    int64_t m, n, k;
+  };
+  const std::vector<Case> cases = {{1, 3, 1},   {5, 16, 20},  {6, 17, 70},
+                                   {7, 40, 20}, {25, 33, 64}, {50, 40, 3}};
+  const std::vector<std::vector<std::string>> chains = {
+      {},       {"bias", "relu"}, {"bias", "gelu"}, {"residual", "relu"},
+      {"tanh"}, {"sigmoid"},      {"gelu_tanh"}};
+  enum class Base { kMatmul, kGemmRow, kGemmScalar, kGemmHalfBeta };
+  uint32_t seed = 20;
+  for (const Case& c : cases) {
+    for (Base base : {Base::kMatmul, Base::kGemmRow, Base::kGemmScalar, Base::kGemmHalfBeta}) {
+      for (const std::vector<std::string>& chain : chains) {
+        ir::Graph g("own");
+        const ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {c.m, c.k}});
+        const ValueId r = g.add_input("r", ir::TensorType{DTypeCode::kFloat32, {c.m, c.n}});
+        ValueId y;
+        if (base == Base::kMatmul) {
+          y = add_op(g, "matmul", "mm", {x, g.add_constant("w", grid_tensor({c.k, c.n}, seed++))});
+        } else {
+          const Tensor cv =
+              base == Base::kGemmScalar ? Tensor::scalar(0.75F) : grid_tensor({c.n}, seed++);
+          ir::AttrMap a{{"transB", int64_t{1}}, {"alpha", 0.5}};
+          if (base == Base::kGemmHalfBeta) a["beta"] = 0.5;
+          y = add_op(
+              g, "gemm", "mm",
+              {x, g.add_constant("w", grid_tensor({c.n, c.k}, seed++)), g.add_constant("c", cv)},
+              a);
+        }
+        for (const std::string& step : chain) {
+          if (step == "bias") {
+            y = add_op(g, "add", "bias", {y, g.add_constant("b", grid_tensor({c.n}, seed++))});
+          } else if (step == "residual") {
+            y = add_op(g, "add", "residual", {y, r});
+          } else if (step == "gelu_tanh") {
+            y = add_op(g, "gelu", step, {y}, {{"approximate", std::string("tanh")}});
+          } else {
+            y = add_op(g, step, step, {y});
+          }
+        }
+        g.add_output(y);
+        // r feeds the residual chain only; elsewhere a second output keeps it an input.
+        g.add_output(add_op(g, "identity", "keep_r", {r}));
+        passes::PassContext ctx;
+        ASSERT_TRUE(passes::run_pipeline(g, "shape-inference", ctx).is_ok());
+        const ir::Graph unfused = g;
+        Result<std::optional<runtime::detail::InterpretedFusions>> learned =
+            runtime::detail::fuse_interpreted(g, {"onednn", "cpu"}, nullptr);
+        ASSERT_TRUE(learned.is_ok()) << learned.status().message();
+        if (base == Base::kMatmul && !chain.empty() && chain[0] == "residual") {
+          EXPECT_EQ(count_op(g, "fused_post_ops_internal"), 1);  // residual included
+          EXPECT_EQ(count_op(g, "add"), 0);
+        }
+        const runtime::TensorMap in{{"x", grid_tensor({c.m, c.k}, seed++)},
+                                    {"r", grid_tensor({c.m, c.n}, seed++)}};
+        Result<runtime::Executable> ref = runtime::compile(unfused, uncached({"cpu"}));
+        ASSERT_TRUE(ref.is_ok()) << ref.status().message();
+        Result<runtime::TensorMap> want = ref->run(in);
+        ASSERT_TRUE(want.is_ok()) << want.status().message();
+        const std::string name = g.value(g.outputs()[0]).name;
+        for (int threads : {1, 2}) {
+          runtime::CompileOptions o;
+          o.backends = {"onednn", "cpu"};
+          o.num_threads = threads;
+          const runtime::detail::Interpreted got = runtime::detail::interpret(g, in, o, nullptr);
+          ASSERT_TRUE(got.status.is_ok()) << got.status.message();
+          const CompareResult cmp = compare_tensors(got.outputs.at(name), want->at(name),
+                                                    tolerance_for(DTypeCode::kFloat32));
+          EXPECT_TRUE(cmp.ok) << c.m << "x" << c.n << "x" << c.k << " base "
+                              << static_cast<int>(base) << " chain " << chain.size() << " ("
+                              << (chain.empty() ? "" : chain.back()) << "), " << threads
+                              << " threads: " << cmp.message;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -236,6 +236,10 @@ TEST(OnednnMatmulShapeAgnostic, PrepareTakesTheStateAcceptsBuilt) {
   ASSERT_TRUE(prepared.is_ok()) << prepared.status().message();
   EXPECT_EQ(prepared->get(), built);
   EXPECT_EQ(accepted, nullptr);
+  // Prepared for one run over constant weights: the own loops, no oneDNN primitive.
+  EXPECT_EQ(
+      std::static_pointer_cast<backends::onednn::LinearPrimitive>(*prepared)->implementation(),
+      "frame:gemm");
   // Without the slot (a compile), accepts keeps nothing and prepare builds its own.
   ctx.accepted_state = nullptr;
   ASSERT_TRUE(k->supports(ctx).is_ok());

@@ -1,10 +1,11 @@
 // onednn kernel of attention_internal (src/ops/schemas/attention_internal.h): scaled dot-product
 // attention that keeps the scores in tiles. Work items are (batch index, block of query rows);
-// each computes its block's scores S = scale * Q_rows x KT (dnnl_sgemm), adds the bias, applies
-// the mask row by row, the softmax over the block's rows (Highway, VecTable::softmax_rows) and
-// multiplies by V straight into the output (dnnl_sgemm). The scores never leave a per-thread buffer
-// of rows x Sk floats, so the node's arena holds its output only, where the unfused chain held two
-// [..., Sq, Sk] tensors (docs/backends/onednn.md#attention).
+// each computes its block's scores S = scale * Q_rows x KT (VecTable::gemm), adds the bias,
+// applies the mask row by row, the softmax over the block's rows (VecTable::softmax_rows) and
+// multiplies by V straight into the output (VecTable::gemm), all Highway loops on the item's
+// thread. The scores never leave a per-thread buffer of rows x Sk floats, so the node's arena
+// holds its output only, where the unfused chain held two [..., Sq, Sk] tensors
+// (docs/backends/onednn.md#attention).
 
 #include <omp.h>
 
@@ -13,7 +14,6 @@
 #include <memory>
 #include <vector>
 
-#include "backends/onednn/dnnl_util.h"
 #include "backends/onednn/kernels/ew_vec.h"
 #include "frame/ops/kernel_registry.h"
 #include "ops/schemas/attention_internal.h"
@@ -28,6 +28,8 @@ using namespace ops::attention;
 // Query rows per work item: as many as keep one block's scores within kTileBytes (in L2 with
 // the V panel it multiplies), between 8 and 64.
 constexpr int64_t kTileBytes = int64_t{1} << 19;
+// Work items a node is split into at least, where it has the query rows (8 per item at least).
+constexpr int64_t kMinItems = 8;
 
 struct AttentionState {
   AttentionSpec spec;
@@ -47,11 +49,18 @@ Result<std::shared_ptr<void>> attention_prepare(const NodeContext& node) {
   if (s.has_mask) st->mask = broadcast_index(node.input_types[kMask].shape, s.scores);
   const int64_t fit = kTileBytes / static_cast<int64_t>(sizeof(float) * std::max<int64_t>(s.sk, 1));
   st->rows = std::clamp<int64_t>(fit, 8, 256);
+  // At least kMinItems items where the rows allow, so every thread gets one (an item runs on
+  // one thread).
+  const int64_t want_blocks =
+      (kMinItems + std::max<int64_t>(s.batch, 1) - 1) / std::max<int64_t>(s.batch, 1);
+  if (want_blocks > 1) {
+    st->rows = std::clamp<int64_t>((s.sq + want_blocks - 1) / want_blocks, 8, st->rows);
+  }
   st->blocks = (s.sq + st->rows - 1) / st->rows;
   st->vt = &vec_table();
   st->add = st->vt->binary[static_cast<size_t>(binary_index("add"))];
-  if (st->vt->softmax_rows == nullptr || st->add == nullptr) {
-    return node.error("no vector softmax row loop on this target ({})", st->vt->target);
+  if (st->vt->softmax_rows == nullptr || st->vt->gemm == nullptr || st->add == nullptr) {
+    return node.error("no vector softmax or gemm loop on this target ({})", st->vt->target);
   }
   return std::shared_ptr<void>(std::move(st));
 }
@@ -65,7 +74,7 @@ float* scores_buffer(size_t floats) {
 }
 
 // Work item `t`: batch index t / blocks, query rows [r0, r0 + rows) of it.
-Status run_item(const AttentionState& st, const KernelContext& ctx, int64_t t) {
+void run_item(const AttentionState& st, const KernelContext& ctx, int64_t t) {
   const AttentionSpec& s = st.spec;
   const int64_t b = t / st.blocks, r0 = (t % st.blocks) * st.rows;
   const int64_t rows = std::min(st.rows, s.sq - r0);
@@ -74,14 +83,11 @@ Status run_item(const AttentionState& st, const KernelContext& ctx, int64_t t) {
   const float* v = ctx.input(kV).data<float>() + b * s.sk * s.dv;
   float* o = ctx.outputs[0].data<float>() + (b * s.sq + r0) * s.dv;
   float* sc = scores_buffer(static_cast<size_t>(rows * s.sk));
-  if (s.d == 0) {
-    // Empty dot products: every score is 0 (dnnl_sgemm refuses K = 0).
-    std::fill_n(sc, rows * s.sk, 0.0F);
-  } else if (dnnl_sgemm('N', 'N', rows, s.sk, s.d, s.scale, q, s.d, kt, s.sk, 0.0F, sc, s.sk) !=
-             dnnl_success) {
-    return ctx.node->error("dnnl_sgemm failed for the scores ({} x {} x {})", rows, s.sk, s.d);
-  }
-  const size_t n = static_cast<size_t>(s.sk);
+  const auto m = static_cast<size_t>(rows), sk = static_cast<size_t>(s.sk);
+  const auto d = static_cast<size_t>(s.d), dv = static_cast<size_t>(s.dv);
+  // Empty dot products (d = 0) give scores of 0.
+  st.vt->gemm(m, sk, d, s.scale, q, d, kt, sk, sc, sk);
+  const size_t n = sk;
   for (int64_t r = 0; r < rows; ++r) {
     float* row = sc + r * s.sk;
     const int64_t i = r0 + r;
@@ -104,11 +110,7 @@ Status run_item(const AttentionState& st, const KernelContext& ctx, int64_t t) {
     }
   }
   st.vt->softmax_rows(sc, sc, n, static_cast<size_t>(rows));
-  if (dnnl_sgemm('N', 'N', rows, s.dv, s.sk, 1.0F, sc, s.sk, v, s.dv, 0.0F, o, s.dv) !=
-      dnnl_success) {
-    return ctx.node->error("dnnl_sgemm failed for the output ({} x {} x {})", rows, s.dv, s.sk);
-  }
-  return Status();
+  st.vt->gemm(m, dv, sk, 1.0F, sc, sk, v, dv, o, dv);
 }
 
 Status attention_kernel(KernelContext& ctx) {
@@ -120,27 +122,18 @@ Status attention_kernel(KernelContext& ctx) {
     std::fill_n(ctx.output(0).data<float>(), ctx.output(0).numel(), 0.0F);
     return Status();
   }
-  // Items across threads, each sgemm on its own thread (nested regions run inline); with
-  // fewer items than threads, items in turn with sgemm's own threads.
-  const int nt = ctx.num_threads;
-  if (nt <= 1 || items < nt) {
-    for (int64_t t = 0; t < items; ++t) FRAME_RETURN_IF_ERROR(run_item(st, ctx, t));
+  // Items across threads.
+  const int nt = static_cast<int>(std::min<int64_t>(ctx.num_threads, items));
+  if (nt <= 1) {
+    for (int64_t t = 0; t < items; ++t) run_item(st, ctx, t);
     return Status();
   }
-  Status first;
 #pragma omp parallel num_threads(nt)
   {
     const int id = omp_get_thread_num(), team = omp_get_num_threads();
-    for (int64_t t = items * id / team; t < items * (id + 1) / team; ++t) {
-      Status s = run_item(st, ctx, t);
-      if (!s.is_ok()) {
-#pragma omp critical(frame_attention_error)
-        if (first.is_ok()) first = std::move(s);
-        break;
-      }
-    }
+    for (int64_t t = items * id / team; t < items * (id + 1) / team; ++t) run_item(st, ctx, t);
   }
-  return first;
+  return Status();
 }
 
 FRAME_REGISTER_KERNEL(attention_internal, "onednn", attention_kernel)

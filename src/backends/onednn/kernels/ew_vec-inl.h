@@ -621,6 +621,100 @@ HWY_NOINLINE void layer_norm_row_loop(const float* x, float* y, size_t n, float 
   }
 }
 
+/// One tile of VecTable::gemm: MR rows of C by NV vectors of columns, summed over all k in
+/// registers (MR * NV accumulators), then scaled by alpha (skipped where alpha is 1) and
+/// stored. The last vector holds `last` columns (all lanes where Full): masked loads of B and
+/// a masked store of C there.
+template <size_t MR, size_t NV, bool Full>
+HWY_INLINE void gemm_tile(size_t k, float alpha, const float* a, size_t lda, const float* b,
+                          size_t ldb, float* c, size_t ldc, size_t last) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  const size_t lanes = hn::Lanes(d);
+  V acc[MR][NV];
+  for (size_t r = 0; r < MR; ++r) {
+    for (size_t v = 0; v < NV; ++v) acc[r][v] = hn::Zero(d);
+  }
+  for (size_t p = 0; p < k; ++p) {
+    const float* bp = b + p * ldb;
+    V bv[NV];
+    for (size_t v = 0; v + 1 < NV; ++v) bv[v] = hn::LoadU(d, bp + v * lanes);
+    bv[NV - 1] =
+        Full ? hn::LoadU(d, bp + (NV - 1) * lanes) : load_n(d, bp + (NV - 1) * lanes, last);
+    for (size_t r = 0; r < MR; ++r) {
+      const V av = hn::Set(d, a[r * lda + p]);
+      for (size_t v = 0; v < NV; ++v) acc[r][v] = hn::MulAdd(av, bv[v], acc[r][v]);
+    }
+  }
+  const V va = hn::Set(d, alpha);
+  for (size_t r = 0; r < MR; ++r) {
+    float* cr = c + r * ldc;
+    for (size_t v = 0; v < NV; ++v) {
+      const V y = alpha == 1.0f ? acc[r][v] : hn::Mul(acc[r][v], va);
+      if (Full || v + 1 < NV) {
+        hn::StoreU(y, d, cr + v * lanes);
+      } else {
+        store_n(d, y, cr + v * lanes, last);
+      }
+    }
+  }
+}
+
+// Rows of C per tile, and the tile for `rows` (< kGemmRows) rows and `nv` vectors.
+constexpr size_t kGemmRows = 6;
+
+template <size_t NV, bool Full>
+HWY_INLINE void gemm_rows(size_t rows, size_t k, float alpha, const float* a, size_t lda,
+                          const float* b, size_t ldb, float* c, size_t ldc, size_t last) {
+  switch (rows) {
+    case 6:
+      return gemm_tile<6, NV, Full>(k, alpha, a, lda, b, ldb, c, ldc, last);
+    case 5:
+      return gemm_tile<5, NV, Full>(k, alpha, a, lda, b, ldb, c, ldc, last);
+    case 4:
+      return gemm_tile<4, NV, Full>(k, alpha, a, lda, b, ldb, c, ldc, last);
+    case 3:
+      return gemm_tile<3, NV, Full>(k, alpha, a, lda, b, ldb, c, ldc, last);
+    case 2:
+      return gemm_tile<2, NV, Full>(k, alpha, a, lda, b, ldb, c, ldc, last);
+    default:
+      return gemm_tile<1, NV, Full>(k, alpha, a, lda, b, ldb, c, ldc, last);
+  }
+}
+
+/// VecTable::gemm. Columns in strips of two vectors (the strip of B, k rows, stays in L1 while
+/// every row block of A passes over it), rows in tiles of kGemmRows; the last strip takes one
+/// or two vectors, its last one masked.
+HWY_NOINLINE void gemm_loop(size_t m, size_t n, size_t k, float alpha, const float* a, size_t lda,
+                            const float* b, size_t ldb, float* c, size_t ldc) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  const size_t strip = 2 * lanes;
+  for (size_t j = 0; j < n; j += strip) {
+    const size_t w = std::min(strip, n - j);
+    const size_t nv = (w + lanes - 1) / lanes;
+    const size_t last = w - (nv - 1) * lanes;
+    const bool full = last == lanes;
+    for (size_t i = 0; i < m; i += kGemmRows) {
+      const size_t rows = std::min(kGemmRows, m - i);
+      const float* ai = a + i * lda;
+      const float* bj = b + j;
+      float* cij = c + i * ldc + j;
+      if (nv == 2) {
+        if (full) {
+          gemm_rows<2, true>(rows, k, alpha, ai, lda, bj, ldb, cij, ldc, last);
+        } else {
+          gemm_rows<2, false>(rows, k, alpha, ai, lda, bj, ldb, cij, ldc, last);
+        }
+      } else if (full) {
+        gemm_rows<1, true>(rows, k, alpha, ai, lda, bj, ldb, cij, ldc, last);
+      } else {
+        gemm_rows<1, false>(rows, k, alpha, ai, lda, bj, ldb, cij, ldc, last);
+      }
+    }
+  }
+}
+
 /// VecTable::panel_gemv. Four panels at a time (four independent sums per vector column), each
 /// column of kPanelWidth rows in vectors of up to kPanelWidth lanes (SSE4 and AVX2 take two or
 /// four passes over x).

@@ -44,6 +44,7 @@ const VecTable* get_vec_table() {
     t.dw_plane = &dw_plane_loop;
     t.dw_nhwc = &dw_nhwc_loop;
     t.panel_gemv = &panel_gemv_loop;
+    t.gemm = &gemm_loop;
     constexpr auto f32 = static_cast<size_t>(DTypeCode::kFloat32);
     constexpr auto f16 = static_cast<size_t>(DTypeCode::kFloat16);
     constexpr auto bf16 = static_cast<size_t>(DTypeCode::kBFloat16);

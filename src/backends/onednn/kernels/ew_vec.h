@@ -116,6 +116,14 @@ struct VecTable {
   /// transposed, so a step reads each weight once, in order, as whole vectors.
   void (*panel_gemv)(const float* panels, size_t npanels, size_t k, const float* x,
                      float* y) = nullptr;
+  /// c[i][j] = alpha * sum over p < k of a[i][p] * b[p][j] for i < m, j < n: fp32, row-major,
+  /// rows lda / ldb / ldc floats apart, c overwritten (not read), k = 0 gives zeros. One
+  /// thread; the products of each c[i][j] are summed in order of p, then scaled. For the
+  /// small products of a first-seen shape (attention's scores and output, an interpreted
+  /// matmul over constant weights), where dnnl_sgemm's first call in a process JITs its whole
+  /// kernel set (25-80 ms here) and a primitive per size would JIT too.
+  void (*gemm)(size_t m, size_t n, size_t k, float alpha, const float* a, size_t lda,
+               const float* b, size_t ldb, float* c, size_t ldc) = nullptr;
   /// ONNX Cast between float32 and float16 / bfloat16, indexed [from][to] by DTypeCode:
   /// rounding to nearest even, NaN stays NaN, float16 overflow to infinity and subnormals as
   /// IEEE 754 (the same results as Half / BFloat16 in frame/core/dtype.h, which the cpu cast

@@ -21,10 +21,12 @@
 #include <vector>
 
 #include "backends/onednn/dnnl_util.h"
+#include "backends/onednn/kernels/ew_vec.h"
 #include "backends/onednn/kernels/linear_kernels.h"
 #include "backends/onednn/kernels/pd_cache.h"
 #include "backends/onednn/kernels/primitive_util.h"
 #include "frame/ops/lowering_pattern.h"
+#include "frame/ops/parallel.h"
 
 namespace frame::backends::onednn {
 namespace {
@@ -64,8 +66,77 @@ class MatmulPrimitive final : public LinearPrimitive {
     return Status();
   }
 
+  // Own loops (make_own_matmul, a node prepared for one run): y = alpha * A B (+ C) by
+  // VecTable::gemm over blocks of rows, then the post-ops on each block while it is in cache.
+  // B is [K, N] row-major: input 1 as stored, or a transB gemm's B transposed once (b_own).
+  struct OwnPost {
+    ops::fused::PostOpKind kind = ops::fused::PostOpKind::kAdd;
+    VecUnaryFn unary = nullptr;  // the activation's loop (not for kAdd)
+    const void* functor = nullptr;
+  };
+  bool own = false;
+  const VecTable* vt = nullptr;
+  std::shared_ptr<const OwnPackedWeights> b_own;
+  std::vector<OwnPost> own_post;
+  ops::ew::AddOp<float> add_functor{};
+  ops::ew::ReluOp<float> relu_functor{};
+  ops::ew::TanhOp<float> tanh_functor{};
+  ops::ew::SigmoidOp<float> sigmoid_functor{};
+  ops::ew::GeluOp<float> gelu_functor{}, gelu_tanh_functor{};
+
+  // Rows [i0, i1) of the output: the product, C, then the post-ops in order.
+  void run_own_rows(KernelContext& ctx, int64_t i0, int64_t i1) const {
+    const auto rows = static_cast<size_t>(i1 - i0), kk = static_cast<size_t>(k),
+               nn = static_cast<size_t>(n);
+    const float* b = b_own != nullptr ? b_own->data.data() : ctx.input(1).data<float>();
+    float* y = ctx.output(0).data<float>() + i0 * n;
+    vt->gemm(rows, nn, kk, alpha, ctx.input(0).data<float>() + i0 * k, kk, b, nn, y, nn);
+    const VecBinaryFn add = vt->binary[static_cast<size_t>(binary_index("add"))];
+    if (c_numel > 0) {
+      const float* c = ctx.input(2).data<float>();
+      for (size_t r = 0; r < rows; ++r) {
+        float* yr = y + r * nn;
+        if (c_numel == 1) {
+          for (size_t j = 0; j < nn; ++j) yr[j] += c[0];
+        } else {
+          add(yr, c, yr, nn, &add_functor);
+        }
+      }
+    }
+    for (const OwnPost& o : own_post) {
+      if (o.kind != ops::fused::PostOpKind::kAdd) {
+        o.unary(y, y, rows * nn, o.functor);
+        continue;
+      }
+      const Tensor& res = ctx.input(ops::fused::kResidualInput);
+      const float* r = res.data<float>();
+      if (res.numel() == n) {  // a row, broadcast along the rows
+        for (size_t i = 0; i < rows; ++i) add(y + i * nn, r, y + i * nn, nn, &add_functor);
+      } else {
+        add(y, r + i0 * n, y, rows * nn, &add_functor);
+      }
+    }
+  }
+
+  Status run_own(KernelContext& ctx) const {
+    const int64_t m = ctx.output(0).numel() / n;
+    // Blocks of kOwnRows rows (four gemm tiles), one thread each; one thread below
+    // kOwnSerialMacs multiply-adds.
+    constexpr int64_t kOwnRows = 24;
+    constexpr int64_t kOwnSerialMacs = int64_t{1} << 16;
+    const int64_t blocks = (m + kOwnRows - 1) / kOwnRows;
+    const int threads = m * n * k < kOwnSerialMacs ? 1 : ctx.num_threads;
+    ops::parallel_for(blocks, threads, [&](int64_t t) {
+      run_own_rows(ctx, t * kOwnRows, std::min(m, (t + 1) * kOwnRows));
+    });
+    return Status();
+  }
+
+  std::string_view implementation() const override { return own ? "frame:gemm" : ""; }
+
   Status run(KernelContext& ctx) const override {
     const NodeContext& node = *ctx.node;
+    if (own) return run_own(ctx);
     if (gemv) return run_gemv(ctx);
     try {
       const memory a = wrap(a_md, ctx.input(0));
@@ -101,6 +172,79 @@ struct MatmulEntry {
   int residual_post = -1;  // post-op index of the residual add, or -1
 };
 using MatmulCache = PdCache<MatmulEntry>;
+
+}  // namespace
+
+namespace {
+
+// Sets `p` up for its own loops (MatmulPrimitive::run_own): y [M, N] = alpha * A [M, K] B [K, N]
+// (+ C: one value or a row of N) then `post`; B is `b` ([N, K] where `tb`, transposed once).
+// False, leaving `p` to the primitive, where a post-op or C has no own form.
+bool own_matmul(MatmulPrimitive& p, const NodeContext& ctx,
+                std::span<const ops::fused::PostOp> post, bool tb, const Tensor& b, int64_t k,
+                int64_t n, bool use_c, float alpha) {
+  using ops::fused::PostOpKind;
+  const VecTable& vt = vec_table();
+  if (vt.gemm == nullptr || binary_index("add") < 0 ||
+      vt.binary[static_cast<size_t>(binary_index("add"))] == nullptr || k <= 0 || n <= 0) {
+    return false;
+  }
+  const int64_t c_numel = use_c ? numel_of(ctx.input_types[2].shape) : 0;
+  if (use_c && c_numel != 1 && c_numel != n) return false;
+  const auto unary = [&](std::string_view op) {
+    const int i = unary_index(op);
+    return i < 0 ? nullptr : vt.unary[static_cast<size_t>(i)];
+  };
+  p.gelu_tanh_functor.tanh_approx = true;
+  std::vector<MatmulPrimitive::OwnPost> chain;
+  for (const ops::fused::PostOp& o : post) {
+    MatmulPrimitive::OwnPost q;
+    q.kind = o.kind;
+    switch (o.kind) {
+      case PostOpKind::kAdd: {
+        const int64_t r = numel_of(ctx.input_types[ops::fused::kResidualInput].shape);
+        if (r != n && r != numel_of(ctx.input_types[0].shape) / k * n) return false;
+        break;
+      }
+      case PostOpKind::kRelu:
+        q.unary = unary("relu"), q.functor = &p.relu_functor;
+        break;
+      case PostOpKind::kTanh:
+        q.unary = unary("tanh"), q.functor = &p.tanh_functor;
+        break;
+      case PostOpKind::kSigmoid:
+        q.unary = unary("sigmoid"), q.functor = &p.sigmoid_functor;
+        break;
+      case PostOpKind::kGelu:
+        q.unary = unary("gelu"), q.functor = &p.gelu_functor;
+        break;
+      case PostOpKind::kGeluTanh:
+        q.unary = unary("gelu"), q.functor = &p.gelu_tanh_functor;
+        break;
+      default:
+        return false;
+    }
+    if (o.kind != PostOpKind::kAdd && q.unary == nullptr) return false;
+    chain.push_back(q);
+  }
+  if (tb) {
+    p.b_own = pack_weights_own(b, fmt::format("matmul_kn {} {}", k, n), static_cast<size_t>(k * n),
+                               [&](float* out) {
+                                 const float* src = b.data<float>();
+                                 for (int64_t j = 0; j < n; ++j) {
+                                   for (int64_t i = 0; i < k; ++i) out[i * n + j] = src[j * k + i];
+                                 }
+                               });
+  }
+  p.own = true;
+  p.vt = &vt;
+  p.own_post = std::move(chain);
+  p.k = k;
+  p.n = n;
+  p.c_numel = c_numel;
+  p.alpha = alpha;
+  return true;
+}
 
 }  // namespace
 
@@ -184,6 +328,17 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
                              const memory::dims ad = a_md.dims(), bd = b_user.dims();
                              return std::equal(ad.begin(), ad.end() - 2, bd.begin());
                            }();
+  // A node prepared for one run (the interpreted tier, NodeContext::run_once) over a constant
+  // [K, N] B with a 2-D A: own loops (MatmulPrimitive::run_own) instead of a primitive. oneDNN
+  // would run runtime M on its gemm, whose first call in a process JITs every gemm kernel
+  // (25-80 ms here), and it took 1.4x (2.5x for a [128, 64] x [64, 64] gemm) the time of the
+  // own loops at a BERT-style encoder's sizes.
+  if (ctx.run_once && bc != nullptr && a_md.dims().size() == 2 && b_user.dims().size() == 2 &&
+      !ta && (!use_c || beta == 1.0) &&
+      own_matmul(*p, ctx, post, gemm && ctx.attr_or<int64_t>("transB", 0) != 0, *bc, a_md.dims()[1],
+                 y_md.dims()[1], use_c, static_cast<float>(scale))) {
+    return std::shared_ptr<LinearPrimitive>(p);
+  }
   // One row of A over a constant B (a classifier's batch-1 Gemm, + bias, + relu): a
   // matrix-vector product bound by reading B once. dnnl_sgemm streams B as stored (6.95 ms for
   // AlexNet's [1, 9216] x [9216, 4096] on one thread here) where the matmul primitive over
