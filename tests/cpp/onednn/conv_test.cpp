@@ -410,11 +410,11 @@ TEST(OnednnPackedWeights, OneObjectPerConstantAndLayout) {
 TEST(OnednnPackedWeights, TheInterpretersHeldStatesKeepThemAcrossSizes) {
   // The interpreted tier (ADR 0007 stage C) prepares every node per run; a Session holds its
   // last runs' prepared states (HeldStates), so the next size finds the packed weights instead of
-  // rearranging them again. A transB gemm over constant weights transposes them once (the own
-  // matmul loops read B as [K, N]); the interpreted tier's conv (conv_agnostic.cpp) reads its
-  // weights as they are and packs nothing.
+  // rearranging them again. A transB gemm over constant weights is packed once into the own
+  // matmul loops' strips (VecTable::gemm_packed); the interpreted tier's conv
+  // (conv_agnostic.cpp) reads its weights as they are and packs nothing.
   namespace dnn = backends::onednn;
-  const Tensor w = grid_tensor({16, 8}, 13);  // a transB gemm's: the own loops transpose it
+  const Tensor w = grid_tensor({16, 8}, 13);  // a transB gemm's
   const Tensor wc = grid_tensor({16, 8, 3, 3}, 14);
   const auto graph = [&](int64_t h) {
     ir::Graph g("matmul_conv");

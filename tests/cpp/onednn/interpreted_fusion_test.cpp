@@ -154,15 +154,16 @@ TEST(InterpretedFusions, AResidualMatmulFusesIntoTheOwnLoops) {
 
 // The interpreted tier's matmul and gemm over constant weights run the own loops
 // (VecTable::gemm, no oneDNN primitive), fused post-op chains included: row counts around the
-// 6-row tile and the 24-row thread block, column counts around one and two vectors, K from 1
-// to 70, gemm's alpha, transB and C (a row, one value), each chain on 1 and 2 threads,
-// against the cpu kernels' unfused result. A gemm with beta 0.5 has no own form: oneDNN runs it.
+// 6-row tile, the 24-row thread block and the 96-row cache block, column counts around one
+// and two vectors, K from 1 to 300 (two 256-deep blocks), gemm's alpha, transB and C (a row, one
+// value), each chain on 1 and 2 threads, against the cpu kernels' unfused result. A gemm with beta
+// 0.5 has no own form: oneDNN runs it.
 TEST(InterpretedFusions, OwnMatmulLoopsMatchTheReference) {
   struct Case {
     int64_t m, n, k;
   };
-  const std::vector<Case> cases = {{1, 3, 1},   {5, 16, 20},  {6, 17, 70},
-                                   {7, 40, 20}, {25, 33, 64}, {50, 40, 3}};
+  const std::vector<Case> cases = {{1, 3, 1},    {5, 16, 20}, {6, 17, 70},  {7, 40, 20},
+                                   {25, 33, 64}, {50, 40, 3}, {100, 9, 300}};
   const std::vector<std::vector<std::string>> chains = {
       {},       {"bias", "relu"}, {"bias", "gelu"}, {"residual", "relu"},
       {"tanh"}, {"sigmoid"},      {"gelu_tanh"}};

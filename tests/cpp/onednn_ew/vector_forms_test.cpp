@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/onednn/kernels/ew_vec.h"
 #include "common/op_runner.h"
 #include "common/tolerance.h"
 #include "cpp/onednn_ew/ew_test_util.h"
@@ -224,6 +225,67 @@ TEST(VectorForms, SoftmaxRowsAndDepthwisePlanesOnEveryTarget) {
       call.run_once = true;
       expect_matches_cpu(call, t + " depthwise " + shape_to_string(c.x) + " k" +
                                    std::to_string(c.k) + " s" + std::to_string(c.stride));
+    }
+    hwy::SetSupportedTargetsForTest(0);
+  }
+}
+
+// VecTable::gemm (row-major B, attention's products) and gemm_packed over gemm_pack's strips
+// (constant weights) on every target, against a double-precision sum: row tails of the 6-row
+// tile and of the 96-row block, column tails of one and two vectors, K of 0 (zeros), within
+// one 256-deep block and over three, alpha, and leading dims wider than the rows.
+TEST(VectorForms, GemmLoopsOnEveryTarget) {
+  struct Case {
+    size_t m, n, k;
+  };
+  const std::vector<Case> cases = {{1, 1, 1},     {5, 3, 7},     {6, 16, 64}, {7, 17, 33},
+                                   {13, 40, 256}, {97, 33, 300}, {3, 8, 0},   {100, 65, 600}};
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    const backends::onednn::VecTable& vt = backends::onednn::vec_table();
+    ASSERT_NE(vt.gemm, nullptr);
+    ASSERT_NE(vt.gemm_packed, nullptr);
+    ASSERT_GT(vt.gemm_strip, 0u);
+    for (const Case& c : cases) {
+      const size_t lda = c.k + 3, ldb = c.n + 5, ldc = c.n + 2;
+      std::vector<float> a(c.m * lda), b(std::max<size_t>(c.k, 1) * ldb);
+      for (float& v : a) v = dist(rng);
+      for (float& v : b) v = dist(rng);
+      const float alpha = 0.75f;
+      std::vector<double> want(c.m * c.n, 0.0);
+      for (size_t i = 0; i < c.m; ++i) {
+        for (size_t j = 0; j < c.n; ++j) {
+          double sum = 0.0;
+          for (size_t p = 0; p < c.k; ++p) sum += double(a[i * lda + p]) * b[p * ldb + j];
+          want[i * c.n + j] = alpha * sum;
+        }
+      }
+      const size_t strips = (c.n + vt.gemm_strip - 1) / vt.gemm_strip;
+      std::vector<float> panels(strips * c.k * vt.gemm_strip);
+      vt.gemm_pack(b.data(), ldb, c.k, c.n, panels.data());
+      for (bool packed : {false, true}) {
+        std::vector<float> got(c.m * ldc, 42.0f);  // overwritten, never read (k = 0 too)
+        if (packed) {
+          vt.gemm_packed(c.m, c.n, c.k, alpha, a.data(), lda, panels.data(), got.data(), ldc);
+        } else {
+          vt.gemm(c.m, c.n, c.k, alpha, a.data(), lda, b.data(), ldb, got.data(), ldc);
+        }
+        double worst = 0.0;
+        for (size_t i = 0; i < c.m; ++i) {
+          for (size_t j = 0; j < c.n; ++j) {
+            worst = std::max(worst, std::abs(got[i * ldc + j] - want[i * c.n + j]));
+          }
+          for (size_t j = c.n; j < ldc; ++j) {
+            EXPECT_EQ(got[i * ldc + j], 42.0f) << "wrote past column " << c.n;
+          }
+        }
+        // Sums of k products of |x| <= 1 in f32: within k * 2^-23 of the exact sum, and more.
+        EXPECT_LE(worst, 1e-6 * (double(c.k) + 1.0) * 4.0)
+            << hwy::TargetName(target) << " " << c.m << "x" << c.n << "x" << c.k
+            << (packed ? " packed" : "");
+      }
     }
     hwy::SetSupportedTargetsForTest(0);
   }

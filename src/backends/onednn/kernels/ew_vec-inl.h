@@ -621,11 +621,12 @@ HWY_NOINLINE void layer_norm_row_loop(const float* x, float* y, size_t n, float 
   }
 }
 
-/// One tile of VecTable::gemm: MR rows of C by NV vectors of columns, summed over all k in
-/// registers (MR * NV accumulators), then scaled by alpha (skipped where alpha is 1) and
-/// stored. The last vector holds `last` columns (all lanes where Full): masked loads of B and
-/// a masked store of C there.
-template <size_t MR, size_t NV, bool Full>
+/// One tile of VecTable::gemm: MR rows of C by NV vectors of columns, summed over k in
+/// registers (MR * NV accumulators), scaled by alpha (skipped where alpha is 1), then stored, or
+/// added to what C holds where Acc (a later block of K). The last vector holds `last` columns
+/// (all lanes where FullC): a masked store of C there, and masked loads of B unless FullB (B
+/// packed in strips padded with zeros).
+template <size_t MR, size_t NV, bool FullB, bool FullC, bool Acc>
 HWY_INLINE void gemm_tile(size_t k, float alpha, const float* a, size_t lda, const float* b,
                           size_t ldb, float* c, size_t ldc, size_t last) {
   const hn::ScalableTag<float> d;
@@ -640,7 +641,7 @@ HWY_INLINE void gemm_tile(size_t k, float alpha, const float* a, size_t lda, con
     V bv[NV];
     for (size_t v = 0; v + 1 < NV; ++v) bv[v] = hn::LoadU(d, bp + v * lanes);
     bv[NV - 1] =
-        Full ? hn::LoadU(d, bp + (NV - 1) * lanes) : load_n(d, bp + (NV - 1) * lanes, last);
+        FullB ? hn::LoadU(d, bp + (NV - 1) * lanes) : load_n(d, bp + (NV - 1) * lanes, last);
     for (size_t r = 0; r < MR; ++r) {
       const V av = hn::Set(d, a[r * lda + p]);
       for (size_t v = 0; v < NV; ++v) acc[r][v] = hn::MulAdd(av, bv[v], acc[r][v]);
@@ -650,8 +651,12 @@ HWY_INLINE void gemm_tile(size_t k, float alpha, const float* a, size_t lda, con
   for (size_t r = 0; r < MR; ++r) {
     float* cr = c + r * ldc;
     for (size_t v = 0; v < NV; ++v) {
-      const V y = alpha == 1.0f ? acc[r][v] : hn::Mul(acc[r][v], va);
-      if (Full || v + 1 < NV) {
+      const bool whole = FullC || v + 1 < NV;
+      V y = alpha == 1.0f ? acc[r][v] : hn::Mul(acc[r][v], va);
+      if (Acc) {
+        y = hn::Add(whole ? hn::LoadU(d, cr + v * lanes) : load_n(d, cr + v * lanes, last), y);
+      }
+      if (whole) {
         hn::StoreU(y, d, cr + v * lanes);
       } else {
         store_n(d, y, cr + v * lanes, last);
@@ -660,57 +665,110 @@ HWY_INLINE void gemm_tile(size_t k, float alpha, const float* a, size_t lda, con
   }
 }
 
-// Rows of C per tile, and the tile for `rows` (< kGemmRows) rows and `nv` vectors.
+// Rows of C per tile, and the tile for `rows` (<= kGemmRows) rows.
 constexpr size_t kGemmRows = 6;
 
-template <size_t NV, bool Full>
+template <size_t NV, bool FullB, bool FullC, bool Acc>
 HWY_INLINE void gemm_rows(size_t rows, size_t k, float alpha, const float* a, size_t lda,
                           const float* b, size_t ldb, float* c, size_t ldc, size_t last) {
   switch (rows) {
     case 6:
-      return gemm_tile<6, NV, Full>(k, alpha, a, lda, b, ldb, c, ldc, last);
+      return gemm_tile<6, NV, FullB, FullC, Acc>(k, alpha, a, lda, b, ldb, c, ldc, last);
     case 5:
-      return gemm_tile<5, NV, Full>(k, alpha, a, lda, b, ldb, c, ldc, last);
+      return gemm_tile<5, NV, FullB, FullC, Acc>(k, alpha, a, lda, b, ldb, c, ldc, last);
     case 4:
-      return gemm_tile<4, NV, Full>(k, alpha, a, lda, b, ldb, c, ldc, last);
+      return gemm_tile<4, NV, FullB, FullC, Acc>(k, alpha, a, lda, b, ldb, c, ldc, last);
     case 3:
-      return gemm_tile<3, NV, Full>(k, alpha, a, lda, b, ldb, c, ldc, last);
+      return gemm_tile<3, NV, FullB, FullC, Acc>(k, alpha, a, lda, b, ldb, c, ldc, last);
     case 2:
-      return gemm_tile<2, NV, Full>(k, alpha, a, lda, b, ldb, c, ldc, last);
+      return gemm_tile<2, NV, FullB, FullC, Acc>(k, alpha, a, lda, b, ldb, c, ldc, last);
     default:
-      return gemm_tile<1, NV, Full>(k, alpha, a, lda, b, ldb, c, ldc, last);
+      return gemm_tile<1, NV, FullB, FullC, Acc>(k, alpha, a, lda, b, ldb, c, ldc, last);
   }
 }
 
-/// VecTable::gemm. Columns in strips of two vectors (the strip of B, k rows, stays in L1 while
-/// every row block of A passes over it), rows in tiles of kGemmRows; the last strip takes one
-/// or two vectors, its last one masked.
-HWY_NOINLINE void gemm_loop(size_t m, size_t n, size_t k, float alpha, const float* a, size_t lda,
-                            const float* b, size_t ldb, float* c, size_t ldc) {
-  const hn::ScalableTag<float> d;
-  const size_t lanes = hn::Lanes(d);
-  const size_t strip = 2 * lanes;
+// Columns per strip of VecTable::gemm (two vectors).
+HWY_INLINE size_t gemm_strip() { return 2 * hn::Lanes(hn::ScalableTag<float>()); }
+
+// Products of rows [p0, p0 + kb) of B over rows [0, m) of C: strips of two vectors of columns
+// (the strip of B stays in L1 while every row tile passes over it), rows in tiles of
+// kGemmRows; the last strip takes one or two vectors, its last one masked. B is row-major
+// (ldb), or where Packed in strips of k rows of gemm_strip() columns each (VecTable::gemm_packed).
+template <bool Acc, bool Packed>
+HWY_INLINE void gemm_block(size_t m, size_t n, size_t k, size_t p0, size_t kb, float alpha,
+                           const float* a, size_t lda, const float* b, size_t ldb, float* c,
+                           size_t ldc) {
+  const size_t lanes = hn::Lanes(hn::ScalableTag<float>());
+  const size_t strip = gemm_strip();
   for (size_t j = 0; j < n; j += strip) {
     const size_t w = std::min(strip, n - j);
     const size_t nv = (w + lanes - 1) / lanes;
     const size_t last = w - (nv - 1) * lanes;
     const bool full = last == lanes;
+    const float* bj = Packed ? b + ((j / strip) * k + p0) * strip : b + p0 * ldb + j;
+    const size_t ldbj = Packed ? strip : ldb;
     for (size_t i = 0; i < m; i += kGemmRows) {
       const size_t rows = std::min(kGemmRows, m - i);
-      const float* ai = a + i * lda;
-      const float* bj = b + j;
+      const float* ai = a + i * lda + p0;
       float* cij = c + i * ldc + j;
       if (nv == 2) {
         if (full) {
-          gemm_rows<2, true>(rows, k, alpha, ai, lda, bj, ldb, cij, ldc, last);
+          gemm_rows<2, true, true, Acc>(rows, kb, alpha, ai, lda, bj, ldbj, cij, ldc, last);
         } else {
-          gemm_rows<2, false>(rows, k, alpha, ai, lda, bj, ldb, cij, ldc, last);
+          gemm_rows<2, Packed, false, Acc>(rows, kb, alpha, ai, lda, bj, ldbj, cij, ldc, last);
         }
       } else if (full) {
-        gemm_rows<1, true>(rows, k, alpha, ai, lda, bj, ldb, cij, ldc, last);
+        gemm_rows<1, true, true, Acc>(rows, kb, alpha, ai, lda, bj, ldbj, cij, ldc, last);
       } else {
-        gemm_rows<1, false>(rows, k, alpha, ai, lda, bj, ldb, cij, ldc, last);
+        gemm_rows<1, Packed, false, Acc>(rows, kb, alpha, ai, lda, bj, ldbj, cij, ldc, last);
       }
+    }
+  }
+}
+
+// K per block of VecTable::gemm, and rows of C per block: a block of A (kGemmBlockRows x
+// kGemmDepth floats, 96 KiB) stays in L2 while every strip of B passes over it, and a strip of
+// B (kGemmDepth x two vectors) in L1.
+constexpr size_t kGemmDepth = 256;
+constexpr size_t kGemmBlockRows = 96;
+
+// VecTable::gemm (Packed false) and gemm_packed: K in blocks of kGemmDepth (the first stores C,
+// the next add to it), rows in blocks of kGemmBlockRows. Where K fits one block, each c[i][j]
+// is alpha * (the products summed in order of p).
+template <bool Packed>
+HWY_INLINE void gemm_all(size_t m, size_t n, size_t k, float alpha, const float* a, size_t lda,
+                         const float* b, size_t ldb, float* c, size_t ldc) {
+  for (size_t i0 = 0; i0 < m; i0 += kGemmBlockRows) {
+    const size_t rows = std::min(kGemmBlockRows, m - i0);
+    const float* ai = a + i0 * lda;
+    float* ci = c + i0 * ldc;
+    gemm_block<false, Packed>(rows, n, k, 0, std::min(k, kGemmDepth), alpha, ai, lda, b, ldb, ci,
+                              ldc);
+    for (size_t p0 = kGemmDepth; p0 < k; p0 += kGemmDepth) {
+      gemm_block<true, Packed>(rows, n, k, p0, std::min(kGemmDepth, k - p0), alpha, ai, lda, b, ldb,
+                               ci, ldc);
+    }
+  }
+}
+
+HWY_NOINLINE void gemm_loop(size_t m, size_t n, size_t k, float alpha, const float* a, size_t lda,
+                            const float* b, size_t ldb, float* c, size_t ldc) {
+  gemm_all<false>(m, n, k, alpha, a, lda, b, ldb, c, ldc);
+}
+
+HWY_NOINLINE void gemm_packed_loop(size_t m, size_t n, size_t k, float alpha, const float* a,
+                                   size_t lda, const float* panels, float* c, size_t ldc) {
+  gemm_all<true>(m, n, k, alpha, a, lda, panels, 0, c, ldc);
+}
+
+HWY_NOINLINE void gemm_pack_loop(const float* b, size_t ldb, size_t k, size_t n, float* panels) {
+  const size_t strip = gemm_strip();
+  for (size_t j = 0; j < n; j += strip) {
+    const size_t w = std::min(strip, n - j);
+    float* out = panels + (j / strip) * k * strip;
+    for (size_t p = 0; p < k; ++p) {
+      std::copy_n(b + p * ldb + j, w, out + p * strip);
+      std::fill(out + p * strip + w, out + (p + 1) * strip, 0.0f);
     }
   }
 }

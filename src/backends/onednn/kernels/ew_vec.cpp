@@ -45,6 +45,9 @@ const VecTable* get_vec_table() {
     t.dw_nhwc = &dw_nhwc_loop;
     t.panel_gemv = &panel_gemv_loop;
     t.gemm = &gemm_loop;
+    t.gemm_packed = &gemm_packed_loop;
+    t.gemm_pack = &gemm_pack_loop;
+    t.gemm_strip = gemm_strip();
     constexpr auto f32 = static_cast<size_t>(DTypeCode::kFloat32);
     constexpr auto f16 = static_cast<size_t>(DTypeCode::kFloat16);
     constexpr auto bf16 = static_cast<size_t>(DTypeCode::kBFloat16);

@@ -124,6 +124,16 @@ struct VecTable {
   /// kernel set (25-80 ms here) and a primitive per size would JIT too.
   void (*gemm)(size_t m, size_t n, size_t k, float alpha, const float* a, size_t lda,
                const float* b, size_t ldb, float* c, size_t ldc) = nullptr;
+  /// gemm with B packed by gemm_pack: strips of gemm_strip columns (the last padded with
+  /// zeros), each k rows of gemm_strip contiguous floats. Constant weights packed once: each
+  /// strip is read in order, where a strip of row-major B strides a page per row at large N.
+  void (*gemm_packed)(size_t m, size_t n, size_t k, float alpha, const float* a, size_t lda,
+                      const float* panels, float* c, size_t ldc) = nullptr;
+  /// Packs row-major b [k, n] (rows ldb floats apart) for gemm_packed into `panels`
+  /// (ceil(n / gemm_strip) * k * gemm_strip floats).
+  void (*gemm_pack)(const float* b, size_t ldb, size_t k, size_t n, float* panels) = nullptr;
+  /// Columns per strip of gemm and gemm_packed (two vectors of this target).
+  size_t gemm_strip = 0;
   /// ONNX Cast between float32 and float16 / bfloat16, indexed [from][to] by DTypeCode:
   /// rounding to nearest even, NaN stays NaN, float16 overflow to infinity and subnormals as
   /// IEEE 754 (the same results as Half / BFloat16 in frame/core/dtype.h, which the cpu cast

@@ -66,9 +66,9 @@ class MatmulPrimitive final : public LinearPrimitive {
     return Status();
   }
 
-  // Own loops (make_own_matmul, a node prepared for one run): y = alpha * A B (+ C) by
-  // VecTable::gemm over blocks of rows, then the post-ops on each block while it is in cache.
-  // B is [K, N] row-major: input 1 as stored, or a transB gemm's B transposed once (b_own).
+  // Own loops (own_matmul, a node prepared for one run): y = alpha * A B (+ C) by
+  // VecTable::gemm_packed over blocks of rows, then the post-ops on each block while it is in
+  // cache. B (constant) packed once into gemm_packed's strips (b_own), transposed for transB.
   struct OwnPost {
     ops::fused::PostOpKind kind = ops::fused::PostOpKind::kAdd;
     VecUnaryFn unary = nullptr;  // the activation's loop (not for kAdd)
@@ -88,9 +88,9 @@ class MatmulPrimitive final : public LinearPrimitive {
   void run_own_rows(KernelContext& ctx, int64_t i0, int64_t i1) const {
     const auto rows = static_cast<size_t>(i1 - i0), kk = static_cast<size_t>(k),
                nn = static_cast<size_t>(n);
-    const float* b = b_own != nullptr ? b_own->data.data() : ctx.input(1).data<float>();
     float* y = ctx.output(0).data<float>() + i0 * n;
-    vt->gemm(rows, nn, kk, alpha, ctx.input(0).data<float>() + i0 * k, kk, b, nn, y, nn);
+    vt->gemm_packed(rows, nn, kk, alpha, ctx.input(0).data<float>() + i0 * k, kk,
+                    b_own->data.data(), y, nn);
     const VecBinaryFn add = vt->binary[static_cast<size_t>(binary_index("add"))];
     if (c_numel > 0) {
       const float* c = ctx.input(2).data<float>();
@@ -185,7 +185,7 @@ bool own_matmul(MatmulPrimitive& p, const NodeContext& ctx,
                 int64_t n, bool use_c, float alpha) {
   using ops::fused::PostOpKind;
   const VecTable& vt = vec_table();
-  if (vt.gemm == nullptr || binary_index("add") < 0 ||
+  if (vt.gemm_packed == nullptr || vt.gemm_strip == 0 || binary_index("add") < 0 ||
       vt.binary[static_cast<size_t>(binary_index("add"))] == nullptr || k <= 0 || n <= 0) {
     return false;
   }
@@ -227,15 +227,22 @@ bool own_matmul(MatmulPrimitive& p, const NodeContext& ctx,
     if (o.kind != PostOpKind::kAdd && q.unary == nullptr) return false;
     chain.push_back(q);
   }
-  if (tb) {
-    p.b_own = pack_weights_own(b, fmt::format("matmul_kn {} {}", k, n), static_cast<size_t>(k * n),
-                               [&](float* out) {
-                                 const float* src = b.data<float>();
-                                 for (int64_t j = 0; j < n; ++j) {
-                                   for (int64_t i = 0; i < k; ++i) out[i * n + j] = src[j * k + i];
+  // B in VecTable::gemm_packed's strips, once per weights (shared while a state holds them).
+  const auto strip = static_cast<int64_t>(vt.gemm_strip);
+  const int64_t strips = (n + strip - 1) / strip;
+  p.b_own = pack_weights_own(b, fmt::format("gemm_panels {} {} {} {}", strip, k, n, tb),
+                             static_cast<size_t>(strips * k * strip), [&](float* out) {
+                               const float* src = b.data<float>();
+                               for (int64_t sj = 0; sj < strips; ++sj) {
+                                 for (int64_t i = 0; i < k; ++i) {
+                                   float* row = out + (sj * k + i) * strip;
+                                   for (int64_t jj = 0; jj < strip; ++jj) {
+                                     const int64_t j = sj * strip + jj;
+                                     row[jj] = j >= n ? 0.0F : tb ? src[j * k + i] : src[i * n + j];
+                                   }
                                  }
-                               });
-  }
+                               }
+                             });
   p.own = true;
   p.vt = &vt;
   p.own_post = std::move(chain);
