@@ -127,14 +127,15 @@ TEST(OnednnGemm, RunsOnOnednnThroughCompile) {
   EXPECT_TRUE(c.ok) << c.message;
 }
 
-// y = gelu(x @ w + b) + r on f32 x [rows, 32], w [32, 16] constant, b [16], r [rows, 16]:
+// y = act(x @ w + b) + r on f32 x [rows, 32], w [32, 16] constant, b [16], r [rows, 16]:
 // the fusion pass folds bias, activation and residual into one fused matmul.
-ir::Graph dense_block(int64_t rows, const Tensor& w, const Tensor& b, bool residual) {
+ir::Graph dense_block(int64_t rows, const Tensor& w, const Tensor& b, bool residual,
+                      const char* act = "gelu") {
   ir::Graph g("dense");
   const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {rows, 32}});
   ir::ValueId y = add_op(g, "matmul", "mm", {x, g.add_constant("w", w)});
   y = add_op(g, "add", "bias", {y, g.add_constant("b", b)});
-  y = add_op(g, "gelu", "act", {y});
+  y = add_op(g, act, "act", {y});
   if (residual) {
     const ir::ValueId r = g.add_input("r", ir::TensorType{DTypeCode::kFloat32, {rows, 16}});
     y = add_op(g, "add", "res", {y, r});
@@ -178,18 +179,30 @@ void expect_shape_agnostic_matches_cpu(const ir::Graph& g) {
   EXPECT_TRUE(c.ok) << g.name() << ": " << c.message;
 }
 
-// A first-seen shape's matmul over constant weights takes a runtime row count: the compile for
-// another row count re-uses the descriptor (and the primitive) the first one built, instead of
-// creating (JIT-compiling) a new one; the full tier builds one per row count. Under 0.1 s.
+// A first-seen shape's matmul over constant weights runs the own loops where they take its
+// post-ops (no descriptor), else takes a runtime row count: the compile for another row count
+// re-uses the descriptor (and the primitive) the first one built, instead of creating
+// (JIT-compiling) a new one; the full tier builds one per row count. Under 0.1 s.
 TEST(OnednnMatmulShapeAgnostic, ANewRowCountReusesTheDescriptor) {
   const Tensor w = grid_tensor({32, 16}, 31), b = grid_tensor({16}, 32);
   runtime::CompileOptions on = uncached({"onednn", "cpu"});
   on.num_threads = 1;
   on.shape_agnostic_kernels = true;
-  ASSERT_TRUE(runtime::compile(dense_block(3, w, b, false), on).is_ok());
+  // Bias and gelu: the own loops (no descriptor built or looked up at all).
+  const backends::onednn::MatmulCacheStats own = backends::onednn::matmul_cache_stats();
+  for (int64_t rows : {3, 5}) {
+    Result<runtime::Executable> exe = runtime::compile(dense_block(rows, w, b, false), on);
+    ASSERT_TRUE(exe.is_ok()) << exe.status().message();
+    EXPECT_EQ(placement_of(*exe, "mm").backend, "onednn");
+  }
+  EXPECT_EQ(backends::onednn::matmul_cache_stats().created, own.created);
+  EXPECT_EQ(backends::onednn::matmul_cache_stats().hits, own.hits);
+  // leaky_relu, which the own loops lack: a primitive with a runtime row count, built once.
+  ASSERT_TRUE(runtime::compile(dense_block(3, w, b, false, "leaky_relu"), on).is_ok());
   const backends::onednn::MatmulCacheStats before = backends::onednn::matmul_cache_stats();
   for (int64_t rows : {5, 17, 64}) {
-    Result<runtime::Executable> exe = runtime::compile(dense_block(rows, w, b, false), on);
+    Result<runtime::Executable> exe =
+        runtime::compile(dense_block(rows, w, b, false, "leaky_relu"), on);
     ASSERT_TRUE(exe.is_ok()) << exe.status().message();
     EXPECT_EQ(placement_of(*exe, "mm").backend, "onednn");
   }

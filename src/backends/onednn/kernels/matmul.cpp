@@ -335,13 +335,14 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
                              const memory::dims ad = a_md.dims(), bd = b_user.dims();
                              return std::equal(ad.begin(), ad.end() - 2, bd.begin());
                            }();
-  // A node prepared for one run (the interpreted tier, NodeContext::run_once) over a constant
-  // [K, N] B with a 2-D A: own loops (MatmulPrimitive::run_own) instead of a primitive. oneDNN
-  // would run runtime M on its gemm, whose first call in a process JITs every gemm kernel
-  // (25-80 ms here), and it took 1.4x (2.5x for a [128, 64] x [64, 64] gemm) the time of the
-  // own loops at a BERT-style encoder's sizes.
-  if (ctx.run_once && bc != nullptr && a_md.dims().size() == 2 && b_user.dims().size() == 2 &&
-      !ta && (!use_c || beta == 1.0) &&
+  // A node prepared for a first-seen shape (NodeContext::prefer_shape_agnostic: a Session's
+  // interpreted tier and first-seen compile) over a constant [K, N] B with a 2-D A: own loops
+  // (MatmulPrimitive::run_own) instead of a primitive. oneDNN would run runtime M on its gemm,
+  // whose first call in a process JITs every gemm kernel (25-80 ms here), and it took 1.4x
+  // (2.5x for a [128, 64] x [64, 64] gemm) the time of the own loops at a BERT-style encoder's
+  // sizes. A recurring shape's compile keeps the static primitive.
+  if (ctx.prefer_shape_agnostic && bc != nullptr && a_md.dims().size() == 2 &&
+      b_user.dims().size() == 2 && !ta && (!use_c || beta == 1.0) &&
       own_matmul(*p, ctx, post, gemm && ctx.attr_or<int64_t>("transB", 0) != 0, *bc, a_md.dims()[1],
                  y_md.dims()[1], use_c, static_cast<float>(scale))) {
     return std::shared_ptr<LinearPrimitive>(p);
