@@ -134,13 +134,28 @@ Result<std::vector<ir::ValueId>> fold_by_decomposition(ir::Graph& g, ir::NodeId 
 
 }  // namespace
 
-Result<std::vector<ir::ValueId>> infer_and_fold(ir::Graph& g, ir::NodeId id) {
+Result<std::vector<ir::ValueId>> infer_and_fold(ir::Graph& g, ir::NodeId id,
+                                                const ops::OpSchema* schema) {
   const ir::Node& n = g.node(id);
-  const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
-  if (schema == nullptr) return unimplemented("node '{}': op '{}' is not registered", n.name, n.op);
-  FRAME_RETURN_IF_ERROR(schema->check_node(n));
-  ops::NodeContext ctx = ops::make_node_context(g, n, schema);
-  FRAME_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, schema->infer(ctx));
+  if (schema == nullptr) {
+    schema = ops::OpRegistry::global().find(n.op);
+    if (schema == nullptr) {
+      return unimplemented("node '{}': op '{}' is not registered", n.name, n.op);
+    }
+    FRAME_RETURN_IF_ERROR(schema->check_node(n));
+  }
+  // A context of this thread's, refilled per node (no allocation once warm); a nested call
+  // (a fold whose kernel imports) takes its own.
+  thread_local ops::NodeContext t_ctx;
+  thread_local bool t_ctx_busy = false;
+  ops::NodeContext nested;
+  const bool reuse = !t_ctx_busy;
+  ops::NodeContext& ctx = reuse ? t_ctx : nested;
+  ops::fill_node_context(g, n, schema, ctx);
+  t_ctx_busy = true;
+  Result<std::vector<ir::TensorType>> inferred = schema->infer(ctx);
+  if (reuse) t_ctx_busy = false;
+  FRAME_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, std::move(inferred));
   for (size_t i = 0; i < n.outputs.size() && i < types.size(); ++i) {
     g.value(n.outputs[i]).type = types[i];
   }
@@ -494,6 +509,10 @@ class Importer final : public BodyImporter {
         FRAME_RETURN_IF_ERROR(reconvert(gp.node(r.node), r, remap));
         continue;
       }
+      if (r.kind == GenericImport::Kind::kShapeOf) {
+        FRAME_RETURN_IF_ERROR(shape_of(r, remap));
+        continue;
+      }
       for (const GenericImport::Step& step : r.steps) {
         ir::Node& n = g_.node(step.node);
         for (ir::ValueId& v : n.inputs) {
@@ -501,7 +520,7 @@ class Importer final : public BodyImporter {
         }
         if (step.folded) {
           // Computed again into the constants that hold its results (same ids, no remap).
-          const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
+          const ops::OpSchema* schema = step.schema;
           if (schema == nullptr) return internal_error("op '{}' vanished", n.op);
           for (ir::ValueId v : n.inputs) {
             if (v != ir::kNoValue && !g_.value(v).is_constant()) {
@@ -528,7 +547,8 @@ class Importer final : public BodyImporter {
           continue;
         }
         const std::vector<ir::ValueId> before = n.outputs;
-        FRAME_ASSIGN_OR_RETURN(std::vector<ir::ValueId> after, infer_and_fold(g_, step.node));
+        FRAME_ASSIGN_OR_RETURN(std::vector<ir::ValueId> after,
+                               infer_and_fold(g_, step.node, step.schema));
         for (size_t k = 0; k < before.size() && k < after.size(); ++k) {
           remap[static_cast<size_t>(before[k])] = after[k];
         }
@@ -558,6 +578,29 @@ class Importer final : public BodyImporter {
     return Status();
   }
 
+  // Computes the constants of a kShapeOf record `r` again from its input's type at this
+  // import's shapes (what convert_shape and convert_size make), in the values that held them.
+  Status shape_of(const GenericImport::Record& r, const std::vector<ir::ValueId>& remap) {
+    const ir::ValueId in = remap[static_cast<size_t>(r.shape_input)];
+    const ir::Value& v = g_.value(in);
+    if (!v.type) return make_error(StatusCode::kFailedPrecondition, "'{}' has no type", v.name);
+    const Shape& dims = v.type->shape;
+    const Tensor t = r.size ? Tensor::scalar<int64_t>(numel_of(dims)) : [&] {
+      std::vector<int64_t> d = shape_slice(dims, r.start, r.end);
+      const auto len = static_cast<int64_t>(d.size());
+      return Tensor::from_vector<int64_t>({len}, std::move(d));
+    }();
+    for (ir::ValueId c : r.created) {
+      ir::Value& val = g_.value(c);
+      if (!val.is_constant()) {
+        return make_error(StatusCode::kFailedPrecondition, "'{}' is not a constant", val.name);
+      }
+      val.type = ir::TensorType{DTypeCode::kInt64, t.shape()};
+      val.constant = t;
+    }
+    return Status();
+  }
+
   bool is_shape_derived(ir::ValueId v) const {
     return v != ir::kNoValue && static_cast<size_t>(v) < shape_derived_.size() &&
            shape_derived_[static_cast<size_t>(v)] != 0;
@@ -580,7 +623,7 @@ class Importer final : public BodyImporter {
     for (auto id = first_node; static_cast<size_t>(id) < g_.num_node_slots(); ++id) {
       const ir::Node& node = g_.node(id);
       if (clean && node.dead) continue;  // folded from constants no shape changes
-      GenericImport::Step step{id, node.dead, {}};
+      GenericImport::Step step{id, node.dead, {}, ops::OpRegistry::global().find(node.op)};
       if (node.dead) {
         // infer_and_fold put constants of the same names in place of the outputs.
         for (ir::ValueId v : node.outputs) {
@@ -602,8 +645,23 @@ class Importer final : public BodyImporter {
     for (const std::string& o : n.output()) {
       r.outputs.push_back(o.empty() ? ir::kNoValue : g_.find_value(o));
     }
+    // Shape and Size convert to constants of their input's dims and create no node: re-typing
+    // recomputes those constants in place instead of converting the node again.
+    const bool shape_op = n.op_type() == "Shape" || n.op_type() == "Size";
+    if (r.kind == GenericImport::Kind::kReconvert && shape_op && is_default_domain(n.domain()) &&
+        r.steps.empty() && n.input_size() == 1 && r.outputs.size() == 1 &&
+        r.outputs[0] != ir::kNoValue) {
+      r.kind = GenericImport::Kind::kShapeOf;
+      r.shape_input = g_.find_value(n.input(0));
+      r.size = n.op_type() == "Size";
+      for (const ::onnx::AttributeProto& a : n.attribute()) {
+        if (a.name() == "start") r.start = a.i();
+        if (a.name() == "end") r.end = a.i();
+      }
+    }
     t.replayed += r.kind == GenericImport::Kind::kReplay ? 1 : 0;
     t.reconverted += r.kind == GenericImport::Kind::kReconvert ? 1 : 0;
+    t.shapes_of += r.kind == GenericImport::Kind::kShapeOf ? 1 : 0;
     t.records.push_back(std::move(r));
     return Status();
   }

@@ -241,8 +241,11 @@ class NodeImporter {
 
 /// Shape-infers node `n` of `g` (sets its output types) and, when every input is a constant
 /// and the result is small, replaces it by constants computed with the cpu kernel. Returns
-/// the values now holding the node's outputs (the constants when it was folded).
-Result<std::vector<ir::ValueId>> infer_and_fold(ir::Graph& g, ir::NodeId n);
+/// the values now holding the node's outputs (the constants when it was folded). `schema`,
+/// when given, is the node's (a re-typing's node, checked against it when first imported:
+/// neither looked up nor checked again).
+Result<std::vector<ir::ValueId>> infer_and_fold(ir::Graph& g, ir::NodeId n,
+                                                const ops::OpSchema* schema = nullptr);
 
 /// While alive, imports on this thread fold all-constant nodes whose outputs take up to `limit`
 /// bytes (not only small ones), and a node over it is an error (kOutOfRange naming it): the
@@ -295,13 +298,17 @@ Status convert_default(NodeImporter& n, std::string_view frame_op);
 /// The result is the graph a full import gives, up to the names of internal values. Any error
 /// while re-typing falls back to a full import, which reports the model's own error.
 struct GenericImport {
-  enum class Kind { kClean, kReplay, kReconvert };
+  /// kClean: no shape changes its result; kReplay: its nodes are inferred (and folded) again;
+  /// kReconvert: converted again; kShapeOf: a Shape or Size, whose constant is recomputed in
+  /// place from its input's type (no new values, so nothing reading it is remapped).
+  enum class Kind { kClean, kReplay, kReconvert, kShapeOf };
   /// One IR node a conversion created. `folded`: it folded at import and `results` are the
   /// constants that took its outputs' place.
   struct Step {
     ir::NodeId node = -1;
     bool folded = false;
     std::vector<ir::ValueId> results;
+    const ops::OpSchema* schema = nullptr;  ///< the node's op (schemas live for the process)
   };
   struct Record {
     int node = 0;  ///< index in GraphProto.node
@@ -309,6 +316,12 @@ struct GenericImport {
     std::vector<Step> steps;           ///< kClean: live nodes only; else every node, in order
     std::vector<ir::ValueId> created;  ///< values its conversion added
     std::vector<ir::ValueId> outputs;  ///< by ONNX output position; kNoValue when unnamed
+    /// kShapeOf: the input whose type gives the constant, ONNX Shape's start and end (as
+    /// given, clamped by shape_slice), and whether it is Size (the element count) instead.
+    ir::ValueId shape_input = ir::kNoValue;
+    int64_t start = 0;
+    int64_t end = INT64_MAX;
+    bool size = false;
   };
   ir::Graph graph;                   ///< after the last node, before outputs and compact()
   std::vector<Record> records;       ///< in import order
@@ -319,6 +332,7 @@ struct GenericImport {
   std::vector<size_t> input_ranks;  ///< by graph.inputs() position
   size_t replayed = 0;              ///< records of kind kReplay
   size_t reconverted = 0;           ///< records of kind kReconvert
+  size_t shapes_of = 0;             ///< records of kind kShapeOf
 };
 
 /// What importing one parsed model computes that no input shape or bound value changes: the
@@ -333,6 +347,10 @@ struct ImportMemo {
   std::atomic<uint64_t> retyped{0};               ///< imports served by re-typing `generic`
   std::atomic<uint64_t> full{0};                  ///< imports that converted every node
 };
+
+/// ONNX Shape (opset 15): dims [start, end) of `s`, negative bounds counted from the end, both
+/// clamped to [0, rank].
+std::vector<int64_t> shape_slice(const Shape& s, int64_t start, int64_t end);
 
 /// Imports a parsed model (what load() does after parsing). `initializers`, when not null,
 /// maps the main graph's initializer names to tensors converted before (a session's re-import per

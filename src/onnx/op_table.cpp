@@ -84,6 +84,15 @@ Status ints_attr_to_input(NodeImporter& n, const char* attr, size_t pos,
 
 }  // namespace
 
+std::vector<int64_t> shape_slice(const Shape& s, int64_t start, int64_t end) {
+  const auto r = static_cast<int64_t>(s.size());
+  if (start < 0) start += r;
+  if (end < 0) end += r;
+  start = std::clamp<int64_t>(start, 0, r);
+  end = std::clamp<int64_t>(end, 0, r);
+  return std::vector<int64_t>(s.begin() + start, s.begin() + std::max(start, end));
+}
+
 Status convert_default(NodeImporter& n, std::string_view frame_op) {
   // consumed_inputs (opset < 6) only described in-place buffer reuse.
   n.take_attr("consumed_inputs");
@@ -256,19 +265,11 @@ Status convert_cast_like(NodeImporter& n, std::string_view op) {
 // Shape and Size depend only on the (concrete) input type: they become constants.
 Status convert_shape(NodeImporter& n, std::string_view) {
   FRAME_RETURN_IF_ERROR(expect_type(n, 0));
-  const Shape& s = n.input_type(0)->shape;
-  const auto r = static_cast<int64_t>(s.size());
   int64_t start = 0;
-  int64_t end = r;
+  int64_t end = INT64_MAX;
   if (const auto* v = get<int64_t>(n.attrs(), "start")) start = *v;
   if (const auto* v = get<int64_t>(n.attrs(), "end")) end = *v;
-  if (start < 0) start += r;
-  if (end < 0) end += r;
-  start = std::clamp<int64_t>(start, 0, r);
-  end = std::clamp<int64_t>(end, 0, r);
-  std::vector<int64_t> dims;
-  for (int64_t i = start; i < end; ++i) dims.push_back(s[static_cast<size_t>(i)]);
-  return n.bind_output(0, n.const_i64(dims));
+  return n.bind_output(0, n.const_i64(shape_slice(n.input_type(0)->shape, start, end)));
 }
 
 Status convert_size(NodeImporter& n, std::string_view) {

@@ -12,10 +12,15 @@
 namespace frame::ops {
 
 namespace {
-std::string key_of(std::string_view op, std::string_view backend) {
-  std::string k(op);
+// The kernels_ key of (op, backend), "op@backend", written into `k`.
+void key_into(std::string& k, std::string_view op, std::string_view backend) {
+  k.assign(op);
   k += '@';
   k += backend;
+}
+std::string key_of(std::string_view op, std::string_view backend) {
+  std::string k;
+  key_into(k, op, backend);
   return k;
 }
 }  // namespace
@@ -268,8 +273,11 @@ void run_after_registration(std::string what, std::function<Status(const BatchVi
 }
 
 const KernelDef* KernelRegistry::find(std::string_view op, std::string_view backend) const {
+  // In a buffer of this thread's: no allocation per lookup.
+  thread_local std::string key;
+  key_into(key, op, backend);
   std::shared_lock lock(mu_);
-  auto it = kernels_.find(key_of(op, backend));
+  auto it = kernels_.find(key);
   return it == kernels_.end() ? nullptr : it->second.get();
 }
 

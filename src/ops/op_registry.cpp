@@ -58,8 +58,12 @@ void OpRegistry::register_op(OpSchema schema) {
 }
 
 const OpSchema* OpRegistry::find(std::string_view name) const {
+  // The key in a buffer of this thread's: no allocation per lookup (a node is looked up a few
+  // times per run by the interpreted tier).
+  thread_local std::string key;
+  key.assign(name);
   std::shared_lock lock(mu_);
-  auto it = ops_.find(std::string(name));
+  auto it = ops_.find(key);
   return it == ops_.end() ? nullptr : it->second.get();
 }
 

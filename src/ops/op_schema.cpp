@@ -24,23 +24,41 @@ std::string_view op_trait_name(OpTrait t) {
 
 NodeContext make_node_context(const ir::Graph& g, const ir::Node& n, const OpSchema* schema) {
   NodeContext ctx;
+  fill_node_context(g, n, schema, ctx);
+  return ctx;
+}
+
+void fill_node_context(const ir::Graph& g, const ir::Node& n, const OpSchema* schema,
+                       NodeContext& ctx) {
   ctx.op = n.op;
   ctx.node_name = n.name;
   ctx.attrs = &n.attrs;
   ctx.schema = schema;
   ctx.num_outputs = n.outputs.size();
-  ctx.input_types.resize(n.inputs.size());
-  ctx.input_present.resize(n.inputs.size(), false);
-  ctx.input_constants.resize(n.inputs.size(), nullptr);
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
-    ir::ValueId v = n.inputs[i];
-    if (v == ir::kNoValue) continue;
+  ctx.prefer_shape_agnostic = false;
+  ctx.run_once = false;
+  ctx.accepted_state = nullptr;
+  const size_t count = n.inputs.size();
+  ctx.input_types.resize(count);
+  ctx.input_present.assign(count, false);
+  ctx.input_constants.assign(count, nullptr);
+  for (size_t i = 0; i < count; ++i) {
+    const ir::ValueId v = n.inputs[i];
+    if (v == ir::kNoValue) {
+      ctx.input_types[i].dtype = DTypeCode::kFloat32;
+      ctx.input_types[i].shape.clear();
+      continue;
+    }
     const ir::Value& val = g.value(v);
     ctx.input_present[i] = true;
-    if (val.type) ctx.input_types[i] = *val.type;
+    if (val.type) {
+      ctx.input_types[i] = *val.type;  // assigns into the element's shape storage
+    } else {
+      ctx.input_types[i].dtype = DTypeCode::kFloat32;
+      ctx.input_types[i].shape.clear();
+    }
     if (val.constant) ctx.input_constants[i] = &*val.constant;
   }
-  return ctx;
 }
 
 int OpSchema::min_input_count() const {

@@ -342,6 +342,7 @@ Status replay_rewrite(ir::Graph& g, const PatternRewrite& r) {
     return i < own.size() ? own[i] : ir::kNoValue;
   };
   const ops::OpRegistry& schemas = ops::OpRegistry::global();
+  ops::NodeContext ctx;  // refilled per node
   for (const PatternRewrite::Added& a : r.added) {
     std::vector<ir::ValueId> inputs;
     inputs.reserve(a.inputs.size());
@@ -358,8 +359,8 @@ Status replay_rewrite(ir::Graph& g, const PatternRewrite& r) {
     const ir::Node& n = g.node(id);
     const ops::OpSchema* schema = schemas.find(n.op);
     if (schema == nullptr) return not_found("replayed node '{}': op '{}'", n.name, n.op);
-    FRAME_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types,
-                           schema->infer(ops::make_node_context(g, n, schema)));
+    ops::fill_node_context(g, n, schema, ctx);
+    FRAME_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, schema->infer(ctx));
     for (size_t j = 0; j < a.outputs.size(); ++j) {
       const ir::ValueId v = g.node(id).outputs[j];
       if (j < types.size()) g.value(v).type = types[j];
@@ -484,6 +485,7 @@ Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const Compile
   Interpreted r;
   std::vector<Tensor> in;
   std::vector<Tensor> out;
+  ops::NodeContext ctx;  // refilled per node (fill_node_context): no allocation once warm
   for (ir::NodeId id : live) {
     const ir::Node& n = g.node(id);
     if (terminate != nullptr && terminate->load(std::memory_order_relaxed)) {
@@ -497,7 +499,7 @@ Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const Compile
       return fallback(not_found("node '{}' ({}): op is not registered", n.name, n.op));
     }
     if (run_as_view(g, n, *schema, readers, values)) continue;
-    ops::NodeContext ctx = ops::make_node_context(g, n, schema);
+    ops::fill_node_context(g, n, schema, ctx);
     ctx.prefer_shape_agnostic = true;
     ctx.run_once = true;
     std::shared_ptr<void> state;  // what the chosen kernel's accepts built, if anything

@@ -99,6 +99,11 @@ struct NodeContext {
 /// Builds a NodeContext for node `n` of `g` (types from values; constants from initializers).
 /// `schema` may be null. Values without a type get a default TensorType.
 NodeContext make_node_context(const ir::Graph& g, const ir::Node& n, const OpSchema* schema);
+/// make_node_context into `ctx`, every field set as it sets them (hints false, no
+/// accepted_state), reusing the storage of ctx's vectors: a loop over many nodes (the
+/// interpreted tier, a re-typing) allocates nothing per node once warm.
+void fill_node_context(const ir::Graph& g, const ir::Node& n, const OpSchema* schema,
+                       NodeContext& ctx);
 
 /// Output types of a node from its input types and attrs. Must return an error when a dim
 /// cannot be determined statically (ARCH-044), never an unknown dim.

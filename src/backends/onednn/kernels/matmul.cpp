@@ -270,6 +270,36 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
     }
   }
   auto p = std::make_shared<MatmulPrimitive>();
+  // A node prepared for a first-seen shape (NodeContext::prefer_shape_agnostic: a Session's
+  // interpreted tier and first-seen compile) over a constant [K, N] B with a 2-D A (after
+  // folding A's batch dims into M): own loops (MatmulPrimitive::run_own) instead of a
+  // primitive, decided from the shapes before any descriptor is built. oneDNN would run
+  // runtime M on its gemm, whose first call in a process JITs every gemm kernel (25-80 ms
+  // here), and it took 1.4x (2.5x for a [128, 64] x [64, 64] gemm) the time of the own loops at
+  // a BERT-style encoder's sizes. A recurring shape's compile keeps the static primitive.
+  if (const Tensor* w = ctx.constant_input(1); ctx.prefer_shape_agnostic && w != nullptr) {
+    bool fits = false, tb = false, use_c = false;
+    int64_t k = 0, n = 0;
+    double alpha = 1.0;
+    if (!gemm) {
+      const MatmulDims md = matmul_dims(as, bs);
+      fits = md.a.size() == 2 && md.b.size() == 2;
+      k = md.a.back();
+      n = md.y.back();
+    } else {
+      tb = ctx.attr_or<int64_t>("transB", 0) != 0;
+      const double b = ctx.attr_or<double>("beta", 1.0);
+      use_c = ctx.has_input(2) && b != 0.0;
+      fits = ctx.attr_or<int64_t>("transA", 0) == 0 && as.size() == 2 && bs.size() == 2 &&
+             (!use_c || b == 1.0);
+      k = as.back();
+      n = tb ? bs.front() : bs.back();
+      alpha = ctx.attr_or<double>("alpha", 1.0);
+    }
+    if (fits && own_matmul(*p, ctx, post, tb, *w, k, n, use_c, static_cast<float>(alpha))) {
+      return std::shared_ptr<LinearPrimitive>(p);
+    }
+  }
   memory::desc b_user, a_md, y_md;
   bool ta = false;
   double scale = 1.0, beta = 1.0;
@@ -335,18 +365,6 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
                              const memory::dims ad = a_md.dims(), bd = b_user.dims();
                              return std::equal(ad.begin(), ad.end() - 2, bd.begin());
                            }();
-  // A node prepared for a first-seen shape (NodeContext::prefer_shape_agnostic: a Session's
-  // interpreted tier and first-seen compile) over a constant [K, N] B with a 2-D A: own loops
-  // (MatmulPrimitive::run_own) instead of a primitive. oneDNN would run runtime M on its gemm,
-  // whose first call in a process JITs every gemm kernel (25-80 ms here), and it took 1.4x
-  // (2.5x for a [128, 64] x [64, 64] gemm) the time of the own loops at a BERT-style encoder's
-  // sizes. A recurring shape's compile keeps the static primitive.
-  if (ctx.prefer_shape_agnostic && bc != nullptr && a_md.dims().size() == 2 &&
-      b_user.dims().size() == 2 && !ta && (!use_c || beta == 1.0) &&
-      own_matmul(*p, ctx, post, gemm && ctx.attr_or<int64_t>("transB", 0) != 0, *bc, a_md.dims()[1],
-                 y_md.dims()[1], use_c, static_cast<float>(scale))) {
-    return std::shared_ptr<LinearPrimitive>(p);
-  }
   // One row of A over a constant B (a classifier's batch-1 Gemm, + bias, + relu): a
   // matrix-vector product bound by reading B once. dnnl_sgemm streams B as stored (6.95 ms for
   // AlexNet's [1, 9216] x [9216, 4096] on one thread here) where the matmul primitive over
