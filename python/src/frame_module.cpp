@@ -788,6 +788,7 @@ class InferenceSession {
     d["interpreted"] = s.interpreted;
     d["background_compiles"] = s.background_compiles;
     d["background_tier_ups"] = s.background_tier_ups;
+    d["background_probes"] = s.background_probes;
     return d;
   }
   const PySessionOptions& get_session_options() const { return options_; }

@@ -648,11 +648,12 @@ class Importer final : public BodyImporter {
     // Shape and Size convert to constants of their input's dims and create no node: re-typing
     // recomputes those constants in place instead of converting the node again.
     const bool shape_op = n.op_type() == "Shape" || n.op_type() == "Size";
+    const ir::ValueId shape_input = n.input_size() == 1 ? g_.find_value(n.input(0)) : ir::kNoValue;
     if (r.kind == GenericImport::Kind::kReconvert && shape_op && is_default_domain(n.domain()) &&
-        r.steps.empty() && n.input_size() == 1 && r.outputs.size() == 1 &&
+        r.steps.empty() && shape_input != ir::kNoValue && r.outputs.size() == 1 &&
         r.outputs[0] != ir::kNoValue) {
       r.kind = GenericImport::Kind::kShapeOf;
-      r.shape_input = g_.find_value(n.input(0));
+      r.shape_input = shape_input;
       r.size = n.op_type() == "Size";
       for (const ::onnx::AttributeProto& a : n.attribute()) {
         if (a.name() == "start") r.start = a.i();

@@ -1018,6 +1018,7 @@ void add_stats(const Graph& g, runtime::CacheStats& total) {
       total.interpreted += c.interpreted;
       total.background_compiles += c.background_compiles;
       total.background_tier_ups += c.background_tier_ups;
+      total.background_probes += c.background_probes;
     }
   }
 }

@@ -727,6 +727,7 @@ class SessionImpl {
     thread_local Key scratch;
     make_key(scratch_inputs, scratch);
     bool earned = false;  // the key's interpreted runs have cost one compile
+    bool probe = false;   // the first-seen tier's cost is measured beside this run
     {
       std::lock_guard lock(mu_);
       if (!interpret_ || fork_generation() != fork_generation_ || index_.count(scratch) > 0 ||
@@ -743,8 +744,13 @@ class SessionImpl {
           return std::optional<TensorMap>();
         }
       } else if (compile_first_seen()) {
-        time_compile = true;
-        return std::optional<TensorMap>();
+        // With a spare core (background_usable), the probe compiles and runs beside this
+        // interpreted run instead of on its path (a DeepLabV3 stream's probe: ~180 ms).
+        if (!background_usable()) {
+          time_compile = true;
+          return std::optional<TensorMap>();
+        }
+        probe = true;
       }
     }
     // Copies: specialize may run another session on this thread (a custom op folded at
@@ -756,6 +762,14 @@ class SessionImpl {
     // thread is busy with another key, a later run of this one asks again.
     if (earned && compile_in_background(key, by_index, false) == Background::kRefused) {
       return std::optional<TensorMap>();  // held or being compiled meanwhile, or no thread
+    }
+    if (probe) {
+      auto copies = std::make_shared<TensorMap>();
+      for (const auto& [name, t] : inputs) copies->emplace(name, t.clone());
+      if (compile_in_background(key, by_index, false, std::move(copies)) != Background::kStarted) {
+        time_compile = true;  // the thread is busy: the probe runs on this run's path
+        return std::optional<TensorMap>();
+      }
     }
     const auto t0 = std::chrono::steady_clock::now();
     Specialization spec = make_spec(by_index);
@@ -828,7 +842,7 @@ class SessionImpl {
   // Whether a key seen for the first time compiles rather than runs interpreted (interpret()).
   // Caller holds mu_.
   bool compile_first_seen() const {
-    if (first_seen_interpreted_.n < 2) return false;
+    if (first_seen_interpreted_.n < 2 || probe_in_flight_) return false;
     if (first_seen_compiled_.n == 0) return true;
     const int64_t interpreted = first_seen_interpreted_.mean();
     const int64_t compiled = first_seen_compiled_.mean();
@@ -886,7 +900,8 @@ class SessionImpl {
   // leaves tiering_), so its next run compiles on its own path and reports the error. Caller
   // does not hold mu_.
   Background compile_in_background(const Key& key, const std::vector<const Tensor*>& by_index,
-                                   bool tier_up) const {
+                                   bool tier_up,
+                                   std::shared_ptr<const TensorMap> probe = nullptr) const {
     if (!background_usable()) return Background::kRefused;
     // Counted before any lock is taken: a fork() waits for counted compiles, and one waiting
     // here holds nothing a child could inherit locked. Not counted while a fork() waits.
@@ -904,6 +919,7 @@ class SessionImpl {
       } catch (const std::exception&) {
         return Background::kRefused;
       }
+      probe_in_flight_ = probe != nullptr;
     }
     // The slot is taken: what the thread reads is built only now (a busy thread costs a run
     // nothing), and any throw from here on gives the slot back.
@@ -912,37 +928,45 @@ class SessionImpl {
       // this thread has cleared it) may get here before this run has stored the handle.
       std::lock_guard thread_lock(thread_mu_);
       if (background_thread_ && background_thread_->joinable()) background_thread_->join();
-      auto run = [this, key, tier_up, spec = make_spec(by_index), what = describe(by_index)] {
+      auto run = [this, key, tier_up, probe, spec = make_spec(by_index),
+                  what = describe(by_index)] {
         detail::t_background_compile = true;
         try {
-          Result<std::shared_ptr<const Compiled>> c = compile_spec(
-              spec, [&] { return what; }, std::string(), false);
-          Retired retired;  // declared before the lock: released after the unlock
-          std::lock_guard lock(mu_);
-          if (c.is_ok()) insert(key, *c, retired);
-          if (!c.is_ok() || index_.count(key) == 0) {
-            if (background_failed_.size() >= kMaxUntiered) background_failed_.clear();
-            background_failed_.insert(key);
-            if (tier_up) tiering_.erase(key);  // its next hot run tiers up on its own path
-          } else if (tier_up) {
-            tiering_.erase(key);
-            ++stats_.tier_ups;
-            ++stats_.background_tier_ups;
+          if (probe != nullptr) {
+            run_probe(spec, what, *probe);
           } else {
-            ++stats_.background_compiles;
+            Result<std::shared_ptr<const Compiled>> c = compile_spec(
+                spec, [&] { return what; }, std::string(), false);
+            Retired retired;  // declared before the lock: released after the unlock
+            std::lock_guard lock(mu_);
+            if (c.is_ok()) insert(key, *c, retired);
+            if (!c.is_ok() || index_.count(key) == 0) {
+              if (background_failed_.size() >= kMaxUntiered) background_failed_.clear();
+              background_failed_.insert(key);
+              if (tier_up) tiering_.erase(key);  // its next hot run tiers up on its own path
+            } else if (tier_up) {
+              tiering_.erase(key);
+              ++stats_.tier_ups;
+              ++stats_.background_tier_ups;
+            } else {
+              ++stats_.background_compiles;
+            }
           }
         } catch (...) {  // std::bad_alloc and the like: the key's next run compiles it
           std::lock_guard lock(mu_);
-          try {
-            background_failed_.insert(key);
-          } catch (...) {  // then it may be compiled here again: only time lost
+          if (probe == nullptr) {
+            try {
+              background_failed_.insert(key);
+            } catch (...) {  // then it may be compiled here again: only time lost
+            }
+            if (tier_up) tiering_.erase(key);
           }
-          if (tier_up) tiering_.erase(key);
         }
         // Last, after the evicted entries are freed: the next start joins this thread.
         {
           std::lock_guard lock(mu_);
           background_key_.reset();
+          probe_in_flight_ = false;
         }
         detail::background_compile_done();
       };
@@ -951,9 +975,31 @@ class SessionImpl {
     } catch (...) {     // no thread: the caller compiles as without one
       std::lock_guard lock(mu_);
       background_key_.reset();
+      probe_in_flight_ = false;
       return Background::kRefused;
     }
     return Background::kStarted;
+  }
+
+  // A probe of the first-seen tier's cost (compile_first_seen) on the background thread: the
+  // compile of `spec` with shape-agnostic kernels and one run on `inputs` (copies), timed as
+  // Session::run times the probe it makes on a run's path, into first_seen_compiled_. Its entry
+  // is not kept: a stream of new shapes does not come back to it. A failure records nothing
+  // (the next probe asks again).
+  void run_probe(const Specialization& spec, const std::string& what,
+                 const TensorMap& inputs) const {
+    const auto t0 = std::chrono::steady_clock::now();
+    Result<std::shared_ptr<const Compiled>> c = compile_spec(
+        spec, [&] { return what; }, std::string(), true);
+    if (!c.is_ok()) return;
+    TensorMap scratch;
+    if (!(*c)->exe.run(feeds(**c, inputs, scratch), RunOptions()).is_ok()) return;
+    const auto us =
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
+    std::lock_guard lock(mu_);
+    first_seen_compiled_.add(us);
+    ++stats_.background_probes;
   }
 
   // Whether compiles go to the background thread (background_): not in a fork()ed child of
@@ -1102,6 +1148,9 @@ class SessionImpl {
   mutable Mean first_seen_compiled_;
   // First-seen keys since the last one sent the other way (detail::reprobe_interval).
   mutable int64_t keys_since_probe_ = 0;
+  // A probe of the first-seen tier runs on the background thread (run_probe): no other key
+  // probes meanwhile.
+  mutable bool probe_in_flight_ = false;
   mutable int64_t interpreted_keys_ = 0;
   // Evicted entries, and how many of them served no run (interpret()): halved past 256, so
   // the share follows the stream.

@@ -319,7 +319,8 @@ int run_run() {
                             {"tier_ups", cs.tier_ups},
                             {"interpreted", cs.interpreted},
                             {"background_compiles", cs.background_compiles},
-                            {"background_tier_ups", cs.background_tier_ups}};
+                            {"background_tier_ups", cs.background_tier_ups},
+                            {"background_probes", cs.background_probes}};
     if (!o.cache_dir.empty()) {
       j["cache_dir"] = {{"path", o.cache_dir},
                         {"hits", cs.disk_hits},

@@ -275,6 +275,10 @@ struct CacheStats {
   uint64_t background_compiles = 0;
   /// Of tier_ups, those the background thread did while runs went on with the held entry.
   uint64_t background_tier_ups = 0;
+  /// Probes of what a first-seen key costs compiled (ADR 0007 stage C: the first-seen tier's
+  /// compile and one run, timed against the interpreted runs) that the background thread ran
+  /// beside an interpreted run instead of on a run's path; their entries are not kept.
+  uint64_t background_probes = 0;
 };
 
 /// A model whose shapes depend on computed data (docs/adr/0008-data-dependent-shapes.md): the

@@ -299,6 +299,29 @@ void expect_full_compile(const runtime::Session& s, const TensorMap& in) {
 // definition. A second session is destroyed right after its second run started a background
 // compile, usually before that compile ends (it waits for it; ASan checks the thread touches
 // nothing freed). About 0.05 s.
+// The probe of what a first-seen key costs compiled (ADR 0007 stage C: the fourth new key, after
+// two interpreted samples; on a run's path that key compiled and counted a miss) runs on the
+// background thread when a core is spare: every key is interpreted, no run counts a miss, the
+// probe is counted once it ends and keeps no entry. Every output is the reshape's definition.
+// About 0.05 s.
+TEST(OnnxSession, TheFirstSeenProbeRunsInTheBackground) {
+  if (runtime::available_cores() < 2) GTEST_SKIP() << "one core: no core to probe beside a run";
+  runtime::SessionOptions o = interpreter_options();
+  o.background_compile = true;
+  Result<runtime::Session> s = open_session_from_bytes(reshape_model(), o);
+  ASSERT_TRUE(s.is_ok());
+  const Tensor x = iota(6);
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{2, 3}, {3, 2}, {1, 6}, {6, 1}}) {
+    expect_reshaped(s->run(feeds(x, shape)), x, shape);
+  }
+  ASSERT_TRUE(wait_until(*s, [](const runtime::CacheStats& c) { return c.background_probes > 0; }));
+  const runtime::CacheStats st = s->cache_stats();
+  EXPECT_EQ(st.interpreted, 4u);
+  EXPECT_EQ(st.misses, 0u);
+  EXPECT_EQ(st.background_probes, 1u);
+  EXPECT_EQ(st.entries, 0u);
+}
+
 TEST(OnnxSession, ARecurringInterpretedKeyCompilesInTheBackground) {
   if (runtime::available_cores() < 2) GTEST_SKIP() << "one core: no core to compile beside a run";
   runtime::SessionOptions o = interpreter_options();

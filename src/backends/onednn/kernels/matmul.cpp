@@ -66,7 +66,7 @@ class MatmulPrimitive final : public LinearPrimitive {
     return Status();
   }
 
-  // Own loops (own_matmul, a node prepared for one run): y = alpha * A B (+ C) by
+  // Own loops (own_matmul, a node prepared for a first-seen shape): y = alpha * A B (+ C) by
   // VecTable::gemm_packed over blocks of rows, then the post-ops on each block while it is in
   // cache. B (constant) packed once into gemm_packed's strips (b_own), transposed for transB.
   struct OwnPost {
@@ -76,6 +76,7 @@ class MatmulPrimitive final : public LinearPrimitive {
   };
   bool own = false;
   const VecTable* vt = nullptr;
+  VecBinaryFn add = nullptr;  // vt's add loop
   std::shared_ptr<const OwnPackedWeights> b_own;
   std::vector<OwnPost> own_post;
   ops::ew::AddOp<float> add_functor{};
@@ -91,7 +92,6 @@ class MatmulPrimitive final : public LinearPrimitive {
     float* y = ctx.output(0).data<float>() + i0 * n;
     vt->gemm_packed(rows, nn, kk, alpha, ctx.input(0).data<float>() + i0 * k, kk,
                     b_own->data.data(), y, nn);
-    const VecBinaryFn add = vt->binary[static_cast<size_t>(binary_index("add"))];
     if (c_numel > 0) {
       const float* c = ctx.input(2).data<float>();
       for (size_t r = 0; r < rows; ++r) {
@@ -185,8 +185,9 @@ bool own_matmul(MatmulPrimitive& p, const NodeContext& ctx,
                 int64_t n, bool use_c, float alpha) {
   using ops::fused::PostOpKind;
   const VecTable& vt = vec_table();
-  if (vt.gemm_packed == nullptr || vt.gemm_strip == 0 || binary_index("add") < 0 ||
-      vt.binary[static_cast<size_t>(binary_index("add"))] == nullptr || k <= 0 || n <= 0) {
+  const int add = binary_index("add");
+  if (vt.gemm_packed == nullptr || vt.gemm_strip == 0 || add < 0 ||
+      vt.binary[static_cast<size_t>(add)] == nullptr || k <= 0 || n <= 0) {
     return false;
   }
   const int64_t c_numel = use_c ? numel_of(ctx.input_types[2].shape) : 0;
@@ -245,6 +246,7 @@ bool own_matmul(MatmulPrimitive& p, const NodeContext& ctx,
                              });
   p.own = true;
   p.vt = &vt;
+  p.add = vt.binary[static_cast<size_t>(add)];
   p.own_post = std::move(chain);
   p.k = k;
   p.n = n;
