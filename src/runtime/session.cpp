@@ -983,9 +983,10 @@ class SessionImpl {
 
   // A probe of the first-seen tier's cost (compile_first_seen) on the background thread: the
   // compile of `spec` with shape-agnostic kernels and one run on `inputs` (copies), timed as
-  // Session::run times the probe it makes on a run's path, into first_seen_compiled_. Its entry
-  // is not kept: a stream of new shapes does not come back to it. A failure records nothing
-  // (the next probe asks again).
+  // Session::run times the probe it makes on a run's path, into first_seen_compiled_, and the
+  // compile's own time into what a recurring key must earn (compile_us_sum_), as get() records
+  // a first-seen-tier compile. Its entry is not kept: a stream of new shapes does not come back
+  // to it. A failure records nothing (the next probe asks again).
   void run_probe(const Specialization& spec, const std::string& what,
                  const TensorMap& inputs) const {
     const auto t0 = std::chrono::steady_clock::now();
@@ -999,6 +1000,10 @@ class SessionImpl {
             .count();
     std::lock_guard lock(mu_);
     first_seen_compiled_.add(us);
+    // What a recurring key's interpreted runs must have cost to earn a compile, as a probe's
+    // first-seen-tier compile on a run's path records it (get()).
+    compile_us_sum_ += (*c)->compile_us;
+    ++compiles_timed_;
     ++stats_.background_probes;
   }
 
