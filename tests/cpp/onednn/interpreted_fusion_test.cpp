@@ -123,20 +123,25 @@ TEST(InterpretedFusions, AChangedConstantIsMatchedAgainNotReplayed) {
 // 6-row tile, the 24-row thread block and the 96-row cache block, column counts around one
 // and two vectors, K from 1 to 300 (two 256-deep blocks), gemm's alpha, transB and C (a row, one
 // value), each chain on 1 and 2 threads, against the cpu kernels' unfused result. A gemm with beta
-// 0.5 has no own form: oneDNN runs it.
+// 0.5, or with a C column [M, 1] where M = N (as many values as a row), has no own form: oneDNN
+// runs it.
 TEST(InterpretedFusions, OwnMatmulLoopsMatchTheReference) {
   struct Case {
     int64_t m, n, k;
   };
-  const std::vector<Case> cases = {{1, 3, 1},    {5, 16, 20}, {6, 17, 70},  {7, 40, 20},
-                                   {25, 33, 64}, {50, 40, 3}, {100, 9, 300}};
+  const std::vector<Case> cases = {{1, 3, 1},    {5, 16, 20}, {6, 17, 70},   {7, 40, 20},
+                                   {25, 33, 64}, {50, 40, 3}, {100, 9, 300}, {16, 16, 20}};
   const std::vector<std::vector<std::string>> chains = {
       {},           {"bias", "relu"}, {"bias", "gelu"}, {"residual", "relu"},
       {"residual"}, {"tanh"},         {"sigmoid"},      {"gelu_tanh"}};
-  enum class Base { kMatmul, kGemmRow, kGemmScalar, kGemmHalfBeta };
+  // kGemmColumn: C [M, 1], one value per row, where M = N: as many values as a row has, not a
+  // row (the own loops leave it to oneDNN).
+  enum class Base { kMatmul, kGemmRow, kGemmScalar, kGemmHalfBeta, kGemmColumn };
   uint32_t seed = 20;
   for (const Case& c : cases) {
-    for (Base base : {Base::kMatmul, Base::kGemmRow, Base::kGemmScalar, Base::kGemmHalfBeta}) {
+    for (Base base : {Base::kMatmul, Base::kGemmRow, Base::kGemmScalar, Base::kGemmHalfBeta,
+                      Base::kGemmColumn}) {
+      if (base == Base::kGemmColumn && c.m != c.n) continue;
       for (const std::vector<std::string>& chain : chains) {
         ir::Graph g("own");
         const ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {c.m, c.k}});
@@ -145,8 +150,9 @@ TEST(InterpretedFusions, OwnMatmulLoopsMatchTheReference) {
         if (base == Base::kMatmul) {
           y = add_op(g, "matmul", "mm", {x, g.add_constant("w", grid_tensor({c.k, c.n}, seed++))});
         } else {
-          const Tensor cv =
-              base == Base::kGemmScalar ? Tensor::scalar(0.75F) : grid_tensor({c.n}, seed++);
+          const Tensor cv = base == Base::kGemmScalar   ? Tensor::scalar(0.75F)
+                            : base == Base::kGemmColumn ? grid_tensor({c.m, 1}, seed++)
+                                                        : grid_tensor({c.n}, seed++);
           ir::AttrMap a{{"transB", int64_t{1}}, {"alpha", 0.5}};
           if (base == Base::kGemmHalfBeta) a["beta"] = 0.5;
           y = add_op(

@@ -191,7 +191,11 @@ bool own_matmul(MatmulPrimitive& p, const NodeContext& ctx,
     return false;
   }
   const int64_t c_numel = use_c ? numel_of(ctx.input_types[2].shape) : 0;
-  if (use_c && c_numel != 1 && c_numel != n) return false;
+  // C as one value or a row of N ([N], [1, N]); a column [M, 1] may have N elements too (M = N)
+  // and is not a row.
+  if (use_c && c_numel != 1 && (c_numel != n || ctx.input_types[2].shape.back() != n)) {
+    return false;
+  }
   const auto unary = [&](std::string_view op) {
     const int i = unary_index(op);
     return i < 0 ? nullptr : vt.unary[static_cast<size_t>(i)];
