@@ -235,19 +235,21 @@ bool own_matmul(MatmulPrimitive& p, const NodeContext& ctx,
   // B in VecTable::gemm_packed's strips, once per weights (shared while a state holds them).
   const auto strip = static_cast<int64_t>(vt.gemm_strip);
   const int64_t strips = (n + strip - 1) / strip;
-  p.b_own = pack_weights_own(b, fmt::format("gemm_panels {} {} {} {}", strip, k, n, tb),
-                             static_cast<size_t>(strips * k * strip), [&](float* out) {
-                               const float* src = b.data<float>();
-                               for (int64_t sj = 0; sj < strips; ++sj) {
-                                 for (int64_t i = 0; i < k; ++i) {
-                                   float* row = out + (sj * k + i) * strip;
-                                   for (int64_t jj = 0; jj < strip; ++jj) {
-                                     const int64_t j = sj * strip + jj;
-                                     row[jj] = j >= n ? 0.0F : tb ? src[j * k + i] : src[i * n + j];
-                                   }
-                                 }
-                               }
-                             });
+  p.b_own =
+      pack_weights_own(b, fmt::format("gemm_panels {} {} {} {}", strip, k, n, tb),
+                       static_cast<size_t>(strips * k * strip), [&](float* out) {
+                         const float* src = b.data<float>();
+                         if (!tb)
+                           return vt.gemm_pack(src, static_cast<size_t>(n), static_cast<size_t>(k),
+                                               static_cast<size_t>(n), out);
+                         // transB: [N, K] transposed to [K, N] first.
+                         std::vector<float> kn(static_cast<size_t>(k * n));
+                         for (int64_t j = 0; j < n; ++j) {
+                           for (int64_t i = 0; i < k; ++i) kn[i * n + j] = src[j * k + i];
+                         }
+                         vt.gemm_pack(kn.data(), static_cast<size_t>(n), static_cast<size_t>(k),
+                                      static_cast<size_t>(n), out);
+                       });
   p.own = true;
   p.vt = &vt;
   p.add = vt.binary[static_cast<size_t>(add)];
