@@ -166,7 +166,7 @@ struct InterpretedFusions {
 
 /// The interpreted tier's fusions for `g` (a key's re-typed graph): the lowering patterns marked
 /// LoweringPattern::interpreted (the onednn backend's fuse_layer_norm, fuse_attention and
-/// fuse_post_ops at matmul and gemm), each tried where its backend's kernel would run the
+/// fuse_post_ops at matmul, gemm and conv), each tried where its backend's kernel would run the
 /// anchor, asked as the interpreter asks (prefer_shape_agnostic, run_once;
 /// passes::apply_lowering_patterns). With `known` null, matches everywhere, to a fixed point,
 /// and returns what the next keys use; with `known`,

@@ -711,7 +711,7 @@ Result<bool> keep_nhwc_through(Graph& g, NodeId id) {
 
 FRAME_REGISTER_LOWERING_PATTERN("onednn", fold_batch_norm_into_conv, conv,
                                 fold_batch_norm_into_conv);
-FRAME_REGISTER_LOWERING_PATTERN("onednn", fuse_post_ops, conv, fuse_post_ops);
+FRAME_REGISTER_INTERPRETED_LOWERING_PATTERN("onednn", fuse_post_ops, conv, fuse_post_ops);
 FRAME_REGISTER_INTERPRETED_LOWERING_PATTERN("onednn", fuse_post_ops, matmul, fuse_post_ops);
 FRAME_REGISTER_INTERPRETED_LOWERING_PATTERN("onednn", fuse_post_ops, gemm, fuse_post_ops);
 // Sorted after fold_batch_norm_into_conv and fuse_post_ops at a conv (patterns run by name).

@@ -174,12 +174,12 @@ TEST(OnednnConv, ShapeAgnosticGeometries) {
                             {1});
 }
 
-// The interpreted tier's depthwise conv of small planes (output rows under 24 wide) runs
-// channels-last (conv_agnostic.cpp depthwise_channels_last, VecTable::dw_nhwc): channel counts
-// off the vector width (a tail of 5 and of 1 lanes), two images, blocks of four interior rows and
-// the edge rows between them, stride 2 with asymmetric pads, dilation, a kernel wider than its
-// input, no bias, 1-d; each against the cpu kernel at 1 and 2 threads.
-TEST(OnednnConv, ShapeAgnosticDepthwiseChannelsLast) {
+// The interpreted tier's depthwise conv of small planes (output rows narrower than a vector:
+// conv_agnostic.cpp depthwise, VecTable::dw_plane over a zero-padded copy of each plane):
+// channel counts off the vector width, two images, blocks of eight and of four rows and a last
+// block past the output, stride 2 with asymmetric pads, dilation, a kernel wider than its input,
+// no bias, 1-d; each against the cpu kernel at 1 and 2 threads.
+TEST(OnednnConv, ShapeAgnosticDepthwiseNarrowPlanes) {
   const auto dw = [](Shape x, int64_t k0, int64_t k1, bool bias, ir::AttrMap attrs) {
     const int64_t c = x[1];
     attrs["group"] = c;
@@ -192,6 +192,7 @@ TEST(OnednnConv, ShapeAgnosticDepthwiseChannelsLast) {
   dw({1, 33, 12, 10}, 3, 3, true, {{"dilations", ints{2, 3}}, {"pads", ints{2, 3, 2, 3}}});
   dw({1, 17, 3, 3}, 5, 5, true, {{"pads", ints{2, 2, 2, 2}}});
   dw({1, 40, 15}, 3, 0, true, {{"pads", ints{1, 1}}});
+  dw({1, 3, 4, 80}, 1, 71, true, {{"pads", ints{0, 35, 0, 35}}});  // 71 taps wide
 }
 
 TEST(OnednnConvTranspose, Plain2d) {

@@ -209,5 +209,95 @@ TEST(InterpretedFusions, OwnMatmulLoopsMatchTheReference) {
   }
 }
 
+// The interpreted tier's conv with its post-ops (fuse_post_ops at conv, run by the shape-agnostic
+// conv's own loops, make_shape_agnostic_conv): each way it computes (a 1x1 conv as one product,
+// a depthwise conv over padded planes, im2col, a grouped conv, a dilated conv whose taps read
+// rectangles of a small map), each activation with an own loop and a residual add before an
+// activation, on 1 and 2 threads, against the cpu kernels' unfused result. Swish (x * sigmoid(x))
+// has no own loop: the conv is not fused and the chain runs as its nodes.
+TEST(InterpretedFusions, OwnConvPostOpsMatchTheReference) {
+  struct Case {
+    Shape x;
+    int64_t m, k, group, stride, pad, dilation;
+  };
+  const std::vector<Case> cases = {{{1, 8, 9, 13}, 12, 1, 1, 1, 0, 1},
+                                   {{2, 24, 11, 20}, 24, 3, 24, 2, 1, 1},
+                                   {{1, 5, 10, 9}, 7, 3, 1, 1, 1, 1},
+                                   {{1, 6, 7, 8}, 4, 3, 2, 1, 1, 1},
+                                   {{1, 8, 9, 9}, 6, 3, 1, 1, 6, 6}};
+  const std::vector<std::vector<std::string>> chains = {
+      {"relu"}, {"hard_swish"}, {"residual", "relu"}, {"clip"}, {"leaky_relu"},
+      {"elu"},  {"sigmoid"},    {"hard_sigmoid"},     {"tanh"}, {"swish"}};
+  uint32_t seed = 40;
+  for (const Case& c : cases) {
+    const int64_t oh = (c.x[2] + 2 * c.pad - c.dilation * (c.k - 1) - 1) / c.stride + 1;
+    const int64_t ow = (c.x[3] + 2 * c.pad - c.dilation * (c.k - 1) - 1) / c.stride + 1;
+    const Shape yshape = {c.x[0], c.m, oh, ow};
+    for (const std::vector<std::string>& chain : chains) {
+      ir::Graph g("own_conv");
+      const ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, c.x});
+      const ValueId r = g.add_input("r", ir::TensorType{DTypeCode::kFloat32, yshape});
+      ValueId y =
+          add_op(g, "conv", "conv",
+                 {x, g.add_constant("w", grid_tensor({c.m, c.x[1] / c.group, c.k, c.k}, seed++)),
+                  g.add_constant("b", grid_tensor({c.m}, seed++))},
+                 {{"group", c.group},
+                  {"strides", ints{c.stride, c.stride}},
+                  {"pads", ints{c.pad, c.pad, c.pad, c.pad}},
+                  {"dilations", ints{c.dilation, c.dilation}}});
+      for (const std::string& step : chain) {
+        if (step == "residual") {
+          y = add_op(g, "add", "residual", {y, r});
+        } else if (step == "clip") {
+          y = add_op(g, "clip", "clip",
+                     {y, g.add_constant("lo", Tensor::scalar(0.0F)),
+                      g.add_constant("hi", Tensor::scalar(0.5F))});
+        } else if (step == "leaky_relu") {
+          y = add_op(g, step, step, {y}, {{"alpha", 0.2}});
+        } else if (step == "elu") {
+          y = add_op(g, step, step, {y}, {{"alpha", 0.7}});
+        } else if (step == "hard_sigmoid") {
+          y = add_op(g, step, step, {y}, {{"alpha", 0.3}, {"beta", 0.4}});
+        } else if (step == "swish") {
+          y = add_op(g, "mul", "swish", {y, add_op(g, "sigmoid", "gate", {y})});
+        } else {
+          y = add_op(g, step, step, {y});
+        }
+      }
+      g.add_output(y);
+      g.add_output(add_op(g, "identity", "keep_r", {r}));
+      passes::PassContext ctx;
+      ASSERT_TRUE(passes::run_pipeline(g, "shape-inference", ctx).is_ok());
+      const ir::Graph unfused = g;
+      Result<std::optional<runtime::detail::InterpretedFusions>> learned =
+          runtime::detail::fuse_interpreted(g, {"onednn", "cpu"}, nullptr);
+      ASSERT_TRUE(learned.is_ok()) << learned.status().message();
+      const std::string what = shape_to_string(c.x) + " k" + std::to_string(c.k) + " group " +
+                               std::to_string(c.group) + " chain " + chain.back();
+      const bool swish = chain.back() == "swish";
+      EXPECT_EQ(count_op(g, "fused_post_ops_internal"), swish ? 0 : 1) << what;
+      EXPECT_EQ(count_op(g, "conv"), swish ? 1 : 0) << what;
+      EXPECT_EQ(count_op(g, "add"), 0) << what;  // the residual add is fused
+      const runtime::TensorMap in{{"x", grid_tensor(c.x, seed++)},
+                                  {"r", grid_tensor(yshape, seed++)}};
+      Result<runtime::Executable> ref = runtime::compile(unfused, uncached({"cpu"}));
+      ASSERT_TRUE(ref.is_ok()) << ref.status().message();
+      Result<runtime::TensorMap> want = ref->run(in);
+      ASSERT_TRUE(want.is_ok()) << want.status().message();
+      const std::string name = g.value(g.outputs()[0]).name;
+      for (int threads : {1, 2}) {
+        runtime::CompileOptions o;
+        o.backends = {"onednn", "cpu"};
+        o.num_threads = threads;
+        const runtime::detail::Interpreted got = runtime::detail::interpret(g, in, o, nullptr);
+        ASSERT_TRUE(got.status.is_ok()) << got.status.message();
+        const CompareResult cmp = compare_tensors(got.outputs.at(name), want->at(name),
+                                                  tolerance_for(DTypeCode::kFloat32));
+        EXPECT_TRUE(cmp.ok) << what << ", " << threads << " threads: " << cmp.message;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace frame::test::linear

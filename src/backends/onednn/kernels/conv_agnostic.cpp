@@ -8,9 +8,9 @@
 //   Y[m, hw] = W[m, c] X[c, hw], straight over the NCHW tensors (dnnl_sgemm, whose kernels are
 //   generated once per process, not per shape);
 // - a depthwise conv (one input channel per group) is a direct vector loop over each channel's
-//   plane (VecTable::dw_plane), or where the output rows are narrow (a 16-float vector would be
-//   mostly masked), over vectors of channels of the image transposed to channels-last
-//   (VecTable::dw_nhwc);
+//   plane (VecTable::dw_plane, over a zero-padded copy of the plane), also where the output
+//   rows are narrow: transposing the image to channels-last and back cost more than the lanes
+//   a narrow row leaves empty (960 channels of 11 x 12, 5 x 5 taps: 136 us against 298 us);
 // - any other 1-d or 2-d conv copies input patches into columns (im2col), a block of output
 //   rows at a time, and multiplies them by W the same way. Taps that read only padding at
 //   these sizes are dropped from the columns and from a copy of constant weights made at
@@ -29,6 +29,8 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,10 +47,6 @@ namespace {
 using ops::KernelContext;
 using ops::NodeContext;
 
-// Depthwise convs whose output rows are narrower than this run channels-last
-// (depthwise_channels_last).
-constexpr int64_t kChannelsLastMaxWidth = 24;
-
 // Columns a block of im2col holds at most (floats, 4 MiB): a large layer's columns are built and
 // multiplied a block of output rows at a time instead of all at once.
 constexpr int64_t kColumnBlockFloats = int64_t{1} << 20;
@@ -61,11 +59,10 @@ void tap_range(int64_t off, int64_t stride, int64_t in, int64_t out, int64_t& lo
   lo = std::min(lo, hi);
 }
 
-// A thread's scratch buffer `slot` (0: columns, 1: a tap's products; a channels-last
-// depthwise conv: 0 its input, 1 its output, 2 its weights), grown to the largest
+// A thread's scratch buffer `slot` (0: columns, 1: a tap's products), grown to the largest
 // size it has held: no allocation (and no first touch of new pages) per run once warm.
 float* scratch(int slot, size_t floats) {
-  thread_local std::vector<float> bufs[3];
+  thread_local std::vector<float> bufs[2];
   std::vector<float>& buf = bufs[slot];
   if (buf.size() < floats) buf.resize(floats);
   return buf.data();
@@ -98,6 +95,10 @@ class AgnosticConv final : public LinearPrimitive {
   // with its weights `tap_w`, [taps][m][c / group].
   std::vector<TapRect> rects;
   std::shared_ptr<const OwnPackedWeights> tap_w;
+  // A fused node's post-ops (own_post_ops), applied to each plane or group of output channels
+  // once it is computed; `add` adds the residual R (input 3, the output's shape).
+  std::vector<OwnPostOp> post;
+  VecBinaryFn add = nullptr;
 
   Status run(KernelContext& ctx) const override {
     const float* x = ctx.input(0).data<float>();
@@ -106,7 +107,7 @@ class AgnosticConv final : public LinearPrimitive {
     float* y = ctx.output(0).data<float>();
     const int nt = std::max(ctx.num_threads, 1);
     if (group == c && c > 0) {
-      depthwise(x, wt, bias, y, nt);
+      depthwise(ctx, x, wt, bias, y, nt);
       return Status();
     }
     const int64_t cg = c / group, mg = m / group, hw = h * w, ohw = oh * ow;
@@ -126,17 +127,33 @@ class AgnosticConv final : public LinearPrimitive {
         float* yg = yb + gi * mg * ohw;
         if (pointwise) {
           FRAME_RETURN_IF_ERROR(gemm(ctx, mg, ohw, k, wg, xg, ohw, beta, yg, ohw));
-          continue;
+        } else {
+          for (int64_t r0 = 0; r0 < oh; r0 += rows) {
+            const int64_t rn = std::min(rows, oh - r0);
+            im2col(xg, cg, r0, rn, col, nt);
+            FRAME_RETURN_IF_ERROR(
+                gemm(ctx, mg, rn * ow, k, wg, col, rn * ow, beta, yg + r0 * ow, ohw));
+          }
         }
-        for (int64_t r0 = 0; r0 < oh; r0 += rows) {
-          const int64_t rn = std::min(rows, oh - r0);
-          im2col(xg, cg, r0, rn, col, nt);
-          FRAME_RETURN_IF_ERROR(
-              gemm(ctx, mg, rn * ow, k, wg, col, rn * ow, beta, yg + r0 * ow, ohw));
-        }
+        finish(ctx, y, (b * m + gi * mg) * ohw, mg * ohw, nt);
       }
     }
     return Status();
+  }
+
+  // The post-ops on y[off, off + count) (a plane or a group's channels, computed), on up to
+  // `nt` threads in chunks of whole vectors.
+  void finish(const KernelContext& ctx, float* y, int64_t off, int64_t count, int nt) const {
+    if (post.empty() || count <= 0) return;
+    const float* r =
+        add != nullptr ? ctx.input(ops::fused::kResidualInput).data<float>() + off : nullptr;
+    constexpr int64_t kChunk = 4096;
+    const int64_t chunks = (count + kChunk - 1) / kChunk;
+    ops::parallel_for(chunks, count >= 65536 ? nt : 1, [&](int64_t i) {
+      const int64_t a = off + i * kChunk, e = std::min(off + count, a + kChunk);
+      apply_own_post_ops(post, add, y + a, r != nullptr ? r + (a - off) : nullptr,
+                         static_cast<size_t>(e - a));
+    });
   }
 
  private:
@@ -182,6 +199,7 @@ class AgnosticConv final : public LinearPrimitive {
             }
           }
         }
+        finish(ctx, y, (b * m + gi * mg) * ohw, mg * ohw, nt);
       }
     }
     return Status();
@@ -247,65 +265,18 @@ class AgnosticConv final : public LinearPrimitive {
   }
 
   // One input channel per group: output channel j reads input channel j / (m / c) only.
-  void depthwise(const float* x, const float* wt, const float* bias, float* y, int nt) const {
+  void depthwise(const KernelContext& ctx, const float* x, const float* wt, const float* bias,
+                 float* y, int nt) const {
     const int64_t mult = m / c, planes = n * m;
     DwPlane g;
     g.h = h, g.w = w, g.oh = oh, g.ow = ow, g.kh = kh, g.kw = kw;
     g.sh = sh, g.sw = sw, g.dh = dh, g.dw = dw, g.ph = ph, g.pw = pw;
-    if (mult == 1 && ow < kChannelsLastMaxWidth && vt->dw_nhwc != nullptr) {
-      depthwise_channels_last(x, wt, bias, y, g, nt);
-      return;
-    }
     ops::parallel_for(planes, nt, [&](int64_t p) {
       const int64_t b = p / m, j = p % m;
       vt->dw_plane(x + (b * c + j / mult) * h * w, wt + j * kh * kw,
                    bias != nullptr ? bias[j] : 0.0F, y + p * oh * ow, g);
+      finish(ctx, y, p * oh * ow, oh * ow, 1);
     });
-  }
-
-  // The depthwise conv of small planes (one channel per group): each image transposed to
-  // channels-last, the taps applied to whole vectors of channels (VecTable::dw_nhwc), and the
-  // result transposed back. dw_plane's vectors run along a row, and a row of 7 to 16 outputs
-  // fills a 16-float vector half or less, under masks. Each thread takes a range of channels
-  // through all three steps, so what it transposes in it reads and what it writes it
-  // transposes back, in its own core's cache.
-  void depthwise_channels_last(const float* x, const float* wt, const float* bias, float* y,
-                               const DwPlane& g, int nt) const {
-    const int64_t hw = h * w, ohw = oh * ow, taps = kh * kw;
-    float* xt = scratch(0, static_cast<size_t>(c * hw));
-    float* yt = scratch(1, static_cast<size_t>(c * ohw));
-    float* wtt = scratch(2, static_cast<size_t>(c * taps));
-    transpose(wt, wtt, c, taps, 0, c, 0, taps);  // [c][taps] -> [taps][c]
-    // Whole vectors of kPanelWidth channels per thread (the last range takes the tail).
-    const auto vw = static_cast<int64_t>(kPanelWidth);
-    const int64_t vecs = (c + vw - 1) / vw;
-    for (int64_t b = 0; b < n; ++b) {
-      const float* xb = x + b * c * hw;
-      float* yb = y + b * c * ohw;
-      ops::parallel_ranges(vecs, c * ohw * taps >= 65536 ? nt : 1, [&](int64_t v0, int64_t v1) {
-        const int64_t c0 = v0 * vw, c1 = std::min(c, v1 * vw);
-        transpose(xb, xt, c, hw, c0, c1, 0, hw);
-        vt->dw_nhwc(xt, wtt, bias, yt, g, static_cast<size_t>(c), static_cast<size_t>(c0),
-                    static_cast<size_t>(c1));
-        transpose(yt, yb, ohw, c, 0, ohw, c0, c1);
-      });
-    }
-  }
-
-  // dst[j][i] = src[i][j] (src rows x cols, dst cols x rows) for i in [i0, i1) and j in
-  // [j0, j1), in 16 x 16 tiles so both sides touch a few cache lines at a time.
-  static void transpose(const float* src, float* dst, int64_t rows, int64_t cols, int64_t i0,
-                        int64_t i1, int64_t j0, int64_t j1) {
-    constexpr int64_t kTile = 16;
-    for (int64_t ia = i0; ia < i1; ia += kTile) {
-      const int64_t ib = std::min(i1, ia + kTile);
-      for (int64_t ja = j0; ja < j1; ja += kTile) {
-        const int64_t jb = std::min(j1, ja + kTile);
-        for (int64_t i = ia; i < ib; ++i) {
-          for (int64_t j = ja; j < jb; ++j) dst[j * rows + i] = src[i * cols + j];
-        }
-      }
-    }
   }
 };
 
@@ -356,8 +327,8 @@ void plan_taps(AgnosticConv& p, const Tensor& wt) {
 
 }  // namespace
 
-Result<std::shared_ptr<LinearPrimitive>> make_shape_agnostic_conv(const NodeContext& ctx,
-                                                                  bool build) {
+Result<std::shared_ptr<LinearPrimitive>> make_shape_agnostic_conv(
+    const NodeContext& ctx, bool build, std::span<const ops::fused::PostOp> post) {
   const Shape& x = ctx.input_types[0].shape;
   const Shape& wshape = ctx.input_types[1].shape;
   if (!ctx.run_once) return unimplemented("not a conv prepared for one run");
@@ -398,13 +369,27 @@ Result<std::shared_ptr<LinearPrimitive>> make_shape_agnostic_conv(const NodeCont
     p->h = p->kh = p->oh = 1;
   }
   p->has_bias = ctx.has_input(2);
+  if (!post.empty()) {
+    std::optional<std::vector<OwnPostOp>> chain = own_post_ops(post);
+    if (!chain) return unimplemented("a post-op without an own loop");
+    for (const OwnPostOp& o : *chain) {
+      if (o.kind != ops::fused::PostOpKind::kAdd) continue;
+      const Shape& r = ctx.input_types[ops::fused::kResidualInput].shape;
+      Shape y = {p->n, p->m};
+      if (x.size() == 4) y.push_back(p->oh);
+      y.push_back(p->ow);
+      if (r != y) {
+        return unimplemented("a residual {} not of the output's shape", shape_to_string(r));
+      }
+      const int add = binary_index("add");
+      p->add = add < 0 ? nullptr : vec_table().binary[static_cast<size_t>(add)];
+      if (p->add == nullptr) return unimplemented("no add loop on this target");
+    }
+    p->post = std::move(*chain);
+  }
   if (p->group == p->c && p->c > 0) {
     p->vt = &vec_table();
     if (p->vt->dw_plane == nullptr) return unimplemented("no depthwise plane loop on this target");
-    if (p->kw > DwPlane::kMaxKernelWidth) {
-      return unimplemented("a depthwise kernel {} wide (at most {})", p->kw,
-                           DwPlane::kMaxKernelWidth);
-    }
     return std::shared_ptr<LinearPrimitive>(std::move(p));
   }
   if (!build) return std::shared_ptr<LinearPrimitive>(std::move(p));  // accepts(): no copies

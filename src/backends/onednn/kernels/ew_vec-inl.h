@@ -27,6 +27,7 @@
 #include <limits>
 #include <numbers>
 #include <type_traits>
+#include <vector>
 
 #include "backends/onednn/kernels/ew_vec.h"
 #include "frame/core/dtype.h"
@@ -486,22 +487,6 @@ HWY_INLINE hn::Vec<D> load_n(D d, const float* p, size_t count) {
 #endif
 }
 
-/// Lanes [first, last) of the vector at p (0 <= first <= last <= lanes), the others 0, reading
-/// nothing outside p + first .. p + last (p itself may lie before the array: see load_n).
-template <class D>
-HWY_INLINE hn::Vec<D> load_range(D d, const float* p, int64_t first, int64_t last) {
-  if (first == 0 && last == static_cast<int64_t>(hn::Lanes(d))) return hn::LoadU(d, p);
-#if HWY_TARGET <= HWY_AVX3
-  const auto m = hn::AndNot(hn::FirstN(d, static_cast<size_t>(first)),
-                            hn::FirstN(d, static_cast<size_t>(last)));
-  return hn::MaskedLoad(m, d, p);
-#else
-  alignas(64) float buf[kMaxLanes] = {};
-  for (int64_t i = first; i < last; ++i) buf[i] = p[i];
-  return hn::Load(d, buf);
-#endif
-}
-
 /// Stores the first `count` (< lanes) lanes of v at p, writing nothing past p + count (see
 /// load_n).
 template <class D>
@@ -817,84 +802,66 @@ HWY_NOINLINE void panel_gemv_loop(const float* panels, size_t npanels, size_t k,
   }
 }
 
-/// One depthwise conv plane (VecTable::dw_plane). Each vector of an output row is summed over
-/// every tap in a register and stored once. A tap reads only the output columns whose input
-/// column lies inside x (zero padding is skipped, not multiplied), under a mask where the
-/// vector reaches past them; stride 2 loads two vectors of x and keeps the even lanes.
-HWY_NOINLINE void dw_plane_loop(const float* x, const float* wt, float bias, float* y,
-                                const DwPlane& g) {
-  const hn::ScalableTag<float> d;
+/// Output rows of one depthwise conv plane read from `xp`, a zero-padded copy of the input
+/// plane (row stride `wp`, the leading pads included, zero rows to a multiple of 4 output rows),
+/// so no tap needs a bound or a mask: each vector of a row summed over every tap in a register
+/// and stored once. SW is the column stride (1 and 2 as plain loads, 0 any other, gathered).
+template <int64_t SW, class D>
+HWY_INLINE void dw_padded_rows(D d, const float* xp, int64_t wp, const float* wt, float bias,
+                               float* y, const DwPlane& g) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  // The geometry in locals: read through `g`, every use reloaded it after each store to y.
-  const int64_t h = g.h, w = g.w, oh = g.oh, ow = g.ow, kh = g.kh, kw = g.kw;
-  const int64_t sh = g.sh, sw = g.sw, dh = g.dh, ph = g.ph;
-  // Output columns [lo, hi) of tap column j read input columns o * sw + off inside [0, w); the
-  // same for every row. Vectors inside [lo_max, hi_min) need no mask for any tap.
-  constexpr int64_t kMaxCols = DwPlane::kMaxKernelWidth;
-  if (g.kw > kMaxCols) return;  // declined at prepare (DwPlane::kMaxKernelWidth)
-  int64_t col_lo[kMaxCols], col_hi[kMaxCols], col_off[kMaxCols];
-  int64_t lo_max = 0, hi_min = g.ow;
-  for (int64_t j = 0; j < g.kw; ++j) {
-    const int64_t off = j * g.dw - g.pw;
-    col_off[j] = off;
-    col_lo[j] = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw;
-    col_hi[j] = g.w - 1 - off < 0 ? 0 : std::min(g.ow, (g.w - 1 - off) / g.sw + 1);
-    lo_max = std::max(lo_max, col_lo[j]);
-    hi_min = std::min(hi_min, col_hi[j]);
-  }
+  const int64_t oh = g.oh, ow = g.ow, kh = g.kh, kw = g.kw, sh = g.sh, dh = g.dh, dw = g.dw;
+  const int64_t sw = SW == 0 ? g.sw : SW;
+  [[maybe_unused]] const hn::RebindToSigned<D> di;
+  [[maybe_unused]] const auto gather_idx =
+      hn::Mul(hn::Iota(di, 0), hn::Set(di, static_cast<hn::TFromD<decltype(di)>>(sw)));
+  const auto load = [&](const float* p) {
+    if constexpr (SW == 1) {
+      return hn::LoadU(d, p);
+    } else if constexpr (SW == 2) {
+#if HWY_TARGET != HWY_SCALAR
+      return hn::ConcatEven(d, hn::LoadU(d, p + lanes), hn::LoadU(d, p));
+#else
+      return hn::LoadU(d, p);
+#endif
+    } else {
+      return hn::GatherIndex(d, p, gather_idx);
+    }
+  };
   const auto vbias = hn::Set(d, bias);
-  // kRows output rows at a time, each with its own sum: one chain of dependent multiply-adds
-  // would wait out each one's latency.
-  constexpr int64_t kRows = 4;
-  for (int64_t r0 = 0; r0 < oh; r0 += kRows) {
-    const int64_t nr = std::min(kRows, oh - r0);
+  const int64_t rs = sh * wp;  // the copy's step from one output row to the next
+  // R (8 or 4) output rows from r0, each vector with its own sum: a sum's multiply-adds wait on
+  // each other, and a narrow plane (one vector per row) has no other work to overlap them with,
+  // so eight sums keep both FMA units busy where four left half their issue slots empty. Rows
+  // past oh read the copy's zero rows and are not stored.
+  const auto block = [&](auto rows, int64_t r0) {
+    constexpr int64_t R = decltype(rows)::value;
+    const int64_t nr = std::min(R, oh - r0);
     for (int64_t o = 0; o < ow; o += lanes) {
-      const bool full = o >= lo_max && o + lanes <= hi_min;
       // Named sums, not an array: the compiler kept an array in memory, which chained every
       // multiply-add through a store and a load.
-      auto acc0 = vbias, acc1 = vbias, acc2 = vbias, acc3 = vbias;
+      auto a0 = vbias, a1 = vbias, a2 = vbias, a3 = vbias;
+      auto a4 = vbias, a5 = vbias, a6 = vbias, a7 = vbias;
+      const float* base = xp + r0 * rs + o * sw;
       for (int64_t i = 0; i < kh; ++i) {
-        // Input row of tap row i for each of the output rows, or null (padding, past oh).
-        const float* rows[kRows];
-        for (int64_t k = 0; k < kRows; ++k) {
-          const int64_t ih = (r0 + k) * sh - ph + i * dh;
-          rows[k] = k < nr && ih >= 0 && ih < h ? x + ih * w + o * sw : nullptr;
-        }
+        const float* row = base + i * dh * wp;
+        const float* wr = wt + i * kw;
         for (int64_t j = 0; j < kw; ++j) {
-          const int64_t lo = std::max<int64_t>(col_lo[j] - o, 0);
-          const int64_t hi = std::min(col_hi[j] - o, lanes);
-          if (lo >= hi) continue;
-          const auto wv = hn::Set(d, wt[i * kw + j]);
-          // Adds tap (i, j) of output row r0 + k into `acc` where that row reads x.
-          const auto tap = [&](int64_t k, auto& acc) {
-            if (rows[k] == nullptr) return;
-            const float* p = rows[k] + col_off[j];
-            if (sw == 1) {
-              acc = hn::MulAdd(wv, full ? hn::LoadU(d, p) : load_range(d, p, lo, hi), acc);
-              return;
-            }
-#if HWY_TARGET != HWY_SCALAR
-            if (sw == 2) {
-              // x columns p[first, last) are read: lanes lo .. hi - 1 take p[2 lane].
-              const int64_t first = 2 * lo, last = 2 * hi - 1;
-              const auto a = load_range(d, p, std::min(first, lanes), std::min(last, lanes));
-              const auto b = load_range(d, p + lanes, std::max<int64_t>(first - lanes, 0),
-                                        std::max<int64_t>(last - lanes, 0));
-              acc = hn::MulAdd(wv, hn::ConcatEven(d, b, a), acc);
-              return;
-            }
-#endif
-            alignas(64) float buf[kMaxLanes] = {};
-            for (int64_t l = lo; l < hi; ++l) buf[l] = p[l * sw];
-            acc = hn::MulAdd(wv, hn::Load(d, buf), acc);
-          };
-          tap(0, acc0);
-          tap(1, acc1);
-          tap(2, acc2);
-          tap(3, acc3);
+          const auto wv = hn::Set(d, wr[j]);
+          const float* p = row + j * dw;
+          a0 = hn::MulAdd(wv, load(p), a0);
+          a1 = hn::MulAdd(wv, load(p + rs), a1);
+          a2 = hn::MulAdd(wv, load(p + 2 * rs), a2);
+          a3 = hn::MulAdd(wv, load(p + 3 * rs), a3);
+          if constexpr (R == 8) {
+            a4 = hn::MulAdd(wv, load(p + 4 * rs), a4);
+            a5 = hn::MulAdd(wv, load(p + 5 * rs), a5);
+            a6 = hn::MulAdd(wv, load(p + 6 * rs), a6);
+            a7 = hn::MulAdd(wv, load(p + 7 * rs), a7);
+          }
         }
       }
-      const hn::Vec<decltype(d)> sums[kRows] = {acc0, acc1, acc2, acc3};
+      const hn::Vec<D> sums[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
       for (int64_t k = 0; k < nr; ++k) {
         float* yr = y + (r0 + k) * ow;
         if (o + lanes <= ow) {
@@ -904,106 +871,62 @@ HWY_NOINLINE void dw_plane_loop(const float* x, const float* wt, float bias, flo
         }
       }
     }
-  }
+  };
+  int64_t r0 = 0;
+  for (; r0 + 8 <= oh; r0 += 8) block(std::integral_constant<int64_t, 8>(), r0);
+  for (; r0 < oh; r0 += 4) block(std::integral_constant<int64_t, 4>(), r0);
 }
 
-/// Channels [c0, c1) of a depthwise conv over channels-last data (VecTable::dw_nhwc):
-/// y[r][o][ch] = bias[ch] + sum over taps (i, j) of w[i * kw + j][ch] * x[ih][iw][ch] with
-/// ih = r * sh - ph + i * dh, iw = o * sw - pw + j * dw, taps outside x skipped, in the tap order
-/// of dw_plane_loop (so both give the same sums). `channels` floats per pixel; bias may be null.
-/// One vector of channels at a time over every output pixel: what it reads of x and w (a
-/// vector per pixel, one per tap) stays in L1 across the plane. The taps that read x form a
-/// range of i and of j (ih and iw grow with them), found once per output row and column.
-HWY_NOINLINE void dw_nhwc_loop(const float* x, const float* wt, const float* bias, float* y,
-                               const DwPlane& g, size_t channels, size_t c0, size_t c1) {
+/// One depthwise conv plane (VecTable::dw_plane). The plane is first copied into a per-thread
+/// buffer with its zero padding around it (the leading pads, and past the trailing ones as far
+/// as the last vector of rows and columns reads), which the taps then read with plain vector
+/// loads: bounds checked per tap and vector cost several times the multiply-adds (a stride-2
+/// 3x3 plane of 42 x 48 outputs: 5 us through masks, under 1 us over the copy). Padded taps
+/// add w * 0, as the cpu kernel's sum does.
+HWY_NOINLINE void dw_plane_loop(const float* x, const float* wt, float bias, float* y,
+                                const DwPlane& g) {
   const hn::ScalableTag<float> d;
-  const size_t lanes = hn::Lanes(d);
-  const auto C = static_cast<int64_t>(channels);
-  // [lo, hi) of the taps along one axis that read x for output index q.
-  const auto range = [](int64_t q, int64_t stride, int64_t pad, int64_t dil, int64_t k, int64_t in,
-                        int64_t& lo, int64_t& hi) {
-    const int64_t base = q * stride - pad;
-    lo = base >= 0 ? 0 : (-base + dil - 1) / dil;
-    hi = in - 1 - base < 0 ? 0 : std::min(k, (in - 1 - base) / dil + 1);
-    lo = std::min(lo, hi);
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  if (g.oh <= 0 || g.ow <= 0) return;
+  constexpr int64_t kRows = 4;  // dw_padded_rows' last row blocks
+  // The copy's extent: every row and column the last block of rows and the last vector of
+  // columns reads (a stride-2 vector reads two vectors of x), the input rows and columns at
+  // least (a trailing pad may be negative).
+  const int64_t rows_out = (g.oh + kRows - 1) / kRows * kRows;
+  const int64_t cols_out = (g.ow + lanes - 1) / lanes * lanes;
+  const int64_t hp = std::max(g.ph + g.h, (rows_out - 1) * g.sh + (g.kh - 1) * g.dh + 1);
+  const int64_t wp =
+      std::max(g.pw + g.w, (cols_out - 1) * g.sw + (g.kw - 1) * g.dw + 1 + (g.sw == 2 ? lanes : 0));
+  // The buffer's zeros depend only on the geometry: written when it changes, and then only
+  // the plane's own rows are copied in (a plane of 11 x 12 floats costs less than the calls
+  // that would fill its borders).
+  struct Padded {
+    std::vector<float> buf;
+    int64_t h = -1, w = -1, ph = -1, pw = -1, hp = -1, wp = -1;
   };
-  // The column ranges of the first kCols output columns, computed once (the divisions cost
-  // more than a pixel's multiply-adds); columns past them compute theirs.
-  constexpr int64_t kCols = 64;
-  int64_t jlo[kCols], jhi[kCols];
-  for (int64_t o = 0; o < std::min(g.ow, kCols); ++o) {
-    range(o, g.sw, g.pw, g.dw, g.kw, g.w, jlo[o], jhi[o]);
+  thread_local Padded pad;
+  if (pad.h != g.h || pad.w != g.w || pad.ph != g.ph || pad.pw != g.pw || pad.hp != hp ||
+      pad.wp != wp) {
+    pad.buf.assign(static_cast<size_t>(hp * wp), 0.0f);
+    pad.h = g.h, pad.w = g.w, pad.ph = g.ph, pad.pw = g.pw, pad.hp = hp, pad.wp = wp;
   }
-  for (size_t cb = c0; cb < c1; cb += lanes) {
-    const size_t n = std::min(lanes, c1 - cb);
-    const bool full = n == lanes;
-    const auto load = [&](const float* p) { return full ? hn::LoadU(d, p) : load_n(d, p, n); };
-    const auto vbias = bias != nullptr ? load(bias + cb) : hn::Zero(d);
-    const auto cols = [&](int64_t o, int64_t& j0, int64_t& j1) {
-      if (o < kCols) {
-        j0 = jlo[o], j1 = jhi[o];
-      } else {
-        range(o, g.sw, g.pw, g.dw, g.kw, g.w, j0, j1);
-      }
-    };
-    for (int64_t r = 0; r < g.oh;) {
-      int64_t i0 = 0, i1 = 0;
-      range(r, g.sh, g.ph, g.dh, g.kh, g.h, i0, i1);
-      // Four rows whose every tap row reads x: four independent sums per column (one sum's
-      // multiply-adds wait on each other; four keep the FMA units busy), each in tap order.
-      int64_t last0 = 0, last1 = 0;
-      if (r + 3 < g.oh) range(r + 3, g.sh, g.ph, g.dh, g.kh, g.h, last0, last1);
-      if (r + 3 < g.oh && i0 == 0 && i1 == g.kh && last0 == 0 && last1 == g.kh) {
-        const int64_t rs = g.sh * g.w * C;  // x's step from one output row to the next
-        for (int64_t o = 0; o < g.ow; ++o) {
-          int64_t j0 = 0, j1 = 0;
-          cols(o, j0, j1);
-          auto a0 = vbias, a1 = vbias, a2 = vbias, a3 = vbias;
-          for (int64_t i = 0; i < g.kh; ++i) {
-            const float* xr = x + (r * g.sh - g.ph + i * g.dh) * g.w * C + cb;
-            const float* wr = wt + i * g.kw * C + cb;
-            for (int64_t j = j0; j < j1; ++j) {
-              const auto wv = load(wr + j * C);
-              const float* xp = xr + (o * g.sw - g.pw + j * g.dw) * C;
-              a0 = hn::MulAdd(wv, load(xp), a0);
-              a1 = hn::MulAdd(wv, load(xp + rs), a1);
-              a2 = hn::MulAdd(wv, load(xp + 2 * rs), a2);
-              a3 = hn::MulAdd(wv, load(xp + 3 * rs), a3);
-            }
-          }
-          const hn::Vec<decltype(d)> sums[4] = {a0, a1, a2, a3};
-          for (int64_t k = 0; k < 4; ++k) {
-            float* yp = y + ((r + k) * g.ow + o) * C + cb;
-            if (full) {
-              hn::StoreU(sums[k], d, yp);
-            } else {
-              store_n(d, sums[k], yp, n);
-            }
-          }
-        }
-        r += 4;
-        continue;
-      }
-      for (int64_t o = 0; o < g.ow; ++o) {
-        int64_t j0 = 0, j1 = 0;
-        cols(o, j0, j1);
-        auto acc = vbias;
-        for (int64_t i = i0; i < i1; ++i) {
-          const float* xr = x + (r * g.sh - g.ph + i * g.dh) * g.w * C + cb;
-          const float* wr = wt + i * g.kw * C + cb;
-          for (int64_t j = j0; j < j1; ++j) {
-            acc = hn::MulAdd(load(wr + j * C), load(xr + (o * g.sw - g.pw + j * g.dw) * C), acc);
-          }
-        }
-        float* yp = y + (r * g.ow + o) * C + cb;
-        if (full) {
-          hn::StoreU(acc, d, yp);
-        } else {
-          store_n(d, acc, yp, n);
-        }
-      }
-      ++r;
+  float* xp = pad.buf.data();
+  for (int64_t r = 0; r < g.h; ++r) {
+    const float* src = x + r * g.w;
+    float* dst = xp + (g.ph + r) * wp + g.pw;
+    int64_t c = 0;
+    for (; c + lanes <= g.w; c += lanes) hn::StoreU(hn::LoadU(d, src + c), d, dst + c);
+    if (c < g.w) {
+      const auto n = static_cast<size_t>(g.w - c);
+      store_n(d, load_n(d, src + c, n), dst + c, n);
     }
+  }
+  if (g.sw == 1) {
+    dw_padded_rows<1>(d, xp, wp, wt, bias, y, g);
+  } else if (g.sw == 2) {
+    dw_padded_rows<2>(d, xp, wp, wt, bias, y, g);
+  } else {
+    dw_padded_rows<0>(d, xp, wp, wt, bias, y, g);
   }
 }
 

@@ -42,7 +42,6 @@ const VecTable* get_vec_table() {
     t.softmax_rows = &softmax_rows_loop;
     t.layer_norm_row = &layer_norm_row_loop;
     t.dw_plane = &dw_plane_loop;
-    t.dw_nhwc = &dw_nhwc_loop;
     t.panel_gemv = &panel_gemv_loop;
     t.gemm = &gemm_loop;
     t.gemm_packed = &gemm_packed_loop;

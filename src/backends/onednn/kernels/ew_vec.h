@@ -44,8 +44,6 @@ struct MeanFinishArgs {
 struct DwPlane {
   int64_t h = 0, w = 0, oh = 0, ow = 0, kh = 0, kw = 0;
   int64_t sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
-  /// Widest kernel dw_plane takes.
-  static constexpr int64_t kMaxKernelWidth = 64;
 };
 
 /// Argument of the pow loops: ONNX Pow with an fp32 scalar exponent (ew::PowOp<float, float>).
@@ -99,17 +97,11 @@ struct VecTable {
                          const float* beta) = nullptr;
   /// One plane of a depthwise conv (conv_agnostic.cpp): y[r][o] = bias + sum over taps (i, j)
   /// of w[i * kw + j] * x[r * sh - ph + i * dh][o * sw - pw + j * dw], taps outside x
-  /// skipped (zero padding). Strides 1 and 2 run as vectors. kw at most
-  /// DwPlane::kMaxKernelWidth.
+  /// read as the zeros of the padding (w * 0 is added, as the cpu kernel does). Strides 1 and
+  /// 2 run as plain vector loads, others gathered. Thread-safe (a per-thread copy of the
+  /// padded plane).
   void (*dw_plane)(const float* x, const float* w, float bias, float* y,
                    const DwPlane& g) = nullptr;
-  /// Channels [c0, c1) of a depthwise conv over channels-last data (conv_agnostic.cpp, for
-  /// small planes): y[r][o][ch] = bias[ch] (bias may be null) + sum over taps (i, j) of
-  /// w[i * kw + j][ch] * x[r * sh - ph + i * dh][o * sw - pw + j * dw][ch], taps outside x
-  /// skipped, summed in dw_plane's order; x [h][w][channels], w [kh * kw][channels], y
-  /// [oh][ow][channels].
-  void (*dw_nhwc)(const float* x, const float* w, const float* bias, float* y, const DwPlane& g,
-                  size_t channels, size_t c0, size_t c1) = nullptr;
   /// Matrix-vector product over panels (the recurrence of recurrent.cpp's LSTM): for
   /// p < npanels and r < kPanelWidth, y[p * kPanelWidth + r] += sum over i < k of
   /// panels[(p * k + i) * kPanelWidth + r] * x[i]. A panel holds kPanelWidth rows of a matrix

@@ -8,12 +8,104 @@
 #include "frame/ops/kernel_registry.h"
 
 namespace frame::backends::onednn {
+
+std::optional<std::vector<OwnPostOp>> own_post_ops(std::span<const ops::fused::PostOp> post) {
+  using ops::fused::PostOpKind;
+  const VecTable& vt = vec_table();
+  const auto loop = [&](std::string_view op) {
+    const int i = unary_index(op);
+    return i < 0 ? nullptr : vt.unary[static_cast<size_t>(i)];
+  };
+  std::vector<OwnPostOp> chain;
+  for (const ops::fused::PostOp& o : post) {
+    OwnPostOp q;
+    q.kind = o.kind;
+    const auto a = static_cast<float>(o.alpha), b = static_cast<float>(o.beta);
+    switch (o.kind) {
+      case PostOpKind::kAdd:
+        break;
+      case PostOpKind::kRelu:
+        q.unary = loop("relu"), q.functor = ops::ew::ReluOp<float>{};
+        break;
+      case PostOpKind::kLeakyRelu: {
+        ops::ew::LeakyReluOp<float> f;
+        f.alpha = a;
+        q.unary = loop("leaky_relu"), q.functor = f;
+        break;
+      }
+      case PostOpKind::kClip: {
+        ops::ew::ClipOp<float> f;
+        f.lo = a, f.hi = b;
+        q.unary = vt.clip, q.functor = f;
+        break;
+      }
+      case PostOpKind::kSigmoid:
+        q.unary = loop("sigmoid"), q.functor = ops::ew::SigmoidOp<float>{};
+        break;
+      case PostOpKind::kTanh:
+        q.unary = loop("tanh"), q.functor = ops::ew::TanhOp<float>{};
+        break;
+      case PostOpKind::kElu: {
+        ops::ew::EluOp<float> f;
+        f.alpha = a;
+        q.unary = loop("elu"), q.functor = f;
+        break;
+      }
+      case PostOpKind::kHardSwish:
+        q.unary = loop("hard_swish"), q.functor = ops::ew::HardSwishOp<float>{};
+        break;
+      case PostOpKind::kGelu:
+      case PostOpKind::kGeluTanh: {
+        ops::ew::GeluOp<float> f;
+        f.tanh_approx = o.kind == PostOpKind::kGeluTanh;
+        q.unary = loop("gelu"), q.functor = f;
+        break;
+      }
+      case PostOpKind::kHardSigmoid: {
+        ops::ew::HardSigmoidOp<float> f;
+        f.alpha = a, f.beta = b;
+        q.unary = loop("hard_sigmoid"), q.functor = f;
+        break;
+      }
+      default:
+        return std::nullopt;
+    }
+    if (o.kind != PostOpKind::kAdd && q.unary == nullptr) return std::nullopt;
+    chain.push_back(std::move(q));
+  }
+  return chain;
+}
+
+void apply_own_post_ops(std::span<const OwnPostOp> chain, VecBinaryFn add, float* y, const float* r,
+                        size_t n) {
+  static const ops::ew::AddOp<float> add_functor{};
+  for (const OwnPostOp& o : chain) {
+    if (o.kind == ops::fused::PostOpKind::kAdd) {
+      add(y, r, y, n, &add_functor);
+    } else {
+      o.unary(y, y, n, o.arg());
+    }
+  }
+}
+
 namespace {
 
 Result<std::shared_ptr<LinearPrimitive>> make_fused(const ops::NodeContext& ctx, bool reorder) {
   FRAME_ASSIGN_OR_RETURN(ops::fused::FusedSpec spec, ops::fused::decode_fused(ctx));
   if (spec.base_op == "conv") {
     const ConvLayouts layouts{spec.src_layout, spec.dst_layout, spec.residual_layout};
+    const bool plain = layouts.src == ops::fused::ActivationLayout::kPlain &&
+                       layouts.dst == ops::fused::ActivationLayout::kPlain &&
+                       layouts.residual == ops::fused::ActivationLayout::kPlain;
+    // Prepared for one run (the interpreted tier): the shape-agnostic conv with the chain as
+    // its own loops. Where the conv alone would run shape-agnostic but the chain has no own
+    // loop, the node is refused (the post-ops stay nodes of their own) rather than built as a
+    // primitive, whose JIT code is specific to the sizes.
+    if (ctx.run_once && plain) {
+      Result<std::shared_ptr<LinearPrimitive>> p =
+          make_shape_agnostic_conv(ctx, reorder, spec.post_ops);
+      if (p.is_ok() || make_shape_agnostic_conv(ctx, false).is_ok()) return p;
+    }
     return make_conv(ctx, false, spec.post_ops, reorder, layouts);
   }
   return make_matmul(ctx, spec.base_op == "gemm", spec.post_ops, reorder);

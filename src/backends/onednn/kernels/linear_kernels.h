@@ -5,10 +5,16 @@
 /// same primitive with oneDNN post-ops attached.
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
+#include <type_traits>
+#include <variant>
+#include <vector>
 
+#include "backends/onednn/kernels/ew_vec.h"
 #include "frame/core/status.h"
+#include "frame/ops/elementwise.h"
 #include "frame/ops/kernel_registry.h"
 #include "ops/schemas/nn_fused_internal.h"
 
@@ -48,16 +54,55 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const ops::NodeContext& ctx, 
                                                    bool reorder_weights,
                                                    const ConvLayouts& layouts = {});
 
+/// One post-op of a fused_post_ops_internal chain run by frame's own loops instead of oneDNN's
+/// post-ops (a first-seen shape's matmul and gemm, MatmulPrimitive::run_own, and its conv,
+/// make_shape_agnostic_conv): an activation as its VecTable loop with that loop's functor, which
+/// computes what the op's cpu kernel computes (the same ops::ew functor), or the residual add
+/// (kAdd: `unary` null; the caller adds R, whose layout it knows).
+struct OwnPostOp {
+  ops::fused::PostOpKind kind = ops::fused::PostOpKind::kAdd;
+  VecUnaryFn unary = nullptr;
+  std::variant<std::monostate, ops::ew::ReluOp<float>, ops::ew::LeakyReluOp<float>,
+               ops::ew::ClipOp<float>, ops::ew::SigmoidOp<float>, ops::ew::TanhOp<float>,
+               ops::ew::EluOp<float>, ops::ew::HardSwishOp<float>, ops::ew::GeluOp<float>,
+               ops::ew::HardSigmoidOp<float>>
+      functor;
+  /// The functor's address, as `unary` takes it (null for kAdd).
+  const void* arg() const {
+    return std::visit(
+        [](const auto& f) -> const void* {
+          if constexpr (std::is_same_v<std::decay_t<decltype(f)>, std::monostate>) {
+            return nullptr;
+          } else {
+            return &f;
+          }
+        },
+        functor);
+  }
+};
+
+/// `post` (ops::fused::PostOp, parameters as PostOpKind documents them) as own loops of the
+/// running target (vec_table()), in order; nullopt where a post-op has none (kSwish, which
+/// reads x twice, or a target without the loop).
+std::optional<std::vector<OwnPostOp>> own_post_ops(std::span<const ops::fused::PostOp> post);
+
+/// Applies `chain` in order to y[0, n) in place; a kAdd adds r[0, n) (the residual's elements
+/// at y's positions; `add` is the running target's add loop). Not for a broadcast residual.
+void apply_own_post_ops(std::span<const OwnPostOp> chain, VecBinaryFn add, float* y, const float* r,
+                        size_t n);
+
 /// The conv of `ctx` prepared for one run of a first-seen shape (NodeContext::run_once, ADR
 /// 0007) without a oneDNN convolution primitive (conv_agnostic.cpp): 1x1 convs as matrix
 /// products over the NCHW tensors, depthwise convs as direct loops, others through im2col;
 /// f32, plain NCHW in and out, 1-d and 2-d, any group, stride, dilation and padding (ONNX
-/// Conv). With `build` false (the accepts() check) the state is not complete: no weights are
-/// copied and it must not run. Errors: kUnimplemented where it does not apply (no
-/// run_once, other ranks, inconsistent groups), resolve_window's errors for bad
-/// attributes.
-Result<std::shared_ptr<LinearPrimitive>> make_shape_agnostic_conv(const ops::NodeContext& ctx,
-                                                                  bool build = true);
+/// Conv). `post` (a fused_post_ops_internal node's chain, whose residual R at input 3 has the
+/// output's shape) runs on each plane or group of output channels as soon as it is computed
+/// (own_post_ops). With `build` false (the accepts() check) the state is not complete: no
+/// weights are copied and it must not run. Errors: kUnimplemented where it does not apply (no
+/// run_once, other ranks, inconsistent groups, a post-op without an own loop, a residual of
+/// another shape), resolve_window's errors for bad attributes.
+Result<std::shared_ptr<LinearPrimitive>> make_shape_agnostic_conv(
+    const ops::NodeContext& ctx, bool build = true, std::span<const ops::fused::PostOp> post = {});
 
 /// The layout oneDNN picks for the output of conv node `ctx` (a `conv`, or a
 /// fused_post_ops_internal with base_op "conv", built with its post-ops and `any` layouts):

@@ -69,21 +69,12 @@ class MatmulPrimitive final : public LinearPrimitive {
   // Own loops (own_matmul, a node prepared for a first-seen shape): y = alpha * A B (+ C) by
   // VecTable::gemm_packed over blocks of rows, then the post-ops on each block while it is in
   // cache. B (constant) packed once into gemm_packed's strips (b_own), transposed for transB.
-  struct OwnPost {
-    ops::fused::PostOpKind kind = ops::fused::PostOpKind::kAdd;
-    VecUnaryFn unary = nullptr;  // the activation's loop (not for kAdd)
-    const void* functor = nullptr;
-  };
   bool own = false;
   const VecTable* vt = nullptr;
   VecBinaryFn add = nullptr;  // vt's add loop
   std::shared_ptr<const OwnPackedWeights> b_own;
-  std::vector<OwnPost> own_post;
+  std::vector<OwnPostOp> own_post;  // own_post_ops
   ops::ew::AddOp<float> add_functor{};
-  ops::ew::ReluOp<float> relu_functor{};
-  ops::ew::TanhOp<float> tanh_functor{};
-  ops::ew::SigmoidOp<float> sigmoid_functor{};
-  ops::ew::GeluOp<float> gelu_functor{}, gelu_tanh_functor{};
 
   // Rows [i0, i1) of the output: the product, C, then the post-ops in order.
   void run_own_rows(KernelContext& ctx, int64_t i0, int64_t i1) const {
@@ -103,9 +94,9 @@ class MatmulPrimitive final : public LinearPrimitive {
         }
       }
     }
-    for (const OwnPost& o : own_post) {
+    for (const OwnPostOp& o : own_post) {
       if (o.kind != ops::fused::PostOpKind::kAdd) {
-        o.unary(y, y, rows * nn, o.functor);
+        o.unary(y, y, rows * nn, o.arg());
         continue;
       }
       const Tensor& res = ctx.input(ops::fused::kResidualInput);
@@ -196,41 +187,13 @@ bool own_matmul(MatmulPrimitive& p, const NodeContext& ctx,
   if (use_c && c_numel != 1 && (c_numel != n || ctx.input_types[2].shape.back() != n)) {
     return false;
   }
-  const auto unary = [&](std::string_view op) {
-    const int i = unary_index(op);
-    return i < 0 ? nullptr : vt.unary[static_cast<size_t>(i)];
-  };
-  p.gelu_tanh_functor.tanh_approx = true;
-  std::vector<MatmulPrimitive::OwnPost> chain;
-  for (const ops::fused::PostOp& o : post) {
-    MatmulPrimitive::OwnPost q;
-    q.kind = o.kind;
-    switch (o.kind) {
-      case PostOpKind::kAdd: {
-        const int64_t r = numel_of(ctx.input_types[ops::fused::kResidualInput].shape);
-        if (r != n && r != numel_of(ctx.input_types[0].shape) / k * n) return false;
-        break;
-      }
-      case PostOpKind::kRelu:
-        q.unary = unary("relu"), q.functor = &p.relu_functor;
-        break;
-      case PostOpKind::kTanh:
-        q.unary = unary("tanh"), q.functor = &p.tanh_functor;
-        break;
-      case PostOpKind::kSigmoid:
-        q.unary = unary("sigmoid"), q.functor = &p.sigmoid_functor;
-        break;
-      case PostOpKind::kGelu:
-        q.unary = unary("gelu"), q.functor = &p.gelu_functor;
-        break;
-      case PostOpKind::kGeluTanh:
-        q.unary = unary("gelu"), q.functor = &p.gelu_tanh_functor;
-        break;
-      default:
-        return false;
-    }
-    if (o.kind != PostOpKind::kAdd && q.unary == nullptr) return false;
-    chain.push_back(q);
+  std::optional<std::vector<OwnPostOp>> chain = own_post_ops(post);
+  if (!chain) return false;
+  for (const OwnPostOp& o : *chain) {
+    if (o.kind != PostOpKind::kAdd) continue;
+    // The residual as a row of N (broadcast along the rows) or of the output's shape.
+    const int64_t r = numel_of(ctx.input_types[ops::fused::kResidualInput].shape);
+    if (r != n && r != numel_of(ctx.input_types[0].shape) / k * n) return false;
   }
   // B in VecTable::gemm_packed's strips, once per weights (shared while a state holds them).
   const auto strip = static_cast<int64_t>(vt.gemm_strip);
@@ -253,7 +216,7 @@ bool own_matmul(MatmulPrimitive& p, const NodeContext& ctx,
   p.own = true;
   p.vt = &vt;
   p.add = vt.binary[static_cast<size_t>(add)];
-  p.own_post = std::move(chain);
+  p.own_post = std::move(*chain);
   p.k = k;
   p.n = n;
   p.c_numel = c_numel;
