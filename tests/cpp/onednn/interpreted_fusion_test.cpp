@@ -66,6 +66,28 @@ void expect_interpreted_matches_cpu(const ir::Graph& g, const ir::Graph& referen
   }
 }
 
+// Runs `g` (fused) through the interpreter on 1 and 2 threads and expects, for its first
+// output, the cpu-only compile of `unfused` (the graph before the patterns) on the same inputs
+// within the f32 tolerance; `what` names the case in failures.
+void expect_interpreted_threads_match_cpu(const ir::Graph& g, const ir::Graph& unfused,
+                                          const runtime::TensorMap& in, const std::string& what) {
+  Result<runtime::Executable> ref = runtime::compile(unfused, uncached({"cpu"}));
+  ASSERT_TRUE(ref.is_ok()) << ref.status().message();
+  Result<runtime::TensorMap> want = ref->run(in);
+  ASSERT_TRUE(want.is_ok()) << want.status().message();
+  const std::string name = g.value(g.outputs()[0]).name;
+  for (int threads : {1, 2}) {
+    runtime::CompileOptions o;
+    o.backends = {"onednn", "cpu"};
+    o.num_threads = threads;
+    const runtime::detail::Interpreted got = runtime::detail::interpret(g, in, o, nullptr);
+    ASSERT_TRUE(got.status.is_ok()) << got.status.message();
+    const CompareResult cmp =
+        compare_tensors(got.outputs.at(name), want->at(name), tolerance_for(DTypeCode::kFloat32));
+    EXPECT_TRUE(cmp.ok) << what << ", " << threads << " threads: " << cmp.message;
+  }
+}
+
 // The fused graph: one layer_normalization and one matmul with its bias and relu as post-ops.
 void expect_fused(const ir::Graph& g) {
   EXPECT_EQ(count_op(g, "layer_normalization"), 1);
@@ -186,24 +208,11 @@ TEST(InterpretedFusions, OwnMatmulLoopsMatchTheReference) {
         }
         const runtime::TensorMap in{{"x", grid_tensor({c.m, c.k}, seed++)},
                                     {"r", grid_tensor({c.m, c.n}, seed++)}};
-        Result<runtime::Executable> ref = runtime::compile(unfused, uncached({"cpu"}));
-        ASSERT_TRUE(ref.is_ok()) << ref.status().message();
-        Result<runtime::TensorMap> want = ref->run(in);
-        ASSERT_TRUE(want.is_ok()) << want.status().message();
-        const std::string name = g.value(g.outputs()[0]).name;
-        for (int threads : {1, 2}) {
-          runtime::CompileOptions o;
-          o.backends = {"onednn", "cpu"};
-          o.num_threads = threads;
-          const runtime::detail::Interpreted got = runtime::detail::interpret(g, in, o, nullptr);
-          ASSERT_TRUE(got.status.is_ok()) << got.status.message();
-          const CompareResult cmp = compare_tensors(got.outputs.at(name), want->at(name),
-                                                    tolerance_for(DTypeCode::kFloat32));
-          EXPECT_TRUE(cmp.ok) << c.m << "x" << c.n << "x" << c.k << " base "
-                              << static_cast<int>(base) << " chain " << chain.size() << " ("
-                              << (chain.empty() ? "" : chain.back()) << "), " << threads
-                              << " threads: " << cmp.message;
-        }
+        expect_interpreted_threads_match_cpu(
+            g, unfused, in,
+            std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) + " base " +
+                std::to_string(static_cast<int>(base)) + " chain " + std::to_string(chain.size()) +
+                " (" + (chain.empty() ? "" : chain.back()) + ")");
       }
     }
   }
@@ -280,21 +289,7 @@ TEST(InterpretedFusions, OwnConvPostOpsMatchTheReference) {
       EXPECT_EQ(count_op(g, "add"), 0) << what;  // the residual add is fused
       const runtime::TensorMap in{{"x", grid_tensor(c.x, seed++)},
                                   {"r", grid_tensor(yshape, seed++)}};
-      Result<runtime::Executable> ref = runtime::compile(unfused, uncached({"cpu"}));
-      ASSERT_TRUE(ref.is_ok()) << ref.status().message();
-      Result<runtime::TensorMap> want = ref->run(in);
-      ASSERT_TRUE(want.is_ok()) << want.status().message();
-      const std::string name = g.value(g.outputs()[0]).name;
-      for (int threads : {1, 2}) {
-        runtime::CompileOptions o;
-        o.backends = {"onednn", "cpu"};
-        o.num_threads = threads;
-        const runtime::detail::Interpreted got = runtime::detail::interpret(g, in, o, nullptr);
-        ASSERT_TRUE(got.status.is_ok()) << got.status.message();
-        const CompareResult cmp = compare_tensors(got.outputs.at(name), want->at(name),
-                                                  tolerance_for(DTypeCode::kFloat32));
-        EXPECT_TRUE(cmp.ok) << what << ", " << threads << " threads: " << cmp.message;
-      }
+      expect_interpreted_threads_match_cpu(g, unfused, in, what);
     }
   }
 }
