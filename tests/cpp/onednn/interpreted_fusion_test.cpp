@@ -88,6 +88,20 @@ void expect_interpreted_threads_match_cpu(const ir::Graph& g, const ir::Graph& u
   }
 }
 
+// Makes `y` and `r` (through an identity, which keeps r a graph input where no chain step reads
+// it) the outputs of `g`, types every value, keeps the graph as it is then in `unfused` and
+// applies the interpreted tier's fusions to `g` (fuse_interpreted, first key).
+void finish_and_fuse(ir::Graph& g, ValueId y, ValueId r, ir::Graph& unfused) {
+  g.add_output(y);
+  g.add_output(add_op(g, "identity", "keep_r", {r}));
+  passes::PassContext ctx;
+  ASSERT_TRUE(passes::run_pipeline(g, "shape-inference", ctx).is_ok());
+  unfused = g;
+  Result<std::optional<runtime::detail::InterpretedFusions>> learned =
+      runtime::detail::fuse_interpreted(g, {"onednn", "cpu"}, nullptr);
+  ASSERT_TRUE(learned.is_ok()) << learned.status().message();
+}
+
 // The fused graph: one layer_normalization and one matmul with its bias and relu as post-ops.
 void expect_fused(const ir::Graph& g) {
   EXPECT_EQ(count_op(g, "layer_normalization"), 1);
@@ -193,15 +207,8 @@ TEST(InterpretedFusions, OwnMatmulLoopsMatchTheReference) {
             y = add_op(g, step, step, {y});
           }
         }
-        g.add_output(y);
-        // r feeds the residual chain only; elsewhere a second output keeps it an input.
-        g.add_output(add_op(g, "identity", "keep_r", {r}));
-        passes::PassContext ctx;
-        ASSERT_TRUE(passes::run_pipeline(g, "shape-inference", ctx).is_ok());
-        const ir::Graph unfused = g;
-        Result<std::optional<runtime::detail::InterpretedFusions>> learned =
-            runtime::detail::fuse_interpreted(g, {"onednn", "cpu"}, nullptr);
-        ASSERT_TRUE(learned.is_ok()) << learned.status().message();
+        ir::Graph unfused("unfused");
+        ASSERT_NO_FATAL_FAILURE(finish_and_fuse(g, y, r, unfused));
         if (base == Base::kMatmul && !chain.empty() && chain[0] == "residual") {
           EXPECT_EQ(count_op(g, "fused_post_ops_internal"), 1);  // residual included
           EXPECT_EQ(count_op(g, "add"), 0);
@@ -273,14 +280,8 @@ TEST(InterpretedFusions, OwnConvPostOpsMatchTheReference) {
           y = add_op(g, step, step, {y});
         }
       }
-      g.add_output(y);
-      g.add_output(add_op(g, "identity", "keep_r", {r}));
-      passes::PassContext ctx;
-      ASSERT_TRUE(passes::run_pipeline(g, "shape-inference", ctx).is_ok());
-      const ir::Graph unfused = g;
-      Result<std::optional<runtime::detail::InterpretedFusions>> learned =
-          runtime::detail::fuse_interpreted(g, {"onednn", "cpu"}, nullptr);
-      ASSERT_TRUE(learned.is_ok()) << learned.status().message();
+      ir::Graph unfused("unfused");
+      ASSERT_NO_FATAL_FAILURE(finish_and_fuse(g, y, r, unfused));
       const std::string what = shape_to_string(c.x) + " k" + std::to_string(c.k) + " group " +
                                std::to_string(c.group) + " chain " + chain.back();
       const bool swish = chain.back() == "swish";
