@@ -1,6 +1,7 @@
 """`frame serve` under load (docs/serving.md, "Load and latency"): 32 concurrent clients x 500
 requests over REST and over gRPC with dynamic batching on, every response checked against an
-in-process run by frame_serve_load; the server's RSS after 20,000 requests against after 2,000;
+in-process run by frame_serve_load; the server's anonymous RSS after 20,000 requests against after
+2,000 and 11,000;
 SIGTERM under load. Bounded in count and time; its own ctest entry (label `slow`), about 30 s
 on 2 cores."""
 
@@ -76,10 +77,15 @@ def test_rss_flat_over_20000_requests(setup):
     try:
         r = run_load("--url", server.url, "--model", "mlp", "--input", f"x={x}", "--check",
                      onnx_path, "--clients", "16", "--requests", "1250", "--rss-pid",
-                     str(server.proc.pid), "--rss-at", "2000,20000")
+                     str(server.proc.pid), "--rss-at", "2000,11000,20000")
         assert r["rc"] == 0 and r["errors"] == 0, r
-        rss = r["rss_kb"]
-        assert rss["20000"] <= 1.05 * rss["2000"], rss
+        # Anonymous memory only: the mapped files' pages (VmRSS counts them) are dropped and
+        # faulted back in by the kernel at will, which moved VmRSS by 3 MB on a CI machine.
+        # A leak grows linearly: under 64 bytes per request after the first 2,000, and over the
+        # last 9,000 (the heap is about 4.6 MB here).
+        anon = r["rss_anon_kb"]
+        assert anon["20000"] - anon["2000"] <= 18000 * 64 // 1024, anon
+        assert anon["20000"] - anon["11000"] <= 9000 * 64 // 1024, anon
     finally:
         assert server.stop() == 0
 

@@ -66,13 +66,18 @@ struct Variant {
   inference::ModelInferRequest grpc;
 };
 
-int64_t rss_kb(int pid) {
+// The resident set of process `pid` in KiB, from /proc/PID/status: {VmRSS, RssAnon}, -1 where a
+// field is missing. RssAnon (heap, stacks, arenas) is what a leak grows; VmRSS also counts the
+// mapped files (code, the model), whose pages the kernel drops and faults back in at will.
+std::pair<int64_t, int64_t> rss_kb(int pid) {
   std::ifstream f(fmt::format("/proc/{}/status", pid));
   std::string line;
+  std::pair<int64_t, int64_t> kb{-1, -1};
   while (std::getline(f, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
+    if (line.rfind("VmRSS:", 0) == 0) kb.first = std::stoll(line.substr(6));
+    if (line.rfind("RssAnon:", 0) == 0) kb.second = std::stoll(line.substr(8));
   }
-  return -1;
+  return kb;
 }
 
 // Element i of `t` as double (16-bit floats widened).
@@ -326,7 +331,7 @@ int main(int argc, char** argv) {
   Tally tally;
   const int64_t total = int64_t{o.clients} * o.requests;
   std::sort(o.rss_at.begin(), o.rss_at.end());
-  std::vector<std::pair<int64_t, int64_t>> rss;
+  std::vector<std::pair<int64_t, std::pair<int64_t, int64_t>>> rss;
   std::mutex rss_mu;
   auto after_request = [&](int64_t n) {
     if (o.rss_pid <= 0) return;
@@ -451,9 +456,13 @@ int main(int argc, char** argv) {
                            {"p99", percentile(tally.server_us, 0.99)}};
   }
   if (!rss.empty()) {
-    json r = json::object();
-    for (const auto& [n, kb] : rss) r[std::to_string(n)] = kb;
+    json r = json::object(), anon = json::object();
+    for (const auto& [n, kb] : rss) {
+      r[std::to_string(n)] = kb.first;
+      anon[std::to_string(n)] = kb.second;
+    }
     result["rss_kb"] = r;
+    result["rss_anon_kb"] = anon;
   }
   if (!tally.first_error.empty()) result["first_error"] = tally.first_error;
   if (!tally.kinds.empty()) result["error_kinds"] = tally.kinds;
