@@ -334,15 +334,29 @@ Result<std::vector<NodeId>> Graph::topological_order() const {
     if (val.is_graph_input || val.is_constant() || !detail::is_defined(*this, v)) return -1;
     return val.producer;
   };
+  // Consumers of each node in one flat array (CSR: node p's are consumers[first[p]..first[p+1])):
+  // the interpreted tier orders a graph per first-seen shape, so no allocation per node.
   std::vector<int64_t> indegree(nodes_.size(), 0);
-  std::vector<std::vector<NodeId>> consumers(nodes_.size());
+  std::vector<size_t> first(nodes_.size() + 1, 0);
   for (const Node& n : nodes_) {
     if (n.dead) continue;
     for (ValueId v : n.inputs) {
-      NodeId p = live_producer(v);
+      const NodeId p = live_producer(v);
       if (p < 0) continue;
       ++indegree[static_cast<size_t>(n.id)];
-      consumers[static_cast<size_t>(p)].push_back(n.id);
+      ++first[static_cast<size_t>(p) + 1];
+    }
+  }
+  for (size_t i = 1; i < first.size(); ++i) first[i] += first[i - 1];
+  std::vector<NodeId> consumers(first.back());
+  {
+    std::vector<size_t> fill(first.begin(), first.end() - 1);
+    for (const Node& n : nodes_) {
+      if (n.dead) continue;
+      for (ValueId v : n.inputs) {
+        const NodeId p = live_producer(v);
+        if (p >= 0) consumers[fill[static_cast<size_t>(p)]++] = n.id;
+      }
     }
   }
   // Min-heap on node id: among ready nodes the earliest inserted goes first (stable order).
@@ -356,7 +370,8 @@ Result<std::vector<NodeId>> Graph::topological_order() const {
     NodeId n = ready.top();
     ready.pop();
     order.push_back(n);
-    for (NodeId c : consumers[static_cast<size_t>(n)]) {
+    for (size_t i = first[static_cast<size_t>(n)]; i < first[static_cast<size_t>(n) + 1]; ++i) {
+      const NodeId c = consumers[i];
       if (--indegree[static_cast<size_t>(c)] == 0) ready.push(c);
     }
   }

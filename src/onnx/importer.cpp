@@ -49,17 +49,39 @@ std::string snake_case(std::string_view camel) {
   return out;
 }
 
+// Folds `n` (every input a constant) with its cpu kernel into `outs`. `k`: the op's cpu kernel
+// when the caller has it (re-typing keeps it per step), else looked up. Errors: no cpu kernel,
+// the kernel's supports() or run.
 Status run_cpu_kernel(const ir::Graph& g, const ir::Node& n, const ops::OpSchema& schema,
-                      const std::vector<ir::TensorType>& types, std::vector<Tensor>& outs) {
-  const ops::KernelDef* k = ops::KernelRegistry::global().find(n.op, "cpu");
+                      const std::vector<ir::TensorType>& types, std::vector<Tensor>& outs,
+                      const ops::KernelDef* k = nullptr) {
+  if (k == nullptr) k = ops::KernelRegistry::global().find(n.op, "cpu");
   if (k == nullptr) return not_found("no cpu kernel for '{}'", n.op);
-  ops::NodeContext ctx = ops::make_node_context(g, n, &schema);
-  FRAME_RETURN_IF_ERROR(k->supports(ctx));
-  std::vector<Tensor> ins(n.inputs.size());
+  // This thread's context and inputs, refilled per fold (re-typing folds the shape arithmetic
+  // per first-seen shape); a nested fold (a kernel that imports) takes its own.
+  struct Scratch {
+    ops::NodeContext ctx;
+    std::vector<Tensor> ins;
+    bool busy = false;
+  };
+  thread_local Scratch t_scratch;
+  Scratch nested;
+  Scratch& sc = t_scratch.busy ? nested : t_scratch;
+  struct Lease {
+    Scratch& s;
+    ~Lease() {
+      s.ins.clear();
+      s.busy = false;
+    }
+  } lease{sc};
+  sc.busy = true;
+  ops::fill_node_context(g, n, &schema, sc.ctx);
+  FRAME_RETURN_IF_ERROR(k->supports(sc.ctx));
+  sc.ins.assign(n.inputs.size(), Tensor());
   for (size_t i = 0; i < n.inputs.size(); ++i) {
-    if (n.inputs[i] != ir::kNoValue) ins[i] = *g.value(n.inputs[i]).constant;
+    if (n.inputs[i] != ir::kNoValue) sc.ins[i] = *g.value(n.inputs[i]).constant;
   }
-  FRAME_ASSIGN_OR_RETURN(outs, k->run_once(ctx, ins, types));
+  FRAME_ASSIGN_OR_RETURN(outs, k->run_once(sc.ctx, sc.ins, types));
   return Status();
 }
 
@@ -460,12 +482,13 @@ class Importer final : public BodyImporter {
 
   Result<ir::Graph> retype(const GenericImport& t) {
     const ::onnx::GraphProto& gp = model_.graph();
-    std::set<std::string> keys;
-    for (const auto& [name, dims] : opts_.input_shapes) keys.insert(name);
+    bool same_keys = opts_.input_shapes.size() == t.shape_keys.size();
+    for (const auto& [name, dims] : opts_.input_shapes)
+      same_keys = same_keys && t.shape_keys.count(name) > 0;
     bool same_bound = opts_.constant_inputs.size() == t.bound.size();
     for (const auto& [name, v] : t.bound)
       same_bound = same_bound && opts_.constant_inputs.count(name);
-    if (keys != t.shape_keys || !same_bound || opts_.keep_untyped) {
+    if (!same_keys || !same_bound || opts_.keep_untyped) {
       return make_error(StatusCode::kFailedPrecondition,
                         "the generic import was made for other inputs");
     }
@@ -504,6 +527,7 @@ class Importer final : public BodyImporter {
     std::vector<ir::ValueId> remap(t.graph.num_values());
     for (size_t v = 0; v < remap.size(); ++v) remap[v] = static_cast<ir::ValueId>(v);
     std::vector<Tensor> values;
+    ops::NodeContext fold_ctx;  // refilled per folded step (fill_node_context)
     for (const GenericImport::Record& r : t.records) {
       if (r.kind == GenericImport::Kind::kReconvert) {
         FRAME_RETURN_IF_ERROR(reconvert(gp.node(r.node), r, remap));
@@ -528,8 +552,8 @@ class Importer final : public BodyImporter {
                                 n.name);
             }
           }
-          FRAME_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types,
-                                 schema->infer(ops::make_node_context(g_, n, schema)));
+          ops::fill_node_context(g_, n, schema, fold_ctx);
+          FRAME_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, schema->infer(fold_ctx));
           size_t bytes = 0;
           for (const ir::TensorType& type : types) {
             FRAME_ASSIGN_OR_RETURN(size_t b, checked_nbytes(type.dtype, type.shape));
@@ -538,7 +562,7 @@ class Importer final : public BodyImporter {
           if (bytes > kImportFoldBytes || types.size() != step.results.size()) {
             return make_error(StatusCode::kFailedPrecondition, "node '{}' no longer folds", n.name);
           }
-          FRAME_RETURN_IF_ERROR(run_cpu_kernel(g_, n, *schema, types, values));
+          FRAME_RETURN_IF_ERROR(run_cpu_kernel(g_, n, *schema, types, values, step.cpu));
           for (size_t k = 0; k < step.results.size(); ++k) {
             ir::Value& c = g_.value(step.results[k]);
             c.type = types[k];
@@ -623,7 +647,12 @@ class Importer final : public BodyImporter {
     for (auto id = first_node; static_cast<size_t>(id) < g_.num_node_slots(); ++id) {
       const ir::Node& node = g_.node(id);
       if (clean && node.dead) continue;  // folded from constants no shape changes
-      GenericImport::Step step{id, node.dead, {}, ops::OpRegistry::global().find(node.op)};
+      GenericImport::Step step{
+          id,
+          node.dead,
+          {},
+          ops::OpRegistry::global().find(node.op),
+          node.dead ? ops::KernelRegistry::global().find(node.op, "cpu") : nullptr};
       if (node.dead) {
         // infer_and_fold put constants of the same names in place of the outputs.
         for (ir::ValueId v : node.outputs) {

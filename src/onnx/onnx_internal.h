@@ -309,6 +309,7 @@ struct GenericImport {
     bool folded = false;
     std::vector<ir::ValueId> results;
     const ops::OpSchema* schema = nullptr;  ///< the node's op (schemas live for the process)
+    const ops::KernelDef* cpu = nullptr;    ///< folded: the op's cpu kernel (null: look it up)
   };
   struct Record {
     int node = 0;  ///< index in GraphProto.node

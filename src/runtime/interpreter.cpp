@@ -408,6 +408,34 @@ Result<std::optional<InterpretedFusions>> fuse_interpreted(ir::Graph& g,
   return std::optional<InterpretedFusions>();
 }
 
+namespace {
+
+// interpret()'s per-run arrays; `values`, `in` and `out` are emptied (their tensors released)
+// when the run ends, whichever way it ends (ScratchLease).
+struct RunScratch {
+  std::vector<int32_t> readers;
+  std::vector<char> needed;
+  std::vector<ir::NodeId> live;
+  std::vector<Tensor> values, in, out;
+  ops::NodeContext ctx;
+  bool busy = false;
+};
+
+struct ScratchLease {
+  explicit ScratchLease(RunScratch& s) : s(s) { s.busy = true; }
+  ~ScratchLease() {
+    s.values.clear();
+    s.in.clear();
+    s.out.clear();
+    s.busy = false;
+  }
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
+  RunScratch& s;
+};
+
+}  // namespace
+
 Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const CompileOptions& options,
                       const std::atomic<bool>* terminate, BufferPool* pool) {
   if (options.strict || !options.pipeline.empty() || !options.print_ir_after.empty()) {
@@ -444,12 +472,20 @@ Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const Compile
     total_bytes += slot;
   }
 
+  // This thread's per-run arrays, kept between runs (a run per first-seen shape should not
+  // allocate them again); a nested interpret (a kernel that runs a session) takes its own.
+  thread_local RunScratch t_scratch;
+  RunScratch nested;
+  RunScratch& sc = t_scratch.busy ? nested : t_scratch;
+  const ScratchLease lease(sc);
   // Readers left per value; graph outputs are never released. Only nodes an output needs run.
-  std::vector<int32_t> readers(num_values, 0);
-  std::vector<char> needed(num_values, 0);
+  std::vector<int32_t>& readers = sc.readers;
+  std::vector<char>& needed = sc.needed;
+  std::vector<ir::NodeId>& live = sc.live;
+  readers.assign(num_values, 0);
+  needed.assign(num_values, 0);
+  live.clear();
   for (ir::ValueId v : g.outputs()) needed[static_cast<size_t>(v)] = 1;
-  std::vector<ir::NodeId> live;
-  live.reserve(order->size());
   for (auto it = order->rbegin(); it != order->rend(); ++it) {
     const ir::Node& n = g.node(*it);
     const bool used = std::any_of(n.outputs.begin(), n.outputs.end(), [&](ir::ValueId v) {
@@ -466,7 +502,8 @@ Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const Compile
   }
   std::reverse(live.begin(), live.end());
 
-  std::vector<Tensor> values(num_values);
+  std::vector<Tensor>& values = sc.values;
+  values.resize(num_values);
   for (size_t v = 0; v < num_values; ++v) {
     const ir::Value& val = g.value(static_cast<ir::ValueId>(v));
     if (val.constant) values[v] = *val.constant;
@@ -483,9 +520,9 @@ Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const Compile
   ThreadCountScope scope(threads);
   const ops::OpRegistry& schemas = ops::OpRegistry::global();
   Interpreted r;
-  std::vector<Tensor> in;
-  std::vector<Tensor> out;
-  ops::NodeContext ctx;  // refilled per node (fill_node_context): no allocation once warm
+  std::vector<Tensor>& in = sc.in;
+  std::vector<Tensor>& out = sc.out;
+  ops::NodeContext& ctx = sc.ctx;  // refilled per node (fill_node_context): no allocation once warm
   for (ir::NodeId id : live) {
     const ir::Node& n = g.node(id);
     if (terminate != nullptr && terminate->load(std::memory_order_relaxed)) {

@@ -29,6 +29,8 @@ TEST(LayoutOnednn, TransposeEveryPermutationKind) {
       {{5, 6, 7}, {2, 1, 0}},            // full reversal
       {{1, 300, 1, 200}, {3, 1, 0, 2}},  // size-1 dims
       {{8, 128, 64}, {1, 0, 2}},         // attention-style head split
+      {{46, 4, 16}, {1, 0, 2}},          // short rows (16): the row odometer
+      {{3, 5, 7, 6}, {2, 0, 1, 3}},      // three outer dims carrying; 2 threads split mid-way
   };
   for (DTypeCode dt : {DTypeCode::kFloat32, DTypeCode::kUInt8, DTypeCode::kInt64}) {
     for (const Case& c : cases) {

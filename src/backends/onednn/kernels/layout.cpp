@@ -82,17 +82,43 @@ int64_t source_offset(const StridedPlan& p, int64_t pos, size_t upto, int skip =
   return off;
 }
 
+// Rows [r0, r1) of the output. The row's source offset comes from one division chain at r0;
+// after that an odometer over the outer dims steps it (a division chain per row cost more than
+// copying a short row: attention's [S, B*H, D] -> [B*H, S, D] transposes move rows of 16).
 template <typename E>
 void strided_rows(const StridedPlan& p, const E* src, E* dst, int64_t r0, int64_t r1) {
   const size_t last = p.dims.size() - 1;
   const int64_t n = p.dims[last], st = p.strides[last];
-  for (int64_t r = r0; r < r1; ++r) {  // one division chain per row of n elements
-    const E* s = src + p.offset + source_offset(p, r, last);
-    E* d = dst + r * n;
+  constexpr size_t kMaxDims = 8;
+  if (last > kMaxDims) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const E* s = src + p.offset + source_offset(p, r, last);
+      E* d = dst + r * n;
+      for (int64_t i = 0; i < n; ++i) d[i] = s[i * st];
+    }
+    return;
+  }
+  std::array<int64_t, kMaxDims> idx{};
+  int64_t off = p.offset;
+  for (int64_t pos = r0, d = static_cast<int64_t>(last); d-- > 0;) {
+    idx[static_cast<size_t>(d)] = pos % p.dims[static_cast<size_t>(d)];
+    pos /= p.dims[static_cast<size_t>(d)];
+    off += idx[static_cast<size_t>(d)] * p.strides[static_cast<size_t>(d)];
+  }
+  E* d = dst + r0 * n;
+  for (int64_t r = r0; r < r1; ++r, d += n) {
+    const E* s = src + off;
     if (st == 1) {
       std::memcpy(d, s, static_cast<size_t>(n) * sizeof(E));
     } else {
       for (int64_t i = 0; i < n; ++i) d[i] = s[i * st];
+    }
+    // Next row: the innermost outer dim steps; a dim that wraps carries into the one before.
+    for (size_t k = last; k-- > 0;) {
+      off += p.strides[k];
+      if (++idx[k] < p.dims[k]) break;
+      off -= idx[k] * p.strides[k];
+      idx[k] = 0;
     }
   }
 }
