@@ -49,7 +49,7 @@ ValueId Graph::add_input(std::string name, TensorType type) {
   values_.push_back(std::move(v));
   inputs_.push_back(id);
   // A clashing name keeps pointing at the first value; verify reports the duplicate (V1).
-  value_by_name_.emplace(std::move(name), id);
+  value_by_name_.emplace(name, id, [this](ValueId x) { return value_name(x); });
   return id;
 }
 
@@ -79,7 +79,7 @@ ValueId Graph::add_constant(std::string name, Tensor value) {
   v.type = TensorType{value.dtype(), value.shape()};
   v.constant = std::move(value);
   values_.push_back(std::move(v));
-  value_by_name_.emplace(std::move(name), id);
+  value_by_name_.emplace(name, id, [this](ValueId x) { return value_name(x); });
   return id;
 }
 
@@ -132,7 +132,7 @@ Result<NodeId> Graph::create_node(std::string_view op, std::string name,
         names[i] = fmt::format("{}_{}", base, k);
       }
     }
-    taken.insert(names[i]);
+    if (names.size() > 1) taken.insert(names[i]);  // one output: nothing to clash with
   }
 
   const auto id = static_cast<NodeId>(nodes_.size());
@@ -149,11 +149,11 @@ Result<NodeId> Graph::create_node(std::string_view op, std::string name,
     val.producer = id;
     val.producer_output = static_cast<int32_t>(i);
     values_.push_back(std::move(val));
-    value_by_name_[names[i]] = v;
+    value_by_name_.assign(names[i], v, [this](ValueId x) { return value_name(x); });
     n.outputs.push_back(v);
   }
   nodes_.push_back(std::move(n));
-  node_by_name_[name] = id;
+  node_by_name_.assign(name, id, [this](NodeId x) { return live_node_name(x); });
   return id;
 }
 
@@ -176,24 +176,26 @@ std::vector<NodeId> Graph::node_ids() const {
   return ids;
 }
 
+std::string_view Graph::value_name(ValueId v) const {
+  return v >= 0 && static_cast<size_t>(v) < values_.size()
+             ? std::string_view(values_[static_cast<size_t>(v)].name)
+             : std::string_view();
+}
+
+std::string_view Graph::live_node_name(NodeId n) const {
+  if (n < 0 || static_cast<size_t>(n) >= nodes_.size()) return {};
+  const Node& node = nodes_[static_cast<size_t>(n)];
+  return node.dead ? std::string_view() : std::string_view(node.name);
+}
+
 ValueId Graph::find_value(std::string_view name) const {
   // The index is authoritative; a name edited through value() is re-indexed by compact().
-  auto it = value_by_name_.find(std::string(name));
-  if (it != value_by_name_.end() && detail::valid_value(*this, it->second) &&
-      values_[static_cast<size_t>(it->second)].name == name) {
-    return it->second;
-  }
-  return kNoValue;
+  const ValueId v = value_by_name_.find(name, [this](ValueId x) { return value_name(x); });
+  return v >= 0 ? v : kNoValue;
 }
 
 NodeId Graph::find_node(std::string_view name) const {
-  auto it = node_by_name_.find(std::string(name));
-  if (it != node_by_name_.end() && it->second >= 0 &&
-      static_cast<size_t>(it->second) < nodes_.size()) {
-    const Node& n = nodes_[static_cast<size_t>(it->second)];
-    if (!n.dead && n.name == name) return n.id;
-  }
-  return -1;
+  return node_by_name_.find(name, [this](NodeId x) { return live_node_name(x); });
 }
 
 std::string Graph::unique_value_name(std::string_view base) {
@@ -218,23 +220,20 @@ void Graph::remove_node(NodeId n) {
   Node& node = nodes_[static_cast<size_t>(n)];
   if (node.dead) return;
   node.dead = true;
-  auto it = node_by_name_.find(node.name);
-  if (it != node_by_name_.end() && it->second == n) node_by_name_.erase(it);
+  node_by_name_.erase(node.name, n);
   // Output names are released so a replacement node may take them over.
   for (ValueId v : node.outputs) {
     if (!detail::valid_value(*this, v)) continue;
-    auto vit = value_by_name_.find(values_[static_cast<size_t>(v)].name);
-    if (vit != value_by_name_.end() && vit->second == v) value_by_name_.erase(vit);
+    value_by_name_.erase(values_[static_cast<size_t>(v)].name, v);
   }
 }
 
 void Graph::rename_value(ValueId v, std::string_view name) {
   FRAME_ASSERT(detail::valid_value(*this, v), "Graph::rename_value: bad id");
   Value& val = values_[static_cast<size_t>(v)];
-  auto it = value_by_name_.find(val.name);
-  if (it != value_by_name_.end() && it->second == v) value_by_name_.erase(it);
+  value_by_name_.erase(val.name, v);
   val.name = unique_value_name(name);
-  value_by_name_.emplace(val.name, v);
+  value_by_name_.emplace(val.name, v, [this](ValueId x) { return value_name(x); });
 }
 
 void Graph::replace_all_uses(ValueId from, ValueId to) {
@@ -321,9 +320,12 @@ void Graph::compact() {
   value_by_name_.clear();
   node_by_name_.clear();
   for (size_t i = 0; i < values_.size(); ++i) {
-    value_by_name_.emplace(values_[i].name, static_cast<ValueId>(i));
+    value_by_name_.emplace(values_[i].name, static_cast<ValueId>(i),
+                           [this](ValueId x) { return value_name(x); });
   }
-  for (const Node& n : nodes_) node_by_name_.emplace(n.name, n.id);
+  for (const Node& n : nodes_) {
+    node_by_name_.emplace(n.name, n.id, [this](NodeId x) { return live_node_name(x); });
+  }
 }
 
 Result<std::vector<NodeId>> Graph::topological_order() const {

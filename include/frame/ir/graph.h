@@ -151,8 +151,53 @@ class Graph {
   std::vector<Node> nodes_;
   std::vector<ValueId> inputs_;
   std::vector<ValueId> outputs_;
-  std::unordered_map<std::string, ValueId> value_by_name_;
-  std::unordered_map<std::string, NodeId> node_by_name_;
+  /// Ids by name, keyed by the name's hash (names are compared against the value or node
+  /// itself): copying a graph then copies integers, not every name again (the interpreted tier
+  /// copies a model's graph per first-seen shape). At most one entry per name.
+  class NameIndex {
+   public:
+    /// The id whose name (`name_of(id)`) is `name`, or -1.
+    template <typename NameOf>
+    int32_t find(std::string_view name, const NameOf& name_of) const {
+      const auto [b, e] = ids_.equal_range(hash(name));
+      for (auto it = b; it != e; ++it) {
+        if (name_of(it->second) == name) return it->second;
+      }
+      return -1;
+    }
+    /// Indexes `id` under `name` unless another id holds the name (the first one stays).
+    template <typename NameOf>
+    void emplace(std::string_view name, int32_t id, const NameOf& name_of) {
+      if (find(name, name_of) < 0) ids_.emplace(hash(name), id);
+    }
+    /// Indexes `id` under `name`, replacing the id that held it.
+    template <typename NameOf>
+    void assign(std::string_view name, int32_t id, const NameOf& name_of) {
+      erase(name, find(name, name_of));
+      ids_.emplace(hash(name), id);
+    }
+    /// Drops `id`'s entry under `name`, if it has one.
+    void erase(std::string_view name, int32_t id) {
+      const auto [b, e] = ids_.equal_range(hash(name));
+      for (auto it = b; it != e; ++it) {
+        if (it->second == id) {
+          ids_.erase(it);
+          return;
+        }
+      }
+    }
+    void clear() { ids_.clear(); }
+
+   private:
+    static uint64_t hash(std::string_view name) { return std::hash<std::string_view>{}(name); }
+    std::unordered_multimap<uint64_t, int32_t> ids_;
+  };
+  // Names of value / node `id` for the indexes ("" when out of range or, for nodes, dead).
+  std::string_view value_name(ValueId v) const;
+  std::string_view live_node_name(NodeId n) const;
+
+  NameIndex value_by_name_;
+  NameIndex node_by_name_;
   int64_t name_counter_ = 0;
 };
 
