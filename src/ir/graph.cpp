@@ -177,9 +177,13 @@ std::vector<NodeId> Graph::node_ids() const {
 }
 
 std::string_view Graph::value_name(ValueId v) const {
-  return v >= 0 && static_cast<size_t>(v) < values_.size()
-             ? std::string_view(values_[static_cast<size_t>(v)].name)
-             : std::string_view();
+  if (v < 0 || static_cast<size_t>(v) >= values_.size()) return {};
+  const Value& val = values_[static_cast<size_t>(v)];
+  if (val.producer >= 0 && static_cast<size_t>(val.producer) < nodes_.size() &&
+      nodes_[static_cast<size_t>(val.producer)].dead) {
+    return {};  // released by remove_node
+  }
+  return val.name;
 }
 
 std::string_view Graph::live_node_name(NodeId n) const {
@@ -220,12 +224,10 @@ void Graph::remove_node(NodeId n) {
   Node& node = nodes_[static_cast<size_t>(n)];
   if (node.dead) return;
   node.dead = true;
-  node_by_name_.erase(node.name, n);
-  // Output names are released so a replacement node may take them over.
-  for (ValueId v : node.outputs) {
-    if (!detail::valid_value(*this, v)) continue;
-    value_by_name_.erase(values_[static_cast<size_t>(v)].name, v);
-  }
+  // Its name and its outputs' names are released (a replacement node may take them over)
+  // without touching the indexes: a dead node, and a value a dead node produced, have no name
+  // there (live_node_name, value_name), so their entries match nothing until compact() drops
+  // them.
 }
 
 void Graph::rename_value(ValueId v, std::string_view name) {

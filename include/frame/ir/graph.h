@@ -192,7 +192,8 @@ class Graph {
     static uint64_t hash(std::string_view name) { return std::hash<std::string_view>{}(name); }
     std::unordered_multimap<uint64_t, int32_t> ids_;
   };
-  // Names of value / node `id` for the indexes ("" when out of range or, for nodes, dead).
+  // Names of value / node `id` for the indexes: "" when out of range, for a dead node, and for
+  // a value a dead node produced (remove_node releases their names this way).
   std::string_view value_name(ValueId v) const;
   std::string_view live_node_name(NodeId n) const;
 

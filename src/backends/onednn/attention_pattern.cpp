@@ -15,6 +15,7 @@
 
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "backends/onednn/pattern_util.h"
@@ -131,6 +132,35 @@ std::optional<NodeId> find_scores_matmul(const Graph& g, ValueId v, const ir::Te
   return std::nullopt;
 }
 
+// The transpose node producing `v` when its `perm` attribute is a permutation (entries in
+// [0, rank)) that keeps the last axis last, the form attention_internal takes in; else nullopt.
+std::optional<NodeId> row_transpose(const Graph& g, ValueId v) {
+  const int64_t p = g.value(v).producer;
+  if (p < 0) return std::nullopt;
+  const ir::Node& t = g.node(static_cast<NodeId>(p));
+  if (t.op != "transpose" || t.inputs.size() != 1 || t.outputs.size() != 1) return std::nullopt;
+  const auto it = t.attrs.find("perm");
+  const auto* perm = it == t.attrs.end() ? nullptr : std::get_if<std::vector<int64_t>>(&it->second);
+  const std::optional<ir::TensorType>& in = g.value(t.inputs[0]).type;
+  if (perm == nullptr || !in || perm->size() != in->shape.size() || perm->size() < 2 ||
+      perm->back() != static_cast<int64_t>(perm->size()) - 1) {
+    return std::nullopt;
+  }
+  std::vector<bool> seen(perm->size(), false);
+  for (int64_t a : *perm) {
+    if (a < 0 || static_cast<size_t>(a) >= perm->size() || seen[static_cast<size_t>(a)]) {
+      return std::nullopt;
+    }
+    seen[static_cast<size_t>(a)] = true;
+  }
+  return static_cast<NodeId>(p);
+}
+
+// The `perm` of a transpose row_transpose accepted.
+std::vector<int64_t> transpose_perm_of(const ir::Node& t) {
+  return std::get<std::vector<int64_t>>(t.attrs.at("perm"));
+}
+
 Result<bool> fuse_attention(Graph& g, NodeId id) {
   const ir::Node sm = g.node(id);
   if (sm.inputs.size() != 1 || sm.outputs.size() != 1) return false;
@@ -183,6 +213,7 @@ Result<bool> fuse_attention(Graph& g, NodeId id) {
   if (sole_user(g, cur) != id) return false;
   // A query scaled by a constant before the MatMul, read by nothing else: the scale is taken in.
   ValueId q = qk.inputs[0];
+  NodeId q_reader = *qk_id;
   if (const int64_t p = g.value(q).producer; p >= 0 && sole_user(g, q) == *qk_id) {
     const ir::Node& qn = g.node(p);
     Steps pre;
@@ -193,12 +224,35 @@ Result<bool> fuse_attention(Graph& g, NodeId id) {
         take_step(g, qn, raw, scores, pre)) {
       steps.scale *= pre.scale;
       q = raw;
+      q_reader = static_cast<NodeId>(p);
       removed.push_back(p);
     }
   }
-  std::vector<ValueId> inputs{q, qk.inputs[1], pv.inputs[1], steps.bias, steps.mask};
-  while (inputs.back() == ir::kNoValue) inputs.pop_back();
   ir::AttrMap attrs;
+  // The head split of Q and V and the merge of O (torch's nn.MultiheadAttention: [S, B*H, D] <->
+  // [B*H, S, D]), each a transpose keeping the last axis that nothing else reads: taken in as
+  // q_perm, v_perm and o_perm, so the kernels read and write those rows through strides
+  // instead of a copy each.
+  ValueId v = pv.inputs[1], out = pv.outputs[0];
+  if (const std::optional<NodeId> t = row_transpose(g, q); t && sole_user(g, q) == q_reader) {
+    attrs["q_perm"] = transpose_perm_of(g.node(*t));
+    q = g.node(*t).inputs[0];
+    removed.push_back(*t);
+  }
+  if (const std::optional<NodeId> t = row_transpose(g, v); t && sole_user(g, v) == *pv_id) {
+    attrs["v_perm"] = transpose_perm_of(g.node(*t));
+    v = g.node(*t).inputs[0];
+    removed.push_back(*t);
+  }
+  if (const std::optional<NodeId> t = sole_user(g, out);
+      t && g.node(*t).op == "transpose" && g.node(*t).outputs.size() == 1 &&
+      row_transpose(g, g.node(*t).outputs[0]) == *t) {
+    attrs["o_perm"] = transpose_perm_of(g.node(*t));
+    out = g.node(*t).outputs[0];
+    removed.push_back(*t);
+  }
+  std::vector<ValueId> inputs{q, qk.inputs[1], v, steps.bias, steps.mask};
+  while (inputs.back() == ir::kNoValue) inputs.pop_back();
   attrs["scale"] = steps.scale;
   if (steps.mask != ir::kNoValue) {
     attrs["mask_fill"] = steps.fill;
@@ -208,7 +262,7 @@ Result<bool> fuse_attention(Graph& g, NodeId id) {
   if (!onednn_runs(g, op, sm.name, inputs, attrs)) return false;
   removed.push_back(id);
   removed.push_back(*pv_id);
-  return replace_with(g, removed, pv.outputs[0], op, sm.name, std::move(inputs), std::move(attrs));
+  return replace_with(g, removed, out, op, sm.name, std::move(inputs), std::move(attrs));
 }
 
 }  // namespace

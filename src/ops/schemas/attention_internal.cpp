@@ -4,7 +4,10 @@
 
 #include "ops/schemas/attention_internal.h"
 
+#include <fmt/ranges.h>
+
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "frame/ops/op_registry.h"
@@ -32,6 +35,51 @@ bool matches(const Shape& have, const Shape& want) {
   return true;
 }
 
+// Row-major element strides of `shape`.
+std::vector<int64_t> contiguous(const Shape& shape) {
+  std::vector<int64_t> st(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) st[i - 1] = st[i] * shape[i];
+  return st;
+}
+
+// Attribute `name` (q_perm, v_perm, o_perm): a permutation of [0, rank) keeping the last axis
+// last, or empty when absent. Errors name the attribute and what is wrong.
+Result<std::vector<int64_t>> perm_attr(const NodeContext& ctx, std::string_view name, size_t rank) {
+  const auto* p = ctx.attr<std::vector<int64_t>>(name);
+  if (p == nullptr) return std::vector<int64_t>();
+  std::vector<bool> seen(rank, false);
+  bool ok = p->size() == rank && rank >= 2 && p->back() == static_cast<int64_t>(rank) - 1;
+  for (int64_t a : *p) {
+    ok = ok && a >= 0 && static_cast<size_t>(a) < rank && !seen[static_cast<size_t>(a)];
+    if (ok) seen[static_cast<size_t>(a)] = true;
+  }
+  if (!ok) {
+    return ctx.error(
+        "attribute '{}' must be a permutation of the {} axes that keeps the last "
+        "one last, got [{}]",
+        name, rank, fmt::join(*p, ","));
+  }
+  return *p;
+}
+
+// The operand that transposing a tensor of shape `in` by `perm` gives (`in` itself where perm
+// is empty): its shape and the strides of its dims in `in`'s row-major storage.
+void transposed_view(const Shape& in, const std::vector<int64_t>& perm, Shape& shape,
+                     std::vector<int64_t>& strides) {
+  const std::vector<int64_t> st = contiguous(in);
+  if (perm.empty()) {
+    shape = in;
+    strides = st;
+    return;
+  }
+  shape.resize(perm.size());
+  strides.resize(perm.size());
+  for (size_t k = 0; k < perm.size(); ++k) {
+    shape[k] = in[static_cast<size_t>(perm[k])];
+    strides[k] = st[static_cast<size_t>(perm[k])];
+  }
+}
+
 }  // namespace
 
 Result<AttentionSpec> decode_attention(const NodeContext& ctx) {
@@ -43,9 +91,21 @@ Result<AttentionSpec> decode_attention(const NodeContext& ctx) {
     if (!ctx.has_input(i)) return ctx.error("input {} ({}) is absent", i, kNames[i]);
   }
   AttentionSpec spec;
-  const Shape& q = ctx.input_types[kQ].shape;
-  const size_t r = q.size();
-  if (r < 2) return ctx.error("input 0 (Q) must have rank >= 2, got {}", shape_to_string(q));
+  const size_t r = ctx.input_types[kQ].shape.size();
+  if (r < 2) {
+    return ctx.error("input 0 (Q) must have rank >= 2, got {}",
+                     shape_to_string(ctx.input_types[kQ].shape));
+  }
+  FRAME_ASSIGN_OR_RETURN(const std::vector<int64_t> q_perm, perm_attr(ctx, "q_perm", r));
+  FRAME_ASSIGN_OR_RETURN(const std::vector<int64_t> v_perm, perm_attr(ctx, "v_perm", r));
+  FRAME_ASSIGN_OR_RETURN(const std::vector<int64_t> o_perm, perm_attr(ctx, "o_perm", r));
+  if (!v_perm.empty() && ctx.input_types[kV].shape.size() != r) {
+    return ctx.error("input 2 (V) has rank {} where v_perm has {} entries",
+                     ctx.input_types[kV].shape.size(), r);
+  }
+  Shape q, v;
+  transposed_view(ctx.input_types[kQ].shape, q_perm, q, spec.q_strides);
+  transposed_view(ctx.input_types[kV].shape, v_perm, v, spec.v_strides);
   spec.sq = q[r - 2];
   spec.d = q[r - 1];
   Shape batch(q.begin(), q.end() - 2);
@@ -58,7 +118,6 @@ Result<AttentionSpec> decode_attention(const NodeContext& ctx) {
   }
   spec.sk = kt[r - 1];
   want_v.insert(want_v.end(), {spec.sk, -1});
-  const Shape& v = ctx.input_types[kV].shape;
   if (!matches(v, want_v)) {
     return ctx.error("input 2 (V) has shape {}, expected {} (Q is {}, KT is {})",
                      shape_to_string(v), pattern_text(want_v), shape_to_string(q),
@@ -68,6 +127,17 @@ Result<AttentionSpec> decode_attention(const NodeContext& ctx) {
   for (int64_t b : batch) spec.batch *= b;
   spec.scores = batch;
   spec.scores.insert(spec.scores.end(), {spec.sq, spec.sk});
+  // O [..., Sq, Dv]; the node writes it transposed by o_perm: O's dim m lies where the output
+  // dim k with o_perm[k] == m does.
+  Shape o = batch;
+  o.insert(o.end(), {spec.sq, spec.dv});
+  spec.out = o;
+  spec.o_strides = contiguous(o);
+  if (!o_perm.empty()) {
+    for (size_t k = 0; k < r; ++k) spec.out[k] = o[static_cast<size_t>(o_perm[k])];
+    const std::vector<int64_t> st = contiguous(spec.out);
+    for (size_t k = 0; k < r; ++k) spec.o_strides[static_cast<size_t>(o_perm[k])] = st[k];
+  }
   for (size_t i = 0; i < 3; ++i) {
     if (ctx.input_types[i].dtype != DTypeCode::kFloat32) {
       return ctx.error("input {} ({}) has dtype {}, expected f32", i, kNames[i],
@@ -108,6 +178,11 @@ BroadcastIndex broadcast_index(std::span<const int64_t> operand, std::span<const
     stride[lead + i] = operand[i] == 1 ? 0 : s;
     s *= operand[i];
   }
+  return strided_index(stride, scores);
+}
+
+BroadcastIndex strided_index(std::span<const int64_t> stride, std::span<const int64_t> scores) {
+  const size_t r = scores.size();
   BroadcastIndex ix;
   ix.row_stride = stride[r - 2];
   ix.col_stride = stride[r - 1];
@@ -129,9 +204,7 @@ namespace {
 
 Result<std::vector<ir::TensorType>> infer_attention(const NodeContext& ctx) {
   FRAME_ASSIGN_OR_RETURN(AttentionSpec spec, decode_attention(ctx));
-  Shape out(spec.scores.begin(), spec.scores.end() - 1);
-  out.push_back(spec.dv);
-  return std::vector<ir::TensorType>{{DTypeCode::kFloat32, std::move(out)}};
+  return std::vector<ir::TensorType>{{DTypeCode::kFloat32, std::move(spec.out)}};
 }
 
 }  // namespace
@@ -154,6 +227,12 @@ FRAME_REGISTER_OP(attention_internal)
     .attr("mask_fill", ir::AttrType::kFloat, "the masked scores' value (e.g. -inf)", 0.0)
     .attr("mask_fill_when", ir::AttrType::kInt, "1: fill where mask is true; 0: where false",
           int64_t{1})
+    .optional_attr("q_perm", ir::AttrType::kInts,
+                   "input 0 transposed by q_perm is Q (last axis kept); absent: input 0 is Q")
+    .optional_attr("v_perm", ir::AttrType::kInts,
+                   "input 2 transposed by v_perm is V (last axis kept); absent: input 2 is V")
+    .optional_attr("o_perm", ir::AttrType::kInts,
+                   "the output is O transposed by o_perm (last axis kept); absent: the output is O")
     .shape_infer(infer_attention);
 
 }  // namespace frame::ops::attention

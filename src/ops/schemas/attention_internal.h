@@ -14,6 +14,12 @@
 ///     at most r) to the scores' shape [..., Sq, Sk] without changing it.
 /// Output: O [..., Sq, Dv].
 /// Attributes: `scale` (float, default 1), `mask_fill` (float) and `mask_fill_when` (int, 0 or 1).
+/// Transposes taken in (optional ints, each a permutation of the rank that keeps the last axis
+/// last, so rows stay contiguous): with `q_perm` input 0 is the tensor whose ONNX Transpose by
+/// q_perm is Q, with `v_perm` likewise for V, and with `o_perm` the node's output is O
+/// transposed by o_perm. The pattern takes in the head split and merge of torch's
+/// nn.MultiheadAttention ([S, B*H, D] <-> [B*H, S, D]) this way, which the kernels read and
+/// write through strides instead of copies.
 /// Semantics, per batch index (ONNX MatMul, Add, Where and Softmax opset 13 over the last axis):
 ///   S = scale * (Q x KT);  S = S + bias;  S = where(mask == mask_fill_when, mask_fill, S);
 ///   O = softmax(S) x V.
@@ -47,7 +53,11 @@ struct BroadcastIndex {
 
 /// A decoded, checked attention node.
 struct AttentionSpec {
-  Shape scores;       ///< [..., Sq, Sk]
+  Shape scores;  ///< [..., Sq, Sk]
+  Shape out;     ///< the node's output: [..., Sq, Dv], transposed by o_perm if given
+  /// Element strides of Q, V and O's dims (rank of the scores) in the tensors the node reads
+  /// and writes: contiguous unless q_perm, v_perm or o_perm say otherwise. The last is 1.
+  std::vector<int64_t> q_strides, v_strides, o_strides;
   int64_t batch = 1;  ///< product of the leading dims
   int64_t sq = 0, sk = 0, d = 0, dv = 0;
   float scale = 1.0F;
@@ -64,5 +74,10 @@ Result<AttentionSpec> decode_attention(const NodeContext& ctx);
 /// The BroadcastIndex of an operand of shape `operand` broadcast to `scores` (checked by
 /// decode_attention: rank at most the scores' rank, every dim 1 or equal).
 BroadcastIndex broadcast_index(std::span<const int64_t> operand, std::span<const int64_t> scores);
+
+/// The BroadcastIndex of an operand whose dims (as many as the scores', leading dims equal to
+/// the scores') lie `strides` elements apart: Q, V or O with AttentionSpec's q_strides,
+/// v_strides or o_strides.
+BroadcastIndex strided_index(std::span<const int64_t> strides, std::span<const int64_t> scores);
 
 }  // namespace frame::ops::attention

@@ -257,6 +257,105 @@ TEST(OnednnAttention, TheCpuKernelMatchesTheUnfusedGraph) {
   }
 }
 
+// nn.MultiheadAttention's head split and merge: Q, K and V come as [S, B*H, D] (rank 3) or
+// [B, S, H, D] (rank 4) and are transposed to heads first; O is transposed back. The transposes
+// of Q, V and O are taken into the node (q_perm, v_perm, o_perm); K's moves the last axis and
+// stays. `shared_q`: the transposed Q is also a graph output, so its transpose must stay.
+ir::Graph head_split(const Shape& in, const ints& perm, const ints& k_perm, bool shared_q) {
+  ir::Graph g("mha");
+  const auto input = [&](const char* name) {
+    return g.add_input(name, ir::TensorType{DTypeCode::kFloat32, in});
+  };
+  const ValueId qi = input("q"), ki = input("k"), vi = input("v");
+  const ValueId q = add_op(g, "transpose", "q_heads", {qi}, {{"perm", perm}});
+  const ValueId kt = add_op(g, "transpose", "k_heads", {ki}, {{"perm", k_perm}});
+  const ValueId v = add_op(g, "transpose", "v_heads", {vi}, {{"perm", perm}});
+  ValueId s = add_op(g, "matmul", "qk", {q, kt});
+  s = add_op(g, "mul", "scale", {s, scalar(g, "c", 0.25F)});
+  const ValueId p = add_op(g, "softmax", "softmax", {s}, {{"axis", int64_t{-1}}});
+  const ValueId o = add_op(g, "matmul", "pv", {p, v});
+  g.add_output(add_op(g, "transpose", "merge", {o}, {{"perm", perm}}));
+  if (shared_q) g.add_output(q);
+  return g;
+}
+
+TEST(OnednnAttention, TheHeadTransposesAreTakenIn) {
+  struct Case {
+    Shape in;
+    ints perm, k_perm;
+  };
+  const std::vector<Case> cases = {
+      {{11, 6, 8}, {1, 0, 2}, {1, 2, 0}},          // [S, B*H, D] -> [B*H, S, D]
+      {{2, 9, 3, 4}, {0, 2, 1, 3}, {0, 2, 3, 1}},  // [B, S, H, D] -> [B, H, S, D]
+      {{70, 2, 16}, {1, 0, 2}, {1, 2, 0}},         // 70 query rows: several row blocks
+  };
+  for (const Case& c : cases) {
+    for (bool shared_q : {false, true}) {
+      const ir::Graph g = head_split(c.in, c.perm, c.k_perm, shared_q);
+      const ir::Graph low = lowered(g, {"onednn", "cpu"});
+      EXPECT_EQ(count_op(low, "attention_internal"), 1);
+      // K's transpose stays, and Q's where the graph also returns the transposed Q.
+      EXPECT_EQ(count_op(low, "transpose"), shared_q ? 2 : 1) << shape_to_string(c.in);
+      runtime::TensorMap in;
+      uint32_t seed = 3;
+      for (const char* name : {"q", "k", "v"}) in.emplace(name, grid_tensor(c.in, seed++));
+      expect_same_as_unfused(g, in);
+    }
+  }
+}
+
+// The cpu reference kernel reads Q and V and writes O through q_perm, v_perm and o_perm, as
+// the transposes they stand for would (the unfused graph on cpu).
+TEST(OnednnAttention, TheCpuKernelReadsAndWritesThroughPerms) {
+  const Shape in{2, 7, 3, 4};  // [B, S, H, D]
+  const ints perm{0, 2, 1, 3};
+  const ir::Graph ref = head_split(in, perm, {0, 2, 3, 1}, false);
+  ir::Graph fused("fused");
+  {
+    const auto input = [&](const char* name) {
+      return fused.add_input(name, ir::TensorType{DTypeCode::kFloat32, in});
+    };
+    const ValueId q = input("q"), k = input("k"), v = input("v");
+    const ValueId kt = add_op(fused, "transpose", "k_heads", {k}, {{"perm", ints{0, 2, 3, 1}}});
+    fused.add_output(
+        add_op(fused, "attention_internal", "att", {q, kt, v},
+               {{"scale", 0.25}, {"q_perm", perm}, {"v_perm", perm}, {"o_perm", perm}}));
+  }
+  runtime::TensorMap feeds_in;
+  uint32_t seed = 21;
+  for (const char* name : {"q", "k", "v"}) feeds_in.emplace(name, grid_tensor(in, seed++));
+  Result<runtime::Executable> a = runtime::compile(fused, uncached({"cpu"}));
+  Result<runtime::Executable> e = runtime::compile(ref, uncached({"cpu"}));
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  ASSERT_TRUE(e.is_ok()) << e.status().message();
+  Result<runtime::TensorMap> got = a->run(feeds_in), want = e->run(feeds_in);
+  ASSERT_TRUE(got.is_ok()) << got.status().message();
+  ASSERT_TRUE(want.is_ok()) << want.status().message();
+  EXPECT_EQ(got->begin()->second.shape(), (Shape{2, 7, 3, 4}));
+  const CompareResult c = compare_tensors(got->begin()->second, want->begin()->second,
+                                          tolerance_for(DTypeCode::kFloat32));
+  EXPECT_TRUE(c.ok) << c.message;
+}
+
+// A perm that moves the last axis is refused by name.
+TEST(OnednnAttention, TheSchemaRejectsAPermMovingTheLastAxis) {
+  ir::Graph g("bad_perm");
+  const ValueId q = g.add_input("q", ir::TensorType{DTypeCode::kFloat32, {2, 8, 4}});
+  const ValueId kt = g.add_input("kt", ir::TensorType{DTypeCode::kFloat32, {2, 4, 8}});
+  const ValueId v = g.add_input("v", ir::TensorType{DTypeCode::kFloat32, {2, 8, 4}});
+  auto id = g.create_node("attention_internal", "att", {q, kt, v}, 1, {{"q_perm", ints{0, 2, 1}}});
+  ASSERT_TRUE(id.is_ok());
+  const ops::OpSchema* schema = ops::OpRegistry::global().find("attention_internal");
+  ASSERT_NE(schema, nullptr);
+  Result<std::vector<ir::TensorType>> r =
+      schema->infer(ops::make_node_context(g, g.node(*id), schema));
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("attribute 'q_perm' must be a permutation of the 3 axes "
+                                      "that keeps the last one last, got [0,2,1]"),
+            std::string::npos)
+      << r.status().message();
+}
+
 // The schema names the input and the shapes it expected.
 TEST(OnednnAttention, TheSchemaRejectsMismatchedOperands) {
   ir::Graph g("bad");

@@ -21,6 +21,7 @@ using namespace ops::attention;
 struct AttentionState {
   AttentionSpec spec;
   BroadcastIndex bias, mask;
+  BroadcastIndex q, v, o;  // where Q, V and O's rows are (q_perm, v_perm, o_perm)
 };
 
 Result<std::shared_ptr<void>> prepare_attention(const ops::NodeContext& ctx) {
@@ -32,6 +33,9 @@ Result<std::shared_ptr<void>> prepare_attention(const ops::NodeContext& ctx) {
   if (st->spec.has_mask) {
     st->mask = broadcast_index(ctx.input_types[kMask].shape, st->spec.scores);
   }
+  st->q = strided_index(st->spec.q_strides, st->spec.scores);
+  st->v = strided_index(st->spec.v_strides, st->spec.scores);
+  st->o = strided_index(st->spec.o_strides, st->spec.scores);
   return std::shared_ptr<void>(std::move(st));
 }
 
@@ -46,13 +50,13 @@ Status attention_kernel(KernelContext& ctx) {
   float* o = ctx.output(0).data<float>();
   std::vector<float> row(static_cast<size_t>(s.sk));
   for (int64_t b = 0; b < s.batch; ++b) {
-    const float* qb = q + b * s.sq * s.d;
+    const float* qb = q + st.q.batch_offset[b];
     const float* kb = kt + b * s.d * s.sk;
-    const float* vb = v + b * s.sk * s.dv;
+    const float* vb = v + st.v.batch_offset[b];
     for (int64_t i = 0; i < s.sq; ++i) {
       for (int64_t j = 0; j < s.sk; ++j) {
         float acc = 0.0F;
-        for (int64_t k = 0; k < s.d; ++k) acc += qb[i * s.d + k] * kb[k * s.sk + j];
+        for (int64_t k = 0; k < s.d; ++k) acc += qb[i * st.q.row_stride + k] * kb[k * s.sk + j];
         row[j] = acc * s.scale;
       }
       if (bias != nullptr) {
@@ -72,11 +76,11 @@ Status attention_kernel(KernelContext& ctx) {
         x = std::exp(x - mx);
         sum += x;
       }
-      float* ob = o + (b * s.sq + i) * s.dv;
+      float* ob = o + st.o.batch_offset[b] + i * st.o.row_stride;
       std::fill_n(ob, s.dv, 0.0F);
       for (int64_t j = 0; j < s.sk; ++j) {
         const float p = row[j] / sum;
-        for (int64_t c = 0; c < s.dv; ++c) ob[c] += p * vb[j * s.dv + c];
+        for (int64_t c = 0; c < s.dv; ++c) ob[c] += p * vb[j * st.v.row_stride + c];
       }
     }
   }

@@ -34,8 +34,9 @@ constexpr int64_t kMinItems = 8;
 struct AttentionState {
   AttentionSpec spec;
   BroadcastIndex bias, mask;
-  int64_t rows = 1;    // query rows per work item
-  int64_t blocks = 1;  // work items per batch index
+  BroadcastIndex q, v, o;  // where Q, V and O's rows are (q_perm, v_perm, o_perm)
+  int64_t rows = 1;        // query rows per work item
+  int64_t blocks = 1;      // work items per batch index
   const VecTable* vt = nullptr;
   VecBinaryFn add = nullptr;
   ops::ew::AddOp<float> add_functor{};
@@ -47,6 +48,9 @@ Result<std::shared_ptr<void>> attention_prepare(const NodeContext& node) {
   const AttentionSpec& s = st->spec;
   if (s.has_bias) st->bias = broadcast_index(node.input_types[kBias].shape, s.scores);
   if (s.has_mask) st->mask = broadcast_index(node.input_types[kMask].shape, s.scores);
+  st->q = strided_index(s.q_strides, s.scores);
+  st->v = strided_index(s.v_strides, s.scores);
+  st->o = strided_index(s.o_strides, s.scores);
   const int64_t fit = kTileBytes / static_cast<int64_t>(sizeof(float) * std::max<int64_t>(s.sk, 1));
   st->rows = std::clamp<int64_t>(fit, 8, 256);
   // At least kMinItems items where the rows allow, so every thread gets one (an item runs on
@@ -78,15 +82,17 @@ void run_item(const AttentionState& st, const KernelContext& ctx, int64_t t) {
   const AttentionSpec& s = st.spec;
   const int64_t b = t / st.blocks, r0 = (t % st.blocks) * st.rows;
   const int64_t rows = std::min(st.rows, s.sq - r0);
-  const float* q = ctx.input(kQ).data<float>() + (b * s.sq + r0) * s.d;
+  // Q, V and O rows lie row_stride apart (a head of an [S, B*H, D] tensor where the pattern took
+  // a transpose in).
+  const float* q = ctx.input(kQ).data<float>() + st.q.batch_offset[b] + r0 * st.q.row_stride;
   const float* kt = ctx.input(kKT).data<float>() + b * s.d * s.sk;
-  const float* v = ctx.input(kV).data<float>() + b * s.sk * s.dv;
-  float* o = ctx.outputs[0].data<float>() + (b * s.sq + r0) * s.dv;
+  const float* v = ctx.input(kV).data<float>() + st.v.batch_offset[b];
+  float* o = ctx.outputs[0].data<float>() + st.o.batch_offset[b] + r0 * st.o.row_stride;
   float* sc = scores_buffer(static_cast<size_t>(rows * s.sk));
   const auto m = static_cast<size_t>(rows), sk = static_cast<size_t>(s.sk);
   const auto d = static_cast<size_t>(s.d), dv = static_cast<size_t>(s.dv);
   // Empty dot products (d = 0) give scores of 0.
-  st.vt->gemm(m, sk, d, s.scale, q, d, kt, sk, sc, sk);
+  st.vt->gemm(m, sk, d, s.scale, q, static_cast<size_t>(st.q.row_stride), kt, sk, sc, sk);
   const size_t n = sk;
   for (int64_t r = 0; r < rows; ++r) {
     float* row = sc + r * s.sk;
@@ -110,7 +116,8 @@ void run_item(const AttentionState& st, const KernelContext& ctx, int64_t t) {
     }
   }
   st.vt->softmax_rows(sc, sc, n, static_cast<size_t>(rows));
-  st.vt->gemm(m, dv, sk, 1.0F, sc, sk, v, dv, o, dv);
+  st.vt->gemm(m, dv, sk, 1.0F, sc, sk, v, static_cast<size_t>(st.v.row_stride), o,
+              static_cast<size_t>(st.o.row_stride));
 }
 
 Status attention_kernel(KernelContext& ctx) {
@@ -119,7 +126,7 @@ Status attention_kernel(KernelContext& ctx) {
   if (items == 0 || st.spec.dv == 0) return Status();  // an empty output
   if (st.spec.sk == 0) {
     // No keys: P is [..., Sq, 0], and P x V sums nothing (the unfused MatMul gives zeros).
-    std::fill_n(ctx.output(0).data<float>(), ctx.output(0).numel(), 0.0F);
+    std::fill_n(ctx.output(0).data<float>(), ctx.output(0).numel(), 0.0F);  // any o_perm
     return Status();
   }
   // Items across threads.
