@@ -133,8 +133,9 @@ std::optional<NodeId> find_scores_matmul(const Graph& g, ValueId v, const ir::Te
 }
 
 // The transpose node producing `v` when its `perm` attribute is a permutation (entries in
-// [0, rank)) that keeps the last axis last, the form attention_internal takes in; else nullopt.
-std::optional<NodeId> row_transpose(const Graph& g, ValueId v) {
+// [0, rank)) that keeps the last axis last (`kt`: or second to last, K's rows becoming KT's
+// columns), the forms attention_internal takes in; else nullopt.
+std::optional<NodeId> row_transpose(const Graph& g, ValueId v, bool kt = false) {
   const int64_t p = g.value(v).producer;
   if (p < 0) return std::nullopt;
   const ir::Node& t = g.node(static_cast<NodeId>(p));
@@ -142,10 +143,11 @@ std::optional<NodeId> row_transpose(const Graph& g, ValueId v) {
   const auto it = t.attrs.find("perm");
   const auto* perm = it == t.attrs.end() ? nullptr : std::get_if<std::vector<int64_t>>(&it->second);
   const std::optional<ir::TensorType>& in = g.value(t.inputs[0]).type;
-  if (perm == nullptr || !in || perm->size() != in->shape.size() || perm->size() < 2 ||
-      perm->back() != static_cast<int64_t>(perm->size()) - 1) {
+  if (perm == nullptr || !in || perm->size() != in->shape.size() || perm->size() < 2) {
     return std::nullopt;
   }
+  const auto last = static_cast<int64_t>(perm->size()) - 1;
+  if (perm->back() != last && !(kt && (*perm)[perm->size() - 2] == last)) return std::nullopt;
   std::vector<bool> seen(perm->size(), false);
   for (int64_t a : *perm) {
     if (a < 0 || static_cast<size_t>(a) >= perm->size() || seen[static_cast<size_t>(a)]) {
@@ -229,11 +231,16 @@ Result<bool> fuse_attention(Graph& g, NodeId id) {
     }
   }
   ir::AttrMap attrs;
-  // The head split of Q and V and the merge of O (torch's nn.MultiheadAttention: [S, B*H, D] <->
-  // [B*H, S, D]), each a transpose keeping the last axis that nothing else reads: taken in as
-  // q_perm, v_perm and o_perm, so the kernels read and write those rows through strides
-  // instead of a copy each.
-  ValueId v = pv.inputs[1], out = pv.outputs[0];
+  // The head split of Q, K and V and the merge of O (torch's nn.MultiheadAttention:
+  // [S, B*H, D] <-> [B*H, S, D], K to [B*H, D, S]), each a transpose that nothing else reads
+  // and that keeps the last axis (K's: last or at D): taken in as q_perm, k_perm, v_perm and
+  // o_perm, so the kernels read and write those rows through strides instead of a copy each.
+  ValueId kt = qk.inputs[1], v = pv.inputs[1], out = pv.outputs[0];
+  if (const std::optional<NodeId> t = row_transpose(g, kt, true); t && sole_user(g, kt) == *qk_id) {
+    attrs["k_perm"] = transpose_perm_of(g.node(*t));
+    kt = g.node(*t).inputs[0];
+    removed.push_back(*t);
+  }
   if (const std::optional<NodeId> t = row_transpose(g, q); t && sole_user(g, q) == q_reader) {
     attrs["q_perm"] = transpose_perm_of(g.node(*t));
     q = g.node(*t).inputs[0];
@@ -251,7 +258,7 @@ Result<bool> fuse_attention(Graph& g, NodeId id) {
     out = g.node(*t).outputs[0];
     removed.push_back(*t);
   }
-  std::vector<ValueId> inputs{q, qk.inputs[1], v, steps.bias, steps.mask};
+  std::vector<ValueId> inputs{q, kt, v, steps.bias, steps.mask};
   while (inputs.back() == ir::kNoValue) inputs.pop_back();
   attrs["scale"] = steps.scale;
   if (steps.mask != ir::kNoValue) {

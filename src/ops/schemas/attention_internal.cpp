@@ -42,13 +42,16 @@ std::vector<int64_t> contiguous(const Shape& shape) {
   return st;
 }
 
-// Attribute `name` (q_perm, v_perm, o_perm): a permutation of [0, rank) keeping the last axis
-// last, or empty when absent. Errors name the attribute and what is wrong.
+// Attribute `name` (q_perm, v_perm, o_perm, k_perm): a permutation of [0, rank) keeping the
+// last axis last (k_perm: or second to last), or empty when absent. Errors name the attribute
+// and what is wrong.
 Result<std::vector<int64_t>> perm_attr(const NodeContext& ctx, std::string_view name, size_t rank) {
   const auto* p = ctx.attr<std::vector<int64_t>>(name);
   if (p == nullptr) return std::vector<int64_t>();
   std::vector<bool> seen(rank, false);
-  bool ok = p->size() == rank && rank >= 2 && p->back() == static_cast<int64_t>(rank) - 1;
+  const auto last = static_cast<int64_t>(rank) - 1;
+  const bool kt = name == "k_perm";
+  bool ok = p->size() == rank && rank >= 2 && (p->back() == last || (kt && (*p)[rank - 2] == last));
   for (int64_t a : *p) {
     ok = ok && a >= 0 && static_cast<size_t>(a) < rank && !seen[static_cast<size_t>(a)];
     if (ok) seen[static_cast<size_t>(a)] = true;
@@ -56,8 +59,8 @@ Result<std::vector<int64_t>> perm_attr(const NodeContext& ctx, std::string_view 
   if (!ok) {
     return ctx.error(
         "attribute '{}' must be a permutation of the {} axes that keeps the last "
-        "one last, got [{}]",
-        name, rank, fmt::join(*p, ","));
+        "one last{}, got [{}]",
+        name, rank, kt ? " or second to last" : "", fmt::join(*p, ","));
   }
   return *p;
 }
@@ -99,19 +102,24 @@ Result<AttentionSpec> decode_attention(const NodeContext& ctx) {
   FRAME_ASSIGN_OR_RETURN(const std::vector<int64_t> q_perm, perm_attr(ctx, "q_perm", r));
   FRAME_ASSIGN_OR_RETURN(const std::vector<int64_t> v_perm, perm_attr(ctx, "v_perm", r));
   FRAME_ASSIGN_OR_RETURN(const std::vector<int64_t> o_perm, perm_attr(ctx, "o_perm", r));
+  FRAME_ASSIGN_OR_RETURN(const std::vector<int64_t> k_perm, perm_attr(ctx, "k_perm", r));
+  if (!k_perm.empty() && ctx.input_types[kKT].shape.size() != r) {
+    return ctx.error("input 1 (KT) has rank {} where k_perm has {} entries",
+                     ctx.input_types[kKT].shape.size(), r);
+  }
   if (!v_perm.empty() && ctx.input_types[kV].shape.size() != r) {
     return ctx.error("input 2 (V) has rank {} where v_perm has {} entries",
                      ctx.input_types[kV].shape.size(), r);
   }
-  Shape q, v;
+  Shape q, kt, v;
   transposed_view(ctx.input_types[kQ].shape, q_perm, q, spec.q_strides);
+  transposed_view(ctx.input_types[kKT].shape, k_perm, kt, spec.kt_strides);
   transposed_view(ctx.input_types[kV].shape, v_perm, v, spec.v_strides);
   spec.sq = q[r - 2];
   spec.d = q[r - 1];
   Shape batch(q.begin(), q.end() - 2);
   Shape want_kt = batch, want_v = batch;
   want_kt.insert(want_kt.end(), {spec.d, -1});
-  const Shape& kt = ctx.input_types[kKT].shape;
   if (!matches(kt, want_kt)) {
     return ctx.error("input 1 (KT) has shape {}, expected {} (Q is {})", shape_to_string(kt),
                      pattern_text(want_kt), shape_to_string(q));
@@ -229,6 +237,9 @@ FRAME_REGISTER_OP(attention_internal)
           int64_t{1})
     .optional_attr("q_perm", ir::AttrType::kInts,
                    "input 0 transposed by q_perm is Q (last axis kept); absent: input 0 is Q")
+    .optional_attr("k_perm", ir::AttrType::kInts,
+                   "input 1 transposed by k_perm is KT (its last axis kept at KT's last or D "
+                   "axis); absent: input 1 is KT")
     .optional_attr("v_perm", ir::AttrType::kInts,
                    "input 2 transposed by v_perm is V (last axis kept); absent: input 2 is V")
     .optional_attr("o_perm", ir::AttrType::kInts,

@@ -17,9 +17,11 @@
 /// Transposes taken in (optional ints, each a permutation of the rank that keeps the last axis
 /// last, so rows stay contiguous): with `q_perm` input 0 is the tensor whose ONNX Transpose by
 /// q_perm is Q, with `v_perm` likewise for V, and with `o_perm` the node's output is O
-/// transposed by o_perm. The pattern takes in the head split and merge of torch's
-/// nn.MultiheadAttention ([S, B*H, D] <-> [B*H, S, D]) this way, which the kernels read and
-/// write through strides instead of copies.
+/// transposed by o_perm. `k_perm` (input 1 transposed by k_perm is KT) may instead put the
+/// input's last axis at KT's D axis (K's rows, as [S, B*H, D] -> [B*H, D, S] gives). The
+/// pattern takes in the head split and merge of torch's nn.MultiheadAttention
+/// ([S, B*H, D] <-> [B*H, S, D]) this way, which the kernels read and write through strides
+/// instead of copies.
 /// Semantics, per batch index (ONNX MatMul, Add, Where and Softmax opset 13 over the last axis):
 ///   S = scale * (Q x KT);  S = S + bias;  S = where(mask == mask_fill_when, mask_fill, S);
 ///   O = softmax(S) x V.
@@ -58,6 +60,9 @@ struct AttentionSpec {
   /// Element strides of Q, V and O's dims (rank of the scores) in the tensors the node reads
   /// and writes: contiguous unless q_perm, v_perm or o_perm say otherwise. The last is 1.
   std::vector<int64_t> q_strides, v_strides, o_strides;
+  /// Element strides of KT's dims in input 1: contiguous, or as k_perm says (then the last or
+  /// the second-to-last is 1).
+  std::vector<int64_t> kt_strides;
   int64_t batch = 1;  ///< product of the leading dims
   int64_t sq = 0, sk = 0, d = 0, dv = 0;
   float scale = 1.0F;

@@ -258,9 +258,9 @@ TEST(OnednnAttention, TheCpuKernelMatchesTheUnfusedGraph) {
 }
 
 // nn.MultiheadAttention's head split and merge: Q, K and V come as [S, B*H, D] (rank 3) or
-// [B, S, H, D] (rank 4) and are transposed to heads first; O is transposed back. The transposes
-// of Q, V and O are taken into the node (q_perm, v_perm, o_perm); K's moves the last axis and
-// stays. `shared_q`: the transposed Q is also a graph output, so its transpose must stay.
+// [B, S, H, D] (rank 4) and are transposed to heads first (K to [.., D, S]); O is transposed
+// back. All four transposes are taken into the node (q_perm, k_perm, v_perm, o_perm), unless
+// `shared_q`: the transposed Q is also a graph output, so its transpose must stay.
 ir::Graph head_split(const Shape& in, const ints& perm, const ints& k_perm, bool shared_q) {
   ir::Graph g("mha");
   const auto input = [&](const char* name) {
@@ -294,8 +294,8 @@ TEST(OnednnAttention, TheHeadTransposesAreTakenIn) {
       const ir::Graph g = head_split(c.in, c.perm, c.k_perm, shared_q);
       const ir::Graph low = lowered(g, {"onednn", "cpu"});
       EXPECT_EQ(count_op(low, "attention_internal"), 1);
-      // K's transpose stays, and Q's where the graph also returns the transposed Q.
-      EXPECT_EQ(count_op(low, "transpose"), shared_q ? 2 : 1) << shape_to_string(c.in);
+      // Q's transpose stays where the graph also returns the transposed Q.
+      EXPECT_EQ(count_op(low, "transpose"), shared_q ? 1 : 0) << shape_to_string(c.in);
       runtime::TensorMap in;
       uint32_t seed = 3;
       for (const char* name : {"q", "k", "v"}) in.emplace(name, grid_tensor(c.in, seed++));
@@ -304,8 +304,8 @@ TEST(OnednnAttention, TheHeadTransposesAreTakenIn) {
   }
 }
 
-// The cpu reference kernel reads Q and V and writes O through q_perm, v_perm and o_perm, as
-// the transposes they stand for would (the unfused graph on cpu).
+// The cpu reference kernel reads Q, KT and V and writes O through q_perm, k_perm, v_perm and
+// o_perm, as the transposes they stand for would (the unfused graph on cpu).
 TEST(OnednnAttention, TheCpuKernelReadsAndWritesThroughPerms) {
   const Shape in{2, 7, 3, 4};  // [B, S, H, D]
   const ints perm{0, 2, 1, 3};
@@ -316,10 +316,12 @@ TEST(OnednnAttention, TheCpuKernelReadsAndWritesThroughPerms) {
       return fused.add_input(name, ir::TensorType{DTypeCode::kFloat32, in});
     };
     const ValueId q = input("q"), k = input("k"), v = input("v");
-    const ValueId kt = add_op(fused, "transpose", "k_heads", {k}, {{"perm", ints{0, 2, 3, 1}}});
-    fused.add_output(
-        add_op(fused, "attention_internal", "att", {q, kt, v},
-               {{"scale", 0.25}, {"q_perm", perm}, {"v_perm", perm}, {"o_perm", perm}}));
+    fused.add_output(add_op(fused, "attention_internal", "att", {q, k, v},
+                            {{"scale", 0.25},
+                             {"q_perm", perm},
+                             {"k_perm", ints{0, 2, 3, 1}},
+                             {"v_perm", perm},
+                             {"o_perm", perm}}));
   }
   runtime::TensorMap feeds_in;
   uint32_t seed = 21;

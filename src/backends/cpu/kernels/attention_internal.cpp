@@ -21,7 +21,7 @@ using namespace ops::attention;
 struct AttentionState {
   AttentionSpec spec;
   BroadcastIndex bias, mask;
-  BroadcastIndex q, v, o;  // where Q, V and O's rows are (q_perm, v_perm, o_perm)
+  BroadcastIndex q, kt, v, o;  // where Q, KT, V and O's elements are (the *_perm attributes)
 };
 
 Result<std::shared_ptr<void>> prepare_attention(const ops::NodeContext& ctx) {
@@ -34,6 +34,7 @@ Result<std::shared_ptr<void>> prepare_attention(const ops::NodeContext& ctx) {
     st->mask = broadcast_index(ctx.input_types[kMask].shape, st->spec.scores);
   }
   st->q = strided_index(st->spec.q_strides, st->spec.scores);
+  st->kt = strided_index(st->spec.kt_strides, st->spec.scores);
   st->v = strided_index(st->spec.v_strides, st->spec.scores);
   st->o = strided_index(st->spec.o_strides, st->spec.scores);
   return std::shared_ptr<void>(std::move(st));
@@ -51,12 +52,14 @@ Status attention_kernel(KernelContext& ctx) {
   std::vector<float> row(static_cast<size_t>(s.sk));
   for (int64_t b = 0; b < s.batch; ++b) {
     const float* qb = q + st.q.batch_offset[b];
-    const float* kb = kt + b * s.d * s.sk;
+    const float* kb = kt + st.kt.batch_offset[b];
     const float* vb = v + st.v.batch_offset[b];
     for (int64_t i = 0; i < s.sq; ++i) {
       for (int64_t j = 0; j < s.sk; ++j) {
         float acc = 0.0F;
-        for (int64_t k = 0; k < s.d; ++k) acc += qb[i * st.q.row_stride + k] * kb[k * s.sk + j];
+        for (int64_t k = 0; k < s.d; ++k) {
+          acc += qb[i * st.q.row_stride + k] * kb[k * st.kt.row_stride + j * st.kt.col_stride];
+        }
         row[j] = acc * s.scale;
       }
       if (bias != nullptr) {

@@ -34,9 +34,9 @@ constexpr int64_t kMinItems = 8;
 struct AttentionState {
   AttentionSpec spec;
   BroadcastIndex bias, mask;
-  BroadcastIndex q, v, o;  // where Q, V and O's rows are (q_perm, v_perm, o_perm)
-  int64_t rows = 1;        // query rows per work item
-  int64_t blocks = 1;      // work items per batch index
+  BroadcastIndex q, kt, v, o;  // where Q, KT, V and O's elements are (the *_perm attributes)
+  int64_t rows = 1;            // query rows per work item
+  int64_t blocks = 1;          // work items per batch index
   const VecTable* vt = nullptr;
   VecBinaryFn add = nullptr;
   ops::ew::AddOp<float> add_functor{};
@@ -49,6 +49,7 @@ Result<std::shared_ptr<void>> attention_prepare(const NodeContext& node) {
   if (s.has_bias) st->bias = broadcast_index(node.input_types[kBias].shape, s.scores);
   if (s.has_mask) st->mask = broadcast_index(node.input_types[kMask].shape, s.scores);
   st->q = strided_index(s.q_strides, s.scores);
+  st->kt = strided_index(s.kt_strides, s.scores);
   st->v = strided_index(s.v_strides, s.scores);
   st->o = strided_index(s.o_strides, s.scores);
   const int64_t fit = kTileBytes / static_cast<int64_t>(sizeof(float) * std::max<int64_t>(s.sk, 1));
@@ -69,9 +70,15 @@ Result<std::shared_ptr<void>> attention_prepare(const NodeContext& node) {
   return std::shared_ptr<void>(std::move(st));
 }
 
-// A thread's score buffer, grown to the largest block it has held (no allocation per run once
-// warm).
+// A thread's buffers, grown to the largest block they have held (no allocation per run once
+// warm): the scores, and KT copied from K's rows (k_perm).
 float* scores_buffer(size_t floats) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < floats) buf.resize(floats);
+  return buf.data();
+}
+
+float* kt_buffer(size_t floats) {
   thread_local std::vector<float> buf;
   if (buf.size() < floats) buf.resize(floats);
   return buf.data();
@@ -85,14 +92,25 @@ void run_item(const AttentionState& st, const KernelContext& ctx, int64_t t) {
   // Q, V and O rows lie row_stride apart (a head of an [S, B*H, D] tensor where the pattern took
   // a transpose in).
   const float* q = ctx.input(kQ).data<float>() + st.q.batch_offset[b] + r0 * st.q.row_stride;
-  const float* kt = ctx.input(kKT).data<float>() + b * s.d * s.sk;
+  const float* kt = ctx.input(kKT).data<float>() + st.kt.batch_offset[b];
+  size_t ldk = static_cast<size_t>(st.kt.row_stride);
+  if (st.kt.col_stride != 1 && s.d > 0 && s.sk > 0) {
+    // KT's columns are K's rows (k_perm): copied into [D, Sk] here, a panel of D * Sk floats.
+    float* buf = kt_buffer(static_cast<size_t>(s.d * s.sk));
+    for (int64_t j = 0; j < s.sk; ++j) {
+      const float* krow = kt + j * st.kt.col_stride;
+      for (int64_t c = 0; c < s.d; ++c) buf[c * s.sk + j] = krow[c * st.kt.row_stride];
+    }
+    kt = buf;
+    ldk = static_cast<size_t>(s.sk);
+  }
   const float* v = ctx.input(kV).data<float>() + st.v.batch_offset[b];
   float* o = ctx.outputs[0].data<float>() + st.o.batch_offset[b] + r0 * st.o.row_stride;
   float* sc = scores_buffer(static_cast<size_t>(rows * s.sk));
   const auto m = static_cast<size_t>(rows), sk = static_cast<size_t>(s.sk);
   const auto d = static_cast<size_t>(s.d), dv = static_cast<size_t>(s.dv);
   // Empty dot products (d = 0) give scores of 0.
-  st.vt->gemm(m, sk, d, s.scale, q, static_cast<size_t>(st.q.row_stride), kt, sk, sc, sk);
+  st.vt->gemm(m, sk, d, s.scale, q, static_cast<size_t>(st.q.row_stride), kt, ldk, sc, sk);
   const size_t n = sk;
   for (int64_t r = 0; r < rows; ++r) {
     float* row = sc + r * s.sk;
