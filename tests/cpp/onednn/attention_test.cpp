@@ -5,6 +5,7 @@
 // compute it (an independent reference), at 1 and 2 threads; the rewrite's node counts; the
 // cases where it must not fire; and the arena bound the fusion exists for.
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -214,6 +215,23 @@ TEST(OnednnAttention, DoesNotFireWhereTheChainIsNotPrivate) {
   EXPECT_EQ(count_op(lowered(build(4), {"onednn", "cpu"}), "attention_internal"), 1);
 }
 
+// `fused` (an attention_internal node) and `ref` (the unfused graph) compiled for cpu alone,
+// run on `in`: equal outputs (BUILD-011 op class). Returns `fused`'s output (empty on failure).
+Tensor expect_cpu_match(const ir::Graph& fused, const ir::Graph& ref, const runtime::TensorMap& in,
+                        const std::string& what) {
+  Result<runtime::Executable> a = runtime::compile(fused, uncached({"cpu"}));
+  Result<runtime::Executable> e = runtime::compile(ref, uncached({"cpu"}));
+  EXPECT_TRUE(a.is_ok() && e.is_ok()) << what;
+  if (!a.is_ok() || !e.is_ok()) return Tensor();
+  Result<runtime::TensorMap> got = a->run(in), want = e->run(in);
+  EXPECT_TRUE(got.is_ok() && want.is_ok()) << what;
+  if (!got.is_ok() || !want.is_ok()) return Tensor();
+  const CompareResult c = compare_tensors(got->begin()->second, want->begin()->second,
+                                          tolerance_for(DTypeCode::kFloat32));
+  EXPECT_TRUE(c.ok) << what << ": " << c.message;
+  return got->begin()->second;
+}
+
 // The cpu reference kernel of attention_internal (the fallback for a node the pattern created)
 // against the unfused graph on cpu, with a broadcast bias and a mask both ways.
 TEST(OnednnAttention, TheCpuKernelMatchesTheUnfusedGraph) {
@@ -243,17 +261,7 @@ TEST(OnednnAttention, TheCpuKernelMatchesTheUnfusedGraph) {
                  {q, kt, v, fused.add_constant("b", bias), fused.add_constant("m", mask)},
                  {{"scale", 0.5}, {"mask_fill", -3.0}, {"mask_fill_when", when}}));
     }
-    const runtime::TensorMap in = feeds(d, 61);
-    Result<runtime::Executable> a = runtime::compile(fused, uncached({"cpu"}));
-    Result<runtime::Executable> e = runtime::compile(ref, uncached({"cpu"}));
-    ASSERT_TRUE(a.is_ok()) << a.status().message();
-    ASSERT_TRUE(e.is_ok()) << e.status().message();
-    Result<runtime::TensorMap> got = a->run(in), want = e->run(in);
-    ASSERT_TRUE(got.is_ok()) << got.status().message();
-    ASSERT_TRUE(want.is_ok()) << want.status().message();
-    const CompareResult c = compare_tensors(got->begin()->second, want->begin()->second,
-                                            tolerance_for(DTypeCode::kFloat32));
-    EXPECT_TRUE(c.ok) << "mask_fill_when " << when << ": " << c.message;
+    expect_cpu_match(fused, ref, feeds(d, 61), fmt::format("mask_fill_when {}", when));
   }
 }
 
@@ -326,54 +334,41 @@ TEST(OnednnAttention, TheCpuKernelReadsAndWritesThroughPerms) {
   runtime::TensorMap feeds_in;
   uint32_t seed = 21;
   for (const char* name : {"q", "k", "v"}) feeds_in.emplace(name, grid_tensor(in, seed++));
-  Result<runtime::Executable> a = runtime::compile(fused, uncached({"cpu"}));
-  Result<runtime::Executable> e = runtime::compile(ref, uncached({"cpu"}));
-  ASSERT_TRUE(a.is_ok()) << a.status().message();
-  ASSERT_TRUE(e.is_ok()) << e.status().message();
-  Result<runtime::TensorMap> got = a->run(feeds_in), want = e->run(feeds_in);
-  ASSERT_TRUE(got.is_ok()) << got.status().message();
-  ASSERT_TRUE(want.is_ok()) << want.status().message();
-  EXPECT_EQ(got->begin()->second.shape(), (Shape{2, 7, 3, 4}));
-  const CompareResult c = compare_tensors(got->begin()->second, want->begin()->second,
-                                          tolerance_for(DTypeCode::kFloat32));
-  EXPECT_TRUE(c.ok) << c.message;
+  EXPECT_EQ(expect_cpu_match(fused, ref, feeds_in, "perms").shape(), (Shape{2, 7, 3, 4}));
 }
 
-// A perm that moves the last axis is refused by name.
-TEST(OnednnAttention, TheSchemaRejectsAPermMovingTheLastAxis) {
-  ir::Graph g("bad_perm");
-  const ValueId q = g.add_input("q", ir::TensorType{DTypeCode::kFloat32, {2, 8, 4}});
-  const ValueId kt = g.add_input("kt", ir::TensorType{DTypeCode::kFloat32, {2, 4, 8}});
-  const ValueId v = g.add_input("v", ir::TensorType{DTypeCode::kFloat32, {2, 8, 4}});
-  auto id = g.create_node("attention_internal", "att", {q, kt, v}, 1, {{"q_perm", ints{0, 2, 1}}});
-  ASSERT_TRUE(id.is_ok());
-  const ops::OpSchema* schema = ops::OpRegistry::global().find("attention_internal");
-  ASSERT_NE(schema, nullptr);
-  Result<std::vector<ir::TensorType>> r =
-      schema->infer(ops::make_node_context(g, g.node(*id), schema));
-  ASSERT_FALSE(r.is_ok());
-  EXPECT_NE(r.status().message().find("attribute 'q_perm' must be a permutation of the 3 axes "
-                                      "that keeps the last one last, got [0,2,1]"),
-            std::string::npos)
-      << r.status().message();
-}
-
-// The schema names the input and the shapes it expected.
-TEST(OnednnAttention, TheSchemaRejectsMismatchedOperands) {
-  ir::Graph g("bad");
-  const ValueId q = g.add_input("q", ir::TensorType{DTypeCode::kFloat32, {2, 8, 4}});
-  const ValueId kt = g.add_input("kt", ir::TensorType{DTypeCode::kFloat32, {2, 5, 8}});
-  const ValueId v = g.add_input("v", ir::TensorType{DTypeCode::kFloat32, {2, 8, 4}});
-  auto id = g.create_node("attention_internal", "att", {q, kt, v}, 1);
-  ASSERT_TRUE(id.is_ok());
-  const ops::OpSchema* schema = ops::OpRegistry::global().find("attention_internal");
-  ASSERT_NE(schema, nullptr);
-  Result<std::vector<ir::TensorType>> r =
-      schema->infer(ops::make_node_context(g, g.node(*id), schema));
-  ASSERT_FALSE(r.is_ok());
-  EXPECT_NE(r.status().message().find("input 1 (KT) has shape [2,5,8], expected [2,4,*]"),
-            std::string::npos)
-      << r.status().message();
+// The schema names what is wrong: the input and the shapes it expected, or the attribute.
+TEST(OnednnAttention, TheSchemaRejectsMismatchedOperandsAndPerms) {
+  struct Case {
+    Shape kt;
+    ir::AttrMap attrs;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{2, 5, 8}, {}, "input 1 (KT) has shape [2,5,8], expected [2,4,*]"},
+      {{2, 4, 8},
+       {{"q_perm", ints{0, 2, 1}}},
+       "attribute 'q_perm' must be a permutation of the 3 axes that keeps the last one last, "
+       "got [0,2,1]"},
+      {{2, 4, 8},
+       {{"k_perm", ints{2, 0, 1}}},
+       "attribute 'k_perm' must be a permutation of the 3 axes that keeps the last one last or "
+       "second to last, got [2,0,1]"},
+  };
+  for (const Case& c : cases) {
+    ir::Graph g("bad");
+    const ValueId q = g.add_input("q", ir::TensorType{DTypeCode::kFloat32, {2, 8, 4}});
+    const ValueId kt = g.add_input("kt", ir::TensorType{DTypeCode::kFloat32, c.kt});
+    const ValueId v = g.add_input("v", ir::TensorType{DTypeCode::kFloat32, {2, 8, 4}});
+    auto id = g.create_node("attention_internal", "att", {q, kt, v}, 1, c.attrs);
+    ASSERT_TRUE(id.is_ok());
+    const ops::OpSchema* schema = ops::OpRegistry::global().find("attention_internal");
+    ASSERT_NE(schema, nullptr);
+    Result<std::vector<ir::TensorType>> r =
+        schema->infer(ops::make_node_context(g, g.node(*id), schema));
+    ASSERT_FALSE(r.is_ok()) << c.message;
+    EXPECT_NE(r.status().message().find(c.message), std::string::npos) << r.status().message();
+  }
 }
 
 // Dropout with ratio 0 in training mode (torchvision Swin's export) and eval-mode Dropout are
