@@ -124,7 +124,9 @@ class Graph {
   /// Removes a node (its outputs keep existing as dangling values until compact()).
   void remove_node(NodeId n);
   /// Renames value `v` to `name` (made unique if taken): `v`'s old name is released, so a new
-  /// value may take it over (the ONNX importer's re-typing replaces a value that way).
+  /// value may take it over (the ONNX importer's re-typing replaces a value that way). A value
+  /// whose producing node was removed has no name in the index: find_value does not find it
+  /// by its new name either, until compact() makes it a producer-less value.
   void rename_value(ValueId v, std::string_view name);
   /// Replaces every use of `from` (node inputs and graph outputs) by `to`.
   void replace_all_uses(ValueId from, ValueId to);
@@ -153,7 +155,9 @@ class Graph {
   std::vector<ValueId> outputs_;
   /// Ids by name, keyed by the name's hash (names are compared against the value or node
   /// itself): copying a graph then copies integers, not every name again (the interpreted tier
-  /// copies a model's graph per first-seen shape). At most one entry per name.
+  /// copies a model's graph per first-seen shape). At most one entry per live name; the entries
+  /// of removed nodes' names and of names changed through value() stay until compact(), and
+  /// match nothing (the name compared is the value's or node's own).
   class NameIndex {
    public:
     /// The id whose name (`name_of(id)`) is `name`, or -1.

@@ -312,6 +312,32 @@ TEST(OnednnAttention, TheHeadTransposesAreTakenIn) {
   }
 }
 
+// K's rows are copied into a per-thread panel once per (kernel call, batch index): a later run
+// whose K holds other values at the same address must not read the earlier panel. One head, so
+// a thread's last item of one run and first item of the next share their batch index.
+TEST(OnednnAttention, ALaterRunReadsItsOwnKeys) {
+  const Shape in{70, 1, 16};
+  const ir::Graph g = head_split(in, {1, 0, 2}, {1, 2, 0}, false);
+  Result<runtime::Executable> ref = runtime::compile(g, uncached({"cpu"}));
+  Result<runtime::Executable> fast = runtime::compile(g, uncached({"onednn", "cpu"}));
+  ASSERT_TRUE(ref.is_ok() && fast.is_ok());
+  runtime::TensorMap feeds_in;
+  uint32_t seed = 40;
+  for (const char* name : {"q", "k", "v"}) feeds_in.emplace(name, grid_tensor(in, seed++));
+  for (int run = 0; run < 2; ++run) {
+    if (run == 1) {
+      // New keys written into the same buffer.
+      const Tensor fresh = grid_tensor(in, 99);
+      std::copy_n(fresh.data<float>(), fresh.numel(), feeds_in.at("k").data<float>());
+    }
+    Result<runtime::TensorMap> got = fast->run(feeds_in), want = ref->run(feeds_in);
+    ASSERT_TRUE(got.is_ok() && want.is_ok());
+    const CompareResult c = compare_tensors(got->begin()->second, want->begin()->second,
+                                            tolerance_for(DTypeCode::kFloat32));
+    EXPECT_TRUE(c.ok) << "run " << run << ": " << c.message;
+  }
+}
+
 // The cpu reference kernel reads Q, KT and V and writes O through q_perm, k_perm, v_perm and
 // o_perm, as the transposes they stand for would (the unfused graph on cpu).
 TEST(OnednnAttention, TheCpuKernelReadsAndWritesThroughPerms) {

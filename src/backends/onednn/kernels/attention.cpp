@@ -10,6 +10,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <vector>
@@ -70,22 +72,46 @@ Result<std::shared_ptr<void>> attention_prepare(const NodeContext& node) {
   return std::shared_ptr<void>(std::move(st));
 }
 
-// A thread's buffers, grown to the largest block they have held (no allocation per run once
-// warm): the scores, and KT copied from K's rows (k_perm).
+// A thread's score buffer, grown to the largest block it has held (no allocation per run once
+// warm).
 float* scores_buffer(size_t floats) {
   thread_local std::vector<float> buf;
   if (buf.size() < floats) buf.resize(floats);
   return buf.data();
 }
 
-float* kt_buffer(size_t floats) {
-  thread_local std::vector<float> buf;
-  if (buf.size() < floats) buf.resize(floats);
-  return buf.data();
+// Numbers the kernel's calls, for KtPanel.
+std::atomic<uint64_t> g_calls{0};
+
+// A thread's KT panel (k_perm: K's rows copied into [D, Sk]), made once per (kernel call, batch
+// index): a thread's work items are consecutive, so the row blocks of one batch index share it.
+// The call number keeps a later call from reusing a panel when its K lands at the same address.
+struct KtPanel {
+  std::vector<float> buf;
+  uint64_t call = 0;
+  int64_t batch = -1;
+};
+
+// KT of batch index `b` as [D, Sk] rows Sk apart: `kt` (its elements kt[c * row + j * col])
+// copied into this thread's panel unless the panel holds it already.
+const float* kt_panel(const AttentionSpec& s, const float* kt, int64_t row, int64_t col,
+                      uint64_t call, int64_t b) {
+  thread_local KtPanel p;
+  if (p.call == call && p.batch == b) return p.buf.data();
+  const auto n = static_cast<size_t>(s.d * s.sk);
+  if (p.buf.size() < n) p.buf.resize(n);
+  for (int64_t j = 0; j < s.sk; ++j) {
+    for (int64_t c = 0; c < s.d; ++c) {
+      p.buf[static_cast<size_t>(c * s.sk + j)] = kt[c * row + j * col];
+    }
+  }
+  p.call = call;
+  p.batch = b;
+  return p.buf.data();
 }
 
 // Work item `t`: batch index t / blocks, query rows [r0, r0 + rows) of it.
-void run_item(const AttentionState& st, const KernelContext& ctx, int64_t t) {
+void run_item(const AttentionState& st, const KernelContext& ctx, int64_t t, uint64_t call) {
   const AttentionSpec& s = st.spec;
   const int64_t b = t / st.blocks, r0 = (t % st.blocks) * st.rows;
   const int64_t rows = std::min(st.rows, s.sq - r0);
@@ -95,13 +121,8 @@ void run_item(const AttentionState& st, const KernelContext& ctx, int64_t t) {
   const float* kt = ctx.input(kKT).data<float>() + st.kt.batch_offset[b];
   size_t ldk = static_cast<size_t>(st.kt.row_stride);
   if (st.kt.col_stride != 1 && s.d > 0 && s.sk > 0) {
-    // KT's columns are K's rows (k_perm): copied into [D, Sk] here, a panel of D * Sk floats.
-    float* buf = kt_buffer(static_cast<size_t>(s.d * s.sk));
-    for (int64_t j = 0; j < s.sk; ++j) {
-      const float* krow = kt + j * st.kt.col_stride;
-      for (int64_t c = 0; c < s.d; ++c) buf[c * s.sk + j] = krow[c * st.kt.row_stride];
-    }
-    kt = buf;
+    // KT's columns are K's rows (k_perm): read from a [D, Sk] panel of them.
+    kt = kt_panel(s, kt, st.kt.row_stride, st.kt.col_stride, call, b);
     ldk = static_cast<size_t>(s.sk);
   }
   const float* v = ctx.input(kV).data<float>() + st.v.batch_offset[b];
@@ -141,6 +162,7 @@ void run_item(const AttentionState& st, const KernelContext& ctx, int64_t t) {
 Status attention_kernel(KernelContext& ctx) {
   const auto& st = *static_cast<const AttentionState*>(ctx.state);
   const int64_t items = st.spec.batch * st.blocks;
+  const uint64_t call = g_calls.fetch_add(1, std::memory_order_relaxed) + 1;
   if (items == 0 || st.spec.dv == 0) return Status();  // an empty output
   if (st.spec.sk == 0) {
     // No keys: P is [..., Sq, 0], and P x V sums nothing (the unfused MatMul gives zeros).
@@ -150,13 +172,14 @@ Status attention_kernel(KernelContext& ctx) {
   // Items across threads.
   const int nt = static_cast<int>(std::min<int64_t>(ctx.num_threads, items));
   if (nt <= 1) {
-    for (int64_t t = 0; t < items; ++t) run_item(st, ctx, t);
+    for (int64_t t = 0; t < items; ++t) run_item(st, ctx, t, call);
     return Status();
   }
 #pragma omp parallel num_threads(nt)
   {
     const int id = omp_get_thread_num(), team = omp_get_num_threads();
-    for (int64_t t = items * id / team; t < items * (id + 1) / team; ++t) run_item(st, ctx, t);
+    for (int64_t t = items * id / team; t < items * (id + 1) / team; ++t)
+      run_item(st, ctx, t, call);
   }
   return Status();
 }
