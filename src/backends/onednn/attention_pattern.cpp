@@ -132,9 +132,9 @@ std::optional<NodeId> find_scores_matmul(const Graph& g, ValueId v, const ir::Te
   return std::nullopt;
 }
 
-// The transpose node producing `v` when its `perm` attribute is a permutation (entries in
-// [0, rank)) that keeps the last axis last (`kt`: or second to last, K's rows becoming KT's
-// columns), the forms attention_internal takes in; else nullopt.
+// The transpose node producing `v` when its `perm` attribute is of a form attention_internal
+// takes in (ops::attention::is_rows_perm: the last axis kept last, or for `kt` moved to D,
+// K's rows becoming KT's columns); else nullopt.
 std::optional<NodeId> row_transpose(const Graph& g, ValueId v, bool kt = false) {
   const int64_t p = g.value(v).producer;
   if (p < 0) return std::nullopt;
@@ -143,17 +143,8 @@ std::optional<NodeId> row_transpose(const Graph& g, ValueId v, bool kt = false) 
   const auto it = t.attrs.find("perm");
   const auto* perm = it == t.attrs.end() ? nullptr : std::get_if<std::vector<int64_t>>(&it->second);
   const std::optional<ir::TensorType>& in = g.value(t.inputs[0]).type;
-  if (perm == nullptr || !in || perm->size() != in->shape.size() || perm->size() < 2) {
+  if (perm == nullptr || !in || !ops::attention::is_rows_perm(*perm, in->shape.size(), kt)) {
     return std::nullopt;
-  }
-  const auto last = static_cast<int64_t>(perm->size()) - 1;
-  if (perm->back() != last && !(kt && (*perm)[perm->size() - 2] == last)) return std::nullopt;
-  std::vector<bool> seen(perm->size(), false);
-  for (int64_t a : *perm) {
-    if (a < 0 || static_cast<size_t>(a) >= perm->size() || seen[static_cast<size_t>(a)]) {
-      return std::nullopt;
-    }
-    seen[static_cast<size_t>(a)] = true;
   }
   return static_cast<NodeId>(p);
 }

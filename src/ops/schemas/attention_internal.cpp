@@ -35,28 +35,14 @@ bool matches(const Shape& have, const Shape& want) {
   return true;
 }
 
-// Row-major element strides of `shape`.
-std::vector<int64_t> contiguous(const Shape& shape) {
-  std::vector<int64_t> st(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;) st[i - 1] = st[i] * shape[i];
-  return st;
-}
-
 // Attribute `name` (q_perm, v_perm, o_perm, k_perm): a permutation of [0, rank) keeping the
 // last axis last (k_perm: or second to last), or empty when absent. Errors name the attribute
 // and what is wrong.
 Result<std::vector<int64_t>> perm_attr(const NodeContext& ctx, std::string_view name, size_t rank) {
   const auto* p = ctx.attr<std::vector<int64_t>>(name);
   if (p == nullptr) return std::vector<int64_t>();
-  std::vector<bool> seen(rank, false);
-  const auto last = static_cast<int64_t>(rank) - 1;
   const bool kt = name == "k_perm";
-  bool ok = p->size() == rank && rank >= 2 && (p->back() == last || (kt && (*p)[rank - 2] == last));
-  for (int64_t a : *p) {
-    ok = ok && a >= 0 && static_cast<size_t>(a) < rank && !seen[static_cast<size_t>(a)];
-    if (ok) seen[static_cast<size_t>(a)] = true;
-  }
-  if (!ok) {
+  if (!is_rows_perm(*p, rank, kt)) {
     return ctx.error(
         "attribute '{}' must be a permutation of the {} axes that keeps the last "
         "one last{}, got [{}]",
@@ -69,7 +55,7 @@ Result<std::vector<int64_t>> perm_attr(const NodeContext& ctx, std::string_view 
 // is empty): its shape and the strides of its dims in `in`'s row-major storage.
 void transposed_view(const Shape& in, const std::vector<int64_t>& perm, Shape& shape,
                      std::vector<int64_t>& strides) {
-  const std::vector<int64_t> st = contiguous(in);
+  const std::vector<int64_t> st = contiguous_strides(in);
   if (perm.empty()) {
     shape = in;
     strides = st;
@@ -84,6 +70,19 @@ void transposed_view(const Shape& in, const std::vector<int64_t>& perm, Shape& s
 }
 
 }  // namespace
+
+bool is_rows_perm(std::span<const int64_t> perm, size_t rank, bool kt) {
+  const auto last = static_cast<int64_t>(rank) - 1;
+  if (perm.size() != rank || rank < 2 || (perm.back() != last && !(kt && perm[rank - 2] == last))) {
+    return false;
+  }
+  std::vector<bool> seen(rank, false);
+  for (int64_t a : perm) {
+    if (a < 0 || a > last || seen[static_cast<size_t>(a)]) return false;
+    seen[static_cast<size_t>(a)] = true;
+  }
+  return true;
+}
 
 Result<AttentionSpec> decode_attention(const NodeContext& ctx) {
   static constexpr const char* kNames[] = {"Q", "KT", "V", "bias", "mask"};
@@ -140,10 +139,10 @@ Result<AttentionSpec> decode_attention(const NodeContext& ctx) {
   Shape o = batch;
   o.insert(o.end(), {spec.sq, spec.dv});
   spec.out = o;
-  spec.o_strides = contiguous(o);
+  spec.o_strides = contiguous_strides(o);
   if (!o_perm.empty()) {
     for (size_t k = 0; k < r; ++k) spec.out[k] = o[static_cast<size_t>(o_perm[k])];
-    const std::vector<int64_t> st = contiguous(spec.out);
+    const std::vector<int64_t> st = contiguous_strides(spec.out);
     for (size_t k = 0; k < r; ++k) spec.o_strides[static_cast<size_t>(o_perm[k])] = st[k];
   }
   for (size_t i = 0; i < 3; ++i) {

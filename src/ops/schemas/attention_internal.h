@@ -80,6 +80,10 @@ Result<AttentionSpec> decode_attention(const NodeContext& ctx);
 /// decode_attention: rank at most the scores' rank, every dim 1 or equal).
 BroadcastIndex broadcast_index(std::span<const int64_t> operand, std::span<const int64_t> scores);
 
+/// Whether `perm` is a permutation of [0, rank) of the form the *_perm attributes take: the last
+/// axis kept last, or (`kt`, for k_perm) moved to the second to last place. rank >= 2.
+bool is_rows_perm(std::span<const int64_t> perm, size_t rank, bool kt);
+
 /// The BroadcastIndex of an operand whose dims (as many as the scores', leading dims equal to
 /// the scores') lie `strides` elements apart: Q, V or O with AttentionSpec's q_strides,
 /// v_strides or o_strides.
