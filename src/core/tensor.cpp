@@ -6,6 +6,8 @@
 #include <limits>
 #include <new>
 
+#include "core/aligned_memory.h"
+
 namespace frame {
 
 namespace detail {
@@ -87,9 +89,9 @@ namespace {
 std::shared_ptr<void> allocate(size_t nbytes) {
   size_t rounded = (nbytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
   if (rounded == 0) rounded = kTensorAlignment;
-  void* p = std::aligned_alloc(kTensorAlignment, rounded);
+  void* p = detail::allocate_aligned(rounded, kTensorAlignment);
   if (p == nullptr) return nullptr;
-  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  return std::shared_ptr<void>(p, [rounded](void* q) { detail::free_aligned(q, rounded); });
 }
 }  // namespace
 

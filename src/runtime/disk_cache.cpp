@@ -39,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/aligned_memory.h"
 #include "frame/core/digest.h"
 #include "frame/ir/text.h"
 #include "frame/passes/pass.h"
@@ -460,11 +461,12 @@ Result<LoweredGraph> lowered_from_json(const json& j, const std::string& binary,
         data[k] = const_cast<std::byte*>(m->data());
         made[k] = std::move(m);
       } else {
-        void* p = std::aligned_alloc(kTensorAlignment, (st.bytes + kTensorAlignment - 1) /
-                                                           kTensorAlignment * kTensorAlignment);
+        const size_t size = (st.bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+        void* p = frame::detail::allocate_aligned(size, kTensorAlignment);
         if (p == nullptr) return make_error(StatusCode::kOutOfRange, "out of memory");
         std::memcpy(p, binary.data() + st.offset, st.bytes);
-        made[k] = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+        made[k] =
+            std::shared_ptr<void>(p, [size](void* q) { frame::detail::free_aligned(q, size); });
         data[k] = p;
       }
     }

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/aligned_memory.h"
 #include "frame/ops/kernel_registry.h"
 #include "frame/ops/op_registry.h"
 #include "frame/passes/lowering_patterns.h"
@@ -38,25 +39,25 @@ size_t class_size(size_t bytes) {
 }  // namespace
 
 BufferPool::~BufferPool() {
-  for (const auto& [bytes, f] : free_) std::free(f.p);
+  for (const auto& [bytes, f] : free_) frame::detail::free_aligned(f.p, bytes);
 }
 
 void BufferPool::trim(size_t keep) {
-  std::vector<void*> drop;
+  std::vector<std::pair<void*, size_t>> drop;
   {
     std::lock_guard lock(mu_);
     while (free_bytes_ > keep && !free_.empty()) {
       auto last = std::prev(free_.end());
       free_bytes_ -= last->first;
-      drop.push_back(last->second.p);
+      drop.emplace_back(last->second.p, last->first);
       free_.erase(last);
     }
   }
-  for (void* p : drop) std::free(p);
+  for (const auto& [p, bytes] : drop) frame::detail::free_aligned(p, bytes);
 }
 
 void BufferPool::end_run() {
-  std::vector<void*> drop;
+  std::vector<std::pair<void*, size_t>> drop;
   {
     std::lock_guard lock(mu_);
     ++run_;
@@ -66,11 +67,11 @@ void BufferPool::end_run() {
         continue;
       }
       free_bytes_ -= it->first;
-      drop.push_back(it->second.p);
+      drop.emplace_back(it->second.p, it->first);
       it = free_.erase(it);
     }
   }
-  for (void* p : drop) std::free(p);
+  for (const auto& [p, bytes] : drop) frame::detail::free_aligned(p, bytes);
 }
 
 size_t BufferPool::free_bytes() const {
@@ -87,7 +88,7 @@ void BufferPool::release(void* p, size_t bytes) {
       return;
     }
   }
-  std::free(p);
+  frame::detail::free_aligned(p, bytes);
 }
 
 Result<Tensor> BufferPool::empty(DTypeCode dtype, const Shape& shape) {
@@ -106,7 +107,7 @@ Result<Tensor> BufferPool::empty(DTypeCode dtype, const Shape& shape) {
       free_bytes_ -= bytes;
     }
   }
-  if (p == nullptr) p = std::aligned_alloc(64, bytes);
+  if (p == nullptr) p = frame::detail::allocate_aligned(bytes, 64);
   if (p == nullptr) {
     return make_error(StatusCode::kOutOfRange, "could not allocate {} bytes", bytes);
   }

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "core/aligned_memory.h"
+
 namespace frame::backends::onednn {
 
 dnnl::engine& engine() {
@@ -69,20 +71,8 @@ dnnl::primitive_attr default_attr() {
 }
 
 dnnl::memory thread_buffer(BufferSlot slot, const dnnl::memory::desc& desc) {
-  struct Buffer {
-    std::unique_ptr<std::byte[]> data;
-    size_t size = 0;
-  };
-  thread_local std::array<Buffer, 4> buffers;
-  Buffer& buf = buffers[static_cast<size_t>(slot)];
-  const size_t need = desc.get_size() + 64;
-  if (buf.size < need) {
-    buf.data = std::make_unique<std::byte[]>(need);
-    buf.size = need;
-  }
-  auto addr = reinterpret_cast<uintptr_t>(buf.data.get());
-  void* aligned = reinterpret_cast<void*>((addr + 63) / 64 * 64);
-  return dnnl::memory(desc, engine(), aligned);
+  thread_local std::array<frame::detail::GrowBuffer, 4> buffers;
+  return dnnl::memory(desc, engine(), buffers[static_cast<size_t>(slot)].get(desc.get_size()));
 }
 
 Status execute(const ops::NodeContext& node, const dnnl::primitive& prim,

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backends/onednn/kernels/ew_vec.h"
+#include "core/aligned_memory.h"
 #include "frame/ops/kernel_registry.h"
 #include "ops/schemas/attention_internal.h"
 
@@ -75,9 +76,8 @@ Result<std::shared_ptr<void>> attention_prepare(const NodeContext& node) {
 // A thread's score buffer, grown to the largest block it has held (no allocation per run once
 // warm).
 float* scores_buffer(size_t floats) {
-  thread_local std::vector<float> buf;
-  if (buf.size() < floats) buf.resize(floats);
-  return buf.data();
+  thread_local frame::detail::GrowBuffer buf;
+  return buf.get_as<float>(floats);
 }
 
 // Numbers the kernel's calls, for KtPanel.

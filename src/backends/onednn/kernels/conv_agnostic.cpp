@@ -27,6 +27,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -38,6 +39,7 @@
 #include "backends/onednn/kernels/ew_vec.h"
 #include "backends/onednn/kernels/linear_kernels.h"
 #include "backends/onednn/kernels/primitive_util.h"
+#include "core/aligned_memory.h"
 #include "frame/ops/parallel.h"
 #include "ops/schemas/nn_geometry.h"
 
@@ -62,10 +64,8 @@ void tap_range(int64_t off, int64_t stride, int64_t in, int64_t out, int64_t& lo
 // A thread's scratch buffer `slot` (0: columns, 1: a tap's products), grown to the largest
 // size it has held: no allocation (and no first touch of new pages) per run once warm.
 float* scratch(int slot, size_t floats) {
-  thread_local std::vector<float> bufs[2];
-  std::vector<float>& buf = bufs[slot];
-  if (buf.size() < floats) buf.resize(floats);
-  return buf.data();
+  thread_local std::array<frame::detail::GrowBuffer, 2> bufs;
+  return bufs[static_cast<size_t>(slot)].get_as<float>(floats);
 }
 
 // A tap and the output rectangle [r0, r1) x [c0, c1) where it reads the input (row r reads input
@@ -102,7 +102,7 @@ class AgnosticConv final : public LinearPrimitive {
 
   Status run(KernelContext& ctx) const override {
     const float* x = ctx.input(0).data<float>();
-    const float* wt = packed != nullptr ? packed->data.data() : ctx.input(1).data<float>();
+    const float* wt = packed != nullptr ? packed->data.data<float>() : ctx.input(1).data<float>();
     const float* bias = has_bias ? ctx.input(2).data<float>() : nullptr;
     float* y = ctx.output(0).data<float>();
     const int nt = std::max(ctx.num_threads, 1);
@@ -174,7 +174,7 @@ class AgnosticConv final : public LinearPrimitive {
         const float* xg = x + (b * c + gi * cg) * hw;
         float* yg = yb + gi * mg * ohw;
         for (const TapRect& rc : rects) {
-          const float* a = tap_w->data.data() + (rc.t * m + gi * mg) * cg;
+          const float* a = tap_w->data.data<float>() + (rc.t * m + gi * mg) * cg;
           const int64_t nr = rc.r1 - rc.r0, nc = rc.c1 - rc.c0;
           if (rc.in_place) {
             FRAME_RETURN_IF_ERROR(gemm(ctx, mg, nr * ow, cg, a, xg + (rc.r0 + rc.ioff) * w, hw,

@@ -82,7 +82,7 @@ class MatmulPrimitive final : public LinearPrimitive {
                nn = static_cast<size_t>(n);
     float* y = ctx.output(0).data<float>() + i0 * n;
     vt->gemm_packed(rows, nn, kk, alpha, ctx.input(0).data<float>() + i0 * k, kk,
-                    b_own->data.data(), y, nn);
+                    b_own->data.data<float>(), y, nn);
     if (c_numel > 0) {
       const float* c = ctx.input(2).data<float>();
       for (size_t r = 0; r < rows; ++r) {
@@ -171,6 +171,28 @@ namespace {
 // Sets `p` up for its own loops (MatmulPrimitive::run_own): y [M, N] = alpha * A [M, K] B [K, N]
 // (+ C: one value or a row of N) then `post`; B is `b` ([N, K] where `tb`, transposed once).
 // False, leaving `p` to the primitive, where a post-op or C has no own form.
+// VecTable::gemm_pack's strips of B = src^T for transB (src [n, k] row-major) without a
+// transposed copy: within a strip, blocks of 64 rows of B (64 columns of src) are filled one
+// source row after another, so a block's writes stay in L1 (64 lines of one strip each) while
+// every source row is read in order; the padding columns of the last strip are zeros.
+void pack_transposed(const float* src, int64_t n, int64_t k, int64_t strip, float* out) {
+  constexpr int64_t kBlock = 64;
+  for (int64_t j = 0; j < n; j += strip) {
+    const int64_t w = std::min(strip, n - j);
+    float* panel = out + (j / strip) * k * strip;
+    for (int64_t p0 = 0; p0 < k; p0 += kBlock) {
+      const int64_t p1 = std::min(k, p0 + kBlock);
+      for (int64_t c = 0; c < w; ++c) {
+        const float* row = src + (j + c) * k;
+        for (int64_t p = p0; p < p1; ++p) panel[p * strip + c] = row[p];
+      }
+      for (int64_t p = p0; p < p1 && w < strip; ++p) {
+        std::fill(panel + p * strip + w, panel + (p + 1) * strip, 0.0F);
+      }
+    }
+  }
+}
+
 bool own_matmul(MatmulPrimitive& p, const NodeContext& ctx,
                 std::span<const ops::fused::PostOp> post, bool tb, const Tensor& b, int64_t k,
                 int64_t n, bool use_c, float alpha) {
@@ -205,13 +227,7 @@ bool own_matmul(MatmulPrimitive& p, const NodeContext& ctx,
                          if (!tb)
                            return vt.gemm_pack(src, static_cast<size_t>(n), static_cast<size_t>(k),
                                                static_cast<size_t>(n), out);
-                         // transB: [N, K] transposed to [K, N] first.
-                         std::vector<float> kn(static_cast<size_t>(k * n));
-                         for (int64_t j = 0; j < n; ++j) {
-                           for (int64_t i = 0; i < k; ++i) kn[i * n + j] = src[j * k + i];
-                         }
-                         vt.gemm_pack(kn.data(), static_cast<size_t>(n), static_cast<size_t>(k),
-                                      static_cast<size_t>(n), out);
+                         pack_transposed(src, n, k, strip, out);
                        });
   p.own = true;
   p.vt = &vt;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backends/onednn/dnnl_util.h"
+#include "core/aligned_memory.h"
 #include "frame/core/status.h"
 #include "frame/core/tensor.h"
 #include "frame/ops/kernel_registry.h"
@@ -77,9 +78,8 @@ inline Status execute(const ops::NodeContext& node, const dnnl::primitive& prim,
 /// converted per run (non-constant, non-f32 or broadcast scale/shift) cost no allocation in
 /// the steady state. Valid until the calling thread's next call.
 inline float* staging_floats(size_t n) {
-  thread_local std::vector<float> buf;
-  if (buf.size() < n) buf.resize(n);
-  return buf.data();
+  thread_local frame::detail::GrowBuffer buf;
+  return buf.get_as<float>(n);
 }
 
 /// A per-channel (or per-element) f32 parameter vector of length `size` that a primitive reads

@@ -6,6 +6,7 @@
 #include <array>
 #include <iterator>
 #include <mutex>
+#include <new>
 #include <unordered_map>
 
 namespace frame::backends::onednn {
@@ -203,7 +204,10 @@ Result<std::shared_ptr<const PackedWeights>> pack_weights(const ops::NodeContext
       // Already in the primitive's layout: read the constant in place (held by `source`).
       p->mem = dnnl::memory(md, engine(), const_cast<void*>(w.raw_data()));
     } else {
-      p->mem = dnnl::memory(md, engine());
+      FRAME_ASSIGN_OR_RETURN(
+          p->storage, Tensor::empty(DTypeCode::kUInt8,
+                                    {static_cast<int64_t>(std::max<size_t>(md.get_size(), 1))}));
+      p->mem = dnnl::memory(md, engine(), p->storage.raw_data());
       const dnnl::memory w_in = wrap(user, w);
       dnnl::reorder::primitive_desc rpd(engine(), user, engine(), md, default_attr());
       const dnnl::memory scratch = scratchpad(rpd.scratchpad_desc());
@@ -228,8 +232,10 @@ std::shared_ptr<const OwnPackedWeights> pack_weights_own(const Tensor& w, const 
   }
   auto p = std::make_shared<OwnPackedWeights>();
   p->source = w;
-  p->data.resize(count);
-  fill(p->data.data());
+  Result<Tensor> data = Tensor::empty(DTypeCode::kFloat32, {static_cast<int64_t>(count)});
+  if (!data.is_ok()) throw std::bad_alloc();  // as the std::vector it replaced would
+  p->data = std::move(data).value();
+  fill(p->data.data<float>());
   std::shared_ptr<const OwnPackedWeights> shared = std::move(p);
   packed_cache().insert(w, std::move(key), shared);
   return shared;

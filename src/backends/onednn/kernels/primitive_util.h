@@ -75,6 +75,7 @@ MatmulDims matmul_dims(Shape as, Shape bs);
 struct PackedWeights {
   dnnl::memory mem;  ///< the packed weights; read-only
   Tensor source;     ///< the constant packed: held so that its address keeps naming it
+  Tensor storage;    ///< mem's bytes where they are a copy (Tensor::empty: huge pages if large)
 };
 
 /// The constant weights `w` (laid out as `user`) in layout `md`: reordered into new memory the
@@ -89,8 +90,10 @@ Result<std::shared_ptr<const PackedWeights>> pack_weights(const ops::NodeContext
 
 /// Constant weights rearranged by a kernel's own code (pack_weights_own).
 struct OwnPackedWeights {
-  std::vector<float> data;  ///< the arrangement; read-only
-  Tensor source;            ///< the constant: held so that its address keeps naming it
+  /// The arrangement, f32 [count] (Tensor::empty: no zero-filling pass, huge pages when large);
+  /// read-only.
+  Tensor data;
+  Tensor source;  ///< the constant: held so that its address keeps naming it
 };
 
 /// The constant f32 weights `w` in a kernel's own arrangement, named by `layout` (its kind and

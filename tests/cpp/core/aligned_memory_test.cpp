@@ -1,0 +1,145 @@
+// Tests for core/aligned_memory.h (docs/architecture/execution-model.md, "Memory"): alignment,
+// the huge-page path's own 2 MiB-aligned mapping and its advice as the kernel reports them in
+// /proc/self/smaps, release, GrowBuffer, and Tensor storage taking the same path. ctest runs
+// these cases twice: as they are, and with FRAME_HUGE_PAGES=0 (core_aligned_memory_no_huge_pages).
+#include "core/aligned_memory.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "frame/core/tensor.h"
+
+namespace frame::detail {
+namespace {
+
+// The transparent huge page mode ("always", "madvise", "never"), "" where the kernel has none.
+std::string thp_mode() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  std::getline(f, line);
+  const size_t a = line.find('['), b = line.find(']');
+  return a == std::string::npos || b == std::string::npos ? "" : line.substr(a + 1, b - a - 1);
+}
+
+// The value of `field` (e.g. "THPeligible") in the /proc/self/smaps entry of the mapping that
+// holds `p`; nullopt where no mapping holds it or the entry has no such field.
+std::optional<std::string> smaps_field(const void* p, const std::string& field) {
+  std::ifstream f("/proc/self/smaps");
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  std::string line;
+  bool inside = false;
+  while (std::getline(f, line)) {
+    const size_t dash = line.find('-');
+    const size_t space = line.find(' ');
+    if (dash != std::string::npos && space != std::string::npos && dash < space &&
+        line.find(':') > space) {  // a mapping's header line: "start-end perms ..."
+      const uintptr_t lo = std::stoull(line.substr(0, dash), nullptr, 16);
+      const uintptr_t hi = std::stoull(line.substr(dash + 1, space - dash - 1), nullptr, 16);
+      inside = addr >= lo && addr < hi;
+      continue;
+    }
+    if (inside && line.rfind(field + ":", 0) == 0) {
+      std::istringstream in(line.substr(field.size() + 1));
+      std::string value;
+      in >> value;
+      return value;
+    }
+  }
+  return std::nullopt;
+}
+
+bool env_enables_huge_pages() {
+  const char* v = std::getenv("FRAME_HUGE_PAGES");
+  return v == nullptr || std::strcmp(v, "0") != 0;
+}
+
+TEST(AlignedMemory, TheEnvironmentDecides) {
+  EXPECT_EQ(huge_pages_enabled(), env_enables_huge_pages());
+}
+
+TEST(AlignedMemory, SmallAllocationsAreAlignedAndWritable) {
+  for (size_t bytes :
+       {size_t{0}, size_t{1}, size_t{64}, size_t{4096}, size_t{100000}, kHugePageBytes - 64}) {
+    for (size_t alignment : {size_t{64}, size_t{4096}}) {
+      auto* p = static_cast<unsigned char*>(allocate_aligned(bytes, alignment));
+      ASSERT_NE(p, nullptr) << bytes;
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % alignment, 0u) << bytes;
+      std::memset(p, 0x5a, bytes == 0 ? 1 : bytes);
+      EXPECT_EQ(p[bytes == 0 ? 0 : bytes - 1], 0x5a);
+      free_aligned(p, bytes);
+    }
+  }
+  free_aligned(nullptr, 123);  // ignored
+}
+
+TEST(AlignedMemory, LargeAllocationsAreHugePageMappings) {
+  const std::string mode = thp_mode();
+  // Two whole huge pages and a tail: the advice covers the two, the tail stays small pages.
+  const size_t bytes = 2 * kHugePageBytes + 12345;
+  auto* p = static_cast<unsigned char*>(allocate_aligned(bytes, 64));
+  ASSERT_NE(p, nullptr);
+  std::memset(p, 7, bytes);
+  EXPECT_EQ(p[0], 7);
+  EXPECT_EQ(p[bytes - 1], 7);
+  const std::optional<std::string> eligible = smaps_field(p, "THPeligible");
+  if (huge_pages_enabled()) {
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % kHugePageBytes, 0u);
+    if (eligible && (mode == "madvise" || mode == "always")) {
+      EXPECT_EQ(*eligible, "1");
+    }
+    free_aligned(p, bytes);
+    // Its own mapping, gone with it (nothing else allocated in between).
+    EXPECT_FALSE(smaps_field(p, "Rss").has_value());
+  } else {
+    // malloc's memory, never advised: in madvise mode no huge page may back it.
+    if (eligible && mode == "madvise") {
+      EXPECT_EQ(*eligible, "0");
+    }
+    free_aligned(p, bytes);
+  }
+}
+
+TEST(AlignedMemory, GrowBufferGrowsOnlyWhenAskedForMore) {
+  GrowBuffer b;
+  auto* small = b.get_as<float>(100);
+  ASSERT_NE(small, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small) % 64, 0u);
+  small[99] = 1.5F;
+  EXPECT_EQ(b.get_as<float>(10), small);  // fits: the same memory, contents kept
+  EXPECT_EQ(small[99], 1.5F);
+  const size_t big = kHugePageBytes / sizeof(float) + 1000;  // over 2 MiB: the huge-page path
+  auto* large = b.get_as<float>(big);
+  ASSERT_NE(large, nullptr);
+  large[0] = 2.0F;
+  large[big - 1] = 3.0F;
+  if (huge_pages_enabled()) {
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(large) % kHugePageBytes, 0u);
+  }
+  EXPECT_EQ(b.get_as<float>(big / 2), large);
+  EXPECT_EQ(large[big - 1], 3.0F);
+}
+
+TEST(AlignedMemory, LargeTensorsTakeTheHugePagePath) {
+  Result<Tensor> t = Tensor::empty(DTypeCode::kFloat32, {3, 1024, 1024});  // 12 MiB
+  ASSERT_TRUE(t.is_ok());
+  if (huge_pages_enabled()) {
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t->raw_data()) % kHugePageBytes, 0u);
+  }
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t->raw_data()) % kTensorAlignment, 0u);
+  float* d = t->data<float>();
+  for (int64_t i = 0; i < t->numel(); i += 4096) d[i] = static_cast<float>(i);
+  EXPECT_EQ(d[4096 * 700], 4096.0F * 700);
+  Result<Tensor> small = Tensor::empty(DTypeCode::kFloat32, {3});
+  ASSERT_TRUE(small.is_ok());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small->raw_data()) % kTensorAlignment, 0u);
+}
+
+}  // namespace
+}  // namespace frame::detail
