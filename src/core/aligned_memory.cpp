@@ -8,7 +8,12 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <new>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace frame::detail {
 
@@ -32,16 +37,28 @@ bool huge_pages_enabled() {
   return enabled;
 }
 
-void* allocate_aligned(size_t bytes, size_t alignment) {
-  if (bytes == 0) bytes = alignment;
-  if (!mapped(bytes)) {
-    void* p = nullptr;
-    return posix_memalign(&p, alignment, bytes) == 0 ? p : nullptr;
-  }
-  // One huge page more than needed, then the unaligned head and the tail are unmapped: the
-  // mapping left starts on a 2 MiB boundary. Its own mapping, so the advice never reaches
-  // memory malloc later hands out for something else.
-  const size_t len = round_up(bytes, kPageBytes);
+namespace {
+
+// Released huge-page mappings kept for reuse (up to kKeptMappingBytes), and the length of every
+// mapping handed out. An output a run allocates and its caller drops, run after run, then takes
+// back the pages it faulted in last time instead of a fresh mapping each run (glibc's heap did
+// that for such buffers before they had mappings of their own).
+struct Mappings {
+  std::mutex mu;
+  std::unordered_map<void*, size_t> live;  // start -> mapped length
+  std::multimap<size_t, void*> kept;       // mapped length -> start
+  size_t kept_bytes = 0;
+};
+
+Mappings& mappings() {
+  static auto* m = new Mappings();  // never destroyed: tensors may be released at exit
+  return *m;
+}
+
+// A new mapping of `len` bytes (a multiple of the page size) starting on a 2 MiB boundary,
+// advised for huge pages over its whole huge pages; nullptr when mmap fails.
+void* map_aligned(size_t len) {
+  // One huge page more than needed, then the unaligned head and the tail are unmapped.
   void* raw = mmap(nullptr, len + kHugePageBytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) return nullptr;
@@ -55,19 +72,92 @@ void* allocate_aligned(size_t bytes, size_t alignment) {
 #ifdef MADV_HUGEPAGE
   // Whole huge pages only: a partial one would be faulted in whole on first touch. A refusal
   // (no transparent huge pages in this kernel) leaves 4 KiB pages, which is what it was.
-  (void)madvise(p, bytes / kHugePageBytes * kHugePageBytes, MADV_HUGEPAGE);
+  (void)madvise(p, len / kHugePageBytes * kHugePageBytes, MADV_HUGEPAGE);
 #endif
+  return p;
+}
+
+}  // namespace
+
+void* allocate_aligned(size_t bytes, size_t alignment) {
+  if (bytes == 0) bytes = alignment;
+  if (!mapped(bytes)) {
+    void* p = nullptr;
+    return posix_memalign(&p, alignment, bytes) == 0 ? p : nullptr;
+  }
+  const size_t len = round_up(bytes, kPageBytes);
+  Mappings& m = mappings();
+  {
+    // The smallest kept mapping that holds `len` and is at most twice it.
+    std::lock_guard lock(m.mu);
+    if (auto it = m.kept.lower_bound(len); it != m.kept.end() && it->first <= 2 * len) {
+      void* p = it->second;
+      m.live.emplace(p, it->first);
+      m.kept_bytes -= it->first;
+      m.kept.erase(it);
+      return p;
+    }
+  }
+  void* p = map_aligned(len);
+  if (p == nullptr) return nullptr;
+  try {
+    std::lock_guard lock(m.mu);
+    m.live.emplace(p, len);
+  } catch (...) {
+    munmap(p, len);
+    return nullptr;
+  }
   return p;
 }
 
 void free_aligned(void* p, size_t bytes) {
   if (p == nullptr) return;
   if (bytes == 0) bytes = 1;
-  if (mapped(bytes)) {
-    munmap(p, round_up(bytes, kPageBytes));
-  } else {
+  if (!mapped(bytes)) {
     std::free(p);
+    return;
   }
+  Mappings& m = mappings();
+  size_t len = round_up(bytes, kPageBytes);
+  std::vector<std::pair<void*, size_t>> drop;
+  {
+    std::lock_guard lock(m.mu);
+    if (auto it = m.live.find(p); it != m.live.end()) {
+      len = it->second;
+      m.live.erase(it);
+    }
+    if (len <= kKeptMappingBytes) {
+      m.kept.emplace(len, p);
+      m.kept_bytes += len;
+      // Over the bound: the largest kept mappings go (the one just kept among them if it is).
+      while (m.kept_bytes > kKeptMappingBytes) {
+        auto last = std::prev(m.kept.end());
+        drop.emplace_back(last->second, last->first);
+        m.kept_bytes -= last->first;
+        m.kept.erase(last);
+      }
+    } else {
+      drop.emplace_back(p, len);
+    }
+  }
+  for (const auto& [q, n] : drop) munmap(q, n);
+}
+
+void drop_kept_mappings() {
+  Mappings& m = mappings();
+  std::multimap<size_t, void*> drop;
+  {
+    std::lock_guard lock(m.mu);
+    drop.swap(m.kept);
+    m.kept_bytes = 0;
+  }
+  for (const auto& [n, q] : drop) munmap(q, n);
+}
+
+size_t kept_mapping_bytes() {
+  Mappings& m = mappings();
+  std::lock_guard lock(m.mu);
+  return m.kept_bytes;
 }
 
 void* GrowBuffer::get(size_t bytes) {

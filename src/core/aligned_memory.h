@@ -25,13 +25,26 @@ inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 bool huge_pages_enabled();
 
 /// `bytes` of uninitialised memory aligned to `alignment` (a power of two, at most 4096; a
-/// huge-page mapping is aligned to kHugePageBytes). 0 bytes allocate `alignment` bytes.
+/// huge-page mapping is aligned to kHugePageBytes; a kept one may hold bytes an earlier user
+/// wrote). 0 bytes allocate `alignment` bytes.
 /// Returns nullptr when the memory cannot be had (never throws). Release with free_aligned and
 /// the same `bytes`.
 void* allocate_aligned(size_t bytes, size_t alignment);
 
-/// Releases memory from allocate_aligned(bytes, ...); nullptr is ignored.
+/// Releases memory from allocate_aligned(bytes, ...); nullptr is ignored. A huge-page mapping
+/// of at most kKeptMappingBytes is kept for reuse (its pages stay faulted in) while the kept
+/// ones total at most that; allocate_aligned hands out the smallest kept mapping that holds
+/// its request and is at most twice it before it maps a new one.
 void free_aligned(void* p, size_t bytes);
+
+/// Most bytes of released huge-page mappings kept for reuse (64 MiB).
+inline constexpr size_t kKeptMappingBytes = size_t{64} << 20;
+
+/// Bytes of released huge-page mappings kept for reuse now.
+size_t kept_mapping_bytes();
+
+/// Unmaps every kept mapping (its memory goes back to the system).
+void drop_kept_mappings();
 
 /// Scratch memory that grows to the largest size asked of it and never shrinks (a kernel's
 /// per-thread buffers: no allocation per run once warm), from allocate_aligned: 64-byte

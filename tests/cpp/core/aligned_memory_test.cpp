@@ -13,6 +13,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "frame/core/tensor.h"
 
@@ -95,8 +96,6 @@ TEST(AlignedMemory, LargeAllocationsAreHugePageMappings) {
       EXPECT_EQ(*eligible, "1");
     }
     free_aligned(p, bytes);
-    // Its own mapping, gone with it (nothing else allocated in between).
-    EXPECT_FALSE(smaps_field(p, "Rss").has_value());
   } else {
     // malloc's memory, never advised: in madvise mode no huge page may back it.
     if (eligible && mode == "madvise") {
@@ -104,6 +103,56 @@ TEST(AlignedMemory, LargeAllocationsAreHugePageMappings) {
     }
     free_aligned(p, bytes);
   }
+}
+
+// A released huge-page mapping is kept and handed to the next request it holds (up to twice
+// its size): a run's large output dropped by its caller comes back with its pages faulted in.
+// Kept mappings total at most kKeptMappingBytes; a larger one is unmapped at once.
+TEST(AlignedMemory, ReleasedMappingsAreReusedWithinABound) {
+  if (!huge_pages_enabled()) {
+    void* p = allocate_aligned(3 * kHugePageBytes, 64);
+    ASSERT_NE(p, nullptr);
+    free_aligned(p, 3 * kHugePageBytes);
+    EXPECT_EQ(kept_mapping_bytes(), 0u);  // malloc's memory: nothing kept here
+    return;
+  }
+  drop_kept_mappings();
+  EXPECT_EQ(kept_mapping_bytes(), 0u);
+  const size_t bytes = 3 * kHugePageBytes + 100;
+  auto* p = static_cast<unsigned char*>(allocate_aligned(bytes, 64));
+  ASSERT_NE(p, nullptr);
+  p[bytes - 1] = 9;
+  free_aligned(p, bytes);
+  EXPECT_GE(kept_mapping_bytes(), bytes);
+  EXPECT_TRUE(smaps_field(p, "Rss").has_value());  // still mapped
+  // A smaller request it holds (not under half of it) takes it back, pages and all.
+  auto* q = static_cast<unsigned char*>(allocate_aligned(2 * kHugePageBytes + 5, 64));
+  EXPECT_EQ(q, p);
+  EXPECT_EQ(q[bytes - 1], 9);
+  EXPECT_EQ(kept_mapping_bytes(), 0u);
+  // Handed back with the smaller size it was asked for: the mapping's own length is kept.
+  free_aligned(q, 2 * kHugePageBytes + 5);
+  auto* r = static_cast<unsigned char*>(allocate_aligned(bytes, 64));
+  EXPECT_EQ(r, p);
+  free_aligned(r, bytes);
+  // Under half of it: a new mapping, the kept one stays kept.
+  void* small = allocate_aligned(kHugePageBytes, 64);
+  EXPECT_NE(small, p);
+  free_aligned(small, kHugePageBytes);
+  // Over the bound: never kept, unmapped at once; many kept ones stay within the bound.
+  const size_t huge = kKeptMappingBytes + kHugePageBytes;
+  void* h = allocate_aligned(huge, 64);
+  ASSERT_NE(h, nullptr);
+  free_aligned(h, huge);
+  EXPECT_FALSE(smaps_field(h, "Rss").has_value());
+  std::vector<void*> many;
+  for (int i = 0; i < 12; ++i) many.push_back(allocate_aligned(8 * kHugePageBytes, 64));
+  for (void* m : many) free_aligned(m, 8 * kHugePageBytes);
+  EXPECT_LE(kept_mapping_bytes(), kKeptMappingBytes);
+  EXPECT_GE(kept_mapping_bytes(), kKeptMappingBytes - 8 * kHugePageBytes);
+  drop_kept_mappings();
+  EXPECT_EQ(kept_mapping_bytes(), 0u);
+  EXPECT_FALSE(smaps_field(p, "Rss").has_value());
 }
 
 TEST(AlignedMemory, GrowBufferGrowsOnlyWhenAskedForMore) {
