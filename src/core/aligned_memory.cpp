@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -31,8 +32,23 @@ bool mapped(size_t bytes) { return bytes >= kHugePageBytes && huge_pages_enabled
 
 bool huge_pages_enabled() {
   static const bool enabled = [] {
+#if !defined(__x86_64__) || defined(__SANITIZE_ADDRESS__)
+    // 2 MiB huge pages over 4 KiB pages is x86-64's arrangement; under AddressSanitizer the
+    // sanitizer's allocator keeps its redzones and leak tracking for every buffer.
+    return false;
+#else
     const char* v = std::getenv("FRAME_HUGE_PAGES");
-    return v == nullptr || std::strcmp(v, "0") != 0;
+    if (v != nullptr && std::strcmp(v, "0") == 0) return false;
+    // Transparent huge pages off (or absent): own mappings would only cost fresh 4 KiB pages
+    // where malloc's heap reuses them.
+    std::FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (f == nullptr) return false;
+    char mode[128] = {};
+    const size_t n = std::fread(mode, 1, sizeof(mode) - 1, f);
+    std::fclose(f);
+    mode[n] = '\0';
+    return std::strstr(mode, "[never]") == nullptr;
+#endif
   }();
   return enabled;
 }

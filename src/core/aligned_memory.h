@@ -19,9 +19,10 @@ namespace frame::detail {
 /// had some free; ResNet-50's load 790-820 -> 400-410 ms and compile 425 -> 125-200 ms.
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 
-/// Whether allocations of kHugePageBytes or more take the huge-page path: true unless the
-/// environment sets FRAME_HUGE_PAGES=0 (read once per process). Where the kernel has no
-/// transparent huge pages the advice is refused and the mapping keeps 4 KiB pages.
+/// Whether allocations of kHugePageBytes or more take the huge-page path (decided once per
+/// process): on x86-64 where /sys/kernel/mm/transparent_hugepage/enabled is not "[never]",
+/// unless the environment sets FRAME_HUGE_PAGES=0; never under AddressSanitizer (its allocator
+/// keeps redzones and leak tracking for every buffer). Off, every allocation is malloc's.
 bool huge_pages_enabled();
 
 /// `bytes` of uninitialised memory aligned to `alignment` (a power of two, at most 4096; a

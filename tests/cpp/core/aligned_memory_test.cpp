@@ -56,13 +56,42 @@ std::optional<std::string> smaps_field(const void* p, const std::string& field) 
   return std::nullopt;
 }
 
-bool env_enables_huge_pages() {
-  const char* v = std::getenv("FRAME_HUGE_PAGES");
-  return v == nullptr || std::strcmp(v, "0") != 0;
+// The start and end of the /proc/self/smaps mapping that holds `p`; nullopt where none does.
+std::optional<std::pair<uintptr_t, uintptr_t>> mapping_of(const void* p) {
+  std::ifstream f("/proc/self/smaps");
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  std::string line;
+  while (std::getline(f, line)) {
+    const size_t dash = line.find('-'), space = line.find(' ');
+    if (dash == std::string::npos || space == std::string::npos || dash > space ||
+        line.find(':') < space) {
+      continue;
+    }
+    const uintptr_t lo = std::stoull(line.substr(0, dash), nullptr, 16);
+    const uintptr_t hi = std::stoull(line.substr(dash + 1, space - dash - 1), nullptr, 16);
+    if (addr >= lo && addr < hi) return std::make_pair(lo, hi);
+  }
+  return std::nullopt;
 }
 
-TEST(AlignedMemory, TheEnvironmentDecides) {
-  EXPECT_EQ(huge_pages_enabled(), env_enables_huge_pages());
+// Why this process cannot be expected to get huge pages where it advises them: empty if it can.
+std::string no_thp_reason() {
+  const std::string mode = thp_mode();
+  if (mode != "madvise" && mode != "always") return "transparent huge pages: '" + mode + "'";
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("THP_enabled:", 0) == 0 && line.find('0') != std::string::npos) {
+      return "THP disabled for this process (prctl)";
+    }
+  }
+  return "";
+}
+
+TEST(AlignedMemory, TheEnvironmentTurnsItOff) {
+  const char* v = std::getenv("FRAME_HUGE_PAGES");
+  if (v == nullptr || std::strcmp(v, "0") != 0) GTEST_SKIP() << "FRAME_HUGE_PAGES is not 0";
+  EXPECT_FALSE(huge_pages_enabled());
 }
 
 TEST(AlignedMemory, SmallAllocationsAreAlignedAndWritable) {
@@ -81,28 +110,43 @@ TEST(AlignedMemory, SmallAllocationsAreAlignedAndWritable) {
 }
 
 TEST(AlignedMemory, LargeAllocationsAreHugePageMappings) {
-  const std::string mode = thp_mode();
-  // Two whole huge pages and a tail: the advice covers the two, the tail stays small pages.
+  drop_kept_mappings();  // a fresh mapping, not one an earlier test released
+  // Two whole huge pages and a tail: the advice covers the two, the tail keeps 4 KiB pages.
   const size_t bytes = 2 * kHugePageBytes + 12345;
   auto* p = static_cast<unsigned char*>(allocate_aligned(bytes, 64));
   ASSERT_NE(p, nullptr);
   std::memset(p, 7, bytes);
   EXPECT_EQ(p[0], 7);
   EXPECT_EQ(p[bytes - 1], 7);
-  const std::optional<std::string> eligible = smaps_field(p, "THPeligible");
-  if (huge_pages_enabled()) {
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % kHugePageBytes, 0u);
-    if (eligible && (mode == "madvise" || mode == "always")) {
-      EXPECT_EQ(*eligible, "1");
-    }
+  const std::optional<std::pair<uintptr_t, uintptr_t>> area = mapping_of(p);
+  if (!area) {
     free_aligned(p, bytes);
-  } else {
-    // malloc's memory, never advised: in madvise mode no huge page may back it.
-    if (eligible && mode == "madvise") {
-      EXPECT_EQ(*eligible, "0");
-    }
-    free_aligned(p, bytes);
+    GTEST_SKIP() << "/proc/self/smaps is not readable here";
   }
+  const std::string no_thp = no_thp_reason();
+  if (huge_pages_enabled()) {
+    // Its own mapping, which the advice splits in two: the whole huge pages from p (on a 2 MiB
+    // boundary), then the tail up to the last page of `bytes`.
+    const auto start = reinterpret_cast<uintptr_t>(p);
+    EXPECT_EQ(start % kHugePageBytes, 0u);
+    EXPECT_EQ(area->first, start);
+    EXPECT_EQ(area->second, start + 2 * kHugePageBytes);
+    const std::optional<std::pair<uintptr_t, uintptr_t>> tail = mapping_of(p + bytes - 1);
+    ASSERT_TRUE(tail.has_value());
+    EXPECT_EQ(tail->first, start + 2 * kHugePageBytes);
+    EXPECT_EQ(tail->second, start + (bytes + 4095) / 4096 * 4096);
+    if (no_thp.empty()) {
+      // The advice splits the mapping: the whole huge pages are eligible, the tail is not.
+      EXPECT_EQ(smaps_field(p, "THPeligible"), "1");
+      EXPECT_EQ(smaps_field(p + 2 * kHugePageBytes, "THPeligible"), "0");
+    }
+  } else if (no_thp.empty() && thp_mode() == "madvise" &&
+             std::string(std::getenv("GLIBC_TUNABLES") ? std::getenv("GLIBC_TUNABLES") : "")
+                     .find("hugetlb") == std::string::npos) {
+    // malloc's memory, never advised: no huge page may back it in madvise mode.
+    EXPECT_EQ(smaps_field(p, "THPeligible"), "0");
+  }
+  free_aligned(p, bytes);
 }
 
 // A released huge-page mapping is kept and handed to the next request it holds (up to twice

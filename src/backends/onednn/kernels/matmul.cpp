@@ -168,9 +168,6 @@ using MatmulCache = PdCache<MatmulEntry>;
 
 namespace {
 
-// Sets `p` up for its own loops (MatmulPrimitive::run_own): y [M, N] = alpha * A [M, K] B [K, N]
-// (+ C: one value or a row of N) then `post`; B is `b` ([N, K] where `tb`, transposed once).
-// False, leaving `p` to the primitive, where a post-op or C has no own form.
 // VecTable::gemm_pack's strips of B = src^T for transB (src [n, k] row-major) without a
 // transposed copy: within a strip, blocks of 64 rows of B (64 columns of src) are filled one
 // source row after another, so a block's writes stay in L1 (64 lines of one strip each) while
@@ -193,6 +190,9 @@ void pack_transposed(const float* src, int64_t n, int64_t k, int64_t strip, floa
   }
 }
 
+// Sets `p` up for its own loops (MatmulPrimitive::run_own): y [M, N] = alpha * A [M, K] B [K, N]
+// (+ C: one value or a row of N) then `post`; B is `b` ([N, K] where `tb`, transposed once).
+// False, leaving `p` to the primitive, where a post-op or C has no own form.
 bool own_matmul(MatmulPrimitive& p, const NodeContext& ctx,
                 std::span<const ops::fused::PostOp> post, bool tb, const Tensor& b, int64_t k,
                 int64_t n, bool use_c, float alpha) {
