@@ -228,9 +228,10 @@ TEST(InterpretedFusions, OwnMatmulLoopsMatchTheReference) {
 // The interpreted tier's conv with its post-ops (fuse_post_ops at conv, run by the shape-agnostic
 // conv's own loops, make_shape_agnostic_conv): each way it computes (a 1x1 conv as one product,
 // a depthwise conv over padded planes, im2col, a grouped conv, a dilated conv whose taps read
-// rectangles of a small map), each activation with an own loop and a residual add before an
-// activation, on 1 and 2 threads, against the cpu kernels' unfused result. Swish (x * sigmoid(x))
-// has no own loop: the conv is not fused and the chain runs as its nodes.
+// rectangles of a small map, a conv of few columns a row at a time), each activation with an own
+// loop and a residual add before an activation, on 1 and 2 threads, against the cpu kernels'
+// unfused result. Swish (x * sigmoid(x)) has no own loop: the conv is not fused and the chain runs
+// as its nodes.
 TEST(InterpretedFusions, OwnConvPostOpsMatchTheReference) {
   struct Case {
     Shape x;
@@ -240,7 +241,12 @@ TEST(InterpretedFusions, OwnConvPostOpsMatchTheReference) {
                                    {{2, 24, 11, 20}, 24, 3, 24, 2, 1, 1},
                                    {{1, 5, 10, 9}, 7, 3, 1, 1, 1, 1},
                                    {{1, 6, 7, 8}, 4, 3, 2, 1, 1, 1},
-                                   {{1, 8, 9, 9}, 6, 3, 1, 1, 6, 6}};
+                                   {{1, 8, 9, 9}, 6, 3, 1, 1, 6, 6},
+                                   // A first conv over 3 channels, a batch of 2 (by_rows), and
+                                   // a 7 x 7 one (147 columns, the most by_rows takes: 160).
+                                   {{2, 3, 17, 14}, 8, 3, 1, 2, 1, 1},
+                                   {{1, 3, 20, 18}, 16, 7, 1, 2, 3, 1},
+                                   {{1, 4, 11, 10}, 5, 7, 1, 1, 3, 1}};
   const std::vector<std::vector<std::string>> chains = {
       {"relu"}, {"hard_swish"}, {"residual", "relu"}, {"clip"}, {"leaky_relu"},
       {"elu"},  {"sigmoid"},    {"hard_sigmoid"},     {"tanh"}, {"swish"}};
