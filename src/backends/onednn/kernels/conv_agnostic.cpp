@@ -117,7 +117,7 @@ class AgnosticConv final : public LinearPrimitive {
     const int64_t cg = c / group, mg = m / group, hw = h * w, ohw = oh * ow;
     if (!rects.empty()) return by_taps(ctx, x, bias, y, nt);
     const int64_t k = cg * static_cast<int64_t>(taps.size());
-    if (!direct && k <= kRowColumnsMax && vt != nullptr && vt->gemm != nullptr) {
+    if (nt > 1 && !direct && k <= kRowColumnsMax && vt != nullptr && vt->gemm != nullptr) {
       by_rows(ctx, x, wt, bias, y, nt);
       return Status();
     }
@@ -150,14 +150,15 @@ class AgnosticConv final : public LinearPrimitive {
   }
 
   // A conv with few columns per output pixel (k = C / group x taps <= kRowColumnsMax: a
-  // network's first conv over 3 channels) one output row at a time, the rows split over the
-  // threads in one parallel region: the row's columns (k x ow) are gathered into the thread's
-  // buffer and multiplied by W straight into the output rows (VecTable::gemm, one thread,
-  // ldc = oh * ow), then the bias and post-ops run on those rows while they are in cache. The
-  // whole-image im2col + dnnl_sgemm of other convs wrote and read 27 columns of every pixel and
-  // its product M = 16, K = 27 split badly over threads: DeepLabV3-MobileNetV3's first conv
-  // (3 -> 16, 3x3, stride 2, hard-swish) took 0.73 ms at 1 thread and 0.69 at 2 on a 256 x 256
-  // image.
+  // network's first conv over 3 channels) on more than one thread: one output row at a time,
+  // the rows split over the threads in one parallel region; the row's columns (k x ow) are
+  // gathered into the thread's buffer and multiplied by W straight into the output rows
+  // (VecTable::gemm, one thread, ldc = oh * ow), then the bias and post-ops run on those rows
+  // while they are in cache. The whole-image im2col + dnnl_sgemm split its product (M = 16,
+  // K = 27) badly over two threads: DeepLabV3-MobileNetV3's first conv (3 -> 16, 3x3, stride
+  // 2, hard-swish) over the 100 image sizes of benchmarks/shape_stream.py took 0.49 ms per call
+  // at 2 threads that way and 0.39 ms this way; on one thread the whole-image way stays (0.53
+  // ms against 0.60).
   void by_rows(const KernelContext& ctx, const float* x, const float* wt, const float* bias,
                float* y, int nt) const {
     const int64_t cg = c / group, mg = m / group, hw = h * w, ohw = oh * ow;
