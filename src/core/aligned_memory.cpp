@@ -2,6 +2,7 @@
 
 #include "core/aligned_memory.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -67,7 +68,15 @@ struct Mappings {
 };
 
 Mappings& mappings() {
-  static auto* m = new Mappings();  // never destroyed: tensors may be released at exit
+  // Never destroyed: tensors may be released at exit. fork() takes the lock first and releases
+  // it in both processes (as glibc's malloc does for its own), so a child forked while another
+  // thread held it can still allocate.
+  static Mappings* m = [] {
+    auto* made = new Mappings();
+    pthread_atfork([] { mappings().mu.lock(); }, [] { mappings().mu.unlock(); },
+                   [] { mappings().mu.unlock(); });
+    return made;
+  }();
   return *m;
 }
 

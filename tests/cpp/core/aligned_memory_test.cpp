@@ -5,7 +5,12 @@
 #include "core/aligned_memory.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +18,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "frame/core/tensor.h"
@@ -197,6 +203,49 @@ TEST(AlignedMemory, ReleasedMappingsAreReusedWithinABound) {
   drop_kept_mappings();
   EXPECT_EQ(kept_mapping_bytes(), 0u);
   EXPECT_FALSE(smaps_field(p, "Rss").has_value());
+}
+
+// A child forked while another thread allocates and releases large buffers can allocate one
+// itself: fork() takes the kept mappings' lock first and releases it in both processes. Each
+// child must finish within 10 s (a child that inherited the lock held would wait forever; the
+// first such child ends the test). Takes about 0.3 s.
+TEST(AlignedMemory, AForkedChildCanAllocate) {
+  std::atomic<bool> stop{false};
+  std::thread churn([&] {
+    while (!stop.load()) {
+      void* p = allocate_aligned(3 * kHugePageBytes, 64);
+      free_aligned(p, 3 * kHugePageBytes);
+    }
+  });
+  int hung = 0, failed = 0;
+  for (int i = 0; i < 20; ++i) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      void* p = allocate_aligned(5 * kHugePageBytes, 64);
+      if (p != nullptr) static_cast<unsigned char*>(p)[0] = 1;
+      free_aligned(p, 5 * kHugePageBytes);
+      _exit(p != nullptr ? 0 : 1);
+    }
+    int status = 0;
+    bool done = false;
+    for (int waited = 0; waited < 1000 && !done; ++waited) {
+      done = waitpid(pid, &status, WNOHANG) == pid;
+      if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!done) {
+      ++hung;
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      ++failed;
+    }
+  }
+  stop = true;
+  churn.join();
+  EXPECT_EQ(hung, 0);
+  EXPECT_EQ(failed, 0);
 }
 
 TEST(AlignedMemory, GrowBufferGrowsOnlyWhenAskedForMore) {
