@@ -257,12 +257,55 @@ TEST(OnednnMatmulShapeAgnostic, PrepareTakesTheStateAcceptsBuilt) {
   EXPECT_EQ(
       std::static_pointer_cast<backends::onednn::LinearPrimitive>(*prepared)->implementation(),
       "frame:gemm");
-  // Without the slot (a compile), accepts keeps nothing and prepare builds its own.
+  // Without the slot (a compile, a lowering pattern's check), accepts keeps nothing and packs
+  // no weights (nothing would hold them); prepare builds its own and packs them.
   ctx.accepted_state = nullptr;
+  const auto asked = [] {
+    const backends::onednn::PackedWeightStats s = backends::onednn::packed_weight_stats();
+    return s.packs + s.reuses;  // packed, or found packed while the first state holds them
+  };
+  const uint64_t before = asked();
   ASSERT_TRUE(k->supports(ctx).is_ok());
+  EXPECT_EQ(asked(), before);
   Result<std::shared_ptr<void>> own = k->prepare(ctx);
   ASSERT_TRUE(own.is_ok());
   EXPECT_NE(own->get(), built);
+  EXPECT_EQ(asked(), before + 1);
+}
+
+// One row over weights of 16 MiB or more (a classifier's batch-1 Gemm) takes the one-row gemv,
+// which reads B as stored, instead of the own loops, which would pack a copy of B; smaller
+// weights keep the own loops. Both match the cpu kernels, gemm with transB + bias + relu as
+// fuse_post_ops builds it. About 0.6 s (the cpu reference of a 2048 x 2048 product).
+TEST(OnednnMatmulShapeAgnostic, OneRowOverLargeWeightsReadsThemInPlace) {
+  for (const int64_t n : {int64_t{64}, int64_t{2048}}) {
+    const int64_t k = 2048;  // [2048, 2048] f32 is 16 MiB
+    ir::Graph g("fc");
+    const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {1, k}});
+    ir::ValueId y = add_op(g, "gemm", "fc",
+                           {x, g.add_constant("w", grid_tensor({n, k}, 51)),
+                            g.add_constant("b", grid_tensor({n}, 52))},
+                           {{"transB", int64_t{1}}});
+    g.add_output(add_op(g, "relu", "act", {y}));
+    ASSERT_NO_FATAL_FAILURE(expect_shape_agnostic_matches_cpu(g));
+    // The kernel as the first-seen tier prepares it.
+    ir::Graph one("fc1");
+    const ir::ValueId x1 = one.add_input("x", ir::TensorType{DTypeCode::kFloat32, {1, k}});
+    const ir::ValueId w1 = one.add_constant("w", grid_tensor({n, k}, 53));
+    const ir::NodeId id = *one.create_node("gemm", "fc", {x1, w1}, 1, {{"transB", int64_t{1}}});
+    one.value(one.node(id).outputs[0]).type = ir::TensorType{DTypeCode::kFloat32, {1, n}};
+    ops::NodeContext ctx =
+        ops::make_node_context(one, one.node(id), ops::OpRegistry::global().find("gemm"));
+    ctx.prefer_shape_agnostic = ctx.run_once = true;
+    const ops::KernelDef* kd = ops::KernelRegistry::global().find("gemm", "onednn");
+    ASSERT_NE(kd, nullptr);
+    ASSERT_TRUE(kd->supports(ctx).is_ok());
+    Result<std::shared_ptr<void>> prepared = kd->prepare(ctx);
+    ASSERT_TRUE(prepared.is_ok()) << prepared.status().message();
+    const std::string_view impl =
+        std::static_pointer_cast<backends::onednn::LinearPrimitive>(*prepared)->implementation();
+    EXPECT_EQ(impl, n == 64 ? "frame:gemm" : "") << n;
+  }
 }
 
 TEST(OnednnMatmulShapeAgnostic, FusedBlocksAndAttentionMatchTheReference) {

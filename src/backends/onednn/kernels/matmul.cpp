@@ -191,11 +191,12 @@ void pack_transposed(const float* src, int64_t n, int64_t k, int64_t strip, floa
 }
 
 // Sets `p` up for its own loops (MatmulPrimitive::run_own): y [M, N] = alpha * A [M, K] B [K, N]
-// (+ C: one value or a row of N) then `post`; B is `b` ([N, K] where `tb`, transposed once).
-// False, leaving `p` to the primitive, where a post-op or C has no own form.
+// (+ C: one value or a row of N) then `post`; B is `b` ([N, K] where `tb`, transposed once),
+// packed only where `pack` (make_matmul's reorder_weights: a state that will run). False,
+// leaving `p` to the primitive, where a post-op or C has no own form.
 bool own_matmul(MatmulPrimitive& p, const NodeContext& ctx,
                 std::span<const ops::fused::PostOp> post, bool tb, const Tensor& b, int64_t k,
-                int64_t n, bool use_c, float alpha) {
+                int64_t n, bool use_c, float alpha, bool pack) {
   using ops::fused::PostOpKind;
   const VecTable& vt = vec_table();
   const int add = binary_index("add");
@@ -218,17 +219,22 @@ bool own_matmul(MatmulPrimitive& p, const NodeContext& ctx,
     if (r != n && r != numel_of(ctx.input_types[0].shape) / k * n) return false;
   }
   // B in VecTable::gemm_packed's strips, once per weights (shared while a state holds them).
+  // Not where the caller only asks whether the node runs (accepts, or a lowering pattern's
+  // onednn_runs, whose primitive is dropped): packing there was a copy of every weight matrix
+  // of the model that nothing kept (BERT-base: 340 MB of fresh pages per compile).
   const auto strip = static_cast<int64_t>(vt.gemm_strip);
   const int64_t strips = (n + strip - 1) / strip;
-  p.b_own =
-      pack_weights_own(b, fmt::format("gemm_panels {} {} {} {}", strip, k, n, tb),
-                       static_cast<size_t>(strips * k * strip), [&](float* out) {
-                         const float* src = b.data<float>();
-                         if (!tb)
-                           return vt.gemm_pack(src, static_cast<size_t>(n), static_cast<size_t>(k),
-                                               static_cast<size_t>(n), out);
-                         pack_transposed(src, n, k, strip, out);
-                       });
+  if (pack) {
+    p.b_own = pack_weights_own(b, fmt::format("gemm_panels {} {} {} {}", strip, k, n, tb),
+                               static_cast<size_t>(strips * k * strip), [&](float* out) {
+                                 const float* src = b.data<float>();
+                                 if (!tb)
+                                   return vt.gemm_pack(src, static_cast<size_t>(n),
+                                                       static_cast<size_t>(k),
+                                                       static_cast<size_t>(n), out);
+                                 pack_transposed(src, n, k, strip, out);
+                               });
+  }
   p.own = true;
   p.vt = &vt;
   p.add = vt.binary[static_cast<size_t>(add)];
@@ -243,6 +249,14 @@ bool own_matmul(MatmulPrimitive& p, const NodeContext& ctx,
 }  // namespace
 
 PdCacheStats matmul_cache_stats() { return MatmulCache::global().stats(); }
+
+namespace {
+
+// Bytes of constant B from which a one-row product takes the gemv instead of packing B for the
+// own loops (16 MiB: ResNet-50's 2048 x 1000 classifier, 8 MB, keeps the own loops).
+constexpr int64_t kOwnPackMaxOneRow = int64_t{16} << 20;
+
+}  // namespace
 
 Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, bool gemm,
                                                      std::span<const ops::fused::PostOp> post,
@@ -264,7 +278,15 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
   // runtime M on its gemm, whose first call in a process JITs every gemm kernel (25-80 ms
   // here), and it took 1.4x (2.5x for a [128, 64] x [64, 64] gemm) the time of the own loops at
   // a BERT-style encoder's sizes. A recurring shape's compile keeps the static primitive.
-  if (const Tensor* w = ctx.constant_input(1); ctx.prefer_shape_agnostic && w != nullptr) {
+  // One row over large weights (a classifier's batch-1 Gemm) skips them for the one-row gemv
+  // below, which reads B as stored: the own loops' strips are a copy of B that only more rows
+  // pay for (VGG-11's 102 M classifier weights: 411 MB more memory and about half a second of
+  // each first compile in fresh pages and the copy).
+  const bool one_row_large =
+      as.size() == 2 && as[0] == 1 &&
+      numel_of(bs) * static_cast<int64_t>(sizeof(float)) >= kOwnPackMaxOneRow;
+  if (const Tensor* w = ctx.constant_input(1);
+      ctx.prefer_shape_agnostic && w != nullptr && !one_row_large) {
     bool fits = false, tb = false, use_c = false;
     int64_t k = 0, n = 0;
     double alpha = 1.0;
@@ -283,7 +305,8 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
       n = tb ? bs.front() : bs.back();
       alpha = ctx.attr_or<double>("alpha", 1.0);
     }
-    if (fits && own_matmul(*p, ctx, post, tb, *w, k, n, use_c, static_cast<float>(alpha))) {
+    if (fits && own_matmul(*p, ctx, post, tb, *w, k, n, use_c, static_cast<float>(alpha),
+                           reorder_weights)) {
       return std::shared_ptr<LinearPrimitive>(p);
     }
   }
