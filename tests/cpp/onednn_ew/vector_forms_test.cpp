@@ -25,9 +25,9 @@
 #include "cpp/onednn_ew/ew_test_util.h"
 #include "frame/ops/elementwise.h"
 #include "frame/ops/kernel_registry.h"
-// The Highway targets the onednn kernels compile (src/backends/onednn/kernels/hwy_targets.h).
-#define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_AVX3_DL)
-#include "hwy/targets.h"
+// The Highway targets the onednn kernels compile and this CPU runs, and the switch between them.
+#include "backends/onednn/kernels/hwy_targets.h"
+#include "hwy/targets.h"  // hwy::TargetName (inline: nothing of libhwy.so is linked)
 
 namespace frame {
 namespace {
@@ -125,11 +125,47 @@ std::vector<UnaryCase> unary_cases() {
           {"sign", {}}};
 }
 
+// The dispatch (hwy_targets.h) runs the target it reports: the loops' table of each supported
+// target names that target, the best comes first and is what runs unforced, and the portable
+// baseline is always there.
+TEST(VectorForms, TheDispatchRunsTheChosenTarget) {
+  const std::vector<int64_t> targets = backends::onednn::vec_targets_supported();
+  ASSERT_FALSE(targets.empty());
+  EXPECT_EQ(targets.front(), backends::onednn::vec_target());
+  EXPECT_EQ(targets.back(), HWY_STATIC_TARGET);
+  EXPECT_EQ(std::string(backends::onednn::vec_table().target), hwy::TargetName(targets.front()));
+  for (int64_t target : targets) {
+    backends::onednn::set_vec_target_for_test(target);
+    EXPECT_EQ(backends::onednn::vec_target(), target);
+    EXPECT_EQ(std::string(backends::onednn::vec_table().target), hwy::TargetName(target));
+  }
+  backends::onednn::set_vec_target_for_test(0);
+  EXPECT_EQ(backends::onednn::vec_target(), targets.front());
+}
+
+// libframe.so needs none of libhwy.so (its load runs a ~4 ms static initializer in every
+// process): after the kernels above ran, no Highway library is mapped into this process.
+TEST(VectorForms, NoHighwayLibraryIsLoaded) {
+  ASSERT_GT(backends::onednn::vec_table().gemm_strip, 0u);
+  std::FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (maps == nullptr) GTEST_SKIP() << "no /proc/self/maps";
+  std::array<char, 4096> line{};
+  int mapped = 0;
+  while (std::fgets(line.data(), static_cast<int>(line.size()), maps) != nullptr) {
+    if (std::strstr(line.data(), "libhwy") != nullptr) {
+      ++mapped;
+      ADD_FAILURE() << "mapped: " << line.data();
+    }
+  }
+  std::fclose(maps);
+  EXPECT_EQ(mapped, 0);
+}
+
 // Every Highway target this machine supports (the kernels pick one at prepare), so an AVX-512
 // machine also checks the AVX2, SSE4 and portable code.
 TEST(VectorForms, EveryUnaryFormMatchesItsScalarFunctorOnEveryTarget) {
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
+  for (int64_t target : backends::onednn::vec_targets_supported()) {
+    backends::onednn::set_vec_target_for_test(target);
     const std::string t = hwy::TargetName(target);
     for (const UnaryCase& c : unary_cases()) {
       for (int64_t n : {0, 1, 7, 1000, 100003}) {
@@ -138,7 +174,7 @@ TEST(VectorForms, EveryUnaryFormMatchesItsScalarFunctorOnEveryTarget) {
         expect_matches_cpu(call, t + " " + c.op + " n=" + std::to_string(n));
       }
     }
-    hwy::SetSupportedTargetsForTest(0);
+    backends::onednn::set_vec_target_for_test(0);
   }
 }
 
@@ -154,8 +190,8 @@ TEST(VectorForms, RangedFormsInsideTheirValidRange) {
       {"acosh", 1.0f, 1000.0f}, {"sinh", -87.0f, 87.0f}, {"cosh", -87.0f, 87.0f},
       {"tan", -100.0f, 100.0f}, {"sin", -3e4f, 3e4f},    {"cos", -3e4f, 3e4f},
       {"atan", -1e4f, 1e4f},    {"asinh", -1e6f, 1e6f},  {"log", 1e-30f, 1e30f}};
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
+  for (int64_t target : backends::onednn::vec_targets_supported()) {
+    backends::onednn::set_vec_target_for_test(target);
     for (const Domain& dom : domains) {
       std::mt19937 rng(11);
       std::uniform_real_distribution<float> dist(dom.lo, dom.hi);
@@ -164,13 +200,13 @@ TEST(VectorForms, RangedFormsInsideTheirValidRange) {
       expect_matches_cpu({dom.op, {Tensor::from_vector<float>({4099}, v)}},
                          std::string(hwy::TargetName(target)) + " " + dom.op + " in range");
     }
-    hwy::SetSupportedTargetsForTest(0);
+    backends::onednn::set_vec_target_for_test(0);
   }
 }
 
 TEST(VectorForms, BinaryFormsOnEveryTarget) {
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
+  for (int64_t target : backends::onednn::vec_targets_supported()) {
+    backends::onednn::set_vec_target_for_test(target);
     for (const char* op : {"add", "sub", "mul", "div", "min", "max", "equal", "less", "less_equal",
                            "greater", "greater_equal"}) {
       for (int64_t n : {1, 7, 1000}) {
@@ -178,7 +214,7 @@ TEST(VectorForms, BinaryFormsOnEveryTarget) {
                            std::string(hwy::TargetName(target)) + " " + op);
       }
     }
-    hwy::SetSupportedTargetsForTest(0);
+    backends::onednn::set_vec_target_for_test(0);
   }
 }
 
@@ -203,8 +239,8 @@ TEST(VectorForms, SoftmaxRowsAndDepthwisePlanesOnEveryTarget) {
     for (float& e : v) e = dist(rng);
     return Tensor::from_vector<float>(std::move(shape), v);
   };
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
+  for (int64_t target : backends::onednn::vec_targets_supported()) {
+    backends::onednn::set_vec_target_for_test(target);
     const std::string t = hwy::TargetName(target);
     for (int64_t n : {1, 3, 9, 16, 17, 40}) {
       // 7 rows: one block of four interleaved rows and three alone.
@@ -225,7 +261,7 @@ TEST(VectorForms, SoftmaxRowsAndDepthwisePlanesOnEveryTarget) {
       expect_matches_cpu(call, t + " depthwise " + shape_to_string(c.x) + " k" +
                                    std::to_string(c.k) + " s" + std::to_string(c.stride));
     }
-    hwy::SetSupportedTargetsForTest(0);
+    backends::onednn::set_vec_target_for_test(0);
   }
 }
 
@@ -241,8 +277,8 @@ TEST(VectorForms, GemmLoopsOnEveryTarget) {
                                    {13, 40, 256}, {97, 33, 300}, {3, 8, 0},   {100, 65, 600}};
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
+  for (int64_t target : backends::onednn::vec_targets_supported()) {
+    backends::onednn::set_vec_target_for_test(target);
     const backends::onednn::VecTable& vt = backends::onednn::vec_table();
     ASSERT_NE(vt.gemm, nullptr);
     ASSERT_NE(vt.gemm_packed, nullptr);
@@ -286,7 +322,7 @@ TEST(VectorForms, GemmLoopsOnEveryTarget) {
             << (packed ? " packed" : "");
       }
     }
-    hwy::SetSupportedTargetsForTest(0);
+    backends::onednn::set_vec_target_for_test(0);
   }
 }
 
@@ -341,23 +377,23 @@ TEST(VectorForms, BinaryOpsWithEveryBroadcastKind) {
 }
 
 TEST(VectorForms, PReluWithBroadcastSlopes) {
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
+  for (int64_t target : backends::onednn::vec_targets_supported()) {
+    backends::onednn::set_vec_target_for_test(target);
     for (const Shape& slope : {Shape{}, Shape{3, 1, 1}, Shape{17}, Shape{2, 3, 5, 17}}) {
       OpCall call{"prelu", {vec_tensor({2, 3, 5, 17}, 1), vec_tensor(slope, 2)}};
       call.num_threads = 2;
       expect_matches_cpu(
           call, std::string(hwy::TargetName(target)) + fmt::format(" prelu slope {}", slope));
     }
-    hwy::SetSupportedTargetsForTest(0);
+    backends::onednn::set_vec_target_for_test(0);
   }
 }
 
 // Pow with a scalar exponent: integer exponents (repeated squaring), 0.5 (sqrt) and others
 // (std::pow per lane), over special bases; a tensor exponent is declined (cpu runs it).
 TEST(VectorForms, PowWithScalarExponent) {
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
+  for (int64_t target : backends::onednn::vec_targets_supported()) {
+    backends::onednn::set_vec_target_for_test(target);
     for (float e : {0.0f, 1.0f, 2.0f, 3.0f, 4.0f, -1.0f, -2.0f, -3.0f, 7.0f, 0.5f, 1.7f, -2.5f,
                     kNaN, kInf, -kInf}) {
       for (int64_t n : {7, 1000}) {
@@ -366,7 +402,7 @@ TEST(VectorForms, PowWithScalarExponent) {
                                      " pow e=" + std::to_string(e) + " n=" + std::to_string(n));
       }
     }
-    hwy::SetSupportedTargetsForTest(0);
+    backends::onednn::set_vec_target_for_test(0);
   }
   auto r = run_op({"pow", {vec_tensor({8}, 1), vec_tensor({8}, 2)}}, "onednn");
   ASSERT_FALSE(r.is_ok());
@@ -383,8 +419,8 @@ Tensor bool_tensor(const Shape& shape, uint32_t seed) {
 }
 
 TEST(VectorForms, WhereWithBroadcastConditionAndValues) {
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
+  for (int64_t target : backends::onednn::vec_targets_supported()) {
+    backends::onednn::set_vec_target_for_test(target);
     const std::vector<std::array<Shape, 3>> shapes = {
         {Shape{1001}, Shape{1001}, Shape{1001}},
         {Shape{40, 1}, Shape{40, 33}, Shape{}},
@@ -395,7 +431,7 @@ TEST(VectorForms, WhereWithBroadcastConditionAndValues) {
       expect_matches_cpu(call, std::string(hwy::TargetName(target)) +
                                    fmt::format(" where {} {} {}", s[0], s[1], s[2]));
     }
-    hwy::SetSupportedTargetsForTest(0);
+    backends::onednn::set_vec_target_for_test(0);
   }
   // f64 values: declined, the cpu kernel runs it.
   auto r = run_op({"where",
@@ -476,8 +512,8 @@ std::pair<double, double> max_error(const std::string& op, float lim, Ref ref) {
 }
 
 TEST(VectorForms, ErfExpTanhMaxErrorAgainstDouble) {
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
+  for (int64_t target : backends::onednn::vec_targets_supported()) {
+    backends::onednn::set_vec_target_for_test(target);
     const std::string t = hwy::TargetName(target);
     const auto [erf_abs, erf_rel] = max_error("erf", 6.0f, [](double x) { return std::erf(x); });
     EXPECT_LE(erf_abs, kErfMaxAbsError) << t << " rel " << erf_rel;
@@ -488,7 +524,7 @@ TEST(VectorForms, ErfExpTanhMaxErrorAgainstDouble) {
     EXPECT_LE(tanh_rel, kTanhMaxRelError) << t << " abs " << tanh_abs;
     std::printf("%s: erf max abs %.3g, exp max rel %.3g, tanh max rel %.3g\n", t.c_str(), erf_abs,
                 exp_rel, tanh_rel);
-    hwy::SetSupportedTargetsForTest(0);
+    backends::onednn::set_vec_target_for_test(0);
   }
 }
 
@@ -582,8 +618,8 @@ TEST(VectorForms, CastToFloat16AndBFloat16RoundsToNearestEvenOnEveryTarget) {
                               1.0f + 0x3p-8f,
                               3.0e38f,
                               -0.0f};
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
+  for (int64_t target : backends::onednn::vec_targets_supported()) {
+    backends::onednn::set_vec_target_for_test(target);
     const std::string t = hwy::TargetName(target);
     const bool f16c = t == "AVX2" || t.rfind("AVX3", 0) == 0;
     for (const Narrow16& k : kinds) {
@@ -615,13 +651,13 @@ TEST(VectorForms, CastToFloat16AndBFloat16RoundsToNearestEvenOnEveryTarget) {
         }
       }
     }
-    hwy::SetSupportedTargetsForTest(0);
+    backends::onednn::set_vec_target_for_test(0);
   }
 }
 
 TEST(VectorForms, CastFromFloat16AndBFloat16IsExactForEveryPattern) {
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
+  for (int64_t target : backends::onednn::vec_targets_supported()) {
+    backends::onednn::set_vec_target_for_test(target);
     const std::string t = hwy::TargetName(target);
     for (const auto& [dt, decode] : {std::pair{DTypeCode::kFloat16, &decode_f16},
                                      std::pair{DTypeCode::kBFloat16, &decode_bf16}}) {
@@ -647,7 +683,7 @@ TEST(VectorForms, CastFromFloat16AndBFloat16IsExactForEveryPattern) {
         }
       }
     }
-    hwy::SetSupportedTargetsForTest(0);
+    backends::onednn::set_vec_target_for_test(0);
   }
 }
 

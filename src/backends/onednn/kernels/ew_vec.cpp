@@ -1,6 +1,6 @@
 // Per-target tables of the elementwise vector loops (ew_vec-inl.h) and their runtime dispatch:
-// Highway compiles this file once per target of hwy_targets.h and HWY_DYNAMIC_DISPATCH picks
-// the best one the CPU supports, once per process.
+// Highway compiles this file once per target of hwy_targets.h and FRAME_HWY_DISPATCH picks
+// the best one the CPU supports.
 
 #include "backends/onednn/kernels/hwy_targets.h"
 // clang-format off
@@ -70,11 +70,9 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace frame::backends::onednn {
 
-HWY_EXPORT(get_vec_table);
-
 // Not cached: prepare calls it once per node, and tests switch targets in between
-// (hwy::SetSupportedTargetsForTest) to cover every compiled target on one machine.
-const VecTable& vec_table() { return *HWY_DYNAMIC_DISPATCH(get_vec_table)(); }
+// (set_vec_target_for_test) to cover every compiled target on one machine.
+const VecTable& vec_table() { return *FRAME_HWY_DISPATCH(get_vec_table)(); }
 
 namespace {
 #define FRAME_VEC_NAME(name, F, types, traits, doc) #name,

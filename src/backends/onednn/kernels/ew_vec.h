@@ -142,7 +142,8 @@ struct VecTable {
   const char* target = "";
 };
 
-/// Loops of the best target this CPU supports (HWY_DYNAMIC_DISPATCH; call at prepare).
+/// Loops of the best target this CPU supports (FRAME_HWY_DISPATCH, hwy_targets.h; call at
+/// prepare).
 const VecTable& vec_table();
 
 /// Index of `op` in FRAME_EW_UNARY_OPS / _BINARY_OPS / _VARIADIC_OPS, or -1.

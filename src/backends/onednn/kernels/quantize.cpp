@@ -111,8 +111,6 @@ HWY_AFTER_NAMESPACE();
 namespace frame::backends::onednn {
 namespace {
 
-HWY_EXPORT(get_quant_loops);
-
 using ops::KernelContext;
 using ops::NodeContext;
 
@@ -158,7 +156,7 @@ Status accepts_dequantize(const NodeContext& ctx) { return accepts_quant(ctx, fa
 
 Result<std::shared_ptr<void>> prepare_quant(const NodeContext& ctx) {
   auto s = std::make_shared<QuantState>();
-  s->loops = HWY_DYNAMIC_DISPATCH(get_quant_loops)();
+  s->loops = FRAME_HWY_DISPATCH(get_quant_loops)();
   const Shape& scale = ctx.input_types[1].shape;
   if (!(scale.size() == 0 || (scale.size() == 1 && scale[0] == 1))) {
     const int64_t rank = static_cast<int64_t>(ctx.input_types[0].shape.size());

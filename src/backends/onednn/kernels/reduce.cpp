@@ -241,9 +241,6 @@ HWY_AFTER_NAMESPACE();
 namespace frame::backends::onednn {
 namespace {
 
-HWY_EXPORT(get_contig);
-HWY_EXPORT(get_column);
-
 using ContigFn = void (*)(const float*, float*, int64_t, int64_t);
 using ColumnFn = void (*)(const float*, float*, int64_t, int64_t, int64_t, int64_t);
 
@@ -301,8 +298,8 @@ Result<std::shared_ptr<void>> reduce_prepare(const ops::NodeContext& ctx) {
   FRAME_ASSIGN_OR_RETURN(std::vector<bool> reduced, reduced_axes(ctx));
   std::optional<ReducePlan> p = plan_shape(ctx.input_types[0].shape, reduced);
   if (!p) return ctx.error("reduced axes are not one contiguous block of dims");
-  p->contig = HWY_DYNAMIC_DISPATCH(get_contig)(K);
-  p->column = HWY_DYNAMIC_DISPATCH(get_column)(K);
+  p->contig = FRAME_HWY_DISPATCH(get_contig)(K);
+  p->column = FRAME_HWY_DISPATCH(get_column)(K);
   return std::shared_ptr<void>(std::make_shared<ReducePlan>(*p));
 }
 
@@ -355,7 +352,7 @@ Status reduce_kernel(ops::KernelContext& ctx) {
 void reduce_rows(ReduceKind kind, const float* x, float* out, int64_t rows, int64_t r,
                  int threads) {
   if (rows <= 0) return;
-  contig_split(HWY_DYNAMIC_DISPATCH(get_contig)(kind), x, out, rows, r, threads);
+  contig_split(FRAME_HWY_DISPATCH(get_contig)(kind), x, out, rows, r, threads);
 }
 
 #define FRAME_ONEDNN_REDUCE(op, kind)                \

@@ -1,0 +1,79 @@
+// The onednn backend's choice of Highway target (hwy_targets.h): CPUID through the compiler's
+// __builtin_cpu_supports, once per process, instead of libhwy.so's HWY_DYNAMIC_DISPATCH.
+
+#include "backends/onednn/kernels/hwy_targets.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+
+namespace frame::backends::onednn {
+namespace {
+
+#if HWY_ARCH_X86
+// The features each Highway x86 target requires (Highway 1.0.3's groups, plus CLMUL, AES and
+// AVX512CD, which later releases require: asking for more only ever picks a lower target).
+// __builtin_cpu_supports also checks that the OS saves the AVX and AVX-512 registers.
+bool cpu_has_sse4() {
+  return __builtin_cpu_supports("sse3") && __builtin_cpu_supports("ssse3") &&
+         __builtin_cpu_supports("sse4.1") && __builtin_cpu_supports("sse4.2") &&
+         __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("aes");
+}
+bool cpu_has_avx2() {
+  return cpu_has_sse4() && __builtin_cpu_supports("avx") && __builtin_cpu_supports("avx2") &&
+         __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
+         __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
+         __builtin_cpu_supports("lzcnt");
+}
+bool cpu_has_avx3() {
+  return cpu_has_avx2() && __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512cd");
+}
+#endif
+
+// The targets of this build's set (HWY_TARGETS under hwy_targets.h) the CPU runs, best first.
+std::vector<int64_t> detect() {
+  std::vector<int64_t> out;
+#if HWY_ARCH_X86
+  __builtin_cpu_init();
+  if ((HWY_TARGETS & HWY_AVX3) != 0 && cpu_has_avx3()) out.push_back(HWY_AVX3);
+  if ((HWY_TARGETS & HWY_AVX2) != 0 && cpu_has_avx2()) out.push_back(HWY_AVX2);
+  if ((HWY_TARGETS & HWY_SSE4) != 0 && cpu_has_sse4()) out.push_back(HWY_SSE4);
+#endif
+  out.push_back(HWY_STATIC_TARGET);  // the baseline every build compiles
+  return out;
+}
+
+const std::vector<int64_t>& supported() {
+  static const std::vector<int64_t> targets = detect();
+  return targets;
+}
+
+std::atomic<int64_t> g_forced{0};
+
+}  // namespace
+
+int64_t vec_target() {
+  const int64_t forced = g_forced.load(std::memory_order_relaxed);
+  if (forced != 0) return forced;
+  static const int64_t best = supported().front();
+  return best;
+}
+
+std::vector<int64_t> vec_targets_supported() { return supported(); }
+
+void set_vec_target_for_test(int64_t target) {
+  if (target != 0) {
+    bool ok = false;
+    for (int64_t t : supported()) ok = ok || t == target;
+    if (!ok) {
+      std::fprintf(stderr, "set_vec_target_for_test: target %lld is not supported here\n",
+                   static_cast<long long>(target));
+      std::abort();
+    }
+  }
+  g_forced.store(target, std::memory_order_relaxed);
+}
+
+}  // namespace frame::backends::onednn
