@@ -7,10 +7,21 @@
 #include <cstdio>
 #include <cstdlib>
 
+#if HWY_ARCH_X86
+#include <cpuid.h>
+#endif
+
 namespace frame::backends::onednn {
 namespace {
 
 #if HWY_ARCH_X86
+// CPUID bits neither compiler's __builtin_cpu_supports names (clang 14 knows neither string):
+// F16C (leaf 1, ECX bit 29) and LZCNT (leaf 0x80000001, ECX bit 5).
+bool cpuid_bit(unsigned leaf, int ecx_bit) {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(leaf, &a, &b, &c, &d) != 0 && ((c >> ecx_bit) & 1U) != 0;
+}
+
 // The features each Highway x86 target requires (Highway 1.0.3's groups, plus CLMUL, AES and
 // AVX512CD, which later releases require: asking for more only ever picks a lower target).
 // __builtin_cpu_supports also checks that the OS saves the AVX and AVX-512 registers.
@@ -21,9 +32,8 @@ bool cpu_has_sse4() {
 }
 bool cpu_has_avx2() {
   return cpu_has_sse4() && __builtin_cpu_supports("avx") && __builtin_cpu_supports("avx2") &&
-         __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
-         __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
-         __builtin_cpu_supports("lzcnt");
+         __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi") &&
+         __builtin_cpu_supports("bmi2") && cpuid_bit(1, 29) && cpuid_bit(0x80000001U, 5);
 }
 bool cpu_has_avx3() {
   return cpu_has_avx2() && __builtin_cpu_supports("avx512f") &&
