@@ -9,6 +9,7 @@
 #include <limits>
 #include <queue>
 #include <unordered_set>
+#include <utility>
 
 #include "frame/core/assert.h"
 #include "ir/ir_internal.h"
@@ -37,6 +38,43 @@ bool matches_op_name_charset(std::string_view name) {
   return std::all_of(name.begin(), name.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
   });
+}
+
+void Graph::NameIndex::insert(uint64_t h, int32_t id) {
+  if (2 * (used_ + 1) > slots_.size()) {
+    // Grow (or only drop the erased slots): at most half the slots in use after.
+    size_t live = 0;
+    for (const Slot& sl : slots_) live += sl.id >= 0 ? 1 : 0;
+    size_t cap = 16;
+    while (cap < 4 * (live + 1)) cap *= 2;
+    std::vector<Slot> old = std::exchange(slots_, std::vector<Slot>(cap));
+    used_ = 0;
+    for (const Slot& sl : old) {
+      if (sl.id >= 0) insert(sl.hash, sl.id);
+    }
+  }
+  const size_t mask = slots_.size() - 1;
+  size_t i = h & mask;
+  while (slots_[i].id != kEmpty) i = (i + 1) & mask;
+  slots_[i] = Slot{h, id};
+  ++used_;
+}
+
+void Graph::NameIndex::erase(std::string_view name, int32_t id) {
+  if (id < 0 || slots_.empty()) return;
+  const uint64_t h = hash(name);
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = h & mask; slots_[i].id != kEmpty; i = (i + 1) & mask) {
+    if (slots_[i].id == id && slots_[i].hash == h) {
+      slots_[i].id = kErased;  // the probe sequences through it stay whole
+      return;
+    }
+  }
+}
+
+void Graph::NameIndex::clear() {
+  std::fill(slots_.begin(), slots_.end(), Slot{});
+  used_ = 0;
 }
 
 ValueId Graph::add_input(std::string name, TensorType type) {

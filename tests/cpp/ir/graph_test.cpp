@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "common/graph_builder.h"
 
 namespace frame::ir {
@@ -260,6 +263,60 @@ TEST(Graph, CompactKeepsUnusedGraphInputsAndLiveOutputs) {
   g.compact();
   EXPECT_EQ(g.num_values(), 4u);  // both inputs and both split outputs
   EXPECT_EQ(g.inputs().size(), 2u);
+}
+
+// The name indexes against a plain map over thousands of names: values added, renamed (the old
+// name then free for another), nodes removed and names taken again, through growth of the
+// index and in a copy of the graph (the interpreted tier copies graphs per shape).
+TEST(Graph, NameIndexesMatchAMapThroughRenamesRemovalsAndCopies) {
+  Graph g;
+  std::map<std::string, ValueId> values;
+  std::map<std::string, NodeId> nodes;
+  const ValueId x = g.add_input("x", f32({2}));
+  values["x"] = x;
+  for (int i = 0; i < 3000; ++i) {
+    const std::string n = "n" + std::to_string(i), v = "v" + std::to_string(i);
+    const NodeId id = must(g.create_node("relu", n, {x}, 1, {}, {v}));
+    nodes[n] = id;
+    values[v] = g.node(id).outputs[0];
+    // Renamed, the value 30 back (later entries of the index may sit beyond its entry in a
+    // probe sequence): "v<i - 30>" is free again, "r<i - 30>" names the value.
+    const std::string back = "v" + std::to_string(i - 30);
+    if (i % 3 == 1 && values.count(back) != 0) {
+      const std::string r = "r" + std::to_string(i - 30);
+      g.rename_value(values[back], r);
+      values[r] = values[back];
+      values.erase(back);
+    }
+    // Removed, the node 40 back (its index entries sit among later ones): the node's name and
+    // its outputs' names are free again.
+    const std::string old = "n" + std::to_string(i - 40);
+    if (i % 5 == 2 && nodes.count(old) != 0) {
+      const NodeId gone = nodes[old];
+      for (ValueId out : g.node(gone).outputs) values.erase(g.value(out).name);
+      g.remove_node(gone);
+      nodes.erase(old);
+    }
+    if (i % 7 == 3) {  // a constant takes the name a rename or a removal freed, if any
+      const std::string again = "v" + std::to_string(i - 2);
+      if (values.count(again) == 0) values[again] = g.add_constant(again, Tensor::scalar(1.0F));
+    }
+  }
+  const Graph copy = g;
+  for (const Graph* h : {static_cast<const Graph*>(&g), &copy}) {
+    for (const auto& [name, id] : values) ASSERT_EQ(h->find_value(name), id) << name;
+    for (const auto& [name, id] : nodes) ASSERT_EQ(h->find_node(name), id) << name;
+    for (int i = 0; i < 3000; ++i) {
+      const std::string n = "n" + std::to_string(i), v = "v" + std::to_string(i);
+      if (nodes.count(n) == 0) {
+        EXPECT_EQ(h->find_node(n), -1) << n;
+      }
+      if (values.count(v) == 0) {
+        EXPECT_EQ(h->find_value(v), kNoValue) << v;
+      }
+    }
+    EXPECT_EQ(h->find_value("absent"), kNoValue);
+  }
 }
 
 }  // namespace

@@ -246,7 +246,11 @@ TEST(InterpretedFusions, OwnConvPostOpsMatchTheReference) {
                                    // a 7 x 7 one (147 columns, the most by_rows takes: 160).
                                    {{2, 3, 17, 14}, 8, 3, 1, 2, 1, 1},
                                    {{1, 3, 20, 18}, 16, 7, 1, 2, 3, 1},
-                                   {{1, 4, 11, 10}, 5, 7, 1, 1, 3, 1}};
+                                   {{1, 4, 11, 10}, 5, 7, 1, 1, 3, 1},
+                                   // 1x1 convs whose bias joins the post-ops' pass: planes of
+                                   // more than one 4096-value chunk, and a grouped batch of 2.
+                                   {{1, 4, 70, 65}, 3, 1, 1, 1, 0, 1},
+                                   {{2, 6, 9, 10}, 4, 1, 2, 1, 0, 1}};
   const std::vector<std::vector<std::string>> chains = {
       {"relu"}, {"hard_swish"}, {"residual", "relu"}, {"clip"}, {"leaky_relu"},
       {"elu"},  {"sigmoid"},    {"hard_sigmoid"},     {"tanh"}, {"swish"}};
