@@ -2,8 +2,12 @@
 // __builtin_cpu_supports, once per process, instead of libhwy.so's HWY_DYNAMIC_DISPATCH.
 
 #include "backends/onednn/kernels/hwy_targets.h"
+// clang-format off
+#include "hwy/base.h"  // after hwy_targets.h (it sets the targets)
+// clang-format on
 
 #include <atomic>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 
@@ -87,3 +91,20 @@ void set_vec_target_for_test(int64_t target) {
 }
 
 }  // namespace frame::backends::onednn
+
+// Highway's headers call hwy::Abort where a failed HWY_ASSERT is compiled in and not optimized
+// away (the sanitizer build's kernels at -O0). libhwy.so defines it, and libframe.so links no
+// Highway library (hwy_targets.h), so the onednn backend defines it: the place and the message
+// on stderr, then abort().
+namespace hwy {
+void Abort(const char* file, int line, const char* format, ...) {
+  char message[2048];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(message, sizeof(message), format, args);
+  va_end(args);
+  std::fprintf(stderr, "Highway check failed at %s:%d: %s\n", file, line, message);
+  std::fflush(stderr);
+  std::abort();
+}
+}  // namespace hwy
