@@ -17,12 +17,15 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "frame/core/digest.h"
+#include "frame/ops/backend_availability.h"
 #include "frame/ops/op_registry.h"
 #include "frame/passes/shape_determining.h"
+#include "frame/runtime/backend.h"
 #include "onnx_internal.h"
 #include "staged.h"
 
@@ -742,6 +745,53 @@ std::optional<runtime::ModelSource> source_from_record(const std::string& record
   return src;
 }
 
+// The warm-ups of a session's backends (ops::register_warm_up), started for the ops of the
+// parsed model's main graph before it is imported (oneDNN generates its gemm kernels on another
+// core meanwhile instead of in the first run) and waited for when this goes out of scope, so
+// no warm-up thread outlives the call that opens the model. A bad backend list is
+// Session::create's to report.
+class WarmUps {
+ public:
+  WarmUps(const ::onnx::ModelProto& model, const runtime::SessionOptions& options,
+          const LoadOptions& load) {
+    Result<std::vector<std::string>> chain = runtime::resolve_backends(options.compile.backends);
+    if (!chain.is_ok()) return;
+    const auto domain_of = [](const std::string& d) { return d == "ai.onnx" ? std::string() : d; };
+    std::map<std::string, int> opsets;
+    for (const auto& o : model.opset_import()) opsets[domain_of(o.domain())] = o.version();
+    std::set<std::pair<std::string, std::string>> types;
+    for (const auto& n : model.graph().node()) types.emplace(domain_of(n.domain()), n.op_type());
+    std::set<std::string> ops;
+    for (const auto& [domain, type] : types) {
+      const auto it = opsets.find(domain);
+      if (it == opsets.end()) continue;
+      if (const detail::OpRow* row = detail::find_op(domain, type, it->second); row != nullptr) {
+        ops.emplace(row->frame_op);
+      }
+    }
+    // Shapes vary where a graph input has a dim without a value that the load options do not
+    // fix: first-seen shapes then run the interpreted tier's kernels.
+    bool shapes_vary = false;
+    for (const auto& in : model.graph().input()) {
+      if (load.input_shapes.count(in.name()) != 0) continue;
+      for (const auto& d : in.type().tensor_type().shape().dim()) {
+        shapes_vary = shapes_vary || !d.has_dim_value();
+      }
+    }
+    chain_ = std::move(chain).value();
+    const std::vector<std::string> list(ops.begin(), ops.end());
+    for (const std::string& b : chain_) ops::start_warm_up(b, list, shapes_vary);
+  }
+  ~WarmUps() {
+    for (const std::string& b : chain_) ops::wait_warm_up(b);
+  }
+  WarmUps(const WarmUps&) = delete;
+  WarmUps& operator=(const WarmUps&) = delete;
+
+ private:
+  std::vector<std::string> chain_;
+};
+
 }  // namespace
 
 Result<runtime::Session> open_session(const std::string& path,
@@ -765,6 +815,7 @@ Result<runtime::Session> open_session(const std::string& path,
   auto pm = std::make_shared<ParsedModel>();
   pm->load = load;
   FRAME_RETURN_IF_ERROR(detail::read_model(path, load.max_model_bytes, pm->model));
+  const WarmUps warm_ups(pm->model, options, load);
   pm->dir = std::filesystem::path(path).parent_path().string();
   if (pm->dir.empty()) pm->dir = ".";
   std::shared_ptr<ParsedModel> kept = pm;
@@ -784,6 +835,7 @@ Result<runtime::Session> open_session_from_bytes(std::string_view bytes,
   pm->load = load;
   pm->dir = model_dir;
   FRAME_RETURN_IF_ERROR(detail::parse_model(bytes, pm->model));
+  const WarmUps warm_ups(pm->model, options, load);
   FRAME_ASSIGN_OR_RETURN(runtime::ModelSource src, build_source(std::move(pm), "model", options));
   return runtime::Session::create(std::move(src), options);
 }

@@ -1,6 +1,6 @@
 // Per-backend hooks a backend layer registers at static init without including the runtime
-// (ARCH-001): availability probes (include/frame/ops/backend_availability.h) and device group
-// compilers (include/frame/ops/device_group.h).
+// (ARCH-001): availability probes and warm-ups (include/frame/ops/backend_availability.h) and
+// device group compilers (include/frame/ops/device_group.h).
 
 #include <map>
 #include <mutex>
@@ -44,6 +44,22 @@ void register_availability_probe(std::string backend, AvailabilityProbe probe) {
 std::string backend_unavailable_reason(std::string_view backend) {
   AvailabilityProbe probe = HookTable<AvailabilityProbe>::get().find(backend);
   return probe == nullptr ? std::string() : probe();
+}
+
+void register_warm_up(std::string backend, WarmUpStart start, WarmUpWait wait) {
+  HookTable<WarmUpStart>::get().set(backend, start);
+  HookTable<WarmUpWait>::get().set(std::move(backend), wait);
+}
+
+void start_warm_up(std::string_view backend, const std::vector<std::string>& ops,
+                   bool shapes_vary) {
+  if (WarmUpStart fn = HookTable<WarmUpStart>::get().find(backend); fn != nullptr) {
+    fn(ops, shapes_vary);
+  }
+}
+
+void wait_warm_up(std::string_view backend) {
+  if (WarmUpWait fn = HookTable<WarmUpWait>::get().find(backend); fn != nullptr) fn();
 }
 
 void register_device_group_compiler(std::string backend, DeviceGroupCompiler compiler) {

@@ -1,13 +1,16 @@
 #pragma once
 /// \file
-/// Availability probes of device backends. A backend whose kernels need a device (OpenCL,
-/// CUDA) registers a probe under its name; `runtime::Backend::unavailable_reason()` of the
-/// generic per-kernel backend asks it, so `frame backends` can say why a backend built into
-/// this library cannot run on this machine. Lives in ops (below backends and runtime) so a
-/// backend layer can register a probe without including the runtime (ARCH-001).
+/// Availability probes of device backends, and warm-ups. A backend whose kernels need a device
+/// (OpenCL, CUDA) registers a probe under its name; `runtime::Backend::unavailable_reason()` of
+/// the generic per-kernel backend asks it, so `frame backends` can say why a backend built into
+/// this library cannot run on this machine. A backend with one-time setup that a first run
+/// would otherwise pay registers a warm-up, which a Session starts when it is created. Lives in
+/// ops (below backends and runtime) so a backend layer can register either without including
+/// the runtime (ARCH-001).
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace frame::ops {
 
@@ -21,5 +24,27 @@ void register_availability_probe(std::string backend, AvailabilityProbe probe);
 
 /// Why `backend` cannot run on this machine, or "" when it can or has no probe. Thread-safe.
 std::string backend_unavailable_reason(std::string_view backend);
+
+/// Starts a backend's one-time, process-wide setup (JIT code generation a first run would
+/// otherwise wait for) on a thread of its own and returns at once, given the ops (frame op
+/// names) of the model being opened and whether its input shapes vary (symbolic dims: first-seen
+/// shapes run the interpreted tier's kernels), so a backend starts only what those kernels
+/// use. Called often, it starts its setup at most once per process.
+using WarmUpStart = void (*)(const std::vector<std::string>& ops, bool shapes_vary);
+/// Waits until the setup a WarmUpStart began has ended (at once if none runs). Thread-safe.
+using WarmUpWait = void (*)();
+
+/// Registers the warm-up of `backend` (static init of the backend's layer). A second
+/// registration for the same backend replaces the first.
+void register_warm_up(std::string backend, WarmUpStart start, WarmUpWait wait);
+
+/// Starts the warm-up registered for `backend`, if any, for a model holding `ops` (the ONNX
+/// frontend, once the model is parsed and before it is imported). Thread-safe.
+void start_warm_up(std::string_view backend, const std::vector<std::string>& ops, bool shapes_vary);
+
+/// Waits for the warm-up of `backend` started by start_warm_up (the ONNX frontend, before
+/// returning the session: no warm-up thread outlives the call that opened a model, so a
+/// process may exit or fork() at any time after). Thread-safe.
+void wait_warm_up(std::string_view backend);
 
 }  // namespace frame::ops

@@ -1,0 +1,87 @@
+// The onednn backend's warm-up (warm_up.h): the first dnnl_sgemm call of the process, on a
+// thread of its own, when a Session is created.
+
+#include "backends/onednn/warm_up.h"
+
+#include <dnnl.h>
+#include <omp.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "frame/ops/backend_availability.h"
+
+namespace frame::backends::onednn {
+namespace {
+
+struct WarmUpThread {
+  std::mutex mu;
+  std::thread thread;
+  bool started = false;
+  void join() {
+    std::lock_guard lock(mu);
+    if (thread.joinable()) thread.join();
+  }
+  ~WarmUpThread() { join(); }  // the process's exit waits for it (oneDNN's statics outlive us)
+};
+
+WarmUpThread& warm_up_thread() {
+  static WarmUpThread w;
+  return w;
+}
+
+int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  return CPU_COUNT(&set);
+}
+
+}  // namespace
+
+void start_gemm_warm_up() {
+  WarmUpThread& w = warm_up_thread();
+  std::lock_guard lock(w.mu);
+  if (w.started) return;
+  w.started = true;
+  if (usable_cores() < 2) return;
+  // A fork() joins the thread first: the child must not inherit oneDNN's std::call_once of its
+  // kernel generation in progress on a thread it does not have (its first gemm would wait for
+  // it forever). Registered once, before the thread starts.
+  static const int registered = pthread_atfork([] { warm_up_thread().join(); }, nullptr, nullptr);
+  (void)registered;
+  w.thread = std::thread([] {
+    omp_set_num_threads(1);  // this thread's own setting: no OpenMP team for an 8x8 product
+    float a[64] = {}, b[64] = {}, c[64] = {};
+    (void)dnnl_sgemm('N', 'N', 8, 8, 8, 1.0F, a, 8, b, 8, 0.0F, c, 8);
+  });
+}
+
+bool gemm_warm_up_started() {
+  WarmUpThread& w = warm_up_thread();
+  std::lock_guard lock(w.mu);
+  return w.started;
+}
+
+void join_gemm_warm_up() { warm_up_thread().join(); }
+
+void warm_up_for(const std::vector<std::string>& ops, bool shapes_vary) {
+  for (const std::string& op : ops) {
+    if (op == "lstm" || op == "gru" || op == "rnn" || (op == "conv" && shapes_vary)) {
+      start_gemm_warm_up();
+      return;
+    }
+  }
+}
+
+namespace {
+[[maybe_unused]] const bool kWarmUpRegistered = [] {
+  ops::register_warm_up("onednn", &warm_up_for, &join_gemm_warm_up);
+  return true;
+}();
+}  // namespace
+
+}  // namespace frame::backends::onednn
