@@ -73,7 +73,7 @@ void Graph::NameIndex::erase(std::string_view name, int32_t id) {
 }
 
 void Graph::NameIndex::clear() {
-  std::fill(slots_.begin(), slots_.end(), Slot{});
+  slots_ = {};  // compact() indexes the live names again: the table regrows to their count
   used_ = 0;
 }
 

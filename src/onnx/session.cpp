@@ -778,18 +778,19 @@ class WarmUps {
         shapes_vary = shapes_vary || !d.has_dim_value();
       }
     }
-    chain_ = std::move(chain).value();
     const std::vector<std::string> list(ops.begin(), ops.end());
-    for (const std::string& b : chain_) ops::start_warm_up(b, list, shapes_vary);
+    for (const std::string& b : *chain) {
+      if (ops::start_warm_up(b, list, shapes_vary)) started_.push_back(b);
+    }
   }
   ~WarmUps() {
-    for (const std::string& b : chain_) ops::wait_warm_up(b);
+    for (const std::string& b : started_) ops::wait_warm_up(b);
   }
   WarmUps(const WarmUps&) = delete;
   WarmUps& operator=(const WarmUps&) = delete;
 
  private:
-  std::vector<std::string> chain_;
+  std::vector<std::string> started_;  // the backends whose warm-up runs: waited for
 };
 
 }  // namespace

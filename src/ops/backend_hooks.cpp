@@ -51,11 +51,10 @@ void register_warm_up(std::string backend, WarmUpStart start, WarmUpWait wait) {
   HookTable<WarmUpWait>::get().set(std::move(backend), wait);
 }
 
-void start_warm_up(std::string_view backend, const std::vector<std::string>& ops,
+bool start_warm_up(std::string_view backend, const std::vector<std::string>& ops,
                    bool shapes_vary) {
-  if (WarmUpStart fn = HookTable<WarmUpStart>::get().find(backend); fn != nullptr) {
-    fn(ops, shapes_vary);
-  }
+  WarmUpStart fn = HookTable<WarmUpStart>::get().find(backend);
+  return fn != nullptr && fn(ops, shapes_vary);
 }
 
 void wait_warm_up(std::string_view backend) {

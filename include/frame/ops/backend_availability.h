@@ -4,9 +4,9 @@
 /// (OpenCL, CUDA) registers a probe under its name; `runtime::Backend::unavailable_reason()` of
 /// the generic per-kernel backend asks it, so `frame backends` can say why a backend built into
 /// this library cannot run on this machine. A backend with one-time setup that a first run
-/// would otherwise pay registers a warm-up, which a Session starts when it is created. Lives in
-/// ops (below backends and runtime) so a backend layer can register either without including
-/// the runtime (ARCH-001).
+/// would otherwise pay registers a warm-up, which the ONNX frontend starts while it imports a
+/// model. Lives in ops (below backends and runtime) so a backend layer can register either
+/// without including the runtime (ARCH-001).
 
 #include <string>
 #include <string_view>
@@ -29,8 +29,9 @@ std::string backend_unavailable_reason(std::string_view backend);
 /// otherwise wait for) on a thread of its own and returns at once, given the ops (frame op
 /// names) of the model being opened and whether its input shapes vary (symbolic dims: first-seen
 /// shapes run the interpreted tier's kernels), so a backend starts only what those kernels
-/// use. Called often, it starts its setup at most once per process.
-using WarmUpStart = void (*)(const std::vector<std::string>& ops, bool shapes_vary);
+/// use. Called often, it starts its setup at most once per process. Returns true while a
+/// setup it started runs (the caller then waits for it with WarmUpWait), false otherwise.
+using WarmUpStart = bool (*)(const std::vector<std::string>& ops, bool shapes_vary);
 /// Waits until the setup a WarmUpStart began has ended (at once if none runs). Thread-safe.
 using WarmUpWait = void (*)();
 
@@ -39,8 +40,9 @@ using WarmUpWait = void (*)();
 void register_warm_up(std::string backend, WarmUpStart start, WarmUpWait wait);
 
 /// Starts the warm-up registered for `backend`, if any, for a model holding `ops` (the ONNX
-/// frontend, once the model is parsed and before it is imported). Thread-safe.
-void start_warm_up(std::string_view backend, const std::vector<std::string>& ops, bool shapes_vary);
+/// frontend, once the model is parsed and before it is imported). Returns what the warm-up
+/// returned (false without one): whether there is a warm-up to wait for. Thread-safe.
+bool start_warm_up(std::string_view backend, const std::vector<std::string>& ops, bool shapes_vary);
 
 /// Waits for the warm-up of `backend` started by start_warm_up (the ONNX frontend, before
 /// returning the session: no warm-up thread outlives the call that opened a model, so a

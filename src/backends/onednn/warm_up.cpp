@@ -1,5 +1,5 @@
 // The onednn backend's warm-up (warm_up.h): the first dnnl_sgemm call of the process, on a
-// thread of its own, when a Session is created.
+// thread of its own, while the ONNX frontend imports a model that will call it.
 
 #include "backends/onednn/warm_up.h"
 
@@ -10,6 +10,7 @@
 
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 
 #include "frame/ops/backend_availability.h"
@@ -25,7 +26,9 @@ struct WarmUpThread {
     std::lock_guard lock(mu);
     if (thread.joinable()) thread.join();
   }
-  ~WarmUpThread() { join(); }  // the process's exit waits for it (oneDNN's statics outlive us)
+  // An exit while a warm-up runs (only possible while another thread is opening a model)
+  // waits for it here; statics oneDNN built on the warm-up thread are gone by then.
+  ~WarmUpThread() { join(); }
 };
 
 WarmUpThread& warm_up_thread() {
@@ -42,22 +45,31 @@ int usable_cores() {
 
 }  // namespace
 
-void start_gemm_warm_up() {
+bool start_gemm_warm_up() {
   WarmUpThread& w = warm_up_thread();
   std::lock_guard lock(w.mu);
-  if (w.started) return;
+  if (w.started) return w.thread.joinable();
   w.started = true;
-  if (usable_cores() < 2) return;
-  // A fork() joins the thread first: the child must not inherit oneDNN's std::call_once of its
-  // kernel generation in progress on a thread it does not have (its first gemm would wait for
-  // it forever). Registered once, before the thread starts.
-  static const int registered = pthread_atfork([] { warm_up_thread().join(); }, nullptr, nullptr);
+  if (usable_cores() < 2) return false;
+  // A fork() joins the thread first: the child must not inherit oneDNN's kernel generation half
+  // done on a thread it does not have. The OpenMP runtime is initialized on this thread before
+  // the handler is registered, so its own fork handlers (LLVM's libomp takes its locks in
+  // them) run after ours, not while the thread they would wait for needs those locks.
+  static const int registered = [] {
+    (void)omp_get_max_threads();
+    return pthread_atfork([] { warm_up_thread().join(); }, nullptr, nullptr);
+  }();
   (void)registered;
-  w.thread = std::thread([] {
-    omp_set_num_threads(1);  // this thread's own setting: no OpenMP team for an 8x8 product
-    float a[64] = {}, b[64] = {}, c[64] = {};
-    (void)dnnl_sgemm('N', 'N', 8, 8, 8, 1.0F, a, 8, b, 8, 0.0F, c, 8);
-  });
+  try {
+    w.thread = std::thread([] {
+      omp_set_num_threads(1);  // this thread's own setting: no OpenMP team for an 8x8 product
+      float a[64] = {}, b[64] = {}, c[64] = {};
+      (void)dnnl_sgemm('N', 'N', 8, 8, 8, 1.0F, a, 8, b, 8, 0.0F, c, 8);
+    });
+  } catch (const std::system_error&) {
+    return false;  // no thread to spare: the first gemm generates the kernels, as without this
+  }
+  return true;
 }
 
 bool gemm_warm_up_started() {
@@ -68,13 +80,13 @@ bool gemm_warm_up_started() {
 
 void join_gemm_warm_up() { warm_up_thread().join(); }
 
-void warm_up_for(const std::vector<std::string>& ops, bool shapes_vary) {
+bool warm_up_for(const std::vector<std::string>& ops, bool shapes_vary) {
   for (const std::string& op : ops) {
     if (op == "lstm" || op == "gru" || op == "rnn" || (op == "conv" && shapes_vary)) {
-      start_gemm_warm_up();
-      return;
+      return start_gemm_warm_up();
     }
   }
+  return false;
 }
 
 namespace {

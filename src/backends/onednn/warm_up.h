@@ -14,17 +14,21 @@ namespace frame::backends::onednn {
 
 /// Starts the gemm warm-up once per process, on a thread of its own, where the process may run
 /// on two or more cores (on one, the first run generating the kernels costs no more than the
-/// warm-up would). Returns at once. A fork() waits for it to end (pthread_atfork), so a child
-/// never inherits oneDNN's kernel generation half done; so does the process's exit.
-void start_gemm_warm_up();
+/// warm-up would). Returns at once: true while a warm-up thread runs (this call's or an
+/// earlier one's), false where none was started or it was joined. A fork() waits for it to end
+/// (pthread_atfork), so a child never inherits oneDNN's kernel generation half done; so does
+/// the process's exit.
+bool start_gemm_warm_up();
 
 /// The registered warm-up: start_gemm_warm_up() where `ops` (frame op names of the model
 /// being opened) hold an lstm, gru or rnn, or a conv with `shapes_vary` (the interpreted tier's
 /// convs call dnnl_sgemm; compiled ones run JIT convolution primitives); nothing otherwise
 /// (opening a model that needs no gemm should not wait for one).
-void warm_up_for(const std::vector<std::string>& ops, bool shapes_vary);
+/// Returns start_gemm_warm_up()'s answer, or false.
+bool warm_up_for(const std::vector<std::string>& ops, bool shapes_vary);
 
-/// True once start_gemm_warm_up started the thread in this process (tests).
+/// True once start_gemm_warm_up was asked in this process (tests; also on a one-core
+/// affinity mask, where it starts no thread).
 bool gemm_warm_up_started();
 
 /// Waits for the warm-up thread to end, if one runs (the registered wait: the ONNX frontend

@@ -9,6 +9,7 @@
 
 #include <dnnl.h>
 #include <gtest/gtest.h>
+#include <omp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,7 +31,8 @@ TEST(OnednnWarmUp, AConvModelStartsItAndAForkRightAfterLeavesTheChildAGemm) {
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    alarm(60);  // a child that inherited the generation half done would wait forever
+    alarm(60);               // a child that inherited the generation half done would wait forever
+    omp_set_num_threads(1);  // no OpenMP team: the parent's pool does not exist here
     const float a[4] = {1, 2, 3, 4}, b[4] = {0, 1, 1, 0};
     float c[4] = {};
     const dnnl_status_t st = dnnl_sgemm('N', 'N', 2, 2, 2, 1.0F, a, 2, b, 2, 0.0F, c, 2);

@@ -22,10 +22,12 @@
 
 namespace frame::backends::onednn {
 
-/// The Highway target the vector kernels run: the bit (`HWY_AVX3`, `HWY_AVX2`, `HWY_SSE4` or
-/// `HWY_EMU128`) of the best target this file's set compiles that the CPU supports, decided
-/// once per process from CPUID (every feature Highway's target requires, and OS support for
-/// its registers), or the target `set_vec_target_for_test` forced. Thread-safe.
+/// The Highway target the vector kernels run: the bit (`HWY_AVX3`, `HWY_AVX2`, `HWY_SSE4`, or
+/// the build's static baseline `HWY_STATIC_TARGET`, EMU128 or SCALAR as the compiler allows)
+/// of the best target this file's set compiles that the CPU supports, decided once per process
+/// from CPUID (every feature Highway's target requires, and OS support for its registers), or
+/// the target `set_vec_target_for_test` forced. Off x86 only the static baseline is chosen.
+/// Thread-safe.
 int64_t vec_target();
 
 /// The targets `vec_target` may pick on this CPU, best first (tests run each).
