@@ -339,6 +339,20 @@ void NodeImporter::add_capture_inputs(ir::Graph& body, const std::vector<ir::Val
   }
 }
 
+std::string canonical_domain(std::string_view domain) {
+  return domain == "ai.onnx" ? std::string() : std::string(domain);
+}
+
+std::map<std::string, int> opset_versions(const ::onnx::ModelProto& model) {
+  std::map<std::string, int> out;
+  for (const auto& o : model.opset_import()) {
+    out[canonical_domain(o.domain())] =
+        static_cast<int>(std::clamp<int64_t>(o.version(), 0, INT_MAX));
+  }
+  if (model.opset_import_size() == 0) out[""] = 1;
+  return out;
+}
+
 namespace {
 
 bool is_default_domain(std::string_view d) { return d.empty() || d == "ai.onnx"; }
@@ -736,17 +750,12 @@ class Importer final : public BodyImporter {
   }
 
   int opset_of(std::string_view domain) const {
-    auto it = opsets_.find(std::string(is_default_domain(domain) ? "" : domain));
+    auto it = opsets_.find(canonical_domain(domain));
     return it == opsets_.end() ? 0 : it->second;
   }
 
   Status read_opsets() {
-    for (const auto& o : model_.opset_import()) {
-      const std::string d = is_default_domain(o.domain()) ? "" : o.domain();
-      opsets_[d] = static_cast<int>(std::clamp<int64_t>(o.version(), 0, INT_MAX));
-    }
-    // IR version < 3 predates opset_import and means opset 1.
-    if (model_.opset_import_size() == 0) opsets_[""] = 1;
+    opsets_ = opset_versions(model_);
     // Newer opsets may change an op's meaning under the same name: refuse rather than guess.
     if (opset_of("") > max_supported_opset()) {
       return unimplemented(
@@ -808,7 +817,7 @@ class Importer final : public BodyImporter {
         }
       }
       const int opset = opset_of(n.domain());
-      if (find_op(is_default_domain(n.domain()) ? "" : n.domain(), n.op_type(), opset)) continue;
+      if (find_op(canonical_domain(n.domain()), n.op_type(), opset)) continue;
       std::string what =
           fmt::format("{}{}::{} (opset {}{}) at node '{}'", where,
                       is_default_domain(n.domain()) ? "ai.onnx" : n.domain(), n.op_type(), opset,
@@ -1043,7 +1052,7 @@ class Importer final : public BodyImporter {
   }
 
   Status import_node(const ::onnx::NodeProto& n, bool* shape_dependent = nullptr) {
-    const std::string domain = is_default_domain(n.domain()) ? "" : n.domain();
+    const std::string domain = canonical_domain(n.domain());
     const int opset = opset_of(domain);
     const OpRow* row = find_op(domain, n.op_type(), opset);
     if (row == nullptr) return internal_error("op '{}' vanished from the table", n.op_type());

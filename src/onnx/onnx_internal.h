@@ -382,6 +382,14 @@ bool needs_constant_at_import(std::string_view domain, std::string_view op_type,
 /// there (ADR 0006), also at a stand-in a structure-only load leaves for such a node.
 bool reads_only_type_at_import(std::string_view domain, std::string_view op_type, size_t input);
 
+/// The domain as the op table keys it: "" for ONNX's default domain (written "" or "ai.onnx"
+/// in a model, ONNX IR spec "Operator Sets"), else `domain` itself.
+std::string canonical_domain(std::string_view domain);
+
+/// The opset version `model` imports per canonical domain (canonical_domain), each clamped to
+/// [0, INT_MAX]; a model without opset_import (IR version < 3) imports ai.onnx opset 1.
+std::map<std::string, int> opset_versions(const ::onnx::ModelProto& model);
+
 /// The row serving (domain, op_type) at `opset`, or nullptr.
 const OpRow* find_op(std::string_view domain, std::string_view op_type, int opset);
 /// All rows.

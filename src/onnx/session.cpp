@@ -756,11 +756,11 @@ class WarmUps {
           const LoadOptions& load) {
     Result<std::vector<std::string>> chain = runtime::resolve_backends(options.compile.backends);
     if (!chain.is_ok()) return;
-    const auto domain_of = [](const std::string& d) { return d == "ai.onnx" ? std::string() : d; };
-    std::map<std::string, int> opsets;
-    for (const auto& o : model.opset_import()) opsets[domain_of(o.domain())] = o.version();
+    const std::map<std::string, int> opsets = detail::opset_versions(model);
     std::set<std::pair<std::string, std::string>> types;
-    for (const auto& n : model.graph().node()) types.emplace(domain_of(n.domain()), n.op_type());
+    for (const auto& n : model.graph().node()) {
+      types.emplace(detail::canonical_domain(n.domain()), n.op_type());
+    }
     std::set<std::string> ops;
     for (const auto& [domain, type] : types) {
       const auto it = opsets.find(domain);

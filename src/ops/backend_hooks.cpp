@@ -2,6 +2,9 @@
 // (ARCH-001): availability probes and warm-ups (include/frame/ops/backend_availability.h) and
 // device group compilers (include/frame/ops/device_group.h).
 
+#include <sched.h>
+
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <shared_mutex>
@@ -67,6 +70,13 @@ void register_device_group_compiler(std::string backend, DeviceGroupCompiler com
 
 DeviceGroupCompiler find_device_group_compiler(std::string_view backend) {
   return HookTable<DeviceGroupCompiler>::get().find(backend);
+}
+
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  return std::max(CPU_COUNT(&set), 1);
 }
 
 }  // namespace frame::ops

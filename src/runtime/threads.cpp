@@ -5,13 +5,14 @@
 
 #include <omp.h>
 #include <pthread.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <string>
+
+#include "frame/ops/backend_availability.h"
 
 namespace frame::runtime {
 namespace {
@@ -56,12 +57,7 @@ thread_local bool t_background_compile = false;
 
 bool in_background_compile() { return detail::t_background_compile; }
 
-int available_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
-  return std::max(CPU_COUNT(&set), 1);
-}
+int available_cores() { return ops::available_cores(); }
 
 void use_recommended_wait_policy(char** argv) {
   if (argv == nullptr || std::getenv("OMP_WAIT_POLICY") != nullptr ||

@@ -49,4 +49,9 @@ bool start_warm_up(std::string_view backend, const std::vector<std::string>& ops
 /// process may exit or fork() at any time after). Thread-safe.
 void wait_warm_up(std::string_view backend);
 
+/// The cores this process may run on (its CPU affinity mask, sched_getaffinity), at least 1.
+/// A warm-up runs only where there is a core beside the import's; runtime::available_cores()
+/// returns the same.
+int available_cores();
+
 }  // namespace frame::ops

@@ -6,7 +6,6 @@
 #include <dnnl.h>
 #include <omp.h>
 #include <pthread.h>
-#include <sched.h>
 
 #include <mutex>
 #include <string>
@@ -36,13 +35,6 @@ WarmUpThread& warm_up_thread() {
   return w;
 }
 
-int usable_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
-  return CPU_COUNT(&set);
-}
-
 }  // namespace
 
 bool start_gemm_warm_up() {
@@ -50,7 +42,7 @@ bool start_gemm_warm_up() {
   std::lock_guard lock(w.mu);
   if (w.started) return w.thread.joinable();
   w.started = true;
-  if (usable_cores() < 2) return false;
+  if (ops::available_cores() < 2) return false;
   // A fork() joins the thread first: the child must not inherit oneDNN's kernel generation half
   // done on a thread it does not have. The OpenMP runtime is initialized on this thread before
   // the handler is registered, so its own fork handlers (LLVM's libomp takes its locks in

@@ -2,14 +2,17 @@
 // hidden units in blocks of 16 split over the node's threads, one barrier per step. Compared
 // with the cpu kernel (an independent transcription of the ONNX equations) at 1 and 2 threads,
 // with hidden sizes that leave a partial last block and that give each thread several blocks,
-// both directions, initial states, and every output.
+// both directions, initial states, and every output; and the barrier its threads meet at.
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "backends/onednn/kernels/team_barrier.h"
 #include "cpp/onednn/linear_test_util.h"
 
 namespace frame::test::linear {
@@ -55,7 +58,8 @@ TEST(OnednnLstm, SmallBatchesMatchCpuAtEveryThreadCount) {
     call.constant_inputs = {1, 2, 3};
     Result<std::vector<Tensor>> want = run_op(call, "cpu");
     ASSERT_TRUE(want.is_ok()) << want.status().message();
-    for (int threads : {1, 2}) {
+    // 3 threads on a 2-core machine: a team mate descheduled at a step (TeamBarrier's sleep).
+    for (int threads : {1, 2, 3}) {
       call.num_threads = threads;
       Result<std::vector<Tensor>> got = run_op(call, "onednn");
       ASSERT_TRUE(got.is_ok()) << got.status().message();
@@ -67,6 +71,35 @@ TEST(OnednnLstm, SmallBatchesMatchCpuAtEveryThreadCount) {
         EXPECT_TRUE(c.ok) << "output " << o << " at " << threads << " thread(s): " << c.message;
       }
     }
+  }
+}
+
+// Every thread writes its meeting number into its slot before each meeting and, after it, reads
+// every slot: all must hold that meeting's number (no thread left early, none ran ahead into the
+// next meeting's writes before the others read). 5 threads on this 2-core machine take the
+// futex path as well as the spin. About 0.2 s.
+TEST(TeamBarrier, NoThreadPassesAMeetingBeforeAllArrive) {
+  for (int threads : {1, 2, 5}) {
+    SCOPED_TRACE(::testing::Message() << threads << " threads");
+    constexpr int kMeetings = 1000;
+    backends::onednn::TeamBarrier barrier(threads);
+    std::vector<std::atomic<int>> slots(static_cast<size_t>(threads));
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> team;
+    for (int id = 0; id < threads; ++id) {
+      team.emplace_back([&, id] {
+        for (int m = 1; m <= kMeetings; ++m) {
+          slots[static_cast<size_t>(id)].store(m, std::memory_order_relaxed);
+          barrier.wait();
+          for (const std::atomic<int>& s : slots) {
+            if (s.load(std::memory_order_relaxed) != m) wrong.fetch_add(1);
+          }
+          barrier.wait();  // nobody writes meeting m + 1 before all have read meeting m
+        }
+      });
+    }
+    for (std::thread& t : team) t.join();
+    EXPECT_EQ(wrong.load(), 0);
   }
 }
 

@@ -19,11 +19,13 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "backends/onednn/dnnl_util.h"
 #include "backends/onednn/kernels/ew_vec.h"
 #include "backends/onednn/kernels/nn_common.h"
+#include "backends/onednn/kernels/team_barrier.h"
 #include "frame/ops/kernel_registry.h"
 
 namespace frame::backends::onednn {
@@ -430,9 +432,10 @@ Status lstm_own(const RnnState& st, const KernelContext& ctx, int64_t d, float* 
 // whole sequence. Each thread computes the four gates of its units from the previous hidden
 // state (panel_gemv over its slice of R, which stays in that core's cache from step to step),
 // their cell and hidden states, and writes them into the next of two hidden-state buffers; one
-// barrier per step. The per-step sgemm of lstm_own runs the N x 4H x H product on one thread
-// (oneDNN does not split a 1-row product), so a second core idled, and it read all of R (1 MiB
-// at H = 256) from a cache that could not hold it. `work` holds T*N*4Hp + 3*N*Hp floats.
+// barrier per step (a TeamBarrier: libgomp's cost more than a third of a 2-thread step). The
+// per-step sgemm of lstm_own runs the N x 4H x H product on one thread (oneDNN does not split a
+// 1-row product), so a second core idled, and it read all of R (1 MiB at H = 256) from a cache that
+// could not hold it. `work` holds T*N*4Hp + 3*N*Hp floats.
 Status lstm_panels(const RnnState& st, const KernelContext& ctx, int64_t d, float* work) {
   const RnnSpec& s = st.spec;
   const int64_t N = s.batch, H = s.hidden, T = s.seq, D = s.num_dirs;
@@ -486,13 +489,17 @@ Status lstm_panels(const RnnState& st, const KernelContext& ctx, int64_t d, floa
   if (nt == 1) {
     steps(0, st.blocks, [] {});
   } else {
+    // Sized by the team OpenMP gives the region (possibly fewer threads than asked), once inside
+    // it; the single's implied barrier publishes it to the team.
+    std::optional<TeamBarrier> barrier;
 #pragma omp parallel num_threads(nt)
     {
       const auto id = static_cast<int64_t>(omp_get_thread_num());
       const auto team = static_cast<int64_t>(omp_get_num_threads());
-      steps(st.blocks * id / team, st.blocks * (id + 1) / team, [] {
-#pragma omp barrier
-      });
+#pragma omp single
+      barrier.emplace(static_cast<int>(team));
+      TeamBarrier& b = *barrier;
+      steps(st.blocks * id / team, st.blocks * (id + 1) / team, [&b] { b.wait(); });
     }
   }
   const float* hT = hbuf + (T % 2) * N * Hp;
