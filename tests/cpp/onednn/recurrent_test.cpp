@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -76,8 +77,8 @@ TEST(OnednnLstm, SmallBatchesMatchCpuAtEveryThreadCount) {
 
 // Every thread writes its meeting number into its slot before each meeting and, after it, reads
 // every slot: all must hold that meeting's number (no thread left early, none ran ahead into the
-// next meeting's writes before the others read). 5 threads on this 2-core machine take the
-// futex path as well as the spin. About 0.2 s.
+// next meeting's writes before the others read). A late thread every 250 meetings makes the
+// others sleep (the futex path); 5 threads on a 2-core machine do too. About 0.2 s.
 TEST(TeamBarrier, NoThreadPassesAMeetingBeforeAllArrive) {
   for (int threads : {1, 2, 5}) {
     SCOPED_TRACE(::testing::Message() << threads << " threads");
@@ -90,6 +91,11 @@ TEST(TeamBarrier, NoThreadPassesAMeetingBeforeAllArrive) {
       team.emplace_back([&, id] {
         for (int m = 1; m <= kMeetings; ++m) {
           slots[static_cast<size_t>(id)].store(m, std::memory_order_relaxed);
+          // Now and then the last thread arrives 2 ms late, so the others outlast their spin
+          // and sleep (the futex path) whatever the machine's core count.
+          if (id == threads - 1 && m % 250 == 0) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+          }
           barrier.wait();
           for (const std::atomic<int>& s : slots) {
             if (s.load(std::memory_order_relaxed) != m) wrong.fetch_add(1);
