@@ -13,7 +13,8 @@
 // allocating `Session::run`, which specializes and compiles the graph for a shape key it has
 // not seen (or has evicted). load_ms is the session open; compile_ms is 0 (compiles happen in
 // the runs they serve); the result adds the cache counters ("compiles" = misses,
-// "cache_hits", "interpreted", "background_compiles" (off the runs' path, not in "compiles"),
+// "cache_hits", "interpreted", "retyped_in_place" (interpreted runs whose graph was the last
+// one's re-typed in place), "background_compiles" (off the runs' path, not in "compiles"),
 // "evictions"), "pass_compiles" (misses per pass) and
 // "compile_ms_total" (the sum of the compile stages of every specialization built, from its
 // CompileReport, read outside the timed region; "compile_stages_ms_total" splits it by stage).
@@ -159,6 +160,7 @@ int run_stream(const bench::DriverArgs& args) {
       ", \"compiles\": " + std::to_string(stats.misses) +
       ", \"cache_hits\": " + std::to_string(stats.hits) +
       ", \"interpreted\": " + std::to_string(stats.interpreted) +
+      ", \"retyped_in_place\": " + std::to_string(stats.retyped_in_place) +
       ", \"background_compiles\": " + std::to_string(stats.background_compiles) +
       ", \"evictions\": " + std::to_string(stats.evictions) +
       ", \"cache_entries\": " + std::to_string(stats.entries) +

@@ -789,6 +789,7 @@ class InferenceSession {
     d["background_compiles"] = s.background_compiles;
     d["background_tier_ups"] = s.background_tier_ups;
     d["background_probes"] = s.background_probes;
+    d["retyped_in_place"] = s.retyped_in_place;
     return d;
   }
   const PySessionOptions& get_session_options() const { return options_; }

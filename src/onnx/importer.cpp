@@ -493,9 +493,12 @@ class Importer final : public BodyImporter {
   // Storage retype() copies the template into: assigning over a graph of the same model
   // reuses its nodes, values, strings and maps instead of allocating them again.
   void adopt_storage(ir::Graph&& g) { g_ = std::move(g); }
+  // Gives the storage back (after a failed retype_in_place).
+  ir::Graph release_storage() { return std::move(g_); }
 
-  Result<ir::Graph> retype(const GenericImport& t) {
-    const ::onnx::GraphProto& gp = model_.graph();
+  // Whether this import's inputs are the ones the generic import `t` was made for (the same
+  // shape keys and bound names). Errors: kFailedPrecondition where not.
+  Status check_generic_inputs(const GenericImport& t) const {
     bool same_keys = opts_.input_shapes.size() == t.shape_keys.size();
     for (const auto& [name, dims] : opts_.input_shapes)
       same_keys = same_keys && t.shape_keys.count(name) > 0;
@@ -506,8 +509,12 @@ class Importer final : public BodyImporter {
       return make_error(StatusCode::kFailedPrecondition,
                         "the generic import was made for other inputs");
     }
-    FRAME_RETURN_IF_ERROR(read_opsets());
-    g_ = t.graph;
+    return Status();
+  }
+
+  // Sets the bound values and the graph inputs' types of this import in g_ (ids of `t`).
+  Status bind_inputs(const GenericImport& t) {
+    const ::onnx::GraphProto& gp = model_.graph();
     std::unordered_map<std::string_view, const ::onnx::ValueInfoProto*> declared;
     for (const auto& in : gp.input()) declared.emplace(in.name(), &in);
     // This import's bound values replace the template's (same value ids: what reads them is
@@ -537,6 +544,15 @@ class Importer final : public BodyImporter {
       FRAME_RETURN_IF_ERROR(checked_nbytes(in.type->dtype, shape).status());
       in.type->shape = std::move(shape);
     }
+    return Status();
+  }
+
+  Result<ir::Graph> retype(const GenericImport& t) {
+    const ::onnx::GraphProto& gp = model_.graph();
+    FRAME_RETURN_IF_ERROR(check_generic_inputs(t));
+    FRAME_RETURN_IF_ERROR(read_opsets());
+    g_ = t.graph;
+    FRAME_RETURN_IF_ERROR(bind_inputs(t));
     // Old value id -> its replacement, for the values re-converted or folded at these shapes.
     std::vector<ir::ValueId> remap(t.graph.num_values());
     for (size_t v = 0; v < remap.size(); ++v) remap[v] = static_cast<ir::ValueId>(v);
@@ -548,7 +564,7 @@ class Importer final : public BodyImporter {
         continue;
       }
       if (r.kind == GenericImport::Kind::kShapeOf) {
-        FRAME_RETURN_IF_ERROR(shape_of(r, remap));
+        FRAME_RETURN_IF_ERROR(shape_of(r, remap[static_cast<size_t>(r.shape_input)]));
         continue;
       }
       for (const GenericImport::Step& step : r.steps) {
@@ -557,31 +573,7 @@ class Importer final : public BodyImporter {
           if (v != ir::kNoValue) v = remap[static_cast<size_t>(v)];
         }
         if (step.folded) {
-          // Computed again into the constants that hold its results (same ids, no remap).
-          const ops::OpSchema* schema = step.schema;
-          if (schema == nullptr) return internal_error("op '{}' vanished", n.op);
-          for (ir::ValueId v : n.inputs) {
-            if (v != ir::kNoValue && !g_.value(v).is_constant()) {
-              return make_error(StatusCode::kFailedPrecondition, "node '{}' no longer folds",
-                                n.name);
-            }
-          }
-          ops::fill_node_context(g_, n, schema, fold_ctx);
-          FRAME_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, schema->infer(fold_ctx));
-          size_t bytes = 0;
-          for (const ir::TensorType& type : types) {
-            FRAME_ASSIGN_OR_RETURN(size_t b, checked_nbytes(type.dtype, type.shape));
-            bytes += b;
-          }
-          if (bytes > kImportFoldBytes || types.size() != step.results.size()) {
-            return make_error(StatusCode::kFailedPrecondition, "node '{}' no longer folds", n.name);
-          }
-          FRAME_RETURN_IF_ERROR(run_cpu_kernel(g_, n, *schema, types, values, step.cpu));
-          for (size_t k = 0; k < step.results.size(); ++k) {
-            ir::Value& c = g_.value(step.results[k]);
-            c.type = types[k];
-            c.constant = std::move(values[k]);
-          }
+          FRAME_RETURN_IF_ERROR(refold(step, fold_ctx, values));
           continue;
         }
         const std::vector<ir::ValueId> before = n.outputs;
@@ -595,7 +587,160 @@ class Importer final : public BodyImporter {
     return finish(gp);
   }
 
+  // ADR 0007 stage B, in place: `g_` (adopt_storage) holds a graph an earlier re-typing of
+  // `t` gave, since changed only by removing nodes and appending nodes and values (the
+  // interpreted tier's fusions); it is re-typed at this import's shapes keeping those changes.
+  // Only what a live node or a record reads is typed again: a removed node's types only where
+  // a Shape or a live node still reads them, appended nodes from their inputs. No copy of the
+  // template and no fusion afterwards: a BERT-style encoder's re-typing took about half the
+  // time (docs/adr/0007-first-seen-shapes.md). Outputs stay as the graph has them (rewired by
+  // the fusions). Errors: kFailedPrecondition where `g_` is not such a graph of `t` or a node
+  // folds at these shapes where it did not (the caller re-types in full; `g_` is then spent),
+  // and the inference's errors.
+  Result<ir::Graph> retype_in_place(const GenericImport& t) {
+    FRAME_RETURN_IF_ERROR(check_generic_inputs(t));
+    if (t.reconverted > 0 || opts_.compact) {
+      return make_error(StatusCode::kFailedPrecondition, "not re-typed in place");
+    }
+    if (!derived_from(t)) {
+      return make_error(StatusCode::kFailedPrecondition, "the graph is not one of this model's");
+    }
+    FRAME_RETURN_IF_ERROR(bind_inputs(t));
+    template_nodes_ = t.graph.num_node_slots();
+    typed_.assign(g_.num_node_slots(), 0);
+    std::vector<Tensor> values;
+    ops::NodeContext fold_ctx;  // refilled per folded step (fill_node_context)
+    for (const GenericImport::Record& r : t.records) {
+      if (r.kind == GenericImport::Kind::kShapeOf) {
+        FRAME_RETURN_IF_ERROR(type_producer(r.shape_input));
+        FRAME_RETURN_IF_ERROR(shape_of(r, r.shape_input));
+        continue;
+      }
+      for (const GenericImport::Step& step : r.steps) {
+        if (step.folded) {
+          FRAME_RETURN_IF_ERROR(refold(step, fold_ctx, values));
+          continue;
+        }
+        const ir::Node& n = g_.node(step.node);
+        if (n.dead) continue;  // removed by a fusion: typed only where read (type_producer)
+        for (ir::ValueId v : n.inputs) FRAME_RETURN_IF_ERROR(type_producer(v));
+        const std::vector<ir::ValueId> before = n.outputs;
+        FRAME_ASSIGN_OR_RETURN(std::vector<ir::ValueId> after,
+                               infer_and_fold(g_, step.node, step.schema));
+        if (after != before) {
+          return make_error(StatusCode::kFailedPrecondition, "node '{}' folds at these shapes",
+                            g_.node(step.node).name);
+        }
+      }
+    }
+    for (size_t id = template_nodes_; id < g_.num_node_slots(); ++id) {
+      if (!g_.node(static_cast<ir::NodeId>(id)).dead) {
+        FRAME_RETURN_IF_ERROR(type_node(static_cast<ir::NodeId>(id)));
+      }
+    }
+    return std::move(g_);
+  }
+
  private:
+  // Whether g_ is `t`'s graph re-typed, then changed only by removed and appended nodes: the
+  // same inputs, the template's values and nodes under the same ids (a removed node dead, a
+  // kept node reading the template's values or appended nodes' outputs), and every value past
+  // the template's made by an appended node. A graph re-typed in full where a node folded at
+  // its shapes (new constants, remapped reads) or imported in full at other ids is not.
+  bool derived_from(const GenericImport& t) const {
+    const ir::Graph& tg = t.graph;
+    const size_t nodes = tg.num_node_slots(), num_values = tg.num_values();
+    if (g_.num_node_slots() < nodes || g_.num_values() < num_values || g_.inputs() != tg.inputs()) {
+      return false;
+    }
+    for (size_t v = 0; v < g_.num_values(); ++v) {
+      const ir::Value& b = g_.value(static_cast<ir::ValueId>(v));
+      if (v >= num_values) {
+        if (b.producer < static_cast<ir::NodeId>(nodes)) return false;
+        continue;
+      }
+      const ir::Value& a = tg.value(static_cast<ir::ValueId>(v));
+      if (a.producer != b.producer || a.is_constant() != b.is_constant() ||
+          a.is_graph_input != b.is_graph_input) {
+        return false;
+      }
+    }
+    for (size_t i = 0; i < nodes; ++i) {
+      const ir::Node& a = tg.node(static_cast<ir::NodeId>(i));
+      const ir::Node& b = g_.node(static_cast<ir::NodeId>(i));
+      if (a.op != b.op || a.outputs != b.outputs || a.inputs.size() != b.inputs.size() ||
+          (a.dead && !b.dead)) {
+        return false;
+      }
+      if (b.dead) continue;
+      for (size_t k = 0; k < a.inputs.size(); ++k) {
+        const ir::ValueId v = b.inputs[k];
+        if (v != a.inputs[k] && (v == ir::kNoValue || static_cast<size_t>(v) < num_values)) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  // Types, at this import's shapes, the node that produces `v` where retype_in_place's walk
+  // does not: an appended node, or a removed one (dead here, live in the template).
+  Status type_producer(ir::ValueId v) {
+    if (v == ir::kNoValue) return Status();
+    const ir::NodeId p = g_.value(v).producer;
+    if (p < 0 || typed_[static_cast<size_t>(p)] != 0) return Status();
+    if (static_cast<size_t>(p) < template_nodes_ && !g_.node(p).dead) return Status();
+    return type_node(p);
+  }
+
+  // Infers node `id`'s output types (its producers first, type_producer); no folding.
+  Status type_node(ir::NodeId id) {
+    if (typed_[static_cast<size_t>(id)] != 0) return Status();
+    typed_[static_cast<size_t>(id)] = 1;
+    for (ir::ValueId v : g_.node(id).inputs) FRAME_RETURN_IF_ERROR(type_producer(v));
+    const ir::Node& n = g_.node(id);
+    const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
+    if (schema == nullptr) return not_found("node '{}': op '{}' is not registered", n.name, n.op);
+    ops::fill_node_context(g_, n, schema, infer_ctx_);
+    FRAME_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, schema->infer(infer_ctx_));
+    for (size_t k = 0; k < n.outputs.size() && k < types.size(); ++k) {
+      if (n.outputs[k] != ir::kNoValue) g_.value(n.outputs[k]).type = std::move(types[k]);
+    }
+    return Status();
+  }
+
+  // Computes a folded step of a re-typing again into the constants that hold its results (same
+  // ids). Errors: kFailedPrecondition where it no longer folds at these shapes (an input is
+  // not constant, or its outputs are over the import's fold limit), and the kernel's.
+  Status refold(const GenericImport::Step& step, ops::NodeContext& ctx,
+                std::vector<Tensor>& values) {
+    const ir::Node& n = g_.node(step.node);
+    const ops::OpSchema* schema = step.schema;
+    if (schema == nullptr) return internal_error("op '{}' vanished", n.op);
+    for (ir::ValueId v : n.inputs) {
+      if (v != ir::kNoValue && !g_.value(v).is_constant()) {
+        return make_error(StatusCode::kFailedPrecondition, "node '{}' no longer folds", n.name);
+      }
+    }
+    ops::fill_node_context(g_, n, schema, ctx);
+    FRAME_ASSIGN_OR_RETURN(std::vector<ir::TensorType> types, schema->infer(ctx));
+    size_t bytes = 0;
+    for (const ir::TensorType& type : types) {
+      FRAME_ASSIGN_OR_RETURN(size_t b, checked_nbytes(type.dtype, type.shape));
+      bytes += b;
+    }
+    if (bytes > kImportFoldBytes || types.size() != step.results.size()) {
+      return make_error(StatusCode::kFailedPrecondition, "node '{}' no longer folds", n.name);
+    }
+    FRAME_RETURN_IF_ERROR(run_cpu_kernel(g_, n, *schema, types, values, step.cpu));
+    for (size_t k = 0; k < step.results.size(); ++k) {
+      ir::Value& c = g_.value(step.results[k]);
+      c.type = types[k];
+      c.constant = std::move(values[k]);
+    }
+    return Status();
+  }
+
   // Converts `n` again (a kReconvert record `r` of GenericImport) on the re-typed graph: the old
   // values give up their names to the new ones, and `remap` sends the old outputs to the new.
   Status reconvert(const ::onnx::NodeProto& n, const GenericImport::Record& r,
@@ -616,10 +761,10 @@ class Importer final : public BodyImporter {
     return Status();
   }
 
-  // Computes the constants of a kShapeOf record `r` again from its input's type at this
-  // import's shapes (what convert_shape and convert_size make), in the values that held them.
-  Status shape_of(const GenericImport::Record& r, const std::vector<ir::ValueId>& remap) {
-    const ir::ValueId in = remap[static_cast<size_t>(r.shape_input)];
+  // Computes the constants of a kShapeOf record `r` again from the type of `in` (its input in
+  // g_) at this import's shapes (what convert_shape and convert_size make), in the values that
+  // held them.
+  Status shape_of(const GenericImport::Record& r, ir::ValueId in) {
     const ir::Value& v = g_.value(in);
     if (!v.type) return make_error(StatusCode::kFailedPrecondition, "'{}' has no type", v.name);
     const Shape& dims = v.type->shape;
@@ -1151,6 +1296,10 @@ class Importer final : public BodyImporter {
   std::vector<ir::ValueId> captures_;  // a body's captured values, in the parent's graph
   // While a GenericImport is recorded: nonzero for the constants computed from input shapes.
   std::vector<char> shape_derived_;
+  // retype_in_place: the template's node count, nodes typed so far, and type_node's context.
+  size_t template_nodes_ = 0;
+  std::vector<char> typed_;
+  ops::NodeContext infer_ctx_;
 };
 
 Status parse_message(std::string_view bytes, google::protobuf::MessageLite& msg,
@@ -1180,11 +1329,25 @@ constexpr std::string_view kExternalDataHint =
 Result<ir::Graph> import_model(const ::onnx::ModelProto& model, const LoadOptions& options,
                                const std::string& model_dir,
                                const std::map<std::string, Tensor>* initializers, ImportMemo* memo,
-                               ir::Graph* reuse) {
+                               ir::Graph* reuse, bool reuse_derived, bool* in_place) {
+  if (in_place != nullptr) *in_place = false;
   std::shared_ptr<const GenericImport> generic;
   if (memo != nullptr) {
     std::lock_guard lock(memo->mu);
     generic = memo->generic;
+  }
+  if (generic != nullptr && reuse != nullptr && reuse_derived && in_place != nullptr) {
+    Importer retyper(model, options, model_dir, initializers, memo);
+    retyper.adopt_storage(std::move(*reuse));
+    Result<ir::Graph> g = retyper.retype_in_place(*generic);
+    if (g.is_ok()) {
+      memo->retyped.fetch_add(1, std::memory_order_relaxed);
+      memo->in_place.fetch_add(1, std::memory_order_relaxed);
+      *in_place = true;
+      return g;
+    }
+    // The storage stays usable for the re-typing below (its contents are overwritten).
+    *reuse = retyper.release_storage();
   }
   if (generic != nullptr) {
     Importer retyper(model, options, model_dir, initializers, memo);

@@ -346,7 +346,8 @@ struct ImportMemo {
   std::shared_ptr<const std::vector<int>> order;  ///< null until known
   std::shared_ptr<const GenericImport> generic;   ///< null until known
   std::atomic<uint64_t> retyped{0};               ///< imports served by re-typing `generic`
-  std::atomic<uint64_t> full{0};                  ///< imports that converted every node
+  std::atomic<uint64_t> in_place{0};  ///< of those, re-typings of a reused graph in place
+  std::atomic<uint64_t> full{0};      ///< imports that converted every node
 };
 
 /// ONNX Shape (opset 15): dims [start, end) of `s`, negative bounds counted from the end, both
@@ -359,10 +360,15 @@ std::vector<int64_t> shape_slice(const Shape& s, int64_t start, int64_t end);
 /// initializers missing from it are converted. `memo`, when not null, is read and filled as
 /// ImportMemo says; it must only ever see this model. `reuse`, when not null, is storage a
 /// re-typing builds its graph in (runtime::Specialization::reuse); a full import ignores it.
+/// With `reuse_derived` and `in_place` (runtime::Specialization::reuse_derived), the graph in
+/// `reuse` is re-typed in place where it is one an earlier re-typing of `memo`'s generic import
+/// gave, changed since only by removed and appended nodes (ADR 0007 stage B, in place);
+/// `*in_place` says whether it was (false: re-typed or imported as without it).
 Result<ir::Graph> import_model(const ::onnx::ModelProto& model, const LoadOptions& options,
                                const std::string& model_dir,
                                const std::map<std::string, Tensor>* initializers = nullptr,
-                               ImportMemo* memo = nullptr, ir::Graph* reuse = nullptr);
+                               ImportMemo* memo = nullptr, ir::Graph* reuse = nullptr,
+                               bool reuse_derived = false, bool* in_place = nullptr);
 /// Reads and parses the model file at `path` (memory-mapped). Errors: kIo.
 Status read_model(const std::string& path, size_t max_bytes, ::onnx::ModelProto& model);
 /// Parses serialized ModelProto bytes. Errors: kIo (truncated or corrupt).

@@ -561,7 +561,7 @@ Result<runtime::ModelSource> build_source(std::shared_ptr<ParsedModel> pm, const
     lo.verify = false;  // compile() verifies the graph it is given (V1-V4) first
     lo.compact = spec.compact;
     return detail::import_model(pm->model, lo, pm->dir, &pm->initializers, pm->memo.get(),
-                                spec.reuse);
+                                spec.reuse, spec.reuse_derived, spec.in_place);
   };
   return src;
 }
@@ -733,7 +733,8 @@ std::optional<runtime::ModelSource> source_from_record(const std::string& record
     lo.verify = false;  // compile() verifies the graph it is given (V1-V4) first
     lo.compact = spec.compact;
     return detail::import_model(lazy->pm->model, lo, lazy->pm->dir, &lazy->pm->initializers,
-                                lazy->pm->memo.get());
+                                lazy->pm->memo.get(), spec.reuse, spec.reuse_derived,
+                                spec.in_place);
   };
   src.late_shared_constants = [lazy]() {
     std::vector<Tensor> out;

@@ -1019,6 +1019,7 @@ void add_stats(const Graph& g, runtime::CacheStats& total) {
       total.background_compiles += c.background_compiles;
       total.background_tier_ups += c.background_tier_ups;
       total.background_probes += c.background_probes;
+      total.retyped_in_place += c.retyped_in_place;
     }
   }
 }

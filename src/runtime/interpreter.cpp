@@ -319,16 +319,7 @@ bool rewrite_fits(const ir::Graph& g, const PatternRewrite& r) {
     const ir::Node& n = g.node(u.node);
     if (n.dead || u.k >= n.inputs.size() || n.inputs[u.k] != u.from) return false;
   }
-  for (const PatternRewrite::Checked& c : r.constants) {
-    if (static_cast<size_t>(c.v) >= g.num_values() || !g.value(c.v).is_constant()) return false;
-    const Tensor& t = *g.value(c.v).constant;
-    if (t.raw_data() == c.data) continue;
-    if (c.bytes.empty() || t.nbytes() != c.bytes.size() ||
-        std::memcmp(t.raw_data(), c.bytes.data(), c.bytes.size()) != 0) {
-      return false;
-    }
-  }
-  return true;
+  return rewrite_constants_fit(g, r);
 }
 
 // Applies `r` to `g` (rewrite_fits said yes): removes, adds with types inferred at this key's
@@ -390,19 +381,36 @@ Status replay_rewrite(ir::Graph& g, const PatternRewrite& r) {
 
 }  // namespace
 
+bool rewrite_constants_fit(const ir::Graph& g, const PatternRewrite& r) {
+  for (const PatternRewrite::Checked& c : r.constants) {
+    if (static_cast<size_t>(c.v) >= g.num_values() || !g.value(c.v).is_constant()) return false;
+    const Tensor& t = *g.value(c.v).constant;
+    if (t.raw_data() == c.data) continue;
+    if (c.bytes.empty() || t.nbytes() != c.bytes.size() ||
+        std::memcmp(t.raw_data(), c.bytes.data(), c.bytes.size()) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
 Result<std::optional<InterpretedFusions>> fuse_interpreted(ir::Graph& g,
                                                            const std::vector<std::string>& backends,
-                                                           const InterpretedFusions* known) {
+                                                           const InterpretedFusions* known,
+                                                           bool* replayed) {
+  if (replayed != nullptr) *replayed = false;
   if (known == nullptr) {
     const Before before = snapshot(g);
     FRAME_ASSIGN_OR_RETURN(std::vector<ir::NodeId> sites, fuse_at(g, backends, nullptr));
     InterpretedFusions learned;
     learned.rewrite = record_rewrite(before, g);
     learned.sites = std::move(sites);
+    if (replayed != nullptr) *replayed = learned.rewrite.has_value();
     return std::optional<InterpretedFusions>(std::move(learned));
   }
   if (known->rewrite && rewrite_fits(g, *known->rewrite)) {
     FRAME_RETURN_IF_ERROR(replay_rewrite(g, *known->rewrite));
+    if (replayed != nullptr) *replayed = true;
   } else {
     FRAME_RETURN_IF_ERROR(fuse_at(g, backends, &known->sites).status());
   }

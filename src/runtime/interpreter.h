@@ -176,10 +176,18 @@ struct InterpretedFusions {
 /// template's; results never depend on the sites: a rewrite missed is only a fusion missed),
 /// and returns nullopt. Errors: a pattern's, prefixed with its name, or
 /// a replayed node the graph refuses (`g` may then be half rewritten: the caller compiles the key
-/// instead of interpreting it).
+/// instead of interpreting it). `replayed`, when not null, is set to whether `g` now has exactly
+/// `known`'s rewrite (replayed) or, with `known` null, exactly the rewrite returned.
 Result<std::optional<InterpretedFusions>> fuse_interpreted(ir::Graph& g,
                                                            const std::vector<std::string>& backends,
-                                                           const InterpretedFusions* known);
+                                                           const InterpretedFusions* known,
+                                                           bool* replayed = nullptr);
+
+/// Whether the constants `r` checks (those its removed nodes read: by value up to 256 bytes,
+/// else by storage) are unchanged in `g`, a graph that has `r` applied already and was re-typed
+/// in place at another key (Specialization::reuse_derived): where one changed, the fusion may
+/// not hold at this key and the graph must be re-typed and fused again.
+bool rewrite_constants_fit(const ir::Graph& g, const PatternRewrite& r);
 
 /// Runs `g` (typed at every live value, as a specialization's import gives it; the ONNX
 /// importer's re-typing or a full import) on `inputs` (by graph input name; dtypes and shapes

@@ -774,36 +774,55 @@ class SessionImpl {
     const auto t0 = std::chrono::steady_clock::now();
     Specialization spec = make_spec(by_index);
     spec.compact = false;  // walked in topological order: dead nodes are skipped anyway
-    // The graph an earlier interpreted run gave back: re-typing assigns over its storage.
-    ir::Graph spare;
-    {
-      std::lock_guard lock(mu_);
-      if (!spare_graphs_.empty()) {
-        spare = std::move(spare_graphs_.back());
-        spare_graphs_.pop_back();
-      }
-    }
-    spec.reuse = &spare;
-    Result<ir::Graph> g = source_.specialize(spec);
-    if (!g.is_ok()) return std::optional<TensorMap>();  // the compile reports it
-    // The shape-independent fusions (layer norm, attention, matmul epilogues): matched on the
-    // first interpreted key, replayed on the next ones (detail::fuse_interpreted).
+    // The graph an earlier interpreted run gave back: re-typing assigns over its storage, or
+    // re-types it in place where it has exactly the fusions this session replays (no copy of
+    // the model's graph and no fusion again; ADR 0007 stage B, in place).
+    SpareGraph spare;
     std::shared_ptr<const detail::InterpretedFusions> fusions;
     // With more than one thread: this run's nodes all on one thread, or each on what it earns.
     const bool choose_threads = resolved_.num_threads > 1;
     bool serial = false;
     {
       std::lock_guard lock(mu_);
+      if (!spare_graphs_.empty()) {
+        spare = std::move(spare_graphs_.back());
+        spare_graphs_.pop_back();
+      }
       fusions = fusions_;
       if (choose_threads) serial = thread_modes_.next_serial();
     }
-    Result<std::optional<detail::InterpretedFusions>> learned =
-        detail::fuse_interpreted(*g, resolved_.backends, fusions.get());
-    if (!learned.is_ok()) return std::optional<TensorMap>();  // the compile reports it
-    if (learned->has_value()) {
-      std::lock_guard lock(mu_);
-      if (fusions_ == nullptr) {
-        fusions_ = std::make_shared<const detail::InterpretedFusions>(std::move(**learned));
+    // `spare.fusions` is the fusion object its graph has (null: none known).
+    const bool derived = spare.fusions != nullptr && spare.fusions == fusions && fusions->rewrite;
+    bool in_place = false;
+    spec.reuse = &spare.graph;
+    spec.reuse_derived = derived;
+    spec.in_place = &in_place;
+    Result<ir::Graph> g = source_.specialize(spec);
+    if (!g.is_ok()) return std::optional<TensorMap>();  // the compile reports it
+    if (in_place && !detail::rewrite_constants_fit(*g, *fusions->rewrite)) {
+      // A constant the fusions read changed at this key: re-typed again, then fused as below.
+      in_place = false;
+      spec.reuse = &*g;
+      spec.reuse_derived = false;
+      g = source_.specialize(spec);
+      if (!g.is_ok()) return std::optional<TensorMap>();
+    }
+    // The shape-independent fusions (layer norm, attention, matmul epilogues): matched on the
+    // first interpreted key, replayed on the next ones (detail::fuse_interpreted).
+    bool replayed = in_place;
+    if (!in_place) {
+      Result<std::optional<detail::InterpretedFusions>> learned =
+          detail::fuse_interpreted(*g, resolved_.backends, fusions.get(), &replayed);
+      if (!learned.is_ok()) return std::optional<TensorMap>();  // the compile reports it
+      if (learned->has_value()) {
+        // Learned on this graph: it has exactly that rewrite, if the session keeps this one.
+        std::lock_guard lock(mu_);
+        const bool kept = fusions_ == nullptr;
+        if (kept) {
+          fusions_ = std::make_shared<const detail::InterpretedFusions>(std::move(**learned));
+        }
+        replayed = replayed && kept;
+        fusions = fusions_;
       }
     }
     const auto t1 = std::chrono::steady_clock::now();
@@ -812,7 +831,9 @@ class SessionImpl {
     const auto t2 = std::chrono::steady_clock::now();
     const int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(t2 - t0).count();
     std::lock_guard lock(mu_);
-    if (spare_graphs_.size() < kSpareGraphs) spare_graphs_.push_back(std::move(*g));
+    if (spare_graphs_.size() < kSpareGraphs) {
+      spare_graphs_.push_back({std::move(*g), replayed ? fusions : nullptr});
+    }
     if (!r.status.is_ok()) {
       if (r.failure == detail::InterpretFailure::kTerminated) return r.status;
       // Sizes near the limits are this key's; a kernel error is checked by the compiled run
@@ -836,6 +857,7 @@ class SessionImpl {
     }
     key_us += us;
     ++stats_.interpreted;
+    if (in_place) ++stats_.retyped_in_place;
     return std::optional<TensorMap>(std::move(r.outputs));
   }
 
@@ -1122,7 +1144,13 @@ class SessionImpl {
   // Graphs interpreted runs gave back, for the next re-typing to build in (Specialization::
   // reuse): one per run that may be in flight at once, up to kSpareGraphs.
   static constexpr size_t kSpareGraphs = 4;
-  mutable std::vector<ir::Graph> spare_graphs_;
+  // A graph an interpreted run gave back, and the fusions it has exactly (the session's
+  // fusions_ at the time, replayed or learned on it), or null where it may have others.
+  struct SpareGraph {
+    ir::Graph graph;
+    std::shared_ptr<const detail::InterpretedFusions> fusions;
+  };
+  mutable std::vector<SpareGraph> spare_graphs_;
   // What the interpreted tier's lowering patterns did to the session's first interpreted key,
   // replayed on the next ones (detail::fuse_interpreted); null before it.
   mutable std::shared_ptr<const detail::InterpretedFusions> fusions_;

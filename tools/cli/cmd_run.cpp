@@ -320,7 +320,8 @@ int run_run() {
                             {"interpreted", cs.interpreted},
                             {"background_compiles", cs.background_compiles},
                             {"background_tier_ups", cs.background_tier_ups},
-                            {"background_probes", cs.background_probes}};
+                            {"background_probes", cs.background_probes},
+                            {"retyped_in_place", cs.retyped_in_place}};
     if (!o.cache_dir.empty()) {
       j["cache_dir"] = {{"path", o.cache_dir},
                         {"hits", cs.disk_hits},

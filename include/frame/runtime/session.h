@@ -121,6 +121,15 @@ struct Specialization {
   /// graph of the same model costs no allocation; ADR 0007). The source may move from it or
   /// ignore it; the result must not depend on what it held.
   ir::Graph* reuse = nullptr;
+  /// With `reuse` and `in_place`: the graph in `reuse` is one this source returned for an
+  /// earlier Specialization (same inputs, other shapes), changed since only by removing nodes
+  /// and appending nodes and values (the interpreted tier's fusions). The source may re-type
+  /// it in place at these shapes, keeping those changes, instead of building the graph again
+  /// (ADR 0007 stage B, in place); it sets `*in_place` to whether it did. A source that cannot
+  /// leaves `*in_place` false and builds the graph as without it.
+  bool reuse_derived = false;
+  /// Where the source reports an in-place re-typing (see reuse_derived), or null.
+  bool* in_place = nullptr;
 };
 
 /// A model as the session sees it. The runtime never parses a model format: `specialize`
@@ -279,6 +288,10 @@ struct CacheStats {
   /// compile and one run, timed against the interpreted runs) that the background thread ran
   /// beside an interpreted run instead of on a run's path; their entries are not kept.
   uint64_t background_probes = 0;
+  /// Of the interpreted runs, those whose graph was an earlier interpreted run's, re-typed in
+  /// place at the new shapes with its fusions kept (Specialization::reuse_derived; ADR 0007
+  /// stage B): no copy of the model's graph and no fusion pass on that run.
+  uint64_t retyped_in_place = 0;
 };
 
 /// A model whose shapes depend on computed data (docs/adr/0008-data-dependent-shapes.md): the

@@ -12,6 +12,7 @@
 
 #include "frame/ir/text.h"
 #include "frame/onnx/onnx.h"
+#include "frame/ops/op_registry.h"
 #include "model_builder.h"
 #include "onnx/onnx_internal.h"
 
@@ -238,6 +239,112 @@ TEST(OnnxRetype, BoundInputValuesAreReTypedToo) {
   ASSERT_TRUE(detail::import_model(model, lo, "", nullptr, &memo).is_ok());
   EXPECT_EQ(memo.retyped.load(), 3U);
   EXPECT_EQ(memo.full.load(), 2U);
+}
+
+// What the interpreted tier's fusions do to a re-typed graph, on a small scale: node `name` is
+// removed and an equal node appended in its place (its readers and the graph outputs rewired
+// to the new outputs, typed by the op's shape function at `g`'s shapes).
+void replace_with_appended(ir::Graph& g, const std::string& name) {
+  const ir::NodeId id = g.find_node(name);
+  ASSERT_GE(id, 0) << name;
+  const ir::Node old = g.node(id);
+  g.remove_node(id);
+  Result<ir::NodeId> made = g.create_node(old.op, old.name + "_appended", old.inputs,
+                                          static_cast<int>(old.outputs.size()), old.attrs);
+  ASSERT_TRUE(made.is_ok()) << made.status().message();
+  const ir::Node& n = g.node(*made);
+  const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
+  ASSERT_NE(schema, nullptr);
+  ops::NodeContext ctx;
+  ops::fill_node_context(g, n, schema, ctx);
+  Result<std::vector<ir::TensorType>> types = schema->infer(ctx);
+  ASSERT_TRUE(types.is_ok()) << types.status().message();
+  for (size_t k = 0; k < old.outputs.size(); ++k) {
+    g.value(n.outputs[k]).type = (*types)[k];
+    g.replace_all_uses(old.outputs[k], n.outputs[k]);
+  }
+}
+
+// The graph a full import gives at `shapes`, with the same nodes replaced.
+std::string expected_replaced(const ::onnx::ModelProto& model,
+                              const std::map<std::string, Shape>& shapes,
+                              const std::vector<std::string>& replaced) {
+  LoadOptions lo;
+  lo.input_shapes = shapes;
+  lo.compact = false;
+  Result<ir::Graph> full = detail::import_model(model, lo, "");
+  EXPECT_TRUE(full.is_ok()) << full.status().message();
+  if (!full.is_ok()) return "";
+  for (const std::string& name : replaced) replace_with_appended(*full, name);
+  return canonical(std::move(*full));
+}
+
+TEST(OnnxRetype, AGraphWithRemovedAndAppendedNodesIsReTypedInPlace) {
+  // A re-typed graph whose nodes were since replaced (removed, equals appended: what the
+  // interpreted tier's fusions do) is re-typed in place at the next shapes, keeping the
+  // replacement: the graph a full import gives with the same replacement. "transpose_head" is
+  // still read by a Shape (its type is needed although it is removed); "softmax" only by the
+  // next MatMul.
+  const ::onnx::ModelProto model = attention_like();
+  const std::vector<std::string> replaced = {"softmax", "transpose_head"};
+  detail::ImportMemo memo;
+  LoadOptions lo;
+  lo.verify = false;
+  lo.compact = false;
+  lo.input_shapes = {{"x", {2, 5, 8}}, {"ids", {2, 5}}};
+  Result<ir::Graph> g = detail::import_model(model, lo, "", nullptr, &memo);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  for (const std::string& name : replaced) replace_with_appended(*g, name);
+  ir::Graph spare = std::move(*g);
+  const std::vector<std::pair<int64_t, int64_t>> keys = {{3, 17}, {1, 1}, {8, 64}, {2, 5}};
+  for (const auto& [n, s] : keys) {
+    lo.input_shapes = {{"x", {n, s, 8}}, {"ids", {n, s}}};
+    bool in_place = false;
+    Result<ir::Graph> again =
+        detail::import_model(model, lo, "", nullptr, &memo, &spare, true, &in_place);
+    ASSERT_TRUE(again.is_ok()) << again.status().message();
+    EXPECT_TRUE(in_place) << n << "x" << s;
+    EXPECT_EQ(canonical(*again), expected_replaced(model, lo.input_shapes, replaced))
+        << n << "x" << s;
+    spare = std::move(*again);
+  }
+  EXPECT_EQ(memo.in_place.load(), keys.size());
+  EXPECT_EQ(memo.full.load(), 1U);
+}
+
+TEST(OnnxRetype, AGraphNotDerivedFromTheGenericImportIsReTypedInFull) {
+  // Storage holding another graph (another model's; this model's with a node reading a new
+  // constant, as a re-typing that folded a node leaves it) is overwritten: a plain re-typing,
+  // not in place, still the full import's graph.
+  const ::onnx::ModelProto model = attention_like();
+  detail::ImportMemo memo;
+  LoadOptions lo;
+  lo.verify = false;
+  lo.compact = false;
+  lo.input_shapes = {{"x", {2, 5, 8}}, {"ids", {2, 5}}};
+  Result<ir::Graph> first = detail::import_model(model, lo, "", nullptr, &memo);
+  ASSERT_TRUE(first.is_ok()) << first.status().message();
+  ir::Graph rewired = *first;
+  const ir::NodeId add = rewired.find_node("add_ids");
+  ASSERT_GE(add, 0);
+  rewired.node(add).inputs[1] =
+      rewired.add_constant("stand_in", Tensor::from_vector<int64_t>({1}, {2}));
+  LoadOptions other;
+  other.input_shapes = {{"x", {1, 3, 6, 6}}};
+  other.compact = false;
+  Result<ir::Graph> foreign = detail::import_model(conv_resize(), other, "");
+  ASSERT_TRUE(foreign.is_ok()) << foreign.status().message();
+  for (ir::Graph* spare : {&rewired, &*foreign}) {
+    lo.input_shapes = {{"x", {3, 4, 8}}, {"ids", {3, 4}}};
+    bool in_place = true;
+    Result<ir::Graph> g =
+        detail::import_model(model, lo, "", nullptr, &memo, spare, true, &in_place);
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    EXPECT_FALSE(in_place);
+    EXPECT_EQ(canonical(std::move(*g)), expected_replaced(model, lo.input_shapes, {}));
+  }
+  EXPECT_EQ(memo.in_place.load(), 0U);
+  EXPECT_EQ(memo.retyped.load(), 2U);
 }
 
 }  // namespace

@@ -446,6 +446,77 @@ TEST(OnnxSession, AKeyWhoseBackgroundCompileWasNotKeptCompilesOnItsRun) {
   EXPECT_EQ(st.entries, 0u);
 }
 
+// y = Reshape(Relu(x W + b), Concat(Shape(x)[0:1], [-1])): x f32[N, S, 4] with two symbolic
+// dims, W [4, 3], b [3]; y [N, S * 3]. MatMul, Add and Relu are what the interpreted tier fuses
+// where oneDNN runs them; the Reshape's target is shape arithmetic folded per shape.
+std::string linear_model() {
+  ModelBuilder m(17);
+  ::onnx::ValueInfoProto x;
+  x.set_name("x");
+  auto* tt = x.mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(::onnx::TensorProto::FLOAT);
+  tt->mutable_shape()->add_dim()->set_dim_param("N");
+  tt->mutable_shape()->add_dim()->set_dim_param("S");
+  tt->mutable_shape()->add_dim()->set_dim_value(4);
+  *m.model.mutable_graph()->add_input() = x;
+  m.output("y");
+  m.init(float_tensor(
+             "w", {4, 3},
+             {0.5f, -1.0f, 0.25f, 2.0f, 0.0f, -0.5f, -1.5f, 1.0f, 0.75f, 0.125f, 3.0f, -2.0f}))
+      .init(float_tensor("b", {3}, {0.1f, -0.2f, 0.3f}))
+      .init(int64_tensor("start", {1}, {0}))
+      .init(int64_tensor("end", {1}, {1}))
+      .init(int64_tensor("rest", {1}, {-1}));
+  m.add(node("MatMul", {"x", "w"}, {"xw"}, "matmul"));
+  m.add(node("Add", {"xw", "b"}, {"xwb"}, "add"));
+  m.add(node("Relu", {"xwb"}, {"a"}, "relu"));
+  m.add(node("Shape", {"x"}, {"s"}, "shape"));
+  m.add(node("Slice", {"s", "start", "end"}, {"n"}, "slice"));
+  m.add(node("Concat", {"n", "rest"}, {"target"}, "concat", {attr_i("axis", 0)}));
+  m.add(node("Reshape", {"a", "target"}, {"y"}, "reshape"));
+  return m.bytes();
+}
+
+TEST(OnnxSession, InterpretedRunsReTypeTheLastGraphInPlace) {
+  // A stream of first-seen shapes on the interpreted tier: from the second key on, a run's
+  // graph is the last run's re-typed in place with its fusions kept (CacheStats::
+  // retyped_in_place); every output equals the model computed here by hand.
+  runtime::SessionOptions o;
+  o.compile.num_threads = 1;
+  o.interpret_first_seen = true;
+  o.background_compile = false;
+  Result<runtime::Session> s = open_session_from_bytes(linear_model(), o);
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  const float w[4][3] = {
+      {0.5f, -1.0f, 0.25f}, {2.0f, 0.0f, -0.5f}, {-1.5f, 1.0f, 0.75f}, {0.125f, 3.0f, -2.0f}};
+  const float b[3] = {0.1f, -0.2f, 0.3f};
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{1, 1}, {2, 3}, {3, 7}, {1, 5}, {4, 2},
+                                                           {2, 9}, {5, 1}, {3, 3}, {6, 4}, {1, 11}};
+  for (const auto& [n, len] : shapes) {
+    std::vector<float> xv(static_cast<size_t>(n * len * 4));
+    for (size_t i = 0; i < xv.size(); ++i) {
+      xv[i] = static_cast<float>(static_cast<int>((i * 7 + static_cast<size_t>(n * 3 + len)) % 11) -
+                                 5) *
+              0.25f;
+    }
+    Result<TensorMap> out = s->run({{"x", Tensor::from_vector<float>({n, len, 4}, xv)}});
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    const Tensor& y = out->at("y");
+    ASSERT_EQ(y.shape(), (Shape{n, len * 3})) << n << "x" << len;
+    for (int64_t r = 0; r < n * len; ++r) {
+      for (int64_t j = 0; j < 3; ++j) {
+        float acc = b[j];
+        for (int64_t k = 0; k < 4; ++k) acc += xv[static_cast<size_t>(r * 4 + k)] * w[k][j];
+        EXPECT_NEAR(y.data<float>()[r * 3 + j], std::max(acc, 0.0f), 1e-5f)
+            << n << "x" << len << " row " << r << " col " << j;
+      }
+    }
+  }
+  const runtime::CacheStats st = s->cache_stats();
+  EXPECT_GT(st.interpreted, 2u);
+  EXPECT_EQ(st.retyped_in_place, st.interpreted - 1);  // all but the first
+}
+
 TEST(OnnxSession, AnInterpretedRunStopsWhenTerminated) {
   Result<runtime::Session> s = open_session_from_bytes(reshape_model(), interpreter_options());
   ASSERT_TRUE(s.is_ok());
