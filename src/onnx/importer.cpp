@@ -50,11 +50,12 @@ std::string snake_case(std::string_view camel) {
 }
 
 // Folds `n` (every input a constant) with its cpu kernel into `outs`. `k`: the op's cpu kernel
-// when the caller has it (re-typing keeps it per step), else looked up. Errors: no cpu kernel,
-// the kernel's supports() or run.
+// when the caller has it (re-typing keeps it per step), else looked up. `filled`: a context
+// the caller filled for `n` already (fill_node_context), else one is filled here. Errors: no
+// cpu kernel, the kernel's supports() or run.
 Status run_cpu_kernel(const ir::Graph& g, const ir::Node& n, const ops::OpSchema& schema,
                       const std::vector<ir::TensorType>& types, std::vector<Tensor>& outs,
-                      const ops::KernelDef* k = nullptr) {
+                      const ops::KernelDef* k = nullptr, const ops::NodeContext* filled = nullptr) {
   if (k == nullptr) k = ops::KernelRegistry::global().find(n.op, "cpu");
   if (k == nullptr) return not_found("no cpu kernel for '{}'", n.op);
   // This thread's context and inputs, refilled per fold (re-typing folds the shape arithmetic
@@ -75,13 +76,14 @@ Status run_cpu_kernel(const ir::Graph& g, const ir::Node& n, const ops::OpSchema
     }
   } lease{sc};
   sc.busy = true;
-  ops::fill_node_context(g, n, &schema, sc.ctx);
-  FRAME_RETURN_IF_ERROR(k->supports(sc.ctx));
+  if (filled == nullptr) ops::fill_node_context(g, n, &schema, sc.ctx);
+  const ops::NodeContext& ctx = filled != nullptr ? *filled : sc.ctx;
+  FRAME_RETURN_IF_ERROR(k->supports(ctx));
   sc.ins.assign(n.inputs.size(), Tensor());
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     if (n.inputs[i] != ir::kNoValue) sc.ins[i] = *g.value(n.inputs[i]).constant;
   }
-  FRAME_ASSIGN_OR_RETURN(outs, k->run_once(sc.ctx, sc.ins, types));
+  FRAME_ASSIGN_OR_RETURN(outs, k->run_once(ctx, sc.ins, types));
   return Status();
 }
 
@@ -732,7 +734,7 @@ class Importer final : public BodyImporter {
     if (bytes > kImportFoldBytes || types.size() != step.results.size()) {
       return make_error(StatusCode::kFailedPrecondition, "node '{}' no longer folds", n.name);
     }
-    FRAME_RETURN_IF_ERROR(run_cpu_kernel(g_, n, *schema, types, values, step.cpu));
+    FRAME_RETURN_IF_ERROR(run_cpu_kernel(g_, n, *schema, types, values, step.cpu, &ctx));
     for (size_t k = 0; k < step.results.size(); ++k) {
       ir::Value& c = g_.value(step.results[k]);
       c.type = types[k];
