@@ -610,6 +610,13 @@ class Importer final : public BodyImporter {
     FRAME_RETURN_IF_ERROR(bind_inputs(t));
     template_nodes_ = t.graph.num_node_slots();
     typed_.assign(g_.num_node_slots(), 0);
+    // Live nodes of clean records keep their types; the walk types the replayed ones in order.
+    for (const GenericImport::Record& r : t.records) {
+      if (r.kind != GenericImport::Kind::kClean) continue;
+      for (const GenericImport::Step& step : r.steps) {
+        if (!g_.node(step.node).dead) typed_[static_cast<size_t>(step.node)] = 1;
+      }
+    }
     std::vector<Tensor> values;
     ops::NodeContext fold_ctx;  // refilled per folded step (fill_node_context)
     for (const GenericImport::Record& r : t.records) {
@@ -633,6 +640,7 @@ class Importer final : public BodyImporter {
           return make_error(StatusCode::kFailedPrecondition, "node '{}' folds at these shapes",
                             g_.node(step.node).name);
         }
+        typed_[static_cast<size_t>(step.node)] = 1;
       }
     }
     for (size_t id = template_nodes_; id < g_.num_node_slots(); ++id) {
@@ -695,11 +703,22 @@ class Importer final : public BodyImporter {
     return type_node(p);
   }
 
-  // Infers node `id`'s output types (its producers first, type_producer); no folding.
+  // Infers node `id`'s output types (its producers first, type_producer); no folding. Errors:
+  // kFailedPrecondition where it reads a live node the walk has not re-typed yet (a fusion
+  // whose node reads past the node it replaced: re-typed in full instead), and inference's.
   Status type_node(ir::NodeId id) {
     if (typed_[static_cast<size_t>(id)] != 0) return Status();
     typed_[static_cast<size_t>(id)] = 1;
-    for (ir::ValueId v : g_.node(id).inputs) FRAME_RETURN_IF_ERROR(type_producer(v));
+    for (ir::ValueId v : g_.node(id).inputs) {
+      FRAME_RETURN_IF_ERROR(type_producer(v));
+      const ir::NodeId p = v == ir::kNoValue ? -1 : g_.value(v).producer;
+      if (p >= 0 && typed_[static_cast<size_t>(p)] == 0) {
+        return make_error(StatusCode::kFailedPrecondition,
+                          "node '{}' reads '{}' before it is "
+                          "re-typed",
+                          g_.node(id).name, g_.node(p).name);
+      }
+    }
     const ir::Node& n = g_.node(id);
     const ops::OpSchema* schema = ops::OpRegistry::global().find(n.op);
     if (schema == nullptr) return not_found("node '{}': op '{}' is not registered", n.name, n.op);

@@ -271,7 +271,7 @@ std::optional<PatternRewrite> record_rewrite(const Before& b, const ir::Graph& g
       for (ir::ValueId v : b.inputs[i]) {
         if (v == ir::kNoValue || !g.value(v).is_constant()) continue;
         const Tensor& t = *g.value(v).constant;
-        PatternRewrite::Checked c{v, t.raw_data(), {}};
+        PatternRewrite::Checked c{v, t, {}};
         if (t.nbytes() <= kCheckedBytes) {
           const auto* p = static_cast<const std::byte*>(t.raw_data());
           c.bytes.assign(p, p + t.nbytes());
@@ -385,7 +385,7 @@ bool rewrite_constants_fit(const ir::Graph& g, const PatternRewrite& r) {
   for (const PatternRewrite::Checked& c : r.constants) {
     if (static_cast<size_t>(c.v) >= g.num_values() || !g.value(c.v).is_constant()) return false;
     const Tensor& t = *g.value(c.v).constant;
-    if (t.raw_data() == c.data) continue;
+    if (t.raw_data() == c.tensor.raw_data()) continue;  // the same storage, held: unchanged
     if (c.bytes.empty() || t.nbytes() != c.bytes.size() ||
         std::memcmp(t.raw_data(), c.bytes.data(), c.bytes.size()) != 0) {
       return false;
@@ -469,6 +469,9 @@ Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const Compile
   for (size_t v = 0; v < num_values; ++v) {
     const ir::Value& val = g.value(static_cast<ir::ValueId>(v));
     if (!val.type) continue;  // checked where a live node produces it
+    // A removed (fused or folded) node's outputs are never computed; a graph re-typed in place
+    // may hold them at an earlier key's types (ADR 0007, "Revisited (2026-12-07)").
+    if (val.producer >= 0 && g.node(val.producer).dead) continue;
     Result<size_t> nbytes = checked_nbytes(val.type->dtype, val.type->shape);
     const size_t slot = nbytes.is_ok() ? (*nbytes + 63) / 64 * 64 : 0;
     if (!nbytes.is_ok() || *nbytes > tensor_limit || slot < *nbytes ||

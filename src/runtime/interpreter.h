@@ -137,7 +137,9 @@ struct PatternRewrite {
   std::vector<Removed> removed;
   struct Checked {
     ir::ValueId v = ir::kNoValue;
-    const void* data = nullptr;
+    /// The constant as recorded; holding it keeps its storage from being freed and reused by
+    /// another constant, so equal storage means an unchanged value.
+    Tensor tensor;
     std::vector<std::byte> bytes;  ///< empty where compared by storage
   };
   std::vector<Checked> constants;

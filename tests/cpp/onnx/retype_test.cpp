@@ -279,6 +279,16 @@ std::string expected_replaced(const ::onnx::ModelProto& model,
   return canonical(std::move(*full));
 }
 
+// An interpreted run's import options (no verification, no compaction) at attention_like's
+// first shapes.
+LoadOptions interpreted_load_options() {
+  LoadOptions lo;
+  lo.verify = false;
+  lo.compact = false;
+  lo.input_shapes = {{"x", {2, 5, 8}}, {"ids", {2, 5}}};
+  return lo;
+}
+
 TEST(OnnxRetype, AGraphWithRemovedAndAppendedNodesIsReTypedInPlace) {
   // A re-typed graph whose nodes were since replaced (removed, equals appended: what the
   // interpreted tier's fusions do) is re-typed in place at the next shapes, keeping the
@@ -288,10 +298,7 @@ TEST(OnnxRetype, AGraphWithRemovedAndAppendedNodesIsReTypedInPlace) {
   const ::onnx::ModelProto model = attention_like();
   const std::vector<std::string> replaced = {"softmax", "transpose_head"};
   detail::ImportMemo memo;
-  LoadOptions lo;
-  lo.verify = false;
-  lo.compact = false;
-  lo.input_shapes = {{"x", {2, 5, 8}}, {"ids", {2, 5}}};
+  LoadOptions lo = interpreted_load_options();
   Result<ir::Graph> g = detail::import_model(model, lo, "", nullptr, &memo);
   ASSERT_TRUE(g.is_ok()) << g.status().message();
   for (const std::string& name : replaced) replace_with_appended(*g, name);
@@ -318,10 +325,7 @@ TEST(OnnxRetype, AGraphNotDerivedFromTheGenericImportIsReTypedInFull) {
   // not in place, still the full import's graph.
   const ::onnx::ModelProto model = attention_like();
   detail::ImportMemo memo;
-  LoadOptions lo;
-  lo.verify = false;
-  lo.compact = false;
-  lo.input_shapes = {{"x", {2, 5, 8}}, {"ids", {2, 5}}};
+  LoadOptions lo = interpreted_load_options();
   Result<ir::Graph> first = detail::import_model(model, lo, "", nullptr, &memo);
   ASSERT_TRUE(first.is_ok()) << first.status().message();
   ir::Graph rewired = *first;

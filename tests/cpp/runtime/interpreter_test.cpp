@@ -140,6 +140,31 @@ TEST(Interpreter, DeclinesWhatItDoesNotRun) {
   EXPECT_NE(r.status.message().find("terminated"), std::string::npos) << r.status.message();
 }
 
+TEST(Interpreter, RemovedNodesValuesDoNotCountAgainstTheLimits) {
+  // A graph re-typed in place keeps the types an earlier, larger key gave the outputs of nodes
+  // its fusions removed; they are never computed, so they do not count: the run goes ahead.
+  // The same value on a live node (the unused relu, typed past the limit) does count.
+  const Tensor x = Tensor::from_vector<float>({2, 3}, {1, 2, 3, -4, -5, -6});
+  CompileOptions o = host();
+  o.max_memory_bytes = 1 << 20;
+  ir::Graph g = mlp();
+  const ir::NodeId unused = g.find_node("unused");
+  ASSERT_GE(unused, 0);
+  type(g, g.node(unused).outputs[0], {1024, 1024});  // 4 MiB, over a quarter of 1 MiB
+  Interpreted r = interpret(g, {{"x", x}}, o, nullptr);
+  EXPECT_EQ(r.failure, InterpretFailure::kOverLimits);
+  g.remove_node(unused);
+  r = interpret(g, {{"x", x}}, o, nullptr);
+  ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+  // relu(x @ w + b) as in RunsTheGraphNodeByNode: [[3, 7], [0, 0]].
+  const Tensor& y = r.outputs.at("y");
+  ASSERT_EQ(y.shape(), (Shape{2, 2}));
+  EXPECT_EQ(y.data<float>()[0], 3.0f);
+  EXPECT_EQ(y.data<float>()[1], 7.0f);
+  EXPECT_EQ(y.data<float>()[2], 0.0f);
+  EXPECT_EQ(y.data<float>()[3], 0.0f);
+}
+
 TEST(Interpreter, RecurringKeysCompileLaterWhereEntriesGoUnused) {
   EXPECT_EQ(recurring_compile_threshold_us(1000, 0, 0), 1000);    // no evictions
   EXPECT_EQ(recurring_compile_threshold_us(1000, 10, 0), 1000);   // every entry served a run
