@@ -610,13 +610,6 @@ class Importer final : public BodyImporter {
     FRAME_RETURN_IF_ERROR(bind_inputs(t));
     template_nodes_ = t.graph.num_node_slots();
     typed_.assign(g_.num_node_slots(), 0);
-    // Live nodes of clean records keep their types; the walk types the replayed ones in order.
-    for (const GenericImport::Record& r : t.records) {
-      if (r.kind != GenericImport::Kind::kClean) continue;
-      for (const GenericImport::Step& step : r.steps) {
-        if (!g_.node(step.node).dead) typed_[static_cast<size_t>(step.node)] = 1;
-      }
-    }
     std::vector<Tensor> values;
     ops::NodeContext fold_ctx;  // refilled per folded step (fill_node_context)
     for (const GenericImport::Record& r : t.records) {

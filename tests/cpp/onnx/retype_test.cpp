@@ -319,6 +319,43 @@ TEST(OnnxRetype, AGraphWithRemovedAndAppendedNodesIsReTypedInPlace) {
   EXPECT_EQ(memo.full.load(), 1U);
 }
 
+TEST(OnnxRetype, AnAppendedNodeReadingALaterNodeStopsTheInPlacePath) {
+  // x f32[N, 4] -> relu, sigmoid, abs (three outputs, in that order). An appended node reading
+  // abs's output, which an earlier node (sigmoid) now reads, would be typed before abs is
+  // re-typed at the new shapes: the in-place path stops and the graph is re-typed in full (the
+  // template's, without the appended node: the session then fuses again).
+  ModelBuilder m(13);
+  m.input("x", {-1, 4}).output("u").output("v").output("w");
+  m.add(node("Relu", {"x"}, {"u"}, "relu"));
+  m.add(node("Sigmoid", {"x"}, {"v"}, "sigmoid"));
+  m.add(node("Abs", {"x"}, {"w"}, "abs"));
+  detail::ImportMemo memo;
+  LoadOptions lo;
+  lo.verify = false;
+  lo.compact = false;
+  lo.input_shapes = {{"x", {2, 4}}};
+  Result<ir::Graph> g = detail::import_model(m.model, lo, "", nullptr, &memo);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  const ir::NodeId abs = g->find_node("abs");
+  const ir::NodeId sigmoid = g->find_node("sigmoid");
+  ASSERT_GE(abs, 0);
+  ASSERT_GE(sigmoid, 0);
+  Result<ir::NodeId> late = g->create_node("relu", "late", {g->node(abs).outputs[0]}, 1);
+  ASSERT_TRUE(late.is_ok()) << late.status().message();
+  g->value(g->node(*late).outputs[0]).type = ir::TensorType{DTypeCode::kFloat32, {2, 4}};
+  g->node(sigmoid).inputs[0] = g->node(*late).outputs[0];
+  lo.input_shapes = {{"x", {5, 4}}};
+  bool in_place = true;
+  Result<ir::Graph> again =
+      detail::import_model(m.model, lo, "", nullptr, &memo, &*g, true, &in_place);
+  ASSERT_TRUE(again.is_ok()) << again.status().message();
+  EXPECT_FALSE(in_place);
+  LoadOptions full = lo;
+  Result<ir::Graph> expected = detail::import_model(m.model, full, "");
+  ASSERT_TRUE(expected.is_ok()) << expected.status().message();
+  EXPECT_EQ(canonical(std::move(*again)), canonical(std::move(*expected)));
+}
+
 TEST(OnnxRetype, AGraphNotDerivedFromTheGenericImportIsReTypedInFull) {
   // Storage holding another graph (another model's; this model's with a node reading a new
   // constant, as a re-typing that folded a node leaves it) is overwritten: a plain re-typing,
