@@ -172,6 +172,18 @@ TEST(OnednnConv, ShapeAgnosticGeometries) {
   expect_onednn_matches_cpu(conv_call("conv", {1, 3, 2, 2}, {4, 3, 3, 3}, true,
                                       {{"strides", both({4, 4})}, {"pads", ints{1, 1, 1, 1}}}),
                             {1});
+  // A network's first conv (3 channels, 3x3, stride 2: im2col gathers every second column
+  // with VecTable::even_copy), rows of several vectors with a tail, odd and even widths, and
+  // a column stride alone with asymmetric pads; whole-image and by-rows (2 threads) alike.
+  expect_onednn_matches_cpu(conv_call("conv", {1, 3, 21, 75}, {16, 3, 3, 3}, true,
+                                      {{"strides", both({2, 2})}, {"pads", ints{1, 1, 1, 1}}}),
+                            {1, 2});
+  expect_onednn_matches_cpu(conv_call("conv", {2, 3, 12, 68}, {8, 3, 3, 3}, false,
+                                      {{"strides", both({2, 2})}, {"pads", ints{0, 0, 1, 1}}}),
+                            {1, 2});
+  expect_onednn_matches_cpu(conv_call("conv", {1, 2, 9, 53}, {4, 2, 3, 5}, true,
+                                      {{"strides", both({1, 2})}, {"pads", ints{1, 3, 1, 0}}}),
+                            {1, 2});
 }
 
 // The interpreted tier's depthwise conv of small planes (output rows narrower than a vector:

@@ -1014,6 +1014,21 @@ HWY_NOINLINE void stream_copy_loop(const float* src, float* dst, size_t n) {
   for (; i < n; ++i) dst[i] = src[i];
 }
 
+/// dst[o] = src[2 * o] for o < n: pairs of vectors split into even and odd lanes
+/// (LoadInterleaved2), the even ones stored. The vector loop stops a vector early, so the last
+/// pair it loads ends at src[2n - 3]: nothing past the last element read is touched.
+HWY_NOINLINE void even_copy_loop(const float* src, float* dst, size_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  size_t o = 0;
+  for (; o + lanes < n; o += lanes) {
+    hn::Vec<decltype(d)> even, odd;
+    hn::LoadInterleaved2(d, src + 2 * o, even, odd);
+    hn::StoreU(even, d, dst + o);
+  }
+  for (; o < n; ++o) dst[o] = src[2 * o];
+}
+
 /// Orders the streamed stores before anything the thread does next (x86: sfence), so the
 /// output is complete when the parallel region joins.
 HWY_NOINLINE void stream_fence_loop() {

@@ -58,6 +58,7 @@ const VecTable* get_vec_table() {
     t.convert[bf16][f32] = &bf16_to_f32_loop;
     t.stream_copy = &stream_copy_loop;
     t.stream_fence = &stream_fence_loop;
+    t.even_copy = &even_copy_loop;
     t.target = hwy::TargetName(HWY_TARGET);
     return t;
   }();

@@ -138,6 +138,9 @@ struct VecTable {
   void (*stream_copy)(const float* src, float* dst, size_t n) = nullptr;
   /// Store fence after a thread's last stream_copy.
   void (*stream_fence)() = nullptr;
+  /// dst[o] = src[2 * o] for o < n (every second element: a stride-2 conv's im2col), reading
+  /// src[0, 2n - 1) only.
+  void (*even_copy)(const float* src, float* dst, size_t n) = nullptr;
   /// Name of the Highway target these loops were compiled for (e.g. "AVX2").
   const char* target = "";
 };
