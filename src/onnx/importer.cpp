@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -534,6 +535,7 @@ class Importer final : public BodyImporter {
       ir::Value& c = g_.value(v);
       c.type = ir::TensorType{value.dtype(), value.shape()};
       c.constant = value;
+      if (!changed_.empty()) changed_[static_cast<size_t>(v)] = 1;
     }
     for (size_t k = 0; k < g_.inputs().size(); ++k) {
       ir::Value& in = g_.value(g_.inputs()[k]);
@@ -607,6 +609,9 @@ class Importer final : public BodyImporter {
     if (!derived_from(t)) {
       return make_error(StatusCode::kFailedPrecondition, "the graph is not one of this model's");
     }
+    // g_ holds every constant at the shapes it was last re-typed for: what changes from here
+    // on is marked, and folded steps reading nothing marked are not computed again.
+    changed_.assign(g_.num_values(), 0);
     FRAME_RETURN_IF_ERROR(bind_inputs(t));
     template_nodes_ = t.graph.num_node_slots();
     typed_.assign(g_.num_node_slots(), 0);
@@ -724,13 +729,23 @@ class Importer final : public BodyImporter {
   }
 
   // Computes a folded step of a re-typing again into the constants that hold its results (same
-  // ids). Errors: kFailedPrecondition where it no longer folds at these shapes (an input is
-  // not constant, or its outputs are over the import's fold limit), and the kernel's.
+  // ids). Re-typing in place (changed_ set), a step whose inputs all hold what they held at the
+  // last re-typing keeps its results (about half of a BERT-style encoder's shape arithmetic:
+  // dims that are not the stream's, and what only they feed), and a result equal to the one
+  // held keeps that tensor, so what reads it is not marked. Errors: kFailedPrecondition where
+  // it no longer folds at these shapes (an input is not constant, or its outputs are over the
+  // import's fold limit), and the kernel's.
   Status refold(const GenericImport::Step& step, ops::NodeContext& ctx,
                 std::vector<Tensor>& values) {
     const ir::Node& n = g_.node(step.node);
     const ops::OpSchema* schema = step.schema;
     if (schema == nullptr) return internal_error("op '{}' vanished", n.op);
+    const bool in_place = !changed_.empty();
+    if (in_place && std::none_of(n.inputs.begin(), n.inputs.end(), [&](ir::ValueId v) {
+          return v != ir::kNoValue && changed_[static_cast<size_t>(v)] != 0;
+        })) {
+      return Status();
+    }
     for (ir::ValueId v : n.inputs) {
       if (v != ir::kNoValue && !g_.value(v).is_constant()) {
         return make_error(StatusCode::kFailedPrecondition, "node '{}' no longer folds", n.name);
@@ -749,10 +764,23 @@ class Importer final : public BodyImporter {
     FRAME_RETURN_IF_ERROR(run_cpu_kernel(g_, n, *schema, types, values, step.cpu, &ctx));
     for (size_t k = 0; k < step.results.size(); ++k) {
       ir::Value& c = g_.value(step.results[k]);
+      if (in_place) {
+        if (same_constant(c, values[k])) continue;
+        changed_[static_cast<size_t>(step.results[k])] = 1;
+      }
       c.type = types[k];
       c.constant = std::move(values[k]);
     }
     return Status();
+  }
+
+  // Whether `v` is a constant holding exactly `t` (dtype, shape and bytes).
+  static bool same_constant(const ir::Value& v, const Tensor& t) {
+    if (!v.constant || v.constant->dtype() != t.dtype() || v.constant->shape() != t.shape()) {
+      return false;
+    }
+    const size_t bytes = t.nbytes();
+    return bytes == 0 || std::memcmp(v.constant->raw_data(), t.raw_data(), bytes) == 0;
   }
 
   // Converts `n` again (a kReconvert record `r` of GenericImport) on the re-typed graph: the old
@@ -791,6 +819,10 @@ class Importer final : public BodyImporter {
       ir::Value& val = g_.value(c);
       if (!val.is_constant()) {
         return make_error(StatusCode::kFailedPrecondition, "'{}' is not a constant", val.name);
+      }
+      if (!changed_.empty()) {  // in place: an unchanged Shape leaves what reads it unmarked
+        if (same_constant(val, t)) continue;
+        changed_[static_cast<size_t>(c)] = 1;
       }
       val.type = ir::TensorType{DTypeCode::kInt64, t.shape()};
       val.constant = t;
@@ -1313,6 +1345,10 @@ class Importer final : public BodyImporter {
   // retype_in_place: the template's node count, nodes typed so far, and type_node's context.
   size_t template_nodes_ = 0;
   std::vector<char> typed_;
+  // retype_in_place: per value, nonzero where its constant took another value at this import's
+  // shapes (a bound input, a Shape's dims, a folded step's result); empty in a full re-typing.
+  // A folded step none of whose inputs changed keeps the results g_ holds (refold).
+  std::vector<char> changed_;
   ops::NodeContext infer_ctx_;
 };
 

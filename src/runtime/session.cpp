@@ -257,8 +257,9 @@ class SessionImpl {
     }
     tiered_ = options_.tiered_compile && varies && !disk_;
     interpret_ = tiered_ && options_.interpret_first_seen;
-    background_ = tiered_ && options_.background_compile && background_generation_ == 0 &&
-                  usable_threads(options_.compile.num_threads) < available_cores();
+    const bool thread_ok = tiered_ && options_.background_compile && background_generation_ == 0;
+    background_ = thread_ok && usable_threads(options_.compile.num_threads) < available_cores();
+    background_probes_ = thread_ok && available_cores() >= 2;
   }
 
   // Waits for a background compile in progress (it uses this object), unless this is a fork()ed
@@ -744,9 +745,10 @@ class SessionImpl {
           return std::optional<TensorMap>();
         }
       } else if (compile_first_seen()) {
-        // With a spare core (background_usable), the probe compiles and runs beside this
-        // interpreted run instead of on its path (a DeepLabV3 stream's probe: ~180 ms).
-        if (!background_usable()) {
+        // The probe compiles and runs on the background thread, beside this interpreted run
+        // instead of on its path (a DeepLabV3 stream's probe: 110-260 ms). Without a spare
+        // core the interpreted runs give one up meanwhile (yield_core below).
+        if (!background_usable(true)) {
           time_compile = true;
           return std::optional<TensorMap>();
         }
@@ -782,6 +784,7 @@ class SessionImpl {
     // With more than one thread: this run's nodes all on one thread, or each on what it earns.
     const bool choose_threads = resolved_.num_threads > 1;
     bool serial = false;
+    bool yield_core = false;
     {
       std::lock_guard lock(mu_);
       if (!spare_graphs_.empty()) {
@@ -789,7 +792,12 @@ class SessionImpl {
         spare_graphs_.pop_back();
       }
       fusions = fusions_;
-      if (choose_threads) serial = thread_modes_.next_serial();
+      // A probe in flight on a session whose threads take every core: this run keeps to one
+      // thread, so the probe's compile has a core of its own (ADR 0007, "Revisited
+      // (2026-12-07, later)"); not a sample of either way.
+      yield_core = choose_threads && probe_in_flight_ && !background_;
+      if (choose_threads && !yield_core) serial = thread_modes_.next_serial();
+      serial = serial || yield_core;
     }
     // `spare.fusions` is the fusion object its graph has (null: none known).
     const bool derived = spare.fusions != nullptr && spare.fusions == fusions && fusions->rewrite;
@@ -850,7 +858,7 @@ class SessionImpl {
     // The session's first run also pays one-time setup (kernel libraries, first touches of
     // the weights): not a sample of what the next key costs.
     if (key_us == 0 && ++interpreted_keys_ > 1) first_seen_interpreted_.add(us);
-    if (choose_threads && interpreted_keys_ > 1) {
+    if (choose_threads && !yield_core && interpreted_keys_ > 1) {
       thread_modes_.add(serial,
                         std::chrono::duration_cast<std::chrono::microseconds>(t2 - t1).count(),
                         r.estimated_ns);
@@ -924,7 +932,7 @@ class SessionImpl {
   Background compile_in_background(const Key& key, const std::vector<const Tensor*>& by_index,
                                    bool tier_up,
                                    std::shared_ptr<const TensorMap> probe = nullptr) const {
-    if (!background_usable()) return Background::kRefused;
+    if (!background_usable(probe != nullptr)) return Background::kRefused;
     // Counted before any lock is taken: a fork() waits for counted compiles, and one waiting
     // here holds nothing a child could inherit locked. Not counted while a fork() waits.
     detail::BackgroundCount count;
@@ -1029,10 +1037,12 @@ class SessionImpl {
     ++stats_.background_probes;
   }
 
-  // Whether compiles go to the background thread (background_): not in a fork()ed child of
-  // the process that created the session (a thread started there is not in the child).
-  bool background_usable() const {
-    return background_ && fork_generation() == background_generation_;
+  // Whether compiles go to the background thread (background_; for a first-seen probe,
+  // `probe`: background_probes_): not in a fork()ed child of the process that created the
+  // session (a thread started there is not in the child).
+  bool background_usable(bool probe = false) const {
+    return (probe ? background_probes_ : background_) &&
+           fork_generation() == background_generation_;
   }
 
   // What an entry keeps alive, in bytes: its arena, the constants it owns (folded values,
@@ -1206,6 +1216,9 @@ class SessionImpl {
   // kMaxUntiered keys): guarded by mu_. The thread, and the fork generation it was started in
   // (a fork()ed child has no such thread: its destructor does not join it).
   bool background_ = false;
+  // The first-seen probes (run_probe) also go to that thread where no core is spare, as long
+  // as the process has two: the session's interpreted runs keep to one thread meanwhile.
+  bool background_probes_ = false;
   mutable std::optional<Key> background_key_;
   mutable std::unordered_set<Key, KeyHash> background_failed_;
   mutable std::unique_ptr<std::thread> background_thread_;  // guarded by thread_mu_

@@ -322,6 +322,29 @@ TEST(OnnxSession, TheFirstSeenProbeRunsInTheBackground) {
   EXPECT_EQ(st.entries, 0u);
 }
 
+// The same where the session's threads take every core (ADR 0007, "Revisited (2026-12-07,
+// later)"): the probe still runs on the background thread, and the interpreted runs keep to one
+// thread until it ends. Every key is interpreted, no run counts a miss, the probe is counted.
+// About 0.05 s.
+TEST(OnnxSession, WithNoCoreSpareTheFirstSeenProbeStillRunsInTheBackground) {
+  if (runtime::available_cores() < 2) GTEST_SKIP() << "one core: no core to probe beside a run";
+  runtime::SessionOptions o = interpreter_options();
+  o.background_compile = true;
+  o.compile.num_threads = runtime::available_cores();
+  Result<runtime::Session> s = open_session_from_bytes(reshape_model(), o);
+  ASSERT_TRUE(s.is_ok());
+  const Tensor x = iota(6);
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{2, 3}, {3, 2}, {1, 6}, {6, 1}}) {
+    expect_reshaped(s->run(feeds(x, shape)), x, shape);
+  }
+  ASSERT_TRUE(wait_until(*s, [](const runtime::CacheStats& c) { return c.background_probes > 0; }));
+  const runtime::CacheStats st = s->cache_stats();
+  EXPECT_EQ(st.interpreted, 4u);
+  EXPECT_EQ(st.misses, 0u);
+  EXPECT_EQ(st.background_probes, 1u);
+  EXPECT_EQ(st.entries, 0u);
+}
+
 TEST(OnnxSession, ARecurringInterpretedKeyCompilesInTheBackground) {
   if (runtime::available_cores() < 2) GTEST_SKIP() << "one core: no core to compile beside a run";
   runtime::SessionOptions o = interpreter_options();
@@ -514,6 +537,69 @@ TEST(OnnxSession, InterpretedRunsReTypeTheLastGraphInPlace) {
   }
   const runtime::CacheStats st = s->cache_stats();
   EXPECT_GT(st.interpreted, 2u);
+  EXPECT_EQ(st.retyped_in_place, st.interpreted - 1);  // all but the first
+}
+
+// y = Reshape(Relu(x W + b), target * one): x f32[N, 4] (N symbolic), W and b as in
+// linear_model, target i64[2] a shape-determining input (bound as a constant per key), one =
+// [1, 1]. The Mul folds at each key; re-typed in place, it is computed again only where what it
+// reads changed, and a bound input's new value is such a change.
+std::string bound_target_model() {
+  ModelBuilder m(17);
+  m.input("x", {-1, 4}).input("target", {2}, ::onnx::TensorProto::INT64).output("y");
+  m.init(float_tensor(
+             "w", {4, 3},
+             {0.5f, -1.0f, 0.25f, 2.0f, 0.0f, -0.5f, -1.5f, 1.0f, 0.75f, 0.125f, 3.0f, -2.0f}))
+      .init(float_tensor("b", {3}, {0.1f, -0.2f, 0.3f}))
+      .init(int64_tensor("one", {2}, {1, 1}));
+  m.add(node("MatMul", {"x", "w"}, {"xw"}, "matmul"));
+  m.add(node("Add", {"xw", "b"}, {"xwb"}, "add"));
+  m.add(node("Relu", {"xwb"}, {"a"}, "relu"));
+  m.add(node("Mul", {"target", "one"}, {"t2"}, "mul"));
+  m.add(node("Reshape", {"a", "t2"}, {"y"}, "reshape"));
+  return m.bytes();
+}
+
+TEST(OnnxSession, InPlaceReTypingFoldsWhatABoundInputChanged) {
+  // The same x shape with a new Reshape target per run (a new key each time): every
+  // interpreted run but the first is re-typed in place, and each output has the target's shape and
+  // Relu(x W + b)'s values in row-major order, computed here by hand. A folded step that missed the
+  // bound input's change would reshape to the previous target. A few ms.
+  runtime::SessionOptions o;
+  o.compile.num_threads = 1;
+  o.interpret_first_seen = true;
+  o.background_compile = false;
+  Result<runtime::Session> s = open_session_from_bytes(bound_target_model(), o);
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  const float w[4][3] = {
+      {0.5f, -1.0f, 0.25f}, {2.0f, 0.0f, -0.5f}, {-1.5f, 1.0f, 0.75f}, {0.125f, 3.0f, -2.0f}};
+  const float b[3] = {0.1f, -0.2f, 0.3f};
+  std::vector<float> xv(16);
+  for (size_t i = 0; i < xv.size(); ++i) {
+    xv[i] = static_cast<float>(static_cast<int>(i * 5 % 9) - 4) * 0.5f;
+  }
+  std::vector<float> expected(12);
+  for (int64_t r = 0; r < 4; ++r) {
+    for (int64_t j = 0; j < 3; ++j) {
+      float acc = b[j];
+      for (int64_t k = 0; k < 4; ++k) acc += xv[static_cast<size_t>(r * 4 + k)] * w[k][j];
+      expected[static_cast<size_t>(r * 3 + j)] = std::max(acc, 0.0f);
+    }
+  }
+  const Tensor x = Tensor::from_vector<float>({4, 4}, xv);
+  const std::vector<std::vector<int64_t>> targets = {{2, 6},  {6, 2},  {3, 4},
+                                                     {12, 1}, {1, 12}, {4, 3}};
+  for (const std::vector<int64_t>& t : targets) {
+    Result<TensorMap> out = s->run({{"x", x}, {"target", Tensor::from_vector<int64_t>({2}, t)}});
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    const Tensor& y = out->at("y");
+    ASSERT_EQ(y.shape(), (Shape{t[0], t[1]}));
+    for (size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_NEAR(y.data<float>()[i], expected[i], 1e-5f) << t[0] << "x" << t[1] << " at " << i;
+    }
+  }
+  const runtime::CacheStats st = s->cache_stats();
+  EXPECT_GE(st.interpreted, targets.size() - 1);       // the fourth key may probe the compile
   EXPECT_EQ(st.retyped_in_place, st.interpreted - 1);  // all but the first
 }
 
