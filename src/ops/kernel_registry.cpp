@@ -379,6 +379,11 @@ KernelBuilder& KernelBuilder::max_threads(MaxThreadsFn fn) {
   return *this;
 }
 
+KernelBuilder& KernelBuilder::reuse_state(ReuseStateFn fn) {
+  def.reuse_state = fn;
+  return *this;
+}
+
 KernelBuilder& KernelBuilder::type_only_inputs(std::vector<int> inputs) {
   def.type_only_inputs = std::move(inputs);
   return *this;

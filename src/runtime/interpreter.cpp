@@ -139,8 +139,8 @@ const ops::KernelDef* choose_kernel(const ops::NodeContext& ctx,
 // plans: detail::guard_kernel_call).
 Status run_kernel(const ops::KernelDef& k, const ops::NodeContext& ctx,
                   std::span<const Tensor> inputs, std::span<Tensor> outputs, int threads,
-                  std::shared_ptr<void>& state) {
-  if (k.prepare != nullptr) {
+                  std::shared_ptr<void>& state, bool prepared = false) {
+  if (k.prepare != nullptr && !prepared) {
     FRAME_RETURN_IF_ERROR(guard_kernel_call(k, ctx, "prepare", [&] {
       FRAME_ASSIGN_OR_RETURN(state, k.prepare(ctx));
       return Status();
@@ -446,7 +446,8 @@ struct ScratchLease {
 }  // namespace
 
 Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const CompileOptions& options,
-                      const std::atomic<bool>* terminate, BufferPool* pool) {
+                      const std::atomic<bool>* terminate, BufferPool* pool,
+                      const std::vector<NodeState>* prior) {
   if (options.strict || !options.pipeline.empty() || !options.print_ir_after.empty()) {
     return fallback(unimplemented("strict mode, a custom pipeline or IR printing compile"));
   }
@@ -560,7 +561,19 @@ Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const Compile
     int node_t = threads_for_cost(cost_ns, threads);
     std::optional<ThreadCountScope> serial;
     if (node_t != threads) serial.emplace(node_t);
-    const ops::KernelDef* k = choose_kernel(ctx, options.backends);
+    // The state an earlier run of this graph prepared, where its kernel says it still serves.
+    const ops::KernelDef* k = nullptr;
+    bool prepared = false;
+    if (prior != nullptr && static_cast<size_t>(id) < prior->size()) {
+      const NodeState& p = (*prior)[static_cast<size_t>(id)];
+      if (p.kernel != nullptr && p.state != nullptr && p.kernel->reuse_state != nullptr &&
+          p.kernel->reuse_state(ctx, p.state.get())) {
+        k = p.kernel;
+        state = p.state;
+        prepared = true;
+      }
+    }
+    if (k == nullptr) k = choose_kernel(ctx, options.backends);
     if (k == nullptr) return fallback(unimplemented("node '{}' ({}): no kernel", n.name, n.op));
     // The kernel's own limit (KernelDef::max_threads), applied before it prepares.
     if (const int cap = kernel_thread_cap(*k, ctx, node_t); cap != node_t) {
@@ -582,8 +595,12 @@ Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const Compile
       if (!t.is_ok()) return fallback(t.status());
       out[j] = std::move(t).value();
     }
-    Status s = run_kernel(*k, ctx, in, out, node_t, state);
+    Status s = run_kernel(*k, ctx, in, out, node_t, state, prepared);
     serial.reset();
+    if (state != nullptr && k->reuse_state != nullptr) {
+      if (r.node_states.empty()) r.node_states.resize(g.num_node_slots());
+      r.node_states[static_cast<size_t>(id)] = {k, state};
+    }
     if (state != nullptr) r.states.push_back(std::move(state));
     if (!s.is_ok()) {
       Interpreted r = fallback(std::move(s));

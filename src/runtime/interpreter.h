@@ -21,6 +21,10 @@
 #include "frame/ir/graph.h"
 #include "frame/runtime/compile.h"
 
+namespace frame::ops {
+struct KernelDef;
+}  // namespace frame::ops
+
 namespace frame::runtime::detail {
 
 /// Why an interpretation did not produce outputs, so the compiled path runs instead: kFallback
@@ -76,6 +80,14 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   uint64_t run_ = 0;
 };
 
+/// A node's kernel and the state its prepare built in an interpreted run, kept for the next
+/// run of the same graph re-typed in place (interpret()'s `prior`), where the kernel's
+/// KernelDef::reuse_state may take it again instead of choosing and preparing anew.
+struct NodeState {
+  const ops::KernelDef* kernel = nullptr;
+  std::shared_ptr<void> state;
+};
+
 /// The result of interpret(): outputs, or the failure and its message.
 struct Interpreted {
   TensorMap outputs;
@@ -83,6 +95,9 @@ struct Interpreted {
   /// runs (HeldStates), so what kernels share process-wide while one holds it (oneDNN weights
   /// packed into a blocked layout, pack_weights) is found again instead of rebuilt every run.
   std::vector<std::shared_ptr<void>> states;
+  /// By node id (the graph's node slots): the kernel and state of each node whose kernel
+  /// declares KernelDef::reuse_state, for the next run of this graph (interpret()'s `prior`).
+  std::vector<NodeState> node_states;
   Status status;  ///< OK, or why there are no outputs
   InterpretFailure failure = InterpretFailure::kFallback;
   /// The run's estimated one-core time: node_cost_ns summed over the nodes that ran a kernel.
@@ -213,10 +228,16 @@ bool rewrite_constants_fit(const ir::Graph& g, const PatternRewrite& r);
 /// interpreter runs a key only well inside them: every value, twice over, within
 /// options.max_tensor_bytes, and all values together (each rounded up to 64 bytes), four times
 /// over, within options.max_memory_bytes. `terminate` (RunOptions::terminate) is read before
-/// each node. Values are allocated from `pool` (Tensor::empty when null). Thread-safe: holds
-/// no state between calls.
+/// each node. Values are allocated from `pool` (Tensor::empty when null). `prior`, where
+/// given, is the node_states of an earlier run of this same graph (same nodes, attributes and
+/// constant inputs; only types and folded constants re-typed in place): a node whose kernel
+/// says its state there still serves it (KernelDef::reuse_state) runs that state on that
+/// kernel without choosing or preparing again (a BERT-style encoder's matmuls, whose own
+/// loops do not depend on the row count). Thread-safe: holds no state between calls (`prior`'s
+/// states must not run elsewhere meanwhile).
 Interpreted interpret(const ir::Graph& g, const TensorMap& inputs, const CompileOptions& options,
-                      const std::atomic<bool>* terminate, BufferPool* pool = nullptr);
+                      const std::atomic<bool>* terminate, BufferPool* pool = nullptr,
+                      const std::vector<NodeState>* prior = nullptr);
 
 /// How long (microseconds) a Session runs a recurring key interpreted before it compiles it:
 /// ski rental, the price of one compile (`compile_us`, the mean of the session's first-seen

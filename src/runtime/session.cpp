@@ -834,13 +834,17 @@ class SessionImpl {
       }
     }
     const auto t1 = std::chrono::steady_clock::now();
-    detail::Interpreted r = detail::interpret(*g, inputs, serial ? serial_options_ : resolved_,
-                                              options.terminate, pool_.get());
+    // Re-typed in place, the graph has the nodes, attributes and constant inputs the states
+    // were prepared for; only types and folded shape arithmetic changed.
+    detail::Interpreted r =
+        detail::interpret(*g, inputs, serial ? serial_options_ : resolved_, options.terminate,
+                          pool_.get(), in_place ? &spare.states : nullptr);
     const auto t2 = std::chrono::steady_clock::now();
     const int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(t2 - t0).count();
     std::lock_guard lock(mu_);
     if (spare_graphs_.size() < kSpareGraphs) {
-      spare_graphs_.push_back({std::move(*g), replayed ? fusions : nullptr});
+      spare_graphs_.push_back(
+          {std::move(*g), replayed ? fusions : nullptr, std::move(r.node_states)});
     }
     if (!r.status.is_ok()) {
       if (r.failure == detail::InterpretFailure::kTerminated) return r.status;
@@ -1159,6 +1163,9 @@ class SessionImpl {
   struct SpareGraph {
     ir::Graph graph;
     std::shared_ptr<const detail::InterpretedFusions> fusions;
+    // The kernels' states of the run that gave it back (Interpreted::node_states): the next run
+    // re-typing it in place may take them again (detail::interpret's `prior`).
+    std::vector<detail::NodeState> states;
   };
   mutable std::vector<SpareGraph> spare_graphs_;
   // What the interpreted tier's lowering patterns did to the session's first interpreted key,

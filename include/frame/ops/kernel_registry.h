@@ -67,6 +67,16 @@ using ReordersFn = int (*)(const void* state);
 /// and in the interpreted tier alike.
 using MaxThreadsFn = int (*)(const NodeContext& ctx);
 
+/// Whether `state`, which this kernel's prepare built for an earlier run of the same node (same
+/// op, attributes and constant inputs, other input shapes), still serves node `ctx` exactly as a
+/// state prepared for `ctx` would, so that the interpreted tier may run it without choosing and
+/// preparing the kernel again (docs/architecture/execution-model.md, "The interpreted tier").
+/// Only the kernel knows what its state depends on: the onednn matmul's own loops depend on K,
+/// N and the weights but not on the row count M, so a new batch or sequence length keeps them
+/// (ADR 0007, "Revisited (2026-12-07, later)"). Must return false whenever in doubt: a true
+/// answer skips the kernel's accepts, and its results must equal a fresh prepare's.
+using ReuseStateFn = bool (*)(const NodeContext& ctx, const void* state);
+
 /// Input position whose buffer output 0 of node `ctx` may take (the kernel then writes its
 /// result over that input), or -1. memory-planning gives output 0 that input's arena slot only
 /// when this node is the input's last reader, dtype and byte size match, and the value is read
@@ -93,6 +103,9 @@ struct KernelDef {
   InPlaceFn in_place_input = nullptr;
   /// Most threads worth giving a node (nullptr = no limit; MaxThreadsFn).
   MaxThreadsFn max_threads = nullptr;
+  /// Whether an earlier run's prepared state serves a node again (nullptr = never;
+  /// ReuseStateFn).
+  ReuseStateFn reuse_state = nullptr;
   /// dtypes the kernel supports, checked on input `dtype_input` (or output 0 when the op has
   /// no inputs) before it is chosen.
   DTypeSet dtypes = kAllDTypes;
@@ -180,6 +193,8 @@ class KernelBuilder {
   KernelBuilder& in_place_input(InPlaceFn fn);
   /// Declares the most threads worth giving a node (KernelDef::max_threads).
   KernelBuilder& max_threads(MaxThreadsFn fn);
+  /// Declares when an earlier run's prepared state serves a node again (KernelDef::reuse_state).
+  KernelBuilder& reuse_state(ReuseStateFn fn);
   /// Declares inputs the kernel reads only for their type (KernelDef::type_only_inputs).
   KernelBuilder& type_only_inputs(std::vector<int> inputs);
   /// Declares the graph attributes the kernel runs as bodies (KernelDef::subgraph_attrs).

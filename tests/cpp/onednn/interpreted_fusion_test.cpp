@@ -305,5 +305,59 @@ TEST(InterpretedFusions, OwnConvPostOpsMatchTheReference) {
   }
 }
 
+// x [b, s, 20] @ w [20, 8] + bias -> relu, w the given constant: the same node ids at every
+// key, as a graph re-typed in place keeps them.
+ir::Graph projection(int64_t b, int64_t s, const Tensor& w) {
+  ir::Graph g("projection");
+  const ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {b, s, kWidth}});
+  ValueId y = add_op(g, "matmul", "proj", {x, g.add_constant("w", w)});
+  y = add_op(g, "add", "bias", {y, g.add_constant("b", grid_tensor({8}, 5))});
+  g.add_output(add_op(g, "relu", "act", {y}));
+  passes::PassContext ctx;
+  EXPECT_TRUE(passes::run_pipeline(g, "shape-inference", ctx).is_ok());
+  return g;
+}
+
+// KernelDef::reuse_state through interpret()'s `prior` (ADR 0007, "Revisited (2026-12-07,
+// later)"): the onednn matmul's own loops, prepared at one row count, run the next key's rows
+// from the same state object; over other weights (another constant, same shape) the state is
+// not taken and the kernel prepares anew. Every output against the cpu-only compile. A few ms.
+TEST(InterpretedFusions, AMatmulStateServesOtherRowCountsButNotOtherWeights) {
+  runtime::CompileOptions o;
+  o.backends = {"onednn", "cpu"};
+  o.num_threads = 1;
+  const Tensor w1 = grid_tensor({kWidth, 8}, 4), w2 = grid_tensor({kWidth, 8}, 9);
+  const auto run = [&](int64_t b, int64_t s, const Tensor& w,
+                       const std::vector<runtime::detail::NodeState>* prior) {
+    const ir::Graph g = projection(b, s, w);
+    const Tensor x = grid_tensor({b, s, kWidth}, static_cast<uint32_t>(b * 10 + s));
+    runtime::detail::Interpreted got =
+        runtime::detail::interpret(g, {{"x", x}}, o, nullptr, nullptr, prior);
+    EXPECT_TRUE(got.status.is_ok()) << got.status.message();
+    Result<runtime::Executable> ref = runtime::compile(g, uncached({"cpu"}));
+    EXPECT_TRUE(ref.is_ok());
+    if (got.status.is_ok() && ref.is_ok()) {
+      Result<runtime::TensorMap> want = ref->run({{"x", x}});
+      EXPECT_TRUE(want.is_ok());
+      const CompareResult c =
+          compare_tensors(got.outputs.begin()->second, want->begin()->second,
+                          tolerance_for(DTypeCode::kFloat32, ToleranceClass::kCrossBackend));
+      EXPECT_TRUE(c.ok) << b << "x" << s << ": " << c.message;
+    }
+    return got;
+  };
+  const ir::Graph g = projection(1, 1, w1);
+  const auto proj = static_cast<size_t>(g.find_node("proj"));
+  const runtime::detail::Interpreted first = run(2, 3, w1, nullptr);
+  ASSERT_GT(first.node_states.size(), proj);
+  ASSERT_NE(first.node_states[proj].state, nullptr);  // the onednn matmul, own loops
+  const runtime::detail::Interpreted second = run(4, 5, w1, &first.node_states);
+  ASSERT_GT(second.node_states.size(), proj);
+  EXPECT_EQ(second.node_states[proj].state, first.node_states[proj].state);  // taken again
+  const runtime::detail::Interpreted third = run(3, 2, w2, &second.node_states);
+  ASSERT_GT(third.node_states.size(), proj);
+  EXPECT_NE(third.node_states[proj].state, second.node_states[proj].state);  // prepared anew
+}
+
 }  // namespace
 }  // namespace frame::test::linear

@@ -292,6 +292,43 @@ void expect_full_compile(const runtime::Session& s, const TensorMap& in) {
   EXPECT_FALSE((*r)->shape_agnostic_kernels);
 }
 
+// The probe of what a first-seen key costs compiled (ADR 0007 stage C: the fourth new key, after
+// two interpreted samples; on a run's path that key compiled and counted a miss) runs on the
+// background thread: with `threads` compute threads, every key is interpreted, no run counts a
+// miss, the probe is counted once it ends and keeps no entry. Every output is the reshape's
+// definition. About 0.05 s.
+void expect_probe_in_background(int threads) {
+  runtime::SessionOptions o = interpreter_options();
+  o.background_compile = true;
+  o.compile.num_threads = threads;
+  Result<runtime::Session> s = open_session_from_bytes(reshape_model(), o);
+  ASSERT_TRUE(s.is_ok());
+  const Tensor x = iota(6);
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{2, 3}, {3, 2}, {1, 6}, {6, 1}}) {
+    expect_reshaped(s->run(feeds(x, shape)), x, shape);
+  }
+  ASSERT_TRUE(wait_until(*s, [](const runtime::CacheStats& c) { return c.background_probes > 0; }));
+  const runtime::CacheStats st = s->cache_stats();
+  EXPECT_EQ(st.interpreted, 4u);
+  EXPECT_EQ(st.misses, 0u);
+  EXPECT_EQ(st.background_probes, 1u);
+  EXPECT_EQ(st.entries, 0u);
+}
+
+// One thread: a core is spare.
+TEST(OnnxSession, TheFirstSeenProbeRunsInTheBackground) {
+  if (runtime::available_cores() < 2) GTEST_SKIP() << "one core: no core to probe beside a run";
+  expect_probe_in_background(1);
+}
+
+// The session's threads take every core (ADR 0007, "Revisited (2026-12-07, later)"): the probe
+// still runs on the background thread, and the interpreted runs keep to one thread until it
+// ends.
+TEST(OnnxSession, WithNoCoreSpareTheFirstSeenProbeStillRunsInTheBackground) {
+  if (runtime::available_cores() < 2) GTEST_SKIP() << "one core: no core to probe beside a run";
+  expect_probe_in_background(runtime::available_cores());
+}
+
 // Background compiles (ADR 0007, "Compiles in the background"; the session's one thread leaves a
 // core spare): the compile a recurring interpreted key earned at its second run (none timed yet:
 // the estimate is 0) runs beside that run, which is interpreted; once it is held, runs hit it.
@@ -299,52 +336,6 @@ void expect_full_compile(const runtime::Session& s, const TensorMap& in) {
 // definition. A second session is destroyed right after its second run started a background
 // compile, usually before that compile ends (it waits for it; ASan checks the thread touches
 // nothing freed). About 0.05 s.
-// The probe of what a first-seen key costs compiled (ADR 0007 stage C: the fourth new key, after
-// two interpreted samples; on a run's path that key compiled and counted a miss) runs on the
-// background thread when a core is spare: every key is interpreted, no run counts a miss, the
-// probe is counted once it ends and keeps no entry. Every output is the reshape's definition.
-// About 0.05 s.
-TEST(OnnxSession, TheFirstSeenProbeRunsInTheBackground) {
-  if (runtime::available_cores() < 2) GTEST_SKIP() << "one core: no core to probe beside a run";
-  runtime::SessionOptions o = interpreter_options();
-  o.background_compile = true;
-  Result<runtime::Session> s = open_session_from_bytes(reshape_model(), o);
-  ASSERT_TRUE(s.is_ok());
-  const Tensor x = iota(6);
-  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{2, 3}, {3, 2}, {1, 6}, {6, 1}}) {
-    expect_reshaped(s->run(feeds(x, shape)), x, shape);
-  }
-  ASSERT_TRUE(wait_until(*s, [](const runtime::CacheStats& c) { return c.background_probes > 0; }));
-  const runtime::CacheStats st = s->cache_stats();
-  EXPECT_EQ(st.interpreted, 4u);
-  EXPECT_EQ(st.misses, 0u);
-  EXPECT_EQ(st.background_probes, 1u);
-  EXPECT_EQ(st.entries, 0u);
-}
-
-// The same where the session's threads take every core (ADR 0007, "Revisited (2026-12-07,
-// later)"): the probe still runs on the background thread, and the interpreted runs keep to one
-// thread until it ends. Every key is interpreted, no run counts a miss, the probe is counted.
-// About 0.05 s.
-TEST(OnnxSession, WithNoCoreSpareTheFirstSeenProbeStillRunsInTheBackground) {
-  if (runtime::available_cores() < 2) GTEST_SKIP() << "one core: no core to probe beside a run";
-  runtime::SessionOptions o = interpreter_options();
-  o.background_compile = true;
-  o.compile.num_threads = runtime::available_cores();
-  Result<runtime::Session> s = open_session_from_bytes(reshape_model(), o);
-  ASSERT_TRUE(s.is_ok());
-  const Tensor x = iota(6);
-  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{2, 3}, {3, 2}, {1, 6}, {6, 1}}) {
-    expect_reshaped(s->run(feeds(x, shape)), x, shape);
-  }
-  ASSERT_TRUE(wait_until(*s, [](const runtime::CacheStats& c) { return c.background_probes > 0; }));
-  const runtime::CacheStats st = s->cache_stats();
-  EXPECT_EQ(st.interpreted, 4u);
-  EXPECT_EQ(st.misses, 0u);
-  EXPECT_EQ(st.background_probes, 1u);
-  EXPECT_EQ(st.entries, 0u);
-}
-
 TEST(OnnxSession, ARecurringInterpretedKeyCompilesInTheBackground) {
   if (runtime::available_cores() < 2) GTEST_SKIP() << "one core: no core to compile beside a run";
   runtime::SessionOptions o = interpreter_options();
@@ -469,6 +460,42 @@ TEST(OnnxSession, AKeyWhoseBackgroundCompileWasNotKeptCompilesOnItsRun) {
   EXPECT_EQ(st.entries, 0u);
 }
 
+// W [4, 3] and b [3] of linear_model and bound_target_model.
+constexpr float kLinearW[4][3] = {
+    {0.5f, -1.0f, 0.25f}, {2.0f, 0.0f, -0.5f}, {-1.5f, 1.0f, 0.75f}, {0.125f, 3.0f, -2.0f}};
+constexpr float kLinearB[3] = {0.1f, -0.2f, 0.3f};
+
+// Adds W and b as initializers "w" and "b".
+void add_linear_weights(ModelBuilder& m) {
+  std::vector<float> w;
+  for (const auto& row : kLinearW) w.insert(w.end(), row, row + 3);
+  m.init(float_tensor("w", {4, 3}, w))
+      .init(float_tensor("b", {3}, std::vector<float>(kLinearB, kLinearB + 3)));
+}
+
+// Relu(x W + b) for x [rows, 4] (row-major), computed here by hand: [rows, 3].
+std::vector<float> linear_relu(const std::vector<float>& x) {
+  std::vector<float> y(x.size() / 4 * 3);
+  for (size_t r = 0; r < x.size() / 4; ++r) {
+    for (size_t j = 0; j < 3; ++j) {
+      float acc = kLinearB[j];
+      for (size_t k = 0; k < 4; ++k) acc += x[r * 4 + k] * kLinearW[k][j];
+      y[r * 3 + j] = std::max(acc, 0.0f);
+    }
+  }
+  return y;
+}
+
+// One thread, the interpreted tier on, compiles on the runs' path: counts do not depend on
+// timing.
+runtime::SessionOptions in_place_options() {
+  runtime::SessionOptions o;
+  o.compile.num_threads = 1;
+  o.interpret_first_seen = true;
+  o.background_compile = false;
+  return o;
+}
+
 // y = Reshape(Relu(x W + b), Concat(Shape(x)[0:1], [-1])): x f32[N, S, 4] with two symbolic
 // dims, W [4, 3], b [3]; y [N, S * 3]. MatMul, Add and Relu are what the interpreted tier fuses
 // where oneDNN runs them; the Reshape's target is shape arithmetic folded per shape.
@@ -483,11 +510,8 @@ std::string linear_model() {
   tt->mutable_shape()->add_dim()->set_dim_value(4);
   *m.model.mutable_graph()->add_input() = x;
   m.output("y");
-  m.init(float_tensor(
-             "w", {4, 3},
-             {0.5f, -1.0f, 0.25f, 2.0f, 0.0f, -0.5f, -1.5f, 1.0f, 0.75f, 0.125f, 3.0f, -2.0f}))
-      .init(float_tensor("b", {3}, {0.1f, -0.2f, 0.3f}))
-      .init(int64_tensor("start", {1}, {0}))
+  add_linear_weights(m);
+  m.init(int64_tensor("start", {1}, {0}))
       .init(int64_tensor("end", {1}, {1}))
       .init(int64_tensor("rest", {1}, {-1}));
   m.add(node("MatMul", {"x", "w"}, {"xw"}, "matmul"));
@@ -504,15 +528,8 @@ TEST(OnnxSession, InterpretedRunsReTypeTheLastGraphInPlace) {
   // A stream of first-seen shapes on the interpreted tier: from the second key on, a run's
   // graph is the last run's re-typed in place with its fusions kept (CacheStats::
   // retyped_in_place); every output equals the model computed here by hand.
-  runtime::SessionOptions o;
-  o.compile.num_threads = 1;
-  o.interpret_first_seen = true;
-  o.background_compile = false;
-  Result<runtime::Session> s = open_session_from_bytes(linear_model(), o);
+  Result<runtime::Session> s = open_session_from_bytes(linear_model(), in_place_options());
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
-  const float w[4][3] = {
-      {0.5f, -1.0f, 0.25f}, {2.0f, 0.0f, -0.5f}, {-1.5f, 1.0f, 0.75f}, {0.125f, 3.0f, -2.0f}};
-  const float b[3] = {0.1f, -0.2f, 0.3f};
   const std::vector<std::pair<int64_t, int64_t>> shapes = {{1, 1}, {2, 3}, {3, 7}, {1, 5}, {4, 2},
                                                            {2, 9}, {5, 1}, {3, 3}, {6, 4}, {1, 11}};
   for (const auto& [n, len] : shapes) {
@@ -526,13 +543,9 @@ TEST(OnnxSession, InterpretedRunsReTypeTheLastGraphInPlace) {
     ASSERT_TRUE(out.is_ok()) << out.status().to_string();
     const Tensor& y = out->at("y");
     ASSERT_EQ(y.shape(), (Shape{n, len * 3})) << n << "x" << len;
-    for (int64_t r = 0; r < n * len; ++r) {
-      for (int64_t j = 0; j < 3; ++j) {
-        float acc = b[j];
-        for (int64_t k = 0; k < 4; ++k) acc += xv[static_cast<size_t>(r * 4 + k)] * w[k][j];
-        EXPECT_NEAR(y.data<float>()[r * 3 + j], std::max(acc, 0.0f), 1e-5f)
-            << n << "x" << len << " row " << r << " col " << j;
-      }
+    const std::vector<float> expected = linear_relu(xv);
+    for (size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_NEAR(y.data<float>()[i], expected[i], 1e-5f) << n << "x" << len << " at " << i;
     }
   }
   const runtime::CacheStats st = s->cache_stats();
@@ -547,11 +560,8 @@ TEST(OnnxSession, InterpretedRunsReTypeTheLastGraphInPlace) {
 std::string bound_target_model() {
   ModelBuilder m(17);
   m.input("x", {-1, 4}).input("target", {2}, ::onnx::TensorProto::INT64).output("y");
-  m.init(float_tensor(
-             "w", {4, 3},
-             {0.5f, -1.0f, 0.25f, 2.0f, 0.0f, -0.5f, -1.5f, 1.0f, 0.75f, 0.125f, 3.0f, -2.0f}))
-      .init(float_tensor("b", {3}, {0.1f, -0.2f, 0.3f}))
-      .init(int64_tensor("one", {2}, {1, 1}));
+  add_linear_weights(m);
+  m.init(int64_tensor("one", {2}, {1, 1}));
   m.add(node("MatMul", {"x", "w"}, {"xw"}, "matmul"));
   m.add(node("Add", {"xw", "b"}, {"xwb"}, "add"));
   m.add(node("Relu", {"xwb"}, {"a"}, "relu"));
@@ -565,27 +575,13 @@ TEST(OnnxSession, InPlaceReTypingFoldsWhatABoundInputChanged) {
   // interpreted run but the first is re-typed in place, and each output has the target's shape and
   // Relu(x W + b)'s values in row-major order, computed here by hand. A folded step that missed the
   // bound input's change would reshape to the previous target. A few ms.
-  runtime::SessionOptions o;
-  o.compile.num_threads = 1;
-  o.interpret_first_seen = true;
-  o.background_compile = false;
-  Result<runtime::Session> s = open_session_from_bytes(bound_target_model(), o);
+  Result<runtime::Session> s = open_session_from_bytes(bound_target_model(), in_place_options());
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
-  const float w[4][3] = {
-      {0.5f, -1.0f, 0.25f}, {2.0f, 0.0f, -0.5f}, {-1.5f, 1.0f, 0.75f}, {0.125f, 3.0f, -2.0f}};
-  const float b[3] = {0.1f, -0.2f, 0.3f};
   std::vector<float> xv(16);
   for (size_t i = 0; i < xv.size(); ++i) {
     xv[i] = static_cast<float>(static_cast<int>(i * 5 % 9) - 4) * 0.5f;
   }
-  std::vector<float> expected(12);
-  for (int64_t r = 0; r < 4; ++r) {
-    for (int64_t j = 0; j < 3; ++j) {
-      float acc = b[j];
-      for (int64_t k = 0; k < 4; ++k) acc += xv[static_cast<size_t>(r * 4 + k)] * w[k][j];
-      expected[static_cast<size_t>(r * 3 + j)] = std::max(acc, 0.0f);
-    }
-  }
+  const std::vector<float> expected = linear_relu(xv);
   const Tensor x = Tensor::from_vector<float>({4, 4}, xv);
   const std::vector<std::vector<int64_t>> targets = {{2, 6},  {6, 2},  {3, 4},
                                                      {12, 1}, {1, 12}, {4, 3}};

@@ -494,6 +494,10 @@ Status run_linear(KernelContext& ctx) {
   return static_cast<const LinearPrimitive*>(ctx.state)->run(ctx);
 }
 
+bool linear_reuse_state(const ops::NodeContext& ctx, const void* state) {
+  return state != nullptr && static_cast<const LinearPrimitive*>(state)->serves(ctx);
+}
+
 int linear_reorders(const void* state) {
   return static_cast<const LinearPrimitive*>(state)->reorders_per_run();
 }

@@ -147,6 +147,7 @@ int conv_residual_in_place(const ops::NodeContext& ctx) {
 FRAME_REGISTER_KERNEL(fused_post_ops_internal, "onednn", run_linear)
     .dtypes(DTypeSet{DTypeCode::kFloat32})
     .reorders(linear_reorders)
+    .reuse_state(linear_reuse_state)
     .in_place_input(conv_residual_in_place)
     .accepts(accepts_fused)
     .prepare(prepare_fused);

@@ -33,6 +33,9 @@ class LinearPrimitive {
   /// oneDNN's name of the implementation the primitive runs (primitive_desc::impl_info_str(),
   /// e.g. "brgconv:avx512_core"), for tests and reports; empty where no oneDNN primitive runs.
   virtual std::string_view implementation() const { return {}; }
+  /// Whether this state, prepared for an earlier run of the node, serves node `ctx` exactly as
+  /// a state prepared for `ctx` would (ops::ReuseStateFn): false unless a subclass knows.
+  virtual bool serves(const ops::NodeContext& /*ctx*/) const { return false; }
 };
 
 /// Memory order of the activations of a conv (fused_post_ops_internal's src_layout,
@@ -135,6 +138,9 @@ Status run_linear(ops::KernelContext& ctx);
 
 /// ops::ReordersFn of the LinearPrimitive kernels: the state's reorders_per_run().
 int linear_reorders(const void* state);
+
+/// ops::ReuseStateFn of the kernels run by run_linear: the state's LinearPrimitive::serves.
+bool linear_reuse_state(const ops::NodeContext& ctx, const void* state);
 
 /// accepts() of a LinearPrimitive kernel whose state `kMake(ctx, kArg, build)` creates: only
 /// the primitive descriptor is built (`build` false). Errors: kMake's (kUnimplemented where

@@ -35,6 +35,10 @@ using dnnl::memory;
 using ops::KernelContext;
 using ops::NodeContext;
 
+// Bytes of constant B from which a one-row product takes the gemv instead of packing B for the
+// own loops (16 MiB: ResNet-50's 2048 x 1000 classifier, 8 MB, keeps the own loops).
+constexpr int64_t kOwnPackMaxOneRowBytes = int64_t{16} << 20;
+
 class MatmulPrimitive final : public LinearPrimitive {
  public:
   dnnl::primitive prim;
@@ -124,6 +128,44 @@ class MatmulPrimitive final : public LinearPrimitive {
   }
 
   std::string_view implementation() const override { return own ? "frame:gemm" : ""; }
+
+  // What the own loops were chosen for besides K, N, alpha, C and the post-ops (make_matmul):
+  // A's rank, B (constant: its storage and shape), C's shape, whether a residual is read.
+  size_t a_rank = 0;
+  Shape b_shape, c_shape;
+  const void* b_data = nullptr;
+  bool c_present = false, res_present = false;
+
+  // The own loops depend on the row count M only through the output's size, read per run
+  // (run_own), so they serve the same node at another M: A of the same rank with K columns
+  // and no empty dim, the same constant B (its storage and shape) and C, and a residual of N
+  // or M x N elements (own_matmul's rule). Not one row over large weights (make_matmul gives
+  // that the gemv instead), nor a primitive (built for its sizes).
+  bool serves(const NodeContext& ctx) const override {
+    // dtypes are the node's at every key (an in-place re-typing changes shapes only).
+    if (!own || ctx.input_types.size() < 2) return false;
+    const Shape& as = ctx.input_types[0].shape;
+    if (as.size() != a_rank || as.empty() || as.back() != k) return false;
+    for (int64_t d : as) {
+      if (d <= 0) return false;
+    }
+    const Tensor* b = ctx.constant_input(1);
+    if (b == nullptr || b->raw_data() != b_data || b->shape() != b_shape) return false;
+    if (as.size() == 2 && as[0] == 1 &&
+        numel_of(b_shape) * static_cast<int64_t>(sizeof(float)) >= kOwnPackMaxOneRowBytes) {
+      return false;
+    }
+    if (ctx.has_input(2) != c_present || (c_present && ctx.input_types[2].shape != c_shape)) {
+      return false;
+    }
+    const size_t ri = ops::fused::kResidualInput;
+    if (ctx.has_input(ri) != res_present) return false;
+    if (res_present) {
+      const int64_t r = numel_of(ctx.input_types[ri].shape);
+      if (r != n && r != numel_of(as) / k * n) return false;
+    }
+    return true;
+  }
 
   Status run(KernelContext& ctx) const override {
     const NodeContext& node = *ctx.node;
@@ -250,13 +292,7 @@ bool own_matmul(MatmulPrimitive& p, const NodeContext& ctx,
 
 PdCacheStats matmul_cache_stats() { return MatmulCache::global().stats(); }
 
-namespace {
-
-// Bytes of constant B from which a one-row product takes the gemv instead of packing B for the
-// own loops (16 MiB: ResNet-50's 2048 x 1000 classifier, 8 MB, keeps the own loops).
-constexpr int64_t kOwnPackMaxOneRow = int64_t{16} << 20;
-
-}  // namespace
+namespace {}  // namespace
 
 Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, bool gemm,
                                                      std::span<const ops::fused::PostOp> post,
@@ -284,7 +320,7 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
   // each first compile in fresh pages and the copy).
   const bool one_row_large =
       as.size() == 2 && as[0] == 1 &&
-      numel_of(bs) * static_cast<int64_t>(sizeof(float)) >= kOwnPackMaxOneRow;
+      numel_of(bs) * static_cast<int64_t>(sizeof(float)) >= kOwnPackMaxOneRowBytes;
   if (const Tensor* w = ctx.constant_input(1);
       ctx.prefer_shape_agnostic && w != nullptr && !one_row_large) {
     bool fits = false, tb = false, use_c = false;
@@ -307,6 +343,12 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
     }
     if (fits && own_matmul(*p, ctx, post, tb, *w, k, n, use_c, static_cast<float>(alpha),
                            reorder_weights)) {
+      p->a_rank = as.size();
+      p->b_shape = bs;
+      p->b_data = w->raw_data();
+      p->c_present = ctx.has_input(2);
+      if (p->c_present) p->c_shape = ctx.input_types[2].shape;
+      p->res_present = ctx.has_input(ops::fused::kResidualInput);
       return std::shared_ptr<LinearPrimitive>(p);
     }
   }
@@ -505,12 +547,14 @@ Result<std::shared_ptr<void>> prepare_matmul(const NodeContext& ctx) {
 FRAME_REGISTER_KERNEL(matmul, "onednn", run_linear)
     .dtypes(DTypeSet{DTypeCode::kFloat32})
     .accepts(accepts_matmul<false>)
-    .prepare(prepare_matmul<false>);
+    .prepare(prepare_matmul<false>)
+    .reuse_state(linear_reuse_state);
 
 FRAME_REGISTER_KERNEL(gemm, "onednn", run_linear)
     .dtypes(DTypeSet{DTypeCode::kFloat32})
     .accepts(accepts_matmul<true>)
-    .prepare(prepare_matmul<true>);
+    .prepare(prepare_matmul<true>)
+    .reuse_state(linear_reuse_state);
 
 }  // namespace
 }  // namespace frame::backends::onednn
