@@ -272,6 +272,31 @@ inline int64_t reprobe_interval(int64_t winner_us, int64_t loser_us) {
   return std::clamp<int64_t>(keys, kMin, kMax);
 }
 
+/// How a Session runs a key it has not seen (ADR 0007 stage C).
+enum class FirstSeenWay {
+  kInterpret,  ///< run it interpreted
+  kProbe,      ///< also time the compiled way (compile + one run): its first measurement, or
+               ///< the interpreted way winning and this key the one reprobe_interval sends over
+  kCompile,    ///< compile it and run the plan: the compiled way has cost less per key
+};
+
+/// The way for a first-seen key from what each way has cost per first-seen key so far:
+/// `interpreted_n` and `compiled_n` samples, means `interpreted_us` and `compiled_us`
+/// (microseconds), `reprobe` true for the key reprobe_interval sends the losing way. Interpreted
+/// until two interpreted samples exist; then one probe of the compiled way; then the cheaper
+/// way, and the other where `reprobe`. Only a measurement of the compiled way is a probe (a
+/// Session may run it beside the key's interpreted run and drop its entry); where the compiled
+/// way wins, the key compiles and the entry serves it.
+inline FirstSeenWay first_seen_way(int64_t interpreted_n, int64_t compiled_n,
+                                   int64_t interpreted_us, int64_t compiled_us, bool reprobe) {
+  if (interpreted_n < 2) return FirstSeenWay::kInterpret;
+  if (compiled_n == 0) return FirstSeenWay::kProbe;
+  if (interpreted_us <= compiled_us) {
+    return reprobe ? FirstSeenWay::kProbe : FirstSeenWay::kInterpret;
+  }
+  return reprobe ? FirstSeenWay::kInterpret : FirstSeenWay::kCompile;
+}
+
 /// Whether the next interpreted run of a session with more than one thread runs every node on
 /// one thread (serial) or each on the threads its estimated cost earns (node_threads), chosen
 /// by what each way has cost this session: microseconds per estimated microsecond of work

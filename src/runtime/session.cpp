@@ -744,7 +744,11 @@ class SessionImpl {
         if (earned && (!background_usable() || background_failed_.count(scratch) > 0)) {
           return std::optional<TensorMap>();
         }
-      } else if (compile_first_seen()) {
+      } else if (const detail::FirstSeenWay way = first_seen_way();
+                 way == detail::FirstSeenWay::kCompile) {
+        time_compile = true;  // the cheaper way for a new key: compiled, and the entry kept
+        return std::optional<TensorMap>();
+      } else if (way == detail::FirstSeenWay::kProbe) {
         // The probe compiles and runs on the background thread, beside this interpreted run
         // instead of on its path (a DeepLabV3 stream's probe: 110-260 ms). Without a spare
         // core the interpreted runs give one up meanwhile (yield_core below).
@@ -873,19 +877,20 @@ class SessionImpl {
     return std::optional<TensorMap>(std::move(r.outputs));
   }
 
-  // Whether a key seen for the first time compiles rather than runs interpreted (interpret()).
-  // Caller holds mu_.
-  bool compile_first_seen() const {
-    if (first_seen_interpreted_.n < 2 || probe_in_flight_) return false;
-    if (first_seen_compiled_.n == 0) return true;
+  // How a key seen for the first time runs (interpret(); detail::first_seen_way). Interpreted
+  // while a probe is in flight. Caller holds mu_.
+  detail::FirstSeenWay first_seen_way() const {
+    if (probe_in_flight_) return detail::FirstSeenWay::kInterpret;
     const int64_t interpreted = first_seen_interpreted_.mean();
     const int64_t compiled = first_seen_compiled_.mean();
-    const bool interpreter_wins = interpreted <= compiled;
-    const bool reprobe =
-        ++keys_since_probe_ >=
-        detail::reprobe_interval(std::min(interpreted, compiled), std::max(interpreted, compiled));
-    if (reprobe) keys_since_probe_ = 0;
-    return interpreter_wins == reprobe;
+    bool reprobe = false;
+    if (first_seen_interpreted_.n >= 2 && first_seen_compiled_.n > 0) {
+      reprobe = ++keys_since_probe_ >= detail::reprobe_interval(std::min(interpreted, compiled),
+                                                                std::max(interpreted, compiled));
+      if (reprobe) keys_since_probe_ = 0;
+    }
+    return detail::first_seen_way(first_seen_interpreted_.n, first_seen_compiled_.n, interpreted,
+                                  compiled, reprobe);
   }
 
   // After a compiled run that succeeded where the interpreter's kernel failed (interpret()).
@@ -1015,7 +1020,7 @@ class SessionImpl {
     return Background::kStarted;
   }
 
-  // A probe of the first-seen tier's cost (compile_first_seen) on the background thread: the
+  // A probe of the first-seen tier's cost (first_seen_way) on the background thread: the
   // compile of `spec` with shape-agnostic kernels and one run on `inputs` (copies), timed as
   // Session::run times the probe it makes on a run's path, into first_seen_compiled_, and the
   // compile's own time into what a recurring key must earn (compile_us_sum_), as get() records
@@ -1183,7 +1188,7 @@ class SessionImpl {
   mutable std::unordered_map<Key, int64_t, KeyHash> interpreted_us_;
   mutable int64_t compile_us_sum_ = 0;
   mutable int64_t compiles_timed_ = 0;
-  // Cost of a first-seen key, in microseconds, each way (compile_first_seen()): a moving
+  // Cost of a first-seen key, in microseconds, each way (first_seen_way()): a moving
   // average (weight 1/4 for the newest sample), so it follows a stream whose sizes drift.
   struct Mean {
     int64_t avg = 0;

@@ -70,7 +70,7 @@ using MaxThreadsFn = int (*)(const NodeContext& ctx);
 /// Whether `state`, which this kernel's prepare built for an earlier run of the same node (same
 /// op, attributes and constant inputs, other input shapes), still serves node `ctx` exactly as a
 /// state prepared for `ctx` would, so that the interpreted tier may run it without choosing and
-/// preparing the kernel again (docs/architecture/execution-model.md, "The interpreted tier").
+/// preparing the kernel again (docs/architecture/execution-model.md, "Interpreted tier").
 /// Only the kernel knows what its state depends on: the onednn matmul's own loops depend on K,
 /// N and the weights but not on the row count M, so a new batch or sequence length keeps them
 /// (ADR 0007, "Revisited (2026-12-07, later)"). Must return false whenever in doubt: a true

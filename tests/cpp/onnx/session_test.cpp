@@ -595,7 +595,9 @@ TEST(OnnxSession, InPlaceReTypingFoldsWhatABoundInputChanged) {
     }
   }
   const runtime::CacheStats st = s->cache_stats();
-  EXPECT_GE(st.interpreted, targets.size() - 1);       // the fourth key may probe the compile
+  // The first three keys are interpreted; from the fourth on, a key may compile (the probe,
+  // then whichever way has cost less, which depends on the machine's timing).
+  EXPECT_GE(st.interpreted, 3u);
   EXPECT_EQ(st.retyped_in_place, st.interpreted - 1);  // all but the first
 }
 

@@ -292,6 +292,22 @@ TEST(Interpreter, ProbesOfTheCostlierWayAreRarerTheMoreItCosts) {
   EXPECT_EQ(reprobe_interval(0, 5000), 64);                // nothing measured
 }
 
+// first_seen_way by hand: interpreted until two interpreted samples, then one probe of the
+// compiled way; then the cheaper way, and the other at a reprobe. Only a measurement of the
+// compiled way is a probe: where it wins, a key compiles (its entry serves it), and its
+// reprobe is an interpreted run.
+TEST(Interpreter, AFirstSeenKeyGoesTheCheaperWayAndOnlyTheCompiledWayIsProbed) {
+  using W = FirstSeenWay;
+  EXPECT_EQ(first_seen_way(0, 0, 0, 0, false), W::kInterpret);
+  EXPECT_EQ(first_seen_way(1, 0, 900, 0, false), W::kInterpret);
+  EXPECT_EQ(first_seen_way(2, 0, 900, 0, false), W::kProbe);  // the compiled way's first sample
+  EXPECT_EQ(first_seen_way(5, 1, 900, 20000, false), W::kInterpret);  // interpreted is cheaper
+  EXPECT_EQ(first_seen_way(5, 1, 900, 20000, true), W::kProbe);
+  EXPECT_EQ(first_seen_way(5, 1, 900, 900, false), W::kInterpret);  // a tie stays interpreted
+  EXPECT_EQ(first_seen_way(5, 1, 20000, 900, false), W::kCompile);  // compiled is cheaper
+  EXPECT_EQ(first_seen_way(5, 1, 20000, 900, true), W::kInterpret);
+}
+
 // ThreadModeChoice, fed by hand: serial runs cost 1.0 us per estimated us of work, parallel
 // ones 1.5 (then the reverse), on keys whose work grows run by run (the normalization keeps
 // the ways comparable). Each way's first run pays 100x (its setup) and is not a sample. After
