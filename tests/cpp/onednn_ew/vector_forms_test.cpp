@@ -362,9 +362,13 @@ TEST(VectorForms, BinaryOpsWithEveryBroadcastKind) {
       {{}, {100003}},               // scalar left
       {{64, 300}, {300}},           // bias over the last dim (short row)
       {{3, 2500}, {1, 2500}},       // long row, tiles wrap across rows
-      {{64, 33}, {64, 1}},          // column broadcast: gathered
-      {{2, 3, 17, 19}, {3, 1, 1}},  // per-channel: gathered
-      {{5, 1, 7}, {1, 6, 1}},       // both sides broadcast
+      {{64, 33}, {64, 1}},          // column broadcast: each element repeated 33 times
+      {{2, 3, 17, 19}, {3, 1, 1}},  // per-channel: each repeated over a plane, wrapping per image
+      {{1, 5, 40, 41}, {1, 5, 1, 1}},  // planes longer than a tile (1640 > 512 elements)
+      {{3, 700}, {3, 1}},              // rows across tile boundaries
+      {{2, 4, 6, 8}, {4, 6, 1}},       // a run of two dims, repeated over the last
+      {{5, 1, 7}, {1, 6, 1}},          // both sides broadcast (the left one gathered)
+      {{4, 3, 5}, {4, 1, 5}},          // a broadcast dim inside: gathered
   };
   for (const char* op : {"add", "sub", "mul", "div", "min", "max", "equal", "less", "less_equal",
                          "greater", "greater_equal"}) {

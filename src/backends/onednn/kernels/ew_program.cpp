@@ -252,6 +252,27 @@ std::vector<int64_t> numels_of(const std::vector<ir::TensorType>& types) {
   return n;
 }
 
+// For an input of shape `s` broadcast to `out`: where its dims other than 1 are one run of the
+// output's (aligned at the right) followed by dims of 1, the product of the output's dims after
+// that run (each input element then covers that many consecutive outputs); else 0.
+int64_t repeat_inner(const Shape& s, const Shape& out) {
+  if (s.size() > out.size()) return 0;
+  const size_t lead = out.size() - s.size();
+  size_t first = s.size(), last = 0;
+  for (size_t d = 0; d < s.size(); ++d) {
+    if (s[d] == 1) continue;
+    first = std::min(first, d);
+    last = d;
+  }
+  if (first == s.size()) return 0;
+  int64_t inner = 1;
+  for (size_t d = first; d < s.size(); ++d) {
+    if (d <= last && s[d] != out[lead + d]) return 0;
+    if (d > last) inner *= out[lead + d];
+  }
+  return inner;
+}
+
 // Input plans, scratch slots and layout, once the steps exist.
 Status finish(Program& p, const std::vector<ir::TensorType>& in_types, const ops::NodeContext& c) {
   if (p.out_shape.size() > kMaxProgramRank) {
@@ -295,6 +316,10 @@ Status finish(Program& p, const std::vector<ir::TensorType>& in_types, const ops
         // a contiguous window of it; a long row is read in place (copied only across a wrap).
         ip.buf_bytes =
             ip.period < kTile ? static_cast<size_t>(kTile + ip.period) * ip.elem : tile_bytes;
+      } else if (const int64_t inner = repeat_inner(s, p.out_shape); inner > 1) {
+        ip.mode = InMode::kRepeat;
+        ip.inner = inner;
+        ip.buf_bytes = tile_bytes;
       } else {
         ip.mode = InMode::kGather;
         ip.buf_bytes = tile_bytes;

@@ -64,8 +64,9 @@ struct Step {
 };
 
 /// How a program input is read per tile: in place, splatted scalar, replicated/wrapped row
-/// (broadcast along leading dims), or gathered by an odometer.
-enum class InMode : uint8_t { kSame, kScalar, kPeriodic, kGather };
+/// (broadcast along leading dims), each element repeated over trailing dims (a per-channel
+/// operand of an NCHW tensor), or gathered by an odometer.
+enum class InMode : uint8_t { kSame, kScalar, kPeriodic, kRepeat, kGather };
 
 /// How one program input is read for a tile, decided at prepare.
 struct InputPlan {
@@ -74,6 +75,7 @@ struct InputPlan {
   size_t elem = 4;
   int64_t numel = 1;
   int64_t period = 1;            // kPeriodic: input index = output index mod period
+  int64_t inner = 1;             // kRepeat: input index = (output index / inner) mod numel
   std::vector<int64_t> strides;  // kGather: per output dim (0 = broadcast)
   size_t buf_offset = 0;         // scratch bytes for its tile buffer (not kSame)
   size_t buf_bytes = 0;

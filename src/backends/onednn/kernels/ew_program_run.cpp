@@ -87,6 +87,23 @@ void gather(const InputPlan& ip, const Shape& out_shape, const std::byte* src_by
   }
 }
 
+// dst[j] = src[((b + j) / ip.inner) mod ip.numel] for j in [0, n): runs of one value each.
+template <typename E>
+void repeat(const InputPlan& ip, const std::byte* src_bytes, int64_t b, int64_t n,
+            std::byte* dst_bytes) {
+  const E* src = reinterpret_cast<const E*>(src_bytes);
+  E* dst = reinterpret_cast<E*>(dst_bytes);
+  int64_t idx = (b / ip.inner) % ip.numel;
+  int64_t left = ip.inner - b % ip.inner;  // outputs left in the first run
+  for (int64_t j = 0; j < n;) {
+    const int64_t run = std::min(left, n - j);
+    std::fill(dst + j, dst + j + run, src[idx]);
+    j += run;
+    left = ip.inner;
+    if (++idx == ip.numel) idx = 0;
+  }
+}
+
 void gather_any(const InputPlan& ip, const Shape& out_shape, const std::byte* src, int64_t b,
                 int64_t n, std::byte* dst) {
   by_element_size(ip.elem, [&]<typename E>() { gather<E>(ip, out_shape, src, b, n, dst); });
@@ -186,6 +203,10 @@ Status run_tiles(const Program& p, std::span<const std::byte* const> in_data, st
           }
           break;
         }
+        case InMode::kRepeat:
+          by_element_size(ip.elem, [&]<typename E>() { repeat<E>(ip, in_data[i], g, n, buf); });
+          sc.ptr[i] = buf;
+          break;
         case InMode::kGather:
           gather_any(ip, p.out_shape, in_data[i], g, n, buf);
           sc.ptr[i] = buf;
