@@ -278,6 +278,34 @@ TEST(OnnxLoader, SoftmaxOpset11UsesLegacyFlatten) {
             (std::vector<double>{0.25, 0.25, 0.25, 0.25}));
 }
 
+// Hardmax before opset 13 works on the input coerced to 2-D at `axis`. An empty input (found
+// by the onnx_load fuzzer: x [0, 4] read a dim past the reshaped value's type) keeps its dims
+// (ONNX: the output has the input's shape); a non-empty one is one-hot at the first maximum of
+// each coerced row, by hand.
+TEST(OnnxLoader, HardmaxOpset8CoercesTo2DAlsoWhenEmpty) {
+  const auto hardmax = [](const std::vector<int64_t>& dims, int64_t axis) {
+    ModelBuilder m(8);
+    m.input("x", dims).output("y");
+    m.add(node("Hardmax", {"x"}, {"y"}, "hardmax", {attr_i("axis", axis)}));
+    return load_from_bytes(m.bytes());
+  };
+  for (const auto& [dims, axis] : std::vector<std::pair<std::vector<int64_t>, int64_t>>{
+           {{0, 4}, 1}, {{2, 0, 4}, 2}, {{2, 3, 0}, 1}}) {
+    Result<ir::Graph> g = hardmax(dims, axis);
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    ASSERT_EQ(g->outputs().size(), 1U);
+    const std::optional<ir::TensorType>& t = g->value(g->outputs()[0]).type;
+    ASSERT_TRUE(t.has_value());
+    EXPECT_EQ(t->shape, Shape(dims.begin(), dims.end()));
+    EXPECT_TRUE(run_float(*g, "x", Shape(dims.begin(), dims.end()), {}).empty());
+  }
+  // [2, 2, 2] at axis 1: rows of 4 (the last two dims); the first maximum of each wins.
+  Result<ir::Graph> g = hardmax({2, 2, 2}, 1);
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  EXPECT_EQ(run_float(*g, "x", {2, 2, 2}, {1, 5, 5, 2, -1, -3, -2, -1}),
+            (std::vector<double>{0, 1, 0, 0, 1, 0, 0, 0}));
+}
+
 TEST(OnnxLoader, SplitAndPadOldOpsets) {
   ModelBuilder m(10);
   m.input("x", {5}).output("a").output("b");
