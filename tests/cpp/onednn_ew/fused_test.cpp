@@ -211,6 +211,30 @@ TEST(FusedOnednn, GeneralBroadcastIsGathered) {
   EXPECT_TRUE(fused_on_onednn(expect_same_as_cpu(b, t)));
 }
 
+// Per-channel operands ([C,1,1] over NCHW: each element repeated over a plane, InMode::kRepeat)
+// of 4-byte elements feeding a comparison and a where, and of 8-byte ones through the cpu
+// kernels, with planes longer and shorter than a tile.
+TEST(FusedOnednn, PerChannelOperandsRepeatedInEveryElementSize) {
+  {
+    Builder b;
+    const ir::ValueId x = b.input({2, 3, 40, 41});
+    const ir::ValueId s = b.input({3, 1, 1});
+    const ir::ValueId lo = b.input({1, 3, 1, 1});
+    const ir::ValueId c = b.op("less", {b.op("mul", {x, s}), lo});
+    ir::ValueId t = b.op("where", {c, x, s});
+    t = b.op("add", {t, lo});
+    EXPECT_TRUE(fused_on_onednn(expect_same_as_cpu(b, t)));
+  }
+  {
+    Builder b;
+    const ir::ValueId x = b.input({2, 3, 17, 19}, DTypeCode::kFloat64);
+    const ir::ValueId s = b.input({3, 1, 1}, DTypeCode::kFloat64);
+    ir::ValueId t = b.op("mul", {x, s});
+    t = b.op("add", {t, s});
+    EXPECT_TRUE(fused_on_onednn(expect_same_as_cpu(b, t)));
+  }
+}
+
 TEST(FusedOnednn, BodyOpWithoutVectorFormRunsItsCpuKernel) {
   // mod has no vector form: it runs through its cpu kernel on each tile, between vector steps.
   Builder b;
