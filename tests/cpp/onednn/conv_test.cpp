@@ -134,6 +134,10 @@ TEST(OnednnConv, ThreeD) {
 TEST(OnednnConv, ShapeAgnosticGeometries) {
   const auto both = [](const ints& v) { return ints{v[0], v[1]}; };
   expect_onednn_matches_cpu(conv_call("conv", {2, 24, 7, 9}, {16, 24, 1, 1}, true, {}), {1});
+  // A 1x1 conv large enough to split its output channels over 2 threads (by_channels), two
+  // images, without and with a bias.
+  expect_onednn_matches_cpu(conv_call("conv", {2, 32, 30, 21}, {50, 32, 1, 1}, true, {}), {1, 2});
+  expect_onednn_matches_cpu(conv_call("conv", {2, 32, 30, 21}, {50, 32, 1, 1}, false, {}), {1, 2});
   expect_onednn_matches_cpu(
       conv_call("conv", {1, 8, 9, 7}, {6, 8, 3, 3}, true,
                 {{"dilations", both({12, 12})}, {"pads", ints{12, 12, 12, 12}}}),

@@ -250,7 +250,10 @@ TEST(InterpretedFusions, OwnConvPostOpsMatchTheReference) {
                                    // 1x1 convs whose bias joins the post-ops' pass: planes of
                                    // more than one 4096-value chunk, and a grouped batch of 2.
                                    {{1, 4, 70, 65}, 3, 1, 1, 1, 0, 1},
-                                   {{2, 6, 9, 10}, 4, 1, 2, 1, 0, 1}};
+                                   {{2, 6, 9, 10}, 4, 1, 2, 1, 0, 1},
+                                   // A 1x1 conv whose output channels split over 2 threads
+                                   // (by_channels), two images.
+                                   {{2, 32, 20, 21}, 40, 1, 1, 1, 0, 1}};
   const std::vector<std::vector<std::string>> chains = {
       {"relu"}, {"hard_swish"}, {"residual", "relu"}, {"clip"}, {"leaky_relu"},
       {"elu"},  {"sigmoid"},    {"hard_sigmoid"},     {"tanh"}, {"swish"}};

@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -56,6 +57,10 @@ constexpr int64_t kColumnBlockFloats = int64_t{1} << 20;
 // Most columns per output pixel (C / group x taps) a conv may have to run a row at a time
 // (AgnosticConv::by_rows): a 7 x 7 conv over 3 channels has 147.
 constexpr int64_t kRowColumnsMax = 160;
+
+// Fewest multiply-adds for which a 1x1 conv on more than one thread splits its output channels
+// over them (AgnosticConv::by_channels); below, one dnnl_sgemm call takes the node's threads.
+constexpr int64_t kSplitChannelsMacs = int64_t{1} << 17;
 
 // The outputs [lo, hi) along one axis whose input index o * stride + off lies in [0, in), for
 // `out` outputs: where a tap offset by `off` reads the input (empty: lo == hi).
@@ -122,6 +127,9 @@ class AgnosticConv final : public LinearPrimitive {
       return Status();
     }
     const bool pointwise = direct;
+    if (pointwise && nt > 1 && group == 1 && m >= 2 * nt && m * hw * c >= kSplitChannelsMacs) {
+      return by_channels(ctx, x, wt, bias, y, nt);
+    }
     const int64_t rows =
         std::clamp<int64_t>(kColumnBlockFloats / std::max<int64_t>(k * ow, 1), 1, oh);
     float* col = pointwise ? nullptr : scratch(0, static_cast<size_t>(k * rows * ow));
@@ -190,6 +198,43 @@ class AgnosticConv final : public LinearPrimitive {
         }
       }
     });
+  }
+
+  // A 1x1 conv (one group) on more than one thread: the output channels split into one
+  // contiguous range per thread, each thread setting its channels' bias, multiplying them
+  // (dnnl_sgemm on that thread) and applying their post-ops in one parallel region, so the
+  // planes a thread wrote stay in its cache for a next node that splits the channels the same
+  // way (a depthwise conv, an elementwise node), where a dnnl_sgemm on all the threads split
+  // the product its own way. On a 2-core VM, where data another core wrote costs more to read
+  // than the arithmetic on it (ADR 0007, "Revisited (2026-12-07, evening)"): DeepLabV3-
+  // MobileNetV3's 100-size stream at 2 threads, six rounds interleaved, 7.56-8.49 -> 7.26-7.62
+  // ms per run (median of pass 2).
+  Status by_channels(const KernelContext& ctx, const float* x, const float* wt, const float* bias,
+                     float* y, int nt) const {
+    const int64_t hw = h * w;
+    const float* r = add != nullptr ? ctx.input(ops::fused::kResidualInput).data<float>() : nullptr;
+    std::atomic<bool> failed{false};
+    for (int64_t b = 0; b < n; ++b) {
+      const float* xb = x + b * c * hw;
+      float* yb = y + b * m * hw;
+      ops::parallel_ranges(m, nt, [&](int64_t j0, int64_t j1) {
+        float* yj = yb + j0 * hw;
+        if (bias != nullptr) {
+          for (int64_t j = j0; j < j1; ++j) std::fill_n(yb + j * hw, hw, bias[j]);
+        }
+        if (dnnl_sgemm('N', 'N', j1 - j0, hw, c, 1.0F, wt + j0 * c, c, xb, hw,
+                       bias != nullptr ? 1.0F : 0.0F, yj, hw) != dnnl_success) {
+          failed = true;
+          return;
+        }
+        if (!post.empty()) {
+          apply_own_post_ops(post, add, yj, r != nullptr ? r + (yj - y) : nullptr,
+                             static_cast<size_t>((j1 - j0) * hw));
+        }
+      });
+      if (failed) return ctx.node->error("dnnl_sgemm failed ({} x {} x {})", m, hw, c);
+    }
+    return Status();
   }
 
   // The post-ops on y[off, off + count) (a plane or a group's channels, computed), on up to
