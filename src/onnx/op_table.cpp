@@ -392,20 +392,23 @@ Status convert_hardmax(NodeImporter& n, std::string_view) {
   ValueId x = n.input(0);
   // No element: the output is the (empty) input, with no maximum to take over an empty axis.
   if (numel_of(t.shape) == 0) return n.emit("identity", {x}, {});
-  // Reshapes to explicit dims with allowzero: an empty input (a 0 among its dims) keeps its
-  // dims instead of asking Reshape to infer -1 next to a 0 or to copy a 0 from elsewhere.
-  const AttrMap zeros_are_dims = {{"allowzero", int64_t{1}}};
+  // The coercion to 2-D reshapes to [outer, -1], or to [outer, inner] where every dim is known.
   if (n.opset() < 13) {
     int64_t outer = 1, inner = 1;
-    for (int64_t i = 0; i < r; ++i) (i < axis ? outer : inner) *= t.shape[static_cast<size_t>(i)];
-    FRAME_ASSIGN_OR_RETURN(auto flat,
-                           n.emit_tmp("reshape", {x, n.const_i64({outer, inner})}, zeros_are_dims));
+    for (int64_t i = 0; i < r; ++i) {
+      const int64_t d = t.shape[static_cast<size_t>(i)];
+      int64_t& part = i < axis ? outer : inner;
+      part = d < 0 || part < 0 ? -1 : part * d;
+    }
+    if (outer < 0) return n.error("input 0 has an unknown dim before axis {}", axis);
+    FRAME_ASSIGN_OR_RETURN(auto flat, n.emit_tmp("reshape", {x, n.const_i64({outer, inner})}, {}));
     x = flat[0];
     axis = 1;
   }
   const std::optional<ir::TensorType>& xt = n.graph().value(x).type;
-  if (!xt || xt->rank() <= axis)
-    return n.error("input 0 has no axis {} to take the max over", axis);
+  if (!xt || xt->rank() <= axis) {
+    return n.error("input 0 has no axis {} to take the maximum over", axis);
+  }
   const int64_t depth = xt->shape[static_cast<size_t>(axis)];
   FRAME_ASSIGN_OR_RETURN(auto idx,
                          n.emit_tmp("arg_max", {x}, {{"axis", axis}, {"keepdims", int64_t{0}}}));
@@ -416,7 +419,7 @@ Status convert_hardmax(NodeImporter& n, std::string_view) {
   const ValueId dep = n.constant(Tensor::scalar<int64_t>(depth), "depth");
   if (n.opset() >= 13) return n.emit("one_hot", {idx[0], dep, vals}, {{"axis", axis}});
   FRAME_ASSIGN_OR_RETURN(auto oh, n.emit_tmp("one_hot", {idx[0], dep, vals}, {{"axis", axis}}));
-  return n.emit("reshape", {oh[0], n.const_i64(t.shape)}, zeros_are_dims);
+  return n.emit("reshape", {oh[0], n.const_i64(t.shape)}, {});
 }
 
 }  // namespace
