@@ -603,16 +603,20 @@ void check_laid_out_node(const std::string& base, const ir::AttrMap& attrs,
   ASSERT_TRUE(want.is_ok()) << want.status().message();
   const Tensor want_nhwc = to_layout(want->at("y"), kNhwc);
   for (const std::string backend : {"cpu", "onednn"}) {
-    Result<runtime::Executable> exe =
-        runtime::compile(build("laid_out_internal", true), uncached({backend}));
-    ASSERT_TRUE(exe.is_ok()) << base << " on " << backend << ": " << exe.status().message();
-    EXPECT_EQ(placement_of(*exe, "n").backend, backend) << base;
-    Result<runtime::TensorMap> got = exe->run(nhwc_feed);
-    ASSERT_TRUE(got.is_ok()) << got.status().message();
-    // Grid inputs: maxima, concatenation and sums of 9 taps (ap) exact or within the op class.
-    const CompareResult c =
-        compare_tensors(got->at("y"), want_nhwc, tolerance_for(DTypeCode::kFloat32));
-    EXPECT_TRUE(c.ok) << base << " on " << backend << ": " << c.message;
+    for (int threads : {1, 2}) {
+      runtime::CompileOptions o = uncached({backend});
+      o.num_threads = threads;
+      Result<runtime::Executable> exe = runtime::compile(build("laid_out_internal", true), o);
+      ASSERT_TRUE(exe.is_ok()) << base << " on " << backend << ": " << exe.status().message();
+      EXPECT_EQ(placement_of(*exe, "n").backend, backend) << base;
+      Result<runtime::TensorMap> got = exe->run(nhwc_feed);
+      ASSERT_TRUE(got.is_ok()) << got.status().message();
+      // Grid inputs: maxima, concatenation and sums of 9 taps (ap) exact or within the op class.
+      const CompareResult c =
+          compare_tensors(got->at("y"), want_nhwc, tolerance_for(DTypeCode::kFloat32));
+      EXPECT_TRUE(c.ok) << base << " on " << backend << " at " << threads
+                        << " thread(s): " << c.message;
+    }
   }
 }
 
@@ -656,6 +660,39 @@ TEST(OnednnLayout, LaidOutNodesMatchThePlainOps) {
                        {"output_padding", ints{1, 0}},
                        {"group", int64_t{2}}},
                       {x, grid_tensor({24, 4, 3, 3}, 64)});
+}
+
+// The 2-d f32 max and average pools the onednn kernel computes with its own channels-last loop
+// (pool.cpp, VecTable::pool_nhwc_rows) against the cpu kernel's plain pool: channel counts below,
+// at and past a vector's lanes, windows clipped by pads (symmetric and not) and by ceil_mode,
+// dilations, a 1x1 window that subsamples, and both divisors of an average.
+TEST(OnednnLayout, OwnChannelsLastPoolsMatchThePlainOps) {
+  const Tensor c3 = grid_tensor({2, 3, 9, 8}, 71);
+  const Tensor c37 = grid_tensor({1, 37, 11, 10}, 72);
+  const Tensor c16 = grid_tensor({2, 16, 6, 7}, 73);
+  check_laid_out_node("max_pool", {{"kernel_shape", ints{3, 3}}, {"strides", ints{2, 2}}}, {c3});
+  check_laid_out_node("max_pool",
+                      {{"kernel_shape", ints{3, 2}},
+                       {"dilations", ints{2, 3}},
+                       {"pads", ints{0, 1, 2, 0}},
+                       {"ceil_mode", int64_t{1}},
+                       {"strides", ints{2, 1}}},
+                      {c37});
+  check_laid_out_node(
+      "max_pool",
+      {{"kernel_shape", ints{2, 2}}, {"strides", ints{2, 2}}, {"ceil_mode", int64_t{1}}}, {c37});
+  check_laid_out_node("max_pool", {{"kernel_shape", ints{1, 1}}, {"strides", ints{2, 3}}}, {c16});
+  check_laid_out_node("average_pool", {{"kernel_shape", ints{3, 3}}, {"pads", ints{1, 1, 1, 1}}},
+                      {c37});
+  check_laid_out_node("average_pool",
+                      {{"kernel_shape", ints{3, 2}},
+                       {"strides", ints{2, 2}},
+                       {"pads", ints{1, 0, 1, 1}},
+                       {"count_include_pad", int64_t{1}}},
+                      {c16});
+  check_laid_out_node(
+      "average_pool",
+      {{"kernel_shape", ints{2, 2}}, {"strides", ints{2, 2}}, {"ceil_mode", int64_t{1}}}, {c3});
 }
 
 TEST(OnednnLayout, LaidOutSchemaRejectsBadNodes) {

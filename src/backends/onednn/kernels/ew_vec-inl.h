@@ -877,6 +877,79 @@ HWY_INLINE void dw_padded_rows(D d, const float* xp, int64_t wp, const float* wt
   for (; r0 < oh; r0 += 4) block(std::integral_constant<int64_t, 4>(), r0);
 }
 
+/// The taps [lo, hi) of a window starting at input index `start` (steps of `step`, `k` taps)
+/// that lie inside [0, in).
+HWY_INLINE void window_taps(int64_t start, int64_t step, int64_t k, int64_t in, int64_t& lo,
+                            int64_t& hi) {
+  lo = start >= 0 ? 0 : (-start + step - 1) / step;
+  hi = start > in - 1 ? 0 : std::min(k, (in - 1 - start) / step + 1);
+  lo = std::min(lo, hi);
+}
+
+/// pool_nhwc_rows_loop for one kind: kMax the max over the taps, else their sum scaled.
+template <bool kMax>
+HWY_INLINE void pool_nhwc_rows_kind(const float* x, float* y, const PoolNhwc& g, int64_t r0,
+                                    int64_t r1) {
+  const hn::ScalableTag<float> d;
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t c = g.c;
+  const float init = kMax ? -std::numeric_limits<float>::infinity() : 0.0F;
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t ih0 = r * g.sh - g.ph;
+    int64_t i_lo = 0, i_hi = 0;
+    window_taps(ih0, g.dh, g.kh, g.h, i_lo, i_hi);
+    for (int64_t o = 0; o < g.ow; ++o) {
+      const int64_t iw0 = o * g.sw - g.pw;
+      int64_t j_lo = 0, j_hi = 0;
+      window_taps(iw0, g.dw, g.kw, g.w, j_lo, j_hi);
+      const int64_t taps = (i_hi - i_lo) * (j_hi - j_lo);
+      const float scale = kMax ? 1.0F : 1.0F / static_cast<float>(g.divisor > 0 ? g.divisor : taps);
+      float* yo = y + (r * g.ow + o) * c;
+      if (taps == 0) {  // a window wholly in the padding: -inf, or ONNX's 0 / 0 for an average
+        std::fill_n(yo, c, kMax ? init : init * scale);
+        continue;
+      }
+      const float* x0 = x + ((ih0 + i_lo * g.dh) * g.w + iw0 + j_lo * g.dw) * c;
+      const int64_t row_step = g.dh * g.w * c, tap_step = g.dw * c, nj = j_hi - j_lo;
+      int64_t ch = 0;
+      for (; ch + lanes <= c; ch += lanes) {
+        auto acc = hn::Set(d, init);
+        const float* xi = x0 + ch;
+        for (int64_t i = i_lo; i < i_hi; ++i, xi += row_step) {
+          const float* xj = xi;
+          for (int64_t j = 0; j < nj; ++j, xj += tap_step) {
+            const auto v = hn::LoadU(d, xj);
+            acc = kMax ? hn::Max(acc, v) : hn::Add(acc, v);
+          }
+        }
+        if (!kMax) acc = hn::Mul(acc, hn::Set(d, scale));
+        hn::StoreU(acc, d, yo + ch);
+      }
+      for (; ch < c; ++ch) {
+        float acc = init;
+        const float* xi = x0 + ch;
+        for (int64_t i = i_lo; i < i_hi; ++i, xi += row_step) {
+          const float* xj = xi;
+          for (int64_t j = 0; j < nj; ++j, xj += tap_step) {
+            acc = kMax ? std::max(acc, *xj) : acc + *xj;
+          }
+        }
+        yo[ch] = kMax ? acc : acc * scale;
+      }
+    }
+  }
+}
+
+/// Output rows [r0, r1) of a 2-d pool of one nhwc image (VecTable::pool_nhwc_rows).
+HWY_NOINLINE void pool_nhwc_rows_loop(const float* x, float* y, const PoolNhwc& g, int64_t r0,
+                                      int64_t r1) {
+  if (g.max) {
+    pool_nhwc_rows_kind<true>(x, y, g, r0, r1);
+  } else {
+    pool_nhwc_rows_kind<false>(x, y, g, r0, r1);
+  }
+}
+
 /// One depthwise conv plane (VecTable::dw_plane). The plane is first copied into a per-thread
 /// buffer with its zero padding around it (the leading pads, and past the trailing ones as far
 /// as the last vector of rows and columns reads), which the taps then read with plain vector

@@ -42,6 +42,7 @@ const VecTable* get_vec_table() {
     t.softmax_rows = &softmax_rows_loop;
     t.layer_norm_row = &layer_norm_row_loop;
     t.dw_plane = &dw_plane_loop;
+    t.pool_nhwc_rows = &pool_nhwc_rows_loop;
     t.panel_gemv = &panel_gemv_loop;
     t.gemm = &gemm_loop;
     t.gemm_packed = &gemm_packed_loop;

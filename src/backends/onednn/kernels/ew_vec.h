@@ -46,6 +46,18 @@ struct DwPlane {
   int64_t sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
 };
 
+/// Geometry of a 2-d max or average pool over one image stored nhwc (VecTable::pool_nhwc_rows):
+/// input h x w x c, output oh x ow x c, window kh x kw, strides, dilations (ONNX steps: 1 =
+/// dense) and leading pads. An average divides by `divisor` where it is positive (ONNX
+/// count_include_pad with explicit pads: every tap of the window counts), else by the taps
+/// that lie inside the input.
+struct PoolNhwc {
+  int64_t h = 0, w = 0, c = 0, oh = 0, ow = 0, kh = 0, kw = 0;
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
+  bool max = true;
+  int64_t divisor = 0;
+};
+
 /// Argument of the pow loops: ONNX Pow with an fp32 scalar exponent (ew::PowOp<float, float>).
 struct PowArgs {
   float e = 1.0f;
@@ -102,6 +114,13 @@ struct VecTable {
   /// padded plane).
   void (*dw_plane)(const float* x, const float* w, float bias, float* y,
                    const DwPlane& g) = nullptr;
+  /// Output rows [r0, r1) of a 2-d pool of one nhwc image (PoolNhwc; pool.cpp): each output
+  /// pixel's c channels are the max (or the mean) over the window's taps inside x, a vector of
+  /// channels at a time; taps in the padding are skipped. oneDNN 2.6's nhwc pooling on AVX2
+  /// transposes to a blocked layout and back around its kernel (ResNet-18's stem max pool 1.1
+  /// ms per run on a 2-core AVX2 EPYC).
+  void (*pool_nhwc_rows)(const float* x, float* y, const PoolNhwc& g, int64_t r0,
+                         int64_t r1) = nullptr;
   /// Matrix-vector product over panels (the recurrence of recurrent.cpp's LSTM): for
   /// p < npanels and r < kPanelWidth, y[p * kPanelWidth + r] += sum over i < k of
   /// panels[(p * k + i) * kPanelWidth + r] * x[i]. A panel holds kPanelWidth rows of a matrix
