@@ -190,6 +190,68 @@ TEST(OnednnConv, ShapeAgnosticGeometries) {
                             {1, 2});
 }
 
+// A compiled plan's dilated conv over a map not much larger than the dilation (DeepLabV3's ASPP
+// convs), whose off-centre taps read only padding or a corner: where oneDNN's choice is its
+// im2col gemm (AVX2 here: every tap's columns, padding included), padding_taps_conv computes
+// only the taps that read the input (a 1x1 product for the centre alone, one product per tap
+// over its rectangle otherwise); elsewhere it declines and the primitive stays. Either way the
+// compiled conv, alone and fused with a bias and relu, matches the cpu kernel at 1 and 2 threads.
+TEST(OnednnConv, CompiledConvsSkipTapsThatReadOnlyPadding) {
+  struct Case {
+    Shape x, w;
+    int64_t dilation;
+    bool skipped;  // some tap reads only padding or the rectangles cover little of the map
+  };
+  const std::vector<Case> cases = {{{1, 16, 6, 6}, {8, 16, 3, 3}, 6, true},
+                                   {{1, 12, 8, 7}, {10, 12, 3, 3}, 5, true},
+                                   {{2, 8, 9, 9}, {4, 8, 3, 3}, 1, false}};
+  uint32_t seed = 90;
+  for (const Case& c : cases) {
+    const int64_t d = c.dilation;
+    const ir::AttrMap attrs = {{"dilations", ints{d, d}}, {"pads", ints{d, d, d, d}}};
+    ir::Graph g("aspp");
+    const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, c.x});
+    const ir::ValueId w = g.add_constant("w", grid_tensor(c.w, seed++));
+    const ir::ValueId b = g.add_constant("b", grid_tensor({c.w[0]}, seed++));
+    const ir::NodeId id = *g.create_node("conv", "c", {x, w, b}, 1, attrs);
+    const ops::NodeContext ctx =
+        ops::make_node_context(g, g.node(id), ops::OpRegistry::global().find("conv"));
+    Result<std::shared_ptr<backends::onednn::LinearPrimitive>> prim =
+        backends::onednn::make_conv(ctx, false, {}, false);
+    ASSERT_TRUE(prim.is_ok()) << prim.status().message();
+    const bool gemm = (*prim)->implementation().find("gemm") != std::string_view::npos;
+    Result<std::shared_ptr<backends::onednn::LinearPrimitive>> own =
+        backends::onednn::padding_taps_conv(ctx, {}, true);
+    EXPECT_EQ(own.is_ok(), gemm && c.skipped)
+        << shape_to_string(c.x) << " dilation " << d << ", oneDNN: " << (*prim)->implementation()
+        << (own.is_ok() ? "" : ", declined: " + own.status().message());
+    if (own.is_ok()) {
+      EXPECT_TRUE((*own)->implementation().empty());
+    }
+    // Run-time weights keep every tap: the own conv declines them.
+    ir::Graph h("aspp_runtime_w");
+    const ir::ValueId hx = h.add_input("x", ir::TensorType{DTypeCode::kFloat32, c.x});
+    const ir::ValueId hw = h.add_input("w", ir::TensorType{DTypeCode::kFloat32, c.w});
+    const ir::NodeId hid = *h.create_node("conv", "c", {hx, hw}, 1, attrs);
+    EXPECT_FALSE(backends::onednn::padding_taps_conv(
+                     ops::make_node_context(h, h.node(hid), ops::OpRegistry::global().find("conv")),
+                     {}, false)
+                     .is_ok());
+
+    expect_onednn_matches_cpu(conv_call("conv", c.x, c.w, true, attrs), {1, 2});
+    ir::Graph f("aspp_relu");
+    const ir::ValueId fx = f.add_input("x", ir::TensorType{DTypeCode::kFloat32, c.x});
+    const ir::NodeId fc = *f.create_node("conv", "c",
+                                         {fx, f.add_constant("w", grid_tensor(c.w, seed++)),
+                                          f.add_constant("b", grid_tensor({c.w[0]}, seed++))},
+                                         1, attrs);
+    const ir::ValueId cy = f.node(fc).outputs[0];
+    f.add_output(f.node(*f.create_node("relu", "r", {cy}, 1, {})).outputs[0]);
+    runtime::TensorMap in{{"x", grid_tensor(c.x, seed++)}};
+    expect_same_as_unfused(f, in, ToleranceClass::kCrossBackend, {"c"});
+  }
+}
+
 // The interpreted tier's depthwise conv of small planes (output rows narrower than a vector:
 // conv_agnostic.cpp depthwise, VecTable::dw_plane over a zero-padded copy of each plane):
 // channel counts off the vector width, two images, blocks of eight and of four rows and a last

@@ -502,6 +502,17 @@ int linear_reorders(const void* state) {
   return static_cast<const LinearPrimitive*>(state)->reorders_per_run();
 }
 
+Result<std::shared_ptr<LinearPrimitive>> padding_taps_conv(const NodeContext& ctx,
+                                                           std::span<const ops::fused::PostOp> post,
+                                                           bool build) {
+  if (ctx.run_once) return unimplemented("a conv prepared for one run");
+  FRAME_ASSIGN_OR_RETURN(std::shared_ptr<LinearPrimitive> base, make_conv(ctx, false, post, false));
+  if (base->implementation().find("gemm") == std::string_view::npos) {
+    return unimplemented("oneDNN runs it with {}", base->implementation());
+  }
+  return make_shape_agnostic_conv(ctx, build, post, AgnosticConvUse::kSkipsPaddingTaps);
+}
+
 namespace {
 
 // A plain conv prepared for one run (the interpreted tier) runs without a primitive where it
@@ -519,6 +530,11 @@ template <bool kTranspose>
 Result<std::shared_ptr<void>> prepare_conv(const NodeContext& ctx) {
   if (!kTranspose && ctx.run_once) {
     if (Result<std::shared_ptr<LinearPrimitive>> p = make_shape_agnostic_conv(ctx); p.is_ok()) {
+      return std::shared_ptr<void>(std::move(p).value());
+    }
+  }
+  if (!kTranspose) {
+    if (Result<std::shared_ptr<LinearPrimitive>> p = padding_taps_conv(ctx, {}, true); p.is_ok()) {
       return std::shared_ptr<void>(std::move(p).value());
     }
   }

@@ -380,9 +380,6 @@ class AgnosticConv final : public LinearPrimitive {
   }
 };
 
-// Sets p.rects and p.tap_w where one product per tap over its rectangle multiplies at most
-// 60% of what im2col's columns would (taps dropped already): dilated convs over maps little
-// larger than the dilation, whose off-centre taps read the input for a few rows and columns.
 // What a tap-major arrangement of W depends on besides W itself (pack_weights_own's key).
 std::string taps_layout(std::string_view kind, const AgnosticConv& p) {
   std::string key =
@@ -391,7 +388,11 @@ std::string taps_layout(std::string_view kind, const AgnosticConv& p) {
   return key;
 }
 
-void plan_taps(AgnosticConv& p, const Tensor& wt) {
+// Sets p.rects and p.tap_w where one product per tap over its rectangle multiplies at most
+// 60% of what im2col's columns would (taps dropped already): dilated convs over maps little
+// larger than the dilation, whose off-centre taps read the input for a few rows and columns.
+// With `pack` false only p.rects (the accepts() check: no copy of W).
+void plan_taps(AgnosticConv& p, const Tensor& wt, bool pack = true) {
   std::vector<TapRect> rects;
   int64_t area = 0;
   for (size_t t = 0; t < p.taps.size(); ++t) {
@@ -409,6 +410,10 @@ void plan_taps(AgnosticConv& p, const Tensor& wt) {
   }
   const auto ntaps = static_cast<int64_t>(p.taps.size());
   if (area * 10 > ntaps * p.oh * p.ow * 6) return;
+  if (!pack) {
+    p.rects = std::move(rects);
+    return;
+  }
   const int64_t cg = p.c / p.group;
   const float* w = wt.data<float>();
   p.tap_w = pack_weights_own(
@@ -428,10 +433,15 @@ void plan_taps(AgnosticConv& p, const Tensor& wt) {
 }  // namespace
 
 Result<std::shared_ptr<LinearPrimitive>> make_shape_agnostic_conv(
-    const NodeContext& ctx, bool build, std::span<const ops::fused::PostOp> post) {
+    const NodeContext& ctx, bool build, std::span<const ops::fused::PostOp> post,
+    AgnosticConvUse use) {
   const Shape& x = ctx.input_types[0].shape;
   const Shape& wshape = ctx.input_types[1].shape;
-  if (!ctx.run_once) return unimplemented("not a conv prepared for one run");
+  const bool skipping = use == AgnosticConvUse::kSkipsPaddingTaps;
+  if (!ctx.run_once && !skipping) return unimplemented("not a conv prepared for one run");
+  if (skipping && ctx.constant_input(1) == nullptr) {
+    return unimplemented("weights given at run time (every tap is computed)");
+  }
   if (x.size() != 3 && x.size() != 4) {
     return unimplemented("{}-d spatial input (the shape-agnostic conv takes 1-d and 2-d)",
                          static_cast<int64_t>(x.size()) - 2);
@@ -474,6 +484,9 @@ Result<std::shared_ptr<LinearPrimitive>> make_shape_agnostic_conv(
     if (!chain) return unimplemented("a post-op without an own loop");
     for (const OwnPostOp& o : *chain) {
       if (o.kind != ops::fused::PostOpKind::kAdd) continue;
+      // A compiled plan may give Y the residual's buffer (KernelDef::in_place_input); this
+      // conv writes Y before it adds R.
+      if (skipping) return unimplemented("a residual add in a compiled plan");
       const Shape& r = ctx.input_types[ops::fused::kResidualInput].shape;
       Shape y = {p->n, p->m};
       if (x.size() == 4) y.push_back(p->oh);
@@ -489,10 +502,11 @@ Result<std::shared_ptr<LinearPrimitive>> make_shape_agnostic_conv(
   }
   p->vt = &vec_table();
   if (p->group == p->c && p->c > 0) {
+    if (skipping) return unimplemented("a depthwise conv (its loop skips the padding already)");
     if (p->vt->dw_plane == nullptr) return unimplemented("no depthwise plane loop on this target");
     return std::shared_ptr<LinearPrimitive>(std::move(p));
   }
-  if (!build) return std::shared_ptr<LinearPrimitive>(std::move(p));  // accepts(): no copies
+  if (!build && !skipping) return std::shared_ptr<LinearPrimitive>(std::move(p));  // no copies
   // Taps that read the input for some output pixel (a stride may step over a small input).
   const auto reads = [](int64_t t, int64_t step, int64_t pad, int64_t stride, int64_t in,
                         int64_t out) {
@@ -519,7 +533,11 @@ Result<std::shared_ptr<LinearPrimitive>> make_shape_agnostic_conv(
     const auto [i, j] = p->taps[0];
     p->direct = i * p->dh == p->ph && j * p->dw == p->pw;
   }
-  if (!p->direct && wconst != nullptr) plan_taps(*p, *wconst);
+  if (!p->direct && wconst != nullptr) plan_taps(*p, *wconst, build);
+  if (skipping && p->taps.size() == all && p->rects.empty()) {
+    return unimplemented("every tap reads the input somewhere");
+  }
+  if (!build) return std::shared_ptr<LinearPrimitive>(std::move(p));  // accepts(): no copies
   if (!p->rects.empty()) return std::shared_ptr<LinearPrimitive>(std::move(p));
   if (p->taps.size() < all) {
     const int64_t cg = p->c / p->group, nt = static_cast<int64_t>(p->taps.size());

@@ -106,6 +106,13 @@ Result<std::shared_ptr<LinearPrimitive>> make_fused(const ops::NodeContext& ctx,
           make_shape_agnostic_conv(ctx, reorder, spec.post_ops);
       if (p.is_ok() || make_shape_agnostic_conv(ctx, false).is_ok()) return p;
     }
+    if (plain) {
+      if (Result<std::shared_ptr<LinearPrimitive>> p =
+              padding_taps_conv(ctx, spec.post_ops, reorder);
+          p.is_ok()) {
+        return p;
+      }
+    }
     return make_conv(ctx, false, spec.post_ops, reorder, layouts);
   }
   return make_matmul(ctx, spec.base_op == "gemm", spec.post_ops, reorder);

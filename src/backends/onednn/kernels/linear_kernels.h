@@ -4,6 +4,7 @@
 /// kernels (conv.cpp, matmul.cpp) and by the fused_post_ops_internal kernel, which builds the
 /// same primitive with oneDNN post-ops attached.
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -94,6 +95,12 @@ std::optional<std::vector<OwnPostOp>> own_post_ops(std::span<const ops::fused::P
 void apply_own_post_ops(std::span<const OwnPostOp> chain, VecBinaryFn add, float* y, const float* r,
                         size_t n);
 
+/// What make_shape_agnostic_conv is asked for: a conv prepared for one run (the interpreted
+/// tier), or, in a compiled plan, a conv that computes only the taps reading the input where
+/// some read only padding at these sizes (kSkipsPaddingTaps; conv.cpp asks where oneDNN's
+/// choice is its im2col gemm).
+enum class AgnosticConvUse : uint8_t { kOneRun, kSkipsPaddingTaps };
+
 /// The conv of `ctx` prepared for one run of a first-seen shape (NodeContext::run_once, ADR
 /// 0007) without a oneDNN convolution primitive (conv_agnostic.cpp): 1x1 convs as matrix
 /// products over the NCHW tensors, depthwise convs as direct loops, others through im2col;
@@ -103,9 +110,25 @@ void apply_own_post_ops(std::span<const OwnPostOp> chain, VecBinaryFn add, float
 /// (own_post_ops). With `build` false (the accepts() check) the state is not complete: no
 /// weights are copied and it must not run. Errors: kUnimplemented where it does not apply (no
 /// run_once, other ranks, inconsistent groups, a post-op without an own loop, a residual of
-/// another shape), resolve_window's errors for bad attributes.
+/// another shape), resolve_window's errors for bad attributes. With `use` kSkipsPaddingTaps,
+/// also without run_once, but only for constant weights, not depthwise, and where some tap
+/// reads only padding or the taps' rectangles cover well under the im2col columns (else
+/// kUnimplemented).
 Result<std::shared_ptr<LinearPrimitive>> make_shape_agnostic_conv(
-    const ops::NodeContext& ctx, bool build = true, std::span<const ops::fused::PostOp> post = {});
+    const ops::NodeContext& ctx, bool build = true, std::span<const ops::fused::PostOp> post = {},
+    AgnosticConvUse use = AgnosticConvUse::kOneRun);
+
+/// The conv of `ctx` (a compiled plan's plain f32 conv, `post` its fused chain) as the
+/// shape-agnostic conv that computes only the taps reading the input, where oneDNN's choice
+/// for it is its im2col gemm (which multiplies every tap's columns, padding included) and some
+/// taps read only padding at these sizes or cover little of the output: DeepLabV3's ASPP convs
+/// (3x3, dilation 12 to 36 over a 16x16 map) on AVX2, where oneDNN has no direct dilated conv.
+/// `build` as make_shape_agnostic_conv. Errors: kUnimplemented where it does not apply
+/// (run_once, oneDNN's other implementations, make_shape_agnostic_conv's kSkipsPaddingTaps
+/// refusals), make_conv's errors.
+Result<std::shared_ptr<LinearPrimitive>> padding_taps_conv(const ops::NodeContext& ctx,
+                                                           std::span<const ops::fused::PostOp> post,
+                                                           bool build);
 
 /// The layout oneDNN picks for the output of conv node `ctx` (a `conv`, or a
 /// fused_post_ops_internal with base_op "conv", built with its post-ops and `any` layouts):
