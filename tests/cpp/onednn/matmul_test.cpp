@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <string_view>
 
 #include "backends/onednn/kernels/linear_kernels.h"
@@ -305,6 +306,58 @@ TEST(OnednnMatmulShapeAgnostic, OneRowOverLargeWeightsReadsThemInPlace) {
     const std::string_view impl =
         std::static_pointer_cast<backends::onednn::LinearPrimitive>(*prepared)->implementation();
     EXPECT_EQ(impl, n == 64 ? "frame:gemm" : "") << n;
+  }
+}
+
+// A compiled matmul over constant weights where oneDNN's matmul is its gemm-based one (AVX2,
+// no AVX-512): frame's own loops over packed B (implementation "frame:gemm"), the product split
+// over the threads by rows (many rows) or by columns (few rows, many columns), with a bias, a
+// residual of the output's shape and an activation fused, and a plain product after them; each
+// against the cpu kernels at 1 and 2 threads. With AVX-512 oneDNN keeps its brgemm matmul.
+TEST(OnednnMatmul, CompiledConstantWeightsOnAGemmBasedOnednnRunOwnLoops) {
+  struct Case {
+    int64_t m, k, n;
+  };
+  uint32_t seed = 60;
+  for (const Case& c : {Case{40, 72, 320}, Case{300, 40, 48}, Case{3, 17, 5}}) {
+    ir::Graph g("dense");
+    const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {c.m, c.k}});
+    const ir::ValueId r = g.add_input("r", ir::TensorType{DTypeCode::kFloat32, {c.m, c.n}});
+    ir::ValueId y =
+        add_op(g, "matmul", "mm", {x, g.add_constant("w", grid_tensor({c.k, c.n}, seed++))});
+    y = add_op(g, "add", "bias", {y, g.add_constant("b", grid_tensor({c.n}, seed++))});
+    y = add_op(g, "add", "res", {y, r});
+    y = add_op(g, "tanh", "act", {y});
+    g.add_output(
+        add_op(g, "matmul", "mm2", {y, g.add_constant("w2", grid_tensor({c.n, 9}, seed++))}));
+    runtime::TensorMap in{{"x", grid_tensor({c.m, c.k}, seed++)},
+                          {"r", grid_tensor({c.m, c.n}, seed++)}};
+    expect_same_as_unfused(g, in, ToleranceClass::kCrossBackend, {"mm", "mm2"});
+
+    const ir::NodeId id = g.find_node("mm");
+    const ops::NodeContext ctx =
+        ops::make_node_context(g, g.node(id), ops::OpRegistry::global().find("matmul"));
+    Result<std::shared_ptr<backends::onednn::LinearPrimitive>> p =
+        backends::onednn::make_matmul(ctx, false, {}, true);
+    ASSERT_TRUE(p.is_ok()) << p.status().message();
+    if (dnnl::get_effective_cpu_isa() < dnnl::cpu_isa::avx512_core) {
+      EXPECT_EQ((*p)->implementation(), "frame:gemm") << c.m << "x" << c.k << "x" << c.n;
+    }
+    // B given at run time: oneDNN's product, and where that is gemm-based, the bias, C (of
+    // the output's shape) and the activation as own loops after it (post_after).
+    ir::Graph h("two_activations");
+    const ir::ValueId a = h.add_input("a", ir::TensorType{DTypeCode::kFloat32, {c.m, c.k}});
+    const ir::ValueId b = h.add_input("b", ir::TensorType{DTypeCode::kFloat32, {c.k, c.n}});
+    ir::ValueId z = add_op(h, "matmul", "ab", {a, b});
+    z = add_op(h, "add", "bias", {z, h.add_constant("bias", grid_tensor({c.n}, seed++))});
+    z = add_op(h, "relu", "act", {z});
+    h.add_output(add_op(h, "gemm", "g",
+                        {a, b, h.add_constant("c", grid_tensor({c.m, c.n}, seed++))},
+                        {{"alpha", 0.5}}));
+    h.add_output(z);
+    runtime::TensorMap hin{{"a", grid_tensor({c.m, c.k}, seed++)},
+                           {"b", grid_tensor({c.k, c.n}, seed++)}};
+    expect_same_as_unfused(h, hin, ToleranceClass::kCrossBackend, {"ab", "g"});
   }
 }
 

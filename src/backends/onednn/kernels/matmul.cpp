@@ -87,7 +87,17 @@ class MatmulPrimitive final : public LinearPrimitive {
     float* y = ctx.output(0).data<float>() + i0 * n;
     vt->gemm_packed(rows, nn, kk, alpha, ctx.input(0).data<float>() + i0 * k, kk,
                     b_own->data.data<float>(), y, nn);
-    if (c_numel > 0) {
+    finish_rows(ctx, i0, i1);
+  }
+
+  // Rows [i0, i1) of the computed product in the output: C (one value, a row of N or the
+  // output's shape), then the post-ops in order.
+  void finish_rows(KernelContext& ctx, int64_t i0, int64_t i1) const {
+    const auto rows = static_cast<size_t>(i1 - i0), nn = static_cast<size_t>(n);
+    float* y = ctx.output(0).data<float>() + i0 * n;
+    if (c_numel > n) {
+      add(y, ctx.input(2).data<float>() + i0 * n, y, rows * nn, &add_functor);
+    } else if (c_numel > 0) {
       const float* c = ctx.input(2).data<float>();
       for (size_t r = 0; r < rows; ++r) {
         float* yr = y + r * nn;
@@ -121,6 +131,28 @@ class MatmulPrimitive final : public LinearPrimitive {
     constexpr int64_t kOwnSerialMacs = int64_t{1} << 16;
     const int64_t blocks = (m + kOwnRows - 1) / kOwnRows;
     const int threads = m * n * k < kOwnSerialMacs ? 1 : ctx.num_threads;
+    const auto strip = static_cast<int64_t>(vt->gemm_strip);
+    const int64_t strips = (n + strip - 1) / strip;
+    // Few row blocks for the threads (an MLP's 64 rows: three blocks over two threads) and
+    // many strips of B: each thread its own range of strips (columns) over every row, so the
+    // threads share the work evenly and each reads only its part of B; C and the post-ops
+    // then run by row blocks.
+    if (threads > 1 && blocks < 4 * threads && strips >= 4 * threads) {
+      const float* a = ctx.input(0).data<float>();
+      float* y = ctx.output(0).data<float>();
+      ops::parallel_ranges(strips, threads, [&](int64_t s0, int64_t s1) {
+        const int64_t j0 = s0 * strip, j1 = std::min(n, s1 * strip);
+        vt->gemm_packed(static_cast<size_t>(m), static_cast<size_t>(j1 - j0),
+                        static_cast<size_t>(k), alpha, a, static_cast<size_t>(k),
+                        b_own->data.data<float>() + s0 * k * strip, y + j0, static_cast<size_t>(n));
+      });
+      if (c_numel > 0 || !own_post.empty()) {
+        ops::parallel_for(blocks, threads, [&](int64_t t) {
+          finish_rows(ctx, t * kOwnRows, std::min(m, (t + 1) * kOwnRows));
+        });
+      }
+      return Status();
+    }
     ops::parallel_for(blocks, threads, [&](int64_t t) {
       run_own_rows(ctx, t * kOwnRows, std::min(m, (t + 1) * kOwnRows));
     });
@@ -167,6 +199,22 @@ class MatmulPrimitive final : public LinearPrimitive {
     return true;
   }
 
+  // The primitive computes alpha * A B alone and frame's own loops add C and apply the
+  // post-ops (own_post, finish_rows) on blocks of rows afterwards: where oneDNN's matmul is its
+  // gemm-based one (AVX2), which applies binary and eltwise post-ops in a slow pass of its own
+  // (make_matmul, post_after_fits).
+  bool post_after = false;
+
+  Status run_post_after(KernelContext& ctx) const {
+    const int64_t m = ctx.output(0).numel() / n;
+    constexpr int64_t kRows = 16;
+    const int64_t blocks = (m + kRows - 1) / kRows;
+    ops::parallel_for(blocks, m * n >= (int64_t{1} << 15) ? ctx.num_threads : 1, [&](int64_t t) {
+      finish_rows(ctx, t * kRows, std::min(m, (t + 1) * kRows));
+    });
+    return Status();
+  }
+
   Status run(KernelContext& ctx) const override {
     const NodeContext& node = *ctx.node;
     if (own) return run_own(ctx);
@@ -188,10 +236,11 @@ class MatmulPrimitive final : public LinearPrimitive {
           {DNNL_ARG_ATTR_MULTIPLE_POST_OP(residual_post) | DNNL_ARG_SRC_1,
            residual_post >= 0 ? &res : nullptr},
       };
-      return execute(node, prim, args);
+      FRAME_RETURN_IF_ERROR(execute(node, prim, args));
     } catch (const dnnl::error& e) {
       return dnnl_failure(node, "matmul", e);
     }
+    return post_after ? run_post_after(ctx) : Status();
   }
 };
 
@@ -292,6 +341,44 @@ bool own_matmul(MatmulPrimitive& p, const NodeContext& ctx,
 
 PdCacheStats matmul_cache_stats() { return MatmulCache::global().stats(); }
 
+namespace {
+
+// Sets `p` up to finish a bare product with its own loops (MatmulPrimitive::post_after): C (one
+// value, a row of N or the output's shape, beta 1) and `post` as own_post_ops, whose residual
+// is a row of N or the output's shape. False, leaving the post-ops to oneDNN, where one has no
+// own form.
+bool post_after_fits(MatmulPrimitive& p, const NodeContext& ctx,
+                     std::span<const ops::fused::PostOp> post, bool use_c, double beta, int64_t n) {
+  const VecTable& vt = vec_table();
+  const int add = binary_index("add");
+  if (add < 0 || vt.binary[static_cast<size_t>(add)] == nullptr || n <= 0) return false;
+  int64_t y_numel = 1;
+  for (int64_t d : p.y_md.dims()) y_numel *= d;
+  int64_t c_numel = 0;
+  if (use_c) {
+    const Shape& cs = ctx.input_types[2].shape;
+    c_numel = numel_of(cs);
+    const bool row = c_numel == n && !cs.empty() && cs.back() == n;
+    if (beta != 1.0 || (c_numel != 1 && !row && c_numel != y_numel)) return false;
+  }
+  std::optional<std::vector<OwnPostOp>> chain = own_post_ops(post);
+  if (!chain) return false;
+  for (const OwnPostOp& o : *chain) {
+    if (o.kind != ops::fused::PostOpKind::kAdd) continue;
+    const Shape& rs = ctx.input_types[ops::fused::kResidualInput].shape;
+    const int64_t r = numel_of(rs);
+    if (r != y_numel && (r != n || rs.empty() || rs.back() != n)) return false;
+  }
+  p.vt = &vt;
+  p.add = vt.binary[static_cast<size_t>(add)];
+  p.own_post = std::move(*chain);
+  p.n = n;
+  p.c_numel = c_numel;
+  return true;
+}
+
+}  // namespace
+
 namespace {}  // namespace
 
 Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, bool gemm,
@@ -321,8 +408,11 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
   const bool one_row_large =
       as.size() == 2 && as[0] == 1 &&
       numel_of(bs) * static_cast<int64_t>(sizeof(float)) >= kOwnPackMaxOneRowBytes;
-  if (const Tensor* w = ctx.constant_input(1);
-      ctx.prefer_shape_agnostic && w != nullptr && !one_row_large) {
+  // The own loops over constant B where the shapes fit them (a 2-D A after folding batch dims
+  // into M, gemm without transA and with C of beta 1), their state in `p`.
+  const auto try_own = [&]() {
+    const Tensor* w = ctx.constant_input(1);
+    if (w == nullptr || one_row_large) return false;
     bool fits = false, tb = false, use_c = false;
     int64_t k = 0, n = 0;
     double alpha = 1.0;
@@ -341,17 +431,19 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
       n = tb ? bs.front() : bs.back();
       alpha = ctx.attr_or<double>("alpha", 1.0);
     }
-    if (fits && own_matmul(*p, ctx, post, tb, *w, k, n, use_c, static_cast<float>(alpha),
-                           reorder_weights)) {
-      p->a_rank = as.size();
-      p->b_shape = bs;
-      p->b_data = w->raw_data();
-      p->c_present = ctx.has_input(2);
-      if (p->c_present) p->c_shape = ctx.input_types[2].shape;
-      p->res_present = ctx.has_input(ops::fused::kResidualInput);
-      return std::shared_ptr<LinearPrimitive>(p);
+    if (!fits || !own_matmul(*p, ctx, post, tb, *w, k, n, use_c, static_cast<float>(alpha),
+                             reorder_weights)) {
+      return false;
     }
-  }
+    p->a_rank = as.size();
+    p->b_shape = bs;
+    p->b_data = w->raw_data();
+    p->c_present = ctx.has_input(2);
+    if (p->c_present) p->c_shape = ctx.input_types[2].shape;
+    p->res_present = ctx.has_input(ops::fused::kResidualInput);
+    return true;
+  };
+  if (ctx.prefer_shape_agnostic && try_own()) return std::shared_ptr<LinearPrimitive>(p);
   memory::desc b_user, a_md, y_md;
   bool ta = false;
   double scale = 1.0, beta = 1.0;
@@ -465,50 +557,78 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
   // the gemm-based implementation, which reads B as it is.
   const memory::desc b_pd =
       bc != nullptr && !runtime_m ? memory::desc(b_user.dims(), dt, memory::format_tag::any) : b_rt;
-  std::string key;
-  key.reserve(512);
-  append_desc_key(key, a_pd);
-  append_desc_key(key, b_pd);
-  append_desc_key(key, y_pd);
-  key_append(key, omp_get_max_threads());
-  key_append(key, scale);
-  key_append(key, beta);
-  key_append(key, use_c);
-  if (use_c) append_desc_key(key, p->c_md);
-  key_append(key, residual);
-  if (residual) append_desc_key(key, p->res_md);
-  for (const ops::fused::PostOp& o : post) {
-    key_append(key, static_cast<int>(o.kind));
-    key_append(key, o.alpha);
-    key_append(key, o.beta);
-  }
-  MatmulEntry e;
-  try {
-    e = MatmulCache::global().get(
-        key, reorder_weights,
-        [&] {
-          MatmulEntry made;
-          dnnl::primitive_attr attr = default_attr();
-          dnnl::post_ops pops;
-          if (scale != 1.0) attr.set_output_scales(0, {static_cast<float>(scale)});
-          if (use_c) {
-            made.c_post = pops.len();
-            pops.append_binary(dnnl::algorithm::binary_add, p->c_md);
-            if (beta != 1.0) {
-              pops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, static_cast<float>(beta),
-                                  0.f);
+  // The descriptor (cached) with `post` and C as oneDNN post-ops, or (`bare`) of alpha * A B
+  // alone, for frame's own loops to finish (MatmulPrimitive::post_after).
+  const auto entry_for = [&](bool bare) -> Result<MatmulEntry> {
+    const double e_scale = bare ? (gemm ? ctx.attr_or<double>("alpha", 1.0) : 1.0) : scale;
+    const bool e_c = use_c && !bare, e_residual = residual && !bare;
+    const std::span<const ops::fused::PostOp> e_post =
+        bare ? std::span<const ops::fused::PostOp>() : post;
+    std::string key;
+    key.reserve(512);
+    append_desc_key(key, a_pd);
+    append_desc_key(key, b_pd);
+    append_desc_key(key, y_pd);
+    key_append(key, omp_get_max_threads());
+    key_append(key, e_scale);
+    key_append(key, beta);
+    key_append(key, e_c);
+    if (e_c) append_desc_key(key, p->c_md);
+    key_append(key, e_residual);
+    if (e_residual) append_desc_key(key, p->res_md);
+    for (const ops::fused::PostOp& o : e_post) {
+      key_append(key, static_cast<int>(o.kind));
+      key_append(key, o.alpha);
+      key_append(key, o.beta);
+    }
+    try {
+      return MatmulCache::global().get(
+          key, reorder_weights,
+          [&] {
+            MatmulEntry made;
+            dnnl::primitive_attr attr = default_attr();
+            dnnl::post_ops pops;
+            if (e_scale != 1.0) attr.set_output_scales(0, {static_cast<float>(e_scale)});
+            if (e_c) {
+              made.c_post = pops.len();
+              pops.append_binary(dnnl::algorithm::binary_add, p->c_md);
+              if (beta != 1.0) {
+                pops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, static_cast<float>(beta),
+                                    0.f);
+              }
             }
-          }
-          // Inside the try: oneDNN throws on post-ops it rejects (e.g. a clip with min > max).
-          made.residual_post = append_post_ops(pops, post, &p->res_md);
-          if (pops.len() > 0) attr.set_post_ops(pops);
-          made.pd =
-              dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_pd, b_pd, y_pd), attr, engine());
-          return made;
-        },
-        [](MatmulEntry& m) { m.prim = dnnl::matmul(m.pd); });
-  } catch (const dnnl::error& e) {
-    return dnnl_declines("matmul", e);
+            // Inside the try: oneDNN throws on post-ops it rejects (e.g. a clip with min > max).
+            made.residual_post = append_post_ops(pops, e_post, &p->res_md);
+            if (pops.len() > 0) attr.set_post_ops(pops);
+            made.pd =
+                dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_pd, b_pd, y_pd), attr, engine());
+            return made;
+          },
+          [](MatmulEntry& m) { m.prim = dnnl::matmul(m.pd); });
+    } catch (const dnnl::error& e) {
+      return dnnl_declines("matmul", e);
+    }
+  };
+  FRAME_ASSIGN_OR_RETURN(MatmulEntry e, entry_for(false));
+  // oneDNN 2.6's only f32 matmul on AVX2 is its gemm-based one: there the own loops over packed
+  // B (VecTable::gemm_packed, 6 x 16 tiles) run constant-B products faster (one thread, 2-core
+  // AVX2 EPYC: a GPT-2 block's [128, 512] x [512, 2048] 5.84 -> about 3.0 ms, the block 15.4 ->
+  // 10.4 ms; an MLP 784-512-512-10 at batch 64 1.34 -> 0.94 ms), and apply post-ops as own loops
+  // (oneDNN's gemm-based post-op pass is slow; see post_after below). With AVX-512 oneDNN runs
+  // its brgemm matmul, which stays.
+  const bool gemm_impl =
+      std::string_view(e.pd.impl_info_str()).find("gemm") != std::string_view::npos;
+  if (gemm_impl && !runtime_m && !runtime_all && try_own()) {
+    return std::shared_ptr<LinearPrimitive>(p);
+  }
+  // oneDNN 2.6's gemm-based matmul (its only f32 matmul on AVX2) applies binary and eltwise
+  // post-ops in a slow pass after the product: a GPT-2 block's [128, 512] x [512, 2048] with
+  // its bias add and tanh-GELU took 7.0 ms where the bare product took 4.3 (2-core AVX2 EPYC,
+  // 1 thread). There the primitive computes the bare product and frame's own loops finish it.
+  if (!runtime_m && !runtime_all && (!post.empty() || use_c) && gemm_impl &&
+      post_after_fits(*p, ctx, post, use_c, beta, n_out)) {
+    FRAME_ASSIGN_OR_RETURN(e, entry_for(true));
+    p->post_after = true;
   }
   p->c_post = e.c_post;
   p->residual_post = e.residual_post;
