@@ -420,9 +420,10 @@ Result<bool> keep_blocked_activations(Graph& g, NodeId id) {
   const ops::NodeContext pctx =
       ops::make_node_context(g, prod, ops::OpRegistry::global().find(prod.op));
   Result<ActivationLayout> layout = preferred_conv_layout(pctx);
-  // nChw16c has the plain byte size only when C % 16 == 0 (the arena stays as planned).
+  // nChw8c / nChw16c have the plain byte size only when C is a multiple of the block (the
+  // arena stays as planned).
   if (!layout.is_ok() || *layout == ActivationLayout::kPlain ||
-      (*layout == ActivationLayout::kNChw16c && t->shape[1] % 16 != 0)) {
+      t->shape[1] % ops::fused::channel_block(*layout) != 0) {
     return false;
   }
   const auto value = static_cast<int64_t>(*layout);

@@ -3,6 +3,8 @@
 
 #include "ops/schemas/nn_fused_internal.h"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <string>
 #include <utility>
@@ -41,16 +43,18 @@ Result<ActivationLayout> decode_layout(const NodeContext& ctx, std::string_view 
   const int64_t v = ctx.attr_or<int64_t>(name, 0);
   const auto layout = static_cast<ActivationLayout>(v);
   if (layout == ActivationLayout::kPlain) return layout;
-  if (layout != ActivationLayout::kNhwc && layout != ActivationLayout::kNChw16c) {
-    return ctx.error("attribute '{}' must be 0 (plain), 1 (nhwc) or 16 (nChw16c), got {}", name, v);
+  if (layout != ActivationLayout::kNhwc && layout != ActivationLayout::kNChw8c &&
+      layout != ActivationLayout::kNChw16c) {
+    return ctx.error(
+        "attribute '{}' must be 0 (plain), 1 (nhwc), 8 (nChw8c) or 16 (nChw16c), got {}", name, v);
   }
-  const bool c16 = layout == ActivationLayout::kNhwc || channels % 16 == 0;
-  if (base != "conv" || !present || rank != 4 || !c16) {
+  const int64_t block = channel_block(layout);
+  if (base != "conv" || !present || rank != 4 || channels % block != 0) {
     return ctx.error(
         "attribute '{}' = {} needs a conv with that tensor present and rank 4{}; got base_op "
         "\"{}\", {}rank {}, {} channels",
-        name, v, layout == ActivationLayout::kNChw16c ? ", channels a multiple of 16" : "", base,
-        present ? "" : "tensor absent, ", rank, channels);
+        name, v, block > 1 ? fmt::format(", channels a multiple of {}", block) : std::string(),
+        base, present ? "" : "tensor absent, ", rank, channels);
   }
   return layout;
 }
@@ -159,8 +163,9 @@ FRAME_REGISTER_OP(fused_post_ops_internal)
         "the output), the others are the activations relu, leaky_relu (alpha), clip (alpha = "
         "min, beta = max), sigmoid, tanh, elu (alpha), hard_swish, gelu (erf) and gelu_tanh. "
         "Created by backend lowering patterns, not by importers. A conv may carry src_layout, "
-        "dst_layout and residual_layout (0 = plain NCHW; rank 4 only: 1 = nhwc, 16 = nChw16c "
-        "[N][C/16][H][W][16] with channels a multiple of 16): the memory order of X, Y and R; the "
+        "dst_layout and residual_layout (0 = plain NCHW; rank 4 only: 1 = nhwc, 8 = nChw8c "
+        "[N][C/8][H][W][8] with channels a multiple of 8, 16 = nChw16c [N][C/16][H][W][16] with "
+        "channels a multiple of 16): the memory order of X, Y and R; the "
         "logical "
         "shape and the values are unchanged, only the order of the elements in memory.")
     .input("A", "conv X / matmul A / gemm A", kFloatDTypes, "T")
@@ -181,12 +186,12 @@ FRAME_REGISTER_OP(fused_post_ops_internal)
     .optional_attr("kernel_shape", AttrType::kInts, "conv: must match W's spatial dims")
     .optional_attr("pads", AttrType::kInts, "conv: [x1_begin, ..., x1_end, ...]")
     .optional_attr("strides", AttrType::kInts, "conv: stride per spatial dim")
-    .attr("src_layout", AttrType::kInt, "conv: memory order of X: 0 plain, 1 nhwc, 16 nChw16c",
-          int64_t{0})
-    .attr("dst_layout", AttrType::kInt, "conv: memory order of Y: 0 plain, 1 nhwc, 16 nChw16c",
-          int64_t{0})
-    .attr("residual_layout", AttrType::kInt, "conv: memory order of R: 0 plain, 1 nhwc, 16 nChw16c",
-          int64_t{0})
+    .attr("src_layout", AttrType::kInt,
+          "conv: memory order of X: 0 plain, 1 nhwc, 8 nChw8c, 16 nChw16c", int64_t{0})
+    .attr("dst_layout", AttrType::kInt,
+          "conv: memory order of Y: 0 plain, 1 nhwc, 8 nChw8c, 16 nChw16c", int64_t{0})
+    .attr("residual_layout", AttrType::kInt,
+          "conv: memory order of R: 0 plain, 1 nhwc, 8 nChw8c, 16 nChw16c", int64_t{0})
     .attr("alpha", AttrType::kFloat, "gemm: scale of the product", 1.0)
     .attr("beta", AttrType::kFloat, "gemm: scale of C", 1.0)
     .attr("transA", AttrType::kInt, "gemm: transpose A when 1", int64_t{0})

@@ -35,9 +35,19 @@ inline constexpr size_t kResidualInput = 3;
 enum class ActivationLayout : int64_t {
   kPlain = 0,     ///< NCHW, row-major (every other op's order)
   kNhwc = 1,      ///< channels last: [N][H][W][C], any C
+  kNChw8c = 8,    ///< oneDNN nChw8c: [N][C/8][H][W][8] (what oneDNN's AVX2 convs pick); C
+                  ///< must be a multiple of 8, so the byte size equals the plain size
   kNChw16c = 16,  ///< oneDNN nChw16c: [N][C/16][H][W][16]; C must be a multiple of 16, so
                   ///< the byte size equals the plain size
 };
+
+/// Channels per block of a blocked layout (8 for kNChw8c, 16 for kNChw16c); 1 for plain and
+/// nhwc, which take any C.
+inline int64_t channel_block(ActivationLayout layout) {
+  return layout == ActivationLayout::kNChw8c || layout == ActivationLayout::kNChw16c
+             ? static_cast<int64_t>(layout)
+             : 1;
+}
 
 /// Attribute names of the layouts of X (input 0), Y (output 0) and R (input 3).
 inline constexpr std::string_view kSrcLayoutAttr = "src_layout";
@@ -45,7 +55,7 @@ inline constexpr std::string_view kDstLayoutAttr = "dst_layout";
 inline constexpr std::string_view kResidualLayoutAttr = "residual_layout";
 
 /// Offset in elements of logical element (n, c, s) of a [N, C, H, W] tensor with hw = H * W
-/// and spatial index s = h * W + w, stored in `layout` (C a multiple of 16 for kNChw16c).
+/// and spatial index s = h * W + w, stored in `layout` (C a multiple of channel_block(layout)).
 inline int64_t layout_offset(ActivationLayout layout, int64_t c_total, int64_t hw, int64_t n,
                              int64_t c, int64_t s) {
   switch (layout) {
@@ -53,10 +63,12 @@ inline int64_t layout_offset(ActivationLayout layout, int64_t c_total, int64_t h
       return (n * c_total + c) * hw + s;
     case ActivationLayout::kNhwc:
       return (n * hw + s) * c_total + c;
+    case ActivationLayout::kNChw8c:
     case ActivationLayout::kNChw16c:
       break;
   }
-  return ((n * (c_total / 16) + c / 16) * hw + s) * 16 + c % 16;
+  const int64_t b = channel_block(layout);
+  return ((n * (c_total / b) + c / b) * hw + s) * b + c % b;
 }
 
 /// One post-op. The ONNX op each implements is given; the cpu reference applies the scalar

@@ -1,7 +1,7 @@
 #pragma once
 // Private to the cpu backend: converting rank-4 activations between plain NCHW and the layouts
-// the onednn patterns give them (nhwc, nChw16c; src/ops/schemas/nn_fused_internal.h), for the
-// reference kernels of fused_post_ops_internal and laid_out_internal (ARCH-041: a node the
+// the onednn patterns give them (nhwc, nChw8c, nChw16c; src/ops/schemas/nn_fused_internal.h), for
+// the reference kernels of fused_post_ops_internal and laid_out_internal (ARCH-041: a node the
 // onednn pattern marked computes the same when the chain places it on cpu).
 
 #include <cstddef>

@@ -2,9 +2,9 @@
 // the base op's own cpu kernel (conv, matmul or gemm) into the output, then each post-op over
 // the output with the scalar functors of include/frame/ops/elementwise.h, rounding after every
 // op like the unfused chain — each formula has one home. Activations stored blocked
-// (src_layout / dst_layout / residual_layout = 1 nhwc or 16 nChw16c) are converted to plain NCHW
-// before and the result back after, by index arithmetic (ARCH-041: the fallback chain may place a
-// node the onednn pattern marked on cpu).
+// (src_layout / dst_layout / residual_layout = 1 nhwc, 8 nChw8c or 16 nChw16c) are converted to
+// plain NCHW before and the result back after, by index arithmetic (ARCH-041: the fallback chain
+// may place a node the onednn pattern marked on cpu).
 
 #include "ops/schemas/nn_fused_internal.h"
 

@@ -142,6 +142,8 @@ memory::desc activation_desc(const memory::dims& dims, memory::data_type dt,
       break;
     case ops::fused::ActivationLayout::kNhwc:
       return memory::desc(dims, dt, memory::format_tag::nhwc);
+    case ops::fused::ActivationLayout::kNChw8c:
+      return memory::desc(dims, dt, memory::format_tag::nChw8c);
     case ops::fused::ActivationLayout::kNChw16c:
       return memory::desc(dims, dt, memory::format_tag::nChw16c);
   }
@@ -310,7 +312,7 @@ Result<std::shared_ptr<LinearPrimitive>> make_conv(const NodeContext& ctx, bool 
   const auto side = [&](const memory::dims& dims, ActivationLayout own, int64_t channels,
                         const memory::desc& user) {
     if (own != ActivationLayout::kPlain) return user;
-    if (any_blocked && (blocked_as == ActivationLayout::kNhwc || channels % 16 == 0)) {
+    if (any_blocked && channels % ops::fused::channel_block(blocked_as) == 0) {
       return activation_desc(dims, dt, blocked_as);
     }
     return blocked ? memory::desc(dims, dt, memory::format_tag::any) : user;
@@ -484,7 +486,8 @@ Result<ops::fused::ActivationLayout> preferred_conv_layout(const NodeContext& ct
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<LinearPrimitive> lp, make_conv(ctx, false, post, false));
   const memory::desc& d = static_cast<const ConvPrimitive&>(*lp).dst_md;
   if (d.dims().size() != 4) return ActivationLayout::kPlain;
-  for (ActivationLayout l : {ActivationLayout::kNhwc, ActivationLayout::kNChw16c}) {
+  for (ActivationLayout l :
+       {ActivationLayout::kNhwc, ActivationLayout::kNChw8c, ActivationLayout::kNChw16c}) {
     if (d == activation_desc(d.dims(), d.data_type(), l)) return l;
   }
   return ActivationLayout::kPlain;

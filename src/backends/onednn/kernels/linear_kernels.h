@@ -132,7 +132,7 @@ Result<std::shared_ptr<LinearPrimitive>> padding_taps_conv(const ops::NodeContex
 
 /// The layout oneDNN picks for the output of conv node `ctx` (a `conv`, or a
 /// fused_post_ops_internal with base_op "conv", built with its post-ops and `any` layouts):
-/// kNhwc or kNChw16c, else kPlain (other layouts, other ops). Errors: as make_conv.
+/// kNhwc, kNChw8c or kNChw16c, else kPlain (other layouts, other ops). Errors: as make_conv.
 Result<ops::fused::ActivationLayout> preferred_conv_layout(const ops::NodeContext& ctx);
 
 /// Builds the matmul (`gemm` false) or gemm primitive of `ctx` with `post` attached; as

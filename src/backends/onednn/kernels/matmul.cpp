@@ -379,8 +379,6 @@ bool post_after_fits(MatmulPrimitive& p, const NodeContext& ctx,
 
 }  // namespace
 
-namespace {}  // namespace
-
 Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, bool gemm,
                                                      std::span<const ops::fused::PostOp> post,
                                                      bool reorder_weights) {
