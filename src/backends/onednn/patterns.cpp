@@ -420,12 +420,13 @@ Result<bool> keep_blocked_activations(Graph& g, NodeId id) {
   const ops::NodeContext pctx =
       ops::make_node_context(g, prod, ops::OpRegistry::global().find(prod.op));
   Result<ActivationLayout> layout = preferred_conv_layout(pctx);
+  if (!layout.is_ok() || *layout == ActivationLayout::kPlain) return false;
   // nChw8c / nChw16c have the plain byte size only when C is a multiple of the block (the
-  // arena stays as planned).
-  if (!layout.is_ok() || *layout == ActivationLayout::kPlain ||
-      t->shape[1] % ops::fused::channel_block(*layout) != 0) {
-    return false;
-  }
+  // arena stays as planned); other channel counts are carried nhwc, which oneDNN's jit convs
+  // also take (ShuffleNet-V2's 58, 116 and 232 channels on AVX2, where the padded nChw8c cost
+  // a reorder on each side of every conv). The kernels' check below declines nhwc where only a
+  // slow implementation takes it.
+  if (t->shape[1] % ops::fused::channel_block(*layout) != 0) *layout = ActivationLayout::kNhwc;
   const auto value = static_cast<int64_t>(*layout);
   std::vector<std::pair<NodeId, std::pair<std::vector<ValueId>, ir::AttrMap>>> rewrites;
   bool changed = false;

@@ -361,6 +361,28 @@ TEST(OnednnMatmul, CompiledConstantWeightsOnAGemmBasedOnednnRunOwnLoops) {
   }
 }
 
+// Few rows over more than 8 MiB of constant weights (a language model's output layer) keep
+// oneDNN's product on a gemm-based oneDNN (the own loops were slower with B streamed from
+// memory); 128 rows take the own loops.
+TEST(OnednnMatmul, FewRowsOverLargeWeightsKeepOnednnsProduct) {
+  if (dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core) {
+    GTEST_SKIP() << "oneDNN runs its brgemm matmul with AVX-512";
+  }
+  const Tensor w = grid_tensor({256, 8200}, 70);  // 8.4 MB
+  for (const int64_t m : {int64_t{64}, int64_t{128}}) {
+    ir::Graph g("lm_head");
+    const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {m, 256}});
+    const ir::NodeId id = *g.create_node("matmul", "mm", {x, g.add_constant("w", w)}, 1, {});
+    g.value(g.node(id).outputs[0]).type = ir::TensorType{DTypeCode::kFloat32, {m, 8200}};
+    const ops::NodeContext ctx =
+        ops::make_node_context(g, g.node(id), ops::OpRegistry::global().find("matmul"));
+    Result<std::shared_ptr<backends::onednn::LinearPrimitive>> p =
+        backends::onednn::make_matmul(ctx, false, {}, false);
+    ASSERT_TRUE(p.is_ok()) << p.status().message();
+    EXPECT_EQ((*p)->implementation() == "frame:gemm", m == 128) << m;
+  }
+}
+
 TEST(OnednnMatmulShapeAgnostic, FusedBlocksAndAttentionMatchTheReference) {
   const Tensor w = grid_tensor({32, 16}, 33), b = grid_tensor({16}, 34);
   for (int64_t rows : {1, 7, 40}) {

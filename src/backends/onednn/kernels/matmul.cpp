@@ -39,6 +39,11 @@ using ops::NodeContext;
 // own loops (16 MiB: ResNet-50's 2048 x 1000 classifier, 8 MB, keeps the own loops).
 constexpr int64_t kOwnPackMaxOneRowBytes = int64_t{16} << 20;
 
+// A compiled matmul on a gemm-based oneDNN (make_matmul) keeps oneDNN's product for fewer rows
+// than kOwnMinRowsLargeB over more than kOwnLargeBBytes of constant B (8 MiB).
+constexpr int64_t kOwnMinRowsLargeB = 128;
+constexpr int64_t kOwnLargeBBytes = int64_t{8} << 20;
+
 class MatmulPrimitive final : public LinearPrimitive {
  public:
   dnnl::primitive prim;
@@ -614,9 +619,15 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
   // 10.4 ms; an MLP 784-512-512-10 at batch 64 1.34 -> 0.94 ms), and apply post-ops as own loops
   // (oneDNN's gemm-based post-op pass is slow; see post_after below). With AVX-512 oneDNN runs
   // its brgemm matmul, which stays.
+  // Except few rows over large weights (a language model's [64, 256] x [256, 10000] output
+  // layer: B streamed from memory, little work per byte), where oneDNN's sgemm was faster in the
+  // model (GRU LM 7.0 against 5.9 ms per run), though not with B in cache.
   const bool gemm_impl =
       std::string_view(e.pd.impl_info_str()).find("gemm") != std::string_view::npos;
-  if (gemm_impl && !runtime_m && !runtime_all && try_own()) {
+  const int64_t m_rows = numel_of(as) / std::max<int64_t>(as.back(), 1);
+  const bool streams_b = m_rows < kOwnMinRowsLargeB &&
+                         numel_of(bs) * static_cast<int64_t>(sizeof(float)) > kOwnLargeBBytes;
+  if (gemm_impl && !streams_b && !runtime_m && !runtime_all && try_own()) {
     return std::shared_ptr<LinearPrimitive>(p);
   }
   // oneDNN 2.6's gemm-based matmul (its only f32 matmul on AVX2) applies binary and eltwise
