@@ -75,7 +75,8 @@ ir::ValueId unary(ir::Graph& g, const std::string& op, const std::string& name, 
 // -> + a (residual) = c; c -> c4 (3x3, 32) -> out4; c -> max_pool -> out_pool; and a C = 24
 // branch: x -> e1 (1x1, 24) -> e2 (1x1, 32) -> out_e.
 // Marked edges: a (c1 -> dw as X, c1 -> c3 as R) and dw -> c3, and e1 -> e2 (C = 24) in a
-// layout that holds 24 channels. Not marked: c (read by a pool), out4 (graph output).
+// layout that holds 24 channels. Not marked: c (read by a pool whose output is a graph
+// output), out4 (graph output).
 ir::Graph chain() {
   ir::Graph g("layout_chain");
   const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {1, 16, 10, 10}});
@@ -103,7 +104,8 @@ TEST(OnednnLayout, PatternMarksExactlyTheInnerConvEdges) {
     EXPECT_EQ(op_of(g, n), "fused_post_ops_internal") << n;
   }
   // The layout oneDNN picks on this CPU (nhwc for its brgemm convs on AVX-512, nChw16c for
-  // its older jit convs there, nChw8c for its AVX2 convs).
+  // its older jit convs there, nChw8c for its AVX2 convs); a max pool does not make the edges
+  // next to it nhwc (elementwise nodes and global pools do, SqueezeExcitationEdgesAreNhwc).
   const int64_t l = layout_attr(g, "c1", dst);
   if (__builtin_cpu_supports("avx512f")) {
     ASSERT_TRUE(l == kNhwc || l == kBlocked) << l;
@@ -121,15 +123,41 @@ TEST(OnednnLayout, PatternMarksExactlyTheInnerConvEdges) {
   EXPECT_EQ(layout_attr(g, "c4", src), 0);
   EXPECT_EQ(layout_attr(g, "c4", dst), 0);
   EXPECT_EQ(layout_attr(g, "c1", src), 0);
-  // C = 24: nhwc and nChw8c hold it; where oneDNN picks nChw16c, which cannot, the edge is
-  // carried nhwc where oneDNN has a fast nhwc conv for both sides, else left plain.
-  const int64_t l24 = l == kNhwc || l == kBlocked8         ? l
+  // e1 -> e2 (C = 24), away from any pool: the layout oneDNN picks on this CPU (nChw8c for
+  // its AVX2 convs; on AVX-512 nhwc for brgemm, or nChw16c, which cannot hold 24 channels, so
+  // nhwc where oneDNN has a fast nhwc conv for both sides, else plain).
+  const int64_t l24 = !__builtin_cpu_supports("avx512f")   ? kBlocked8
                       : layout_attr(g, "e1", dst) == kNhwc ? kNhwc
                                                            : 0;
   EXPECT_EQ(layout_attr(g, "e1", dst), l24);
   EXPECT_EQ(layout_attr(g, "e2", src), l24);
   EXPECT_EQ(layout_attr(g, "e2", dst), 0);
   EXPECT_EQ(op_of(g, "e1"), l24 != 0 ? "fused_post_ops_internal" : "conv");
+}
+
+// A squeeze-excitation block (x -> c1 -> relu -> dw -> relu = d; gate = sigmoid(fc2(relu(fc1(
+// global_average_pool(d))))); c3(d * gate)): the SE set (d, the product) is stored nhwc, and so
+// is the edge c1 -> dw next to it, whatever layout oneDNN prefers between convs on this CPU (no
+// conv with one nhwc and one blocked side); the lowered graph computes what the cpu kernels do.
+TEST(OnednnLayout, SqueezeExcitationEdgesAreNhwc) {
+  ir::Graph g("se_block");
+  const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {1, 16, 12, 12}});
+  const ir::ValueId a = unary(g, "relu", "r1", conv(g, "c1", x, 16, 32, 1, 1, 21));
+  const ir::ValueId d = unary(g, "relu", "r2", conv(g, "dw", a, 32, 32, 3, 32, 22));
+  const ir::ValueId gp = g.node(*g.create_node("global_average_pool", "gp", {d}, 1)).outputs[0];
+  const ir::ValueId f1 = unary(g, "relu", "r3", conv(g, "fc1", gp, 32, 8, 1, 1, 23));
+  const ir::ValueId gate = unary(g, "sigmoid", "sg", conv(g, "fc2", f1, 8, 32, 1, 1, 24));
+  const ir::ValueId m = g.node(*g.create_node("mul", "scale", {d, gate}, 1)).outputs[0];
+  g.add_output(conv(g, "c3", m, 32, 16, 1, 1, 25));
+  ir::Graph lowered_g = g;
+  lower(lowered_g, {"onednn", "cpu"});
+  EXPECT_EQ(layout_attr(lowered_g, "c1", kDst), kNhwc);
+  EXPECT_EQ(layout_attr(lowered_g, "dw", kSrc), kNhwc);
+  EXPECT_EQ(layout_attr(lowered_g, "dw", kDst), kNhwc);
+  EXPECT_EQ(layout_attr(lowered_g, "c3", kSrc), kNhwc);
+  EXPECT_EQ(op_of(lowered_g, "scale"), "laid_out_internal");
+  expect_same_as_unfused(g, {{"x", grid_tensor({1, 16, 12, 12}, 26)}},
+                         ToleranceClass::kCrossBackend, {"c1", "dw", "c3"});
 }
 
 // Placement::reorders_per_run (frame inspect's "layout reorders per run"): each conv reorders
