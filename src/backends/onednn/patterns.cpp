@@ -417,17 +417,6 @@ std::string_view base_op_of(const ir::Node& n) {
                                                            : std::string_view(n.op);
 }
 
-// A set keep_nhwc_through stores nhwc: the nodes that carry the layout, the convs at its
-// edges and the values between them (find_nhwc_set).
-struct NhwcSet {
-  std::set<NodeId> through, convs;
-  std::set<ValueId> values;
-};
-
-// The set around carrying node `id`; nullopt where some value of it cannot be stored nhwc (a
-// graph input or output, a constant, a reader or producer that is neither a conv nor a
-// carrying node), or where it holds no conv or no value.
-std::optional<NhwcSet> find_nhwc_set(const Graph& g, NodeId id);
 // Whether value `v` joins a squeeze-excitation-like node keep_nhwc_through carries (its
 // producer or a reader is an elementwise node or a global pool), whose set is then stored nhwc
 // where it can be (find_nhwc_set).
@@ -683,6 +672,16 @@ struct NhwcRewrite {
   ir::AttrMap attrs;
 };
 
+// A set keep_nhwc_through stores nhwc: the nodes that carry the layout, the convs at its
+// edges and the values between them.
+struct NhwcSet {
+  std::set<NodeId> through, convs;
+  std::set<ValueId> values;
+};
+
+// The set around carrying node `id`; nullopt where some value of it cannot be stored nhwc (a
+// graph input or output, a constant, a reader or producer that is neither a conv nor a
+// carrying node), or where it holds no conv or no value.
 std::optional<NhwcSet> find_nhwc_set(const Graph& g, NodeId id) {
   if (!carries_nhwc(g, g.node(id))) return std::nullopt;
   // Readers of every value, from one walk over the graph.
