@@ -50,6 +50,22 @@ dnnl::memory::desc plain_desc(std::span<const int64_t> shape, dnnl::memory::data
   return dnnl::memory::desc(dims, dt, strides);
 }
 
+dnnl::memory::desc activation_desc(const dnnl::memory::dims& dims, dnnl::memory::data_type dt,
+                                   ops::fused::ActivationLayout layout) {
+  using ops::fused::ActivationLayout;
+  switch (layout) {
+    case ActivationLayout::kPlain:
+      break;
+    case ActivationLayout::kNhwc:
+      return dnnl::memory::desc(dims, dt, dnnl::memory::format_tag::nhwc);
+    case ActivationLayout::kNChw8c:
+      return dnnl::memory::desc(dims, dt, dnnl::memory::format_tag::nChw8c);
+    case ActivationLayout::kNChw16c:
+      return dnnl::memory::desc(dims, dt, dnnl::memory::format_tag::nChw16c);
+  }
+  return plain_desc(dims, dt);
+}
+
 Status int8_sums_exact() {
   static const bool exact = [] {
     const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());

@@ -16,6 +16,7 @@
 #include "frame/core/status.h"
 #include "frame/core/tensor.h"
 #include "frame/ops/op_schema.h"
+#include "ops/schemas/nn_fused_internal.h"
 
 namespace frame::backends::onednn {
 
@@ -30,6 +31,12 @@ std::optional<dnnl::memory::data_type> to_dnnl(DTypeCode dtype);
 
 /// Row-major (plain, dense) descriptor of `shape` with `dt`; a rank-0 shape becomes {1}.
 dnnl::memory::desc plain_desc(std::span<const int64_t> shape, dnnl::memory::data_type dt);
+
+/// The descriptor of a rank-4 activation [N, C, H, W] of `dims` stored in `layout`
+/// (src/ops/schemas/nn_fused_internal.h: plain NCHW, nhwc, nChw8c or nChw16c); plain_desc for
+/// kPlain.
+dnnl::memory::desc activation_desc(const dnnl::memory::dims& dims, dnnl::memory::data_type dt,
+                                   ops::fused::ActivationLayout layout);
 
 /// OK when oneDNN's int8 convolution and matmul sum u8 x s8 products exactly in int32 on
 /// this CPU: with VNNI (AVX512_VNNI or AVX_VNNI, read once from dnnl::get_effective_cpu_isa, so

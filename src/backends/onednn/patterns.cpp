@@ -25,9 +25,12 @@
 //     node reads or writes, except those whose bytes are the same in both orders, C == 1 or
 //     H*W == 1), each
 //     produced by a conv or such a node and read only by convs (as X or R) or such nodes, none
-//     a graph input or output -> every one stored nhwc: those nodes become laid_out_internal
-//     (layout 1), the convs get dst_layout / src_layout / residual_layout 1. The whole set or
-//     nothing, so no node mixes layouts. Grown from a pool or concat.
+//     a graph input or output -> every one stored in one layout: those nodes become
+//     laid_out_internal, the convs get dst_layout / src_layout / residual_layout. The layout
+//     is the convs' channel-blocked one (nChw8c on AVX2; blocked_layout_of) where every node
+//     takes it (every C a multiple of the block, elementwise operands of one shape, no
+//     conv_transpose), else nhwc (1). The whole set or nothing, so no node mixes layouts.
+//     Grown from a pool or concat.
 // fuse_attention (scaled dot-product attention -> attention_internal) lives in
 // attention_pattern.cpp, fuse_layer_norm (torch's decomposed LayerNorm -> layer_normalization) in
 // layer_norm_pattern.cpp. Each fires only when the onednn kernel supports the node it creates.
@@ -750,39 +753,88 @@ std::optional<NhwcSet> find_nhwc_set(const Graph& g, NodeId id) {
   return set;
 }
 
-Result<bool> keep_nhwc_through(Graph& g, NodeId id) {
-  if (g.node(id).op == ops::laid_out::kLaidOutOp) return false;
-  std::optional<NhwcSet> set = find_nhwc_set(g, id);
-  if (!set) return false;
-  const std::set<NodeId>& through = set->through;
-  const std::set<NodeId>& convs = set->convs;
-  const std::set<ValueId>& values = set->values;
-  constexpr auto kNhwc = static_cast<int64_t>(ops::fused::ActivationLayout::kNhwc);
+// Int attribute `name` of `n` as an activation layout, or kPlain when absent.
+ops::fused::ActivationLayout layout_attr(const ir::Node& n, std::string_view name) {
+  return static_cast<ops::fused::ActivationLayout>(int_attr(n, std::string(name).c_str(), 0));
+}
+
+// The channel-blocked layout (nChw8c, nChw16c) the convs of `set` use: one a conv side
+// carries already (keep_blocked_activations), else the one oneDNN picks for a conv's output on
+// this CPU; nullopt where none is blocked or some value's C is not a multiple of the block.
+std::optional<ops::fused::ActivationLayout> blocked_layout_of(const Graph& g, const NhwcSet& set) {
+  using ops::fused::ActivationLayout;
+  std::optional<ActivationLayout> blocked;
+  const auto take = [&](ActivationLayout l) {
+    if (!blocked && ops::fused::channel_block(l) > 1) blocked = l;
+  };
+  for (NodeId c : set.convs) {
+    const ir::Node& cn = g.node(c);
+    for (std::string_view a : {ops::fused::kSrcLayoutAttr, ops::fused::kDstLayoutAttr,
+                               ops::fused::kResidualLayoutAttr}) {
+      take(layout_attr(cn, a));
+    }
+  }
+  for (auto it = set.convs.begin(); !blocked && it != set.convs.end(); ++it) {
+    const ir::Node& cn = g.node(*it);
+    Result<ActivationLayout> l =
+        preferred_conv_layout(ops::make_node_context(g, cn, ops::OpRegistry::global().find(cn.op)));
+    if (l.is_ok()) take(*l);
+  }
+  if (!blocked) return std::nullopt;
+  for (ValueId v : set.values) {
+    if (g.value(v).type->shape[1] % ops::fused::channel_block(*blocked) != 0) return std::nullopt;
+  }
+  return blocked;
+}
+
+// The rewrites that store every value of `set` in `layout`: the convs' sides as
+// fused_post_ops_internal attributes, the carrying nodes as laid_out_internal; empty where the
+// onednn kernel does not take one of the rewritten nodes (it declines where oneDNN has only its
+// reference pooling or its reference or gemm convolution for them, or the layout does not fit
+// a node: decode_laid_out).
+std::vector<NhwcRewrite> layout_rewrites(const Graph& g, const NhwcSet& set, int64_t layout) {
   std::vector<NhwcRewrite> rewrites;
-  for (NodeId c : convs) {
+  for (NodeId c : set.convs) {
     const ir::Node& cn = g.node(c);
     auto [inputs, attrs] = as_fused(cn);
-    if (values.count(cn.outputs[0]) != 0) set_layout(attrs, ops::fused::kDstLayoutAttr, kNhwc);
-    if (values.count(inputs[0]) != 0) set_layout(attrs, ops::fused::kSrcLayoutAttr, kNhwc);
+    if (set.values.count(cn.outputs[0]) != 0) {
+      set_layout(attrs, ops::fused::kDstLayoutAttr, layout);
+    }
+    if (set.values.count(inputs[0]) != 0) set_layout(attrs, ops::fused::kSrcLayoutAttr, layout);
     if (inputs.size() > ops::fused::kResidualInput &&
-        values.count(inputs[ops::fused::kResidualInput]) != 0) {
-      set_layout(attrs, ops::fused::kResidualLayoutAttr, kNhwc);
+        set.values.count(inputs[ops::fused::kResidualInput]) != 0) {
+      set_layout(attrs, ops::fused::kResidualLayoutAttr, layout);
     }
     rewrites.push_back(
         {c, std::string(ops::fused::kFusedPostOpsOp), std::move(inputs), std::move(attrs)});
   }
-  for (NodeId t : through) {
+  for (NodeId t : set.through) {
     const ir::Node& tn = g.node(t);
     ir::AttrMap attrs = tn.attrs;
     if (tn.op != ops::laid_out::kLaidOutOp) attrs["base_op"] = tn.op;
-    attrs["layout"] = kNhwc;
+    attrs["layout"] = layout;
     rewrites.push_back({t, std::string(ops::laid_out::kLaidOutOp), tn.inputs, std::move(attrs)});
   }
-  // The onednn kernel must take every node with the explicit layouts (it declines where oneDNN
-  // has only its reference pooling or its reference or gemm convolution for them).
   for (const NhwcRewrite& r : rewrites) {
-    if (!onednn_runs(g, r.op, g.node(r.id).name, r.inputs, r.attrs)) return false;
+    if (!onednn_runs(g, r.op, g.node(r.id).name, r.inputs, r.attrs)) return {};
   }
+  return rewrites;
+}
+
+Result<bool> keep_nhwc_through(Graph& g, NodeId id) {
+  if (g.node(id).op == ops::laid_out::kLaidOutOp) return false;
+  std::optional<NhwcSet> set = find_nhwc_set(g, id);
+  if (!set) return false;
+  // The set's convs' blocked layout first (nChw8c on AVX2: oneDNN's jit convs there are faster
+  // on it than on nhwc, and a conv side carried blocked already stays so), then nhwc.
+  std::vector<NhwcRewrite> rewrites;
+  if (const std::optional<ops::fused::ActivationLayout> blocked = blocked_layout_of(g, *set)) {
+    rewrites = layout_rewrites(g, *set, static_cast<int64_t>(*blocked));
+  }
+  if (rewrites.empty()) {
+    rewrites = layout_rewrites(g, *set, static_cast<int64_t>(ops::fused::ActivationLayout::kNhwc));
+  }
+  if (rewrites.empty()) return false;
   for (size_t i = 0; i < rewrites.size(); ++i) {
     NhwcRewrite& r = rewrites[i];
     ir::Node& n = g.node(r.id);

@@ -1,6 +1,6 @@
 // Schema of laid_out_internal (see laid_out_internal.h): a pool, channel concat, inference
 // batch normalization or attribute-free elementwise node whose rank-4 activations are stored
-// nhwc. Shape inference is the base op's.
+// nhwc or channel-blocked. Shape inference is the base op's.
 
 #include "ops/schemas/laid_out_internal.h"
 
@@ -45,9 +45,13 @@ Result<LaidOutSpec> decode_laid_out(const NodeContext& ctx) {
   spec.base_op = *base;
   spec.kind = *kind;
   const int64_t layout = ctx.attr_or<int64_t>("layout", 0);
-  if (layout != static_cast<int64_t>(fused::ActivationLayout::kNhwc)) {
-    return ctx.error("attribute 'layout' must be 1 (nhwc), got {}", layout);
+  if (layout != static_cast<int64_t>(fused::ActivationLayout::kNhwc) &&
+      layout != static_cast<int64_t>(fused::ActivationLayout::kNChw8c) &&
+      layout != static_cast<int64_t>(fused::ActivationLayout::kNChw16c)) {
+    return ctx.error("attribute 'layout' must be 1 (nhwc), 8 (nChw8c) or 16 (nChw16c), got {}",
+                     layout);
   }
+  spec.layout = static_cast<fused::ActivationLayout>(layout);
   if (ctx.num_outputs != 1) return ctx.error("has one output, got {}", ctx.num_outputs);
   if (ctx.num_inputs() == 0 || !ctx.has_input(0)) return ctx.error("input 0 is absent");
   // Positions that must hold rank-4 activations.
@@ -67,6 +71,29 @@ Result<LaidOutSpec> decode_laid_out(const NodeContext& ctx) {
     }
   }
   if (!any_rank4) return ctx.error("no input is rank 4");
+  // A blocked layout: a pool, concat, batch normalization or an elementwise op whose rank-4
+  // operands all have one shape (no broadcasting across the blocks), every activation's C a
+  // multiple of the block (so the byte size is the plain one).
+  if (const int64_t block = fused::channel_block(spec.layout); block > 1) {
+    if (spec.kind == BaseKind::kConvTranspose) {
+      return ctx.error("conv_transpose is laid out nhwc only, got layout {}", layout);
+    }
+    const Shape* first = nullptr;  // the first activation's shape
+    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+      if (!ctx.has_input(i) || !activation_input(spec.kind, i, ctx.input_types[i].shape)) continue;
+      const Shape& s = ctx.input_types[i].shape;
+      if (s[1] % block != 0) {
+        return ctx.error("input {} has {} channels, not a multiple of layout {}'s block", i, s[1],
+                         layout);
+      }
+      if (first == nullptr) first = &s;
+      if (spec.kind == BaseKind::kElementwise && s != *first) {
+        return ctx.error(
+            "elementwise operands stored blocked must have one shape: input {} is {}, not {}", i,
+            shape_to_string(s), shape_to_string(*first));
+      }
+    }
+  }
   if (spec.kind == BaseKind::kConcat) {
     const int64_t axis = ctx.attr_or<int64_t>("axis", 0);
     if (axis != 1 && axis != -3) {
@@ -110,8 +137,12 @@ Result<std::vector<TensorType>> infer_laid_out(const NodeContext& ctx) {
   FRAME_ASSIGN_OR_RETURN(std::vector<TensorType> out, base->shape_fn()(ctx));
   out.resize(1);
   if (out[0].shape.size() != 4) {
-    return ctx.error("the output must be rank 4 to be stored nhwc, got {}",
-                     shape_to_string(out[0].shape));
+    return ctx.error("the output must be rank 4 to be stored in layout {}, got {}",
+                     static_cast<int64_t>(spec.layout), shape_to_string(out[0].shape));
+  }
+  if (out[0].shape[1] % fused::channel_block(spec.layout) != 0) {
+    return ctx.error("the output has {} channels, not a multiple of layout {}'s block",
+                     out[0].shape[1], static_cast<int64_t>(spec.layout));
   }
   return out;
 }
@@ -123,8 +154,9 @@ FRAME_REGISTER_OP(laid_out_internal)
         "A pool (max_pool, average_pool, global_max_pool, global_average_pool), a channel "
         "concat, an inference batch_normalization, an elementwise op without attributes or a "
         "2-d conv_transpose (`base_op`, with that op's inputs and attributes) whose rank-4 "
-        "activations and output are stored channels-last (`layout` = 1: [N][H][W][C]); the logical "
-        "shapes and the values "
+        "activations and output are stored channels-last (`layout` = 1: [N][H][W][C]) or "
+        "channel-blocked (8: nChw8c, 16: nChw16c, [N][C/b][H][W][b]; not conv_transpose, C a "
+        "multiple of b, elementwise operands of one shape); the logical shapes and the values "
         "are the base op's, only the order of the elements in memory differs. Created by the "
         "onednn lowering pattern keep_nhwc_through, not by importers.")
     .variadic_input("X", "the base op's inputs; rank-4 ones stored nhwc", 1, kFloatDTypes, "T")
@@ -132,7 +164,8 @@ FRAME_REGISTER_OP(laid_out_internal)
     .required_attr("base_op", AttrType::kString,
                    "a pool, concat, batch_normalization, conv_transpose or an attribute-free "
                    "elementwise op")
-    .required_attr("layout", AttrType::kInt, "memory order of the rank-4 tensors: 1 nhwc")
+    .required_attr("layout", AttrType::kInt,
+                   "memory order of the rank-4 tensors: 1 nhwc, 8 nChw8c, 16 nChw16c")
     .optional_attr("axis", AttrType::kInt, "concat: the channel axis, 1 or -3")
     .attr("auto_pad", AttrType::kString, "pools: NOTSET, SAME_UPPER, SAME_LOWER or VALID",
           std::string("NOTSET"))

@@ -3,12 +3,12 @@
 /// The `laid_out_internal` op (docs/backends/onednn.md, "Activations kept nhwc through pools,
 /// concats and elementwise ops"): a pool, channel concat, inference batch normalization,
 /// attribute-free elementwise or 2-d conv_transpose node (`base_op`) whose rank-4 activations
-/// are stored channels-last
-/// (`layout` = 1, nhwc) instead of plain NCHW, created by the onednn lowering pattern
-/// keep_nhwc_through so the layout oneDNN's convolutions pick flows through the nodes between
-/// them (never by importers). The logical shapes and the values are the base op's; only the
-/// order of the elements in memory differs. Shared by the schema, the cpu reference kernel, the
-/// onednn kernel and the pattern so every reader decodes it one way.
+/// are stored channels-last (`layout` = 1, nhwc) or channel-blocked (8, nChw8c; 16, nChw16c:
+/// [N][C/b][H][W][b], C a multiple of b) instead of plain NCHW, created by the onednn
+/// lowering pattern keep_nhwc_through so the layout oneDNN's convolutions pick flows through
+/// the nodes between them (never by importers). The logical shapes and the values are the base
+/// op's; only the order of the elements in memory differs. Shared by the schema, the cpu reference
+/// kernel, the onednn kernel and the pattern so every reader decodes it one way.
 ///
 /// Inputs: the base op's. The activations (activation_input() below) and the output are stored
 /// in `layout`; other inputs are the batch normalization's [C] parameters, one-element operands
@@ -49,11 +49,13 @@ struct LaidOutSpec {
   fused::ActivationLayout layout = fused::ActivationLayout::kNhwc;
 };
 
-/// Decodes and checks the node: base_op one base_kind accepts, layout 1 (nhwc), one output,
-/// and the inputs of its kind (pools: one rank-4 X; concat: rank-4 parts and axis 1 or -3;
-/// batch normalization: rank-4 X and training_mode 0; elementwise: every input rank 4 or of
-/// one element, at least one rank 4; conv_transpose: rank-4 X and W, B optional). Errors name
-/// the node and what is wrong (attribute, input index, rank or axis found).
+/// Decodes and checks the node: base_op one base_kind accepts, layout 1 (nhwc), 8 (nChw8c) or
+/// 16 (nChw16c), one output, and the inputs of its kind (pools: one rank-4 X; concat: rank-4
+/// parts and axis 1 or -3; batch normalization: rank-4 X and training_mode 0; elementwise:
+/// every input rank 4 or of one element, at least one rank 4; conv_transpose: rank-4 X and W,
+/// B optional). A blocked layout also needs every activation's C a multiple of the block,
+/// elementwise activations of one shape, and is not taken by conv_transpose. Errors name the
+/// node and what is wrong (attribute, input index, rank, axis or channel count found).
 Result<LaidOutSpec> decode_laid_out(const NodeContext& ctx);
 
 /// Whether input `i` of a node of kind `kind`, of shape `shape`, is an activation stored in the

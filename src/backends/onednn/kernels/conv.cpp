@@ -134,22 +134,6 @@ class ConvPrimitive final : public LinearPrimitive {
 
 memory::dims to_dims(std::span<const int64_t> s) { return memory::dims(s.begin(), s.end()); }
 
-// The user-side descriptor of an activation stored in `layout`.
-memory::desc activation_desc(const memory::dims& dims, memory::data_type dt,
-                             ops::fused::ActivationLayout layout) {
-  switch (layout) {
-    case ops::fused::ActivationLayout::kPlain:
-      break;
-    case ops::fused::ActivationLayout::kNhwc:
-      return memory::desc(dims, dt, memory::format_tag::nhwc);
-    case ops::fused::ActivationLayout::kNChw8c:
-      return memory::desc(dims, dt, memory::format_tag::nChw8c);
-    case ops::fused::ActivationLayout::kNChw16c:
-      return memory::desc(dims, dt, memory::format_tag::nChw16c);
-  }
-  return plain_desc(dims, dt);
-}
-
 // Whether oneDNN's implementation `impl` runs explicit nhwc / nChw16c activations at speed: its
 // reference and gemm convolutions accept any layout but run many times slower than a reorder
 // around the jit one (docs/backends/onednn.md).

@@ -881,6 +881,11 @@ HWY_INLINE void dw_padded_rows(D d, const float* xp, int64_t wp, const float* wt
 /// that lie inside [0, in).
 HWY_INLINE void window_taps(int64_t start, int64_t step, int64_t k, int64_t in, int64_t& lo,
                             int64_t& hi) {
+  if (step == 1) {  // no division (a pool of c = 8 channels spent a third of its time in them)
+    lo = std::max<int64_t>(0, -start);
+    hi = std::max(lo, std::min(k, in - start));
+    return;
+  }
   lo = start >= 0 ? 0 : (-start + step - 1) / step;
   hi = start > in - 1 ? 0 : std::min(k, (in - 1 - start) / step + 1);
   lo = std::min(lo, hi);
@@ -894,47 +899,88 @@ HWY_INLINE void pool_nhwc_rows_kind(const float* x, float* y, const PoolNhwc& g,
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
   const int64_t c = g.c;
   const float init = kMax ? -std::numeric_limits<float>::infinity() : 0.0F;
-  for (int64_t r = r0; r < r1; ++r) {
-    const int64_t ih0 = r * g.sh - g.ph;
-    int64_t i_lo = 0, i_hi = 0;
-    window_taps(ih0, g.dh, g.kh, g.h, i_lo, i_hi);
-    for (int64_t o = 0; o < g.ow; ++o) {
-      const int64_t iw0 = o * g.sw - g.pw;
-      int64_t j_lo = 0, j_hi = 0;
-      window_taps(iw0, g.dw, g.kw, g.w, j_lo, j_hi);
-      const int64_t taps = (i_hi - i_lo) * (j_hi - j_lo);
-      const float scale = kMax ? 1.0F : 1.0F / static_cast<float>(g.divisor > 0 ? g.divisor : taps);
-      float* yo = y + (r * g.ow + o) * c;
-      if (taps == 0) {  // a window wholly in the padding: -inf, or ONNX's 0 / 0 for an average
-        std::fill_n(yo, c, kMax ? init : init * scale);
-        continue;
-      }
-      const float* x0 = x + ((ih0 + i_lo * g.dh) * g.w + iw0 + j_lo * g.dw) * c;
-      const int64_t row_step = g.dh * g.w * c, tap_step = g.dw * c, nj = j_hi - j_lo;
-      int64_t ch = 0;
-      for (; ch + lanes <= c; ch += lanes) {
-        auto acc = hn::Set(d, init);
-        const float* xi = x0 + ch;
-        for (int64_t i = i_lo; i < i_hi; ++i, xi += row_step) {
-          const float* xj = xi;
-          for (int64_t j = 0; j < nj; ++j, xj += tap_step) {
-            const auto v = hn::LoadU(d, xj);
-            acc = kMax ? hn::Max(acc, v) : hn::Add(acc, v);
+  for (int64_t grp = 0; grp < g.groups; ++grp) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t ih0 = r * g.sh - g.ph;
+      int64_t i_lo = 0, i_hi = 0;
+      window_taps(ih0, g.dh, g.kh, g.h, i_lo, i_hi);
+      for (int64_t o = 0; o < g.ow; ++o) {
+        // One vector of channels per pixel (a channel-blocked plane): four output pixels at a
+        // time where their windows lie inside x along w, four independent accumulators.
+        if (c == lanes && i_hi > i_lo) {
+          const int64_t reach = (g.kw - 1) * g.dw;
+          const int64_t row_step = g.dh * g.w * c, tap_step = g.dw * c, out_step = g.sw * c;
+          const float scale =
+              kMax ? 1.0F
+                   : 1.0F / static_cast<float>(g.divisor > 0 ? g.divisor : (i_hi - i_lo) * g.kw);
+          while (o + 4 <= g.ow && o * g.sw - g.pw >= 0 && (o + 3) * g.sw - g.pw + reach < g.w) {
+            auto a0 = hn::Set(d, init), a1 = a0, a2 = a0, a3 = a0;
+            const float* xi =
+                x + grp * g.x_group + ((ih0 + i_lo * g.dh) * g.w + o * g.sw - g.pw) * c;
+            for (int64_t i = i_lo; i < i_hi; ++i, xi += row_step) {
+              const float* xj = xi;
+              for (int64_t j = 0; j < g.kw; ++j, xj += tap_step) {
+                const auto v0 = hn::LoadU(d, xj), v1 = hn::LoadU(d, xj + out_step);
+                const auto v2 = hn::LoadU(d, xj + 2 * out_step),
+                           v3 = hn::LoadU(d, xj + 3 * out_step);
+                a0 = kMax ? hn::Max(a0, v0) : hn::Add(a0, v0);
+                a1 = kMax ? hn::Max(a1, v1) : hn::Add(a1, v1);
+                a2 = kMax ? hn::Max(a2, v2) : hn::Add(a2, v2);
+                a3 = kMax ? hn::Max(a3, v3) : hn::Add(a3, v3);
+              }
+            }
+            if (!kMax) {
+              const auto sv = hn::Set(d, scale);
+              a0 = hn::Mul(a0, sv), a1 = hn::Mul(a1, sv), a2 = hn::Mul(a2, sv),
+              a3 = hn::Mul(a3, sv);
+            }
+            float* yo = y + grp * g.y_group + (r * g.ow + o) * c;
+            hn::StoreU(a0, d, yo);
+            hn::StoreU(a1, d, yo + c);
+            hn::StoreU(a2, d, yo + 2 * c);
+            hn::StoreU(a3, d, yo + 3 * c);
+            o += 4;
           }
+          if (o >= g.ow) break;
         }
-        if (!kMax) acc = hn::Mul(acc, hn::Set(d, scale));
-        hn::StoreU(acc, d, yo + ch);
-      }
-      for (; ch < c; ++ch) {
-        float acc = init;
-        const float* xi = x0 + ch;
-        for (int64_t i = i_lo; i < i_hi; ++i, xi += row_step) {
-          const float* xj = xi;
-          for (int64_t j = 0; j < nj; ++j, xj += tap_step) {
-            acc = kMax ? std::max(acc, *xj) : acc + *xj;
+        const int64_t iw0 = o * g.sw - g.pw;
+        int64_t j_lo = 0, j_hi = 0;
+        window_taps(iw0, g.dw, g.kw, g.w, j_lo, j_hi);
+        const int64_t taps = (i_hi - i_lo) * (j_hi - j_lo);
+        const float scale =
+            kMax ? 1.0F : 1.0F / static_cast<float>(g.divisor > 0 ? g.divisor : taps);
+        float* yo = y + grp * g.y_group + (r * g.ow + o) * c;
+        if (taps == 0) {  // a window wholly in the padding: -inf, or ONNX's 0 / 0 for an average
+          std::fill_n(yo, c, kMax ? init : init * scale);
+          continue;
+        }
+        const float* x0 = x + grp * g.x_group + ((ih0 + i_lo * g.dh) * g.w + iw0 + j_lo * g.dw) * c;
+        const int64_t row_step = g.dh * g.w * c, tap_step = g.dw * c, nj = j_hi - j_lo;
+        int64_t ch = 0;
+        for (; ch + lanes <= c; ch += lanes) {
+          auto acc = hn::Set(d, init);
+          const float* xi = x0 + ch;
+          for (int64_t i = i_lo; i < i_hi; ++i, xi += row_step) {
+            const float* xj = xi;
+            for (int64_t j = 0; j < nj; ++j, xj += tap_step) {
+              const auto v = hn::LoadU(d, xj);
+              acc = kMax ? hn::Max(acc, v) : hn::Add(acc, v);
+            }
           }
+          if (!kMax) acc = hn::Mul(acc, hn::Set(d, scale));
+          hn::StoreU(acc, d, yo + ch);
         }
-        yo[ch] = kMax ? acc : acc * scale;
+        for (; ch < c; ++ch) {
+          float acc = init;
+          const float* xi = x0 + ch;
+          for (int64_t i = i_lo; i < i_hi; ++i, xi += row_step) {
+            const float* xj = xi;
+            for (int64_t j = 0; j < nj; ++j, xj += tap_step) {
+              acc = kMax ? std::max(acc, *xj) : acc + *xj;
+            }
+          }
+          yo[ch] = kMax ? acc : acc * scale;
+        }
       }
     }
   }

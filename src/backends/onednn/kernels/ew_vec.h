@@ -50,12 +50,15 @@ struct DwPlane {
 /// input h x w x c, output oh x ow x c, window kh x kw, strides, dilations (ONNX steps: 1 =
 /// dense) and leading pads. An average divides by `divisor` where it is positive (ONNX
 /// count_include_pad with explicit pads: every tap of the window counts), else by the taps
-/// that lie inside the input.
+/// that lie inside the input. An image stored channel-blocked (nChw8c, nChw16c) is `groups`
+/// channels-last planes of c channels each (c = the block), `x_group` / `y_group` elements
+/// apart in x and y; nhwc is one group.
 struct PoolNhwc {
   int64_t h = 0, w = 0, c = 0, oh = 0, ow = 0, kh = 0, kw = 0;
   int64_t sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
   bool max = true;
   int64_t divisor = 0;
+  int64_t groups = 1, x_group = 0, y_group = 0;
 };
 
 /// Argument of the pow loops: ONNX Pow with an fp32 scalar exponent (ew::PowOp<float, float>).
@@ -114,9 +117,10 @@ struct VecTable {
   /// padded plane).
   void (*dw_plane)(const float* x, const float* w, float bias, float* y,
                    const DwPlane& g) = nullptr;
-  /// Output rows [r0, r1) of a 2-d pool of one nhwc image (PoolNhwc; pool.cpp): each output
-  /// pixel's c channels are the max (or the mean) over the window's taps inside x, a vector of
-  /// channels at a time; taps in the padding are skipped. oneDNN 2.6's nhwc pooling on AVX2
+  /// Output rows [r0, r1) of a 2-d pool of one nhwc or channel-blocked image (PoolNhwc;
+  /// pool.cpp): each output pixel's channels (c per group, every group) are the max (or the
+  /// mean) over the window's taps inside x, a vector of channels at a time; taps in the
+  /// padding are skipped. oneDNN 2.6's nhwc pooling on AVX2
   /// transposes to a blocked layout and back around its kernel (ResNet-18's stem max pool 1.1
   /// ms per run on a 2-core AVX2 EPYC).
   void (*pool_nhwc_rows)(const float* x, float* y, const PoolNhwc& g, int64_t r0,

@@ -1,14 +1,16 @@
 // onednn kernel of laid_out_internal (src/ops/schemas/laid_out_internal.h): a pool, channel
-// concat, inference batch normalization or elementwise op on activations stored nhwc, so the
-// layout oneDNN's convolutions pick flows through it (keep_nhwc_through, patterns.cpp).
-//   pools: oneDNN pooling primitives with explicit nhwc descriptors (declined where oneDNN
-//     offers only its reference loops; pool.cpp);
-//   concat: each part's channels copied into every pixel's row (one parallel byte copy;
-//     layout.cpp);
+// concat, inference batch normalization or elementwise op on activations stored nhwc, nChw8c
+// or nChw16c, so the layout oneDNN's convolutions pick flows through it (keep_nhwc_through,
+// patterns.cpp).
+//   pools: oneDNN pooling primitives with explicit descriptors of the layout (declined where
+//     oneDNN offers only its reference loops; pool.cpp);
+//   concat: nhwc, each part's channels copied into every pixel's row; blocked, each part's
+//     blocks copied after the previous part's, per image (one parallel byte copy; layout.cpp);
 //   batch normalization: y = x * a[c] + b[c] over pixels of C channels (norm.cpp);
 //   elementwise: the op's own onednn kernel prepared for the operands read as [N, H, W, C]
 //     (every rank-4 shape permuted alike; broadcasting commutes with that), so a [N, C, 1, 1]
-//     squeeze-excitation gate broadcasts over the pixels as it does over the planes;
+//     squeeze-excitation gate broadcasts over the pixels as it does over the planes; blocked
+//     (operands of one shape), prepared for the shapes as they are;
 //   conv_transpose: oneDNN's deconvolution with explicit nhwc source and destination (conv.cpp's
 //     make_conv; declined where oneDNN has only a reference or gemm implementation for them).
 
@@ -40,14 +42,19 @@ constexpr ConvLayouts kNhwcConvTranspose{ops::fused::ActivationLayout::kNhwc,
                                          ops::fused::ActivationLayout::kNhwc,
                                          ops::fused::ActivationLayout::kPlain};
 
-// The context of an elementwise base op on nhwc operands: op and schema the base op's, every
-// rank-4 type [N, C, H, W] read as [N, H, W, C]. Borrows `ctx`'s attributes and constants.
-NodeContext permuted_context(const NodeContext& ctx, std::string_view base_op) {
+// The context of an elementwise base op on operands stored in `layout`: op and schema the base
+// op's; nhwc: every rank-4 type [N, C, H, W] read as [N, H, W, C]; blocked: the types as they
+// are (the rank-4 operands have one shape, decode_laid_out, so the op maps element i of each to
+// element i of the output whatever the order). Borrows `ctx`'s attributes and constants.
+NodeContext permuted_context(const NodeContext& ctx, std::string_view base_op,
+                             ops::fused::ActivationLayout layout) {
   NodeContext p = ctx;
   p.op = base_op;
   p.schema = ops::OpRegistry::global().find(base_op);
   for (ir::TensorType& t : p.input_types) {
-    if (t.shape.size() == 4) t.shape = Shape{t.shape[0], t.shape[2], t.shape[3], t.shape[1]};
+    if (t.shape.size() == 4 && layout == ops::fused::ActivationLayout::kNhwc) {
+      t.shape = Shape{t.shape[0], t.shape[2], t.shape[3], t.shape[1]};
+    }
   }
   return p;
 }
@@ -64,18 +71,18 @@ Status laid_out_accepts(const NodeContext& ctx) {
   if (!spec.is_ok()) return Status(StatusCode::kUnimplemented, spec.status().message());
   switch (spec->kind) {
     case BaseKind::kPool:
-      return nhwc_pool_accepts(ctx, spec->base_op);
+      return laid_out_pool_accepts(ctx, spec->base_op, spec->layout);
     case BaseKind::kConcat:
       return Status();
     case BaseKind::kBatchNorm:
-      return nhwc_batch_norm_accepts(ctx);
+      return laid_out_batch_norm_accepts(ctx);
     case BaseKind::kConvTranspose:
       return make_conv(ctx, true, {}, false, kNhwcConvTranspose).status();
     case BaseKind::kElementwise:
       break;
   }
   FRAME_ASSIGN_OR_RETURN(const ops::KernelDef* k, elementwise_kernel(spec->base_op));
-  return k->supports(permuted_context(ctx, spec->base_op));
+  return k->supports(permuted_context(ctx, spec->base_op, spec->layout));
 }
 
 Result<std::shared_ptr<void>> laid_out_prepare(const NodeContext& ctx) {
@@ -84,17 +91,17 @@ Result<std::shared_ptr<void>> laid_out_prepare(const NodeContext& ctx) {
   switch (spec.kind) {
     case BaseKind::kPool: {
       st->run = run_pool;
-      FRAME_ASSIGN_OR_RETURN(st->inner, nhwc_pool_prepare(ctx, spec.base_op));
+      FRAME_ASSIGN_OR_RETURN(st->inner, laid_out_pool_prepare(ctx, spec.base_op, spec.layout));
       break;
     }
     case BaseKind::kConcat: {
       st->run = run_concat;
-      FRAME_ASSIGN_OR_RETURN(st->inner, nhwc_concat_prepare(ctx));
+      FRAME_ASSIGN_OR_RETURN(st->inner, laid_out_concat_prepare(ctx, spec.layout));
       break;
     }
     case BaseKind::kBatchNorm: {
       st->run = run_norm;
-      FRAME_ASSIGN_OR_RETURN(st->inner, nhwc_batch_norm_prepare(ctx));
+      FRAME_ASSIGN_OR_RETURN(st->inner, laid_out_batch_norm_prepare(ctx, spec.layout));
       break;
     }
     case BaseKind::kConvTranspose: {
@@ -107,7 +114,8 @@ Result<std::shared_ptr<void>> laid_out_prepare(const NodeContext& ctx) {
       FRAME_ASSIGN_OR_RETURN(const ops::KernelDef* k, elementwise_kernel(spec.base_op));
       st->run = k->fn;
       if (k->prepare != nullptr) {
-        FRAME_ASSIGN_OR_RETURN(st->inner, k->prepare(permuted_context(ctx, spec.base_op)));
+        FRAME_ASSIGN_OR_RETURN(st->inner,
+                               k->prepare(permuted_context(ctx, spec.base_op, spec.layout)));
       }
       break;
     }

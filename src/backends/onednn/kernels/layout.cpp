@@ -361,14 +361,24 @@ Status split_accepts(const NodeContext& ctx) {
 
 // Channels-last [N, C_k, H, W] parts are [N, H, W, C_k] row-major: joining channels joins the
 // last dim of those, rows of N*H*W.
-Result<std::shared_ptr<void>> nhwc_concat_prepare(const NodeContext& ctx) {
+Result<std::shared_ptr<void>> laid_out_concat_prepare(const NodeContext& ctx,
+                                                      ops::fused::ActivationLayout layout) {
+  const int64_t block = ops::fused::channel_block(layout);
+  const bool nhwc = layout == ops::fused::ActivationLayout::kNhwc;
   std::vector<Shape> parts;
   for (const ir::TensorType& t : ctx.input_types) {
     const Shape& s = t.shape;
-    if (s.size() != 4) return ctx.error("nhwc concat needs rank-4 parts, got rank {}", s.size());
-    parts.push_back(Shape{s[0], s[2], s[3], s[1]});
+    if (s.size() != 4)
+      return ctx.error("laid-out concat needs rank-4 parts, got rank {}", s.size());
+    if (s[1] % block != 0) {
+      return ctx.error("a part of {} channels is not a multiple of the layout's block {}", s[1],
+                       block);
+    }
+    // nhwc: [N, H, W, C] joined on C; blocked: [N, C/b, H*W*b] joined on the blocks.
+    parts.push_back(nhwc ? Shape{s[0], s[2], s[3], s[1]}
+                         : Shape{s[0], s[1] / block, s[2] * s[3] * block});
   }
-  FRAME_ASSIGN_OR_RETURN(JoinPlan p, join_plan(ctx, parts, 3));
+  FRAME_ASSIGN_OR_RETURN(JoinPlan p, join_plan(ctx, parts, nhwc ? 3 : 1));
   return std::shared_ptr<void>(std::make_shared<JoinPlan>(std::move(p)));
 }
 

@@ -14,6 +14,7 @@
 // Per-channel parameters are f32 vectors (nn::ParamPlan): the input itself, a copy made at
 // prepare time for constants, or a per-run conversion into thread-local staging.
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <memory>
@@ -61,8 +62,9 @@ struct NormState {
   float eps = 0;
   // kAffine with constant parameters: a = scale / sqrt(var + eps), b = B - mean * a.
   std::vector<float> a, b;
-  // kAffine on a rank-4 input stored nhwc (laid_out_internal): [n * s, c] rows.
-  bool channels_last = false;
+  // kAffine on a rank-4 input stored nhwc ([n * s, c] rows) or channel-blocked ([n * c / b]
+  // planes of s pixels of b lanes) by laid_out_internal; kPlain for the node's own layout.
+  ops::fused::ActivationLayout layout = ops::fused::ActivationLayout::kPlain;
 };
 
 struct NormPlan {
@@ -253,6 +255,26 @@ void pixel_affine(const float* x, float* y, const float* a, const float* b, int6
   });
 }
 
+// y = x * a[c] + b[c] over n images of c channels stored in blocks of kBlock ([n][c / kBlock]
+// planes of s pixels of kBlock lanes), parallel over planes (kBlock a constant, so the lane
+// loop is one vector).
+template <int64_t kBlock>
+void block_affine(const float* x, float* y, const float* a, const float* b, int64_t n, int64_t c,
+                  int64_t s, int threads) {
+  const int64_t blocks = c / kBlock;
+  ops::parallel_for(n * blocks, n * c * s > 32768 ? threads : 1, [&](int64_t plane) {
+    const int64_t c0 = (plane % blocks) * kBlock;
+    float av[kBlock], bv[kBlock];
+    std::copy_n(a + c0, kBlock, av);
+    std::copy_n(b + c0, kBlock, bv);
+    const float* xp = x + plane * s * kBlock;
+    float* yp = y + plane * s * kBlock;
+    for (int64_t p = 0; p < s; ++p) {
+      for (int64_t l = 0; l < kBlock; ++l) yp[p * kBlock + l] = xp[p * kBlock + l] * av[l] + bv[l];
+    }
+  });
+}
+
 template <NormKind kKind>
 Result<std::shared_ptr<void>> norm_prepare(const NodeContext& node) {
   FRAME_ASSIGN_OR_RETURN(auto planned, plan_norm(node, kKind));
@@ -314,9 +336,15 @@ Status affine_batch_norm(KernelContext& ctx, const NormState& st) {
     a = stage;
     b = stage + st.c;
   }
-  if (st.channels_last) {
+  if (st.layout == ops::fused::ActivationLayout::kNhwc) {
     pixel_affine(ctx.input(0).data<float>(), ctx.output(0).data<float>(), a, b, st.n * st.s, st.c,
                  ctx.num_threads);
+  } else if (st.layout == ops::fused::ActivationLayout::kNChw8c) {
+    block_affine<8>(ctx.input(0).data<float>(), ctx.output(0).data<float>(), a, b, st.n, st.c, st.s,
+                    ctx.num_threads);
+  } else if (st.layout == ops::fused::ActivationLayout::kNChw16c) {
+    block_affine<16>(ctx.input(0).data<float>(), ctx.output(0).data<float>(), a, b, st.n, st.c,
+                     st.s, ctx.num_threads);
   } else {
     channel_affine(ctx.input(0).data<float>(), ctx.output(0).data<float>(), a, b, st.n, st.c, st.s,
                    ctx.num_threads);
@@ -541,18 +569,19 @@ FRAME_REGISTER_KERNEL(layer_normalization, "onednn", layer_norm_kernel)
 
 }  // namespace
 
-Status nhwc_batch_norm_accepts(const NodeContext& node) {
+Status laid_out_batch_norm_accepts(const NodeContext& node) {
   FRAME_ASSIGN_OR_RETURN(NormPlan p, plan_batch_norm(node));
   if (p.form != Form::kAffine) {
-    return unimplemented("nhwc batch_normalization runs f32 only (the affine loop)");
+    return unimplemented("laid-out batch_normalization runs f32 only (the affine loop)");
   }
   return Status();
 }
 
-Result<std::shared_ptr<void>> nhwc_batch_norm_prepare(const NodeContext& node) {
-  FRAME_RETURN_IF_ERROR(nhwc_batch_norm_accepts(node));
+Result<std::shared_ptr<void>> laid_out_batch_norm_prepare(const NodeContext& node,
+                                                          ops::fused::ActivationLayout layout) {
+  FRAME_RETURN_IF_ERROR(laid_out_batch_norm_accepts(node));
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<void> st, norm_prepare<NormKind::kBatch>(node));
-  static_cast<NormState*>(st.get())->channels_last = true;
+  static_cast<NormState*>(st.get())->layout = layout;
   return st;
 }
 
