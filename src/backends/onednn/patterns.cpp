@@ -12,8 +12,9 @@
 //     (torch's erf and tanh exports before opset 20; match_gelu) one gelu / gelu_tanh post-op;
 //   keep_blocked_activations: a rank-4 f32 conv output, not a graph output, read only by
 //     convs (as X or as the residual R) -> producer dst_layout and the users' src_layout /
-//     residual_layout = the layout oneDNN picks for the producer's output (1 nhwc, or 16
-//     nChw16c when C % 16 == 0), so no reorder runs between them. Plain convs become
+//     residual_layout = the layout oneDNN picks for the producer's output (1 nhwc, or 8 / 16
+//     nChw8c / nChw16c when C is a multiple of the block, and no set tied to the edge must be
+//     nhwc: component_needs_nhwc), so no reorder runs between them. Plain convs become
 //     fused_post_ops_internal with no post-ops to carry the attributes;
 //   fold_pad_into_average_pool: pad (constant mode, value 0, spatial dims only, not negative)
 //     read only by an average_pool without pads of its own -> one average_pool with those
@@ -410,146 +411,6 @@ Result<ValueId> apply_fused(Graph& g, NodeId id,
   return g.node(g.find_node(name)).outputs[0];
 }
 
-std::optional<ops::laid_out::BaseKind> carries_nhwc(const Graph& g, const ir::Node& n);
-
-// The op `n` computes: its base_op where it is a laid_out_internal node, else its op.
-std::string_view base_op_of(const ir::Node& n) {
-  auto base = n.attrs.find("base_op");
-  const auto* b = base == n.attrs.end() ? nullptr : std::get_if<std::string>(&base->second);
-  return n.op == ops::laid_out::kLaidOutOp && b != nullptr ? std::string_view(*b)
-                                                           : std::string_view(n.op);
-}
-
-// Whether value `v` joins a squeeze-excitation-like node keep_nhwc_through carries (its
-// producer or a reader is an elementwise node or a global pool), whose set is then stored nhwc
-// where it can be (find_nhwc_set).
-bool joins_nhwc_set(const Graph& g, ValueId v) {
-  // Elementwise nodes and global pools only (a squeeze-excitation block's pool and multiply, a
-  // residual add): a network's stem max pool made ResNet-18's first stage nhwc, 10% slower at 2
-  // threads on AVX2 than nChw8c.
-  const auto se_like = [&](const ir::Node& n) {
-    const std::optional<ops::laid_out::BaseKind> kind = carries_nhwc(g, n);
-    if (!kind) return false;
-    const std::string_view op = base_op_of(n);
-    return *kind == ops::laid_out::BaseKind::kElementwise || op == "global_average_pool" ||
-           op == "global_max_pool";
-  };
-  const NodeId p = g.value(v).producer;
-  if (p >= 0 && !is_conv(g.node(p)) && se_like(g.node(p))) return true;
-  for (NodeId u : g.node_ids()) {
-    const ir::Node& un = g.node(u);
-    if (is_conv(un) || std::find(un.inputs.begin(), un.inputs.end(), v) == un.inputs.end()) {
-      continue;
-    }
-    if (se_like(un)) return true;
-  }
-  return false;
-}
-
-Result<bool> keep_blocked_activations(Graph& g, NodeId id) {
-  using ops::fused::ActivationLayout;
-  const ir::Node& prod = g.node(id);
-  if (!is_conv(prod) || prod.outputs.size() != 1 || may_still_fuse(g, prod)) return false;
-  const ValueId v = prod.outputs[0];
-  const std::optional<ir::TensorType>& t = g.value(v).type;
-  if (g.is_output(v) || !t || t->dtype != DTypeCode::kFloat32 || t->shape.size() != 4) {
-    return false;
-  }
-  // The layout oneDNN picks for the producer's output on this CPU (nhwc for its brgemm convs).
-  const ops::NodeContext pctx =
-      ops::make_node_context(g, prod, ops::OpRegistry::global().find(prod.op));
-  // An edge carried already (an earlier application) stays as it is.
-  if (auto it = prod.attrs.find(std::string(ops::fused::kDstLayoutAttr));
-      it != prod.attrs.end() && std::get_if<int64_t>(&it->second) != nullptr &&
-      *std::get_if<int64_t>(&it->second) != 0) {
-    return false;
-  }
-  Result<ActivationLayout> layout = preferred_conv_layout(pctx);
-  if (!layout.is_ok() || *layout == ActivationLayout::kPlain) return false;
-  // nChw8c / nChw16c have the plain byte size only when C is a multiple of the block (the
-  // arena stays as planned); other channel counts are carried nhwc, which oneDNN's jit convs
-  // also take (ShuffleNet-V2's 58, 116 and 232 channels on AVX2, where the padded nChw8c cost
-  // a reorder on each side of every conv). The kernels' check below declines nhwc where only a
-  // slow implementation takes it.
-  if (t->shape[1] % ops::fused::channel_block(*layout) != 0) *layout = ActivationLayout::kNhwc;
-  // Next to an nhwc set of a squeeze-excitation kind (the producer's input or a reader's
-  // output joins an elementwise node or a global pool), the edge is nhwc too, so no conv has
-  // one nhwc and one blocked side (oneDNN's jit convs take neither, and the set or the edge was
-  // left plain). 2-core AVX2 EPYC, frame_bench_driver, two interleaved rounds, 1 / 2 threads:
-  // RegNetY-400MF 13.6-13.8 -> 12.8-12.9 / 11.1-11.2 -> 10.4-10.5 ms (67 reorders per run ->
-  // 15), EfficientNet-B0 18.7-18.9 -> 15.5-15.6 / 10.8-16.0 -> 8.7-10.9 (11 -> 1),
-  // MobileNet-V3-small 2.29-2.33 -> 2.22-2.33 / 1.57-1.59 -> 1.39-1.40 (24 -> 5); ResNet-18
-  // unchanged. Max pools do not count: ResNet-18's stem pool made its first stage nhwc, 10%
-  // slower at 2 threads than nChw8c.
-  if (*layout != ActivationLayout::kNhwc) {
-    bool near_nhwc = !prod.inputs.empty() && joins_nhwc_set(g, prod.inputs[0]);
-    for (NodeId u : g.node_ids()) {
-      const ir::Node& un = g.node(u);
-      if (near_nhwc) break;
-      const bool reads_v = !un.inputs.empty() &&
-                           (un.inputs[0] == v || (un.inputs.size() > ops::fused::kResidualInput &&
-                                                  un.inputs[ops::fused::kResidualInput] == v));
-      if (is_conv(un) && reads_v && !un.outputs.empty()) {
-        near_nhwc = joins_nhwc_set(g, un.outputs[0]);
-      }
-    }
-    if (near_nhwc) *layout = ActivationLayout::kNhwc;
-  }
-  // The rewrites for the edge stored as `value`; empty where the edge cannot be carried or the
-  // onednn kernel does not take every node with the explicit layouts (it declines where oneDNN
-  // has only its reference or gemm convolution for them).
-  using Rewrites = std::vector<std::pair<NodeId, std::pair<std::vector<ValueId>, ir::AttrMap>>>;
-  const auto plan = [&](int64_t value) -> Rewrites {
-    Rewrites rewrites;
-    bool changed = false;
-    rewrites.emplace_back(id, as_fused(prod));
-    changed |= set_layout(rewrites[0].second.second, ops::fused::kDstLayoutAttr, value);
-    for (NodeId u : g.node_ids()) {
-      const ir::Node& un = g.node(u);
-      bool reads = false;
-      for (size_t i = 0; i < un.inputs.size(); ++i) {
-        if (un.inputs[i] != v) continue;
-        reads = true;
-        // Only X (0) or the residual R (3) of a conv; conv_transpose, pools, adds... read plain.
-        if (!is_conv(un) || (i != 0 && i != ops::fused::kResidualInput) || may_still_fuse(g, un)) {
-          return {};
-        }
-      }
-      if (!reads) continue;
-      if (u == id) return {};  // a conv reading its own output: not a DAG, never taken
-      auto fused = as_fused(un);
-      if (un.inputs[0] == v) {
-        changed |= set_layout(fused.second, ops::fused::kSrcLayoutAttr, value);
-      }
-      if (un.inputs.size() > ops::fused::kResidualInput &&
-          un.inputs[ops::fused::kResidualInput] == v) {
-        changed |= set_layout(fused.second, ops::fused::kResidualLayoutAttr, value);
-      }
-      rewrites.emplace_back(u, std::move(fused));
-    }
-    if (!changed || rewrites.size() < 2) return {};
-    for (const auto& [n, fused] : rewrites) {
-      if (!onednn_runs(g, ops::fused::kFusedPostOpsOp, g.node(n).name, fused.first, fused.second)) {
-        return {};
-      }
-    }
-    return rewrites;
-  };
-  Rewrites rewrites = plan(static_cast<int64_t>(*layout));
-  if (rewrites.empty()) return false;
-  for (size_t i = 0; i < rewrites.size(); ++i) {
-    const ValueId old_out = g.node(rewrites[i].first).outputs[0];
-    FRAME_ASSIGN_OR_RETURN(ValueId new_out,
-                           apply_fused(g, rewrites[i].first, std::move(rewrites[i].second)));
-    // A conv replaced by a new node gave its output a new value: later rewrites read that one.
-    for (size_t k = i + 1; k < rewrites.size() && new_out != old_out; ++k) {
-      std::replace(rewrites[k].second.first.begin(), rewrites[k].second.first.end(), old_out,
-                   new_out);
-    }
-  }
-  return true;
-}
-
 // The int64 values of constant `v`, or nullopt when it is not an int64 constant.
 std::optional<std::vector<int64_t>> int64_constant(const Graph& g, ValueId v) {
   const Tensor* t = constant_of(g, v);
@@ -562,65 +423,6 @@ int64_t int_attr(const ir::Node& n, const char* name, int64_t fallback) {
   auto it = n.attrs.find(name);
   const auto* v = it == n.attrs.end() ? nullptr : std::get_if<int64_t>(&it->second);
   return v == nullptr ? fallback : *v;
-}
-
-Result<bool> fold_pad_into_average_pool(Graph& g, NodeId id) {
-  const ir::Node& pool = g.node(id);
-  if (pool.inputs.empty() || pool.outputs.size() != 1) return false;
-  const ValueId x = pool.inputs[0];
-  const NodeId p = g.value(x).producer;
-  if (p < 0 || g.node(p).op != "pad" || sole_user(g, x) != id) return false;
-  const ir::Node& pad = g.node(p);
-  const auto attr_str = [](const ir::AttrMap& a, const char* name, const char* dflt) {
-    auto it = a.find(name);
-    const auto* v = it == a.end() ? nullptr : std::get_if<std::string>(&it->second);
-    return v == nullptr ? std::string(dflt) : *v;
-  };
-  if (attr_str(pad.attrs, "mode", "constant") != "constant" ||
-      attr_str(pool.attrs, "auto_pad", "NOTSET") != "NOTSET") {
-    return false;
-  }
-  // With ceil_mode, ONNX drops a last window that starts in the end pads, but keeps it when
-  // those rows are the padded input's own: the folded pool could have fewer outputs.
-  if (int_attr(pool, "ceil_mode", 0) != 0) return false;
-  // No axes input; a constant value absent or a constant 0.
-  if (pad.inputs.size() > 3 && pad.inputs[3] != ir::kNoValue) return false;
-  if (pad.inputs.size() > 2 && pad.inputs[2] != ir::kNoValue) {
-    const Tensor* cv = constant_of(g, pad.inputs[2]);
-    if (cv == nullptr || cv->dtype() != DTypeCode::kFloat32 || cv->numel() != 1 ||
-        cv->data<float>()[0] != 0.0F) {
-      return false;
-    }
-  }
-  const std::optional<ir::TensorType>& in_t = g.value(pad.inputs[0]).type;
-  const std::optional<std::vector<int64_t>> pads = int64_constant(g, pad.inputs[1]);
-  if (!in_t || !pads || in_t->shape.size() < 3) return false;
-  const size_t rank = in_t->shape.size();
-  if (pads->size() != 2 * rank) return false;
-  // Only spatial dims padded, none cropped.
-  if ((*pads)[0] != 0 || (*pads)[1] != 0 || (*pads)[rank] != 0 || (*pads)[rank + 1] != 0) {
-    return false;
-  }
-  std::vector<int64_t> spatial;  // the pool's [x1_begin, ..., x1_end, ...]
-  for (size_t half : {size_t{0}, rank}) {
-    for (size_t d = 2; d < rank; ++d) {
-      if ((*pads)[half + d] < 0) return false;
-      spatial.push_back((*pads)[half + d]);
-    }
-  }
-  ir::AttrMap attrs = pool.attrs;
-  if (auto it = attrs.find("pads"); it != attrs.end()) {
-    const auto* own = std::get_if<std::vector<int64_t>>(&it->second);
-    if (own == nullptr || std::any_of(own->begin(), own->end(), [](int64_t v) { return v != 0; })) {
-      return false;
-    }
-  }
-  attrs["pads"] = std::move(spatial);
-  attrs["count_include_pad"] = int64_t{1};
-  std::vector<ValueId> inputs{pad.inputs[0]};
-  if (!onednn_runs(g, "average_pool", pool.name, inputs, attrs)) return false;
-  return replace_with(g, {p, id}, pool.outputs[0], "average_pool", pool.name, std::move(inputs),
-                      std::move(attrs));
 }
 
 // Whether the bytes of a value of type `t` are the same stored plain and nhwc: rank 4 with
@@ -685,16 +487,23 @@ struct NhwcSet {
 // The set around carrying node `id`; nullopt where some value of it cannot be stored nhwc (a
 // graph input or output, a constant, a reader or producer that is neither a conv nor a
 // carrying node), or where it holds no conv or no value.
-std::optional<NhwcSet> find_nhwc_set(const Graph& g, NodeId id) {
-  if (!carries_nhwc(g, g.node(id))) return std::nullopt;
-  // Readers of every value, from one walk over the graph.
-  std::map<ValueId, std::vector<std::pair<NodeId, size_t>>> readers;
+// The (node, input index) pairs reading each value (indexed by ValueId), from one walk over
+// the graph.
+using Readers = std::vector<std::vector<std::pair<NodeId, size_t>>>;
+Readers readers_of(const Graph& g) {
+  Readers readers(g.num_values());
   for (NodeId u : g.node_ids()) {
     const ir::Node& un = g.node(u);
     for (size_t i = 0; i < un.inputs.size(); ++i) {
       if (un.inputs[i] != ir::kNoValue) readers[un.inputs[i]].emplace_back(u, i);
     }
   }
+  return readers;
+}
+
+// find_nhwc_set with the graph's readers computed already.
+std::optional<NhwcSet> find_nhwc_set(const Graph& g, NodeId id, const Readers& readers) {
+  if (!carries_nhwc(g, g.node(id))) return std::nullopt;
   NhwcSet set;
   std::set<NodeId>& through = set.through;
   std::set<NodeId>& convs = set.convs;
@@ -753,6 +562,243 @@ std::optional<NhwcSet> find_nhwc_set(const Graph& g, NodeId id) {
   return set;
 }
 
+std::optional<NhwcSet> find_nhwc_set(const Graph& g, NodeId id) {
+  return find_nhwc_set(g, id, readers_of(g));
+}
+
+// Whether every node of `set` takes a channel-blocked layout of `block` channels
+// (decode_laid_out's rule): every activation's C a multiple of the block, no conv_transpose,
+// the rank-4 operands of each elementwise node of one shape (a squeeze-excitation gate
+// [N,C,1,1] would broadcast across the blocks).
+bool blocked_fits(const Graph& g, const NhwcSet& set, int64_t block) {
+  using ops::laid_out::BaseKind;
+  for (ValueId v : set.values) {
+    if (g.value(v).type->shape[1] % block != 0) return false;
+  }
+  for (NodeId t : set.through) {
+    const ir::Node& n = g.node(t);
+    const BaseKind kind = *carries_nhwc(g, n);
+    if (kind == BaseKind::kConvTranspose) return false;
+    const Shape* first = nullptr;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (n.inputs[i] == ir::kNoValue || !nhwc_input(g, n, kind, i)) continue;
+      const Shape& s = g.value(n.inputs[i]).type->shape;
+      if (s[1] % block != 0) return false;
+      if (first == nullptr) first = &s;
+      if (kind == BaseKind::kElementwise && s != *first) return false;
+    }
+  }
+  return true;
+}
+
+// Whether the layout component of value `v` must be stored nhwc rather than in the convs'
+// blocked layout of `block` channels. The component is the rank-4 activations tied to `v`:
+// a conv's X, R and Y (oneDNN's jit convs take one layout on both sides; a conv with one nhwc
+// and one blocked side reorders) and the values of a set keep_nhwc_through carries. It must be
+// nhwc where one of its sets does not fit the blocked layout (blocked_fits: a
+// squeeze-excitation gate, a conv_transpose) or one of its values' C is not a multiple of the
+// block. A value that is a graph input or output, or is read by a node that keeps plain NCHW,
+// ties nothing. Deciding per component, not per edge from its neighbours, leaves no conv with
+// mixed sides: RegNetY-400MF, whose every block holds a gate, kept 20 reorders per run when
+// only the edges next to a gate were nhwc.
+bool component_needs_nhwc(const Graph& g, ValueId v, int64_t block) {
+  Readers readers = readers_of(g);
+  std::set<ValueId> seen{v};
+  std::set<NodeId> carried;  // carrying nodes whose set was looked at
+  std::vector<ValueId> queue{v};
+  const auto push = [&](ValueId w) {
+    if (w != ir::kNoValue && seen.insert(w).second) queue.push_back(w);
+  };
+  // Ties the activations of conv `n` when `w` is one of them.
+  const auto tie_conv = [&](const ir::Node& n, ValueId w) {
+    const bool r =
+        n.inputs.size() > ops::fused::kResidualInput && n.inputs[ops::fused::kResidualInput] == w;
+    if (n.inputs[0] != w && n.outputs[0] != w && !r) return;
+    push(n.inputs[0]);
+    push(n.outputs[0]);
+    if (n.inputs.size() > ops::fused::kResidualInput) push(n.inputs[ops::fused::kResidualInput]);
+  };
+  while (!queue.empty()) {
+    const ValueId w = queue.back();
+    queue.pop_back();
+    const std::optional<ir::TensorType>& t = g.value(w).type;
+    if (!t || t->dtype != DTypeCode::kFloat32 || t->shape.size() != 4 || g.is_output(w) ||
+        g.value(w).producer < 0) {
+      continue;
+    }
+    // A value of the same bytes in every order (H*W = 1: a squeeze-excitation's pooled vector)
+    // holds any C but still ties the convs around it.
+    if (!layout_free(*t) && t->shape[1] % block != 0) return true;
+    std::vector<NodeId> nodes{g.value(w).producer};
+    for (const auto& [u, i] : readers[w]) nodes.push_back(u);
+    for (NodeId u : nodes) {
+      const ir::Node& un = g.node(u);
+      if (is_conv(un) && !may_still_fuse(g, un) && !un.outputs.empty()) {
+        tie_conv(un, w);
+      } else if (carries_nhwc(g, un) && carried.insert(u).second) {
+        const std::optional<NhwcSet> set = find_nhwc_set(g, u, readers);
+        if (!set) continue;  // stays plain: its values tie nothing
+        if (!blocked_fits(g, *set, block)) return true;
+        carried.insert(set->through.begin(), set->through.end());
+        for (ValueId sv : set->values) push(sv);
+      }
+    }
+  }
+  return false;
+}
+
+Result<bool> keep_blocked_activations(Graph& g, NodeId id) {
+  using ops::fused::ActivationLayout;
+  const ir::Node& prod = g.node(id);
+  if (!is_conv(prod) || prod.outputs.size() != 1 || may_still_fuse(g, prod)) return false;
+  const ValueId v = prod.outputs[0];
+  const std::optional<ir::TensorType>& t = g.value(v).type;
+  if (g.is_output(v) || !t || t->dtype != DTypeCode::kFloat32 || t->shape.size() != 4) {
+    return false;
+  }
+  // The layout oneDNN picks for the producer's output on this CPU (nhwc for its brgemm convs).
+  const ops::NodeContext pctx =
+      ops::make_node_context(g, prod, ops::OpRegistry::global().find(prod.op));
+  // An edge carried already (an earlier application) stays as it is.
+  if (auto it = prod.attrs.find(std::string(ops::fused::kDstLayoutAttr));
+      it != prod.attrs.end() && std::get_if<int64_t>(&it->second) != nullptr &&
+      *std::get_if<int64_t>(&it->second) != 0) {
+    return false;
+  }
+  Result<ActivationLayout> layout = preferred_conv_layout(pctx);
+  if (!layout.is_ok() || *layout == ActivationLayout::kPlain) return false;
+  // nChw8c / nChw16c have the plain byte size only when C is a multiple of the block (the
+  // arena stays as planned); other channel counts are carried nhwc, which oneDNN's jit convs
+  // also take (ShuffleNet-V2's 58, 116 and 232 channels on AVX2, where the padded nChw8c cost
+  // a reorder on each side of every conv). The kernels' check below declines nhwc where only a
+  // slow implementation takes it.
+  if (t->shape[1] % ops::fused::channel_block(*layout) != 0) *layout = ActivationLayout::kNhwc;
+  // In a component that holds an nhwc set (a squeeze-excitation gate), the edge is nhwc too,
+  // so no conv has one nhwc and one blocked side (oneDNN's jit convs take neither, and the set
+  // or the edge was left plain). 2-core AVX2 EPYC, frame_bench_driver, two interleaved rounds,
+  // 1 / 2 threads, with the edges next to such a set only: RegNetY-400MF 13.6-13.8 -> 12.8-12.9
+  // / 11.1-11.2 -> 10.4-10.5 ms (67 reorders per run -> 15), EfficientNet-B0 18.7-18.9 ->
+  // 15.5-15.6 / 10.8-16.0 -> 8.7-10.9 (11 -> 1), MobileNet-V3-small 2.29-2.33 -> 2.22-2.33 /
+  // 1.57-1.59 -> 1.39-1.40 (24 -> 5); ResNet-18 unchanged (its stem max pool's set fits
+  // nChw8c: made nhwc, its first stage ran 10% slower at 2 threads).
+  if (*layout != ActivationLayout::kNhwc &&
+      component_needs_nhwc(g, v, ops::fused::channel_block(*layout))) {
+    *layout = ActivationLayout::kNhwc;
+  }
+  // The rewrites for the edge stored as `value`; empty where the edge cannot be carried or the
+  // onednn kernel does not take every node with the explicit layouts (it declines where oneDNN
+  // has only its reference or gemm convolution for them).
+  using Rewrites = std::vector<std::pair<NodeId, std::pair<std::vector<ValueId>, ir::AttrMap>>>;
+  const auto plan = [&](int64_t value) -> Rewrites {
+    Rewrites rewrites;
+    bool changed = false;
+    rewrites.emplace_back(id, as_fused(prod));
+    changed |= set_layout(rewrites[0].second.second, ops::fused::kDstLayoutAttr, value);
+    for (NodeId u : g.node_ids()) {
+      const ir::Node& un = g.node(u);
+      bool reads = false;
+      for (size_t i = 0; i < un.inputs.size(); ++i) {
+        if (un.inputs[i] != v) continue;
+        reads = true;
+        // Only X (0) or the residual R (3) of a conv; conv_transpose, pools, adds... read plain.
+        if (!is_conv(un) || (i != 0 && i != ops::fused::kResidualInput) || may_still_fuse(g, un)) {
+          return {};
+        }
+      }
+      if (!reads) continue;
+      if (u == id) return {};  // a conv reading its own output: not a DAG, never taken
+      auto fused = as_fused(un);
+      if (un.inputs[0] == v) {
+        changed |= set_layout(fused.second, ops::fused::kSrcLayoutAttr, value);
+      }
+      if (un.inputs.size() > ops::fused::kResidualInput &&
+          un.inputs[ops::fused::kResidualInput] == v) {
+        changed |= set_layout(fused.second, ops::fused::kResidualLayoutAttr, value);
+      }
+      rewrites.emplace_back(u, std::move(fused));
+    }
+    if (!changed || rewrites.size() < 2) return {};
+    for (const auto& [n, fused] : rewrites) {
+      if (!onednn_runs(g, ops::fused::kFusedPostOpsOp, g.node(n).name, fused.first, fused.second)) {
+        return {};
+      }
+    }
+    return rewrites;
+  };
+  Rewrites rewrites = plan(static_cast<int64_t>(*layout));
+  if (rewrites.empty()) return false;
+  for (size_t i = 0; i < rewrites.size(); ++i) {
+    const ValueId old_out = g.node(rewrites[i].first).outputs[0];
+    FRAME_ASSIGN_OR_RETURN(ValueId new_out,
+                           apply_fused(g, rewrites[i].first, std::move(rewrites[i].second)));
+    // A conv replaced by a new node gave its output a new value: later rewrites read that one.
+    for (size_t k = i + 1; k < rewrites.size() && new_out != old_out; ++k) {
+      std::replace(rewrites[k].second.first.begin(), rewrites[k].second.first.end(), old_out,
+                   new_out);
+    }
+  }
+  return true;
+}
+
+Result<bool> fold_pad_into_average_pool(Graph& g, NodeId id) {
+  const ir::Node& pool = g.node(id);
+  if (pool.inputs.empty() || pool.outputs.size() != 1) return false;
+  const ValueId x = pool.inputs[0];
+  const NodeId p = g.value(x).producer;
+  if (p < 0 || g.node(p).op != "pad" || sole_user(g, x) != id) return false;
+  const ir::Node& pad = g.node(p);
+  const auto attr_str = [](const ir::AttrMap& a, const char* name, const char* dflt) {
+    auto it = a.find(name);
+    const auto* v = it == a.end() ? nullptr : std::get_if<std::string>(&it->second);
+    return v == nullptr ? std::string(dflt) : *v;
+  };
+  if (attr_str(pad.attrs, "mode", "constant") != "constant" ||
+      attr_str(pool.attrs, "auto_pad", "NOTSET") != "NOTSET") {
+    return false;
+  }
+  // With ceil_mode, ONNX drops a last window that starts in the end pads, but keeps it when
+  // those rows are the padded input's own: the folded pool could have fewer outputs.
+  if (int_attr(pool, "ceil_mode", 0) != 0) return false;
+  // No axes input; a constant value absent or a constant 0.
+  if (pad.inputs.size() > 3 && pad.inputs[3] != ir::kNoValue) return false;
+  if (pad.inputs.size() > 2 && pad.inputs[2] != ir::kNoValue) {
+    const Tensor* cv = constant_of(g, pad.inputs[2]);
+    if (cv == nullptr || cv->dtype() != DTypeCode::kFloat32 || cv->numel() != 1 ||
+        cv->data<float>()[0] != 0.0F) {
+      return false;
+    }
+  }
+  const std::optional<ir::TensorType>& in_t = g.value(pad.inputs[0]).type;
+  const std::optional<std::vector<int64_t>> pads = int64_constant(g, pad.inputs[1]);
+  if (!in_t || !pads || in_t->shape.size() < 3) return false;
+  const size_t rank = in_t->shape.size();
+  if (pads->size() != 2 * rank) return false;
+  // Only spatial dims padded, none cropped.
+  if ((*pads)[0] != 0 || (*pads)[1] != 0 || (*pads)[rank] != 0 || (*pads)[rank + 1] != 0) {
+    return false;
+  }
+  std::vector<int64_t> spatial;  // the pool's [x1_begin, ..., x1_end, ...]
+  for (size_t half : {size_t{0}, rank}) {
+    for (size_t d = 2; d < rank; ++d) {
+      if ((*pads)[half + d] < 0) return false;
+      spatial.push_back((*pads)[half + d]);
+    }
+  }
+  ir::AttrMap attrs = pool.attrs;
+  if (auto it = attrs.find("pads"); it != attrs.end()) {
+    const auto* own = std::get_if<std::vector<int64_t>>(&it->second);
+    if (own == nullptr || std::any_of(own->begin(), own->end(), [](int64_t v) { return v != 0; })) {
+      return false;
+    }
+  }
+  attrs["pads"] = std::move(spatial);
+  attrs["count_include_pad"] = int64_t{1};
+  std::vector<ValueId> inputs{pad.inputs[0]};
+  if (!onednn_runs(g, "average_pool", pool.name, inputs, attrs)) return false;
+  return replace_with(g, {p, id}, pool.outputs[0], "average_pool", pool.name, std::move(inputs),
+                      std::move(attrs));
+}
+
 // Int attribute `name` of `n` as an activation layout, or kPlain when absent.
 ops::fused::ActivationLayout layout_attr(const ir::Node& n, std::string_view name) {
   return static_cast<ops::fused::ActivationLayout>(int_attr(n, std::string(name).c_str(), 0));
@@ -760,7 +806,7 @@ ops::fused::ActivationLayout layout_attr(const ir::Node& n, std::string_view nam
 
 // The channel-blocked layout (nChw8c, nChw16c) the convs of `set` use: one a conv side
 // carries already (keep_blocked_activations), else the one oneDNN picks for a conv's output on
-// this CPU; nullopt where none is blocked or some value's C is not a multiple of the block.
+// this CPU; nullopt where none is blocked.
 std::optional<ops::fused::ActivationLayout> blocked_layout_of(const Graph& g, const NhwcSet& set) {
   using ops::fused::ActivationLayout;
   std::optional<ActivationLayout> blocked;
@@ -779,10 +825,6 @@ std::optional<ops::fused::ActivationLayout> blocked_layout_of(const Graph& g, co
     Result<ActivationLayout> l =
         preferred_conv_layout(ops::make_node_context(g, cn, ops::OpRegistry::global().find(cn.op)));
     if (l.is_ok()) take(*l);
-  }
-  if (!blocked) return std::nullopt;
-  for (ValueId v : set.values) {
-    if (g.value(v).type->shape[1] % ops::fused::channel_block(*blocked) != 0) return std::nullopt;
   }
   return blocked;
 }
@@ -828,7 +870,9 @@ Result<bool> keep_nhwc_through(Graph& g, NodeId id) {
   // The set's convs' blocked layout first (nChw8c on AVX2: oneDNN's jit convs there are faster
   // on it than on nhwc, and a conv side carried blocked already stays so), then nhwc.
   std::vector<NhwcRewrite> rewrites;
-  if (const std::optional<ops::fused::ActivationLayout> blocked = blocked_layout_of(g, *set)) {
+  if (const std::optional<ops::fused::ActivationLayout> blocked = blocked_layout_of(g, *set);
+      blocked && blocked_fits(g, *set, ops::fused::channel_block(*blocked)) &&
+      !component_needs_nhwc(g, *set->values.begin(), ops::fused::channel_block(*blocked))) {
     rewrites = layout_rewrites(g, *set, static_cast<int64_t>(*blocked));
   }
   if (rewrites.empty()) {

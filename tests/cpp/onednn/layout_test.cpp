@@ -160,6 +160,37 @@ TEST(OnednnLayout, SqueezeExcitationEdgesAreNhwc) {
                          ToleranceClass::kCrossBackend, {"c1", "dw", "c3"});
 }
 
+// A conv chain two convs away from a squeeze-excitation block (x -> c0 -> relu -> c1 -> relu ->
+// c2 -> relu -> dw -> relu = d; gate from global_average_pool(d); c3(d * gate)): every edge
+// between the convs is tied to the gate's set through the convs (one layout on both sides of a
+// conv), so all are nhwc, not only the edge next to the set, and no conv between them reorders.
+TEST(OnednnLayout, EdgesTiedToASqueezeExcitationAreNhwc) {
+  ir::Graph g("se_component");
+  const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {1, 16, 12, 12}});
+  const ir::ValueId a0 = unary(g, "relu", "r0", conv(g, "c0", x, 16, 32, 3, 1, 181));
+  const ir::ValueId a1 = unary(g, "relu", "r1", conv(g, "c1", a0, 32, 32, 3, 1, 182));
+  const ir::ValueId a2 = unary(g, "relu", "r2", conv(g, "c2", a1, 32, 32, 1, 1, 183));
+  const ir::ValueId d = unary(g, "relu", "r3", conv(g, "dw", a2, 32, 32, 3, 32, 184));
+  const ir::ValueId gp = g.node(*g.create_node("global_average_pool", "gp", {d}, 1)).outputs[0];
+  const ir::ValueId f1 = unary(g, "relu", "r4", conv(g, "fc1", gp, 32, 8, 1, 1, 185));
+  const ir::ValueId gate = unary(g, "sigmoid", "sg", conv(g, "fc2", f1, 8, 32, 1, 1, 186));
+  const ir::ValueId m = g.node(*g.create_node("mul", "scale", {d, gate}, 1)).outputs[0];
+  g.add_output(conv(g, "c3", m, 32, 16, 1, 1, 187));
+  ir::Graph lowered = g;
+  lower(lowered, {"onednn", "cpu"});
+  for (const char* n : {"c0", "c1", "c2", "dw"})
+    EXPECT_EQ(layout_attr(lowered, n, kDst), kNhwc) << n;
+  for (const char* n : {"c1", "c2", "dw", "c3"})
+    EXPECT_EQ(layout_attr(lowered, n, kSrc), kNhwc) << n;
+  Result<runtime::Executable> exe = runtime::compile(g, uncached({"onednn", "cpu"}));
+  ASSERT_TRUE(exe.is_ok()) << exe.status().message();
+  for (const char* n : {"c1", "c2", "dw", "fc1", "fc2", "scale"}) {
+    EXPECT_EQ(placement_of(*exe, n).reorders_per_run, 0) << n;
+  }
+  expect_same_as_unfused(g, {{"x", grid_tensor({1, 16, 12, 12}, 188)}},
+                         ToleranceClass::kCrossBackend, {"c0", "c1", "c2", "dw", "c3"});
+}
+
 // Placement::reorders_per_run (frame inspect's "layout reorders per run"): each conv reorders
 // exactly the activations whose edge the pattern left plain, counted by hand from chain()'s
 // comment above: c1 its input x, c3 its output c (read by the pool), c4 both sides, e1 its
@@ -570,6 +601,60 @@ TEST(OnednnLayout, NhwcFlowsThroughSqueezeExcitationAndBatchNorm) {
 
   expect_same_as_unfused(squeeze_excitation_net(), {{"x", grid_tensor({1, 16, 10, 10}, 79)}},
                          ToleranceClass::kDeepNetwork, {"gap", "se", "bn", "br"});
+}
+
+// Two DenseNet layers (x -> c0 = f0 [1,16,8,8]; a layer: concat(features) -> batch norm ->
+// relu -> c1 (1x1, 16) -> relu -> c2 (3x3, 8) = new features; the second layer's concat also
+// reads the first's output; the last concat feeds c3, a graph output): the pre-activation sets
+// (concat, batch norm, relu; operands of one shape) take the convs' layout, nChw8c on AVX2 and
+// nhwc with AVX-512, and so does the c1 -> c2 edge between them (an elementwise set that fits
+// the blocked layout does not make its neighbours nhwc): no reorder between the convs.
+TEST(OnednnLayout, PreActivationSetsTakeTheConvsLayout) {
+  ir::Graph g("dense_layers");
+  const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {1, 8, 8, 8}});
+  std::vector<ir::ValueId> features{conv(g, "c0", x, 8, 16, 3, 1, 111)};
+  int64_t channels = 16;
+  for (int layer = 1; layer <= 2; ++layer) {
+    const std::string l = std::to_string(layer);
+    const ir::ValueId cat = features.size() == 1
+                                ? features[0]
+                                : node1(g, "concat", "cat" + l, features, {{"axis", int64_t{1}}});
+    Tensor var = grid_tensor({channels}, 112 + layer);
+    for (int64_t i = 0; i < channels; ++i) {
+      var.data<float>()[i] = std::abs(var.data<float>()[i]) + 0.5F;
+    }
+    const ir::ValueId bn =
+        node1(g, "batch_normalization", "bn" + l,
+              {cat, g.add_constant("s" + l, grid_tensor({channels}, 120 + layer)),
+               g.add_constant("b" + l, grid_tensor({channels}, 130 + layer)),
+               g.add_constant("m" + l, grid_tensor({channels}, 140 + layer)),
+               g.add_constant("v" + l, std::move(var))});
+    const ir::ValueId r = unary(g, "relu", "r" + l, bn);
+    const ir::ValueId c1 =
+        unary(g, "relu", "q" + l, conv(g, "c1_" + l, r, channels, 16, 1, 1, 150 + layer));
+    features.push_back(conv(g, "c2_" + l, c1, 16, 8, 3, 1, 160 + layer));
+    channels += 8;
+  }
+  g.add_output(conv(g, "c3", node1(g, "concat", "cat3", features, {{"axis", int64_t{1}}}), channels,
+                    8, 1, 1, 170));
+  ir::Graph lowered = g;
+  lower(lowered, {"onednn", "cpu"});
+  const int64_t want = __builtin_cpu_supports("avx512f") ? kNhwc : kBlocked8;
+  for (const char* n : {"cat2", "bn1", "r1", "bn2", "r2", "cat3"}) {
+    EXPECT_EQ(op_of(lowered, n), "laid_out_internal") << n;
+    EXPECT_EQ(layout_attr(lowered, n, "layout"), want) << n;
+  }
+  for (const char* n : {"c1_1", "c1_2"}) {
+    EXPECT_EQ(layout_attr(lowered, n, kSrc), want) << n;
+    EXPECT_EQ(layout_attr(lowered, n, kDst), want) << n;
+  }
+  Result<runtime::Executable> exe = runtime::compile(g, uncached({"onednn", "cpu"}));
+  ASSERT_TRUE(exe.is_ok()) << exe.status().message();
+  for (const char* n : {"c1_1", "c2_1", "c1_2", "c2_2"}) {
+    EXPECT_EQ(placement_of(*exe, n).reorders_per_run, 0) << n;
+  }
+  expect_same_as_unfused(g, {{"x", grid_tensor({1, 8, 8, 8}, 171)}}, ToleranceClass::kDeepNetwork,
+                         {"cat2", "bn1", "bn2", "cat3"});
 }
 
 // A U-Net level: x[1,8,12,12] -> c1 (3x3, 16) -> relu = skip; skip -> max_pool 2x2/2 -> c2
