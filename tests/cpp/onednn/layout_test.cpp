@@ -135,6 +135,17 @@ TEST(OnednnLayout, PatternMarksExactlyTheInnerConvEdges) {
   EXPECT_EQ(op_of(g, "e1"), l24 != 0 ? "fused_post_ops_internal" : "conv");
 }
 
+// A squeeze-excitation block on d [1,32,H,W] and the conv after it: gate = sigmoid(fc2(relu(
+// fc1(global_average_pool(d))))) (fc1 32 -> 8, fc2 8 -> 32, weight seeds `seed` and seed + 1);
+// scale = d * gate; c3 (1x1, 32 -> 16, seed + 2) of scale is a graph output.
+void add_squeeze_excitation_head(ir::Graph& g, ir::ValueId d, uint32_t seed) {
+  const ir::ValueId gp = g.node(*g.create_node("global_average_pool", "gp", {d}, 1)).outputs[0];
+  const ir::ValueId f1 = unary(g, "relu", "fr", conv(g, "fc1", gp, 32, 8, 1, 1, seed));
+  const ir::ValueId gate = unary(g, "sigmoid", "sg", conv(g, "fc2", f1, 8, 32, 1, 1, seed + 1));
+  const ir::ValueId m = g.node(*g.create_node("mul", "scale", {d, gate}, 1)).outputs[0];
+  g.add_output(conv(g, "c3", m, 32, 16, 1, 1, seed + 2));
+}
+
 // A squeeze-excitation block (x -> c1 -> relu -> dw -> relu = d; gate = sigmoid(fc2(relu(fc1(
 // global_average_pool(d))))); c3(d * gate)): the SE set (d, the product) is stored nhwc, and so
 // is the edge c1 -> dw next to it, whatever layout oneDNN prefers between convs on this CPU (no
@@ -144,11 +155,7 @@ TEST(OnednnLayout, SqueezeExcitationEdgesAreNhwc) {
   const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {1, 16, 12, 12}});
   const ir::ValueId a = unary(g, "relu", "r1", conv(g, "c1", x, 16, 32, 1, 1, 21));
   const ir::ValueId d = unary(g, "relu", "r2", conv(g, "dw", a, 32, 32, 3, 32, 22));
-  const ir::ValueId gp = g.node(*g.create_node("global_average_pool", "gp", {d}, 1)).outputs[0];
-  const ir::ValueId f1 = unary(g, "relu", "r3", conv(g, "fc1", gp, 32, 8, 1, 1, 23));
-  const ir::ValueId gate = unary(g, "sigmoid", "sg", conv(g, "fc2", f1, 8, 32, 1, 1, 24));
-  const ir::ValueId m = g.node(*g.create_node("mul", "scale", {d, gate}, 1)).outputs[0];
-  g.add_output(conv(g, "c3", m, 32, 16, 1, 1, 25));
+  add_squeeze_excitation_head(g, d, 23);
   ir::Graph lowered_g = g;
   lower(lowered_g, {"onednn", "cpu"});
   EXPECT_EQ(layout_attr(lowered_g, "c1", kDst), kNhwc);
@@ -171,11 +178,7 @@ TEST(OnednnLayout, EdgesTiedToASqueezeExcitationAreNhwc) {
   const ir::ValueId a1 = unary(g, "relu", "r1", conv(g, "c1", a0, 32, 32, 3, 1, 182));
   const ir::ValueId a2 = unary(g, "relu", "r2", conv(g, "c2", a1, 32, 32, 1, 1, 183));
   const ir::ValueId d = unary(g, "relu", "r3", conv(g, "dw", a2, 32, 32, 3, 32, 184));
-  const ir::ValueId gp = g.node(*g.create_node("global_average_pool", "gp", {d}, 1)).outputs[0];
-  const ir::ValueId f1 = unary(g, "relu", "r4", conv(g, "fc1", gp, 32, 8, 1, 1, 185));
-  const ir::ValueId gate = unary(g, "sigmoid", "sg", conv(g, "fc2", f1, 8, 32, 1, 1, 186));
-  const ir::ValueId m = g.node(*g.create_node("mul", "scale", {d, gate}, 1)).outputs[0];
-  g.add_output(conv(g, "c3", m, 32, 16, 1, 1, 187));
+  add_squeeze_excitation_head(g, d, 185);
   ir::Graph lowered = g;
   lower(lowered, {"onednn", "cpu"});
   for (const char* n : {"c0", "c1", "c2", "dw"})

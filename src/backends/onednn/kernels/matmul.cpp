@@ -40,9 +40,11 @@ using ops::NodeContext;
 constexpr int64_t kOwnPackMaxOneRowBytes = int64_t{16} << 20;
 
 // A compiled matmul on a gemm-based oneDNN (make_matmul) keeps oneDNN's product for fewer rows
-// than kOwnMinRowsLargeB over more than kOwnLargeBBytes of constant B (8 MiB).
+// than kOwnMinRowsLargeB over more than kOwnLargeBBytes of constant B (8 MiB), unless its N
+// exceeds a K above kOwnLargeBMinK.
 constexpr int64_t kOwnMinRowsLargeB = 128;
 constexpr int64_t kOwnLargeBBytes = int64_t{8} << 20;
+constexpr int64_t kOwnLargeBMinK = 256;
 
 class MatmulPrimitive final : public LinearPrimitive {
  public:
@@ -625,7 +627,14 @@ Result<std::shared_ptr<LinearPrimitive>> make_matmul(const NodeContext& ctx, boo
   const bool gemm_impl =
       std::string_view(e.pd.impl_info_str()).find("gemm") != std::string_view::npos;
   const int64_t m_rows = numel_of(as) / std::max<int64_t>(as.back(), 1);
-  const bool streams_b = m_rows < kOwnMinRowsLargeB &&
+  // Not where the output is wider than a K past one of the own loops' K blocks: oneDNN's
+  // matmul took 6.2 ms for ConvNeXt-T's last-stage [49, 768] x [768, 3072] (its [49, 3072] x
+  // [3072, 768] 3.0), the own loops 3.6 with the GELU after (3.35 for the other shape):
+  // ConvNeXt-T 131-132 -> 127 ms at 1 thread, 75-76 -> 71-73 at 2, the GRU LM's [64, 256] x
+  // [256, 10000] head keeping oneDNN.
+  const int64_t k_in = a_md.dims().back();  // a_md is [..., M, K] (transA in its strides)
+  const bool wide_deep = n_out > k_in && k_in > kOwnLargeBMinK;
+  const bool streams_b = m_rows < kOwnMinRowsLargeB && !wide_deep &&
                          numel_of(bs) * static_cast<int64_t>(sizeof(float)) > kOwnLargeBBytes;
   if (gemm_impl && !streams_b && !runtime_m && !runtime_all && try_own()) {
     return std::shared_ptr<LinearPrimitive>(p);
