@@ -29,8 +29,8 @@
 //     a graph input or output -> every one stored in one layout: those nodes become
 //     laid_out_internal, the convs get dst_layout / src_layout / residual_layout. The layout
 //     is the convs' channel-blocked one (nChw8c on AVX2; blocked_layout_of) where every node
-//     takes it (every C a multiple of the block, elementwise operands of one shape, no
-//     conv_transpose), else nhwc (1). The whole set or nothing, so no node mixes layouts.
+//     takes it (every C a multiple of the block, elementwise operands of one shape), else
+//     nhwc (1). The whole set or nothing, so no node mixes layouts.
 //     Grown from a pool or concat.
 // fuse_attention (scaled dot-product attention -> attention_internal) lives in
 // attention_pattern.cpp, fuse_layer_norm (torch's decomposed LayerNorm -> layer_normalization) in
@@ -567,9 +567,9 @@ std::optional<NhwcSet> find_nhwc_set(const Graph& g, NodeId id) {
 }
 
 // Whether every node of `set` takes a channel-blocked layout of `block` channels
-// (decode_laid_out's rule): every activation's C a multiple of the block, no conv_transpose,
-// the rank-4 operands of each elementwise node of one shape (a squeeze-excitation gate
-// [N,C,1,1] would broadcast across the blocks).
+// (decode_laid_out's rule): every activation's C a multiple of the block, the rank-4 operands of
+// each elementwise node of one shape (a squeeze-excitation gate [N,C,1,1] would broadcast across
+// the blocks).
 bool blocked_fits(const Graph& g, const NhwcSet& set, int64_t block) {
   using ops::laid_out::BaseKind;
   for (ValueId v : set.values) {
@@ -578,7 +578,6 @@ bool blocked_fits(const Graph& g, const NhwcSet& set, int64_t block) {
   for (NodeId t : set.through) {
     const ir::Node& n = g.node(t);
     const BaseKind kind = *carries_nhwc(g, n);
-    if (kind == BaseKind::kConvTranspose) return false;
     const Shape* first = nullptr;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       if (n.inputs[i] == ir::kNoValue || !nhwc_input(g, n, kind, i)) continue;
@@ -596,7 +595,7 @@ bool blocked_fits(const Graph& g, const NhwcSet& set, int64_t block) {
 // a conv's X, R and Y (oneDNN's jit convs take one layout on both sides; a conv with one nhwc
 // and one blocked side reorders) and the values of a set keep_nhwc_through carries. It must be
 // nhwc where one of its sets does not fit the blocked layout (blocked_fits: a
-// squeeze-excitation gate, a conv_transpose) or one of its values' C is not a multiple of the
+// squeeze-excitation gate) or one of its values' C is not a multiple of the
 // block. A value that is a graph input or output, or is read by a node that keeps plain NCHW,
 // ties nothing. Deciding per component, not per edge from its neighbours, leaves no conv with
 // mixed sides: RegNetY-400MF, whose every block holds a gate, kept 20 reorders per run when

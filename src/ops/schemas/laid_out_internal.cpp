@@ -75,9 +75,6 @@ Result<LaidOutSpec> decode_laid_out(const NodeContext& ctx) {
   // operands all have one shape (no broadcasting across the blocks), every activation's C a
   // multiple of the block (so the byte size is the plain one).
   if (const int64_t block = fused::channel_block(spec.layout); block > 1) {
-    if (spec.kind == BaseKind::kConvTranspose) {
-      return ctx.error("conv_transpose is laid out nhwc only, got layout {}", layout);
-    }
     const Shape* first = nullptr;  // the first activation's shape
     for (size_t i = 0; i < ctx.num_inputs(); ++i) {
       if (!ctx.has_input(i) || !activation_input(spec.kind, i, ctx.input_types[i].shape)) continue;
@@ -155,8 +152,8 @@ FRAME_REGISTER_OP(laid_out_internal)
         "concat, an inference batch_normalization, an elementwise op without attributes or a "
         "2-d conv_transpose (`base_op`, with that op's inputs and attributes) whose rank-4 "
         "activations and output are stored channels-last (`layout` = 1: [N][H][W][C]) or "
-        "channel-blocked (8: nChw8c, 16: nChw16c, [N][C/b][H][W][b]; not conv_transpose, C a "
-        "multiple of b, elementwise operands of one shape); the logical shapes and the values "
+        "channel-blocked (8: nChw8c, 16: nChw16c, [N][C/b][H][W][b]; C a multiple of b, "
+        "elementwise operands of one shape); the logical shapes and the values "
         "are the base op's, only the order of the elements in memory differs. Created by the "
         "onednn lowering pattern keep_nhwc_through, not by importers.")
     .variadic_input("X", "the base op's inputs; rank-4 ones stored nhwc", 1, kFloatDTypes, "T")

@@ -53,9 +53,9 @@ struct LaidOutSpec {
 /// 16 (nChw16c), one output, and the inputs of its kind (pools: one rank-4 X; concat: rank-4
 /// parts and axis 1 or -3; batch normalization: rank-4 X and training_mode 0; elementwise:
 /// every input rank 4 or of one element, at least one rank 4; conv_transpose: rank-4 X and W,
-/// B optional). A blocked layout also needs every activation's C a multiple of the block,
-/// elementwise activations of one shape, and is not taken by conv_transpose. Errors name the
-/// node and what is wrong (attribute, input index, rank, axis or channel count found).
+/// B optional). A blocked layout also needs every activation's C (and the output's) a
+/// multiple of the block and elementwise activations of one shape. Errors name the node and
+/// what is wrong (attribute, input index, rank, axis or channel count found).
 Result<LaidOutSpec> decode_laid_out(const NodeContext& ctx);
 
 /// Whether input `i` of a node of kind `kind`, of shape `shape`, is an activation stored in the

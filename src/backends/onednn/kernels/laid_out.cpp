@@ -11,7 +11,8 @@
 //     (every rank-4 shape permuted alike; broadcasting commutes with that), so a [N, C, 1, 1]
 //     squeeze-excitation gate broadcasts over the pixels as it does over the planes; blocked
 //     (operands of one shape), prepared for the shapes as they are;
-//   conv_transpose: oneDNN's deconvolution with explicit nhwc source and destination (conv.cpp's
+//   conv_transpose: oneDNN's deconvolution with explicit source and destination of the layout
+//     (conv.cpp's
 //     make_conv; declined where oneDNN has only a reference or gemm implementation for them).
 
 #include "backends/onednn/kernels/laid_out.h"
@@ -37,10 +38,10 @@ struct LaidOutState {
   ops::ReordersFn reorders = nullptr;  // the base kernel's count of layout reorders, or null
 };
 
-// A conv_transpose's activations, both nhwc: no reorder of X or Y.
-constexpr ConvLayouts kNhwcConvTranspose{ops::fused::ActivationLayout::kNhwc,
-                                         ops::fused::ActivationLayout::kNhwc,
-                                         ops::fused::ActivationLayout::kPlain};
+// A conv_transpose's activations, both in `layout`: no reorder of X or Y.
+ConvLayouts conv_transpose_layouts(ops::fused::ActivationLayout layout) {
+  return ConvLayouts{layout, layout, ops::fused::ActivationLayout::kPlain};
+}
 
 // The context of an elementwise base op on operands stored in `layout`: op and schema the base
 // op's; nhwc: every rank-4 type [N, C, H, W] read as [N, H, W, C]; blocked: the types as they
@@ -77,7 +78,7 @@ Status laid_out_accepts(const NodeContext& ctx) {
     case BaseKind::kBatchNorm:
       return laid_out_batch_norm_accepts(ctx);
     case BaseKind::kConvTranspose:
-      return make_conv(ctx, true, {}, false, kNhwcConvTranspose).status();
+      return make_conv(ctx, true, {}, false, conv_transpose_layouts(spec->layout)).status();
     case BaseKind::kElementwise:
       break;
   }
@@ -107,7 +108,8 @@ Result<std::shared_ptr<void>> laid_out_prepare(const NodeContext& ctx) {
     case BaseKind::kConvTranspose: {
       st->run = run_linear;
       st->reorders = linear_reorders;
-      FRAME_ASSIGN_OR_RETURN(st->inner, make_conv(ctx, true, {}, true, kNhwcConvTranspose));
+      FRAME_ASSIGN_OR_RETURN(st->inner,
+                             make_conv(ctx, true, {}, true, conv_transpose_layouts(spec.layout)));
       break;
     }
     case BaseKind::kElementwise: {
