@@ -425,6 +425,11 @@ int64_t int_attr(const ir::Node& n, const char* name, int64_t fallback) {
   return v == nullptr ? fallback : *v;
 }
 
+// Int attribute `name` of `n` as an activation layout, or kPlain when absent.
+ops::fused::ActivationLayout layout_attr(const ir::Node& n, std::string_view name) {
+  return static_cast<ops::fused::ActivationLayout>(int_attr(n, std::string(name).c_str(), 0));
+}
+
 // Whether the bytes of a value of type `t` are the same stored plain and nhwc: rank 4 with
 // C == 1 or H * W == 1 (a global pool's output, a squeeze-excitation gate).
 bool layout_free(const ir::TensorType& t) {
@@ -484,9 +489,6 @@ struct NhwcSet {
   std::set<ValueId> values;
 };
 
-// The set around carrying node `id`; nullopt where some value of it cannot be stored nhwc (a
-// graph input or output, a constant, a reader or producer that is neither a conv nor a
-// carrying node), or where it holds no conv or no value.
 // The (node, input index) pairs reading each value (indexed by ValueId), from one walk over
 // the graph.
 using Readers = std::vector<std::vector<std::pair<NodeId, size_t>>>;
@@ -501,7 +503,9 @@ Readers readers_of(const Graph& g) {
   return readers;
 }
 
-// find_nhwc_set with the graph's readers computed already.
+// The set around carrying node `id` (`readers`: readers_of(g)); nullopt where some value of it
+// cannot be stored nhwc (a graph input or output, a constant, a reader or producer that is neither
+// a conv nor a carrying node), or where it holds no conv or no value.
 std::optional<NhwcSet> find_nhwc_set(const Graph& g, NodeId id, const Readers& readers) {
   if (!carries_nhwc(g, g.node(id))) return std::nullopt;
   NhwcSet set;
@@ -655,16 +659,11 @@ Result<bool> keep_blocked_activations(Graph& g, NodeId id) {
   if (g.is_output(v) || !t || t->dtype != DTypeCode::kFloat32 || t->shape.size() != 4) {
     return false;
   }
-  // The layout oneDNN picks for the producer's output on this CPU (nhwc for its brgemm convs).
-  const ops::NodeContext pctx =
-      ops::make_node_context(g, prod, ops::OpRegistry::global().find(prod.op));
   // An edge carried already (an earlier application) stays as it is.
-  if (auto it = prod.attrs.find(std::string(ops::fused::kDstLayoutAttr));
-      it != prod.attrs.end() && std::get_if<int64_t>(&it->second) != nullptr &&
-      *std::get_if<int64_t>(&it->second) != 0) {
-    return false;
-  }
-  Result<ActivationLayout> layout = preferred_conv_layout(pctx);
+  if (layout_attr(prod, ops::fused::kDstLayoutAttr) != ActivationLayout::kPlain) return false;
+  // The layout oneDNN picks for the producer's output on this CPU (nhwc for its brgemm convs).
+  Result<ActivationLayout> layout = preferred_conv_layout(
+      ops::make_node_context(g, prod, ops::OpRegistry::global().find(prod.op)));
   if (!layout.is_ok() || *layout == ActivationLayout::kPlain) return false;
   // nChw8c / nChw16c have the plain byte size only when C is a multiple of the block (the
   // arena stays as planned); other channel counts are carried nhwc, which oneDNN's jit convs
@@ -796,11 +795,6 @@ Result<bool> fold_pad_into_average_pool(Graph& g, NodeId id) {
   if (!onednn_runs(g, "average_pool", pool.name, inputs, attrs)) return false;
   return replace_with(g, {p, id}, pool.outputs[0], "average_pool", pool.name, std::move(inputs),
                       std::move(attrs));
-}
-
-// Int attribute `name` of `n` as an activation layout, or kPlain when absent.
-ops::fused::ActivationLayout layout_attr(const ir::Node& n, std::string_view name) {
-  return static_cast<ops::fused::ActivationLayout>(int_attr(n, std::string(name).c_str(), 0));
 }
 
 // The channel-blocked layout (nChw8c, nChw16c) the convs of `set` use: one a conv side
