@@ -7,9 +7,12 @@ Usage (run with /usr/bin/python3, which has torch, torchvision, onnx, numpy):
 
 Each measurement is one driver process (benchmarks/drivers/, `--warmup 0 --runs 1 --idle-ms 0`,
 the last so that no idle window for measuring CPU use follows the result): it
-loads the model, prepares it and runs it once; the time is the process's wall time as the
-parent sees it (exec, dynamic loading, load, compile or cache read, one run, exit), the median
-over --rounds rounds, with the cells of one round interleaved. Per model and thread count:
+loads the model, prepares it and runs it once. The time is from the parent's spawn of the
+process to the arrival of its RESULT line on the pipe (exec, dynamic loading, load, compile or
+cache read, one run, the output written: process start to first result, the issue's measure);
+the process's whole wall time (with its exit: destructors, unmapping) is reported beside it.
+Medians over --rounds rounds, with the cells of one round interleaved. Per model and thread
+count:
   frame cold        frame_bench_driver through a Session without a cache (open_session,
                     the compile, one run: what `frame run` and Python do)
   frame first       through a Session with an empty --cache-dir (compile, then the entry
@@ -76,6 +79,34 @@ def prepare_model(name, work):
     return path, in_name, npy, ref
 
 
+def run_to_result(cmd, timeout):
+    """Runs one driver; its RESULT dict with result_s (spawn to the RESULT line, which the
+    drivers flush) and process_s (spawn to exit), or {'error': message}."""
+    import json
+    import subprocess
+    import time
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, cwd=compare.ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    res, lines = None, []
+    for line in p.stdout:
+        if line.startswith("RESULT ") and res is None:
+            res = json.loads(line[len("RESULT "):])
+            res["result_s"] = time.perf_counter() - t0
+        lines.append(line)
+    try:
+        p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        return {"error": "timed out after %d s" % timeout}
+    err = p.stderr.read()
+    if res is None:
+        msg = (err.strip() or "".join(lines).strip() or "no output").splitlines()
+        return {"error": "exit %d: %s" % (p.returncode, msg[-1][:300] if msg else "")}
+    res["process_s"] = time.perf_counter() - t0
+    return res
+
+
 def cell_cmd(cell, drivers, ort_lib, model, in_name, npy, threads, work, save_dir):
     # --idle-ms 0: no idle window after the run (the drivers' CPU-use measurement would add
     # 200 ms of sleep between the first result and the exit to every cell).
@@ -138,6 +169,7 @@ def main():
             work = os.path.join(base, name, "t%d" % t)
             os.makedirs(work, exist_ok=True)
             times = {c: [] for c in CELLS}
+            whole = {c: [] for c in CELLS}
             inside = {c: [] for c in CELLS}
             outputs = {}
             for r in range(args.rounds):
@@ -147,12 +179,13 @@ def main():
                     cmd = cell_cmd(cell, drivers, ort_lib, model, in_name, npy, t, work, save)
                     if cell.startswith("ort"):
                         cmd += ["--output", "%s=%s" % (out_name, out_shape)]
-                    res = compare.run_driver(cmd, 600)
+                    res = run_to_result(cmd, 600)
                     if "error" in res:
                         log("%s %s t%d: %s" % (name, cell, t, res["error"]))
                         ok = False
                         continue
-                    times[cell].append(res["process_s"] * 1e3)
+                    times[cell].append(res["result_s"] * 1e3)
+                    whole[cell].append(res["process_s"] * 1e3)
                     inside[cell].append(res["load_ms"] + res["compile_ms"] + res["run_ms"][0])
                     if cell == "frame_warm" and res.get("disk_hits") != 1:
                         notes.append("%s t%d round %d: the warm frame run read no entry (%s)" %
@@ -172,19 +205,20 @@ def main():
                 ok = ok and same
             med = {c: statistics.median(v) if v else float("nan") for c, v in times.items()}
             med_in = {c: statistics.median(v) if v else float("nan") for c, v in inside.items()}
-            rows.append((name, t, med, med_in, checks))
+            med_whole = {c: statistics.median(v) if v else float("nan") for c, v in whole.items()}
+            rows.append((name, t, med, med_in, med_whole, checks))
     out = args.out or os.path.join(args.work_dir, "WARM_START.md")
     lines = ["# Warm start: process start to first result", "",
              "Written by `benchmarks/warm_start.py` on %s, %s; git %s. Median of %d rounds, "
-             "cells interleaved; ms of process wall time (in parentheses: load + compile + "
-             "first run as the driver times them)." % (
+             "cells interleaved; ms from process start to first result (in parentheses: load + "
+             "compile + first run as the driver times them)." % (
                  datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
                  compare.machine_facts().get("cpu", "?"), compare.git_rev(), args.rounds), "",
              "| model | threads | frame cold | frame first (fills the cache) | frame warm | "
              "warm / cold | ORT cold | ORT save | ORT warm (level 0 / all) | frame warm / ORT "
              "warm | checks |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
-    for name, t, med, med_in, checks in rows:
+    for name, t, med, med_in, _, checks in rows:
         ort_warm = min(med["ort_warm0"], med["ort_warm99"])
         bad = [c for c, v in checks.items() if v is not True and not (isinstance(v, dict) and
                                                                      v["ok"])]
@@ -196,6 +230,12 @@ def main():
                 med["frame_warm"] / med["frame_cold"], med["ort_cold"], med_in["ort_cold"],
                 med["ort_save"], med["ort_warm0"], med["ort_warm99"], med["frame_warm"] / ort_warm,
                 "all pass; warm bit-identical to cold" if not bad else "FAILED: " + ", ".join(bad)))
+    lines += ["", "Whole process wall time, exit included (median ms):", "",
+              "| model | threads | " + " | ".join(CELLS) + " |",
+              "|---|---:|" + "---:|" * len(CELLS)]
+    for name, t, _, _, med_whole, _ in rows:
+        lines.append("| %s | %d | " % (name, t) +
+                     " | ".join("%.0f" % med_whole[c] for c in CELLS) + " |")
     lines += [""] + ["- " + n for n in notes]
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:

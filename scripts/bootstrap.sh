@@ -9,7 +9,7 @@ MAIN_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libprotobuf-dev protobuf-compiler libonnx-dev
   libdnnl-dev libhwy-dev opencl-headers ocl-icd-opencl-dev  # dnnl-config.cmake requires OpenCL
-  nlohmann-json3-dev libcli11-dev libfmt-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev  # xxhash: content digests (caches)
   libgraphviz-dev  # `frame viz` draws through the Graphviz libraries (libgvc, libcgraph)
   # `frame serve` (docs/serving.md): REST, gRPC and Prometheus metrics
   libcpp-httplib-dev libgrpc++-dev protobuf-compiler-grpc prometheus-cpp-dev libsimdjson-dev
@@ -20,7 +20,7 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler libonnx-dev
   libdnnl-dev libhwy-dev opencl-headers ocl-icd-opencl-dev  # dnnl-config.cmake requires OpenCL
   libgtest-dev libgmock-dev googletest libbenchmark-dev
-  nlohmann-json3-dev libcli11-dev libfmt-dev libgraphviz-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev libgraphviz-dev libxxhash-dev
   libcpp-httplib-dev libgrpc++-dev protobuf-compiler-grpc prometheus-cpp-dev libsimdjson-dev  # serve
   python3-grpcio python3-grpc-tools  # the serve tests' gRPC client (stubs generated at test time)
   python3-dev pybind11-dev python3-pybind11 python3-venv python3-pip python3-setuptools

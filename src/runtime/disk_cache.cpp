@@ -1,7 +1,8 @@
 // The compile cache on disk (src/runtime/disk_cache.h; docs/architecture/execution-model.md,
 // "Compile cache on disk"). File layout of DIR:
 //   entries/<digest of key>.entry   one specialization's compiled graph, plan and choices
-//   blobs/<digest of bytes>.blob    one tensor of 4 KiB or more, shared by entries
+//   blobs/<digest of bytes>.blob    one tensor of 4 KiB or more, or the packed form a kernel
+//                                   made of one (core/packed_constants.h), shared by entries
 // An entry is a text header, then a JSON document, then a binary section with the small
 // tensors:
 //   frame-compile-cache <format>
@@ -40,6 +41,7 @@
 #include <vector>
 
 #include "core/aligned_memory.h"
+#include "core/packed_constants.h"
 #include "frame/core/digest.h"
 #include "frame/ir/text.h"
 #include "frame/passes/pass.h"
@@ -408,9 +410,12 @@ Status check_types(const ir::Graph& g, const CompileOptions& resolved) {
 }
 
 // The lowered graph an entry describes, checked against everything build_plan relies on.
+// The packed forms of an entry's constants (its "packed" field: [storage, layout, bytes,
+// blob digest] each) are offered through `offers` once their constants are mapped, so that the
+// kernels built while it lives take them instead of packing again.
 Result<LoweredGraph> lowered_from_json(const json& j, const std::string& binary,
-                                       const CompileOptions& resolved,
-                                       const std::string& blob_dir) {
+                                       const CompileOptions& resolved, const std::string& blob_dir,
+                                       frame::detail::PackedOffers& offers) {
   const Fields f(j);
   FRAME_ASSIGN_OR_RETURN(const json* storages_j, f.get("storages", json::value_t::array));
   std::vector<Storage> storages;
@@ -475,6 +480,24 @@ Result<LoweredGraph> lowered_from_json(const json& j, const std::string& binary,
   FRAME_ASSIGN_OR_RETURN(const json* graph_j, f.get("graph", json::value_t::string));
   Result<ir::Graph> parsed = ir::parse_text(graph_j->get_ref<const std::string&>(), po);
   if (!parsed.is_ok()) return parsed.status().with_prefix("entry graph: ");
+  FRAME_ASSIGN_OR_RETURN(const json* packed_j, f.get("packed", json::value_t::array));
+  for (const json& p : *packed_j) {
+    if (!p.is_array() || p.size() != 4 || !is_size(p[0]) || !is_string(p[1]) || !is_size(p[2]) ||
+        !is_string(p[3]) || !is_digest(p[3].get<std::string>())) {
+      return damaged("entry packed form is not [storage, layout, bytes, blob]");
+    }
+    const size_t k = p[0].get<size_t>();
+    if (k >= storages.size() || !storages[k].blob) {
+      return damaged(fmt::format("entry packed form of storage {}, which is no blob", k));
+    }
+    if (!made[k]) continue;  // its constant is not in the graph
+    const size_t bytes = p[2].get<size_t>();
+    FRAME_ASSIGN_OR_RETURN(std::shared_ptr<Mapping> m,
+                           map_blob(blob_dir, p[3].get<std::string>(), bytes));
+    void* bytes_at = const_cast<std::byte*>(m->data());
+    offers.add(data[k], storages[k].bytes, p[1].get<std::string>(),
+               Tensor::wrap(DTypeCode::kUInt8, {static_cast<int64_t>(bytes)}, bytes_at, m));
+  }
   LoweredGraph out;
   out.graph = std::make_shared<ir::Graph>(std::move(*parsed));
   const ir::Graph& g = *out.graph;
@@ -689,11 +712,22 @@ Result<Executable> DiskCache::parse_entry(std::string_view bytes, const std::str
       }
     }
   }
+  if (const json* pk = j.is_object() && j.contains("packed") ? &j["packed"] : nullptr;
+      pk != nullptr && pk->is_array()) {
+    for (const json& e : *pk) {
+      if (e.is_array() && e.size() == 4 && e[3].is_string()) {
+        blob_list += (blob_list.empty() ? "" : ",") + e[3].get<std::string>();
+      }
+    }
+  }
   if ((blob_list.empty() ? "-" : blob_list) != h.blobs) {
-    return damaged("the entry header's blob list differs from its storages");
+    return damaged("the entry header's blob list differs from its storages and packed forms");
   }
   const std::string binary(payload.substr(h.json_bytes));
-  FRAME_ASSIGN_OR_RETURN(LoweredGraph lowered, lowered_from_json(j, binary, resolved, blob_dir));
+  // Held until the plan is built: its kernels take the packed forms offered (and keep them).
+  frame::detail::PackedOffers offers;
+  FRAME_ASSIGN_OR_RETURN(LoweredGraph lowered,
+                         lowered_from_json(j, binary, resolved, blob_dir, offers));
   const std::chrono::duration<double, std::milli> read = std::chrono::steady_clock::now() - t0;
   FRAME_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledCore> core,
                          build_core(std::move(lowered), resolved, {{"disk_read", read.count()}},
@@ -754,6 +788,31 @@ void DiskCache::store(const std::string& key, const Executable& exe) {
     }
   }
   j["storages"] = std::move(storages);
+  // The packed forms kernels made of the entry's large constants (stored once, like the
+  // constants: a blob is named by its bytes). A layout name that is not printable text (a
+  // oneDNN format other than blocked) is not stored.
+  struct PackedBlob {
+    std::string digest;
+    Tensor bytes;
+  };
+  std::vector<PackedBlob> packed_blobs;
+  json packed = json::array();
+  for (size_t k = 0; k < table.storages().size(); ++k) {
+    const Storage& s = table.storages()[k];
+    if (!s.blob) continue;
+    for (auto& [layout, bytes] : frame::detail::packed_copies_of(s.data, s.bytes)) {
+      if (!std::all_of(layout.begin(), layout.end(),
+                       [](char c) { return c >= 0x20 && c < 0x7f; }) ||
+          layout.find("raw:") != std::string::npos) {
+        continue;
+      }
+      std::string digest = tensor_digest(bytes);
+      packed.push_back({k, layout, bytes.nbytes(), digest});
+      blob_digests.push_back(digest);
+      packed_blobs.push_back({std::move(digest), std::move(bytes)});
+    }
+  }
+  j["packed"] = std::move(packed);
   // Placements and buffers by name: the text form renumbers ids.
   const CompiledCore& core = *exe.impl_->core;
   json pl = json::array();
@@ -785,6 +844,7 @@ void DiskCache::store(const std::string& key, const Executable& exe) {
 
   size_t total = header.size() + js.size() + binary.size();
   for (const Storage& s : table.storages()) total += s.blob ? kBlobHeaderBytes + s.bytes : 0;
+  for (const PackedBlob& b : packed_blobs) total += kBlobHeaderBytes + b.bytes.nbytes();
   if (total > max_bytes_) return;  // larger than the whole cache: not kept (like the LRU)
 
   std::error_code ec;
@@ -794,20 +854,27 @@ void DiskCache::store(const std::string& key, const Executable& exe) {
     disable(fmt::format("cannot create the directory: {}", ec.message()));
     return;
   }
+  std::vector<std::pair<const std::string*, std::string_view>> blobs;  // digest, bytes
   for (const Storage& s : table.storages()) {
-    if (!s.blob) continue;
-    const std::string path = blob_path(dir_, s.digest);
+    if (s.blob)
+      blobs.emplace_back(&s.digest, std::string_view(static_cast<const char*>(s.data), s.bytes));
+  }
+  for (const PackedBlob& b : packed_blobs) {
+    blobs.emplace_back(&b.digest, std::string_view(static_cast<const char*>(b.bytes.raw_data()),
+                                                   b.bytes.nbytes()));
+  }
+  for (const auto& [digest, bytes] : blobs) {
+    const std::string path = blob_path(dir_, *digest);
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0 &&
-        static_cast<size_t>(st.st_size) == kBlobHeaderBytes + s.bytes) {
+        static_cast<size_t>(st.st_size) == kBlobHeaderBytes + bytes.size()) {
       continue;  // stored by an earlier entry (contents are addressed by their digest)
     }
-    std::string head = fmt::format("{} {} {} {}", kBlobMagic, kDiskCacheFormat, s.bytes, s.digest);
+    std::string head =
+        fmt::format("{} {} {} {}", kBlobMagic, kDiskCacheFormat, bytes.size(), *digest);
     head.resize(kBlobHeaderBytes - 1, ' ');
     head += '\n';
-    if (Status w = write_atomically(
-            path, {head, std::string_view(static_cast<const char*>(s.data), s.bytes)});
-        !w.is_ok()) {
+    if (Status w = write_atomically(path, {head, bytes}); !w.is_ok()) {
       disable(w.message());
       return;
     }

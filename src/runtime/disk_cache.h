@@ -23,7 +23,7 @@
 namespace frame::runtime::detail {
 
 /// The entry format version; bumped whenever the layout or the meaning of a field changes.
-inline constexpr int kDiskCacheFormat = 1;
+inline constexpr int kDiskCacheFormat = 2;
 
 /// "frame <version> <git revision>" of the library that writes or reads an entry.
 std::string build_fingerprint();

@@ -4,8 +4,8 @@
 // truncated, other-build, other-CPU and structurally wrong entries are ignored with a warning
 // and rebuilt; concurrent writers; a directory under a regular file and a file-size limit run
 // uncached with one warning; the size bound evicts; edited model and weight files are never
-// served from old entries. Cost: about 2.5 s in all (2.1 s of it one test's sleep; small_cnn
-// and one-node graphs compiled a few dozen times).
+// served from old entries; packed weights are stored and taken by a warm session. Cost: about 2.5 s
+// in all (2.1 s of it one test's sleep; small_cnn and one-node graphs compiled a few dozen times).
 
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "common/reshape_graph.h"
+#include "core/packed_constants.h"
 #include "cpp/onnx/model_builder.h"
 #include "frame/core/digest.h"
 #include "frame/core/npy.h"
@@ -144,26 +145,39 @@ size_t count(const std::string& haystack, const std::string& needle) {
   return n;
 }
 
+// The one entry under `dir`: its header (through the empty line), JSON document and binary
+// section.
+struct EntryParts {
+  fs::path path;
+  std::string header;
+  nlohmann::json json;
+  std::string binary;
+};
+
+EntryParts read_entry(const fs::path& dir) {
+  const std::vector<fs::path> entries = files_in(dir / "entries");
+  EXPECT_EQ(entries.size(), 1u);
+  if (entries.size() != 1) return {};
+  const std::string bytes = read_all(entries[0]);
+  const size_t end = bytes.find("\n\n") + 2;
+  EntryParts e{entries[0], bytes.substr(0, end), {}, {}};
+  const size_t at = e.header.find("\njson ") + 6;
+  const size_t json_bytes = std::stoull(e.header.substr(at, e.header.find('\n', at) - at));
+  e.json = nlohmann::json::parse(bytes.substr(end, json_bytes));
+  e.binary = bytes.substr(end + json_bytes);
+  return e;
+}
+
 // Rewrites the one entry under `dir` through `edit` on its JSON document, keeping the header
 // consistent (section sizes and digest), so only the structural checks can reject it.
 void edit_entry_json(const fs::path& dir, const std::function<void(nlohmann::json&)>& edit) {
-  const std::vector<fs::path> entries = files_in(dir / "entries");
-  ASSERT_EQ(entries.size(), 1u);
-  const std::string bytes = read_all(entries[0]);
-  const size_t end = bytes.find("\n\n") + 2;
-  std::string header = bytes.substr(0, end);
-  auto field = [&](const std::string& name) {
-    const size_t at = header.find("\n" + name + " ") + name.size() + 2;
-    return std::stoull(header.substr(at, header.find('\n', at) - at));
-  };
-  const size_t json_bytes = field("json");
-  nlohmann::json j = nlohmann::json::parse(bytes.substr(end, json_bytes));
-  edit(j);
-  const std::string js = j.dump();
-  const std::string binary = bytes.substr(end + json_bytes);
-  const std::string payload = js + binary;
+  EntryParts e = read_entry(dir);
+  ASSERT_FALSE(e.path.empty());
+  edit(e.json);
+  const std::string js = e.json.dump();
+  const std::string payload = js + e.binary;
   std::string out;
-  std::istringstream lines(header);
+  std::istringstream lines(e.header);
   for (std::string line; std::getline(lines, line);) {
     if (line.rfind("json ", 0) == 0) {
       line = "json " + std::to_string(js.size());
@@ -172,7 +186,16 @@ void edit_entry_json(const fs::path& dir, const std::function<void(nlohmann::jso
     }
     out += line + "\n";
   }
-  write_all(entries[0], out + payload);
+  write_all(e.path, out + payload);
+}
+
+// The blob file of the entry's first packed form (small_cnn: its second conv's weights in the
+// conv's blocked layout).
+fs::path packed_blob(const fs::path& dir) {
+  const nlohmann::json j = read_entry(dir).json;
+  EXPECT_FALSE(j["packed"].empty()) << j.dump();
+  if (j["packed"].empty()) return {};
+  return dir / "blobs" / (j["packed"][0][3].get<std::string>() + ".blob");
 }
 
 TEST(DiskCache, SecondSessionReadsTheEntryRunsNoPassAndMatchesBitForBit) {
@@ -212,6 +235,39 @@ TEST(DiskCache, SecondSessionReadsTheEntryRunsNoPassAndMatchesBitForBit) {
   Result<runtime::TensorMap> again = warm.session->run({{"input", bundled_input()}});
   ASSERT_TRUE(again.is_ok());
   EXPECT_TRUE(same_bytes(again->begin()->second, cold.output));
+}
+
+// The packed forms kernels made of an entry's large constants are stored with it (a blob each)
+// and taken by a later session's kernels instead of packing again (ADR 0007; issue: "packed
+// weights stored once per model"); outputs stay bit-identical.
+TEST(DiskCache, AWarmSessionTakesThePackedWeightsFromTheCache) {
+  TempDir dir;
+  Ran cold = run_once(dir.str());
+  ASSERT_TRUE(cold.session);
+  const nlohmann::json j = read_entry(dir.path()).json;
+  // small_cnn's one constant of 4 KiB or more, the [16, 8, 3, 3] conv weight, in the oneDNN
+  // conv's blocked layout: at least its own bytes (a block may pad channels).
+  ASSERT_EQ(j["packed"].size(), 1u) << j["packed"].dump();
+  const nlohmann::json& p = j["packed"][0];
+  const size_t storage = p[0].get<size_t>();
+  ASSERT_LT(storage, j["storages"].size());
+  EXPECT_EQ(j["storages"][storage]["bytes"].get<size_t>(), size_t{16 * 8 * 3 * 3 * 4});
+  EXPECT_EQ(p[1].get<std::string>().rfind("dnnl:", 0), 0u) << p[1];
+  EXPECT_GE(p[2].get<size_t>(), size_t{16 * 8 * 3 * 3 * 4});
+  const fs::path blob = packed_blob(dir.path());
+  ASSERT_TRUE(fs::exists(blob));
+  EXPECT_EQ(fs::file_size(blob), 64 + p[2].get<size_t>());  // the 64-byte blob header
+  // The header's blob list names it too (eviction reads only that line).
+  EXPECT_NE(read_entry(dir.path()).header.find(p[3].get<std::string>()), std::string::npos);
+
+  const frame::detail::PackedConstantStats before = frame::detail::packed_constant_stats();
+  Ran warm = run_once(dir.str());
+  const frame::detail::PackedConstantStats after = frame::detail::packed_constant_stats();
+  ASSERT_TRUE(warm.session);
+  EXPECT_EQ(warm.session->cache_stats().disk_hits, 1u);
+  EXPECT_EQ(after.adopted - before.adopted, 1u);
+  EXPECT_TRUE(same_bytes(warm.output, cold.output));
+  expect_matches_reference(warm.output);
 }
 
 // Each way an entry can be wrong: the session ignores it with a warning naming the problem,
@@ -286,6 +342,21 @@ std::vector<Damage> damages() {
        [](const fs::path& d) {
          const fs::path blob = files_in(d / "blobs").at(0);
          write_all(blob, read_all(blob).substr(0, 100));
+       }},
+      {"damaged packed weights", "do not match their digest",
+       [](const fs::path& d) {
+         const fs::path blob = packed_blob(d);
+         std::string b = read_all(blob);
+         b[b.size() - 5] ^= 0x10;
+         write_all(blob, b);
+       }},
+      {"packed form of an inline storage", "which is no blob",
+       [](const fs::path& d) {
+         edit_entry_json(d, [](nlohmann::json& j) { j["packed"][0][0] = 0; });
+       }},
+      {"packed form with a layout of the wrong type", "packed form is not [storage, layout",
+       [](const fs::path& d) {
+         edit_entry_json(d, [](nlohmann::json& j) { j["packed"][0][1] = 7; });
        }},
       {"missing blob", "cannot open",
        [](const fs::path& d) { fs::remove(files_in(d / "blobs").at(0)); }},

@@ -111,7 +111,7 @@ class AgnosticConv final : public LinearPrimitive {
 
   Status run(KernelContext& ctx) const override {
     const float* x = ctx.input(0).data<float>();
-    const float* wt = packed != nullptr ? packed->data.data<float>() : ctx.input(1).data<float>();
+    const float* wt = packed != nullptr ? packed->data() : ctx.input(1).data<float>();
     const float* bias = has_bias ? ctx.input(2).data<float>() : nullptr;
     float* y = ctx.output(0).data<float>();
     const int nt = std::max(ctx.num_threads, 1);
@@ -270,7 +270,7 @@ class AgnosticConv final : public LinearPrimitive {
         const float* xg = x + (b * c + gi * cg) * hw;
         float* yg = yb + gi * mg * ohw;
         for (const TapRect& rc : rects) {
-          const float* a = tap_w->data.data<float>() + (rc.t * m + gi * mg) * cg;
+          const float* a = tap_w->data() + (rc.t * m + gi * mg) * cg;
           const int64_t nr = rc.r1 - rc.r0, nc = rc.c1 - rc.c0;
           if (rc.in_place) {
             FRAME_RETURN_IF_ERROR(gemm(ctx, mg, nr * ow, cg, a, xg + (rc.r0 + rc.ioff) * w, hw,

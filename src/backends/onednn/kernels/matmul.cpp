@@ -92,8 +92,8 @@ class MatmulPrimitive final : public LinearPrimitive {
     const auto rows = static_cast<size_t>(i1 - i0), kk = static_cast<size_t>(k),
                nn = static_cast<size_t>(n);
     float* y = ctx.output(0).data<float>() + i0 * n;
-    vt->gemm_packed(rows, nn, kk, alpha, ctx.input(0).data<float>() + i0 * k, kk,
-                    b_own->data.data<float>(), y, nn);
+    vt->gemm_packed(rows, nn, kk, alpha, ctx.input(0).data<float>() + i0 * k, kk, b_own->data(), y,
+                    nn);
     finish_rows(ctx, i0, i1);
   }
 
@@ -151,7 +151,7 @@ class MatmulPrimitive final : public LinearPrimitive {
         const int64_t j0 = s0 * strip, j1 = std::min(n, s1 * strip);
         vt->gemm_packed(static_cast<size_t>(m), static_cast<size_t>(j1 - j0),
                         static_cast<size_t>(k), alpha, a, static_cast<size_t>(k),
-                        b_own->data.data<float>() + s0 * k * strip, y + j0, static_cast<size_t>(n));
+                        b_own->data() + s0 * k * strip, y + j0, static_cast<size_t>(n));
       });
       if (c_numel > 0 || !own_post.empty()) {
         ops::parallel_for(blocks, threads, [&](int64_t t) {

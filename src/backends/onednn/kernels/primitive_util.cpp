@@ -4,10 +4,11 @@
 
 #include <algorithm>
 #include <array>
-#include <iterator>
-#include <mutex>
+#include <cstring>
 #include <new>
-#include <unordered_map>
+#include <string>
+
+#include "core/packed_constants.h"
 
 namespace frame::backends::onednn {
 
@@ -121,70 +122,49 @@ MatmulDims matmul_dims(Shape as, Shape bs) {
 
 namespace {
 
-// The live packed weights, found by their source's address: a source address names one
-// constant while an object packed from it lives (the object holds the source). Entries whose
-// object died are dropped on the next insert into their bucket and in a periodic sweep.
-class PackedWeightCache {
- public:
-  // A layout: oneDNN's (`user` -> `md`, `own` empty) or a kernel's own arrangement (`own`,
-  // pack_weights_own; the descs default).
-  struct Layout {
-    dnnl::memory::desc user, md;
-    std::string own;
-    bool operator==(const Layout&) const = default;
-  };
-  struct Entry {  // keyed by the source's data address
-    size_t nbytes;
-    Layout layout;
-    std::weak_ptr<const void> packed;  // a PackedWeights or an OwnPackedWeights, by layout
-  };
-
-  template <typename T>
-  std::shared_ptr<const T> find(const Tensor& w, const Layout& layout) {
-    std::lock_guard lock(mu_);
-    auto [lo, hi] = map_.equal_range(w.raw_data());
-    for (auto it = lo; it != hi; ++it) {
-      const Entry& e = it->second;
-      if (e.nbytes != w.nbytes() || !(e.layout == layout)) continue;
-      if (std::shared_ptr<const void> p = e.packed.lock()) {
-        ++stats_.reuses;
-        return std::static_pointer_cast<const T>(p);
-      }
-    }
-    return nullptr;
+// A oneDNN memory desc as a packed constant's layout name: every field the bytes of a blocked
+// layout depend on ("oneDNN layouts" in docs/backends/onednn.md). A desc of another format
+// kind (Winograd, RNN-packed) is named by its raw bytes, marked so that the compile cache on
+// disk never stores it.
+void append_desc(std::string& out, const dnnl::memory::desc& md) {
+  const dnnl_memory_desc_t& d = md.data;
+  auto put = [&out](int64_t v) { out += std::to_string(v) + ','; };
+  if (d.format_kind != dnnl_blocked) {
+    out += "raw:";
+    out.append(reinterpret_cast<const char*>(&d), sizeof d);
+    return;
   }
-
-  void insert(const Tensor& w, Layout layout, const std::shared_ptr<const void>& p) {
-    std::lock_guard lock(mu_);
-    ++stats_.packs;
-    auto [lo, hi] = map_.equal_range(w.raw_data());
-    for (auto it = lo; it != hi;) it = it->second.packed.expired() ? map_.erase(it) : std::next(it);
-    map_.emplace(w.raw_data(), Entry{w.nbytes(), std::move(layout), p});
-    if (++inserts_ % 256 == 0) {
-      for (auto it = map_.begin(); it != map_.end();) {
-        it = it->second.packed.expired() ? map_.erase(it) : std::next(it);
-      }
-    }
+  const int n = d.ndims;
+  put(n);
+  put(d.data_type);
+  put(d.offset0);
+  for (int i = 0; i < n; ++i) {
+    put(d.dims[i]);
+    put(d.padded_dims[i]);
+    put(d.padded_offsets[i]);
+    put(d.format_desc.blocking.strides[i]);
   }
-
-  PackedWeightStats stats() {
-    std::lock_guard lock(mu_);
-    PackedWeightStats s = stats_;
-    s.live = 0;
-    for (const auto& [k, e] : map_) s.live += e.packed.expired() ? 0 : 1;
-    return s;
+  const dnnl_blocking_desc_t& b = d.format_desc.blocking;
+  put(b.inner_nblks);
+  for (int i = 0; i < b.inner_nblks; ++i) {
+    put(b.inner_blks[i]);
+    put(b.inner_idxs[i]);
   }
+  uint32_t scale_bits = 0;
+  static_assert(sizeof scale_bits == sizeof d.extra.scale_adjust);
+  std::memcpy(&scale_bits, &d.extra.scale_adjust, sizeof scale_bits);
+  put(static_cast<int64_t>(d.extra.flags));
+  put(d.extra.compensation_mask);
+  put(scale_bits);
+  put(d.extra.asymm_compensation_mask);
+}
 
- private:
-  std::mutex mu_;
-  std::unordered_multimap<const void*, Entry> map_;
-  PackedWeightStats stats_;
-  uint64_t inserts_ = 0;
-};
-
-PackedWeightCache& packed_cache() {
-  static PackedWeightCache* cache = new PackedWeightCache();  // never destroyed: used at exit
-  return *cache;
+std::string dnnl_layout_name(const dnnl::memory::desc& user, const dnnl::memory::desc& md) {
+  std::string name = "dnnl:";
+  append_desc(name, user);
+  name += ">";
+  append_desc(name, md);
+  return name;
 }
 
 }  // namespace
@@ -193,9 +173,10 @@ Result<std::shared_ptr<const PackedWeights>> pack_weights(const ops::NodeContext
                                                           const dnnl::memory::desc& user,
                                                           const dnnl::memory::desc& md,
                                                           const Tensor& w) {
-  if (std::shared_ptr<const PackedWeights> p =
-          packed_cache().find<PackedWeights>(w, {user, md, {}})) {
-    return p;
+  const std::string layout = dnnl_layout_name(user, md);
+  if (std::shared_ptr<const frame::detail::PackedConstant> p =
+          frame::detail::find_packed(w, layout)) {
+    return std::static_pointer_cast<const PackedWeights>(p);
   }
   auto p = std::make_shared<PackedWeights>();
   p->source = w;
@@ -203,6 +184,11 @@ Result<std::shared_ptr<const PackedWeights>> pack_weights(const ops::NodeContext
     if (md == user) {
       // Already in the primitive's layout: read the constant in place (held by `source`).
       p->mem = dnnl::memory(md, engine(), const_cast<void*>(w.raw_data()));
+    } else if (Tensor read = frame::detail::offered_packed(w, layout, md.get_size());
+               read.raw_data() != nullptr) {
+      // Packed by an earlier process and read back from the compile cache on disk.
+      p->storage = std::move(read);
+      p->mem = dnnl::memory(md, engine(), p->storage.raw_data());
     } else {
       FRAME_ASSIGN_OR_RETURN(
           p->storage, Tensor::empty(DTypeCode::kUInt8,
@@ -219,28 +205,37 @@ Result<std::shared_ptr<const PackedWeights>> pack_weights(const ops::NodeContext
     return dnnl_failure(ctx, "weight reorder", e);
   }
   std::shared_ptr<const PackedWeights> shared = std::move(p);
-  packed_cache().insert(w, {user, md, {}}, shared);
+  frame::detail::record_packed(w, layout, shared);
   return shared;
 }
 
 std::shared_ptr<const OwnPackedWeights> pack_weights_own(const Tensor& w, const std::string& layout,
                                                          size_t count,
                                                          const std::function<void(float*)>& fill) {
-  PackedWeightCache::Layout key{{}, {}, layout};
-  if (std::shared_ptr<const OwnPackedWeights> p = packed_cache().find<OwnPackedWeights>(w, key)) {
-    return p;
+  const std::string name = "own:" + layout;
+  if (std::shared_ptr<const frame::detail::PackedConstant> p =
+          frame::detail::find_packed(w, name)) {
+    return std::static_pointer_cast<const OwnPackedWeights>(p);
   }
   auto p = std::make_shared<OwnPackedWeights>();
   p->source = w;
-  Result<Tensor> data = Tensor::empty(DTypeCode::kFloat32, {static_cast<int64_t>(count)});
-  if (!data.is_ok()) throw std::bad_alloc();  // as the std::vector it replaced would
-  p->data = std::move(data).value();
-  fill(p->data.data<float>());
+  if (Tensor read = frame::detail::offered_packed(w, name, count * sizeof(float));
+      read.raw_data() != nullptr) {
+    p->storage = std::move(read);  // packed by an earlier process (the compile cache on disk)
+  } else {
+    Result<Tensor> data = Tensor::empty(DTypeCode::kFloat32, {static_cast<int64_t>(count)});
+    if (!data.is_ok()) throw std::bad_alloc();  // as the std::vector it replaced would
+    p->storage = std::move(data).value();
+    fill(static_cast<float*>(p->storage.raw_data()));
+  }
   std::shared_ptr<const OwnPackedWeights> shared = std::move(p);
-  packed_cache().insert(w, std::move(key), shared);
+  frame::detail::record_packed(w, name, shared);
   return shared;
 }
 
-PackedWeightStats packed_weight_stats() { return packed_cache().stats(); }
+PackedWeightStats packed_weight_stats() {
+  const frame::detail::PackedConstantStats s = frame::detail::packed_constant_stats();
+  return PackedWeightStats{s.packs, s.reuses, s.live};
+}
 
 }  // namespace frame::backends::onednn

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backends/onednn/dnnl_util.h"
+#include "core/packed_constants.h"
 #include "frame/core/status.h"
 #include "frame/core/tensor.h"
 #include "frame/ops/op_schema.h"
@@ -71,11 +72,11 @@ MatmulDims matmul_dims(Shape as, Shape bs);
 /// source layout, packed layout): every kernel that packs the same constant into the same
 /// layout, in any compile or session specialization of the process, holds the same object,
 /// which lives as long as one of them does: a new input shape re-creates primitives, never
-/// the packed weights (ADR 0007, stage A).
-struct PackedWeights {
+/// the packed weights (ADR 0007, stage A). `source` and `storage` (mem's bytes where they are a
+/// copy: Tensor::empty, huge pages if large, or a blob of the compile cache on disk) are the
+/// frame::detail::PackedConstant's, so that the cache on disk can store and offer them.
+struct PackedWeights : frame::detail::PackedConstant {
   dnnl::memory mem;  ///< the packed weights; read-only
-  Tensor source;     ///< the constant packed: held so that its address keeps naming it
-  Tensor storage;    ///< mem's bytes where they are a copy (Tensor::empty: huge pages if large)
 };
 
 /// The constant weights `w` (laid out as `user`) in layout `md`: reordered into new memory the
@@ -88,20 +89,20 @@ Result<std::shared_ptr<const PackedWeights>> pack_weights(const ops::NodeContext
                                                           const dnnl::memory::desc& md,
                                                           const Tensor& w);
 
-/// Constant weights rearranged by a kernel's own code (pack_weights_own).
-struct OwnPackedWeights {
-  /// The arrangement, f32 [count] (Tensor::empty: no zero-filling pass, huge pages when large);
-  /// read-only.
-  Tensor data;
-  Tensor source;  ///< the constant: held so that its address keeps naming it
+/// Constant weights rearranged by a kernel's own code (pack_weights_own): f32 [count] in
+/// `storage` (Tensor::empty: no zero-filling pass, huge pages when large; or a blob of the
+/// compile cache on disk), read-only.
+struct OwnPackedWeights : frame::detail::PackedConstant {
+  const float* data() const { return static_cast<const float*>(storage.raw_data()); }
 };
 
 /// The constant f32 weights `w` in a kernel's own arrangement, named by `layout` (its kind and
 /// every parameter it depends on): `fill` writes its `count` floats the first time, after that
 /// the object made before is returned while one lives, exactly as pack_weights shares oneDNN
 /// layouts (the shape-agnostic conv's tap-major weights: a first-seen image size of a conv
-/// network rearranged every conv's weights per run before). Thread-safe; counted in
-/// packed_weight_stats.
+/// network rearranged every conv's weights per run before). Both take the bytes the compile
+/// cache on disk offers (frame::detail::offered_packed) instead of packing. Thread-safe;
+/// counted in packed_weight_stats.
 std::shared_ptr<const OwnPackedWeights> pack_weights_own(const Tensor& w, const std::string& layout,
                                                          size_t count,
                                                          const std::function<void(float*)>& fill);
