@@ -127,6 +127,41 @@ std::map<std::string, std::weak_ptr<Mapping>>& mapped_blobs() {
   return *m;
 }
 
+// Blob files this process verified (read with their digest checked, or wrote), by path, with
+// the stat fields a replacement or rewrite changes: a store keeps such a file as it is and
+// checks any other file of the right size before it keeps it, so that a damaged blob is
+// rewritten by the first store that needs it, not left for a later read to reject.
+struct FileStamp {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  int64_t mtime_ns = 0, ctime_ns = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+
+FileStamp stamp_of(const struct stat& st) {
+  return {st.st_dev, st.st_ino, st.st_size,
+          int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec,
+          int64_t{st.st_ctim.tv_sec} * 1000000000 + st.st_ctim.tv_nsec};
+}
+
+std::mutex g_checked_mu;
+std::map<std::string, FileStamp>& checked_blobs() {
+  static auto* m = new std::map<std::string, FileStamp>();
+  return *m;
+}
+
+void note_checked(const std::string& path, const struct stat& st) {
+  std::lock_guard lock(g_checked_mu);
+  checked_blobs()[path] = stamp_of(st);
+}
+
+bool checked_unchanged(const std::string& path, const struct stat& st) {
+  std::lock_guard lock(g_checked_mu);
+  auto it = checked_blobs().find(path);
+  return it != checked_blobs().end() && it->second == stamp_of(st);
+}
+
 Result<std::shared_ptr<Mapping>> map_blob(const std::string& blob_dir, const std::string& digest,
                                           size_t bytes) {
   const std::string path = blob_path(blob_dir, digest);
@@ -152,6 +187,7 @@ Result<std::shared_ptr<Mapping>> map_blob(const std::string& blob_dir, const std
     return damaged(fmt::format("blob {}: {} bytes, expected {}", path,
                                static_cast<long long>(st.st_size), kBlobHeaderBytes + bytes));
   }
+  const struct stat opened = st;
   auto m = std::make_shared<Mapping>();
   m->length = kBlobHeaderBytes + bytes;
   void* p = mmap(nullptr, m->length, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
@@ -172,6 +208,7 @@ Result<std::shared_ptr<Mapping>> map_blob(const std::string& blob_dir, const std
     ::unlink(path.c_str());
     return damaged(fmt::format("blob {}: its bytes do not match their digest", path));
   }
+  note_checked(path, opened);
   std::lock_guard lock(g_blobs_mu);
   mapped_blobs()[path] = m;
   return m;
@@ -828,24 +865,44 @@ void DiskCache::store(const std::string& key, const Executable& exe) {
   j["peak_arena_bytes"] = report.peak_arena_bytes;
   j["lowering_rewrites"] = report.lowering_rewrites;
   j["op_counts_before"] = report.op_counts_before;
-  const std::string js = j.dump();
   const std::string& binary = table.binary();
-  std::string payload_digest;
-  {
-    std::string payload = js + binary;
-    payload_digest = digest_hex(payload.data(), payload.size());
+  size_t blob_bytes = 0, packed_bytes = 0;
+  for (const Storage& s : table.storages()) blob_bytes += s.blob ? kBlobHeaderBytes + s.bytes : 0;
+  for (const PackedBlob& b : packed_blobs) packed_bytes += kBlobHeaderBytes + b.bytes.nbytes();
+  std::string js, header;
+  auto compose = [&] {
+    js = j.dump();
+    const std::string payload = js + binary;
+    std::string blob_list;
+    for (const std::string& d : blob_digests) blob_list += (blob_list.empty() ? "" : ",") + d;
+    header = fmt::format("{} {}\nbuild {}\ncpu {}\nblobs {}\njson {}\nbinary {}\ndigest {}\n\n",
+                         kEntryMagic, kDiskCacheFormat, build_fingerprint(), cpu_fingerprint(),
+                         blob_list.empty() ? "-" : blob_list, js.size(), binary.size(),
+                         digest_hex(payload.data(), payload.size()));
+    return header.size() + js.size() + binary.size() + blob_bytes + packed_bytes;
+  };
+  size_t total = compose();
+  if (total > max_bytes_ && !packed_blobs.empty()) {
+    // Over the directory's bound; without its packed forms (which double a model's weights on
+    // disk) it may fit, and then goes without them: a warm start packs again but skips the
+    // compiler.
+    blob_digests.resize(blob_digests.size() - packed_blobs.size());
+    packed_blobs.clear();
+    packed_bytes = 0;
+    j["packed"] = json::array();
+    total = compose();
   }
-  std::string blob_list;
-  for (const std::string& d : blob_digests) blob_list += (blob_list.empty() ? "" : ",") + d;
-  const std::string header =
-      fmt::format("{} {}\nbuild {}\ncpu {}\nblobs {}\njson {}\nbinary {}\ndigest {}\n\n",
-                  kEntryMagic, kDiskCacheFormat, build_fingerprint(), cpu_fingerprint(),
-                  blob_list.empty() ? "-" : blob_list, js.size(), binary.size(), payload_digest);
-
-  size_t total = header.size() + js.size() + binary.size();
-  for (const Storage& s : table.storages()) total += s.blob ? kBlobHeaderBytes + s.bytes : 0;
-  for (const PackedBlob& b : packed_blobs) total += kBlobHeaderBytes + b.bytes.nbytes();
-  if (total > max_bytes_) return;  // larger than the whole cache: not kept (like the LRU)
+  if (total > max_bytes_) {  // larger than the whole cache: not kept (like the LRU)
+    std::lock_guard lock(mu_);
+    if (!warned_oversize_) {
+      warned_oversize_ = true;
+      warn(
+          fmt::format("an entry of {} bytes is over the directory's bound of {} bytes "
+                      "(max_cache_dir_bytes); such entries are not stored",
+                      total, max_bytes_));
+    }
+    return;
+  }
 
   std::error_code ec;
   fs::create_directories(fs::path(dir_) / "entries", ec);
@@ -868,7 +925,9 @@ void DiskCache::store(const std::string& key, const Executable& exe) {
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0 &&
         static_cast<size_t>(st.st_size) == kBlobHeaderBytes + bytes.size()) {
-      continue;  // stored by an earlier entry (contents are addressed by their digest)
+      // Stored by an earlier entry (contents are addressed by their digest): kept once it is
+      // known intact (map_blob checks it and removes it when damaged).
+      if (checked_unchanged(path, st) || map_blob(dir_, *digest, bytes.size()).is_ok()) continue;
     }
     std::string head =
         fmt::format("{} {} {} {}", kBlobMagic, kDiskCacheFormat, bytes.size(), *digest);
@@ -878,6 +937,7 @@ void DiskCache::store(const std::string& key, const Executable& exe) {
       disable(w.message());
       return;
     }
+    if (::stat(path.c_str(), &st) == 0) note_checked(path, st);
   }
   if (Status w = write_atomically(entry_path(dir_, key), {header, js, binary}); !w.is_ok()) {
     disable(w.message());

@@ -55,7 +55,10 @@ class DiskCache {
 
   /// Writes `exe` under `key` unless the cache is disabled. A directory that cannot be made or
   /// written (a path under a regular file, a full disk, a file-size limit) disables the cache
-  /// for this object with one warning; the run goes on uncached.
+  /// for this object with one warning; the run goes on uncached. An entry over `max_bytes`
+  /// is stored without its packed weights where that fits, else not at all (one warning per
+  /// object). A blob file already there is kept only once it is known intact (checked by this
+  /// process before, or checked now); a damaged one is written again.
   void store(const std::string& key, const Executable& exe);
 
   DiskCacheCounters counters() const;
@@ -78,6 +81,7 @@ class DiskCache {
   size_t max_bytes_;
   mutable std::mutex mu_;
   bool disabled_ = false;
+  bool warned_oversize_ = false;
   DiskCacheCounters counters_;
 };
 

@@ -88,9 +88,9 @@ struct Ran {
   Tensor output;
 };
 
-Ran run_once(const std::string& dir) {
+Ran run_once(const runtime::SessionOptions& options) {
   Ran r;
-  Result<runtime::Session> s = open_session(model_path(), options_for(dir));
+  Result<runtime::Session> s = open_session(model_path(), options);
   EXPECT_TRUE(s.is_ok()) << s.status().to_string();
   if (!s.is_ok()) return r;
   Result<runtime::TensorMap> out = s->run({{"input", bundled_input()}});
@@ -99,6 +99,8 @@ Ran run_once(const std::string& dir) {
   r.session = std::move(*s);
   return r;
 }
+
+Ran run_once(const std::string& dir) { return run_once(options_for(dir)); }
 
 bool same_bytes(const Tensor& a, const Tensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() && a.nbytes() == b.nbytes() &&
@@ -268,6 +270,82 @@ TEST(DiskCache, AWarmSessionTakesThePackedWeightsFromTheCache) {
   EXPECT_EQ(after.adopted - before.adopted, 1u);
   EXPECT_TRUE(same_bytes(warm.output, cold.output));
   expect_matches_reference(warm.output);
+}
+
+// Two damaged blobs, the weight and its packed form: the one rebuild rewrites both (a store keeps
+// a blob file it did not write or check itself only after checking it), so the next session
+// reads the entry instead of rejecting it for the second blob.
+TEST(DiskCache, OneRebuildRewritesEveryDamagedBlob) {
+  TempDir dir;
+  Tensor reference = run_once(dir.str()).output;
+  const std::vector<fs::path> blobs = files_in(dir.path() / "blobs");
+  ASSERT_EQ(blobs.size(), 2u);
+  for (const fs::path& b : blobs) {
+    std::string bytes = read_all(b);
+    bytes[bytes.size() - 3] ^= 0x04;
+    write_all(b, bytes);
+  }
+  ::testing::internal::CaptureStderr();
+  {
+    Ran again = run_once(dir.str());
+    ASSERT_TRUE(again.session);
+    EXPECT_EQ(again.session->cache_stats().disk_rejected, 1u);
+    EXPECT_EQ(again.session->cache_stats().disk_writes, 1u);
+    EXPECT_TRUE(same_bytes(again.output, reference));
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count(err, "warning"), 1u) << err;
+  ::testing::internal::CaptureStderr();
+  Ran fixed = run_once(dir.str());
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  ASSERT_TRUE(fixed.session);
+  EXPECT_EQ(fixed.session->cache_stats().disk_hits, 1u);
+  EXPECT_TRUE(same_bytes(fixed.output, reference));
+}
+
+// A bound that holds the entry and its weights but not their packed forms as well stores the
+// entry without them (a warm start then packs, but runs no pass); a bound that holds not even
+// that stores nothing and says so once.
+TEST(DiskCache, AnEntryOverTheBoundGoesWithoutItsPackedWeightsOrWithAWarning) {
+  TempDir full;
+  const Tensor reference = run_once(full.str()).output;
+  const size_t entry = fs::file_size(files_in(full.path() / "entries").at(0));
+  const fs::path packed = packed_blob(full.path());
+  ASSERT_FALSE(packed.empty());
+  size_t weights = 0;
+  for (const fs::path& b : files_in(full.path() / "blobs")) {
+    if (b != packed) weights += fs::file_size(b);
+  }
+  const size_t packed_bytes = fs::file_size(packed);
+
+  TempDir dir;
+  runtime::SessionOptions o = options_for(dir.str());
+  o.max_cache_dir_bytes = entry + weights + packed_bytes / 2;
+  ::testing::internal::CaptureStderr();
+  {
+    Ran r = run_once(o);
+    ASSERT_TRUE(r.session);
+    EXPECT_EQ(r.session->cache_stats().disk_writes, 1u);
+  }
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  EXPECT_TRUE(read_entry(dir.path()).json["packed"].empty());
+  EXPECT_EQ(files_in(dir.path() / "blobs").size(), 1u);
+  Ran warm = run_once(o);
+  ASSERT_TRUE(warm.session);
+  EXPECT_EQ(warm.session->cache_stats().disk_hits, 1u);
+  EXPECT_TRUE(same_bytes(warm.output, reference));
+
+  TempDir small;
+  runtime::SessionOptions tiny = options_for(small.str());
+  tiny.max_cache_dir_bytes = weights;
+  ::testing::internal::CaptureStderr();
+  Ran r = run_once(tiny);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(r.session);
+  EXPECT_EQ(r.session->cache_stats().disk_writes, 0u);
+  EXPECT_EQ(count(err, "warning"), 1u) << err;
+  EXPECT_NE(err.find("over the directory's bound"), std::string::npos) << err;
+  EXPECT_TRUE(same_bytes(r.output, reference));
 }
 
 // Each way an entry can be wrong: the session ignores it with a warning naming the problem,
