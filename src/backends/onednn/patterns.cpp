@@ -629,6 +629,13 @@ bool component_needs_nhwc(const Graph& g, ValueId v, int64_t block) {
         g.value(w).producer < 0) {
       continue;
     }
+    // A value made by a node that writes plain NCHW (neither a conv nor one that carries a
+    // layout: an fp16 model's input cast before its first conv, whose 3 channels made every
+    // edge of ResNet-18 in float16 nhwc) stays plain, like a graph input, and ties nothing.
+    if (const ir::Node& pn = g.node(g.value(w).producer);
+        !(is_conv(pn) && !may_still_fuse(g, pn)) && !carries_nhwc(g, pn)) {
+      continue;
+    }
     // A value of the same bytes in every order (H*W = 1: a squeeze-excitation's pooled vector)
     // holds any C but still ties the convs around it.
     if (!layout_free(*t) && t->shape[1] % block != 0) return true;
