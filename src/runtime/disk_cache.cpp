@@ -960,8 +960,19 @@ void DiskCache::evict_over_budget() {
   std::map<std::string, size_t> blobs;  // digest -> bytes
   size_t total = 0;
   std::error_code ec;
+  // A temporary file (write_atomically's "<name>.tmp.<pid>.<n>") an hour old is what a writer
+  // killed mid-write left: removed, so the directory does not grow past its bound with them.
+  const auto stale_before = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  const auto remove_if_stale_temp = [&](const fs::directory_entry& e) {
+    std::error_code ec2;
+    if (e.path().filename().string().find(".tmp.") != std::string::npos && e.is_regular_file(ec2) &&
+        e.last_write_time(ec2) < stale_before) {
+      fs::remove(e.path(), ec2);
+    }
+  };
   for (const auto& e : fs::directory_iterator(fs::path(dir_) / "entries", ec)) {
     std::error_code ec2;
+    remove_if_stale_temp(e);
     if (e.path().extension() != ".entry" || !e.is_regular_file(ec2)) continue;
     const size_t n = static_cast<size_t>(e.file_size(ec2));
     entries.push_back({e.path(), n, e.last_write_time(ec2)});
@@ -969,6 +980,7 @@ void DiskCache::evict_over_budget() {
   }
   for (const auto& e : fs::directory_iterator(fs::path(dir_) / "blobs", ec)) {
     std::error_code ec2;
+    remove_if_stale_temp(e);
     if (e.path().extension() != ".blob" || !e.is_regular_file(ec2)) continue;
     const size_t n = static_cast<size_t>(e.file_size(ec2));
     blobs[e.path().stem().string()] = n;

@@ -590,6 +590,27 @@ TEST(DiskCache, SizeBoundEvictsTheLeastRecentlyUsedEntries) {
   EXPECT_EQ(cs.disk_hits, 2u);
 }
 
+// A temporary file a writer killed mid-write left behind (write_atomically's
+// "<name>.tmp.<pid>.<n>") is removed by a later write once it is an hour old; a fresh one (a
+// writer still at work) stays.
+TEST(DiskCache, AStaleTemporaryFileIsRemovedByALaterWrite) {
+  TempDir dir;
+  (void)run_once(dir.str());
+  const fs::path stale = dir.path() / "blobs" / "0123.blob.tmp.999999.0";
+  const fs::path fresh = dir.path() / "entries" / "4567.entry.tmp.999999.1";
+  write_all(stale, std::string(1000, 'x'));
+  write_all(fresh, std::string(1000, 'y'));
+  fs::last_write_time(stale, fs::file_time_type::clock::now() - std::chrono::hours(2));
+  for (const fs::path& e : files_in(dir.path() / "entries")) {
+    if (e.extension() == ".entry") fs::remove(e);  // the next session compiles and writes
+  }
+  Ran again = run_once(dir.str());
+  ASSERT_TRUE(again.session);
+  EXPECT_EQ(again.session->cache_stats().disk_writes, 1u);
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(fresh));
+}
+
 TEST(DiskCache, DirectoryUnderARegularFileRunsUncachedWithOneWarning) {
   TempDir dir;
   write_all(dir.path() / "file", "not a directory");
