@@ -288,24 +288,6 @@ TEST(OnednnLayout, AConvWritesOverTheResidualItAddsWhenItIsItsLastReader) {
   }
 }
 
-// Plain [N, C, H, W] -> nhwc (`layout` 1) or nChw16c (16), by index arithmetic independent of
-// the kernels' helpers.
-Tensor to_layout(const Tensor& t, int64_t layout) {
-  const int64_t n = t.dim(0), c = t.dim(1), hw = t.dim(2) * t.dim(3);
-  std::vector<float> out(static_cast<size_t>(t.numel()));
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t ch = 0; ch < c; ++ch) {
-      for (int64_t s = 0; s < hw; ++s) {
-        const int64_t b = layout;  // channels per block of nChw8c / nChw16c
-        const int64_t at = layout == kNhwc ? (i * hw + s) * c + ch
-                                           : (((i * (c / b)) + ch / b) * hw + s) * b + ch % b;
-        out[static_cast<size_t>(at)] = t.data<float>()[(i * c + ch) * hw + s];
-      }
-    }
-  }
-  return Tensor::from_vector(t.shape(), out);
-}
-
 // One fused conv node (3x3, pads 1, + R, then `act`: relu or swish) with the layout attributes
 // `layouts` (src, dst, residual), compiled for `backend` and run on (x, r) given in those
 // layouts. `reorders`, when given, receives the node's layout reorders per run. `threads`: the

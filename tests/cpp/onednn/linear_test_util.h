@@ -82,6 +82,24 @@ inline void expect_onednn_matches_cpu(OpCall call, const std::vector<size_t>& co
 }
 
 /// Live nodes of op `op` in `g`.
+// Plain [N, C, H, W] -> nhwc (`layout` 1), nChw8c (8) or nChw16c (16), by index arithmetic
+// independent of the kernels' helpers (the layouts of ops::fused::ActivationLayout).
+inline Tensor to_layout(const Tensor& t, int64_t layout) {
+  const int64_t n = t.dim(0), c = t.dim(1), hw = t.dim(2) * t.dim(3);
+  std::vector<float> out(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t ch = 0; ch < c; ++ch) {
+      for (int64_t s = 0; s < hw; ++s) {
+        const int64_t b = layout;  // channels per block of nChw8c / nChw16c
+        const int64_t at =
+            layout == 1 ? (i * hw + s) * c + ch : (((i * (c / b)) + ch / b) * hw + s) * b + ch % b;
+        out[static_cast<size_t>(at)] = t.data<float>()[(i * c + ch) * hw + s];
+      }
+    }
+  }
+  return Tensor::from_vector(t.shape(), out);
+}
+
 inline int count_op(const ir::Graph& g, std::string_view op) {
   int n = 0;
   for (ir::NodeId id : g.node_ids()) n += g.node(id).op == op ? 1 : 0;

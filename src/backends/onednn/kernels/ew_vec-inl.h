@@ -1156,6 +1156,82 @@ HWY_NOINLINE void stream_fence_loop() {
 #endif
 }
 
+/// VecTable::wino23_input. Per tile the 16 pixel offsets (or -1 in the padding), then per group
+/// of 8 channels (one AVX2 vector; two on SSE4; half an AVX-512 one): B^T d over the rows, then
+/// the same over the columns, only additions (B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]).
+HWY_NOINLINE void wino23_input_loop(const float* x, const WinoTiles& g, int64_t t0, int64_t count,
+                                    float* v, size_t plane) {
+  const hn::CappedTag<float, 8> d;
+  using V = hn::Vec<decltype(d)>;
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t groups = g.c / 8;
+  int64_t off[16];
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t t = t0 + i;
+    const int64_t y0 = 2 * (t / g.tw) - g.pt, x0 = 2 * (t % g.tw) - g.pl;
+    for (int64_t r = 0; r < 4; ++r) {
+      for (int64_t s = 0; s < 4; ++s) {
+        const int64_t yy = y0 + r, xx = x0 + s;
+        off[r * 4 + s] =
+            yy >= 0 && yy < g.h && xx >= 0 && xx < g.w ? (yy * g.w + xx) * g.x_pixel : -1;
+      }
+    }
+    float* vi = v + i * g.c;
+    for (int64_t q = 0; q < groups; ++q) {
+      const float* xq = x + g.x_groups[q];
+      for (int64_t l = 0; l < 8; l += lanes) {
+        V t[16];
+        for (int k = 0; k < 16; ++k) {
+          t[k] = off[k] >= 0 ? hn::LoadU(d, xq + off[k] + l) : hn::Zero(d);
+        }
+        for (int s = 0; s < 4; ++s) {  // rows: B^T d
+          const V d0 = t[s], d1 = t[4 + s], d2 = t[8 + s], d3 = t[12 + s];
+          t[s] = hn::Sub(d0, d2);
+          t[4 + s] = hn::Add(d1, d2);
+          t[8 + s] = hn::Sub(d2, d1);
+          t[12 + s] = hn::Sub(d1, d3);
+        }
+        float* out = vi + q * 8 + l;
+        for (int r = 0; r < 4; ++r) {  // columns: (B^T d) B
+          const V e0 = t[4 * r], e1 = t[4 * r + 1], e2 = t[4 * r + 2], e3 = t[4 * r + 3];
+          hn::StoreU(hn::Sub(e0, e2), d, out + (4 * r) * plane);
+          hn::StoreU(hn::Add(e1, e2), d, out + (4 * r + 1) * plane);
+          hn::StoreU(hn::Sub(e2, e1), d, out + (4 * r + 2) * plane);
+          hn::StoreU(hn::Sub(e1, e3), d, out + (4 * r + 3) * plane);
+        }
+      }
+    }
+  }
+}
+
+/// VecTable::wino23_output: A^T M over the rows, then over the columns (A^T = [1 1 1 0;
+/// 0 1 -1 -1]), plus the bias.
+HWY_NOINLINE void wino23_output_loop(const float* mm, size_t plane, int64_t m, int64_t count,
+                                     const float* bias, float* out) {
+  const hn::CappedTag<float, 8> d;
+  using V = hn::Vec<decltype(d)>;
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  for (int64_t i = 0; i < count; ++i) {
+    for (int64_t j = 0; j < m; j += lanes) {
+      const float* src = mm + i * m + j;
+      V u[8];  // A^T M: 2 rows of 4
+      for (int s = 0; s < 4; ++s) {
+        const V m0 = hn::LoadU(d, src + s * plane), m1 = hn::LoadU(d, src + (4 + s) * plane);
+        const V m2 = hn::LoadU(d, src + (8 + s) * plane), m3 = hn::LoadU(d, src + (12 + s) * plane);
+        u[s] = hn::Add(hn::Add(m0, m1), m2);
+        u[4 + s] = hn::Sub(hn::Sub(m1, m2), m3);
+      }
+      const V b = bias != nullptr ? hn::LoadU(d, bias + j) : hn::Zero(d);
+      float* o = out + 4 * i * m + j;
+      for (int r = 0; r < 2; ++r) {
+        const V e0 = u[4 * r], e1 = u[4 * r + 1], e2 = u[4 * r + 2], e3 = u[4 * r + 3];
+        hn::StoreU(hn::Add(hn::Add(hn::Add(e0, e1), e2), b), d, o + (2 * r) * m);
+        hn::StoreU(hn::Add(hn::Sub(hn::Sub(e1, e2), e3), b), d, o + (2 * r + 1) * m);
+      }
+    }
+  }
+}
+
 template <template <typename> class F>
 HWY_NOINLINE void compare_loop(const float* a, const float* b, uint8_t* out, size_t n) {
   const hn::ScalableTag<float> d;

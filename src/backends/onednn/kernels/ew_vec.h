@@ -61,6 +61,20 @@ struct PoolNhwc {
   int64_t groups = 1, x_group = 0, y_group = 0;
 };
 
+/// Geometry of a Winograd F(2x2, 3x3) conv over one image (conv_winograd.cpp; Lavin and Gray,
+/// "Fast Algorithms for Convolutional Neural Networks", 2016): 3x3 taps, stride 1, no
+/// dilation, one group. The output is cut into tiles of 2x2 pixels, `tw` per row of tiles,
+/// numbered row by row: tile t reads the 4x4 input pixels at rows 2 * (t / tw) - pt + [0, 4)
+/// and columns 2 * (t % tw) - pl + [0, 4), zeros outside [0, h) x [0, w) (the padding).
+/// Channels come in groups of 8 contiguous floats (what nhwc, nChw8c and nChw16c all store):
+/// group q of input pixel p (p = row * w + column) starts at x_groups[q] + p * x_pixel.
+struct WinoTiles {
+  int64_t h = 0, w = 0, pt = 0, pl = 0, tw = 0;
+  int64_t c = 0;                      ///< input channels, a multiple of 8
+  int64_t x_pixel = 0;                ///< floats between adjacent pixels of x
+  const int64_t* x_groups = nullptr;  ///< c / 8 offsets, in floats
+};
+
 /// Argument of the pow loops: ONNX Pow with an fp32 scalar exponent (ew::PowOp<float, float>).
 struct PowArgs {
   float e = 1.0f;
@@ -164,6 +178,17 @@ struct VecTable {
   /// dst[o] = src[2 * o] for o < n (every second element: a stride-2 conv's im2col), reading
   /// src[0, 2n - 1) only.
   void (*even_copy)(const float* src, float* dst, size_t n) = nullptr;
+  /// Winograd F(2x2, 3x3) input transform (WinoTiles) of tiles [t0, t0 + count) of one image:
+  /// V = B^T d B for each tile's 4x4 pixels d and each channel, written as 16 matrices
+  /// [count][c], matrix k = 4 * row + column of V at v + k * plane (plane >= count * c).
+  void (*wino23_input)(const float* x, const WinoTiles& g, int64_t t0, int64_t count, float* v,
+                       size_t plane) = nullptr;
+  /// Winograd F(2x2, 3x3) output transform: for tile i < count and channel j < m (m a multiple
+  /// of 8), Y = A^T M A of the 4x4 products mm[k * plane + i * m + j] (k = 4 * row + column),
+  /// plus bias[j] (bias may be null), written as out[(4 * i + 2 * r + s) * m + j] for the
+  /// tile's output pixel (r, s).
+  void (*wino23_output)(const float* mm, size_t plane, int64_t m, int64_t count, const float* bias,
+                        float* out) = nullptr;
   /// Name of the Highway target these loops were compiled for (e.g. "AVX2").
   const char* target = "";
 };

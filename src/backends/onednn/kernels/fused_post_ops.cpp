@@ -113,6 +113,13 @@ Result<std::shared_ptr<LinearPrimitive>> make_fused(const ops::NodeContext& ctx,
         return p;
       }
     }
+    if (!plain) {
+      if (Result<std::shared_ptr<LinearPrimitive>> p =
+              make_winograd_conv(ctx, spec.post_ops, layouts, reorder);
+          p.is_ok()) {
+        return p;
+      }
+    }
     return make_conv(ctx, false, spec.post_ops, reorder, layouts);
   }
   return make_matmul(ctx, spec.base_op == "gemm", spec.post_ops, reorder);

@@ -130,6 +130,25 @@ Result<std::shared_ptr<LinearPrimitive>> padding_taps_conv(const ops::NodeContex
                                                            std::span<const ops::fused::PostOp> post,
                                                            bool build);
 
+/// Input and output channels a conv needs at least for make_winograd_conv.
+inline constexpr int64_t kWinogradMinChannels = 32;
+
+/// Whether the own Winograd conv may be used: true unless FRAME_WINOGRAD=0 in the environment
+/// (read once).
+bool winograd_conv_enabled();
+
+/// The conv of `ctx` (a compiled plan's conv with `post` its fused chain, activations laid out
+/// as `layouts` says) as the backend's own Winograd F(2x2, 3x3) conv (conv_winograd.cpp): f32,
+/// 2-d, 3x3, stride 1, no dilation, one group, constant weights, at least
+/// kWinogradMinChannels input and output channels, each a multiple of 8, X and Y (and a
+/// residual R) in nhwc, nChw8c or nChw16c; every post-op with an own loop (own_post_ops). The
+/// weights are transformed once per model (pack_weights_own, "wino23"). With `build` false
+/// only the checks run. Errors: kUnimplemented naming what does not apply; resolve_window's
+/// errors for bad attributes.
+Result<std::shared_ptr<LinearPrimitive>> make_winograd_conv(
+    const ops::NodeContext& ctx, std::span<const ops::fused::PostOp> post,
+    const ConvLayouts& layouts, bool build);
+
 /// The layout oneDNN picks for the output of conv node `ctx` (a `conv`, or a
 /// fused_post_ops_internal with base_op "conv", built with its post-ops and `any` layouts):
 /// kNhwc, kNChw8c or kNChw16c, else kPlain (other layouts, other ops). Errors: as make_conv.
