@@ -316,8 +316,9 @@ TEST(OnednnConvTranspose, OneDAndThreeD) {
       conv_call("conv_transpose", {1, 2, 3, 4, 3}, {2, 3, 2, 2, 2}, false, {}), {1});
 }
 
-// 3x3 stride-1 convs wide enough for Winograd (opt-in: with FRAME_ONEDNN_WINOGRAD=1 in the
-// environment oneDNN's jit_fp32_wino_2x3 on AVX-512; direct otherwise) against a float64 conv
+// Plain 3x3 stride-1 `conv` nodes wide enough for Winograd (the backend's own F(2x2, 3x3),
+// conv_winograd.cpp, unless FRAME_WINOGRAD=0; then with FRAME_ONEDNN_WINOGRAD=1 oneDNN's
+// jit_fp32_wino_2x3 on AVX-512; direct otherwise) against a float64 conv
 // computed here: within the BUILD-011 f32 cross-backend class on unit-normal data with
 // 1/sqrt(fan-in) weights. Cost: about 1 s.
 TEST(OnednnConv, WinogradShapesWithinCrossBackendToleranceOfFloat64) {

@@ -83,8 +83,9 @@ inline void expect_onednn_matches_cpu(OpCall call, const std::vector<size_t>& co
 
 /// Live nodes of op `op` in `g`.
 // Plain [N, C, H, W] -> nhwc (`layout` 1), nChw8c (8) or nChw16c (16), by index arithmetic
-// independent of the kernels' helpers (the layouts of ops::fused::ActivationLayout).
+// independent of the kernels' helpers (the layouts of ops::fused::ActivationLayout); 0: `t`.
 inline Tensor to_layout(const Tensor& t, int64_t layout) {
+  if (layout == 0) return t;
   const int64_t n = t.dim(0), c = t.dim(1), hw = t.dim(2) * t.dim(3);
   std::vector<float> out(static_cast<size_t>(t.numel()));
   for (int64_t i = 0; i < n; ++i) {

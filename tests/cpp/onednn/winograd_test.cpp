@@ -2,9 +2,10 @@
 // conv_winograd.cpp; docs/backends/onednn.md#convolution-matmul-and-gemm): where it applies
 // (make_winograd_conv's checks, each refusal naming its reason), and what it computes against a
 // float64 conv written here, within the BUILD-011 f32 cross-backend class: nhwc, nChw8c and
-// nChw16c activations, symmetric, asymmetric and no padding, odd output sizes (tiles cut at the
-// edge), two images, bias and residual present or not, blocks of tiles and output-channel
-// ranges split over threads, on every Highway target this CPU supports. Cost: about 2 s.
+// nChw16c activations with plain NCHW sides among them, symmetric, asymmetric and no padding, odd
+// output sizes (tiles cut at the edge), two images, bias and residual present or not, blocks of
+// tiles and output-channel ranges split over threads, on every Highway target this CPU supports.
+// Cost: about 2 s.
 
 #include <gtest/gtest.h>
 
@@ -34,6 +35,10 @@ struct WinoCase {
   int64_t layout = 8;  // of X, Y and R: 1 nhwc, 8 nChw8c, 16 nChw16c
   bool bias = true;
   bool residual = true;  // post-ops add R then relu; else relu alone
+  int plain = 0;         // sides in plain NCHW instead: 1 X, 2 Y, 4 R (a bit mask)
+  int64_t kernel = 3, group = 1;
+
+  int64_t side(int bit) const { return (plain & bit) != 0 ? 0 : layout; }
 };
 
 std::vector<float> normal(size_t n, uint32_t seed, float scale) {
@@ -57,16 +62,18 @@ std::unique_ptr<WinoGraph> wino_graph(const WinoCase& c, ir::AttrMap extra = {},
                                       bool weights_constant = true) {
   auto wg = std::make_unique<WinoGraph>();
   const int64_t n = c.x[0], ch = c.x[1];
-  const int64_t oh = c.x[2] + c.pads[0] + c.pads[2] - 2, ow = c.x[3] + c.pads[1] + c.pads[3] - 2;
+  const int64_t oh = c.x[2] + c.pads[0] + c.pads[2] - c.kernel + 1,
+                ow = c.x[3] + c.pads[1] + c.pads[3] - c.kernel + 1;
   wg->y = {n, c.m, oh, ow};
-  wg->w =
-      normal(static_cast<size_t>(c.m * ch * 9), 3, 1.F / std::sqrt(9.F * static_cast<float>(ch)));
+  const int64_t k = c.kernel, cg = ch / c.group;
+  wg->w = normal(static_cast<size_t>(c.m * cg * k * k), 3,
+                 1.F / std::sqrt(9.F * static_cast<float>(ch)));
   wg->b = normal(static_cast<size_t>(c.m), 4, 0.5F);
   ir::Graph& g = wg->g;
   const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, c.x});
   const ir::ValueId w =
-      weights_constant ? g.add_constant("w", Tensor::from_vector<float>({c.m, ch, 3, 3}, wg->w))
-                       : g.add_input("w", ir::TensorType{DTypeCode::kFloat32, {c.m, ch, 3, 3}});
+      weights_constant ? g.add_constant("w", Tensor::from_vector<float>({c.m, cg, k, k}, wg->w))
+                       : g.add_input("w", ir::TensorType{DTypeCode::kFloat32, {c.m, cg, k, k}});
   const ir::ValueId b =
       c.bias ? g.add_constant("b", Tensor::from_vector<float>({c.m}, wg->b)) : ir::kNoValue;
   std::vector<ir::ValueId> in{x, w, b};
@@ -79,9 +86,10 @@ std::unique_ptr<WinoGraph> wino_graph(const WinoCase& c, ir::AttrMap extra = {},
                     {"post_ops", post},
                     {"post_op_params", std::vector<double>(2 * post.size(), 0.0)},
                     {"pads", c.pads},
-                    {"src_layout", c.layout},
-                    {"dst_layout", c.layout},
-                    {"residual_layout", c.residual ? c.layout : int64_t{0}}};
+                    {"group", c.group},
+                    {"src_layout", c.side(1)},
+                    {"dst_layout", c.side(2)},
+                    {"residual_layout", c.residual ? c.side(4) : int64_t{0}}};
   for (auto& [k, v] : extra) attrs[k] = v;
   Result<ir::NodeId> id = g.create_node("fused_post_ops_internal", "f", in, 1, attrs, {"y"});
   EXPECT_TRUE(id.is_ok()) << id.status().message();
@@ -150,6 +158,11 @@ std::vector<WinoCase> cases() {
       // its output channels are split into ranges at 2 threads.
       {{1, 32, 40, 38}, 32, {1, 1, 1, 1}, 8, true, true},
       {{1, 256, 7, 7}, 256, {1, 1, 1, 1}, 8, true, true},
+      // Plain NCHW sides (64 channels on the other side): X; Y and R; all three (a residual
+      // written over in place is the compile's choice, not this graph's: R is a graph input).
+      {{1, 32, 9, 10}, 64, {1, 1, 1, 1}, 8, true, true, 1},
+      {{2, 64, 6, 7}, 32, {1, 0, 1, 2}, 1, true, true, 6},
+      {{1, 64, 12, 5}, 64, {1, 1, 1, 1}, 16, false, true, 7},
   };
 }
 
@@ -161,7 +174,8 @@ TEST(OnednnWinograd, MatchesAFloat64ConvOnEveryTarget) {
       std::unique_ptr<WinoGraph> wg = wino_graph(c);
       ASSERT_NE(wg, nullptr);
       const std::string what = shape_to_string(c.x) + " -> " + std::to_string(c.m) + " layout " +
-                               std::to_string(c.layout) + " target " + std::to_string(target);
+                               std::to_string(c.layout) + " plain " + std::to_string(c.plain) +
+                               " target " + std::to_string(target);
       Status applies = winograd_applies(*wg);
       ASSERT_TRUE(applies.is_ok()) << what << ": " << applies.message();
       const std::vector<float> x = normal(static_cast<size_t>(numel_of(c.x)), 1, 1.F);
@@ -169,15 +183,15 @@ TEST(OnednnWinograd, MatchesAFloat64ConvOnEveryTarget) {
       const std::vector<double> want = reference(c, *wg, x, r);
       const Tensor want_laid =
           to_layout(Tensor::from_vector<float>(wg->y, std::vector<float>(want.begin(), want.end())),
-                    c.layout);
+                    c.side(2));
       for (int threads : {1, 2}) {
         runtime::CompileOptions o = uncached({"onednn"});
         o.num_threads = threads;
         Result<runtime::Executable> exe = runtime::compile(wg->g, o);
         ASSERT_TRUE(exe.is_ok()) << what << ": " << exe.status().message();
         ASSERT_EQ(placement_of(*exe, "f").backend, "onednn") << what;
-        runtime::TensorMap in{{"x", to_layout(Tensor::from_vector<float>(c.x, x), c.layout)}};
-        if (c.residual) in["r"] = to_layout(Tensor::from_vector<float>(wg->y, r), c.layout);
+        runtime::TensorMap in{{"x", to_layout(Tensor::from_vector<float>(c.x, x), c.side(1))}};
+        if (c.residual) in["r"] = to_layout(Tensor::from_vector<float>(wg->y, r), c.side(4));
         // Into an output of NaN: a pixel the kernel leaves unwritten fails the compare.
         runtime::TensorMap out{
             {"y",
@@ -198,11 +212,19 @@ TEST(OnednnWinograd, MatchesAFloat64ConvOnEveryTarget) {
 
 // Each condition of make_winograd_conv refuses on its own, naming what does not apply; the
 // base case applies.
-TEST(OnednnWinograd, AppliesOnlyToLaidOutUngroupedStrideOne3x3ConvsOverConstantWeights) {
+TEST(OnednnWinograd, AppliesOnlyToUngroupedStrideOne3x3ConvsOverConstantWeights) {
   if (!backends::onednn::winograd_conv_enabled()) GTEST_SKIP() << "FRAME_WINOGRAD=0";
   const WinoCase base{{1, 32, 8, 8}, 32, {1, 1, 1, 1}, 8, true, true};
   {
     std::unique_ptr<WinoGraph> wg = wino_graph(base);
+    ASSERT_NE(wg, nullptr);
+    EXPECT_TRUE(winograd_applies(*wg).is_ok()) << winograd_applies(*wg).message();
+  }
+  {
+    // No residual: R's layout (plain, as the attribute's default) is not asked about.
+    WinoCase alone = base;
+    alone.residual = false;
+    std::unique_ptr<WinoGraph> wg = wino_graph(alone);
     ASSERT_NE(wg, nullptr);
     EXPECT_TRUE(winograd_applies(*wg).is_ok()) << winograd_applies(*wg).message();
   }
@@ -214,8 +236,20 @@ TEST(OnednnWinograd, AppliesOnlyToLaidOutUngroupedStrideOne3x3ConvsOverConstantW
   };
   refused(wino_graph(base, {{"strides", ints{2, 2}}}), "stride");
   refused(wino_graph(base, {{"dilations", ints{2, 2}}, {"pads", ints{2, 2, 2, 2}}}), "dilation");
-  refused(wino_graph(base, {{"src_layout", int64_t{0}}}), "plain");
-  refused(wino_graph(base, {{"residual_layout", int64_t{0}}}), "plain NCHW residual");
+  // A plain side needs 64 channels on the other side (32 -> 32 here).
+  WinoCase plain_x = base;
+  plain_x.plain = 1;
+  refused(wino_graph(plain_x), "plain NCHW X with 32 output");
+  WinoCase plain_r = base;
+  plain_r.plain = 4;
+  refused(wino_graph(plain_r), "plain NCHW Y with 32 input");
+  WinoCase grouped = base;
+  grouped.group = 2;
+  refused(wino_graph(grouped), "grouped");
+  WinoCase wide = base;
+  wide.kernel = 5;
+  wide.pads = {2, 2, 2, 2};
+  refused(wino_graph(wide), "5x5");
   refused(wino_graph(base, {}, false), "run time");
   WinoCase narrow = base;  // nhwc: any channel count is representable
   narrow.layout = 1;

@@ -521,6 +521,10 @@ Result<std::shared_ptr<void>> prepare_conv(const NodeContext& ctx) {
     }
   }
   if (!kTranspose) {
+    if (Result<std::shared_ptr<LinearPrimitive>> p = make_winograd_conv(ctx, {}, {}, true);
+        p.is_ok()) {
+      return std::shared_ptr<void>(std::move(p).value());
+    }
     if (Result<std::shared_ptr<LinearPrimitive>> p = padding_taps_conv(ctx, {}, true); p.is_ok()) {
       return std::shared_ptr<void>(std::move(p).value());
     }

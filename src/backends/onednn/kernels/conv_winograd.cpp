@@ -1,13 +1,13 @@
 // The onednn backend's own Winograd conv: F(2x2, 3x3) (Lavin and Gray, "Fast Algorithms for
 // Convolutional Neural Networks", 2016) for f32 3x3 convs with stride 1, no dilation and one
-// group whose activations are laid out (nhwc, nChw8c, nChw16c: 8 channels contiguous per
-// pixel). A 2x2 output tile takes 16 multiplies per input channel instead of 36: per block of
-// tiles, the input transform (VecTable::wino23_input) writes 16 matrices [tiles][C], each is
-// multiplied by the matching transformed weights [C][M] (VecTable::gemm_packed over panels
-// packed once per model), and the output transform (VecTable::wino23_output) adds the bias;
-// the fused post-ops (own loops) run on the block before it is stored in the output's layout.
-// oneDNN 2.6 has Winograd only on AVX-512 (jit_fp32_wino_2x3, opt-in there). Measurements and
-// the accuracy bound: docs/backends/onednn.md#convolution-matmul-and-gemm.
+// group, its activations plain NCHW or laid out (nhwc, nChw8c, nChw16c). A 2x2 output tile takes 16
+// multiplies per input channel instead of 36: per block of tiles, the input transform
+// (VecTable::wino23_input) writes 16 matrices [tiles][C], each is multiplied by the matching
+// transformed weights [C][M] (VecTable::gemm_packed over panels packed once per model), and the
+// output transform (VecTable::wino23_output) adds the bias; the fused post-ops (own loops) run on
+// the block before it is stored in the output's layout. oneDNN 2.6 has Winograd only on AVX-512
+// (jit_fp32_wino_2x3, opt-in there). Measurements and the accuracy bound:
+// docs/backends/onednn.md#convolution-matmul-and-gemm.
 
 #include <fmt/format.h>
 #include <omp.h>
@@ -44,6 +44,8 @@ constexpr int64_t kMinBlockTiles = 24;
 constexpr int64_t kMaxBlockTiles = 96;
 // Floats after each plane of the transformed input and of the products (WinogradConv::run_item).
 constexpr int64_t kPlanePad = 16;
+// Channels on the other side of a plain NCHW side at least (make_winograd_conv).
+constexpr int64_t kWinogradPlainMinChannels = 64;
 
 // Offsets, in floats, of each group of 8 channels of one image stored in `layout` (channels
 // `c`, pixels `hw`), and the floats between adjacent pixels.
@@ -56,7 +58,22 @@ std::vector<int64_t> group_offsets(ActivationLayout layout, int64_t c, int64_t h
 }
 
 int64_t pixel_stride(ActivationLayout layout, int64_t c) {
+  if (layout == ActivationLayout::kPlain) return 1;
   return layout == ActivationLayout::kNhwc ? c : ops::fused::channel_block(layout);
+}
+
+// Floats between adjacent channels of a group of 8 (`hw` pixels per image).
+int64_t channel_stride(ActivationLayout layout, int64_t hw) {
+  return layout == ActivationLayout::kPlain ? hw : 1;
+}
+
+// Copies 8 channels from `src` (`stride` floats apart) to `dst` (`dst_stride` apart).
+inline void copy8(float* dst, int64_t dst_stride, const float* src, int64_t stride) {
+  if (stride == 1 && dst_stride == 1) {
+    std::memcpy(dst, src, 8 * sizeof(float));
+    return;
+  }
+  for (int64_t e = 0; e < 8; ++e) dst[e * dst_stride] = src[e * stride];
 }
 
 class WinogradConv final : public LinearPrimitive {
@@ -65,10 +82,10 @@ class WinogradConv final : public LinearPrimitive {
   int64_t tb = 0;        // tiles per block
   int64_t blocks = 0;    // blocks per image
   int64_t m_splits = 1;  // output channels cut into this many ranges (few blocks)
-  int64_t m_range = 0;   // output channels per range, a multiple of the gemm strip
+  int64_t m_range = 0;   // output channels per range, a multiple of the gemm strip and of 8
   WinoTiles geo;
   std::vector<int64_t> x_groups, y_groups, r_groups;
-  int64_t y_pixel = 0, r_pixel = 0;
+  int64_t y_pixel = 0, r_pixel = 0, y_channel = 1, r_channel = 1;
   bool has_bias = false, residual = false;
   const VecTable* vt = nullptr;
   VecBinaryFn add = nullptr;
@@ -146,8 +163,8 @@ class WinogradConv final : public LinearPrimitive {
               continue;
             }
             for (int64_t gq = 0; gq < groups; ++gq) {
-              std::memcpy(dst + gq * 8, ri + r_groups[static_cast<size_t>(g0 + gq)] + p * r_pixel,
-                          8 * sizeof(float));
+              copy8(dst + gq * 8, 1, ri + r_groups[static_cast<size_t>(g0 + gq)] + p * r_pixel,
+                    r_channel);
             }
           }
         }
@@ -161,8 +178,8 @@ class WinogradConv final : public LinearPrimitive {
         if (p < 0) continue;
         const float* src = out + (4 * i + q) * mj;
         for (int64_t gq = 0; gq < groups; ++gq) {
-          std::memcpy(yi + y_groups[static_cast<size_t>(g0 + gq)] + p * y_pixel, src + gq * 8,
-                      8 * sizeof(float));
+          copy8(yi + y_groups[static_cast<size_t>(g0 + gq)] + p * y_pixel, y_channel, src + gq * 8,
+                1);
         }
       }
     }
@@ -222,12 +239,24 @@ Result<std::shared_ptr<LinearPrimitive>> make_winograd_conv(
   const Tensor* wconst = ctx.constant_input(1);
   if (wconst == nullptr) return unimplemented("weights given at run time");
   if (ctx.attr_or<int64_t>("group", 1) != 1) return unimplemented("a grouped conv");
-  for (ActivationLayout l : {layouts.src, layouts.dst}) {
-    if (l == ActivationLayout::kPlain) return unimplemented("a plain NCHW side");
-  }
   const int64_t c = x[1], m = ws[0];
   if (c % 8 != 0 || m % 8 != 0 || c < kWinogradMinChannels || m < kWinogradMinChannels) {
     return unimplemented("{} input and {} output channels", c, m);
+  }
+  // A plain NCHW side is gathered (X) or scattered (Y, R) channel by channel, h * w apart: per
+  // tile that costs in proportion to its channels, while the products cost in proportion to
+  // both counts, so the other side's channels must be many enough to carry it (32 -> 32 at
+  // 256x256 ran 10% slower than the direct conv with a plain X).
+  if (layouts.src == ActivationLayout::kPlain && m < kWinogradPlainMinChannels) {
+    return unimplemented("a plain NCHW X with {} output channels", m);
+  }
+  const bool adds = std::any_of(post.begin(), post.end(), [](const ops::fused::PostOp& o) {
+    return o.kind == ops::fused::PostOpKind::kAdd;
+  });
+  if ((layouts.dst == ActivationLayout::kPlain ||
+       (adds && layouts.residual == ActivationLayout::kPlain)) &&
+      c < kWinogradPlainMinChannels) {
+    return unimplemented("a plain NCHW Y with {} input channels", c);
   }
   FRAME_ASSIGN_OR_RETURN(
       ops::nn::WindowGeometry g,
@@ -263,9 +292,6 @@ Result<std::shared_ptr<LinearPrimitive>> make_winograd_conv(
     if (rs != Shape{p->n, m, p->oh, p->ow}) {
       return unimplemented("a residual {} not of the output's shape", shape_to_string(rs));
     }
-    if (layouts.residual == ActivationLayout::kPlain) {
-      return unimplemented("a plain NCHW residual");
-    }
     p->residual = true;
   }
   p->post = std::move(*chain);
@@ -274,9 +300,11 @@ Result<std::shared_ptr<LinearPrimitive>> make_winograd_conv(
   p->x_groups = group_offsets(layouts.src, c, hw);
   p->y_groups = group_offsets(layouts.dst, m, ohw);
   p->y_pixel = pixel_stride(layouts.dst, m);
+  p->y_channel = channel_stride(layouts.dst, ohw);
   if (p->residual) {
     p->r_groups = group_offsets(layouts.residual, m, ohw);
     p->r_pixel = pixel_stride(layouts.residual, m);
+    p->r_channel = channel_stride(layouts.residual, ohw);
   }
   p->geo.h = p->h;
   p->geo.w = p->w;
@@ -285,6 +313,7 @@ Result<std::shared_ptr<LinearPrimitive>> make_winograd_conv(
   p->geo.tw = p->tw;
   p->geo.c = c;
   p->geo.x_pixel = pixel_stride(layouts.src, c);
+  p->geo.x_channel = channel_stride(layouts.src, hw);
   p->geo.x_groups = p->x_groups.data();
   // Blocks of tiles: as many as kBlockBytes of transformed input hold (at least
   // kMinBlockTiles), then evened out over the image.

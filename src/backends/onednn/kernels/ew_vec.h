@@ -66,12 +66,14 @@ struct PoolNhwc {
 /// dilation, one group. The output is cut into tiles of 2x2 pixels, `tw` per row of tiles,
 /// numbered row by row: tile t reads the 4x4 input pixels at rows 2 * (t / tw) - pt + [0, 4)
 /// and columns 2 * (t % tw) - pl + [0, 4), zeros outside [0, h) x [0, w) (the padding).
-/// Channels come in groups of 8 contiguous floats (what nhwc, nChw8c and nChw16c all store):
-/// group q of input pixel p (p = row * w + column) starts at x_groups[q] + p * x_pixel.
+/// Channels come in groups of 8: channel 8 * q + e of input pixel p (p = row * w + column) is
+/// at x_groups[q] + p * x_pixel + e * x_channel (x_channel 1 where they are contiguous, as in
+/// nhwc, nChw8c and nChw16c; h * w in plain NCHW).
 struct WinoTiles {
   int64_t h = 0, w = 0, pt = 0, pl = 0, tw = 0;
   int64_t c = 0;                      ///< input channels, a multiple of 8
   int64_t x_pixel = 0;                ///< floats between adjacent pixels of x
+  int64_t x_channel = 1;              ///< floats between adjacent channels of a group
   const int64_t* x_groups = nullptr;  ///< c / 8 offsets, in floats
 };
 

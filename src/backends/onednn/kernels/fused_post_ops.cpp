@@ -106,16 +106,14 @@ Result<std::shared_ptr<LinearPrimitive>> make_fused(const ops::NodeContext& ctx,
           make_shape_agnostic_conv(ctx, reorder, spec.post_ops);
       if (p.is_ok() || make_shape_agnostic_conv(ctx, false).is_ok()) return p;
     }
+    if (Result<std::shared_ptr<LinearPrimitive>> p =
+            make_winograd_conv(ctx, spec.post_ops, layouts, reorder);
+        p.is_ok()) {
+      return p;
+    }
     if (plain) {
       if (Result<std::shared_ptr<LinearPrimitive>> p =
               padding_taps_conv(ctx, spec.post_ops, reorder);
-          p.is_ok()) {
-        return p;
-      }
-    }
-    if (!plain) {
-      if (Result<std::shared_ptr<LinearPrimitive>> p =
-              make_winograd_conv(ctx, spec.post_ops, layouts, reorder);
           p.is_ok()) {
         return p;
       }

@@ -140,8 +140,9 @@ bool winograd_conv_enabled();
 /// The conv of `ctx` (a compiled plan's conv with `post` its fused chain, activations laid out
 /// as `layouts` says) as the backend's own Winograd F(2x2, 3x3) conv (conv_winograd.cpp): f32,
 /// 2-d, 3x3, stride 1, no dilation, one group, constant weights, at least
-/// kWinogradMinChannels input and output channels, each a multiple of 8, X and Y (and a
-/// residual R) in nhwc, nChw8c or nChw16c; every post-op with an own loop (own_post_ops). The
+/// kWinogradMinChannels input and output channels, each a multiple of 8, X, Y and a residual R
+/// plain NCHW or laid out (nhwc, nChw8c, nChw16c; for a plain `conv` node `layouts` is all
+/// plain); every post-op with an own loop (own_post_ops). The
 /// weights are transformed once per model (pack_weights_own, "wino23"). With `build` false
 /// only the checks run. Errors: kUnimplemented naming what does not apply; resolve_window's
 /// errors for bad attributes.
