@@ -2,7 +2,8 @@
 // hidden units in blocks of 16 split over the node's threads, one barrier per step. Compared
 // with the cpu kernel (an independent transcription of the ONNX equations) at 1 and 2 threads,
 // with hidden sizes that leave a partial last block and that give each thread several blocks,
-// both directions, initial states, and every output; and the barrier its threads meet at.
+// both directions, initial states, and every output, on every Highway target this CPU has; and
+// the barrier its threads meet at.
 
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "backends/onednn/kernels/hwy_targets.h"
 #include "backends/onednn/kernels/team_barrier.h"
 #include "cpp/onednn/linear_test_util.h"
 
@@ -60,18 +62,25 @@ TEST(OnednnLstm, SmallBatchesMatchCpuAtEveryThreadCount) {
     Result<std::vector<Tensor>> want = run_op(call, "cpu");
     ASSERT_TRUE(want.is_ok()) << want.status().message();
     // 3 threads on a 2-core machine: a team mate descheduled at a step (TeamBarrier's sleep).
-    for (int threads : {1, 2, 3}) {
-      call.num_threads = threads;
-      Result<std::vector<Tensor>> got = run_op(call, "onednn");
-      ASSERT_TRUE(got.is_ok()) << got.status().message();
-      ASSERT_EQ(got->size(), 3U);
-      for (size_t o = 0; o < 3; ++o) {
-        const CompareResult c =
-            compare_tensors((*got)[o], (*want)[o],
-                            tolerance_for(DTypeCode::kFloat32, ToleranceClass::kCrossBackend));
-        EXPECT_TRUE(c.ok) << "output " << o << " at " << threads << " thread(s): " << c.message;
+    // Every Highway target this CPU supports (VecTable::panel_gemv groups its panels by the
+    // target's vectors per panel row).
+    for (int64_t target : backends::onednn::vec_targets_supported()) {
+      backends::onednn::set_vec_target_for_test(target);
+      for (int threads : {1, 2, 3}) {
+        call.num_threads = threads;
+        Result<std::vector<Tensor>> got = run_op(call, "onednn");
+        ASSERT_TRUE(got.is_ok()) << got.status().message();
+        ASSERT_EQ(got->size(), 3U);
+        for (size_t o = 0; o < 3; ++o) {
+          const CompareResult c =
+              compare_tensors((*got)[o], (*want)[o],
+                              tolerance_for(DTypeCode::kFloat32, ToleranceClass::kCrossBackend));
+          EXPECT_TRUE(c.ok) << "output " << o << " at " << threads << " thread(s), target "
+                            << target << ": " << c.message;
+        }
       }
     }
+    backends::onednn::set_vec_target_for_test(0);
   }
 }
 
