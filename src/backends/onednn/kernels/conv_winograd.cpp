@@ -48,7 +48,7 @@ constexpr int64_t kPlanePad = 16;
 constexpr int64_t kWinogradPlainMinChannels = 64;
 
 // Offsets, in floats, of each group of 8 channels of one image stored in `layout` (channels
-// `c`, pixels `hw`), and the floats between adjacent pixels.
+// `c`, pixels `hw`).
 std::vector<int64_t> group_offsets(ActivationLayout layout, int64_t c, int64_t hw) {
   std::vector<int64_t> off(static_cast<size_t>(c / 8));
   for (int64_t q = 0; q < c / 8; ++q) {
@@ -286,14 +286,13 @@ Result<std::shared_ptr<LinearPrimitive>> make_winograd_conv(
   p->add = vt.binary[static_cast<size_t>(add)];
   std::optional<std::vector<OwnPostOp>> chain = own_post_ops(post);
   if (!chain) return unimplemented("a post-op without an own loop");
-  for (const OwnPostOp& o : *chain) {
-    if (o.kind != ops::fused::PostOpKind::kAdd) continue;
+  if (adds) {
     const Shape& rs = ctx.input_types[ops::fused::kResidualInput].shape;
     if (rs != Shape{p->n, m, p->oh, p->ow}) {
       return unimplemented("a residual {} not of the output's shape", shape_to_string(rs));
     }
-    p->residual = true;
   }
+  p->residual = adds;
   p->post = std::move(*chain);
   if (!build) return std::shared_ptr<LinearPrimitive>(std::move(p));
   const int64_t hw = p->h * p->w, ohw = p->oh * p->ow;
