@@ -70,12 +70,17 @@ void BM_SgemmOneDnn(benchmark::State& state) {
   state.SetLabel("dnnl_sgemm");
 }
 
-// M, K, N: MLP layer 1 (batch 64), a transformer projection (128 tokens, d768), a square one.
+// M, K, N: MLP layer 1 (batch 64), a transformer projection (128 tokens, d768), BERT-base's
+// feed-forward pair (B 9 MiB, past L2), ViT-S's (197 tokens, d384), a square one.
 void sizes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"M", "K", "N", "threads"});
   for (int threads : {1, 2}) {
     b->Args({64, 784, 512, threads});
     b->Args({128, 768, 768, threads});
+    b->Args({128, 768, 3072, threads});
+    b->Args({128, 3072, 768, threads});
+    b->Args({197, 384, 1536, threads});
+    b->Args({197, 1536, 384, threads});
     b->Args({1024, 1024, 1024, threads});
   }
   b->UseManualTime()->Unit(benchmark::kMillisecond);

@@ -313,14 +313,17 @@ TEST(OnednnMatmulShapeAgnostic, OneRowOverLargeWeightsReadsThemInPlace) {
 // no AVX-512): frame's own loops over packed B (implementation "frame:gemm"), the product split
 // over the threads by rows (many rows) or by columns (few rows, many columns), with a bias, a
 // residual of the output's shape and an activation fused, and a plain product after them (197
-// rows: ViT-S's, split over two threads in whole tiles, the last one short); each
-// against the cpu kernels at 1 and 2 threads. With AVX-512 oneDNN keeps its brgemm matmul.
+// rows: ViT-S's, split over two threads in whole tiles, the last one short; and over packed
+// weights past 1 MiB, each thread's rows in one product, several blocks of K and of rows,
+// before the post-ops); each against the cpu kernels at 1 and 2 threads. With AVX-512 oneDNN
+// keeps its brgemm matmul.
 TEST(OnednnMatmul, CompiledConstantWeightsOnAGemmBasedOnednnRunOwnLoops) {
   struct Case {
     int64_t m, k, n;
   };
   uint32_t seed = 60;
-  for (const Case& c : {Case{40, 72, 320}, Case{300, 40, 48}, Case{197, 64, 96}, Case{3, 17, 5}}) {
+  for (const Case& c : {Case{40, 72, 320}, Case{300, 40, 48}, Case{197, 64, 96}, Case{3, 17, 5},
+                        Case{197, 520, 520}}) {
     ir::Graph g("dense");
     const ir::ValueId x = g.add_input("x", ir::TensorType{DTypeCode::kFloat32, {c.m, c.k}});
     const ir::ValueId r = g.add_input("r", ir::TensorType{DTypeCode::kFloat32, {c.m, c.n}});
