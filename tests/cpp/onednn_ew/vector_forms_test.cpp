@@ -532,6 +532,31 @@ TEST(VectorForms, ErfExpTanhMaxErrorAgainstDouble) {
   }
 }
 
+// erf-GELU's negative side is 0.5 x (1 + erf(x / sqrt 2)): 1 + erf must keep the relative
+// accuracy of erfc(|x|) where erf nears -1, up to the float spacing below 1 (2^-24: erfc(4) =
+// 1.5e-8 rounds erf to -1), a far tighter bound there than kErfMaxAbsError. Over [-4, -1] on
+// every target, against std::erfc in double.
+TEST(VectorForms, ErfTailKeepsOnePlusErfRelativeAccuracy) {
+  constexpr double kTailMaxRelError = 1.5e-6;
+  std::vector<float> xs;
+  const int n = 300001;
+  for (int i = 0; i < n; ++i) xs.push_back(-4.0f + 3.0f * static_cast<float>(i) / (n - 1));
+  const Tensor x = Tensor::from_vector<float>({static_cast<int64_t>(xs.size())}, xs);
+  for (int64_t target : backends::onednn::vec_targets_supported()) {
+    backends::onednn::set_vec_target_for_test(target);
+    auto r = run_op({"erf", {x}}, "onednn");
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    double worst = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double e = std::erfc(-static_cast<double>(xs[i]));
+      const double got = 1.0 + static_cast<double>((*r)[0].data<float>()[i]);
+      worst = std::max(worst, (std::fabs(got - e) - std::ldexp(1.0, -24)) / e);
+    }
+    EXPECT_LE(worst, kTailMaxRelError) << hwy::TargetName(target);
+    backends::onednn::set_vec_target_for_test(0);
+  }
+}
+
 // ---- Cast between float32 and float16 / bfloat16 (VecTable::convert) ----
 
 // A 16-bit float pattern with `mant` mantissa bits and the rest exponent, decoded by the IEEE
