@@ -557,6 +557,68 @@ TEST(VectorForms, ErfTailKeepsOnePlusErfRelativeAccuracy) {
   }
 }
 
+// ---- Transpose of 4-byte elements (VecTable::transpose32) ----
+
+// onednn's transpose moves every 4-byte element bit for bit, through the 8 x 8 (4 x 4) register
+// blocks and the scalar edges, on every target: shapes with and without whole blocks, a K past
+// the kernel's 128-column chunks, a source dim split over several 128-element items, and 1
+// and 2 threads. Expected values by index arithmetic; the bits are compared, so a signalling
+// NaN, -0 and a denormal must come through unchanged.
+TEST(VectorForms, TransposeMovesEveryElementBitForBitOnEveryTarget) {
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> perm;
+  };
+  const std::vector<Case> cases = {{{1, 96, 56, 56}, {0, 2, 3, 1}}, {{1, 56, 56, 96}, {0, 3, 1, 2}},
+                                   {{1, 37, 13, 11}, {0, 2, 3, 1}}, {{2, 5, 7, 3}, {0, 3, 1, 2}},
+                                   {{3, 200, 9}, {0, 2, 1}},        {{1, 130, 300}, {0, 2, 1}},
+                                   {{4, 8, 8}, {2, 1, 0}},          {{6, 4, 5, 8}, {3, 0, 2, 1}}};
+  for (DTypeCode dt : {DTypeCode::kFloat32, DTypeCode::kInt32}) {
+    for (const Case& c : cases) {
+      int64_t numel = 1;
+      for (int64_t d : c.shape) numel *= d;
+      Tensor x = Tensor::zeros(dt, c.shape).value();
+      auto* bits = static_cast<uint32_t*>(x.raw_data());
+      for (int64_t i = 0; i < numel; ++i) bits[i] = static_cast<uint32_t>(i) * 2654435761U;
+      bits[0] = 0x7f800001U;          // a signalling NaN
+      bits[numel / 2] = 0x80000000U;  // -0
+      bits[numel - 1] = 0x00000003U;  // a denormal
+      // Expected: output position o (row-major over the permuted shape) reads the source
+      // position whose dim perm[k] is o's index k.
+      const size_t rank = c.shape.size();
+      Shape out_shape(rank), src_strides(rank, 1);
+      for (size_t k = rank - 1; k-- > 0;) src_strides[k] = src_strides[k + 1] * c.shape[k + 1];
+      for (size_t k = 0; k < rank; ++k) out_shape[k] = c.shape[static_cast<size_t>(c.perm[k])];
+      std::vector<uint32_t> expected(static_cast<size_t>(numel));
+      for (int64_t o = 0; o < numel; ++o) {
+        int64_t rem = o, src = 0;
+        for (size_t k = rank; k-- > 0;) {
+          src += rem % out_shape[k] * src_strides[static_cast<size_t>(c.perm[k])];
+          rem /= out_shape[k];
+        }
+        expected[static_cast<size_t>(o)] = bits[src];
+      }
+      for (int64_t target : backends::onednn::vec_targets_supported()) {
+        backends::onednn::set_vec_target_for_test(target);
+        for (int threads : {1, 2}) {
+          OpCall call{"transpose", {x}, {{"perm", c.perm}}};
+          call.num_threads = threads;
+          auto r = run_op(call, "onednn");
+          ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+          ASSERT_EQ((*r)[0].shape(), out_shape);
+          const auto* got = static_cast<const uint32_t*>((*r)[0].raw_data());
+          int64_t wrong = 0;
+          for (int64_t o = 0; o < numel; ++o) wrong += got[o] != expected[static_cast<size_t>(o)];
+          EXPECT_EQ(wrong, 0) << hwy::TargetName(target) << " " << dtype_name(dt) << " "
+                              << shape_to_string(c.shape) << " perm " << fmt::format("{}", c.perm)
+                              << " threads " << threads;
+        }
+        backends::onednn::set_vec_target_for_test(0);
+      }
+    }
+  }
+}
+
 // ---- Cast between float32 and float16 / bfloat16 (VecTable::convert) ----
 
 // A 16-bit float pattern with `mant` mantissa bits and the rest exponent, decoded by the IEEE

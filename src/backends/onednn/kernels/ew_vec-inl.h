@@ -1170,6 +1170,77 @@ HWY_NOINLINE void even_copy_loop(const float* src, float* dst, size_t n) {
   for (; o < n; ++o) dst[o] = src[2 * o];
 }
 
+#if HWY_TARGET != HWY_SCALAR
+/// One kBlock x kBlock block of transpose32_loop in registers, kBlock = Lanes(d) (4 or 8):
+/// rows interleaved by 32 then 64 bits within each 128-bit block, then (8 lanes) the 128-bit
+/// halves exchanged, so output row c holds element c of every input row.
+template <class D>
+HWY_INLINE void transpose_block(D d, const uint32_t* src, size_t src_stride, uint32_t* dst,
+                                size_t dst_stride) {
+  using V = hn::Vec<D>;
+  constexpr size_t kMax = 8;
+  const size_t n = hn::Lanes(d);
+  const hn::Repartition<uint64_t, D> d64;
+  V r[kMax], c[kMax];
+  for (size_t i = 0; i < n; ++i) r[i] = hn::LoadU(d, src + i * src_stride);
+  // Per group of four rows: c[g + j] holds column j (and j + 4 in the upper 128 bits) of rows
+  // g..g+3.
+  for (size_t g = 0; g < n; g += 4) {
+    const V t0 = hn::InterleaveLower(d, r[g], r[g + 1]);
+    const V t1 = hn::InterleaveLower(d, r[g + 2], r[g + 3]);
+    const V t2 = hn::InterleaveUpper(d, r[g], r[g + 1]);
+    const V t3 = hn::InterleaveUpper(d, r[g + 2], r[g + 3]);
+    c[g] = hn::BitCast(d, hn::InterleaveLower(d64, hn::BitCast(d64, t0), hn::BitCast(d64, t1)));
+    c[g + 1] = hn::BitCast(d, hn::InterleaveUpper(d64, hn::BitCast(d64, t0), hn::BitCast(d64, t1)));
+    c[g + 2] = hn::BitCast(d, hn::InterleaveLower(d64, hn::BitCast(d64, t2), hn::BitCast(d64, t3)));
+    c[g + 3] = hn::BitCast(d, hn::InterleaveUpper(d64, hn::BitCast(d64, t2), hn::BitCast(d64, t3)));
+  }
+  if (n == 4) {
+    for (size_t j = 0; j < 4; ++j) hn::StoreU(c[j], d, dst + j * dst_stride);
+    return;
+  }
+  for (size_t j = 0; j < 4; ++j) {
+    hn::StoreU(hn::ConcatLowerLower(d, c[4 + j], c[j]), d, dst + j * dst_stride);
+    hn::StoreU(hn::ConcatUpperUpper(d, c[4 + j], c[j]), d, dst + (j + 4) * dst_stride);
+  }
+}
+#endif  // HWY_TARGET != HWY_SCALAR
+
+/// VecTable::transpose32: dst[c * dst_stride + r] = src[r * src_stride + c] for r < rows,
+/// c < cols, 4-byte elements moved bit for bit. Blocks of 8 x 8 (4 x 4 where vectors hold 4
+/// lanes) in registers, row blocks outer so the block's source rows are read in order and the
+/// output lines it writes (one per column) stay in L1 for the next row block; the edges one
+/// element at a time (every element on the scalar target).
+HWY_NOINLINE void transpose32_loop(const void* src_v, size_t src_stride, void* dst_v,
+                                   size_t dst_stride, size_t rows, size_t cols) {
+  const auto* src = static_cast<const uint32_t*>(src_v);
+  auto* dst = static_cast<uint32_t*>(dst_v);
+  size_t rb = 0, cb = 0;  // rows and columns covered by whole blocks
+#if HWY_TARGET != HWY_SCALAR
+  const auto blocks = [&](auto d) {
+    const size_t n = hn::Lanes(d);
+    rb = rows - rows % n;
+    cb = cols - cols % n;
+    for (size_t r = 0; r < rb; r += n) {
+      for (size_t c = 0; c < cb; c += n) {
+        transpose_block(d, src + r * src_stride + c, src_stride, dst + c * dst_stride + r,
+                        dst_stride);
+      }
+    }
+  };
+  if (hn::Lanes(hn::ScalableTag<uint32_t>()) >= 8) {
+    blocks(hn::CappedTag<uint32_t, 8>());
+  } else if (hn::Lanes(hn::ScalableTag<uint32_t>()) >= 4) {
+    blocks(hn::CappedTag<uint32_t, 4>());
+  }
+#endif
+  for (size_t r = 0; r < rows; ++r) {
+    // Columns past the blocks for every row; the rows past them for the blocks' columns.
+    for (size_t c = r < rb ? cb : 0; c < cols; ++c)
+      dst[c * dst_stride + r] = src[r * src_stride + c];
+  }
+}
+
 /// Orders the streamed stores before anything the thread does next (x86: sfence), so the
 /// output is complete when the parallel region joins.
 HWY_NOINLINE void stream_fence_loop() {

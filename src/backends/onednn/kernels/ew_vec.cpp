@@ -60,6 +60,7 @@ const VecTable* get_vec_table() {
     t.stream_copy = &stream_copy_loop;
     t.stream_fence = &stream_fence_loop;
     t.even_copy = &even_copy_loop;
+    t.transpose32 = &transpose32_loop;
     t.wino23_input = &wino23_input_loop;
     t.wino23_output = &wino23_output_loop;
     t.target = hwy::TargetName(HWY_TARGET);

@@ -180,6 +180,11 @@ struct VecTable {
   /// dst[o] = src[2 * o] for o < n (every second element: a stride-2 conv's im2col), reading
   /// src[0, 2n - 1) only.
   void (*even_copy)(const float* src, float* dst, size_t n) = nullptr;
+  /// dst[c * dst_stride + r] = src[r * src_stride + c] for r < rows, c < cols (strides in
+  /// elements): a 2-D transpose of 4-byte elements, moved bit for bit (any 4-byte dtype). One
+  /// thread; src and dst do not overlap.
+  void (*transpose32)(const void* src, size_t src_stride, void* dst, size_t dst_stride, size_t rows,
+                      size_t cols) = nullptr;
   /// Winograd F(2x2, 3x3) input transform (WinoTiles) of tiles [t0, t0 + count) of one image:
   /// V = B^T d B for each tile's 4x4 pixels d and each channel, written as 16 matrices
   /// [count][c], matrix k = 4 * row + column of V at v + k * plane (plane >= count * c).

@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "backends/onednn/kernels/ew_vec.h"
 #include "backends/onednn/kernels/laid_out.h"
 #include "backends/onednn/kernels/parallel.h"
 #include "frame/ops/kernel_registry.h"
@@ -126,7 +127,8 @@ void strided_rows(const StridedPlan& p, const E* src, E* dst, int64_t r0, int64_
 // Output dims [..., J (source stride 1), ..., K (last)]: items are (other dims, J block); each
 // copies a kBlockA x K panel in kBlockA x kBlock blocks.
 template <typename E>
-void tiled_items(const StridedPlan& p, const E* src, E* dst, int64_t i0, int64_t i1) {
+void tiled_items(const StridedPlan& p, const E* src, E* dst, int64_t i0, int64_t i1,
+                 const VecTable* vt) {
   const auto j = static_cast<size_t>(p.tiled_dim);
   const size_t last = p.dims.size() - 1;
   const int64_t dj = p.dims[j], dk = p.dims[last], sk = p.strides[last];
@@ -151,6 +153,21 @@ void tiled_items(const StridedPlan& p, const E* src, E* dst, int64_t i0, int64_t
       out_stride *= p.dims[d];
     }
     const int64_t na = a1 - a0;
+    if constexpr (sizeof(E) == 4) {
+      // Blocks of 8 x 8 (4 x 4) in registers (VecTable::transpose32): the scalar loops below
+      // moved ConvNeXt-T's [1, 96, 56, 56] <-> [1, 56, 56, 96] permutes at 2.5-3x ONNX
+      // Runtime's time. A long K by blocks of kBlock columns, as below, so a block's output
+      // lines stay in L1.
+      if (vt != nullptr) {
+        for (int64_t b0 = 0; b0 < dk; b0 += kBlockA) {
+          vt->transpose32(src + src_off + a0 + b0 * sk, static_cast<size_t>(sk),
+                          dst + dst_off + a0 * out_stride_j + b0, static_cast<size_t>(out_stride_j),
+                          static_cast<size_t>(std::min(dk, b0 + kBlockA) - b0),
+                          static_cast<size_t>(na));
+        }
+        continue;
+      }
+    }
     if (dk <= kBlockA) {
       // A short K: the dk source lines a row touches stay in L1 across the block's rows.
       for (int64_t a = 0; a < na; ++a) {
@@ -185,7 +202,9 @@ void run_strided(const StridedPlan& p, const void* src_v, void* dst_v, int threa
   if (p.tiled_dim >= 0) {
     const int64_t dj = p.dims[static_cast<size_t>(p.tiled_dim)];
     const int64_t items = p.numel / (dj * p.dims.back()) * ((dj + kBlockA - 1) / kBlockA);
-    parallel_ranges(items, nt, [&](int64_t a, int64_t b) { tiled_items(p, src, dst, a, b); });
+    const VecTable* vt = &vec_table();
+    if (vt->transpose32 == nullptr) vt = nullptr;
+    parallel_ranges(items, nt, [&](int64_t a, int64_t b) { tiled_items(p, src, dst, a, b, vt); });
   } else {
     const int64_t rows = p.numel / p.dims.back();
     parallel_ranges(rows, nt, [&](int64_t a, int64_t b) { strided_rows(p, src, dst, a, b); });
