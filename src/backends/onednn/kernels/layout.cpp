@@ -156,8 +156,8 @@ void tiled_items(const StridedPlan& p, const E* src, E* dst, int64_t i0, int64_t
     if constexpr (sizeof(E) == 4) {
       // Blocks of 8 x 8 (4 x 4) in registers (VecTable::transpose32): the scalar loops below
       // moved ConvNeXt-T's [1, 96, 56, 56] <-> [1, 56, 56, 96] permutes at 2.5-3x ONNX
-      // Runtime's time. A long K by blocks of kBlock columns, as below, so a block's output
-      // lines stay in L1.
+      // Runtime's time. K by chunks of kBlockA, so the output lines a chunk writes stay in
+      // L1.
       if (vt != nullptr) {
         for (int64_t b0 = 0; b0 < dk; b0 += kBlockA) {
           vt->transpose32(src + src_off + a0 + b0 * sk, static_cast<size_t>(sk),
